@@ -1,0 +1,81 @@
+/**
+ * The dependencies every domain module takes as its first argument: AWS SDK clients, the physical
+ * names of the topology's tables and queues, the stage's settings and a clock. Lambda handlers
+ * build it once per container from env (`lambdaDeps()`); the local stack, the CLI and tests build
+ * it from the emulators' endpoints (`createDeps()`). Domain code never reads process.env.
+ */
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { tables, type TableName, queues, type QueueName } from '../../lib/topology.js';
+import { loadSettings, type Settings } from './settings.js';
+
+export interface Deps {
+  dynamodb: DynamoDBClient;
+  doc: DynamoDBDocumentClient;
+  sqs: SQSClient;
+  /** Physical table names by topology name. */
+  tables: Record<TableName, string>;
+  /** Queue URLs by topology name. */
+  queues: Record<QueueName, string>;
+  settings: Settings;
+  /** Milliseconds since the epoch; tests may pin it. */
+  now: () => number;
+}
+
+export interface Endpoints {
+  region?: string;
+  dynamodbEndpoint?: string;
+  sqsEndpoint?: string;
+}
+
+export function createAwsClients(endpoints: Endpoints = {}): Pick<Deps, 'dynamodb' | 'doc' | 'sqs'> {
+  const region = endpoints.region ?? process.env.AWS_REGION ?? 'us-east-1';
+  const dynamodb = new DynamoDBClient({ region, endpoint: endpoints.dynamodbEndpoint });
+  const doc = DynamoDBDocumentClient.from(dynamodb, {
+    marshallOptions: { removeUndefinedValues: true, convertClassInstanceToMap: false },
+  });
+  const sqs = new SQSClient({ region, endpoint: endpoints.sqsEndpoint });
+  return { dynamodb, doc, sqs };
+}
+
+export function createDeps(input: Endpoints & {
+  tables: Record<TableName, string>;
+  queues: Record<QueueName, string>;
+  settings: Settings;
+  now?: () => number;
+}): Deps {
+  return { ...createAwsClients(input), tables: input.tables, queues: input.queues, settings: input.settings, now: input.now ?? Date.now };
+}
+
+/**
+ * Table names and queue URLs read from the env vars the stack binds next to each grant. A name the
+ * function was not bound to throws on use, naming the missing binding.
+ */
+function namesFromEnv<K extends string>(specs: Record<K, { envVar: string }>, what: string): Record<K, string> {
+  const out = {} as Record<K, string>;
+  for (const [name, spec] of Object.entries(specs) as [K, { envVar: string }][]) {
+    Object.defineProperty(out, name, {
+      enumerable: true,
+      get() {
+        const value = process.env[spec.envVar];
+        if (!value) throw new Error(`${spec.envVar} is not set: this function is not bound to the ${name} ${what}`);
+        return value;
+      },
+    });
+  }
+  return out;
+}
+
+let lambda: Promise<Deps> | undefined;
+/** The container's deps: clients created once, settings loaded once (SSM cached by Powertools). */
+export function lambdaDeps(): Promise<Deps> {
+  lambda ??= loadSettings().then((settings) => ({
+    ...createAwsClients(),
+    tables: namesFromEnv(tables, 'table'),
+    queues: namesFromEnv(queues, 'queue'),
+    settings,
+    now: Date.now,
+  }));
+  return lambda;
+}

@@ -1,0 +1,137 @@
+/**
+ * The stored shapes and their keys. Every item is keyed by organization first (DESIGN §4), except
+ * the API-key lookup item, which is keyed by the key's hash and names its one organization.
+ * docs/data-model.md documents these for the CRM application that writes clients and work orders.
+ */
+
+export const keys = {
+  org: (orgId: string) => ({ pk: `ORG#${orgId}`, sk: 'ORG' }),
+  /** All organizations, for `crm org list`. */
+  orgIndex: (createdAt: string, orgId: string) => ({ gsi1pk: 'ORGS', gsi1sk: `${createdAt}#${orgId}` }),
+  /** Lookup item of an API key: one GetItem by hash authenticates a request. */
+  apiKeyByHash: (hashHex: string) => ({ pk: `APIKEY#${hashHex}`, sk: 'APIKEY' }),
+  /** Index entry listing an organization's keys (gsi1). */
+  apiKeyIndex: (orgId: string, keyId: string) => ({ gsi1pk: `ORG#${orgId}#APIKEYS`, gsi1sk: keyId }),
+  endpoint: (orgId: string, endpointId: string) => ({ pk: `ORG#${orgId}`, sk: `ENDPOINT#${endpointId}` }),
+  endpointPrefix: 'ENDPOINT#',
+  notification: (orgId: string, at: string, id: string) => ({ pk: `ORG#${orgId}`, sk: `NOTIFICATION#${at}#${id}` }),
+  notificationPrefix: 'NOTIFICATION#',
+  usage: (orgId: string, day: string) => ({ pk: `ORG#${orgId}`, sk: `USAGE#${day}` }),
+  usagePrefix: 'USAGE#',
+  client: (orgId: string, clientId: string) => ({ pk: `ORG#${orgId}`, sk: `CLIENT#${clientId}` }),
+  workOrder: (orgId: string, id: string) => ({ pk: `ORG#${orgId}`, sk: `WORK_ORDER#${id}` }),
+  invoice: (orgId: string, id: string) => ({ pk: `ORG#${orgId}`, sk: `INVOICE#${id}` }),
+  booking: (orgId: string, id: string) => ({ pk: `ORG#${orgId}`, sk: `BOOKING#${id}` }),
+  delivery: (orgId: string, deliveryId: string) => ({ pk: `ORG#${orgId}`, sk: `DELIVERY#${deliveryId}` }),
+  deliveryPrefix: 'DELIVERY#',
+  /** gsi1 entry: find a delivery by id alone (redrive --delivery). */
+  deliveryIndex: (deliveryId: string) => ({ gsi1pk: `DELIVERY#${deliveryId}`, gsi1sk: 'DELIVERY' }),
+  request: (orgId: string, at: string, requestId: string) => ({ pk: `ORG#${orgId}`, sk: `REQUEST#${at}#${requestId}` }),
+  requestPrefix: 'REQUEST#',
+};
+
+/** Parses the organization id out of a `ORG#<id>` partition key. */
+export const orgIdOf = (pk: string): string => pk.replace(/^ORG#/, '');
+
+export type Billing = 'none' | 'prepaid';
+
+export interface Organization {
+  id: string;
+  name: string;
+  plan: string;
+  /** Requests per minute per key; overrides the plan's limit when set. */
+  rateLimitPerMinute?: number;
+  billing: Billing;
+  /** Prepaid balance in integer micro-dollars (1 USD = 1_000_000). */
+  walletMicros: number;
+  createdAt: string;
+}
+
+export interface ApiKeyRecord {
+  /** Public id, safe for display and logs (e.g. `key_3fa9c2d1`). */
+  keyId: string;
+  organizationId: string;
+  name: string;
+  /** SHA-256 of the full key, hex. The key itself is never stored. */
+  hash: string;
+  createdAt: string;
+  /** ISO time after which the key no longer authenticates (rotation grace, revocation). */
+  expiresAt?: string;
+  revokedAt?: string;
+  lastUsedAt?: string;
+}
+
+/** What authentication hands to the rest of a request: everything is scoped to this organization. */
+export interface AuthContext {
+  organization: Organization;
+  key: Pick<ApiKeyRecord, 'keyId' | 'name'>;
+}
+
+export interface SigningSecret {
+  /** `whsec_` + base64 of 32 random bytes. */
+  secret: string;
+  createdAt: string;
+  /** Set on the old secret at rotation: both are used to sign until then. */
+  expiresAt?: string;
+}
+
+export interface WebhookEndpoint {
+  id: string;
+  organizationId: string;
+  url: string;
+  /** Canonical dotted event names, or ['*'] for all. */
+  events: string[];
+  secrets: SigningSecret[];
+  enabled: boolean;
+  description?: string;
+  createdAt: string;
+  /** Set at the first failure after a success; the endpoint is disabled when it gets too old. */
+  failingSince?: string;
+  disabledReason?: string;
+}
+
+/** The event envelope sent to receivers (DESIGN §10). */
+export interface EventPayload {
+  id: string;
+  type: string;
+  api_version: string;
+  timestamp: string;
+  organization_id: string;
+  data: { object: Record<string, unknown>; previous?: Record<string, unknown> };
+}
+
+export type DeliveryStatus = 'pending' | 'delivered' | 'failed' | 'skipped';
+
+export interface DeliveryAttempt {
+  at: string;
+  attempt: number;
+  statusCode?: number;
+  latencyMs: number;
+  error?: string;
+  /** First 4 KiB of the response body. */
+  responseBody?: string;
+}
+
+export interface DeliveryRecord {
+  /** Derived from event id + endpoint id: a re-processed stream batch writes nothing twice. */
+  id: string;
+  organizationId: string;
+  endpointId: string;
+  eventId: string;
+  eventType: string;
+  status: DeliveryStatus;
+  /** Why a delivery was skipped or failed without attempts (endpoint disabled, payload too big). */
+  reason?: string;
+  payload: EventPayload;
+  attempts: DeliveryAttempt[];
+  createdAt: string;
+  updatedAt: string;
+}
+
+/** Body of a delivery-queue message. The payload travels with it; the secret is read at send time. */
+export interface DeliveryMessage {
+  deliveryId: string;
+  organizationId: string;
+  endpointId: string;
+  payload: EventPayload;
+}
