@@ -153,3 +153,13 @@ export const cors = {
 export const settingsParameterEnvVar = 'SETTINGS_PARAMETER';
 export const settingsParameterName = (stage: string) => `/crm/${stage}/settings`;
 export const serviceName = 'crm-integration-api';
+
+/** CloudFormation output names, shared by the stack (writes them) and the CLI (reads them). */
+const cap = (s: string) => s[0].toUpperCase() + s.slice(1);
+export const outputKeys = {
+  apiUrl: 'ApiUrl',
+  table: (name: TableName) => `${cap(name)}Table`,
+  queue: (name: QueueName) => `${cap(name)}Url`,
+  settingsParameter: 'SettingsParameter',
+};
+export const stackName = (stage: string) => `Crm-${stage}`;
