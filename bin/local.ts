@@ -1,0 +1,98 @@
+/**
+ * `npm start`: the whole system on this machine (DESIGN §12). Ctrl-C or SIGTERM stops everything.
+ */
+import { parseArgs } from 'node:util';
+import { startLocalStack } from '../lib/local/stack.js';
+
+const { values } = parseArgs({
+  options: {
+    dir: { type: 'string', default: '.local' },
+    'in-memory': { type: 'boolean', default: false },
+    port: { type: 'string', default: process.env.PORT ?? '3000' },
+    'dynamodb-port': { type: 'string', default: process.env.DYNAMODB_PORT ?? '0' },
+    'sqs-port': { type: 'string', default: process.env.SQS_PORT ?? '0' },
+    quiet: { type: 'boolean', default: false },
+    help: { type: 'boolean', short: 'h', default: false },
+  },
+});
+
+if (values.help) {
+  console.log(`Usage: npm start -- [--port 3000] [--dir .local] [--in-memory] [--dynamodb-port N] [--sqs-port N] [--quiet]
+Runs DynamoDB Local, the fauxqs SQS emulator, the API on 127.0.0.1 and the event pollers.
+Writes <dir>/stack.json for the CLI (npx crm ...). PORT, DYNAMODB_PORT, SQS_PORT and CRM_SETTINGS (JSON) env vars also apply.`);
+  process.exit(0);
+}
+
+function port(name: string, value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) {
+    console.error(`error: --${name} must be a port number (0-65535), got "${value}"`);
+    process.exit(2);
+  }
+  return n;
+}
+
+const quiet = values.quiet;
+const log = (line: string) => (quiet ? undefined : console.log(line));
+if (quiet) process.env.POWERTOOLS_LOG_LEVEL ??= 'WARN';
+let userSettings: Record<string, unknown> = {};
+if (process.env.CRM_SETTINGS) {
+  try {
+    userSettings = JSON.parse(process.env.CRM_SETTINGS);
+  } catch {
+    console.error('error: CRM_SETTINGS is not valid JSON');
+    process.exit(2);
+  }
+}
+
+const started = Date.now();
+log('Starting the local stack…');
+const stack = await startLocalStack({
+  dir: values.dir,
+  inMemory: values['in-memory'],
+  port: port('port', values.port),
+  dynamodbPort: port('dynamodb-port', values['dynamodb-port']),
+  sqsPort: port('sqs-port', values['sqs-port']),
+  settings: userSettings,
+  log: (line) => console.error(line),
+}).catch((error: Error) => {
+  console.error(`error: ${error.message}`);
+  process.exit(1);
+});
+
+const { info } = stack;
+const url = `${info.apiUrl}/api/webhook/leads`;
+log(`
+CRM integration API running (ready in ${((Date.now() - started) / 1000).toFixed(1)} s)
+  API            ${url}
+  DynamoDB Local ${info.dynamodbEndpoint}
+  SQS (fauxqs)   ${info.sqsEndpoint}
+  stack file     ${stack.stackFile}`);
+if (info.demo) {
+  log(`
+Demo organization ${info.demo.organizationId}
+  API key        ${info.demo.apiKey}
+
+Check the key:
+  curl -s ${url} -H "X-API-Key: ${info.demo.apiKey}"
+
+Send a lead:
+  curl -s ${url} \\
+    -H "Authorization: Bearer ${info.demo.apiKey}" \\
+    -H "Content-Type: application/json" \\
+    -d '{"name":"Ada Lovelace","email":"ada@example.com","phone":"+1 415 555 0100","service":"Leaky faucet"}'
+
+Admin CLI: npx crm --help   (e.g. npx crm clients list --org ${info.demo.organizationId})`);
+}
+log('\nCtrl-C to stop.');
+
+let stopping = false;
+async function shutdown(signal: string) {
+  if (stopping) return;
+  stopping = true;
+  log(`\n${signal}: stopping…`);
+  await stack.stop();
+  process.exit(0);
+}
+process.on('SIGINT', () => void shutdown('SIGINT'));
+process.on('SIGTERM', () => void shutdown('SIGTERM'));

@@ -1,0 +1,238 @@
+/**
+ * Plays Lambda's DynamoDB Streams event-source mapping: shards read in order (parents before
+ * children), batches of up to `batchSize`, partial batch responses (resume from the first failed
+ * record), bisect on error, a bounded retry count, then the batch's description goes to the
+ * on-failure queue and the shard moves on. The last processed sequence number of each shard is
+ * checkpointed to a file, so a restart resumes after it: nothing re-delivered, nothing lost.
+ */
+import { readFileSync, writeFileSync, renameSync } from 'node:fs';
+import {
+  DynamoDBStreamsClient, DescribeStreamCommand, GetShardIteratorCommand, GetRecordsCommand,
+  ExpiredIteratorException, type Shard, type _Record,
+} from '@aws-sdk/client-dynamodb-streams';
+import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import type { DynamoDBStreamEvent, DynamoDBRecord, DynamoDBBatchResponse } from 'aws-lambda';
+
+export type StreamHandler = (event: DynamoDBStreamEvent) => Promise<DynamoDBBatchResponse | void>;
+
+export interface StreamPollerOptions {
+  streams: DynamoDBStreamsClient;
+  streamArn: string;
+  handler: StreamHandler;
+  batchSize: number;
+  maxRetries: number;
+  bisectOnError: boolean;
+  /** Where exhausted batches are described (Lambda's on-failure destination). */
+  onFailure?: { sqs: SQSClient; queueUrl: string };
+  /** JSON file of shardId → last processed sequence number. */
+  checkpointFile?: string;
+  idleDelayMs?: number;
+  onError?: (error: unknown) => void;
+}
+
+interface ShardState { shard: Shard; iterator?: string; done: boolean }
+
+export class StreamPoller {
+  private running = false;
+  private loop?: Promise<void>;
+  private shards = new Map<string, ShardState>();
+  private checkpoints: Record<string, string> = {};
+  private wake?: () => void;
+
+  constructor(private readonly options: StreamPollerOptions) {
+    if (options.checkpointFile) {
+      try {
+        this.checkpoints = JSON.parse(readFileSync(options.checkpointFile, 'utf8'));
+      } catch {
+        this.checkpoints = {};
+      }
+    }
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.loop = this.run();
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    this.wake?.();
+    await this.loop;
+  }
+
+  private async run(): Promise<void> {
+    while (this.running) {
+      let progressed = false;
+      try {
+        await this.refreshShards();
+        for (const state of this.readyShards()) {
+          if (!this.running) break;
+          progressed = (await this.pollShard(state)) || progressed;
+        }
+      } catch (error) {
+        this.options.onError?.(error);
+      }
+      if (!progressed && this.running) await this.sleep(this.options.idleDelayMs ?? 150);
+    }
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      this.wake = () => (clearTimeout(timer), resolve());
+    });
+  }
+
+  private async refreshShards(): Promise<void> {
+    let exclusiveStartShardId: string | undefined;
+    do {
+      const { StreamDescription } = await this.options.streams.send(
+        new DescribeStreamCommand({ StreamArn: this.options.streamArn, ExclusiveStartShardId: exclusiveStartShardId }),
+      );
+      for (const shard of StreamDescription?.Shards ?? []) {
+        const known = this.shards.get(shard.ShardId!);
+        if (known) known.shard = shard;
+        else this.shards.set(shard.ShardId!, { shard, done: false });
+      }
+      exclusiveStartShardId = StreamDescription?.LastEvaluatedShardId;
+    } while (exclusiveStartShardId);
+  }
+
+  /** Shards whose parent is fully read (or unknown, i.e. trimmed away): records stay in order. */
+  private readyShards(): ShardState[] {
+    return [...this.shards.values()].filter((s) => {
+      if (s.done) return false;
+      const parent = s.shard.ParentShardId ? this.shards.get(s.shard.ParentShardId) : undefined;
+      return !parent || parent.done;
+    });
+  }
+
+  private async pollShard(state: ShardState): Promise<boolean> {
+    const shardId = state.shard.ShardId!;
+    if (!state.iterator) {
+      const after = this.checkpoints[shardId];
+      const { ShardIterator } = await this.options.streams.send(new GetShardIteratorCommand({
+        StreamArn: this.options.streamArn,
+        ShardId: shardId,
+        ShardIteratorType: after ? 'AFTER_SEQUENCE_NUMBER' : 'TRIM_HORIZON',
+        SequenceNumber: after,
+      }));
+      state.iterator = ShardIterator;
+    }
+    let records: _Record[];
+    let next: string | undefined;
+    try {
+      const out = await this.options.streams.send(new GetRecordsCommand({ ShardIterator: state.iterator, Limit: this.options.batchSize }));
+      records = out.Records ?? [];
+      next = out.NextShardIterator;
+    } catch (error) {
+      if (error instanceof ExpiredIteratorException) {
+        state.iterator = undefined;
+        return false;
+      }
+      throw error;
+    }
+    if (records.length > 0) await this.deliver(shardId, records.map((r) => this.toLambdaRecord(r)));
+    state.iterator = next;
+    if (!next) state.done = true; // closed shard, fully read
+    return records.length > 0;
+  }
+
+  /** Runs one batch to completion the way Lambda does; returns when every record is handled or given up. */
+  private async deliver(shardId: string, batch: DynamoDBRecord[]): Promise<void> {
+    let pending = batch;
+    let attempts = 0;
+    let size = pending.length;
+    while (pending.length > 0) {
+      const slice = pending.slice(0, size);
+      const failedAt = await this.invoke(slice);
+      if (failedAt === -1) {
+        this.checkpoint(shardId, slice[slice.length - 1]);
+        pending = pending.slice(slice.length);
+        size = pending.length;
+        attempts = 0;
+        continue;
+      }
+      if (failedAt > 0) this.checkpoint(shardId, slice[failedAt - 1]);
+      pending = pending.slice(failedAt);
+      attempts += 1;
+      if (attempts > this.options.maxRetries) {
+        const failed = pending.slice(0, Math.max(1, Math.min(size, pending.length)));
+        await this.sendToOnFailure(shardId, failed);
+        this.checkpoint(shardId, failed[failed.length - 1]);
+        pending = pending.slice(failed.length);
+        size = pending.length;
+        attempts = 0;
+        continue;
+      }
+      if (this.options.bisectOnError && failedAt === 0 && size > 1) size = Math.ceil(size / 2);
+      else size = Math.min(size, pending.length);
+    }
+  }
+
+  /** -1 when the whole slice succeeded, else the index of the first failed record. */
+  private async invoke(slice: DynamoDBRecord[]): Promise<number> {
+    try {
+      const response = await this.options.handler({ Records: slice });
+      const failures = new Set((response?.batchItemFailures ?? []).map((f) => f.itemIdentifier));
+      if (failures.size === 0) return -1;
+      const index = slice.findIndex((r) => failures.has(r.dynamodb!.SequenceNumber!));
+      return index === -1 ? 0 : index; // an unknown identifier fails the whole batch, as on Lambda
+    } catch (error) {
+      this.options.onError?.(error);
+      return 0;
+    }
+  }
+
+  private checkpoint(shardId: string, record: DynamoDBRecord): void {
+    this.checkpoints[shardId] = record.dynamodb!.SequenceNumber!;
+    if (!this.options.checkpointFile) return;
+    const tmp = `${this.options.checkpointFile}.tmp`;
+    writeFileSync(tmp, JSON.stringify(this.checkpoints));
+    renameSync(tmp, this.options.checkpointFile);
+  }
+
+  private async sendToOnFailure(shardId: string, records: DynamoDBRecord[]): Promise<void> {
+    if (!this.options.onFailure) return;
+    const first = records[0].dynamodb!;
+    const last = records[records.length - 1].dynamodb!;
+    // The shape of Lambda's on-failure record for stream sources (abridged).
+    await this.options.onFailure.sqs.send(new SendMessageCommand({
+      QueueUrl: this.options.onFailure.queueUrl,
+      MessageBody: JSON.stringify({
+        requestContext: { condition: 'RetryAttemptsExhausted', approximateInvokeCount: this.options.maxRetries + 1 },
+        timestamp: new Date().toISOString(),
+        DDBStreamBatchInfo: {
+          shardId,
+          startSequenceNumber: first.SequenceNumber,
+          endSequenceNumber: last.SequenceNumber,
+          batchSize: records.length,
+          streamArn: this.options.streamArn,
+        },
+      }),
+    }));
+  }
+
+  private toLambdaRecord(r: _Record): DynamoDBRecord {
+    const d = r.dynamodb ?? {};
+    return {
+      eventID: r.eventID,
+      eventName: r.eventName as DynamoDBRecord['eventName'],
+      eventVersion: r.eventVersion ?? '1.1',
+      eventSource: 'aws:dynamodb',
+      awsRegion: r.awsRegion ?? 'us-east-1',
+      eventSourceARN: this.options.streamArn,
+      ...(r.userIdentity ? { userIdentity: { type: r.userIdentity.Type, principalId: r.userIdentity.PrincipalId } } : {}),
+      dynamodb: {
+        ApproximateCreationDateTime: d.ApproximateCreationDateTime ? Math.floor(new Date(d.ApproximateCreationDateTime).getTime() / 1000) : undefined,
+        Keys: d.Keys as never,
+        NewImage: d.NewImage as never,
+        OldImage: d.OldImage as never,
+        SequenceNumber: d.SequenceNumber,
+        SizeBytes: d.SizeBytes,
+        StreamViewType: d.StreamViewType as never,
+      },
+    };
+  }
+}
