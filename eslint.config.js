@@ -12,7 +12,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['examples/**/*.{js,mjs,html}', 'bin/*.mjs'],
+    files: ['examples/**/*.{js,mjs}', 'bin/*.mjs'],
     languageOptions: { globals: { console: 'readonly', process: 'readonly', fetch: 'readonly', document: 'readonly', window: 'readonly' } },
   },
 );

@@ -9,6 +9,8 @@ const common = {
 };
 
 export default {
+  // SDK clients keep keep-alive sockets to the emulators open; nothing else outlives a test file.
+  forceExit: true,
   projects: [
     { ...common, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts'] },
     { ...common, displayName: 'infra', testMatch: ['<rootDir>/test/infra/**/*.test.ts'] },

@@ -31,11 +31,13 @@ export interface Endpoints {
 
 export function createAwsClients(endpoints: Endpoints = {}): Pick<Deps, 'dynamodb' | 'doc' | 'sqs'> {
   const region = endpoints.region ?? process.env.AWS_REGION ?? 'us-east-1';
-  const dynamodb = new DynamoDBClient({ region, endpoint: endpoints.dynamodbEndpoint });
+  // Emulators accept any credentials; the local stack and CLI need none configured.
+  const credentials = endpoints.dynamodbEndpoint ? { accessKeyId: 'local', secretAccessKey: 'local' } : undefined;
+  const dynamodb = new DynamoDBClient({ region, endpoint: endpoints.dynamodbEndpoint, credentials });
   const doc = DynamoDBDocumentClient.from(dynamodb, {
     marshallOptions: { removeUndefinedValues: true, convertClassInstanceToMap: false },
   });
-  const sqs = new SQSClient({ region, endpoint: endpoints.sqsEndpoint });
+  const sqs = new SQSClient({ region, endpoint: endpoints.sqsEndpoint, credentials });
   return { dynamodb, doc, sqs };
 }
 

@@ -56,7 +56,9 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   const dir = path.resolve(options.dir ?? '.local');
   mkdirSync(dir, { recursive: true });
   const cleanups: (() => Promise<void>)[] = [];
+  let stopping = false;
   const stopAll = async () => {
+    stopping = true;
     for (const cleanup of cleanups.reverse()) await cleanup().catch((e) => log(`shutdown: ${(e as Error).message}`));
     cleanups.length = 0;
   };
@@ -88,7 +90,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     const handlers: Record<string, AnyHandler> = {};
     for (const [name, spec] of Object.entries(functions) as [string, FunctionSpec][]) handlers[name] = await loadHandler(spec);
 
-    const onError = (where: string) => (error: unknown) => log(`${where}: ${error instanceof Error ? error.stack ?? error.message : String(error)}`);
+    const onError = (where: string) => (error: unknown) => stopping || log(`${where}: ${error instanceof Error ? error.stack ?? error.message : String(error)}`);
     const streams = new DynamoDBStreamsClient({ region: REGION, endpoint: dynamo.endpoint, credentials: localCredentials });
     const pollers: { stop(): Promise<void> }[] = [];
     for (const [name, spec] of Object.entries(functions) as [string, FunctionSpec][]) {

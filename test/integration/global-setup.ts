@@ -1,0 +1,43 @@
+/**
+ * Starts one local stack for the whole integration suite, as a child process running the real
+ * `bin/local.ts` (in-memory DynamoDB Local, fauxqs, free ports), with timings compressed so retry
+ * and cache behaviour is observable in seconds. Its output goes to test-artifacts/local-stack.log.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+
+export const testSettings = {
+  retryScheduleSeconds: [1, 1, 1, 1],
+  retryJitter: 0,
+  keyCacheTtlSeconds: 1,
+  endpointCacheTtlSeconds: 0,
+  deliveryTimeoutMs: 1500,
+};
+
+export default async function globalSetup(): Promise<void> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'crm-test-stack-'));
+  const artifacts = path.resolve('test-artifacts');
+  mkdirSync(artifacts, { recursive: true });
+  const logFile = path.join(artifacts, 'local-stack.log');
+  const out = openSync(logFile, 'w');
+  const child = spawn(
+    process.execPath,
+    ['--no-warnings', '--import', 'tsx', 'bin/local.ts', '--in-memory', '--port', '0', '--dir', dir, '--quiet'],
+    { stdio: ['ignore', out, out], env: { ...process.env, NODE_OPTIONS: '', CRM_SETTINGS: JSON.stringify(testSettings) } },
+  );
+  (globalThis as Record<string, unknown>).__crmLocalStack = child;
+
+  const stackFile = path.join(dir, 'stack.json');
+  const deadline = Date.now() + 60_000;
+  while (!existsSync(stackFile)) {
+    if (child.exitCode !== null || Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`The test local stack did not start:\n${readFileSync(logFile, 'utf8')}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  process.env.CRM_STACK_FILE = stackFile;
+  writeFileSync(path.join(artifacts, 'stack-file'), stackFile);
+}

@@ -1,0 +1,37 @@
+/** The local API Gateway in front of the handlers: routing, preflight and gateway-level errors. */
+import { describe, it, expect } from '@jest/globals';
+import { testStack } from '../support/stack.js';
+
+describe('the local API Gateway', () => {
+  it('answers an unknown path with a 404 problem', async () => {
+    const { api } = await testStack();
+    const res = await api('/nope');
+    expect(res.status).toBe(404);
+    expect(res.headers.get('content-type')).toBe('application/problem+json');
+    expect(await res.json()).toMatchObject({ status: 404, title: 'Not found' });
+  });
+
+  it('answers a wrong method with a 405 problem naming the allowed ones', async () => {
+    const { api } = await testStack();
+    const res = await api('/api/webhook/leads', { method: 'DELETE' });
+    expect(res.status).toBe(405);
+    expect(res.headers.get('allow')).toBe('GET, POST');
+    expect(((await res.json()) as { status: number }).status).toBe(405);
+  });
+
+  it('answers the CORS preflight without a key', async () => {
+    const { api } = await testStack();
+    const res = await api('/api/webhook/leads', { method: 'OPTIONS', headers: { Origin: 'https://plumber.example', 'Access-Control-Request-Method': 'POST' } });
+    expect(res.status).toBe(204);
+    expect(res.headers.get('access-control-allow-origin')).toBe('*');
+    expect(res.headers.get('access-control-allow-headers')).toBe('Content-Type,X-API-Key,Authorization,Idempotency-Key');
+    expect(res.headers.get('access-control-allow-methods')).toContain('POST');
+  });
+
+  it('passes a request on a route to the handler (no key: 401 problem)', async () => {
+    const { api } = await testStack();
+    const res = await api('/api/webhook/leads');
+    expect(res.status).toBe(401);
+    expect(res.headers.get('content-type')).toContain('application/problem+json');
+  });
+});

@@ -1,0 +1,63 @@
+/**
+ * `npm start` as a user runs it (bin/local.ts, persistent data in a folder): it writes stack.json and
+ * serves the API; SIGTERM stops it with no process left behind; a restart keeps DynamoDB data.
+ */
+import { describe, it, expect } from '@jest/globals';
+import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { PutCommand, GetCommand } from '@aws-sdk/lib-dynamodb';
+import { createDeps } from '../../../functions/core/clients.js';
+import { parseSettings } from '../../../functions/core/settings.js';
+import type { LocalStackInfo } from '../../../lib/cli/target.js';
+import { eventually } from '../support/stack.js';
+
+function start(dir: string): ChildProcess {
+  return spawn(process.execPath, ['--no-warnings', '--import', 'tsx', 'bin/local.ts', '--port', '0', '--dir', dir, '--quiet'], {
+    stdio: 'ignore', env: { ...process.env, NODE_OPTIONS: '' },
+  });
+}
+
+async function stop(child: ChildProcess): Promise<number | null> {
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  child.kill('SIGTERM');
+  return exited;
+}
+
+/** Java processes whose command line names this data folder. */
+const javaFor = (dir: string) =>
+  execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).split('\n').filter((l) => l.includes('DynamoDBLocal') && l.includes(dir));
+
+describe('npm start', () => {
+  it('serves the API, stops cleanly on SIGTERM and keeps its data across a restart', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'crm-npm-start-'));
+    const stackFile = path.join(dir, 'stack.json');
+    const first = start(dir);
+    try {
+    await eventually(async () => existsSync(stackFile), { timeoutMs: 60_000, what: 'stack.json' });
+    const info = JSON.parse(readFileSync(stackFile, 'utf8')) as LocalStackInfo;
+    expect(info).toMatchObject({ apiUrl: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/), region: 'us-east-1' });
+    expect((await fetch(`${info.apiUrl}/api/webhook/leads`)).status).toBe(401);
+
+    const deps = createDeps({ ...info, settings: parseSettings(info.settings) });
+    await deps.doc.send(new PutCommand({ TableName: info.tables.clients, Item: { pk: 'ORG#persist', sk: 'CLIENT#1', first_name: 'Kept' } }));
+    } finally {
+      expect(await stop(first)).toBe(0);
+    }
+    expect(existsSync(stackFile)).toBe(false);
+    expect(javaFor(dir)).toEqual([]);
+
+    const second = start(dir);
+    try {
+      await eventually(async () => existsSync(stackFile), { timeoutMs: 60_000, what: 'stack.json again' });
+      const again = JSON.parse(readFileSync(stackFile, 'utf8')) as LocalStackInfo;
+      const deps2 = createDeps({ ...again, settings: parseSettings(again.settings) });
+      const { Item } = await deps2.doc.send(new GetCommand({ TableName: again.tables.clients, Key: { pk: 'ORG#persist', sk: 'CLIENT#1' } }));
+      expect(Item?.first_name).toBe('Kept');
+    } finally {
+      await stop(second);
+    }
+    expect(javaFor(dir)).toEqual([]);
+  }, 120_000);
+});

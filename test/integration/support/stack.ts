@@ -1,0 +1,67 @@
+/**
+ * Access to the suite's local stack (started by global-setup.ts): its stack file, deps for reading
+ * tables back, HTTP to its API, and the `crm` CLI run as a child process against it.
+ */
+import { readFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { createDeps, type Deps } from '../../../functions/core/clients.js';
+import { parseSettings } from '../../../functions/core/settings.js';
+import type { LocalStackInfo } from '../../../lib/cli/target.js';
+
+export interface TestStack {
+  info: LocalStackInfo;
+  deps: Deps;
+  stackFile: string;
+  api(pathname: string, init?: RequestInit): Promise<Response>;
+}
+
+let cached: TestStack | undefined;
+
+export async function testStack(): Promise<TestStack> {
+  if (cached) return cached;
+  const stackFile = process.env.CRM_STACK_FILE ?? readFileSync(path.resolve('test-artifacts/stack-file'), 'utf8').trim();
+  const info = JSON.parse(readFileSync(stackFile, 'utf8')) as LocalStackInfo;
+  process.env.AWS_ACCESS_KEY_ID ??= 'local';
+  process.env.AWS_SECRET_ACCESS_KEY ??= 'local';
+  const deps = createDeps({
+    region: info.region,
+    dynamodbEndpoint: info.dynamodbEndpoint,
+    sqsEndpoint: info.sqsEndpoint,
+    tables: info.tables,
+    queues: info.queues,
+    settings: parseSettings(info.settings),
+  });
+  cached = { info, deps, stackFile, api: (pathname, init) => fetch(info.apiUrl + pathname, init) };
+  return cached;
+}
+
+export interface CliResult { code: number; stdout: string; stderr: string; json<T = unknown>(): T }
+
+/** Runs `crm <args> [--json]` against the test stack. */
+export async function runCli(args: string[], options: { json?: boolean } = { json: true }): Promise<CliResult> {
+  const { stackFile } = await testStack();
+  const argv = ['--no-warnings', 'bin/crm.mjs', ...(options.json === false ? [] : ['--json']), ...args];
+  return new Promise((resolve) => {
+    execFile(process.execPath, argv, { env: { ...process.env, NODE_OPTIONS: '', CRM_STACK_FILE: stackFile }, timeout: 60_000 }, (error, stdout, stderr) => {
+      const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
+      resolve({ code, stdout, stderr, json: () => JSON.parse(stdout) });
+    });
+  });
+}
+
+/** Polls `check` until it returns a value (not undefined/false) or the deadline passes. */
+export async function eventually<T>(check: () => Promise<T | undefined | false>, { timeoutMs = 15_000, intervalMs = 100, what = 'condition' } = {}): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await check();
+      if (value !== undefined && value !== false) return value as T;
+    } catch (error) {
+      last = error;
+    }
+    if (Date.now() > deadline) throw new Error(`Timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+}
