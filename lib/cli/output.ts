@@ -8,16 +8,16 @@ export function printResult(options: OutputOptions, value: unknown, human: () =>
 }
 
 /** Prints rows as an aligned text table; empty cells show as '-'. */
-export function printTable(rows: Record<string, unknown>[], columns: string[]): void {
+export function printTable(rows: object[], columns: string[]): void {
   if (rows.length === 0) {
     console.log('(none)');
     return;
   }
   const cell = (v: unknown) => (v === undefined || v === null || v === '' ? '-' : String(v));
-  const widths = columns.map((c) => Math.max(c.length, ...rows.map((r) => cell(r[c]).length)));
+  const widths = columns.map((c) => Math.max(c.length, ...rows.map((r) => cell((r as Record<string, unknown>)[c]).length)));
   const line = (vals: string[]) => vals.map((v, i) => v.padEnd(widths[i])).join('  ').trimEnd();
   console.log(line(columns.map((c) => c.toUpperCase())));
-  for (const r of rows) console.log(line(columns.map((c) => cell(r[c]))));
+  for (const r of rows) console.log(line(columns.map((c) => cell((r as Record<string, unknown>)[c]))));
 }
 
 /** A CLI error a user can act on: printed without a stack trace, exit code 1 (2 for usage). */

@@ -1,4 +1,7 @@
 import type { Command } from 'commander';
+import { register as org } from './org.js';
+import { register as keys } from './keys.js';
+import { register as logs } from './logs.js';
 
 /** Each entry adds one noun (`org`, `keys`, `webhooks`, ...) and its verbs to the program. */
-export const commandModules: ((program: Command) => void)[] = [];
+export const commandModules: ((program: Command) => void)[] = [org, keys, logs];

@@ -1,0 +1,124 @@
+/**
+ * Authenticates a request by its API key (DESIGN §5): `X-API-Key: <key>` or `Authorization: Bearer
+ * <key>`. A malformed key is refused before any read; a well-formed one costs one GetItem by hash,
+ * cached in the container for settings.keyCacheTtlSeconds (which bounds how long a revoked key keeps
+ * working). The resolved organization scopes everything the request does.
+ */
+import { timingSafeEqual } from 'node:crypto';
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import type { Deps } from './clients.js';
+import { forbidden, unauthorized } from './errors.js';
+import { API_KEY_PATTERN, hashApiKey } from './api-keys.js';
+import { keys, type AuthContext, type Organization } from './model.js';
+import { getOrganization } from './organizations.js';
+import { logger } from './observability.js';
+
+type Headers = Record<string, string | undefined>;
+
+/** The key from either header style; undefined when neither is present. */
+export function extractApiKey(headers: Headers): string | undefined {
+  let apiKey: string | undefined;
+  let authorization: string | undefined;
+  for (const [name, value] of Object.entries(headers)) {
+    const lower = name.toLowerCase();
+    if (lower === 'x-api-key') apiKey = value;
+    else if (lower === 'authorization') authorization = value;
+  }
+  if (apiKey !== undefined) return apiKey.trim();
+  if (authorization !== undefined) {
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
+    return match ? match[1] : '';
+  }
+  return undefined;
+}
+
+interface CachedKey { hash: string; organizationId: string; keyId: string; name: string; expiresAt?: string; revokedAt?: string }
+interface Entry<T> { value: T | undefined; until: number }
+
+/** A small TTL cache with a size bound (oldest entries dropped first). */
+class TtlCache<T> {
+  private map = new Map<string, Entry<T>>();
+  constructor(private readonly maxEntries: number) {}
+  get(key: string, now: number): Entry<T> | undefined {
+    const entry = this.map.get(key);
+    if (entry && entry.until > now) return entry;
+    if (entry) this.map.delete(key);
+    return undefined;
+  }
+  set(key: string, value: T | undefined, until: number): void {
+    if (this.map.size >= this.maxEntries) this.map.delete(this.map.keys().next().value!);
+    this.map.set(key, { value, until });
+  }
+  clear(): void {
+    this.map.clear();
+  }
+}
+
+const keyCache = new TtlCache<CachedKey>(10_000);
+const orgCache = new TtlCache<Organization>(10_000);
+const lastUsedWritten = new Map<string, number>();
+
+export function clearAuthCache(): void {
+  keyCache.clear();
+  orgCache.clear();
+  lastUsedWritten.clear();
+}
+
+async function lookupKey(deps: Deps, hash: string): Promise<CachedKey | undefined> {
+  const now = deps.now();
+  const cached = keyCache.get(hash, now);
+  if (cached) return cached.value;
+  const { Item } = await deps.doc.send(new GetCommand({ TableName: deps.tables.organizations, Key: keys.apiKeyByHash(hash) }));
+  const value = Item
+    ? { hash: Item.hash, organizationId: Item.organizationId, keyId: Item.keyId, name: Item.name, expiresAt: Item.expiresAt, revokedAt: Item.revokedAt }
+    : undefined;
+  keyCache.set(hash, value, now + deps.settings.keyCacheTtlSeconds * 1000);
+  return value;
+}
+
+async function lookupOrganization(deps: Deps, id: string): Promise<Organization | undefined> {
+  const now = deps.now();
+  const cached = orgCache.get(id, now);
+  if (cached) return cached.value;
+  const org = await getOrganization(deps, id);
+  orgCache.set(id, org, now + deps.settings.keyCacheTtlSeconds * 1000);
+  return org;
+}
+
+/** Records when a key was last used, at most once a minute per key; never fails the request. */
+function touchLastUsed(deps: Deps, key: CachedKey): void {
+  const now = deps.now();
+  if ((lastUsedWritten.get(key.keyId) ?? 0) > now - 60_000) return;
+  lastUsedWritten.set(key.keyId, now);
+  deps.doc
+    .send(new UpdateCommand({
+      TableName: deps.tables.organizations,
+      Key: keys.apiKeyByHash(key.hash),
+      UpdateExpression: 'SET lastUsedAt = :now',
+      ConditionExpression: 'attribute_exists(pk)',
+      ExpressionAttributeValues: { ':now': new Date(now).toISOString() },
+    }))
+    .catch((error: Error) => logger.warn('could not record key use', { keyId: key.keyId, error: error.name }));
+}
+
+export async function authenticate(deps: Deps, headers: Headers): Promise<AuthContext> {
+  const presented = extractApiKey(headers);
+  if (presented === undefined) throw unauthorized('An API key is required: send it as `X-API-Key: <key>` or `Authorization: Bearer <key>`.');
+  if (!API_KEY_PATTERN.test(presented)) throw unauthorized('The API key is malformed.');
+  const hash = hashApiKey(presented);
+  const key = await lookupKey(deps, hash);
+  // The item was found by hash; comparing again in constant time keeps the check independent of
+  // how the store matched it.
+  if (!key || !timingSafeEqual(Buffer.from(key.hash, 'hex'), Buffer.from(hash, 'hex'))) throw unauthorized('The API key is not valid.');
+  const now = deps.now();
+  if (key.revokedAt && Date.parse(key.revokedAt) <= now) throw unauthorized('The API key has been revoked.');
+  if (key.expiresAt && Date.parse(key.expiresAt) <= now) throw unauthorized('The API key has expired.');
+  const organization = await lookupOrganization(deps, key.organizationId);
+  if (!organization) throw unauthorized('The API key is not valid.');
+  const { allowedPlans } = deps.settings;
+  if (allowedPlans !== 'all' && !allowedPlans.includes(organization.plan)) {
+    throw forbidden(`The ${organization.plan} plan does not include the integration API. Upgrade to one of: ${allowedPlans.join(', ')}.`);
+  }
+  touchLastUsed(deps, key);
+  return { organization, key: { keyId: key.keyId, name: key.name } };
+}

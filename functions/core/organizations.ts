@@ -1,0 +1,83 @@
+/**
+ * Organizations: the tenant every stored item is keyed by. Created by admins (CLI); read by every
+ * request through its API key.
+ */
+import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import type { Deps } from './clients.js';
+import { notFound, validationFailed } from './errors.js';
+import { newId } from './ids.js';
+import { keys, type Billing, type Organization } from './model.js';
+
+export interface NewOrganization {
+  name: string;
+  plan?: string;
+  rateLimitPerMinute?: number;
+  billing?: Billing;
+  walletMicros?: number;
+}
+
+export async function createOrganization(deps: Deps, input: NewOrganization): Promise<Organization> {
+  const errors = [];
+  const name = input.name?.trim() ?? '';
+  if (!name || name.length > 200) errors.push({ field: 'name', message: 'must be 1 to 200 characters' });
+  if (input.rateLimitPerMinute !== undefined && (!Number.isInteger(input.rateLimitPerMinute) || input.rateLimitPerMinute < 1))
+    errors.push({ field: 'rate_limit', message: 'must be a positive integer' });
+  if (input.walletMicros !== undefined && (!Number.isSafeInteger(input.walletMicros) || input.walletMicros < 0))
+    errors.push({ field: 'wallet', message: 'must be zero or more' });
+  if (input.billing !== undefined && !['none', 'prepaid'].includes(input.billing)) errors.push({ field: 'billing', message: 'must be none or prepaid' });
+  if (errors.length) throw validationFailed(errors);
+
+  const org: Organization = {
+    id: newId('org', 12),
+    name,
+    plan: input.plan ?? 'free',
+    ...(input.rateLimitPerMinute ? { rateLimitPerMinute: input.rateLimitPerMinute } : {}),
+    billing: input.billing ?? 'none',
+    walletMicros: input.walletMicros ?? 0,
+    createdAt: new Date(deps.now()).toISOString(),
+  };
+  await deps.doc.send(new PutCommand({
+    TableName: deps.tables.organizations,
+    Item: { ...keys.org(org.id), ...keys.orgIndex(org.createdAt, org.id), entity: 'organization', ...org },
+    ConditionExpression: 'attribute_not_exists(pk)',
+  }));
+  return org;
+}
+
+const toOrganization = (item: Record<string, unknown>): Organization => ({
+  id: item.id as string,
+  name: item.name as string,
+  plan: item.plan as string,
+  ...(item.rateLimitPerMinute ? { rateLimitPerMinute: Number(item.rateLimitPerMinute) } : {}),
+  billing: item.billing as Billing,
+  walletMicros: Number(item.walletMicros ?? 0),
+  createdAt: item.createdAt as string,
+});
+
+export async function getOrganization(deps: Deps, id: string): Promise<Organization | undefined> {
+  const { Item } = await deps.doc.send(new GetCommand({ TableName: deps.tables.organizations, Key: keys.org(id) }));
+  return Item ? toOrganization(Item) : undefined;
+}
+
+export async function requireOrganization(deps: Deps, id: string): Promise<Organization> {
+  const org = await getOrganization(deps, id);
+  if (!org) throw notFound(`No organization ${id}.`);
+  return org;
+}
+
+export async function listOrganizations(deps: Deps): Promise<Organization[]> {
+  const out: Organization[] = [];
+  let start: Record<string, unknown> | undefined;
+  do {
+    const page = await deps.doc.send(new QueryCommand({
+      TableName: deps.tables.organizations,
+      IndexName: 'gsi1',
+      KeyConditionExpression: 'gsi1pk = :p',
+      ExpressionAttributeValues: { ':p': 'ORGS' },
+      ExclusiveStartKey: start,
+    }));
+    out.push(...(page.Items ?? []).map(toOrganization));
+    start = page.LastEvaluatedKey;
+  } while (start);
+  return out;
+}

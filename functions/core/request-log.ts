@@ -1,0 +1,49 @@
+/**
+ * Every API request leaves one structured log line and, when its organization is known, a request
+ * record kept settings.retentionDays (DESIGN §9). Neither holds the key or any PII value.
+ */
+import { PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import type { Deps } from './clients.js';
+import { keys } from './model.js';
+import { logger } from './observability.js';
+
+export interface RequestEntry {
+  requestId: string;
+  organizationId?: string;
+  keyId?: string;
+  method: string;
+  route: string;
+  status: number;
+  latencyMs: number;
+}
+
+export async function recordRequest(deps: Deps, entry: RequestEntry): Promise<void> {
+  logger.info('request', { ...entry });
+  if (!entry.organizationId) return;
+  const at = new Date(deps.now()).toISOString();
+  try {
+    await deps.doc.send(new PutCommand({
+      TableName: deps.tables.requestLog,
+      Item: {
+        ...keys.request(entry.organizationId, at, entry.requestId),
+        at,
+        ...entry,
+        expiresAt: Math.floor(deps.now() / 1000) + deps.settings.retentionDays * 86_400,
+      },
+    }));
+  } catch (error) {
+    // The audit record must not turn a served request into an error.
+    logger.error('could not write the request record', { requestId: entry.requestId, error: (error as Error).name });
+  }
+}
+
+export async function listRequests(deps: Deps, organizationId: string, options: { limit?: number } = {}): Promise<(RequestEntry & { at: string })[]> {
+  const { Items } = await deps.doc.send(new QueryCommand({
+    TableName: deps.tables.requestLog,
+    KeyConditionExpression: 'pk = :p AND begins_with(sk, :s)',
+    ExpressionAttributeValues: { ':p': keys.org(organizationId).pk, ':s': keys.requestPrefix },
+    ScanIndexForward: false,
+    Limit: options.limit ?? 50,
+  }));
+  return (Items ?? []).map(({ pk: _pk, sk: _sk, expiresAt: _e, ...rest }) => rest as RequestEntry & { at: string });
+}

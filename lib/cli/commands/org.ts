@@ -1,0 +1,41 @@
+import type { Command } from 'commander';
+import { createOrganization, listOrganizations } from '../../../functions/core/organizations.js';
+import { CliError, printResult, printTable } from '../output.js';
+import { act, microsToUsd, positiveInt, usdToMicros } from '../run.js';
+
+export function register(program: Command): void {
+  const org = program.command('org').description('organizations (tenants)');
+  org
+    .command('create')
+    .description('create an organization')
+    .requiredOption('--name <name>', 'display name')
+    .option('--plan <plan>', 'plan (see settings planRateLimits)', 'free')
+    .option('--rate-limit <n>', 'requests per minute per key, overriding the plan', positiveInt('--rate-limit'))
+    .option('--billing <mode>', 'none | prepaid', 'none')
+    .option('--wallet <usd>', 'prepaid balance in USD (with --billing prepaid)')
+    .action(act<{ name: string; plan: string; rateLimit?: number; billing: string; wallet?: string }>(async ({ target, options, json }) => {
+      if (!['none', 'prepaid'].includes(options.billing)) throw new CliError(`--billing must be none or prepaid, got "${options.billing}"`, 2);
+      if (options.wallet !== undefined && options.billing !== 'prepaid') throw new CliError('--wallet needs --billing prepaid', 2);
+      const created = await createOrganization(target.deps, {
+        name: options.name,
+        plan: options.plan,
+        rateLimitPerMinute: options.rateLimit,
+        billing: options.billing as 'none' | 'prepaid',
+        walletMicros: options.wallet === undefined ? 0 : usdToMicros(options.wallet),
+      });
+      printResult({ json }, created, () => {
+        console.log(`Created organization ${created.id} (${created.name}) on ${target.describe}`);
+        console.log(`  plan ${created.plan}, billing ${created.billing}${created.billing === 'prepaid' ? `, wallet ${microsToUsd(created.walletMicros)}` : ''}`);
+        console.log(`Next: npx crm keys create --org ${created.id} --name website`);
+      });
+    }));
+  org
+    .command('list')
+    .description('list organizations')
+    .action(act(async ({ target, json }) => {
+      const orgs = await listOrganizations(target.deps);
+      printResult({ json }, orgs, () =>
+        printTable(orgs.map((o) => ({ ...o, rateLimit: o.rateLimitPerMinute, wallet: o.billing === 'prepaid' ? microsToUsd(o.walletMicros) : '' })), ['id', 'name', 'plan', 'rateLimit', 'billing', 'wallet', 'createdAt']),
+      );
+    }));
+}
