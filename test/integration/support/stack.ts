@@ -8,6 +8,9 @@ import path from 'node:path';
 import { createDeps, type Deps } from '../../../functions/core/clients.js';
 import { parseSettings } from '../../../functions/core/settings.js';
 import type { LocalStackInfo } from '../../../lib/cli/target.js';
+import { QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { createOrganization, type NewOrganization } from '../../../functions/core/organizations.js';
+import { createApiKey } from '../../../functions/core/api-keys.js';
 
 export interface TestStack {
   info: LocalStackInfo;
@@ -64,4 +67,36 @@ export async function eventually<T>(check: () => Promise<T | undefined | false>,
     if (Date.now() > deadline) throw new Error(`Timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
     await new Promise((r) => setTimeout(r, intervalMs));
   }
+}
+
+export interface Tenant { organizationId: string; key: string; keyId: string }
+
+/** A fresh organization with one API key, created through the domain code the CLI uses. */
+export async function newTenant(input: Partial<NewOrganization> = {}): Promise<Tenant> {
+  const { deps } = await testStack();
+  const org = await createOrganization(deps, { name: 'Test Plumbing', ...input });
+  const { key, record } = await createApiKey(deps, org.id, 'test');
+  return { organizationId: org.id, key, keyId: record.keyId };
+}
+
+/** POSTs a JSON lead with the tenant's key; `body` may be a raw string. */
+export async function postLead(key: string, body: unknown, headers: Record<string, string> = {}): Promise<Response> {
+  const { api } = await testStack();
+  return api('/api/webhook/leads', {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', 'X-API-Key': key, ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+}
+
+/** Every item stored under an organization's partition in a table. */
+export async function itemsOf(table: 'clients' | 'organizations', organizationId: string, skPrefix = ''): Promise<Record<string, unknown>[]> {
+  const { deps } = await testStack();
+  const { Items } = await deps.doc.send(new QueryCommand({
+    TableName: deps.tables[table],
+    KeyConditionExpression: skPrefix ? 'pk = :pk AND begins_with(sk, :sk)' : 'pk = :pk',
+    ExpressionAttributeValues: { ':pk': `ORG#${organizationId}`, ...(skPrefix ? { ':sk': skPrefix } : {}) },
+    ConsistentRead: true,
+  }));
+  return Items ?? [];
 }

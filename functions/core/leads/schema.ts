@@ -1,0 +1,133 @@
+/**
+ * The lead contract (DESIGN §6) as zod schemas: the one source for validation and for the OpenAPI
+ * document (functions/core/openapi.ts). Form tools send empty strings for blank fields; those count
+ * as absent.
+ */
+import { z } from 'zod';
+import { parsePhoneNumberFromString } from 'libphonenumber-js';
+import { validationFailed, type FieldError } from '../errors.js';
+
+export const MAX_BODY_BYTES = 64 * 1024;
+const MAX_CUSTOM_FIELDS = 50;
+const CUSTOM_KEY = /^[A-Za-z0-9_.-]{1,64}$/;
+/** Names that could reach an object's prototype if ever used as plain-object keys. */
+const FORBIDDEN_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
+
+const blankToUndefined = (v: unknown) => (typeof v === 'string' && v.trim() === '' ? undefined : v);
+const text = (max: number) => z.preprocess(blankToUndefined, z.string().trim().max(max, `must be at most ${max} characters`).optional());
+const scalar = z.union([z.string().max(1000, 'must be at most 1000 characters'), z.number(), z.boolean()]);
+
+export const leadRequestSchema = z
+  .object({
+    first_name: text(100).describe('Given name'),
+    last_name: text(100).describe('Family name'),
+    name: text(201).describe('Full name, split into first and last at the first whitespace; an alternative to first_name/last_name'),
+    email: z.preprocess(blankToUndefined, z.string().trim().max(254, 'must be at most 254 characters').pipe(z.email('must be a valid e-mail address')).optional()),
+    phone: text(32).describe('Normalized to E.164 where it parses'),
+    notes: text(5000),
+    address: text(500),
+    service: text(200).describe('The service asked for'),
+    sms_consent: z.preprocess(
+      (v) => (v === 'true' ? true : v === 'false' ? false : blankToUndefined(v)),
+      z.boolean('must be true or false').optional(),
+    ),
+    sms_consent_source: text(500).describe('Where and how consent was given; required when sms_consent is true'),
+    custom_fields: z.record(z.string(), scalar.nullable()).optional().describe('Up to 50 scalar values; unknown top-level scalar properties are collected here too'),
+  })
+  .catchall(z.unknown())
+  .describe('A lead: at least one of first_name, last_name or name');
+
+export interface LeadInput {
+  first_name?: string;
+  last_name?: string;
+  email?: string;
+  phone?: string;
+  notes?: string;
+  address?: string;
+  service?: string;
+  sms_consent: boolean;
+  sms_consent_source?: string;
+  custom_fields?: Record<string, string | number | boolean>;
+}
+
+const known = new Set(Object.keys(leadRequestSchema.shape));
+
+function normalizePhone(raw: string): string {
+  const parsed = parsePhoneNumberFromString(raw, 'US');
+  return parsed?.isValid() ? parsed.number : raw;
+}
+
+/** Validates a parsed JSON body into a lead, or throws a 422 naming every bad field. */
+export function parseLead(body: unknown): LeadInput {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw validationFailed([{ field: '', message: 'the body must be a JSON object' }]);
+  }
+  const errors: FieldError[] = [];
+  const result = leadRequestSchema.safeParse(body);
+  if (!result.success) {
+    for (const issue of result.error.issues) errors.push({ field: issue.path.map(String).join('.'), message: issue.message });
+  }
+  // Custom fields: the object, then unknown top-level scalars (flat payloads from form tools).
+  const custom = new Map<string, string | number | boolean>();
+  const addCustom = (key: string, value: unknown, field: string) => {
+    if (value === null || value === undefined || value === '') return;
+    if (FORBIDDEN_KEYS.has(key) || !CUSTOM_KEY.test(key)) {
+      errors.push({ field, message: 'custom field names must match [A-Za-z0-9_.-]{1,64} and not be __proto__, constructor or prototype' });
+    } else if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') {
+      if (typeof value === 'string' && value.length > 1000) errors.push({ field, message: 'must be at most 1000 characters' });
+      else if (typeof value === 'number' && !Number.isFinite(value)) errors.push({ field, message: 'must be a finite number' });
+      else custom.set(key, value);
+    } else {
+      errors.push({ field, message: 'unknown fields must be a string, number or boolean (use custom_fields for extra data)' });
+    }
+  };
+  const raw = body as Record<string, unknown>;
+  const customObject = Object.prototype.hasOwnProperty.call(raw, 'custom_fields') ? raw.custom_fields : undefined;
+  if (customObject && typeof customObject === 'object' && !Array.isArray(customObject)) {
+    for (const [k, v] of Object.entries(customObject)) addCustom(k, v, `custom_fields.${k}`);
+  }
+  for (const [k, v] of Object.entries(raw)) if (!known.has(k)) addCustom(k, v, k);
+  if (custom.size > MAX_CUSTOM_FIELDS) errors.push({ field: 'custom_fields', message: `at most ${MAX_CUSTOM_FIELDS} custom fields` });
+
+  // Cross-field rules are checked on the raw body too, so one response names every problem.
+  const present = (k: string) => typeof raw[k] === 'string' ? (raw[k] as string).trim() !== '' : raw[k] !== undefined && raw[k] !== null;
+  const rawConsent = raw.sms_consent === true || raw.sms_consent === 'true';
+  if (!present('first_name') && !present('last_name') && !present('name')) errors.push({ field: 'name', message: 'give first_name, last_name or name' });
+  if (rawConsent && !present('sms_consent_source')) errors.push({ field: 'sms_consent_source', message: 'is required when sms_consent is true' });
+  if (rawConsent && !present('phone')) errors.push({ field: 'phone', message: 'is required when sms_consent is true' });
+  if (errors.length > 0 || !result.success) throw validationFailed(dedupe(errors));
+  const data = result.data;
+
+  let first = data.first_name;
+  let last = data.last_name;
+  if (!first && !last && data.name) {
+    const [head, ...rest] = data.name.split(/\s+/);
+    first = head;
+    last = rest.join(' ') || undefined;
+  }
+  if (first && first.length > 100) errors.push({ field: 'name', message: 'the first name must be at most 100 characters' });
+  if (last && last.length > 100) errors.push({ field: 'name', message: 'the last name must be at most 100 characters' });
+  if (errors.length > 0) throw validationFailed(errors);
+  const consent = data.sms_consent === true;
+
+  return {
+    ...(first ? { first_name: first } : {}),
+    ...(last ? { last_name: last } : {}),
+    ...(data.email ? { email: data.email.toLowerCase() } : {}),
+    ...(data.phone ? { phone: normalizePhone(data.phone) } : {}),
+    ...(data.notes ? { notes: data.notes } : {}),
+    ...(data.address ? { address: data.address } : {}),
+    ...(data.service ? { service: data.service } : {}),
+    sms_consent: consent,
+    ...(consent ? { sms_consent_source: data.sms_consent_source } : {}),
+    ...(custom.size > 0 ? { custom_fields: Object.fromEntries(custom) } : {}),
+  };
+}
+
+function dedupe(errors: FieldError[]): FieldError[] {
+  const seen = new Set<string>();
+  return errors.filter((e) => {
+    const k = `${e.field}\u0000${e.message}`;
+    return seen.has(k) ? false : (seen.add(k), true);
+  });
+}

@@ -1,0 +1,111 @@
+/**
+ * Per-key sliding-window rate limit (DESIGN §8). One item per key per minute holds that minute's
+ * count; the estimate is `previous × (1 − elapsed) + current`. Admission is a single conditional
+ * UpdateItem (ADD 1 if current < floor(limit − previous × (1 − elapsed))); the previous minute's
+ * count is read once per key and cached until the minute ends.
+ */
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import type { Deps } from './clients.js';
+import type { Organization } from './model.js';
+import { logger, metrics } from './observability.js';
+import { DomainError } from './errors.js';
+import { MetricUnit } from '@aws-lambda-powertools/metrics';
+
+const WINDOW_MS = 60_000;
+
+export interface RateLimitState {
+  allowed: boolean;
+  limit: number;
+  remaining: number;
+  /** Seconds until the current window ends. */
+  resetSeconds: number;
+  /** When refused: seconds until a request would be admitted (≥ 1). */
+  retryAfterSeconds?: number;
+  /** True when the counter could not be reached and the request was admitted anyway. */
+  failedOpen?: boolean;
+}
+
+export function rateLimitFor(deps: Deps, org: Organization): number {
+  return org.rateLimitPerMinute ?? deps.settings.planRateLimits[org.plan] ?? deps.settings.defaultRateLimitPerMinute;
+}
+
+const windowKey = (keyId: string, window: number) => ({ pk: `RL#${keyId}#${window}` });
+
+/** Previous-window counts by key: fixed once that window is over, so cached for the whole minute. */
+const previousCounts = new Map<string, { window: number; count: number }>();
+
+async function previousCount(deps: Deps, keyId: string, window: number): Promise<number> {
+  const cached = previousCounts.get(keyId);
+  if (cached?.window === window) return cached.count;
+  const { Item } = await deps.doc.send(new GetCommand({ TableName: deps.tables.rateWindows, Key: windowKey(keyId, window - 1) }));
+  const count = Number(Item?.count ?? 0);
+  if (previousCounts.size > 50_000) previousCounts.clear();
+  previousCounts.set(keyId, { window, count });
+  return count;
+}
+
+/** Seconds until `prev × (1 − e) + current + 1 ≤ limit` holds again (this window or the next). */
+export function secondsUntilAdmitted(limit: number, prev: number, current: number, elapsed: number): number {
+  let seconds: number;
+  if (current + 1 <= limit && prev > 0) {
+    const e = 1 - (limit - current - 1) / prev; // still this window
+    seconds = (e - elapsed) * 60;
+  } else {
+    // In the next window this window's count becomes the previous one.
+    const e = current > 0 ? Math.max(0, 1 - (limit - 1) / current) : 0;
+    seconds = (1 - elapsed + e) * 60;
+  }
+  return Math.max(1, Math.ceil(seconds));
+}
+
+export async function checkRateLimit(deps: Deps, keyId: string, limit: number): Promise<RateLimitState> {
+  const now = deps.now();
+  const window = Math.floor(now / WINDOW_MS);
+  const elapsed = (now % WINDOW_MS) / WINDOW_MS;
+  const resetSeconds = Math.max(1, Math.ceil((WINDOW_MS - (now % WINDOW_MS)) / 1000));
+  try {
+    const prev = await previousCount(deps, keyId, window);
+    const threshold = Math.floor(limit - prev * (1 - elapsed));
+    if (threshold <= 0) {
+      return { allowed: false, limit, remaining: 0, resetSeconds, retryAfterSeconds: secondsUntilAdmitted(limit, prev, 0, elapsed) };
+    }
+    try {
+      const { Attributes } = await deps.doc.send(new UpdateCommand({
+        TableName: deps.tables.rateWindows,
+        Key: windowKey(keyId, window),
+        UpdateExpression: 'ADD #c :one SET expiresAt = if_not_exists(expiresAt, :ttl)',
+        ConditionExpression: 'attribute_not_exists(#c) OR #c < :threshold',
+        ExpressionAttributeNames: { '#c': 'count' },
+        ExpressionAttributeValues: { ':one': 1, ':threshold': threshold, ':ttl': Math.floor(((window + 3) * WINDOW_MS) / 1000) },
+        ReturnValues: 'UPDATED_NEW',
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      }));
+      return { allowed: true, limit, remaining: Math.max(0, threshold - Number(Attributes?.count ?? 1)), resetSeconds };
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      const current = Number(error.Item?.count?.N ?? threshold);
+      return { allowed: false, limit, remaining: 0, resetSeconds, retryAfterSeconds: secondsUntilAdmitted(limit, prev, current, elapsed) };
+    }
+  } catch (error) {
+    // The counter is unreachable. Fail open (default) so an outage of the limiter is not an outage
+    // of lead intake; the metric makes it visible. 'closed' refuses with 503 instead.
+    logger.warn('rate limit check failed', { keyId, error: (error as Error).name, mode: deps.settings.rateLimitFailMode });
+    metrics.addMetric('RateLimitFailOpen', MetricUnit.Count, 1);
+    if (deps.settings.rateLimitFailMode === 'closed') {
+      throw new DomainError(503, 'rate-limit-unavailable', 'Service unavailable', 'The rate limiter is unavailable; retry shortly.', { headers: { 'Retry-After': '5' } });
+    }
+    return { allowed: true, limit, remaining: limit, resetSeconds, failedOpen: true };
+  }
+}
+
+/** Headers every response of an identified key carries (IETF RateLimit draft + the X- variants). */
+export function rateLimitHeaders(state: RateLimitState): Record<string, string> {
+  return {
+    'RateLimit-Policy': `${state.limit};w=60`,
+    RateLimit: `limit=${state.limit}, remaining=${state.remaining}, reset=${state.resetSeconds}`,
+    'X-RateLimit-Limit': String(state.limit),
+    'X-RateLimit-Remaining': String(state.remaining),
+    'X-RateLimit-Reset': String(state.resetSeconds),
+  };
+}

@@ -1,0 +1,111 @@
+/**
+ * API keys at the door of the lead endpoint (DESIGN §5): both header styles, every kind of bad key
+ * refused with a 401 problem before any work, rotation with grace, revocation within the cache TTL
+ * (1 s in the test stack), plan gating, and tenancy by construction.
+ */
+import { describe, it, expect } from '@jest/globals';
+import { QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { eventually, itemsOf, newTenant, postLead, testStack } from '../support/stack.js';
+import { revokeApiKey, rotateApiKey } from '../../../functions/core/api-keys.js';
+import { authenticate } from '../../../functions/core/authenticate.js';
+import { DomainError } from '../../../functions/core/errors.js';
+
+const lead = { name: 'Grace Hopper', email: 'grace@example.com' };
+
+async function getWith(headers: Record<string, string>): Promise<Response> {
+  const { api } = await testStack();
+  return api('/api/webhook/leads', { headers });
+}
+
+describe('authenticating with an API key', () => {
+  it('accepts the key as X-API-Key and as a Bearer token, and GET describes the key', async () => {
+    const t = await newTenant({ name: 'Hopper Heating' });
+    for (const headers of [{ 'X-API-Key': t.key }, { Authorization: `Bearer ${t.key}` }]) {
+      const res = await getWith(headers);
+      expect(res.status).toBe(200);
+      expect(await res.json()).toEqual({
+        organization: { id: t.organizationId, name: 'Hopper Heating' },
+        key: { id: t.keyId, name: 'test' },
+        rate_limit: expect.objectContaining({ limit: 100, window_seconds: 60 }),
+      });
+    }
+  });
+
+  const badKeys: [string, Record<string, string>][] = [
+    ['no key at all', {}],
+    ['an empty X-API-Key', { 'X-API-Key': '' }],
+    ['a malformed key', { 'X-API-Key': 'not-a-key' }],
+    ['a Basic authorization header', { Authorization: 'Basic dXNlcjpwYXNz' }],
+    ['a well-formed key nobody issued', { 'X-API-Key': 'crm_live_' + 'A'.repeat(32) }],
+  ];
+  it.each(badKeys)('refuses %s with a 401 problem and writes nothing', async (_what, headers) => {
+    const { api } = await testStack();
+    const t = await newTenant();
+    const res = await api('/api/webhook/leads', { method: 'POST', headers: { 'Content-Type': 'application/json', ...headers }, body: JSON.stringify(lead) });
+    expect(res.status).toBe(401);
+    expect(res.headers.get('content-type')).toBe('application/problem+json');
+    expect(res.headers.get('www-authenticate')).toContain('Bearer');
+    expect(await res.json()).toMatchObject({ status: 401, title: 'Unauthorized', type: expect.stringContaining('unauthorized') });
+    expect(await itemsOf('clients', t.organizationId)).toEqual([]);
+  });
+
+  it('keeps a rotated key working during the grace period and refuses it after', async () => {
+    const { deps } = await testStack();
+    const t = await newTenant();
+    const rotated = await rotateApiKey(deps, t.organizationId, t.keyId, { graceHours: 3 / 3600 }); // 3 s
+    expect((await postLead(t.key, lead)).status).toBe(201);
+    expect((await postLead(rotated.key, lead)).status).toBe(201);
+    await eventually(async () => (await postLead(t.key, lead)).status === 401, { what: 'the old key to expire', timeoutMs: 10_000, intervalMs: 500 });
+    expect((await postLead(rotated.key, lead)).status).toBe(201);
+  });
+
+  it('stops a revoked key within the cache TTL', async () => {
+    const { deps } = await testStack();
+    const t = await newTenant();
+    expect((await postLead(t.key, lead)).status).toBe(201); // warms the cache
+    await revokeApiKey(deps, t.organizationId, t.keyId);
+    const started = Date.now();
+    await eventually(async () => (await getWith({ 'X-API-Key': t.key })).status === 401, { what: 'the revoked key to be refused', timeoutMs: 5_000 });
+    expect(Date.now() - started).toBeLessThan(deps.settings.keyCacheTtlSeconds * 1000 + 2_000);
+    const before = (await itemsOf('clients', t.organizationId)).length;
+    expect((await postLead(t.key, lead)).status).toBe(401);
+    expect(await itemsOf('clients', t.organizationId)).toHaveLength(before);
+  });
+
+  it('stores no recoverable key material', async () => {
+    const { deps } = await testStack();
+    const t = await newTenant();
+    const { Items = [] } = await deps.doc.send(new QueryCommand({
+      TableName: deps.tables.organizations,
+      IndexName: 'gsi1',
+      KeyConditionExpression: 'gsi1pk = :p',
+      ExpressionAttributeValues: { ':p': `ORG#${t.organizationId}#APIKEYS` },
+    }));
+    expect(Items).toHaveLength(1);
+    const stored = JSON.stringify(Items);
+    expect(stored).not.toContain(t.key);
+    expect(stored).not.toContain(t.key.slice('crm_live_'.length, 20));
+    expect(Items[0]).toMatchObject({ keyId: t.keyId, hash: expect.stringMatching(/^[0-9a-f]{64}$/) });
+  });
+
+  it('scopes a request to the key’s organization, whatever the body says', async () => {
+    const a = await newTenant({ name: 'Org A' });
+    const b = await newTenant({ name: 'Org B' });
+    const res = await postLead(a.key, { ...lead, organization_id: b.organizationId, custom_fields: { organization_id: b.organizationId } });
+    expect(res.status).toBe(201);
+    const client = (await res.json()) as { id: string; organization_id: string };
+    expect(client.organization_id).toBe(a.organizationId);
+    expect((await itemsOf('clients', a.organizationId)).map((c) => c.id)).toEqual([client.id]);
+    expect(await itemsOf('clients', b.organizationId)).toEqual([]);
+  });
+
+  it('refuses an organization whose plan is not allowed with 403', async () => {
+    const { deps } = await testStack();
+    const t = await newTenant({ plan: 'free' });
+    const restricted = { ...deps, settings: { ...deps.settings, allowedPlans: ['pro', 'enterprise'] } };
+    const error = await authenticate(restricted, { 'X-API-Key': t.key }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(DomainError);
+    expect(error).toMatchObject({ status: 403, message: expect.stringContaining('pro, enterprise') });
+    await expect(authenticate(deps, { 'X-API-Key': t.key })).resolves.toMatchObject({ organization: { id: t.organizationId } });
+  });
+});
