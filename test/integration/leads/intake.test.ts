@@ -1,0 +1,229 @@
+/**
+ * POST /api/webhook/leads over HTTP against the local stack (DESIGN §6, §7, §9): every field rule,
+ * both name forms, custom fields, SMS consent, each error status, idempotent replay, billing, and
+ * that a rejected request writes nothing (tables read back).
+ */
+import { describe, it, expect, beforeAll } from '@jest/globals';
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { itemsOf, newTenant, postLead, testStack, type Tenant } from '../support/stack.js';
+import { keys } from '../../../functions/core/model.js';
+import { runIdempotent } from '../../../functions/core/leads/idempotency.js';
+
+interface Problem { status: number; title: string; type: string; detail: string; errors?: { field: string; message: string }[] }
+
+let t: Tenant;
+beforeAll(async () => {
+  t = await newTenant({ name: 'Intake Plumbing' });
+});
+
+async function created(body: unknown, headers: Record<string, string> = {}) {
+  const res = await postLead(t.key, body, headers);
+  expect(res.status).toBe(201);
+  return (await res.json()) as Record<string, unknown> & { id: string };
+}
+
+async function problem(res: Response, status: number): Promise<Problem> {
+  expect(res.status).toBe(status);
+  expect(res.headers.get('content-type')).toBe('application/problem+json');
+  const body = (await res.json()) as Problem;
+  expect(body).toMatchObject({ status, type: expect.stringMatching(/^https:\/\//), title: expect.any(String), detail: expect.any(String) });
+  return body;
+}
+
+/** Snapshot of everything a request could write for an organization (request log aside). */
+async function writesOf(tenant: Tenant) {
+  const { deps } = await testStack();
+  const org = await deps.doc.send(new GetCommand({ TableName: deps.tables.organizations, Key: keys.org(tenant.organizationId), ConsistentRead: true }));
+  return {
+    clients: await itemsOf('clients', tenant.organizationId),
+    notifications: await itemsOf('organizations', tenant.organizationId, 'NOTIFICATION#'),
+    usage: await itemsOf('organizations', tenant.organizationId, 'USAGE#'),
+    wallet: org.Item?.walletMicros,
+  };
+}
+
+describe('creating a lead', () => {
+  it('stores a client with status lead, returns it as 201 and notifies the team in the same write', async () => {
+    const client = await created({ first_name: '  Ada ', last_name: 'Lovelace', email: 'Ada@Example.COM', phone: '(415) 555-0100', notes: 'Kitchen sink', address: '1 Main St', service: 'Leak' });
+    expect(client).toMatchObject({
+      id: expect.stringMatching(/^cli_/), organization_id: t.organizationId, status: 'lead',
+      first_name: 'Ada', last_name: 'Lovelace', email: 'ada@example.com', phone: '+14155550100',
+      notes: 'Kitchen sink', address: '1 Main St', service: 'Leak', sms_consent: false,
+      created_at: expect.any(String),
+    });
+    const { clients, notifications } = await writesOf(t);
+    expect(clients.find((c) => c.id === client.id)).toMatchObject({ status: 'lead', email: 'ada@example.com' });
+    expect(notifications.find((n) => n.clientId === client.id)).toMatchObject({ type: 'lead.created', title: 'New lead: Ada Lovelace' });
+  });
+
+  it.each([
+    ['a full name split at the first space', { name: 'Mary Ann  Evans' }, { first_name: 'Mary', last_name: 'Ann Evans' }],
+    ['a single-word name', { name: 'Cher' }, { first_name: 'Cher' }],
+    ['only a last name', { last_name: 'Turing' }, { last_name: 'Turing' }],
+    ['first/last winning over name', { first_name: 'Alan', last_name: 'Turing', name: 'Someone Else' }, { first_name: 'Alan', last_name: 'Turing' }],
+  ])('accepts %s', async (_what, body, expected) => {
+    expect(await created(body)).toMatchObject(expected);
+  });
+
+  it('keeps a phone it cannot parse as given, and treats blank strings as absent', async () => {
+    const client = await created({ name: 'Blank Fields', phone: 'ext. 12', email: '', notes: '   ' });
+    expect(client.phone).toBe('ext. 12');
+    expect(client).not.toHaveProperty('email');
+    expect(client).not.toHaveProperty('notes');
+  });
+
+  it('collects custom fields from the object and from unknown top-level scalars', async () => {
+    const client = await created({ name: 'Flat Form', utm_source: 'google', 'form.page': '/contact', budget: 500, urgent: true, custom_fields: { referral: 'neighbour' } });
+    expect(client.custom_fields).toEqual({ referral: 'neighbour', utm_source: 'google', 'form.page': '/contact', budget: 500, urgent: true });
+  });
+
+  it('stores SMS consent with its proof: source, time, IP, user agent and key id', async () => {
+    const client = await created(
+      { name: 'Consenting Caller', phone: '+1 212 555 0199', sms_consent: 'true', sms_consent_source: 'contact page, checkbox "Text me updates"' },
+      { 'User-Agent': 'FormTool/1.0' },
+    );
+    expect(client).toMatchObject({ sms_consent: true, phone: '+12125550199' });
+    const { clients } = await writesOf(t);
+    expect(clients.find((c) => c.id === client.id)?.sms_consent_proof).toEqual({
+      source: 'contact page, checkbox "Text me updates"', captured_at: client.created_at, ip: '127.0.0.1', user_agent: 'FormTool/1.0', key_id: t.keyId,
+    });
+  });
+
+  it('stores sms_consent false when consent is not given', async () => {
+    const client = await created({ name: 'No Consent', phone: '+12125550199', sms_consent: false, sms_consent_source: 'ignored' });
+    expect(client.sms_consent).toBe(false);
+    expect(client).not.toHaveProperty('sms_consent_proof');
+  });
+});
+
+describe('rejecting a bad lead writes nothing', () => {
+  const long = (n: number) => 'x'.repeat(n);
+  const cases: [string, unknown, string[]][] = [
+    ['no name of any form', { email: 'a@example.com' }, ['name']],
+    ['a blank name', { name: '   ' }, ['name']],
+    ['a first name over 100 characters', { first_name: long(101) }, ['first_name']],
+    ['a last name over 100 characters', { name: 'A', last_name: long(101) }, ['last_name']],
+    ['an invalid e-mail', { name: 'A', email: 'not-an-email' }, ['email']],
+    ['an e-mail over 254 characters', { name: 'A', email: `${long(250)}@example.com` }, ['email']],
+    ['a phone over 32 characters', { name: 'A', phone: '1'.repeat(33) }, ['phone']],
+    ['notes over 5000 characters', { name: 'A', notes: long(5001) }, ['notes']],
+    ['an address over 500 characters', { name: 'A', address: long(501) }, ['address']],
+    ['a service over 200 characters', { name: 'A', service: long(201) }, ['service']],
+    ['a wrong type', { name: 'A', email: 42 }, ['email']],
+    ['sms_consent that is not a boolean', { name: 'A', sms_consent: 'yes' }, ['sms_consent']],
+    ['consent without a source', { name: 'A', phone: '+12125550199', sms_consent: true }, ['sms_consent_source']],
+    ['consent without a phone', { name: 'A', sms_consent: true, sms_consent_source: 'web' }, ['phone']],
+    ['a consent source over 500 characters', { name: 'A', phone: '+12125550199', sms_consent: true, sms_consent_source: long(501) }, ['sms_consent_source']],
+    ['a custom field name with bad characters', { name: 'A', custom_fields: { 'bad key': 1 } }, ['custom_fields.bad key']],
+    ['a custom field value over 1000 characters', { name: 'A', custom_fields: { k: long(1001) } }, ['custom_fields.k']],
+    ['a nested unknown field', { name: 'A', extra: { deep: true } }, ['extra']],
+    ['more than 50 custom fields', { name: 'A', ...Object.fromEntries(Array.from({ length: 51 }, (_, i) => [`f${i}`, i])) }, ['custom_fields']],
+    ['a __proto__ custom field', '{"name":"A","custom_fields":{"__proto__":{"polluted":1}}}', ['custom_fields.__proto__']],
+    ['a JSON array', [{ name: 'A' }], ['']],
+    ['every problem at once', { email: 'nope', sms_consent: true }, ['email', 'name', 'sms_consent_source', 'phone']],
+  ];
+  it.each(cases)('422 for %s, naming the field', async (_what, body, fields) => {
+    const before = await writesOf(t);
+    const p = await problem(await postLead(t.key, body), 422);
+    expect(p.errors?.map((e) => e.field).sort()).toEqual([...fields].sort());
+    expect(await writesOf(t)).toEqual(before);
+  });
+
+  it('400 for malformed JSON', async () => {
+    const before = await writesOf(t);
+    const p = await problem(await postLead(t.key, '{"name": "A",'), 400);
+    expect(p.detail).toMatch(/not valid JSON/);
+    expect(await writesOf(t)).toEqual(before);
+  });
+
+  it('415 for a body that is not JSON', async () => {
+    const before = await writesOf(t);
+    await problem(await postLead(t.key, 'name=A', { 'Content-Type': 'application/x-www-form-urlencoded' }), 415);
+    expect(await writesOf(t)).toEqual(before);
+  });
+
+  it('413 for a body over 64 KiB', async () => {
+    const before = await writesOf(t);
+    await problem(await postLead(t.key, { name: 'A', notes: 'x'.repeat(64 * 1024) }), 413);
+    expect(await writesOf(t)).toEqual(before);
+  });
+
+  it('405 for another method', async () => {
+    const { api } = await testStack();
+    const res = await api('/api/webhook/leads', { method: 'PUT', headers: { 'X-API-Key': t.key } });
+    await problem(res, 405);
+  });
+});
+
+describe('Idempotency-Key', () => {
+  it('replays the first response for the same key and body, creating one client', async () => {
+    const body = { name: 'Retry Once', email: 'retry@example.com' };
+    const first = await created(body, { 'Idempotency-Key': 'form-42' });
+    const res = await postLead(t.key, body, { 'Idempotency-Key': 'form-42' });
+    expect(res.status).toBe(201);
+    expect(res.headers.get('idempotent-replayed')).toBe('true');
+    expect(await res.json()).toEqual(first);
+    expect((await writesOf(t)).clients.filter((c) => c.email === 'retry@example.com')).toHaveLength(1);
+  });
+
+  it('answers 422 for the same key with a different body, writing nothing', async () => {
+    await created({ name: 'Key Reuse' }, { 'Idempotency-Key': 'form-43' });
+    const before = await writesOf(t);
+    const p = await problem(await postLead(t.key, { name: 'Someone Else' }, { 'Idempotency-Key': 'form-43' }), 422);
+    expect(p.type).toContain('idempotency-key-reused');
+    expect(await writesOf(t)).toEqual(before);
+  });
+
+  it('scopes keys to the organization', async () => {
+    const other = await newTenant();
+    const body = { name: 'Same Key Other Org' };
+    await created(body, { 'Idempotency-Key': 'shared-key' });
+    const res = await postLead(other.key, body, { 'Idempotency-Key': 'shared-key' });
+    expect(res.status).toBe(201);
+    expect(res.headers.get('idempotent-replayed')).toBeNull();
+    expect(await itemsOf('clients', other.organizationId)).toHaveLength(1);
+  });
+
+  it('answers 409 while the first request is still in flight', async () => {
+    const { deps } = await testStack();
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const call = { organizationId: t.organizationId, idempotencyKey: 'in-flight', payload: { name: 'Slow' } };
+    const first = runIdempotent(deps, undefined, { ...call, run: async () => (await gate, 'done') });
+    await new Promise((r) => setTimeout(r, 300)); // let the first call write its in-progress record
+    await expect(runIdempotent(deps, undefined, { ...call, run: async () => 'second' })).rejects.toMatchObject({ status: 409 });
+    release();
+    await expect(first).resolves.toEqual({ result: 'done', replayed: false });
+  });
+
+  it('400 for an unusable Idempotency-Key', async () => {
+    await problem(await postLead(t.key, { name: 'A' }, { 'Idempotency-Key': 'x'.repeat(256) }), 400);
+  });
+});
+
+describe('billing a prepaid organization', () => {
+  it('debits 3000 micro-dollars per lead with the write and counts usage per day', async () => {
+    const paid = await newTenant({ billing: 'prepaid', walletMicros: 10_000 });
+    expect((await postLead(paid.key, { name: 'Billed Lead' })).status).toBe(201);
+    const after = await writesOf(paid);
+    expect(after.wallet).toBe(7_000);
+    expect(after.usage).toEqual([expect.objectContaining({ calls: 1, billed_micros: 3000 })]);
+  });
+
+  it('answers 402 and writes nothing when the wallet cannot pay', async () => {
+    const broke = await newTenant({ billing: 'prepaid', walletMicros: 2_999 });
+    const before = await writesOf(broke);
+    const p = await problem(await postLead(broke.key, { name: 'Unpaid Lead' }), 402);
+    expect(p.detail).toMatch(/wallet/);
+    expect(await writesOf(broke)).toEqual(before);
+    expect(before.clients).toEqual([]);
+    expect(before.wallet).toBe(2_999);
+  });
+
+  it('does not bill the GET connectivity test', async () => {
+    const paid = await newTenant({ billing: 'prepaid', walletMicros: 5_000 });
+    const { api } = await testStack();
+    expect((await api('/api/webhook/leads', { headers: { 'X-API-Key': paid.key } })).status).toBe(200);
+    expect((await writesOf(paid)).wallet).toBe(5_000);
+  });
+});
