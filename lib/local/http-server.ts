@@ -9,6 +9,7 @@ import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import { routes, cors, type RouteSpec } from '../topology.js';
 import { DomainError, methodNotAllowed, notFound, payloadTooLarge, toProblem } from '../../functions/core/errors.js';
 import { lambdaContext } from './lambda-context.js';
+import { openApiDocument } from '../../functions/core/openapi.js';
 
 export type HttpHandler = (event: APIGatewayProxyEvent, context: ReturnType<typeof lambdaContext>) => Promise<APIGatewayProxyResult>;
 
@@ -105,6 +106,10 @@ export async function startHttpServer(options: LocalApiOptions): Promise<{ serve
     const requestId = randomUUID();
     try {
       const pathname = new URL(req.url ?? '/', 'http://local').pathname;
+      if (pathname === '/openapi.json' && req.method === 'GET') {
+        // The API reference, generated from the same zod schemas the handler validates with.
+        return send(res, 200, { 'Content-Type': 'application/json', ...corsHeaders }, JSON.stringify(openApiDocument(`http://${req.headers.host ?? '127.0.0.1'}`), null, 2));
+      }
       const onPath = routes.filter((r) => r.path === pathname);
       if (onPath.length === 0) return sendProblem(res, notFound(`No route for ${pathname}.`), requestId);
       const allowed = [...new Set(onPath.map((r) => r.method))];

@@ -22,7 +22,7 @@ export const leadRequestSchema = z
     first_name: text(100).describe('Given name'),
     last_name: text(100).describe('Family name'),
     name: text(201).describe('Full name, split into first and last at the first whitespace; an alternative to first_name/last_name'),
-    email: z.preprocess(blankToUndefined, z.string().trim().max(254, 'must be at most 254 characters').pipe(z.email('must be a valid e-mail address')).optional()),
+    email: z.preprocess(blankToUndefined, z.string().trim().max(254, 'must be at most 254 characters').pipe(z.email('must be a valid e-mail address')).optional()).describe('E-mail address, stored lower-cased'),
     phone: text(32).describe('Normalized to E.164 where it parses'),
     notes: text(5000),
     address: text(500),
@@ -30,12 +30,37 @@ export const leadRequestSchema = z
     sms_consent: z.preprocess(
       (v) => (v === 'true' ? true : v === 'false' ? false : blankToUndefined(v)),
       z.boolean('must be true or false').optional(),
-    ),
+    ).describe('Whether the lead agreed to text messages (the strings "true"/"false" are accepted too); default false'),
     sms_consent_source: text(500).describe('Where and how consent was given; required when sms_consent is true'),
     custom_fields: z.record(z.string(), scalar.nullable()).optional().describe('Up to 50 scalar values; unknown top-level scalar properties are collected here too'),
   })
   .catchall(z.unknown())
   .describe('A lead: at least one of first_name, last_name or name');
+
+/** The stored client as the API returns it (201 body). */
+export const clientSchema = z
+  .object({
+    id: z.string().describe('Client id, `cli_…`'),
+    organization_id: z.string(),
+    status: z.literal('lead'),
+    source: z.literal('api'),
+    first_name: z.string().optional(),
+    last_name: z.string().optional(),
+    email: z.string().optional(),
+    phone: z.string().optional().describe('E.164 when it parsed, else as sent'),
+    notes: z.string().optional(),
+    address: z.string().optional(),
+    service: z.string().optional(),
+    sms_consent: z.boolean(),
+    sms_consent_proof: z
+      .object({ source: z.string(), captured_at: z.iso.datetime(), ip: z.string().optional(), user_agent: z.string().optional(), key_id: z.string() })
+      .optional()
+      .describe('Present when sms_consent is true: where, when and from whom consent was captured'),
+    custom_fields: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).optional(),
+    created_at: z.iso.datetime(),
+    updated_at: z.iso.datetime(),
+  })
+  .describe('A client with status `lead`');
 
 export interface LeadInput {
   first_name?: string;
@@ -92,7 +117,7 @@ export function parseLead(body: unknown): LeadInput {
   // Cross-field rules are checked on the raw body too, so one response names every problem.
   const present = (k: string) => typeof raw[k] === 'string' ? (raw[k] as string).trim() !== '' : raw[k] !== undefined && raw[k] !== null;
   const rawConsent = raw.sms_consent === true || raw.sms_consent === 'true';
-  if (!present('first_name') && !present('last_name') && !present('name')) errors.push({ field: 'name', message: 'give first_name, last_name or name' });
+  if (!present('first_name') && !present('last_name') && !present('name')) errors.push({ field: 'name', message: 'a name is required (first_name, last_name or name)' });
   if (rawConsent && !present('sms_consent_source')) errors.push({ field: 'sms_consent_source', message: 'is required when sms_consent is true' });
   if (rawConsent && !present('phone')) errors.push({ field: 'phone', message: 'is required when sms_consent is true' });
   if (errors.length > 0 || !result.success) throw validationFailed(dedupe(errors));

@@ -20,7 +20,8 @@ async function getWith(headers: Record<string, string>): Promise<Response> {
 describe('authenticating with an API key', () => {
   it('accepts the key as X-API-Key and as a Bearer token, and GET describes the key', async () => {
     const t = await newTenant({ name: 'Hopper Heating' });
-    for (const headers of [{ 'X-API-Key': t.key }, { Authorization: `Bearer ${t.key}` }]) {
+    const styles: Record<string, string>[] = [{ 'X-API-Key': t.key }, { Authorization: `Bearer ${t.key}` }];
+    for (const headers of styles) {
       const res = await getWith(headers);
       expect(res.status).toBe(200);
       expect(await res.json()).toEqual({

@@ -8,6 +8,8 @@ import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { itemsOf, newTenant, postLead, testStack, type Tenant } from '../support/stack.js';
 import { keys } from '../../../functions/core/model.js';
 import { runIdempotent } from '../../../functions/core/leads/idempotency.js';
+import { clientSchema } from '../../../functions/core/leads/schema.js';
+import { lambdaContext } from '../../../lib/local/lambda-context.js';
 
 interface Problem { status: number; title: string; type: string; detail: string; errors?: { field: string; message: string }[] }
 
@@ -19,7 +21,9 @@ beforeAll(async () => {
 async function created(body: unknown, headers: Record<string, string> = {}) {
   const res = await postLead(t.key, body, headers);
   expect(res.status).toBe(201);
-  return (await res.json()) as Record<string, unknown> & { id: string };
+  const client = (await res.json()) as Record<string, unknown> & { id: string };
+  expect(clientSchema.strict().safeParse(client).error).toBeUndefined(); // the documented 201 shape
+  return client;
 }
 
 async function problem(res: Response, status: number): Promise<Problem> {
@@ -189,9 +193,9 @@ describe('Idempotency-Key', () => {
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
     const call = { organizationId: t.organizationId, idempotencyKey: 'in-flight', payload: { name: 'Slow' } };
-    const first = runIdempotent(deps, undefined, { ...call, run: async () => (await gate, 'done') });
+    const first = runIdempotent(deps, lambdaContext('leadIntake'), { ...call, run: async () => (await gate, 'done') });
     await new Promise((r) => setTimeout(r, 300)); // let the first call write its in-progress record
-    await expect(runIdempotent(deps, undefined, { ...call, run: async () => 'second' })).rejects.toMatchObject({ status: 409 });
+    await expect(runIdempotent(deps, lambdaContext('leadIntake'), { ...call, run: async () => 'second' })).rejects.toMatchObject({ status: 409 });
     release();
     await expect(first).resolves.toEqual({ result: 'done', replayed: false });
   });

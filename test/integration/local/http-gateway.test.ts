@@ -35,3 +35,15 @@ describe('the local API Gateway', () => {
     expect(res.headers.get('content-type')).toContain('application/problem+json');
   });
 });
+
+describe('the local API reference', () => {
+  it('serves the OpenAPI document with this stack as its server', async () => {
+    const { api, info } = await testStack();
+    const res = await api('/openapi.json');
+    expect(res.status).toBe(200);
+    const doc = (await res.json()) as { openapi: string; servers: { url: string }[]; paths: Record<string, unknown> };
+    expect(doc.openapi).toBe('3.1.0');
+    expect(doc.servers[0].url).toBe(info.apiUrl);
+    expect(Object.keys(doc.paths)).toEqual(['/api/webhook/leads']);
+  });
+});

@@ -1,0 +1,118 @@
+/**
+ * The OpenAPI 3.1 document of the lead endpoint, generated from the zod schemas the handler
+ * validates with (functions/core/leads/schema.ts), so the reference cannot drift from the code.
+ * Served by the local stack at /openapi.json; `npm run docs:openapi` writes docs/openapi.json.
+ */
+import { z } from 'zod';
+import { cors } from '../../lib/topology.js';
+import { clientSchema, leadRequestSchema, MAX_BODY_BYTES } from './leads/schema.js';
+
+const problemSchema = z
+  .object({
+    type: z.url(),
+    title: z.string(),
+    status: z.number().int(),
+    detail: z.string(),
+    request_id: z.string().optional(),
+    errors: z.array(z.object({ field: z.string().describe('Dotted path of the field; empty for the body itself'), message: z.string() })).optional().describe('Per-field problems (422 validation-failed)'),
+  })
+  .describe('RFC 9457 problem details');
+
+const keyCheckSchema = z.object({
+  organization: z.object({ id: z.string(), name: z.string() }),
+  key: z.object({ id: z.string().describe('Public key id; never the key'), name: z.string() }),
+  rate_limit: z.object({ limit: z.number().int(), remaining: z.number().int(), reset_seconds: z.number().int(), window_seconds: z.literal(60) }),
+});
+
+const jsonSchema = (schema: z.ZodType, io: 'input' | 'output') => {
+  const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as Record<string, unknown>;
+  return rest;
+};
+
+const header = (description: string, type: 'string' | 'integer' = 'string') => ({ description, schema: { type } });
+const rateLimitHeaders = {
+  RateLimit: header('IETF draft: `limit=N, remaining=N, reset=S`'),
+  'RateLimit-Policy': header('IETF draft: `N;w=60`'),
+  'X-RateLimit-Limit': header('Requests allowed per 60 s window', 'integer'),
+  'X-RateLimit-Remaining': header('Requests left in the window', 'integer'),
+  'X-RateLimit-Reset': header('Seconds until the window ends', 'integer'),
+};
+const problem = (description: string, extraHeaders: Record<string, unknown> = {}) => ({
+  description,
+  headers: { ...rateLimitHeaders, ...extraHeaders },
+  content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
+});
+const authProblems = {
+  401: problem('Missing, malformed, unknown, revoked or expired API key', { 'WWW-Authenticate': header('`Bearer realm="crm"`') }),
+  403: problem('The organization’s plan does not include the integration API'),
+  429: problem('Rate limit exceeded', { 'Retry-After': header('Seconds to wait (at least 1)', 'integer') }),
+  500: problem('Unexpected fault; quote the request id'),
+};
+
+const awsServer = {
+  url: 'https://{apiId}.execute-api.{region}.amazonaws.com/{stage}',
+  description: 'Your deployment (the ApiUrl output of the stack)',
+  variables: { apiId: { default: 'abc123' }, region: { default: 'us-east-1' }, stage: { default: 'prod' } },
+};
+
+export function openApiDocument(serverUrl?: string) {
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'CRM integration API',
+      version: '2026-11-01',
+      description: 'Send leads into the CRM from forms and automation tools. Authenticate with an organization API key.',
+    },
+    servers: serverUrl ? [{ url: serverUrl, description: 'This local stack' }] : [awsServer],
+    security: [{ apiKeyHeader: [] }, { bearer: [] }],
+    paths: {
+      '/api/webhook/leads': {
+        get: {
+          operationId: 'checkKey',
+          summary: 'Check an API key (connectivity test)',
+          description: 'Counts against the rate limit; not billed.',
+          responses: {
+            200: { description: 'The key is valid', headers: rateLimitHeaders, content: { 'application/json': { schema: { $ref: '#/components/schemas/KeyCheck' } } } },
+            ...authProblems,
+          },
+        },
+        post: {
+          operationId: 'createLead',
+          summary: 'Create a lead',
+          description:
+            `Creates a client with status \`lead\` and notifies the team. Body at most ${MAX_BODY_BYTES} bytes. ` +
+            'Unknown top-level scalar properties are kept as custom fields. Prepaid organizations are billed per created lead.',
+          parameters: [{
+            name: 'Idempotency-Key', in: 'header', required: false,
+            description: 'Retries with the same key and body within 24 h return the original response (with `Idempotent-Replayed: true`).',
+            schema: { type: 'string', minLength: 1, maxLength: 255 },
+          }],
+          requestBody: { required: true, content: { 'application/json': { schema: { $ref: '#/components/schemas/LeadRequest' } } } },
+          responses: {
+            201: { description: 'The lead was created', headers: rateLimitHeaders, content: { 'application/json': { schema: { $ref: '#/components/schemas/Client' } } } },
+            400: problem('Malformed JSON or a bad Idempotency-Key'),
+            402: problem('The prepaid wallet cannot pay for the call; nothing was written'),
+            409: problem('A request with this Idempotency-Key is still in flight'),
+            413: problem(`Body larger than ${MAX_BODY_BYTES} bytes`),
+            415: problem('Content-Type is not application/json'),
+            422: problem('Invalid fields (`errors[]`), or an Idempotency-Key reused with another body'),
+            ...authProblems,
+          },
+        },
+      },
+    },
+    components: {
+      securitySchemes: {
+        apiKeyHeader: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
+        bearer: { type: 'http', scheme: 'bearer', description: 'The same API key as a Bearer token' },
+      },
+      schemas: {
+        LeadRequest: jsonSchema(leadRequestSchema, 'input'),
+        Client: jsonSchema(clientSchema, 'output'),
+        KeyCheck: jsonSchema(keyCheckSchema, 'output'),
+        Problem: jsonSchema(problemSchema, 'output'),
+      },
+    },
+    'x-cors': { allowOrigins: cors.allowOrigins, allowHeaders: cors.allowHeaders, exposeHeaders: cors.exposeHeaders },
+  };
+}

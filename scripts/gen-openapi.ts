@@ -1,0 +1,10 @@
+/** Writes docs/openapi.json from the zod schemas (`npm run docs:openapi`); a unit test checks it is current. */
+import { writeFileSync } from 'node:fs';
+import { openApiDocument } from '../functions/core/openapi.js';
+
+export const render = () => JSON.stringify(openApiDocument(), null, 2) + '\n';
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  writeFileSync('docs/openapi.json', render());
+  console.log('wrote docs/openapi.json');
+}
