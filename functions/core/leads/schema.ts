@@ -77,6 +77,12 @@ export interface LeadInput {
 
 const known = new Set(Object.keys(leadRequestSchema.shape));
 
+/** Numbers DynamoDB and JavaScript both hold exactly (DynamoDB refuses some doubles outright). */
+function storableNumber(value: number): boolean {
+  const size = Math.abs(value);
+  return Number.isFinite(value) && size <= Number.MAX_SAFE_INTEGER && (size === 0 || size >= 1e-9);
+}
+
 function normalizePhone(raw: string): string {
   const parsed = parsePhoneNumberFromString(raw, 'US');
   return parsed?.isValid() ? parsed.number : raw;
@@ -100,7 +106,9 @@ export function parseLead(body: unknown): LeadInput {
       errors.push({ field, message: 'custom field names must match [A-Za-z0-9_.-]{1,64} and not be __proto__, constructor or prototype' });
     } else if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') {
       if (typeof value === 'string' && value.length > 1000) errors.push({ field, message: 'must be at most 1000 characters' });
-      else if (typeof value === 'number' && !Number.isFinite(value)) errors.push({ field, message: 'must be a finite number' });
+      else if (typeof value === 'number' && !storableNumber(value)) {
+        errors.push({ field, message: `numbers must be within ±${Number.MAX_SAFE_INTEGER} and not smaller than 1e-9 in size; send other values as strings` });
+      }
       else custom.set(key, value);
     } else {
       errors.push({ field, message: 'unknown fields must be a string, number or boolean (use custom_fields for extra data)' });

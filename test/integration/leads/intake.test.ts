@@ -120,6 +120,7 @@ describe('rejecting a bad lead writes nothing', () => {
     ['a consent source over 500 characters', { name: 'A', phone: '+12125550199', sms_consent: true, sms_consent_source: long(501) }, ['sms_consent_source']],
     ['a custom field name with bad characters', { name: 'A', custom_fields: { 'bad key': 1 } }, ['custom_fields.bad key']],
     ['a custom field value over 1000 characters', { name: 'A', custom_fields: { k: long(1001) } }, ['custom_fields.k']],
+    ['a number DynamoDB cannot hold exactly', { name: 'A', big: 2 ** 53, tiny: 1e-200 }, ['big', 'tiny']],
     ['a nested unknown field', { name: 'A', extra: { deep: true } }, ['extra']],
     ['more than 50 custom fields', { name: 'A', ...Object.fromEntries(Array.from({ length: 51 }, (_, i) => [`f${i}`, i])) }, ['custom_fields']],
     ['a __proto__ custom field', '{"name":"A","custom_fields":{"__proto__":{"polluted":1}}}', ['custom_fields.__proto__']],

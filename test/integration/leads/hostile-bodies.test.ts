@@ -1,0 +1,80 @@
+/**
+ * Property-based: thousands of generated bodies, valid and hostile (wrong types, long strings,
+ * deep nesting, unicode, prototype keys, broken JSON), sent over HTTP. Never a 5xx; every 4xx is
+ * problem+json; and the writes add up: one client, one notification and one usage count per 201,
+ * nothing for anything else.
+ */
+import { describe, it, expect } from '@jest/globals';
+import fc from 'fast-check';
+import { itemsOf, newTenant, postLead } from '../support/stack.js';
+
+const protoKey = fc.constantFrom('__proto__', 'constructor', 'prototype', 'toString', 'hasOwnProperty');
+const text = fc.oneof(
+  fc.string({ maxLength: 40 }),
+  fc.string({ unit: 'grapheme', maxLength: 40 }),
+  fc.string({ unit: 'binary', maxLength: 40 }),
+  fc.constantFrom('', '   ', '\u0000', '💧 Plumbing', 'Zoë Ça', '<script>alert(1)</script>', "'; DROP TABLE clients; --"),
+  fc.integer({ min: 90, max: 5100 }).map((n) => 'x'.repeat(n)),
+);
+const scalarish = fc.oneof(text, fc.integer(), fc.double(), fc.boolean(), fc.constant(null));
+const deep = fc.integer({ min: 1, max: 200 }).map((depth) => JSON.parse('{"a":'.repeat(depth) + '1' + '}'.repeat(depth)) as unknown);
+const field = fc.oneof({ weight: 4, arbitrary: text }, { weight: 1, arbitrary: scalarish }, { weight: 1, arbitrary: fc.anything({ maxDepth: 3 }) }, { weight: 1, arbitrary: deep });
+
+const leadish = fc.record(
+  {
+    name: field, first_name: field, last_name: field, email: fc.oneof(fc.emailAddress(), field), phone: fc.oneof(fc.constantFrom('+1 415 555 0100', '(212) 555-0199', '07700 900123'), field),
+    notes: field, address: field, service: field, sms_consent: fc.oneof(fc.boolean(), fc.constantFrom('true', 'false'), field), sms_consent_source: field,
+    custom_fields: fc.oneof(fc.dictionary(fc.oneof(fc.string({ maxLength: 70 }), protoKey), scalarish, { maxKeys: 60 }), field),
+  },
+  { requiredKeys: [] },
+).chain((lead) => fc.dictionary(fc.oneof(fc.string({ maxLength: 70 }), protoKey), field, { maxKeys: 5 }).map((extra) => ({ ...extra, ...lead })));
+
+const word = fc.string({ unit: 'grapheme', minLength: 1, maxLength: 30 }).filter((w) => w.trim() !== '' && w.length <= 30);
+const validLead = fc.record(
+  {
+    name: word, email: fc.emailAddress().filter((e) => e.length <= 254), phone: fc.constantFrom('+1 415 555 0100', '(212) 555-0199', 'call me'),
+    notes: fc.string({ unit: 'grapheme', maxLength: 200 }), service: word, sms_consent: fc.constant(false),
+    custom_fields: fc.dictionary(fc.stringMatching(/^[A-Za-z0-9_.-]{1,64}$/), fc.oneof(fc.string({ maxLength: 100 }), fc.integer(), fc.boolean()), { maxKeys: 5 }),
+  },
+  { requiredKeys: ['name'] },
+);
+
+/** Bodies as raw text, so prototype keys and broken JSON reach the server verbatim. */
+const body = fc.oneof(
+  { weight: 3, arbitrary: validLead.map((v) => JSON.stringify(v)) },
+  { weight: 6, arbitrary: leadish.map((v) => JSON.stringify(v)) },
+  { weight: 1, arbitrary: fc.tuple(protoKey, fc.anything({ maxDepth: 2 })).map(([k, v]) => `{"name":"Proto","${k}":${JSON.stringify(v) ?? 'null'},"custom_fields":{"${k}":1}}`) },
+  { weight: 1, arbitrary: fc.anything({ maxDepth: 4 }).map((v) => JSON.stringify(v) ?? 'undefined') },
+  { weight: 1, arbitrary: fc.string({ maxLength: 60 }) },
+);
+
+describe('hostile and random lead bodies', () => {
+  it('never cause a 5xx or a partial write', async () => {
+    const t = await newTenant({ rateLimitPerMinute: 1_000_000, billing: 'prepaid', walletMicros: 1_000_000_000 });
+    const statuses = new Map<number, number>();
+    await fc.assert(
+      fc.asyncProperty(body, async (raw) => {
+        const res = await postLead(t.key, raw);
+        statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
+        expect(res.status).toBeLessThan(500);
+        expect([201, 400, 413, 422]).toContain(res.status);
+        if (res.status !== 201) expect(res.headers.get('content-type')).toBe('application/problem+json');
+        await res.arrayBuffer();
+      }),
+      { numRuns: 2000 },
+    );
+    const created = statuses.get(201) ?? 0;
+    const [clients, notifications, usage] = await Promise.all([
+      itemsOf('clients', t.organizationId),
+      itemsOf('organizations', t.organizationId, 'NOTIFICATION#'),
+      itemsOf('organizations', t.organizationId, 'USAGE#'),
+    ]);
+    expect(clients).toHaveLength(created);
+    expect(notifications).toHaveLength(created);
+    expect(usage.reduce((n, u) => n + Number(u.calls), 0)).toBe(created);
+    // Both outcomes were exercised, or the generators are broken.
+    expect(created).toBeGreaterThan(50);
+    expect(statuses.get(422) ?? 0).toBeGreaterThan(50);
+    expect(statuses.get(400) ?? 0).toBeGreaterThan(10);
+  }, 120_000);
+});
