@@ -1,0 +1,103 @@
+/**
+ * `npm run bench:intake`: lead intake throughput on the local stack, against the ceiling of the
+ * store underneath it. In one run: autocannon drives POST /api/webhook/leads (many keys, so the
+ * limiter does not dominate), then raw DynamoDB Local PutItem runs at the same concurrency; it
+ * prints leads/s, p50/p99 latency, write units per lead and the ratio leads/s ÷ puts/s.
+ * Flags: --connections N (16), --seconds S (10), --keys K (50).
+ */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import autocannon from 'autocannon';
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import type { ConsumedCapacity } from '@aws-sdk/client-dynamodb';
+import { startLocalStack } from '../lib/local/stack.js';
+import { createOrganization } from '../functions/core/organizations.js';
+import { createApiKey } from '../functions/core/api-keys.js';
+import { authenticate } from '../functions/core/authenticate.js';
+import { checkRateLimit, rateLimitFor } from '../functions/core/rate-limit.js';
+import { createLead } from '../functions/core/leads/create-lead.js';
+import { parseLead } from '../functions/core/leads/schema.js';
+import { recordRequest } from '../functions/core/request-log.js';
+import { createDeps, type Deps } from '../functions/core/clients.js';
+import { newId } from '../functions/core/ids.js';
+
+const { values } = parseArgs({ options: { connections: { type: 'string', default: '16' }, seconds: { type: 'string', default: '10' }, keys: { type: 'string', default: '50' } } });
+const connections = Number(values.connections);
+const seconds = Number(values.seconds);
+const keyCount = Number(values.keys);
+
+const lead = { name: 'Bench Lead', email: 'bench@example.com', phone: '+1 415 555 0100', service: 'Leaky faucet', notes: 'Under the kitchen sink', utm_source: 'bench' };
+
+/** Write units of one lead through the same domain calls the handler makes, as DynamoDB reports them. */
+async function writeUnitsPerLead(deps: Deps, key: string): Promise<number> {
+  const consumed: ConsumedCapacity[] = [];
+  const measured = createDeps({ ...endpointsOf(deps), tables: deps.tables, queues: deps.queues, settings: deps.settings });
+  measured.doc.middlewareStack.add((next) => async (args) => {
+    (args.input as Record<string, unknown>).ReturnConsumedCapacity = 'TOTAL';
+    const out = await next(args);
+    const c = (out.output as { ConsumedCapacity?: ConsumedCapacity | ConsumedCapacity[] }).ConsumedCapacity;
+    if (c) consumed.push(...(Array.isArray(c) ? c : [c]));
+    return out;
+  }, { step: 'initialize', name: 'consumedCapacity' });
+  const auth = await authenticate(measured, { 'X-API-Key': key });
+  await checkRateLimit(measured, auth.key.keyId, rateLimitFor(measured, auth.organization));
+  await createLead(measured, auth, parseLead(lead), { requestId: 'bench' });
+  await recordRequest(measured, { requestId: 'bench', organizationId: auth.organization.id, keyId: auth.key.keyId, method: 'POST', route: '/api/webhook/leads', status: 201, latencyMs: 1 });
+  return consumed.reduce((n, c) => n + (c.CapacityUnits ?? c.WriteCapacityUnits ?? 0), 0);
+}
+
+let endpoints: { region: string; dynamodbEndpoint: string; sqsEndpoint: string };
+const endpointsOf = (_deps: Deps) => endpoints;
+
+async function rawPuts(deps: Deps): Promise<{ perSecond: number; p50: number; p99: number }> {
+  const latencies: number[] = [];
+  const deadline = performance.now() + seconds * 1000;
+  await Promise.all(Array.from({ length: connections }, async () => {
+    while (performance.now() < deadline) {
+      const t = performance.now();
+      const id = newId('cli');
+      await deps.doc.send(new PutCommand({ TableName: deps.tables.clients, Item: { pk: 'ORG#bench-raw', sk: `CLIENT#${id}`, id, ...lead, status: 'lead', created_at: new Date().toISOString() } }));
+      latencies.push(performance.now() - t);
+    }
+  }));
+  latencies.sort((a, b) => a - b);
+  return { perSecond: latencies.length / seconds, p50: latencies[Math.floor(latencies.length * 0.5)], p99: latencies[Math.floor(latencies.length * 0.99)] };
+}
+
+async function main() {
+  const stack = await startLocalStack({ dir: mkdtempSync(path.join(tmpdir(), 'crm-bench-')), inMemory: true, port: 0, seed: false });
+  endpoints = { region: stack.info.region, dynamodbEndpoint: stack.info.dynamodbEndpoint, sqsEndpoint: stack.info.sqsEndpoint };
+  try {
+    const { deps } = stack;
+    const keys: string[] = [];
+    for (let i = 0; i < keyCount; i++) {
+      const org = await createOrganization(deps, { name: `Bench ${i}`, billing: 'prepaid', walletMicros: 1_000_000_000, rateLimitPerMinute: 1_000_000 });
+      keys.push((await createApiKey(deps, org.id, 'bench')).key);
+    }
+    const body = JSON.stringify(lead);
+    let next = 0;
+    const url = `${stack.info.apiUrl}/api/webhook/leads`;
+    // Warm-up: JIT, key caches, connections.
+    await autocannon({ url, connections, duration: 2, method: 'POST', body, headers: { 'content-type': 'application/json' },
+      setupClient: (client) => client.setHeaders({ 'content-type': 'application/json', 'x-api-key': keys[next++ % keys.length] }) });
+    const result = await autocannon({
+      url, connections, duration: seconds, method: 'POST', body,
+      setupClient: (client) => client.setHeaders({ 'content-type': 'application/json', 'x-api-key': keys[next++ % keys.length] }),
+    });
+    const non201 = result.non2xx + result.errors;
+    const raw = await rawPuts(deps);
+    const wcu = await writeUnitsPerLead(deps, keys[0]);
+    const leadsPerSecond = result.requests.average;
+    console.log(`connections ${connections}, ${seconds} s, ${keyCount} keys (one per organization, prepaid)`);
+    console.log(`POST /api/webhook/leads: ${leadsPerSecond.toFixed(0)} leads/s, p50 ${result.latency.p50} ms, p99 ${result.latency.p99} ms, ${result.requests.total} requests, ${non201} not 2xx`);
+    console.log(`raw DynamoDB Local PutItem: ${raw.perSecond.toFixed(0)} puts/s, p50 ${raw.p50.toFixed(1)} ms, p99 ${raw.p99.toFixed(1)} ms`);
+    console.log(`write units per lead (ReturnConsumedCapacity): ${wcu}`);
+    console.log(`ratio leads/s ÷ raw puts/s: ${(leadsPerSecond / raw.perSecond).toFixed(2)}`);
+  } finally {
+    await stack.stop();
+  }
+}
+
+await main();
