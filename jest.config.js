@@ -4,7 +4,11 @@ const common = {
   extensionsToTreatAsEsm: ['.ts'],
   transform: { '^.+\\.ts$': swc },
   // NodeNext imports say `./x.js`; the source is `./x.ts`.
-  moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
+  moduleNameMapper: {
+    '^(\\.{1,2}/.*)\\.js$': '$1',
+    // Its ESM build imports JSON without an import attribute, which jest's ESM loader warns about.
+    '^libphonenumber-js$': '<rootDir>/node_modules/libphonenumber-js/index.cjs',
+  },
   testEnvironment: 'node',
 };
 
@@ -17,6 +21,7 @@ export default {
     {
       ...common,
       displayName: 'integration',
+      testTimeout: 30_000,
       testMatch: ['<rootDir>/test/integration/**/*.test.ts'],
       globalSetup: '<rootDir>/test/integration/global-setup.ts',
       globalTeardown: '<rootDir>/test/integration/global-teardown.ts',
