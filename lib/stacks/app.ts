@@ -1,0 +1,18 @@
+/** Builds the CDK app: one stack per stage, checked by cdk-nag's AwsSolutions rules at synth. */
+import { App, Validations, type AppProps } from 'aws-cdk-lib';
+import { AwsSolutionsChecks } from 'cdk-nag';
+import { stackName } from '../topology.js';
+import { CrmStack } from './crm-stack.js';
+
+export function buildApp(props: AppProps = {}): { app: App; stack: CrmStack } {
+  const app = new App(props);
+  const stage = String(app.node.tryGetContext('stage') ?? 'dev');
+  if (!/^[a-z][a-z0-9-]{0,19}$/.test(stage)) throw new Error(`Invalid stage "${stage}": use lower-case letters, digits and dashes (e.g. -c stage=prod).`);
+  const stack = new CrmStack(app, stackName(stage), {
+    stage,
+    description: `CRM integration API (${stage}): lead intake, API keys, signed outgoing webhooks`,
+    env: { account: process.env.CDK_DEFAULT_ACCOUNT, region: process.env.CDK_DEFAULT_REGION },
+  });
+  Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
+  return { app, stack };
+}
