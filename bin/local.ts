@@ -82,7 +82,7 @@ Send a lead:
     -H "Content-Type: application/json" \\
     -d '{"name":"Ada Lovelace","email":"ada@example.com","phone":"+1 415 555 0100","service":"Leaky faucet"}'
 
-Admin CLI: npx crm --help   (e.g. npx crm clients list --org ${info.demo.organizationId})`);
+Admin CLI: npx crm --help   (e.g. npx crm logs --org ${info.demo.organizationId})`);
 }
 log('\nCtrl-C to stop.');
 
