@@ -1,6 +1,6 @@
 /** The local API Gateway in front of the handlers: routing, preflight and gateway-level errors. */
 import { describe, it, expect } from '@jest/globals';
-import { testStack } from '../support/stack.js';
+import { newTenant, testStack } from '../support/stack.js';
 
 describe('the local API Gateway', () => {
   it('answers an unknown path with a 404 problem', async () => {
@@ -45,5 +45,20 @@ describe('the local API reference', () => {
     expect(doc.openapi).toBe('3.1.0');
     expect(doc.servers[0].url).toBe(info.apiUrl);
     expect(Object.keys(doc.paths)).toEqual(['/api/webhook/leads']);
+  });
+});
+
+describe('CORS on every answer of the lead endpoint', () => {
+  it.each([
+    ['401 (no key)', {}, undefined],
+    ['422 (invalid body)', { 'X-API-Key': 'KEY', 'Content-Type': 'application/json' }, '{}'],
+    ['201 (created)', { 'X-API-Key': 'KEY', 'Content-Type': 'application/json' }, '{"name":"Cors Lead"}'],
+  ])('a browser can read a %s answer and its rate-limit headers', async (_what, headers: Record<string, string>, body) => {
+    const { api } = await testStack();
+    const t = await newTenant();
+    const withKey = Object.fromEntries(Object.entries(headers).map(([k, v]) => [k, v === 'KEY' ? t.key : v]));
+    const res = await api('/api/webhook/leads', { method: 'POST', headers: { Origin: 'https://plumber.example', ...withKey }, body });
+    expect(res.headers.get('access-control-allow-origin')).toBe('*');
+    expect(res.headers.get('access-control-expose-headers')?.split(',')).toEqual(expect.arrayContaining(['Retry-After', 'RateLimit', 'X-RateLimit-Remaining']));
   });
 });
