@@ -1,4 +1,6 @@
+/** DynamoDB Streams (clients, work orders) → events → queued deliveries (functions/core/events/fanout.ts). */
 import type { DynamoDBStreamEvent, DynamoDBBatchResponse } from 'aws-lambda';
+import { lambdaDeps } from '../core/clients.js';
+import { fanOut } from '../core/events/fanout.js';
 
-// Placeholder until the events issue lands.
-export const handler = async (_event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> => ({ batchItemFailures: [] });
+export const handler = async (event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> => fanOut(await lambdaDeps(), event.Records);

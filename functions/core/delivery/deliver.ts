@@ -1,0 +1,135 @@
+/**
+ * One delivery attempt (DESIGN §11): sign, POST, record the attempt, and decide what happens next:
+ * done, retry after the scheduled delay, or failed for good (the message then reaches the
+ * dead-letter queue). The attempt number is the message's receive count, so a re-driven message
+ * starts a fresh count and a crashed attempt still counts.
+ */
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { ChangeMessageVisibilityCommand } from '@aws-sdk/client-sqs';
+import { MetricUnit } from '@aws-lambda-powertools/metrics';
+import type { SQSRecord, SQSBatchResponse } from 'aws-lambda';
+import type { Deps } from '../clients.js';
+import { keys, type DeliveryAttempt, type DeliveryMessage, type DeliveryStatus, type WebhookEndpoint } from '../model.js';
+import { activeSecrets, getEndpoint, recordEndpointHealth } from '../endpoints.js';
+import { logger, metrics } from '../observability.js';
+import { signatureHeaders } from '../signing.js';
+import { postWebhook, type PostResult } from './http-client.js';
+import { MAX_ATTEMPTS, parseRetryAfter, retryDelaySeconds } from './schedule.js';
+import { allowListFor } from './ssrf.js';
+
+export type Outcome =
+  | { kind: 'delivered' | 'skipped' | 'failed'; attempt: number; result?: PostResult; reason?: string }
+  | { kind: 'retry'; attempt: number; result: PostResult; delaySeconds: number };
+
+async function updateDelivery(deps: Deps, message: DeliveryMessage, status: DeliveryStatus, extra: { attempt?: DeliveryAttempt; reason?: string; nextAttemptAt?: string } = {}) {
+  const now = new Date(deps.now()).toISOString();
+  const sets = ['#s = :s', 'updatedAt = :now'];
+  const values: Record<string, unknown> = { ':s': status, ':now': now };
+  if (extra.attempt) {
+    sets.push('attempts = list_append(if_not_exists(attempts, :empty), :a)');
+    values[':a'] = [extra.attempt];
+    values[':empty'] = [];
+  }
+  if (extra.reason) {
+    sets.push('reason = :r');
+    values[':r'] = extra.reason;
+  }
+  if (extra.nextAttemptAt) {
+    sets.push('nextAttemptAt = :n');
+    values[':n'] = extra.nextAttemptAt;
+  }
+  if (status === 'delivered') sets.push('deliveredAt = :now');
+  await deps.doc.send(new UpdateCommand({
+    TableName: deps.tables.deliveries,
+    Key: keys.delivery(message.organizationId, message.deliveryId),
+    UpdateExpression: `SET ${sets.join(', ')}${status === 'delivered' ? ' REMOVE nextAttemptAt' : ''}`,
+    ExpressionAttributeNames: { '#s': 'status' },
+    ExpressionAttributeValues: values,
+  }));
+}
+
+function attemptRecord(deps: Deps, attempt: number, result: PostResult): DeliveryAttempt {
+  return {
+    at: new Date(deps.now()).toISOString(), attempt, latencyMs: result.latencyMs,
+    ...(result.status !== undefined ? { statusCode: result.status } : {}),
+    ...(result.error ? { error: result.errorCode ? `${result.errorCode}: ${result.error}` : result.error } : {}),
+    ...(result.responseBody ? { responseBody: result.responseBody } : {}),
+  };
+}
+
+/** Signs and sends one delivery to its endpoint, and records the outcome. */
+export async function attemptDelivery(deps: Deps, message: DeliveryMessage, attempt: number): Promise<Outcome> {
+  const { Item: record } = await deps.doc.send(new GetCommand({ TableName: deps.tables.deliveries, Key: keys.delivery(message.organizationId, message.deliveryId), ConsistentRead: true }));
+  if (!record) {
+    logger.warn('delivery record missing; message dropped', { deliveryId: message.deliveryId });
+    return { kind: 'skipped', attempt, reason: 'no delivery record' };
+  }
+  if (record.status === 'delivered') return { kind: 'delivered', attempt, reason: 'already delivered' };
+  const endpoint: WebhookEndpoint | undefined = await getEndpoint(deps, message.organizationId, message.endpointId);
+  if (!endpoint) {
+    await updateDelivery(deps, message, 'failed', { reason: 'the endpoint was removed' });
+    return { kind: 'failed', attempt, reason: 'the endpoint was removed' };
+  }
+  if (!endpoint.enabled && message.payload.type !== 'webhook.test') {
+    const reason = `endpoint disabled${endpoint.disabledReason ? `: ${endpoint.disabledReason}` : ''}`;
+    await updateDelivery(deps, message, 'skipped', { reason });
+    return { kind: 'skipped', attempt, reason };
+  }
+
+  const now = deps.now();
+  const body = JSON.stringify(message.payload);
+  const headers = signatureHeaders({ id: message.payload.id, timestamp: Math.floor(now / 1000), body, secrets: activeSecrets(endpoint, now) });
+  const result = await postWebhook({ url: endpoint.url, headers, body, timeoutMs: deps.settings.deliveryTimeoutMs, allow: allowListFor(deps.settings) });
+  const record_ = attemptRecord(deps, attempt, result);
+  metrics.addMetric('DeliveryAttempts', MetricUnit.Count, 1);
+  metrics.addMetric('DeliveryLatency', MetricUnit.Milliseconds, result.latencyMs);
+  if (!result.ok) metrics.addMetric('DeliveryFailures', MetricUnit.Count, 1);
+  logger.info('delivery attempt', { deliveryId: message.deliveryId, endpointId: endpoint.id, eventType: message.payload.type, attempt, status: result.status, latencyMs: result.latencyMs, error: result.errorCode });
+
+  if (result.ok) {
+    await updateDelivery(deps, message, 'delivered', { attempt: record_ });
+    await recordEndpointHealth(deps, endpoint, 'ok');
+    return { kind: 'delivered', attempt, result };
+  }
+  if (result.status === 410) {
+    await updateDelivery(deps, message, 'failed', { attempt: record_, reason: 'the receiver answered 410 Gone; the endpoint was disabled' });
+    await recordEndpointHealth(deps, endpoint, 'gone');
+    return { kind: 'failed', attempt, result, reason: 'gone' };
+  }
+  await recordEndpointHealth(deps, endpoint, 'failed');
+  if (attempt >= MAX_ATTEMPTS) {
+    await updateDelivery(deps, message, 'failed', { attempt: record_, reason: `no success after ${attempt} attempts` });
+    return { kind: 'failed', attempt, result, reason: 'retries exhausted' };
+  }
+  const retryAfter = result.status === 429 || result.status === 503 ? parseRetryAfter(result.retryAfter, now) : undefined;
+  const delaySeconds = retryDelaySeconds(attempt, { schedule: deps.settings.retryScheduleSeconds, jitter: deps.settings.retryJitter, retryAfterSeconds: retryAfter });
+  await updateDelivery(deps, message, 'pending', { attempt: record_, nextAttemptAt: new Date(now + delaySeconds * 1000).toISOString() });
+  return { kind: 'retry', attempt, result, delaySeconds };
+}
+
+/**
+ * The SQS handler's work. A retry re-times its message with ChangeMessageVisibility and reports it
+ * failed; an exhausted delivery is made visible at once, so its next receive (the 6th) moves it to
+ * the dead-letter queue; everything else is consumed.
+ */
+export async function deliverBatch(deps: Deps, records: SQSRecord[]): Promise<SQSBatchResponse> {
+  const failures: { itemIdentifier: string }[] = [];
+  await Promise.all(records.map(async (record) => {
+    try {
+      const message = JSON.parse(record.body) as DeliveryMessage;
+      const attempt = Number(record.attributes.ApproximateReceiveCount ?? 1);
+      const outcome = await attemptDelivery(deps, message, attempt);
+      const exhausted = outcome.kind === 'failed' && outcome.reason === 'retries exhausted';
+      if (outcome.kind === 'retry' || exhausted) {
+        const delay = outcome.kind === 'retry' ? outcome.delaySeconds : 0;
+        await deps.sqs.send(new ChangeMessageVisibilityCommand({ QueueUrl: deps.queues.deliveryQueue, ReceiptHandle: record.receiptHandle, VisibilityTimeout: delay }));
+        failures.push({ itemIdentifier: record.messageId });
+      }
+    } catch (error) {
+      logger.error('delivery failed unexpectedly', { messageId: record.messageId, error: error as Error });
+      failures.push({ itemIdentifier: record.messageId });
+    }
+  }));
+  metrics.publishStoredMetrics();
+  return { batchItemFailures: failures };
+}

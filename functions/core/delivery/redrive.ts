@@ -1,0 +1,161 @@
+/**
+ * Re-delivery (DESIGN §11): one delivery by id, the failed deliveries of an organization (or one
+ * endpoint) in a time range, or the dead-letter queue. A re-driven delivery is a fresh message, so
+ * it gets a fresh attempt count, and it carries the same payload, so the same webhook-id.
+ */
+import { GetCommand, QueryCommand, ScanCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import {
+  ChangeMessageVisibilityBatchCommand, DeleteMessageBatchCommand, GetQueueAttributesCommand, ReceiveMessageCommand, StartMessageMoveTaskCommand,
+  type Message,
+} from '@aws-sdk/client-sqs';
+import type { Deps } from '../clients.js';
+import { notFound } from '../errors.js';
+import { keys, type DeliveryMessage } from '../model.js';
+import { sendDeliveryMessages } from '../events/fanout.js';
+
+export interface DeliveryFilter {
+  organizationId?: string;
+  endpointId?: string;
+  /** ISO times bounding the delivery's creation. */
+  since?: string;
+  until?: string;
+}
+
+type Item = Record<string, unknown>;
+const toMessage = (item: Item): DeliveryMessage => ({
+  deliveryId: item.id as string, organizationId: item.organizationId as string, endpointId: item.endpointId as string, payload: item.payload as DeliveryMessage['payload'],
+});
+const matches = (item: { organizationId?: unknown; endpointId?: unknown; createdAt?: unknown }, f: DeliveryFilter) =>
+  (!f.organizationId || item.organizationId === f.organizationId) &&
+  (!f.endpointId || item.endpointId === f.endpointId) &&
+  (!f.since || String(item.createdAt) >= f.since) &&
+  (!f.until || String(item.createdAt) <= f.until);
+
+async function markRequeued(deps: Deps, message: DeliveryMessage): Promise<void> {
+  const now = new Date(deps.now()).toISOString();
+  await deps.doc.send(new UpdateCommand({
+    TableName: deps.tables.deliveries,
+    Key: keys.delivery(message.organizationId, message.deliveryId),
+    UpdateExpression: 'SET #s = :p, queuedAt = :now, redrivenAt = :now, updatedAt = :now REMOVE reason, nextAttemptAt',
+    ConditionExpression: 'attribute_exists(pk)',
+    ExpressionAttributeNames: { '#s': 'status' },
+    ExpressionAttributeValues: { ':p': 'pending', ':now': now },
+  }));
+}
+
+async function requeue(deps: Deps, messages: DeliveryMessage[]): Promise<void> {
+  if (messages.length === 0) return;
+  await Promise.all(messages.map((m) => markRequeued(deps, m)));
+  await sendDeliveryMessages(deps, messages);
+}
+
+export async function findDelivery(deps: Deps, deliveryId: string): Promise<Item | undefined> {
+  const { Items = [] } = await deps.doc.send(new QueryCommand({
+    TableName: deps.tables.deliveries, IndexName: 'gsi1',
+    KeyConditionExpression: 'gsi1pk = :pk', ExpressionAttributeValues: { ':pk': keys.deliveryIndex(deliveryId).gsi1pk },
+  }));
+  if (!Items[0]) return undefined;
+  const { Item } = await deps.doc.send(new GetCommand({ TableName: deps.tables.deliveries, Key: { pk: Items[0].pk, sk: Items[0].sk }, ConsistentRead: true }));
+  return Item;
+}
+
+/** Any delivery by id, whatever its status (a delivered one is sent again: receivers dedupe by webhook-id). */
+export async function redriveDelivery(deps: Deps, deliveryId: string): Promise<DeliveryMessage> {
+  const item = await findDelivery(deps, deliveryId);
+  if (!item) throw notFound(`No delivery ${deliveryId}.`);
+  const message = toMessage(item);
+  await requeue(deps, [message]);
+  return message;
+}
+
+/** An organization's deliveries, newest first, optionally by status and endpoint and time range. */
+export async function listDeliveries(deps: Deps, organizationId: string, options: DeliveryFilter & { status?: string; limit?: number } = {}): Promise<Item[]> {
+  const out: Item[] = [];
+  let startKey: Record<string, unknown> | undefined;
+  const limit = options.limit ?? 50;
+  do {
+    const page = await deps.doc.send(new QueryCommand({
+      TableName: deps.tables.deliveries,
+      KeyConditionExpression: 'pk = :pk AND begins_with(sk, :sk)',
+      ExpressionAttributeValues: { ':pk': keys.org(organizationId).pk, ':sk': keys.deliveryPrefix },
+      ExclusiveStartKey: startKey,
+      ConsistentRead: true,
+    }));
+    for (const item of page.Items ?? []) {
+      if ((!options.status || item.status === options.status) && matches(item, { ...options, organizationId })) out.push(item);
+    }
+    startKey = page.LastEvaluatedKey;
+  } while (startKey);
+  return out.sort((a, b) => String(b.createdAt).localeCompare(String(a.createdAt))).slice(0, limit);
+}
+
+/** Failed deliveries of an organization (optionally one endpoint, a time range) go back to the queue. */
+export async function redriveFailed(deps: Deps, filter: DeliveryFilter & { organizationId: string }, onProgress?: (done: number, total: number) => void): Promise<number> {
+  const failed = await listDeliveries(deps, filter.organizationId, { ...filter, status: 'failed', limit: Number.MAX_SAFE_INTEGER });
+  for (let i = 0; i < failed.length; i += 10) {
+    await requeue(deps, failed.slice(i, i + 10).map(toMessage));
+    onProgress?.(Math.min(i + 10, failed.length), failed.length);
+  }
+  return failed.length;
+}
+
+/**
+ * Moves dead-letter messages back to the delivery queue. Without a filter, on AWS, SQS's own
+ * StartMessageMoveTask does it; otherwise (filters, or the local emulator) receive → send → delete,
+ * leaving messages that do not match where they are.
+ */
+export async function redriveDeadLetters(deps: Deps, filter: DeliveryFilter = {}, onProgress?: (moved: number, seen: number) => void): Promise<{ moved: number; task?: string }> {
+  const unfiltered = !filter.organizationId && !filter.endpointId && !filter.since && !filter.until;
+  if (unfiltered && !deps.settings.local) {
+    const arn = async (url: string) => (await deps.sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] }))).Attributes!.QueueArn!;
+    const out = await deps.sqs.send(new StartMessageMoveTaskCommand({ SourceArn: await arn(deps.queues.deliveryDlq), DestinationArn: await arn(deps.queues.deliveryQueue) }));
+    return { moved: 0, task: out.TaskHandle };
+  }
+  let moved = 0;
+  let seen = 0;
+  const skipped: Message[] = [];
+  const seenIds = new Set<string>();
+  for (;;) {
+    const { Messages = [] } = await deps.sqs.send(new ReceiveMessageCommand({ QueueUrl: deps.queues.deliveryDlq, MaxNumberOfMessages: 10, WaitTimeSeconds: 0, VisibilityTimeout: 60 }));
+    const fresh = Messages.filter((m) => !seenIds.has(m.MessageId!));
+    if (fresh.length === 0) break;
+    const take: { message: Message; delivery: DeliveryMessage }[] = [];
+    for (const m of fresh) {
+      seenIds.add(m.MessageId!);
+      seen++;
+      const delivery = JSON.parse(m.Body ?? '{}') as DeliveryMessage;
+      const { Item } = await deps.doc.send(new GetCommand({ TableName: deps.tables.deliveries, Key: keys.delivery(delivery.organizationId, delivery.deliveryId) }));
+      if (matches({ organizationId: delivery.organizationId, endpointId: delivery.endpointId, createdAt: Item?.createdAt }, filter)) take.push({ message: m, delivery });
+      else skipped.push(m);
+    }
+    await requeue(deps, take.map((t) => t.delivery));
+    if (take.length > 0) {
+      await deps.sqs.send(new DeleteMessageBatchCommand({ QueueUrl: deps.queues.deliveryDlq, Entries: take.map((t, i) => ({ Id: String(i), ReceiptHandle: t.message.ReceiptHandle! })) }));
+    }
+    moved += take.length;
+    onProgress?.(moved, seen);
+  }
+  // Messages that did not match go back to being visible in the dead-letter queue.
+  for (let i = 0; i < skipped.length; i += 10) {
+    await deps.sqs.send(new ChangeMessageVisibilityBatchCommand({
+      QueueUrl: deps.queues.deliveryDlq,
+      Entries: skipped.slice(i, i + 10).map((m, n) => ({ Id: String(n), ReceiptHandle: m.ReceiptHandle!, VisibilityTimeout: 0 })),
+    }));
+  }
+  return { moved };
+}
+
+/** Local stack start: deliveries left pending by the last run (the SQS emulator keeps no messages) are queued again. */
+export async function resumePendingDeliveries(deps: Deps): Promise<number> {
+  const pending: DeliveryMessage[] = [];
+  let startKey: Record<string, unknown> | undefined;
+  do {
+    const page = await deps.doc.send(new ScanCommand({
+      TableName: deps.tables.deliveries, FilterExpression: '#s = :p', ExpressionAttributeNames: { '#s': 'status' }, ExpressionAttributeValues: { ':p': 'pending' }, ExclusiveStartKey: startKey,
+    }));
+    pending.push(...(page.Items ?? []).filter((i) => i.entity === 'delivery').map(toMessage));
+    startKey = page.LastEvaluatedKey;
+  } while (startKey);
+  await sendDeliveryMessages(deps, pending);
+  return pending.length;
+}

@@ -1,0 +1,195 @@
+/**
+ * Webhook endpoints of an organization (DESIGN §11): up to 10, each with a URL, its subscribed
+ * events, a signing secret shown once, an enabled flag and a description. Stored in the
+ * organizations table under the organization's partition.
+ */
+import { isIP } from 'node:net';
+import { DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import type { Deps } from './clients.js';
+import { notFound, validationFailed, type FieldError } from './errors.js';
+import { newId } from './ids.js';
+import { keys, type SigningSecret, type WebhookEndpoint } from './model.js';
+import { parseSubscription } from './events/catalog.js';
+import { newSigningSecret } from './signing.js';
+import { allowListFor, checkAddress } from './delivery/ssrf.js';
+import { requireOrganization } from './organizations.js';
+
+export type EndpointSummary = Omit<WebhookEndpoint, 'secrets'> & { secretCount: number };
+
+const summary = ({ secrets, ...rest }: WebhookEndpoint): EndpointSummary => ({ ...rest, secretCount: secrets.length });
+
+/** https only (http on the local stack); no credentials in the URL; IP literals checked now, names at connect time. */
+export function validateUrl(deps: Deps, raw: string): string {
+  const errors: FieldError[] = [];
+  let url: URL | undefined;
+  try {
+    url = new URL(raw);
+  } catch {
+    errors.push({ field: 'url', message: 'must be an absolute URL' });
+  }
+  if (url) {
+    if (url.protocol !== 'https:' && !(url.protocol === 'http:' && deps.settings.local)) errors.push({ field: 'url', message: 'must use https' });
+    if (url.username || url.password) errors.push({ field: 'url', message: 'must not contain credentials' });
+    if (raw.length > 2000) errors.push({ field: 'url', message: 'must be at most 2000 characters' });
+    const host = url.hostname.replace(/^\[|\]$/g, '');
+    if (isIP(host)) {
+      const decision = checkAddress(host, allowListFor(deps.settings));
+      if (decision.blocked) errors.push({ field: 'url', message: `points to a ${decision.reason} address` });
+    }
+  }
+  if (errors.length) throw validationFailed(errors);
+  return url!.toString();
+}
+
+function toEndpoint(item: Record<string, unknown>): WebhookEndpoint {
+  return {
+    id: item.id as string,
+    organizationId: item.organizationId as string,
+    url: item.url as string,
+    events: item.events as string[],
+    secrets: (item.secrets as SigningSecret[]) ?? [],
+    enabled: item.enabled as boolean,
+    ...(item.description ? { description: item.description as string } : {}),
+    createdAt: item.createdAt as string,
+    ...(item.failingSince ? { failingSince: item.failingSince as string } : {}),
+    ...(item.disabledReason ? { disabledReason: item.disabledReason as string } : {}),
+  };
+}
+
+async function queryEndpoints(deps: Deps, organizationId: string): Promise<WebhookEndpoint[]> {
+  const { Items = [] } = await deps.doc.send(new QueryCommand({
+    TableName: deps.tables.organizations,
+    KeyConditionExpression: 'pk = :pk AND begins_with(sk, :sk)',
+    ExpressionAttributeValues: { ':pk': keys.org(organizationId).pk, ':sk': keys.endpointPrefix },
+    ConsistentRead: true,
+  }));
+  return Items.map(toEndpoint);
+}
+
+export async function addEndpoint(deps: Deps, organizationId: string, input: { url: string; events: string | string[]; description?: string; enabled?: boolean }) {
+  await requireOrganization(deps, organizationId);
+  const url = validateUrl(deps, input.url);
+  const events = parseSubscription(input.events);
+  if (input.description && input.description.length > 500) throw validationFailed([{ field: 'description', message: 'must be at most 500 characters' }]);
+  const existing = await queryEndpoints(deps, organizationId);
+  const max = deps.settings.maxEndpointsPerOrganization;
+  if (existing.length >= max) throw validationFailed([{ field: 'url', message: `an organization has at most ${max} endpoints; remove one first` }]);
+  const secret = newSigningSecret();
+  const now = new Date(deps.now()).toISOString();
+  const endpoint: WebhookEndpoint = {
+    id: newId('ep'), organizationId, url, events, secrets: [{ secret, createdAt: now }], enabled: input.enabled ?? true,
+    ...(input.description ? { description: input.description } : {}), createdAt: now,
+  };
+  await deps.doc.send(new PutCommand({
+    TableName: deps.tables.organizations,
+    Item: { ...keys.endpoint(organizationId, endpoint.id), entity: 'endpoint', ...endpoint },
+    ConditionExpression: 'attribute_not_exists(pk)',
+  }));
+  endpointCache.delete(organizationId);
+  return { endpoint: summary(endpoint), secret };
+}
+
+export async function listEndpoints(deps: Deps, organizationId: string): Promise<EndpointSummary[]> {
+  await requireOrganization(deps, organizationId);
+  return (await queryEndpoints(deps, organizationId)).map(summary);
+}
+
+export async function getEndpoint(deps: Deps, organizationId: string, endpointId: string): Promise<WebhookEndpoint | undefined> {
+  const { Item } = await deps.doc.send(new GetCommand({ TableName: deps.tables.organizations, Key: keys.endpoint(organizationId, endpointId), ConsistentRead: true }));
+  return Item ? toEndpoint(Item) : undefined;
+}
+
+export async function requireEndpoint(deps: Deps, organizationId: string, endpointId: string): Promise<WebhookEndpoint> {
+  const endpoint = await getEndpoint(deps, organizationId, endpointId);
+  if (!endpoint) throw notFound(`No endpoint ${endpointId} in organization ${organizationId}.`);
+  return endpoint;
+}
+
+export async function updateEndpoint(deps: Deps, organizationId: string, endpointId: string, input: { url?: string; events?: string | string[]; description?: string; enabled?: boolean }) {
+  const current = await requireEndpoint(deps, organizationId, endpointId);
+  const next: WebhookEndpoint = {
+    ...current,
+    ...(input.url !== undefined ? { url: validateUrl(deps, input.url) } : {}),
+    ...(input.events !== undefined ? { events: parseSubscription(input.events) } : {}),
+    ...(input.description !== undefined ? { description: input.description } : {}),
+    ...(input.enabled !== undefined ? { enabled: input.enabled } : {}),
+  };
+  // Re-enabling clears the health state that disabled it.
+  if (input.enabled === true) {
+    delete next.failingSince;
+    delete next.disabledReason;
+  }
+  await deps.doc.send(new PutCommand({
+    TableName: deps.tables.organizations,
+    Item: { ...keys.endpoint(organizationId, endpointId), entity: 'endpoint', ...next },
+    ConditionExpression: 'attribute_exists(pk)',
+  }));
+  endpointCache.delete(organizationId);
+  return summary(next);
+}
+
+export async function removeEndpoint(deps: Deps, organizationId: string, endpointId: string): Promise<EndpointSummary> {
+  const current = await requireEndpoint(deps, organizationId, endpointId);
+  await deps.doc.send(new DeleteCommand({ TableName: deps.tables.organizations, Key: keys.endpoint(organizationId, endpointId) }));
+  endpointCache.delete(organizationId);
+  return summary(current);
+}
+
+/** A new secret; the previous ones keep signing for `graceHours` (default 24), so receivers can switch. */
+export async function rotateSecret(deps: Deps, organizationId: string, endpointId: string, options: { graceHours?: number } = {}) {
+  const current = await requireEndpoint(deps, organizationId, endpointId);
+  const grace = options.graceHours ?? 24;
+  if (!Number.isFinite(grace) || grace < 0) throw validationFailed([{ field: 'grace', message: 'must be zero or more hours' }]);
+  const now = deps.now();
+  const until = new Date(now + grace * 3_600_000).toISOString();
+  const kept = current.secrets
+    .filter((s) => !s.expiresAt || Date.parse(s.expiresAt) > now)
+    .map((s) => ({ ...s, expiresAt: s.expiresAt && s.expiresAt < until ? s.expiresAt : until }))
+    .filter(() => grace > 0);
+  const secret = newSigningSecret();
+  const secrets = [{ secret, createdAt: new Date(now).toISOString() }, ...kept];
+  await deps.doc.send(new UpdateCommand({
+    TableName: deps.tables.organizations,
+    Key: keys.endpoint(organizationId, endpointId),
+    UpdateExpression: 'SET secrets = :s',
+    ConditionExpression: 'attribute_exists(pk)',
+    ExpressionAttributeValues: { ':s': secrets },
+  }));
+  endpointCache.delete(organizationId);
+  return { endpoint: summary({ ...current, secrets }), secret };
+}
+
+/** The secrets that sign right now: the newest first, then any still inside their rotation grace. */
+export const activeSecrets = (endpoint: WebhookEndpoint, now: number): string[] =>
+  endpoint.secrets.filter((s) => !s.expiresAt || Date.parse(s.expiresAt) > now).map((s) => s.secret);
+
+/** Records a failing streak and disables the endpoint once it has failed for too long; clears it on success. */
+export async function recordEndpointHealth(deps: Deps, endpoint: WebhookEndpoint, outcome: 'ok' | 'failed' | 'gone'): Promise<void> {
+  const key = keys.endpoint(endpoint.organizationId, endpoint.id);
+  const now = new Date(deps.now()).toISOString();
+  const update = (expression: string, values?: Record<string, unknown>, condition = 'attribute_exists(pk)') =>
+    deps.doc.send(new UpdateCommand({ TableName: deps.tables.organizations, Key: key, UpdateExpression: expression, ConditionExpression: condition, ...(values ? { ExpressionAttributeValues: values } : {}) }))
+      .catch((error: Error) => { if (error.name !== 'ConditionalCheckFailedException') throw error; });
+  if (outcome === 'ok') {
+    if (endpoint.failingSince) await update('REMOVE failingSince');
+  } else if (outcome === 'gone') {
+    await update('SET enabled = :f, disabledReason = :r', { ':f': false, ':r': `the receiver answered 410 Gone at ${now}` });
+  } else if (!endpoint.failingSince) {
+    await update('SET failingSince = :now', { ':now': now }, 'attribute_exists(pk) AND attribute_not_exists(failingSince)');
+  } else if (deps.now() - Date.parse(endpoint.failingSince) > deps.settings.disableAfterFailingHours * 3_600_000) {
+    await update('SET enabled = :f, disabledReason = :r', { ':f': false, ':r': `failing without a success since ${endpoint.failingSince}` });
+  }
+  if (outcome !== 'ok' || endpoint.failingSince) endpointCache.delete(endpoint.organizationId);
+}
+
+/** An organization's endpoints, cached for endpointCacheTtlSeconds (fan-out and delivery read them on every event). */
+const endpointCache = new Map<string, { value: WebhookEndpoint[]; until: number }>();
+export async function endpointsOf(deps: Deps, organizationId: string): Promise<WebhookEndpoint[]> {
+  const now = deps.now();
+  const cached = endpointCache.get(organizationId);
+  if (cached && cached.until > now) return cached.value;
+  const value = await queryEndpoints(deps, organizationId);
+  if (endpointCache.size > 10_000) endpointCache.clear();
+  endpointCache.set(organizationId, { value, until: now + deps.settings.endpointCacheTtlSeconds * 1000 });
+  return value;
+}

@@ -1,0 +1,66 @@
+import type { Command } from 'commander';
+import { listDeliveries, redriveDeadLetters, redriveDelivery, redriveFailed } from '../../../functions/core/delivery/redrive.js';
+import { CliError, printResult, printTable } from '../output.js';
+import { act, positiveInt } from '../run.js';
+
+const isoOption = (flag: string, value: string | undefined) => {
+  if (value === undefined) return undefined;
+  const t = Date.parse(value);
+  if (Number.isNaN(t)) throw new CliError(`${flag} must be an ISO 8601 date-time, got "${value}"`, 2);
+  return new Date(t).toISOString();
+};
+const progress = (json: boolean) => (done: number, total: number) => {
+  if (!json && process.stderr.isTTY) process.stderr.write(`\r  ${done} / ${total}`);
+};
+
+export function register(program: Command): void {
+  const deliveries = program.command('deliveries').description('webhook deliveries: inspect and re-drive');
+  deliveries
+    .command('list')
+    .description('an organization’s deliveries, newest first')
+    .requiredOption('--org <id>', 'organization id')
+    .option('--status <status>', 'pending | delivered | failed | skipped')
+    .option('--endpoint <id>', 'only this endpoint')
+    .option('--since <iso>', 'created at or after')
+    .option('--until <iso>', 'created at or before')
+    .option('--limit <n>', 'at most this many', positiveInt('--limit'), 50)
+    .action(act<{ org: string; status?: string; endpoint?: string; since?: string; until?: string; limit: number }>(async ({ target, options, json }) => {
+      if (options.status && !['pending', 'delivered', 'failed', 'skipped'].includes(options.status)) throw new CliError(`--status must be pending, delivered, failed or skipped, got "${options.status}"`, 2);
+      const list = await listDeliveries(target.deps, options.org, {
+        status: options.status, endpointId: options.endpoint, since: isoOption('--since', options.since), until: isoOption('--until', options.until), limit: options.limit,
+      });
+      printResult({ json }, list.map(({ pk: _pk, sk: _sk, gsi1pk: _g1, gsi1sk: _g2, entity: _e, ...d }) => d), () =>
+        printTable(list.map((d) => {
+          const attempts = (d.attempts as { statusCode?: number; error?: string }[]) ?? [];
+          const last = attempts.at(-1);
+          return { id: d.id, event: d.eventType, endpoint: d.endpointId, status: d.status, attempts: attempts.length, last: last ? (last.statusCode ?? last.error) : '', reason: d.reason, created: d.createdAt };
+        }), ['id', 'event', 'endpoint', 'status', 'attempts', 'last', 'reason', 'created']));
+    }));
+  deliveries
+    .command('redrive')
+    .description('send deliveries again: one (--delivery), an organization’s failed ones (--org, --endpoint, --since, --until), or the dead-letter queue (--all)')
+    .option('--delivery <id>', 'one delivery, whatever its status')
+    .option('--org <id>', 'failed deliveries of this organization')
+    .option('--endpoint <id>', 'only this endpoint')
+    .option('--since <iso>', 'created at or after')
+    .option('--until <iso>', 'created at or before')
+    .option('--all', 'move the whole dead-letter queue back (with --org/--endpoint/--since: only matching messages)')
+    .action(act<{ delivery?: string; org?: string; endpoint?: string; since?: string; until?: string; all?: boolean }>(async ({ target, options, json }) => {
+      const filter = { organizationId: options.org, endpointId: options.endpoint, since: isoOption('--since', options.since), until: isoOption('--until', options.until) };
+      if (options.delivery) {
+        const message = await redriveDelivery(target.deps, options.delivery);
+        printResult({ json }, { redriven: 1, deliveryId: message.deliveryId }, () => console.log(`Queued ${message.deliveryId} (${message.payload.type}, webhook-id ${message.payload.id}) again.`));
+      } else if (options.all) {
+        const { moved, task } = await redriveDeadLetters(target.deps, filter, progress(json));
+        if (!json && process.stderr.isTTY) process.stderr.write('\n');
+        printResult({ json }, { moved, ...(task ? { task } : {}) }, () =>
+          console.log(task ? `Started SQS message move task ${task}: the dead-letter queue drains into the delivery queue.` : `Moved ${moved} message(s) from the dead-letter queue back to the delivery queue.`));
+      } else if (options.org) {
+        const count = await redriveFailed(target.deps, { ...filter, organizationId: options.org }, progress(json));
+        if (!json && process.stderr.isTTY) process.stderr.write('\n');
+        printResult({ json }, { redriven: count }, () => console.log(`Queued ${count} failed deliveries again.`));
+      } else {
+        throw new CliError('Say what to re-drive: --delivery <id>, --org <id> [--endpoint --since --until], or --all.', 2);
+      }
+    }));
+}

@@ -1,0 +1,101 @@
+import type { Command } from 'commander';
+import { addEndpoint, listEndpoints, removeEndpoint, rotateSecret, updateEndpoint } from '../../../functions/core/endpoints.js';
+import { sendTestEvent, waitForFirstOutcome } from '../../../functions/core/events/test-event.js';
+import { CliError, printResult, printTable } from '../output.js';
+import { act } from '../run.js';
+
+const shownOnce = (secret: string) => {
+  console.log(`\n  ${secret}\n`);
+  console.log('Copy the signing secret now: it will not be shown again. Receivers verify with it (docs/webhooks.md).');
+};
+const bool = (flag: string, value: string | undefined) => {
+  if (value === undefined) return undefined;
+  if (value === 'true' || value === 'false') return value === 'true';
+  throw new CliError(`${flag} must be true or false, got "${value}"`, 2);
+};
+const hours = (value: string | undefined) => {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!Number.isFinite(n) || n < 0) throw new CliError(`--grace must be zero or more hours, got "${value}"`, 2);
+  return n;
+};
+
+export function register(program: Command): void {
+  const webhooks = program.command('webhooks').description('webhook endpoints of an organization');
+  webhooks
+    .command('add')
+    .description('register an endpoint (prints its signing secret once)')
+    .requiredOption('--org <id>', 'organization id')
+    .requiredOption('--url <url>', 'https URL the events are POSTed to')
+    .option('--events <list>', 'all, or event names separated by commas (client.created or client_created)', 'all')
+    .option('--description <text>', 'what this endpoint is for')
+    .action(act<{ org: string; url: string; events: string; description?: string }>(async ({ target, options, json }) => {
+      const { endpoint, secret } = await addEndpoint(target.deps, options.org, { url: options.url, events: options.events, description: options.description });
+      printResult({ json }, { ...endpoint, secret }, () => {
+        console.log(`Added endpoint ${endpoint.id} → ${endpoint.url} (${endpoint.events.join(', ')})`);
+        shownOnce(secret);
+      });
+    }));
+  webhooks
+    .command('list')
+    .description('list endpoints (never their secrets)')
+    .requiredOption('--org <id>', 'organization id')
+    .action(act<{ org: string }>(async ({ target, options, json }) => {
+      const list = await listEndpoints(target.deps, options.org);
+      printResult({ json }, list, () => printTable(list.map((e) => ({ ...e, events: e.events.join(',') })), ['id', 'url', 'events', 'enabled', 'description', 'failingSince', 'disabledReason']));
+    }));
+  webhooks
+    .command('update')
+    .description('change an endpoint’s URL, events, description or enabled flag')
+    .requiredOption('--org <id>', 'organization id')
+    .requiredOption('--endpoint <id>', 'endpoint id')
+    .option('--url <url>', 'new URL')
+    .option('--events <list>', 'all, or event names separated by commas')
+    .option('--description <text>', 'new description')
+    .option('--enabled <bool>', 'true or false (true also clears a health-based disable)')
+    .action(act<{ org: string; endpoint: string; url?: string; events?: string; description?: string; enabled?: string }>(async ({ target, options, json }) => {
+      const updated = await updateEndpoint(target.deps, options.org, options.endpoint, {
+        url: options.url, events: options.events, description: options.description, enabled: bool('--enabled', options.enabled),
+      });
+      printResult({ json }, updated, () => console.log(`Updated ${updated.id}: ${updated.url} (${updated.events.join(', ')}), ${updated.enabled ? 'enabled' : 'disabled'}`));
+    }));
+  webhooks
+    .command('remove')
+    .description('remove an endpoint')
+    .requiredOption('--org <id>', 'organization id')
+    .requiredOption('--endpoint <id>', 'endpoint id')
+    .action(act<{ org: string; endpoint: string }>(async ({ target, options, json }) => {
+      const removed = await removeEndpoint(target.deps, options.org, options.endpoint);
+      printResult({ json }, removed, () => console.log(`Removed ${removed.id} (${removed.url}).`));
+    }));
+  webhooks
+    .command('rotate-secret')
+    .description('issue a new signing secret; the old one keeps signing too during the grace period')
+    .requiredOption('--org <id>', 'organization id')
+    .requiredOption('--endpoint <id>', 'endpoint id')
+    .option('--grace <hours>', 'hours the old secret keeps signing (default 24; 0 drops it now)')
+    .action(act<{ org: string; endpoint: string; grace?: string }>(async ({ target, options, json }) => {
+      const { endpoint, secret } = await rotateSecret(target.deps, options.org, options.endpoint, { graceHours: hours(options.grace) });
+      printResult({ json }, { ...endpoint, secret }, () => {
+        console.log(`New signing secret for ${endpoint.id} (${endpoint.secretCount} signing now):`);
+        shownOnce(secret);
+      });
+    }));
+  webhooks
+    .command('test')
+    .description('send a webhook.test event and print the outcome of the first attempt')
+    .requiredOption('--org <id>', 'organization id')
+    .option('--endpoint <id>', 'only this endpoint (default: all of the organization’s)')
+    .action(act<{ org: string; endpoint?: string }>(async ({ target, options, json }) => {
+      const { eventId, deliveryIds } = await sendTestEvent(target.deps, options.org, options.endpoint);
+      if (deliveryIds.length === 0) throw new CliError(`Organization ${options.org} has no webhook endpoints: add one with \`crm webhooks add\`.`);
+      if (!json) console.log(`Sent ${eventId}; waiting for the first attempt…`);
+      const outcomes = await Promise.all(deliveryIds.map((id) => waitForFirstOutcome(target.deps, id)));
+      const rows = outcomes.map((d, i) => {
+        const attempt = (d?.attempts as { statusCode?: number; latencyMs?: number; error?: string }[] | undefined)?.[0];
+        return { deliveryId: deliveryIds[i], endpointId: d?.endpointId, status: d?.status ?? 'unknown', httpStatus: attempt?.statusCode, latencyMs: attempt?.latencyMs, error: attempt?.error ?? d?.reason };
+      });
+      printResult({ json }, { eventId, deliveries: rows }, () => printTable(rows, ['endpointId', 'status', 'httpStatus', 'latencyMs', 'error', 'deliveryId']));
+      if (rows.some((r) => r.status !== 'delivered')) process.exitCode = 1;
+    }));
+}
