@@ -8,7 +8,7 @@
 import { readFileSync, writeFileSync, renameSync } from 'node:fs';
 import {
   DynamoDBStreamsClient, DescribeStreamCommand, GetShardIteratorCommand, GetRecordsCommand,
-  ExpiredIteratorException, type Shard, type _Record,
+  ExpiredIteratorException, TrimmedDataAccessException, type Shard, type _Record,
 } from '@aws-sdk/client-dynamodb-streams';
 import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBStreamEvent, DynamoDBRecord, DynamoDBBatchResponse } from 'aws-lambda';
@@ -127,7 +127,9 @@ export class StreamPoller {
       records = out.Records ?? [];
       next = out.NextShardIterator;
     } catch (error) {
-      if (error instanceof ExpiredIteratorException) {
+      // DynamoDB Local sometimes refuses an iterator taken on a still-empty shard once records
+      // arrive (TrimmedDataAccessException); a fresh iterator from the checkpoint reads them.
+      if (error instanceof ExpiredIteratorException || error instanceof TrimmedDataAccessException) {
         state.iterator = undefined;
         return false;
       }
