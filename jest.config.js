@@ -15,13 +15,14 @@ const common = {
 export default {
   // SDK clients keep keep-alive sockets to the emulators open; nothing else outlives a test file.
   forceExit: true,
+  // Integration tests wait on retries and minute boundaries; unit tests finish in milliseconds anyway.
+  testTimeout: 30_000,
   projects: [
     { ...common, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts'] },
     { ...common, displayName: 'infra', testMatch: ['<rootDir>/test/infra/**/*.test.ts'] },
     {
       ...common,
       displayName: 'integration',
-      testTimeout: 30_000,
       testMatch: ['<rootDir>/test/integration/**/*.test.ts'],
       globalSetup: '<rootDir>/test/integration/global-setup.ts',
       globalTeardown: '<rootDir>/test/integration/global-teardown.ts',

@@ -37,7 +37,10 @@ export function createAwsClients(endpoints: Endpoints = {}): Pick<Deps, 'dynamod
   const doc = DynamoDBDocumentClient.from(dynamodb, {
     marshallOptions: { removeUndefinedValues: true, convertClassInstanceToMap: false },
   });
-  const sqs = new SQSClient({ region, endpoint: endpoints.sqsEndpoint, credentials });
+  // An emulator's queue URLs name a host that does not resolve (sqs.<region>.localhost): keep
+  // talking to the configured endpoint instead of the URL's host.
+  const emulated = Boolean(endpoints.sqsEndpoint ?? process.env.AWS_ENDPOINT_URL_SQS);
+  const sqs = new SQSClient({ region, endpoint: endpoints.sqsEndpoint, credentials, ...(emulated ? { useQueueUrlAsEndpoint: false } : {}) });
   return { dynamodb, doc, sqs };
 }
 
