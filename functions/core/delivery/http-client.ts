@@ -50,6 +50,7 @@ export function postWebhook(options: PostOptions): Promise<PostResult> {
   const elapsed = () => Math.round(performance.now() - started);
   return new Promise((resolve) => {
     let settled = false;
+    let timer: NodeJS.Timeout | undefined;
     const done = (result: Omit<PostResult, 'latencyMs'>) => {
       if (settled) return;
       settled = true;
@@ -75,7 +76,7 @@ export function postWebhook(options: PostOptions): Promise<PostResult> {
       agent = new client.Agent({ keepAlive: false, lookup: options.lookup ?? guardedLookup(options.allow) } as http.AgentOptions);
       if (options.createConnection) (agent as unknown as { createConnection: unknown }).createConnection = options.createConnection;
     }
-    const timer = setTimeout(() => {
+    timer = setTimeout(() => {
       request.destroy(Object.assign(new Error(`no response within ${options.timeoutMs} ms`), { code: 'ETIMEDOUT' }));
     }, options.timeoutMs);
     const request = client.request(url, {
