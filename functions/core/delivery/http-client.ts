@@ -50,11 +50,11 @@ export function postWebhook(options: PostOptions): Promise<PostResult> {
   const elapsed = () => Math.round(performance.now() - started);
   return new Promise((resolve) => {
     let settled = false;
-    let timer: NodeJS.Timeout | undefined;
+    const clock: { timer?: NodeJS.Timeout } = {}; // set once the request exists; `done` may run before
     const done = (result: Omit<PostResult, 'latencyMs'>) => {
       if (settled) return;
       settled = true;
-      clearTimeout(timer);
+      clearTimeout(clock.timer);
       resolve({ ...result, latencyMs: elapsed() });
     };
     let url: URL;
@@ -76,7 +76,7 @@ export function postWebhook(options: PostOptions): Promise<PostResult> {
       agent = new client.Agent({ keepAlive: false, lookup: options.lookup ?? guardedLookup(options.allow) } as http.AgentOptions);
       if (options.createConnection) (agent as unknown as { createConnection: unknown }).createConnection = options.createConnection;
     }
-    timer = setTimeout(() => {
+    clock.timer = setTimeout(() => {
       request.destroy(Object.assign(new Error(`no response within ${options.timeoutMs} ms`), { code: 'ETIMEDOUT' }));
     }, options.timeoutMs);
     const request = client.request(url, {
