@@ -1,0 +1,124 @@
+/**
+ * The event catalog on the local stack: every event is produced by the matching CLI action or the
+ * lead endpoint, and arrives signed with the documented payload; no-op updates, TTL expiries and
+ * re-read stream records produce nothing; subscriptions by alias work.
+ */
+import { describe, it, expect, beforeAll, afterAll } from '@jest/globals';
+import { PutCommand, GetCommand } from '@aws-sdk/lib-dynamodb';
+import { marshall } from '@aws-sdk/util-dynamodb';
+import type { DynamoDBRecord } from 'aws-lambda';
+import { eventually, newTenant, postLead, runCli, testStack } from '../support/stack.js';
+import { Receiver } from '../support/receiver.js';
+import { addEndpoint, updateEndpoint } from '../../../functions/core/endpoints.js';
+import { catalog, schemas } from '../../../functions/core/events/catalog.js';
+import { fanOut } from '../../../functions/core/events/fanout.js';
+import { listDeliveries } from '../../../functions/core/delivery/redrive.js';
+import { keys } from '../../../functions/core/model.js';
+
+let receiver: Receiver;
+beforeAll(async () => {
+  receiver = await new Receiver().start();
+});
+afterAll(async () => {
+  await receiver.stop();
+});
+
+async function subscribed(path: string, events: string) {
+  const { deps } = await testStack();
+  const tenant = await newTenant({ name: `Events ${path}` });
+  const { endpoint, secret } = await addEndpoint(deps, tenant.organizationId, { url: 'http://127.0.0.1:9/x', events });
+  await updateEndpoint(deps, tenant.organizationId, endpoint.id, { url: receiver.script(path, secret) });
+  return tenant;
+}
+
+const cli = async (...args: string[]) => {
+  const result = await runCli(args);
+  if (result.code !== 0) throw new Error(`crm ${args.join(' ')} failed: ${result.stderr}`);
+  return result.json<{ id: string }>();
+};
+
+const typesOn = (path: string) => receiver.on(path).map((r) => r.event?.type);
+const waitFor = (path: string, count: number, what: string) =>
+  eventually(async () => (receiver.on(path).length >= count ? receiver.on(path) : undefined), { what, timeoutMs: 20_000 });
+
+describe('events from CRM records', () => {
+  it('produces every catalog event from the CLI and the lead endpoint, each with its documented payload', async () => {
+    const tenant = await subscribed('/all', 'all');
+    const org = tenant.organizationId;
+    await postLead(tenant.key, { name: 'Lead Person' });
+    const client = await cli('clients', 'create', '--org', org, '--name', 'Carla Client', '--email', 'carla@example.com');
+    await cli('clients', 'update', '--org', org, '--client', client.id, '--status', 'active'); // same status: nothing
+    await cli('clients', 'update', '--org', org, '--client', client.id, '--phone', '+1 212 555 0199');
+    const wo = await cli('work-orders', 'create', '--org', org, '--title', 'Fix the boiler', '--client', client.id);
+    await cli('work-orders', 'set-status', '--org', org, '--work-order', wo.id, '--status', 'in_progress');
+    await cli('work-orders', 'set-status', '--org', org, '--work-order', wo.id, '--status', 'completed');
+    const invoice = await cli('invoices', 'create', '--org', org, '--amount', '185.50', '--work-order', wo.id);
+    await cli('invoices', 'send', '--org', org, '--invoice', invoice.id);
+    await cli('invoices', 'pay', '--org', org, '--invoice', invoice.id, '--amount', '185.50');
+    await cli('bookings', 'create', '--org', org, '--starts-at', '2026-12-01T09:00:00Z', '--service', 'Annual check');
+    await cli('work-orders', 'delete', '--org', org, '--work-order', wo.id);
+    await cli('clients', 'delete', '--org', org, '--client', client.id);
+
+    const expected = ['client.created', 'client.created', 'client.updated', 'work_order.created', 'work_order.status_changed', 'work_order.status_changed', 'work_order.completed',
+      'invoice.created', 'invoice.sent', 'invoice.paid', 'booking.received', 'work_order.deleted', 'client.deleted'];
+    const received = await waitFor('/all', expected.length, 'every event');
+    await new Promise((r) => setTimeout(r, 1000)); // nothing more may arrive
+    expect(typesOn('/all').sort()).toEqual([...expected].sort());
+    for (const r of received) {
+      expect(r.verifyError).toBeUndefined();
+      const entity = catalog.find((c) => c.type === r.event!.type)!.entity;
+      expect(schemas[entity].strict().safeParse(r.event!.data.object).error).toBeUndefined();
+      expect(r.event!.organization_id).toBe(org);
+    }
+    const byType = (t: string) => received.filter((r) => r.event!.type === t).map((r) => r.event!);
+    expect(byType('client.updated')[0].data.previous).toEqual({ phone: null });
+    expect(byType('work_order.status_changed').map((e) => [e.data.previous!.status, e.data.object.status]).sort()).toEqual([['in_progress', 'completed'], ['scheduled', 'in_progress']]);
+    expect(byType('work_order.completed')[0].data.previous).toEqual({ status: 'in_progress' });
+    expect(byType('invoice.paid')[0].data.object.payments).toEqual([expect.objectContaining({ amount_cents: 18550 })]);
+  }, 60_000);
+
+  it('delivers only the subscribed events, named by alias', async () => {
+    const tenant = await subscribed('/alias', 'work_order_completed');
+    const org = tenant.organizationId;
+    const wo = await cli('work-orders', 'create', '--org', org, '--title', 'Paint fence');
+    await cli('work-orders', 'set-status', '--org', org, '--work-order', wo.id, '--status', 'completed');
+    await postLead(tenant.key, { name: 'Not Subscribed' });
+    await waitFor('/alias', 1, 'the completed event');
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(typesOn('/alias')).toEqual(['work_order.completed']);
+  });
+
+  it('creates nothing twice when the same stream records are processed again', async () => {
+    const { deps } = await testStack();
+    const tenant = await subscribed('/replay', 'client.created');
+    const at = new Date().toISOString();
+    const item = { ...keys.client(tenant.organizationId, 'cli_replay'), entity: 'client', id: 'cli_replay', organization_id: tenant.organizationId, status: 'lead', first_name: 'Re', sms_consent: false, created_at: at, updated_at: at };
+    const record: DynamoDBRecord = {
+      eventID: 'replay-1', eventName: 'INSERT', eventSource: 'aws:dynamodb', eventSourceARN: 'arn:aws:dynamodb:ddblocal:000000000000:table/replay/stream/x',
+      dynamodb: { SequenceNumber: '900000000000000000001', NewImage: marshall(item) as never, ApproximateCreationDateTime: Math.floor(Date.now() / 1000) },
+    };
+    expect(await fanOut(deps, [record])).toEqual({ batchItemFailures: [] });
+    expect(await fanOut(deps, [record])).toEqual({ batchItemFailures: [] });
+    await waitFor('/replay', 1, 'the delivery');
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(receiver.on('/replay')).toHaveLength(1);
+    expect(await listDeliveries(deps, tenant.organizationId)).toHaveLength(1);
+  });
+
+  it('emits nothing when a client expires by TTL', async () => {
+    const { deps } = await testStack();
+    const tenant = await subscribed('/ttl', 'all');
+    const at = new Date().toISOString();
+    const key = keys.client(tenant.organizationId, 'cli_expiring');
+    await deps.doc.send(new PutCommand({
+      TableName: deps.tables.clients,
+      Item: { ...key, entity: 'client', id: 'cli_expiring', organization_id: tenant.organizationId, status: 'lead', first_name: 'Temp', sms_consent: false, created_at: at, updated_at: at, expiresAt: Math.floor(Date.now() / 1000) - 60 },
+    }));
+    await waitFor('/ttl', 1, 'client.created');
+    // DynamoDB Local's TTL sweep deletes the item within about ten seconds.
+    await eventually(async () => !(await deps.doc.send(new GetCommand({ TableName: deps.tables.clients, Key: key, ConsistentRead: true }))).Item, { what: 'the TTL deletion', timeoutMs: 25_000, intervalMs: 500 });
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(typesOn('/ttl')).toEqual(['client.created']);
+  }, 45_000);
+});
+
