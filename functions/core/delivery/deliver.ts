@@ -10,7 +10,7 @@ import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { SQSRecord, SQSBatchResponse } from 'aws-lambda';
 import type { Deps } from '../clients.js';
 import { keys, type DeliveryAttempt, type DeliveryMessage, type DeliveryStatus, type WebhookEndpoint } from '../model.js';
-import { activeSecrets, getEndpoint, recordEndpointHealth } from '../endpoints.js';
+import { activeSecrets, endpointsOf, recordEndpointHealth } from '../endpoints.js';
 import { logger, metrics } from '../observability.js';
 import { signatureHeaders } from '../signing.js';
 import { postWebhook, type PostResult } from './http-client.js';
@@ -65,7 +65,9 @@ export async function attemptDelivery(deps: Deps, message: DeliveryMessage, atte
     return { kind: 'skipped', attempt, reason: 'no delivery record' };
   }
   if (record.status === 'delivered') return { kind: 'delivered', attempt, reason: 'already delivered' };
-  const endpoint: WebhookEndpoint | undefined = await getEndpoint(deps, message.organizationId, message.endpointId);
+  // The organization's endpoints, cached for endpointCacheTtlSeconds: a disable or a secret
+  // rotation reaches deliveries within that TTL (the old secret signs for 24 h anyway).
+  const endpoint: WebhookEndpoint | undefined = (await endpointsOf(deps, message.organizationId)).find((e) => e.id === message.endpointId);
   if (!endpoint) {
     await updateDelivery(deps, message, 'failed', { reason: 'the endpoint was removed' });
     return { kind: 'failed', attempt, reason: 'the endpoint was removed' };

@@ -25,14 +25,15 @@ export const deliveryIdFor = (eventId: string, endpointId: string) =>
 const expiresAt = (deps: Deps) => Math.floor(deps.now() / 1000) + deps.settings.retentionDays * 86_400;
 
 export async function sendDeliveryMessages(deps: Deps, messages: DeliveryMessage[]): Promise<void> {
-  for (let i = 0; i < messages.length; i += 10) {
-    const batch = messages.slice(i, i + 10);
+  const batches: DeliveryMessage[][] = [];
+  for (let i = 0; i < messages.length; i += 10) batches.push(messages.slice(i, i + 10));
+  await Promise.all(batches.map(async (batch) => {
     const out = await deps.sqs.send(new SendMessageBatchCommand({
       QueueUrl: deps.queues.deliveryQueue,
       Entries: batch.map((m, n) => ({ Id: String(n), MessageBody: JSON.stringify(m) })),
     }));
     if (out.Failed?.length) throw new Error(`could not queue ${out.Failed.length} deliveries: ${out.Failed.map((f) => f.Code).join(', ')}`);
-  }
+  }));
 }
 
 /**
@@ -88,17 +89,37 @@ export async function fanOutEvent(deps: Deps, event: EventPayload, only?: Webhoo
 }
 
 /**
- * The stream handler's work: records in order; at the first failure, report it and stop, so the
- * event source retries from there (records before it are done and must not be redone).
+ * The stream handler's work. Events of the whole batch are recorded in parallel (each delivery is
+ * idempotent, and receivers get no ordering guarantee anyway), then queued in batches of 10. If
+ * anything fails, the first record whose work did not complete is reported, so the event source
+ * retries from there; what was done before it is not redone, and redoing the rest creates nothing
+ * twice.
  */
 export async function fanOut(deps: Deps, records: DynamoDBRecord[]): Promise<DynamoDBBatchResponse> {
-  for (const record of records) {
+  const work = records.map((record) => ({ record, events: deriveEvents(record), ok: true }));
+  await Promise.all(work.map(async (item) => {
     try {
-      for (const event of deriveEvents(record)) await fanOutEvent(deps, event);
+      const messages: DeliveryMessage[] = [];
+      for (const event of item.events) {
+        const endpoints = (await endpointsOf(deps, event.organization_id)).filter((e) => isSubscribed(e.events, event.type));
+        for (const m of await Promise.all(endpoints.map((e) => recordDelivery(deps, event, e)))) if (m) messages.push(m);
+      }
+      (item as { messages?: DeliveryMessage[] }).messages = messages;
     } catch (error) {
-      logger.error('fan-out failed', { sequenceNumber: record.dynamodb?.SequenceNumber, error: error as Error });
-      return { batchItemFailures: [{ itemIdentifier: record.dynamodb!.SequenceNumber! }] };
+      item.ok = false;
+      logger.error('fan-out failed', { sequenceNumber: item.record.dynamodb?.SequenceNumber, error: error as Error });
     }
+  }));
+  // Queue what the records before the first failure produced (records after it will be redone).
+  const firstFailed = work.findIndex((w) => !w.ok);
+  const done = firstFailed === -1 ? work : work.slice(0, firstFailed);
+  const messages = done.flatMap((w) => (w as { messages?: DeliveryMessage[] }).messages ?? []);
+  try {
+    await sendDeliveryMessages(deps, messages);
+    await markQueued(deps, messages);
+  } catch (error) {
+    logger.error('queuing deliveries failed', { error: error as Error });
+    return { batchItemFailures: records[0] ? [{ itemIdentifier: records[0].dynamodb!.SequenceNumber! }] : [] };
   }
-  return { batchItemFailures: [] };
+  return { batchItemFailures: firstFailed === -1 ? [] : [{ itemIdentifier: records[firstFailed].dynamodb!.SequenceNumber! }] };
 }

@@ -54,9 +54,9 @@ describe('a restart in the middle of delivering', () => {
     const org = await createOrganization(deps, { name: 'Restart Co', rateLimitPerMinute: 10_000 });
     const { key } = await createApiKey(deps, org.id, 'burst');
     const { endpoint, secret } = await addEndpoint(deps, org.id, { url: 'http://127.0.0.1:9/x', events: 'client.created' });
-    await updateEndpoint(deps, org.id, endpoint.id, { url: receiver.script('/restart', secret, { status: 200, delayMs: 150 }) });
+    await updateEndpoint(deps, org.id, endpoint.id, { url: receiver.script('/restart', secret, { status: 200, delayMs: 500 }) });
 
-    const total = 30;
+    const total = 100; // more than one round of the delivery poller's concurrency (40), each answer taking 500 ms
     await Promise.all(Array.from({ length: total }, (_, i) => fetch(`${info.apiUrl}/api/webhook/leads`, {
       method: 'POST', headers: { 'X-API-Key': key, 'Content-Type': 'application/json' }, body: JSON.stringify({ name: `Burst ${i}` }),
     })));
