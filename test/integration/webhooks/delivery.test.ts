@@ -142,6 +142,46 @@ describe('webhook delivery', () => {
     expect(requests.at(-1)!.verifyError).toBeUndefined();
   }, 60_000);
 
+  it('records a refused connection as a failed attempt and retries it', async () => {
+    const { deps } = await testStack();
+    const { tenant, endpointId } = await tenantWithEndpoint('/refused');
+    const closed = await new Receiver().start();
+    const deadUrl = closed.url + '/nobody-home';
+    await closed.stop(); // nothing listens on that port any more
+    await updateEndpoint(deps, tenant.organizationId, endpointId, { url: deadUrl });
+    await postLead(tenant.key, { name: 'Nobody Home' });
+    const [delivery] = await settled(tenant, 'two refused attempts', (d) => (d[0]?.attempts.length ?? 0) >= 2);
+    expect(delivery.attempts.slice(0, 2)).toEqual([
+      expect.objectContaining({ attempt: 1, error: expect.stringContaining('ECONNREFUSED') }),
+      expect.objectContaining({ attempt: 2, error: expect.stringContaining('ECONNREFUSED') }),
+    ]);
+    await updateEndpoint(deps, tenant.organizationId, endpointId, { enabled: false }); // stop the retries
+  });
+
+  it('lists deliveries by status and re-drives one by id, or an organization’s failed ones', async () => {
+    const { deps } = await testStack();
+    const { tenant, endpointId, secret } = await tenantWithEndpoint('/redrive-some', 'all', { status: 410 });
+    await postLead(tenant.key, { name: 'First' });
+    const [gone] = await settled(tenant, 'the 410', (d) => d[0]?.status === 'failed');
+    const listed = await runCli(['deliveries', 'list', '--org', tenant.organizationId, '--status', 'failed']);
+    expect(listed.json<{ id: string }[]>().map((d) => d.id)).toEqual([gone.id]);
+    expect((await runCli(['deliveries', 'list', '--org', tenant.organizationId, '--status', 'delivered'])).json()).toEqual([]);
+
+    receiver.script('/redrive-some', secret, { status: 204 });
+    await updateEndpoint(deps, tenant.organizationId, endpointId, { enabled: true }); // the 410 disabled it
+    const one = await runCli(['deliveries', 'redrive', '--delivery', gone.id]);
+    expect(one.code).toBe(0);
+    await settled(tenant, 'the re-driven delivery', (d) => d[0]?.status === 'delivered');
+    expect(new Set(receiver.on('/redrive-some').map((r) => r.headers['webhook-id']))).toEqual(new Set([gone.payload.id]));
+    expect(receiver.on('/redrive-some').at(-1)!.verifyError).toBeUndefined();
+
+    const none = await runCli(['deliveries', 'redrive', '--org', tenant.organizationId]);
+    expect(none.json()).toEqual({ redriven: 0 });
+    const bad = await runCli(['deliveries', 'redrive'], { json: false });
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toMatch(/--delivery/);
+  });
+
   it('crm webhooks test sends webhook.test and prints the outcome', async () => {
     const { tenant } = await tenantWithEndpoint('/test-event', 'invoice.paid');
     const result = await runCli(['webhooks', 'test', '--org', tenant.organizationId]);
