@@ -192,22 +192,10 @@ export class CrmStack extends Stack {
     }
 
     const alarms = [
-      new cloudwatch.Alarm(this, 'DeliveryDlqDepth', {
-        alarmDescription: 'Webhook deliveries exhausted their retries and wait in the dead-letter queue: inspect with `crm deliveries list --status failed`, then `crm deliveries redrive`.',
-        metric: this.queues.deliveryDlq.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(5) }),
-        threshold: 1,
-        evaluationPeriods: 1,
-        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-      }),
-      new cloudwatch.Alarm(this, 'FanoutFailures', {
-        alarmDescription: 'Stream batches the fan-out gave up on: events may be missing. The messages describe the shard and sequence range.',
-        metric: this.queues.fanoutFailures.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(5) }),
-        threshold: 1,
-        evaluationPeriods: 1,
-        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-      }),
+      this.queueNotEmptyAlarm('DeliveryDlqDepth', 'deliveryDlq',
+        'Webhook deliveries exhausted their retries and wait in the dead-letter queue: inspect with `crm deliveries list --status failed`, then `crm deliveries redrive`.'),
+      this.queueNotEmptyAlarm('FanoutFailures', 'fanoutFailures',
+        'Stream batches the fan-out gave up on: events may be missing. The messages describe the shard and sequence range.'),
       new cloudwatch.Alarm(this, 'DeliveryFailureRate', {
         alarmDescription: 'More than 25% of webhook delivery attempts failed over 15 minutes.',
         metric: new cloudwatch.MathExpression({
@@ -239,6 +227,18 @@ export class CrmStack extends Stack {
     new CfnOutput(this, outputKeys.settingsParameter, { value: settings.parameterName });
 
     this.acknowledge();
+  }
+
+  /** Alarms as soon as a parking queue holds anything. */
+  private queueNotEmptyAlarm(id: string, queue: QueueName, description: string): cloudwatch.Alarm {
+    return new cloudwatch.Alarm(this, id, {
+      alarmDescription: description,
+      metric: this.queues[queue].metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(5) }),
+      threshold: 1,
+      evaluationPeriods: 1,
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+    });
   }
 
   /** cdk-nag findings we accept, each with its reason. */
