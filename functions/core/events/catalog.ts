@@ -80,8 +80,13 @@ export type Entity = 'client' | 'work_order' | 'invoice' | 'booking';
 
 /** Storage attributes and internal data that never leave the service in a payload. */
 const PRIVATE = new Set(['pk', 'sk', 'gsi1pk', 'gsi1sk', 'entity', 'expiresAt', 'sms_consent_proof']);
+/** Field order in payloads: a stable, readable order instead of DynamoDB's attribute order. */
+const ORDER = ['id', 'organization_id', 'status', 'source', 'title', 'first_name', 'last_name', 'email', 'phone', 'address', 'service',
+  'client_id', 'work_order_id', 'amount_cents', 'currency', 'payments', 'sent_at', 'starts_at', 'scheduled_for', 'notes',
+  'sms_consent', 'custom_fields', 'created_at', 'updated_at'];
+const rank = (key: string) => (ORDER.includes(key) ? ORDER.indexOf(key) : ORDER.length);
 export function toPublic(item: Record<string, unknown>): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(item).filter(([k]) => !PRIVATE.has(k)));
+  return Object.fromEntries(Object.entries(item).filter(([k]) => !PRIVATE.has(k)).sort(([a], [b]) => rank(a) - rank(b) || a.localeCompare(b)));
 }
 
 export function webhookTestEvent(organizationId: string, id: string, at: Date): EventPayload {

@@ -106,3 +106,13 @@ describe('TTL expiries are not events', () => {
     expect(isTtlExpiry(record('aws', 'REMOVE', { old: client }))).toBe(false);
   });
 });
+
+describe('payload field order', () => {
+  it('is stable and readable, whatever order DynamoDB returns attributes in', () => {
+    const reversed = Object.fromEntries(Object.entries(client).reverse());
+    const r = (item: Item) => record('aws', 'INSERT', { new: item });
+    const keysOf = (item: Item) => Object.keys(deriveEvents(r(item))[0].data.object);
+    expect(keysOf(reversed)).toEqual(keysOf(client));
+    expect(keysOf(client).slice(0, 3)).toEqual(['id', 'organization_id', 'status']);
+  });
+});
