@@ -115,10 +115,15 @@ export async function redriveDeadLetters(deps: Deps, filter: DeliveryFilter = {}
   let seen = 0;
   const skipped: Message[] = [];
   const seenIds = new Set<string>();
-  for (;;) {
-    const { Messages = [] } = await deps.sqs.send(new ReceiveMessageCommand({ QueueUrl: deps.queues.deliveryDlq, MaxNumberOfMessages: 10, WaitTimeSeconds: 0, VisibilityTimeout: 60 }));
+  // SQS may answer a receive with nothing while messages remain: stop after two empty long polls.
+  for (let empty = 0; empty < 2;) {
+    const { Messages = [] } = await deps.sqs.send(new ReceiveMessageCommand({ QueueUrl: deps.queues.deliveryDlq, MaxNumberOfMessages: 10, WaitTimeSeconds: 1, VisibilityTimeout: 60 }));
     const fresh = Messages.filter((m) => !seenIds.has(m.MessageId!));
-    if (fresh.length === 0) break;
+    if (fresh.length === 0) {
+      empty++;
+      continue;
+    }
+    empty = 0;
     const take: { message: Message; delivery: DeliveryMessage }[] = [];
     for (const m of fresh) {
       seenIds.add(m.MessageId!);
