@@ -5,6 +5,7 @@
 import { readFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
+import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { createDeps, type Deps } from '../../functions/core/clients.js';
 import { parseSettings } from '../../functions/core/settings.js';
 import { tables, queues, outputKeys, stackName, type TableName, type QueueName } from '../topology.js';
@@ -29,6 +30,8 @@ export interface TargetOptions { local?: boolean; stage?: string; stackFile?: st
 export interface Target {
   kind: 'local' | 'aws';
   deps: Deps;
+  /** For reading stream records back (replaying failed fan-out batches). */
+  streams: DynamoDBStreamsClient;
   apiUrl?: string;
   describe: string;
 }
@@ -42,6 +45,7 @@ export async function resolveTarget(options: TargetOptions): Promise<Target> {
       kind: 'local',
       apiUrl: info.apiUrl,
       describe: `local stack at ${info.apiUrl}`,
+      streams: new DynamoDBStreamsClient({ region: info.region, endpoint: info.dynamodbEndpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }),
       deps: createDeps({
         region: info.region,
         dynamodbEndpoint: info.dynamodbEndpoint,
@@ -77,6 +81,7 @@ async function awsTarget(stage: string): Promise<Target> {
     kind: 'aws',
     apiUrl: outputs[outputKeys.apiUrl],
     describe: `AWS stack ${name}`,
+    streams: new DynamoDBStreamsClient({}),
     deps: createDeps({ tables: tableNames, queues: queueUrls, settings: parseSettings(settings) }),
   };
 }

@@ -12,6 +12,7 @@ import {
 } from '@aws-sdk/client-dynamodb-streams';
 import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBStreamEvent, DynamoDBRecord, DynamoDBBatchResponse } from 'aws-lambda';
+import { toLambdaRecord } from '../../functions/core/events/stream-records.js';
 
 export type StreamHandler = (event: DynamoDBStreamEvent) => Promise<DynamoDBBatchResponse | void>;
 
@@ -135,7 +136,7 @@ export class StreamPoller {
       }
       throw error;
     }
-    if (records.length > 0) await this.deliver(shardId, records.map((r) => this.toLambdaRecord(r)));
+    if (records.length > 0) await this.deliver(shardId, records.map((r) => toLambdaRecord(r, this.options.streamArn)));
     state.iterator = next;
     if (!next) state.done = true; // closed shard, fully read
     return records.length > 0;
@@ -214,27 +215,5 @@ export class StreamPoller {
         },
       }),
     }));
-  }
-
-  private toLambdaRecord(r: _Record): DynamoDBRecord {
-    const d = r.dynamodb ?? {};
-    return {
-      eventID: r.eventID,
-      eventName: r.eventName as DynamoDBRecord['eventName'],
-      eventVersion: r.eventVersion ?? '1.1',
-      eventSource: 'aws:dynamodb',
-      awsRegion: r.awsRegion ?? 'us-east-1',
-      eventSourceARN: this.options.streamArn,
-      ...(r.userIdentity ? { userIdentity: { type: r.userIdentity.Type, principalId: r.userIdentity.PrincipalId } } : {}),
-      dynamodb: {
-        ApproximateCreationDateTime: d.ApproximateCreationDateTime ? Math.floor(new Date(d.ApproximateCreationDateTime).getTime() / 1000) : undefined,
-        Keys: d.Keys as never,
-        NewImage: d.NewImage as never,
-        OldImage: d.OldImage as never,
-        SequenceNumber: d.SequenceNumber,
-        SizeBytes: d.SizeBytes,
-        StreamViewType: d.StreamViewType as never,
-      },
-    };
   }
 }

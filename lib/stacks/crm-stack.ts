@@ -195,7 +195,7 @@ export class CrmStack extends Stack {
       this.queueNotEmptyAlarm('DeliveryDlqDepth', 'deliveryDlq',
         'Webhook deliveries exhausted their retries and wait in the dead-letter queue: inspect with `crm deliveries list --status failed`, then `crm deliveries redrive`.'),
       this.queueNotEmptyAlarm('FanoutFailures', 'fanoutFailures',
-        'Stream batches the fan-out gave up on: events may be missing. The messages describe the shard and sequence range.'),
+        'Stream batches the fan-out gave up on: events may be missing. Fix the cause, then `crm events replay-failures` (within 24 h, the stream retention).'),
       new cloudwatch.Alarm(this, 'DeliveryFailureRate', {
         alarmDescription: 'More than 25% of webhook delivery attempts failed over 15 minutes.',
         metric: new cloudwatch.MathExpression({

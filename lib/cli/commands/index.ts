@@ -5,6 +5,7 @@ import { register as logs } from './logs.js';
 import { register as webhooks } from './webhooks.js';
 import { register as deliveries } from './deliveries.js';
 import { register as records } from './records.js';
+import { register as events } from './events.js';
 
 /** Each entry adds one noun (`org`, `keys`, `webhooks`, ...) and its verbs to the program. */
-export const commandModules: ((program: Command) => void)[] = [org, keys, logs, webhooks, deliveries, records];
+export const commandModules: ((program: Command) => void)[] = [org, keys, logs, webhooks, deliveries, records, events];

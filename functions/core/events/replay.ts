@@ -1,0 +1,71 @@
+/**
+ * Replays stream batches the fan-out gave up on. After its retries, the event source parks a
+ * description of the batch (shard, first and last sequence number) in the fan-out failure queue;
+ * this reads those records back from the stream (kept 24 h) and runs the fan-out on them again.
+ * Event and delivery ids are derived from the records, so whatever the first runs already
+ * delivered is not delivered twice.
+ */
+import { DynamoDBStreamsClient, GetRecordsCommand, GetShardIteratorCommand, type _Record } from '@aws-sdk/client-dynamodb-streams';
+import { ChangeMessageVisibilityCommand, DeleteMessageCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
+import type { Deps } from '../clients.js';
+import { fanOut } from './fanout.js';
+import { toLambdaRecord } from './stream-records.js';
+
+/** The part of Lambda's on-failure record for stream sources that locates the batch. */
+export interface StreamBatchInfo { shardId: string; startSequenceNumber: string; endSequenceNumber: string; streamArn: string }
+
+export interface ReplayResult { batches: number; records: number; failed: number }
+
+/** Stream records of one shard from `start` to `end` inclusive. */
+export async function readRange(streams: DynamoDBStreamsClient, info: StreamBatchInfo): Promise<_Record[]> {
+  const end = BigInt(info.endSequenceNumber);
+  let { ShardIterator: iterator } = await streams.send(new GetShardIteratorCommand({
+    StreamArn: info.streamArn, ShardId: info.shardId, ShardIteratorType: 'AT_SEQUENCE_NUMBER', SequenceNumber: info.startSequenceNumber,
+  }));
+  const out: _Record[] = [];
+  while (iterator) {
+    const page = await streams.send(new GetRecordsCommand({ ShardIterator: iterator, Limit: 1000 }));
+    for (const r of page.Records ?? []) {
+      if (BigInt(r.dynamodb!.SequenceNumber!) > end) return out;
+      out.push(r);
+    }
+    if ((page.Records ?? []).length === 0) return out; // reached the shard's current end
+    iterator = page.NextShardIterator;
+  }
+  return out;
+}
+
+/** Drains the fan-out failure queue; batches that fail again stay there for a later run. */
+export async function replayFanoutFailures(deps: Deps, streams: DynamoDBStreamsClient, onProgress?: (r: ReplayResult) => void): Promise<ReplayResult> {
+  const result: ReplayResult = { batches: 0, records: 0, failed: 0 };
+  const seen = new Set<string>();
+  for (let empty = 0; empty < 2;) {
+    const { Messages = [] } = await deps.sqs.send(new ReceiveMessageCommand({ QueueUrl: deps.queues.fanoutFailures, MaxNumberOfMessages: 10, WaitTimeSeconds: 1, VisibilityTimeout: 120 }));
+    const fresh = Messages.filter((m) => !seen.has(m.MessageId!));
+    if (fresh.length === 0) {
+      empty++;
+      continue;
+    }
+    empty = 0;
+    for (const message of fresh) {
+      seen.add(message.MessageId!);
+      const info = (JSON.parse(message.Body ?? '{}') as { DDBStreamBatchInfo?: StreamBatchInfo }).DDBStreamBatchInfo;
+      let ok = false;
+      if (info) {
+        const records = (await readRange(streams, info)).map((r) => toLambdaRecord(r, info.streamArn));
+        const response = await fanOut(deps, records);
+        ok = response.batchItemFailures.length === 0;
+        result.records += records.length;
+      }
+      result.batches++;
+      if (ok) {
+        await deps.sqs.send(new DeleteMessageCommand({ QueueUrl: deps.queues.fanoutFailures, ReceiptHandle: message.ReceiptHandle! }));
+      } else {
+        result.failed++;
+        await deps.sqs.send(new ChangeMessageVisibilityCommand({ QueueUrl: deps.queues.fanoutFailures, ReceiptHandle: message.ReceiptHandle!, VisibilityTimeout: 0 }));
+      }
+      onProgress?.(result);
+    }
+  }
+  return result;
+}
