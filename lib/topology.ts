@@ -153,6 +153,8 @@ export const cors = {
 export const settingsParameterEnvVar = 'SETTINGS_PARAMETER';
 export const settingsParameterName = (stage: string) => `/crm/${stage}/settings`;
 export const serviceName = 'crm-integration-api';
+/** CloudWatch namespace of the functions' metrics (Powertools) and of the alarms on them. */
+export const metricsNamespace = 'CrmIntegrationApi';
 
 /** CloudFormation output names, shared by the stack (writes them) and the CLI (reads them). */
 const cap = (s: string) => s[0].toUpperCase() + s.slice(1);

@@ -18,7 +18,7 @@ import * as sqs from 'aws-cdk-lib/aws-sqs';
 import * as ssm from 'aws-cdk-lib/aws-ssm';
 import type { Construct } from 'constructs';
 import {
-  cors, functions, outputKeys, queues, routes, serviceName, settingsParameterEnvVar, settingsParameterName, tables,
+  cors, functions, metricsNamespace, outputKeys, queues, routes, serviceName, settingsParameterEnvVar, settingsParameterName, tables,
   type FunctionName, type FunctionSpec, type QueueName, type QueueSpec, type TableName, type TableSpec,
 } from '../topology.js';
 import { defaultSettings } from '../../functions/core/settings.js';
@@ -41,6 +41,8 @@ export class CrmStack extends Stack {
   readonly queues = {} as Record<QueueName, sqs.Queue>;
   readonly functions = {} as Record<FunctionName, NodejsFunction>;
   readonly api: apigw.RestApi;
+  /** Every alarm, for a team to attach its own actions (SNS, chat) to. */
+  readonly alarms: cloudwatch.Alarm[];
 
   constructor(scope: Construct, id: string, props: CrmStackProps) {
     super(scope, id, props);
@@ -191,7 +193,7 @@ export class CrmStack extends Stack {
       resource.addMethod(route.method, integrations.get(route.function), { requestValidator });
     }
 
-    const alarms = [
+    this.alarms = [
       this.queueNotEmptyAlarm('DeliveryDlqDepth', 'deliveryDlq',
         'Webhook deliveries exhausted their retries and wait in the dead-letter queue: inspect with `crm deliveries list --status failed`, then `crm deliveries redrive`.'),
       this.queueNotEmptyAlarm('FanoutFailures', 'fanoutFailures',
@@ -201,8 +203,8 @@ export class CrmStack extends Stack {
         metric: new cloudwatch.MathExpression({
           expression: 'IF(attempts > 0, 100 * failures / attempts, 0)',
           usingMetrics: {
-            attempts: new cloudwatch.Metric({ namespace: 'CrmIntegrationApi', metricName: 'DeliveryAttempts', dimensionsMap: { service: serviceName }, statistic: 'Sum' }),
-            failures: new cloudwatch.Metric({ namespace: 'CrmIntegrationApi', metricName: 'DeliveryFailures', dimensionsMap: { service: serviceName }, statistic: 'Sum' }),
+            attempts: new cloudwatch.Metric({ namespace: metricsNamespace, metricName: 'DeliveryAttempts', dimensionsMap: { service: serviceName }, statistic: 'Sum' }),
+            failures: new cloudwatch.Metric({ namespace: metricsNamespace, metricName: 'DeliveryFailures', dimensionsMap: { service: serviceName }, statistic: 'Sum' }),
           },
           period: Duration.minutes(15),
         }),
@@ -219,7 +221,6 @@ export class CrmStack extends Stack {
         treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
       })),
     ];
-    void alarms;
 
     new CfnOutput(this, outputKeys.apiUrl, { value: this.api.urlForPath('/api/webhook/leads').replace(/\/api\/webhook\/leads$/, ''), description: 'Base URL of the API' });
     for (const [name, table] of entries(this.tables)) new CfnOutput(this, outputKeys.table(name), { value: table.tableName });
