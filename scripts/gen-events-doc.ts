@@ -1,49 +1,130 @@
 /** Writes docs/events.md from the event catalog (`npm run docs:events`); a unit test checks it is current. */
 import { writeFileSync } from 'node:fs';
-import { API_VERSION, catalog } from '../functions/core/events/catalog.js';
+import { fileURLToPath } from 'node:url';
+import * as z from 'zod';
+import { API_VERSION, catalog, schemas } from '../functions/core/events/catalog.js';
+import { entities } from '../functions/core/events/public-objects.js';
+
+interface JsonSchema {
+  type?: string; format?: string; enum?: unknown[]; description?: string; minLength?: number;
+  items?: JsonSchema; properties?: Record<string, JsonSchema>; required?: string[]; additionalProperties?: JsonSchema | boolean;
+}
+
+const cell = (text: string) => text.replace(/\|/g, '\\|').replace(/\n/g, ' ');
+
+/** A short, readable type for a field table. */
+function typeOf(s: JsonSchema): string {
+  if (s.enum) return s.enum.map((v) => `\`${String(v)}\``).join(' \\| ');
+  if (s.format === 'date-time') return 'string (ISO 8601)';
+  if (s.type === 'array' && s.items) return s.items.properties ? `array of { ${Object.keys(s.items.properties).join(', ')} }` : `array of ${typeOf(s.items)}`;
+  if (s.type === 'object') return s.properties ? `object { ${Object.keys(s.properties).join(', ')} }` : 'object of string, number or boolean';
+  return s.type ?? 'any';
+}
+
+function fieldTable(entity: keyof typeof schemas): string[] {
+  const json = z.toJSONSchema(schemas[entity], { io: 'output' }) as JsonSchema;
+  return [
+    '| field | type | always present | notes |',
+    '|---|---|---|---|',
+    ...Object.entries(json.properties ?? {}).map(([name, s]) =>
+      `| \`${name}\` | ${typeOf(s)} | ${json.required?.includes(name) ? 'yes' : ''} | ${cell(s.description ?? '')} |`),
+  ];
+}
 
 export function render(): string {
   const lines = [
     '# Events',
     '',
-    '<!-- Generated from functions/core/events/catalog.ts by `npm run docs:events`. Do not edit. -->',
+    '<!-- Generated from functions/core/events/ by `npm run docs:events` (scripts/gen-events-doc.ts). Do not edit by hand. -->',
     '',
-    'Changes to clients and to work orders, invoices and bookings become events, delivered to the',
-    'webhook endpoints that subscribe to them ([webhooks.md](webhooks.md)). Every payload has the same envelope:',
+    'Changes to CRM records (clients; work orders, invoices and bookings) become events, POSTed to the webhook',
+    'endpoints that subscribe to them, signed as described in [webhooks.md](webhooks.md). The records and how to',
+    'write them are in [data-model.md](data-model.md). `npx crm events catalog` lists the events too.',
+    '',
+    '## The payload',
+    '',
+    'Every event has the same envelope:',
     '',
     '```json',
-    '{ "id": "evt_…", "type": "client.created", "api_version": "' + API_VERSION + '", "timestamp": "…",',
-    '  "organization_id": "org_…", "data": { "object": { … }, "previous": { … } } }',
+    JSON.stringify({ id: 'evt_…', type: 'client.updated', api_version: API_VERSION, timestamp: '2026-11-02T09:15:00.000Z', organization_id: 'org_…', data: { object: { '…': '…' }, previous: { '…': '…' } } }, null, 2),
     '```',
     '',
-    '- `id` is stable: a retry, a re-drive or a re-read of the same change carries the same id (and the same',
-    '  `webhook-id` header). Use it to drop duplicates.',
-    '- `data.object` is the record after the change (before it, for deletions). `data.previous`, where present,',
-    '  holds the old values of what changed.',
-    '- Subscriptions take `all` or a list of names, dotted (`client.created`) or with underscores (`client_created`).',
-    '- Personal data in payloads is limited to the record itself; the SMS consent proof (IP, user agent) is never sent.',
+    '| field | meaning |',
+    '|---|---|',
+    '| `id` | `evt_` + 22 characters. Derived from the change itself, so every retry, re-drive or re-read of the same change carries the same id, also sent as the `webhook-id` header. Process each id once. |',
+    '| `type` | The canonical, dotted event name. |',
+    '| `api_version` | The payload schema, a date (see [Versioning](#versioning-and-deprecation)). |',
+    '| `timestamp` | When the change happened (ISO 8601, UTC, to the second), not when it was delivered. |',
+    '| `organization_id` | The organization whose record changed; an endpoint only ever receives its own organization\'s events. |',
+    '| `data.object` | The record after the change; for deletions, as it was before. Its fields are listed under [Objects](#objects). |',
+    '| `data.previous` | Only on the events that say so: the old values of what changed (`null` where a field was absent). |',
     '',
-    '## Versioning',
+    'Delivery is at least once and in no guaranteed order: deduplicate by `id`, and compare `timestamp` or',
+    '`updated_at` rather than arrival order when two events concern the same record.',
     '',
-    `\`api_version\` names the payload schema (first: \`${API_VERSION}\`). Within a version, new optional fields and`,
-    'new event types may appear at any time: receivers must ignore what they do not know. Removing or renaming a',
-    'field, or changing its type, happens only in a new `api_version`, which endpoints opt into; the previous',
-    'version keeps being served for at least 12 months after the new one is announced.',
+    '## Names and subscriptions',
+    '',
+    '- Names are `<record>.<what happened>`, lower case, dotted. Several have an underscore alias',
+    '  (`client_created` for `client.created`), accepted wherever an event is named; payloads always carry the dotted name.',
+    '- An endpoint subscribes to `all` or to a list of names in either form (`--events client.created,work_order_completed`).',
+    '  An unknown name is refused, and the error lists the valid ones. A subscription to `all` includes events added later.',
+    '- `webhook.test` is delivered to an endpoint whatever it subscribes to.',
+    '',
+    '## What `data.object` contains',
+    '',
+    '- Exactly the documented fields of the record, in the documented order; absent and `null` values are left out.',
+    '  Storage attributes (`pk`, `sk`, index keys, `entity`, `expiresAt`) and any other attribute the CRM keeps on the',
+    '  record are never sent: a field reaches receivers only once it is added to the catalog.',
+    '- A client carries `sms_consent` (`false` unless it is `true`), but never the proof of consent (`sms_consent_proof`:',
+    '  source, capture time, IP address, user agent, API key id). It is personal data a receiver does not need to act',
+    '  on the consent, and it stays in the CRM, where it can be produced if consent is ever disputed.',
+    '',
+    '## When events are emitted',
+    '',
+    'Events are derived from the DynamoDB streams of the clients and work-orders tables, one stream record at a time.',
+    '',
+    '| record | inserted | changed | deleted |',
+    '|---|---|---|---|',
+    '| client | `client.created` | `client.updated` when a field of `data.object` other than `updated_at` changes | `client.deleted` when a user deletes it; expiry by TTL: nothing |',
+    '| work order | `work_order.created` (+ `work_order.completed` if created completed) | status change: `work_order.status_changed`, + `work_order.completed` when the new status is `completed`; any other change: nothing | `work_order.deleted` |',
+    '| invoice | `invoice.created` (+ `invoice.sent` if created with `sent_at`, + `invoice.paid` if created with payments) | `invoice.sent` when `sent_at` is set where it was not; `invoice.paid` when payments are added (matched by payment `id`); anything else: nothing | nothing |',
+    '| booking | `booking.received` | nothing | nothing |',
+    '',
+    'One change can produce several events, in the order above (for example `work_order.status_changed` then',
+    '`work_order.completed`, or `invoice.sent` then `invoice.paid`). A write that changes nothing visible, such as',
+    'setting a field to its current value, produces nothing. An item without a known `entity`, or whose',
+    '`organization_id` does not match its partition key, produces nothing.',
+    '',
+    '## Versioning and deprecation',
+    '',
+    `\`api_version\` names the payload schema; the first is \`${API_VERSION}\`, and it is the one sent today.`,
+    '',
+    '- Within a version, additive changes may happen at any time without notice: new optional fields in',
+    '  `data.object` or `data.previous`, new event types (delivered only to `all` subscriptions and to endpoints that',
+    '  name them), new values of open-ended fields such as a client\'s `status`. Receivers must ignore what they do not know.',
+    '- Removing or renaming a field, changing its type or meaning, or changing when an event is emitted happens only',
+    '  in a new `api_version`. A new version is opt-in per endpoint: an endpoint keeps receiving the version it uses',
+    '  until its owner switches it.',
+    '- A version is announced as deprecated at the earliest when its successor is released, and is still served for',
+    '  at least 12 months after that announcement, with what changed and how to migrate.',
     '',
     '## Catalog',
     '',
-    '| event | alias | when |',
+    '| event | alias | emitted when |',
     '|---|---|---|',
-    ...catalog.map((e) => `| \`${e.type}\` | ${e.alias ? `\`${e.alias}\`` : '—'} | ${e.description} |`),
+    ...catalog.map((e) => `| [\`${e.type}\`](#${e.type.replace(/\./g, '')}) | ${e.alias ? `\`${e.alias}\`` : '—'} | ${cell(e.description)} |`),
     '',
   ];
   for (const e of catalog) {
-    lines.push(`### ${e.type}`, '', e.description, '', '```json', JSON.stringify(e.example, null, 2), '```', '');
+    const objectLink = e.entity === 'webhook_test' ? '' : ` \`data.object\`: [${e.entity}](#${e.entity}).`;
+    lines.push(`### ${e.type}`, '', `${e.description}${objectLink}`, '', '```json', JSON.stringify(e.example, null, 2), '```', '');
   }
+  lines.push('## Objects', '');
+  for (const entity of entities) lines.push(`### ${entity}`, '', ...fieldTable(entity), '');
   return lines.join('\n');
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
-  writeFileSync('docs/events.md', render());
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  writeFileSync(new URL('../docs/events.md', import.meta.url), render());
   console.log('wrote docs/events.md');
 }

@@ -1,35 +1,75 @@
 /** Signatures verify with the `standardwebhooks` library, unchanged, with one secret or two. */
 import { describe, it, expect } from '@jest/globals';
+import { createHmac } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
-import { newSigningSecret, signatureHeaders } from '../../functions/core/signing.js';
+import { newSigningSecret, sign, signatureHeaders } from '../../functions/core/signing.js';
 
-const verifier = (secret: string) => new Webhook(secret.replace(/^whsec_/, ''));
-const now = () => Math.floor(Date.now() / 1000);
+/** What a receiver does: paste the whsec_ secret into the library. */
+const receiverWith = (secret: string) => new Webhook(secret);
+const nowSeconds = () => Math.floor(Date.now() / 1000);
+const event = { type: 'client.created', timestamp: '2026-11-22T12:00:00Z', data: { object: { id: 'cli_1', name: 'Zoë 💧' } } };
+const body = JSON.stringify(event);
+
+describe('signing secrets', () => {
+  it('are whsec_ plus the base64 of 32 random bytes, different every time', () => {
+    const secrets = Array.from({ length: 20 }, newSigningSecret);
+    for (const secret of secrets) {
+      expect(secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+      expect(Buffer.from(secret.slice('whsec_'.length), 'base64')).toHaveLength(32);
+    }
+    expect(new Set(secrets).size).toBe(secrets.length);
+  });
+});
 
 describe('Standard Webhooks signatures', () => {
-  it('makes whsec_ secrets of 32 random bytes', () => {
+  it('carry the id, the timestamp in seconds and one v1 signature', () => {
     const secret = newSigningSecret();
-    expect(secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
-    expect(Buffer.from(secret.slice(6), 'base64')).toHaveLength(32);
-    expect(newSigningSecret()).not.toBe(secret);
+    const headers = sign({ id: 'evt_1', timestamp: 1_700_000_000, body, secrets: [secret] });
+    const expected = createHmac('sha256', Buffer.from(secret.slice(6), 'base64')).update(`evt_1.1700000000.${body}`).digest('base64');
+    expect(headers).toEqual({ 'webhook-id': 'evt_1', 'webhook-timestamp': '1700000000', 'webhook-signature': `v1,${expected}` });
   });
 
-  it('verifies with the library and refuses a tampered body or another secret', () => {
+  it('verify with the standardwebhooks library, multi-byte body included', () => {
     const secret = newSigningSecret();
-    const body = JSON.stringify({ type: 'client.created', data: { object: { id: 'cli_1', name: 'Zoë 💧' } } });
-    const headers = signatureHeaders({ id: 'evt_1', timestamp: now(), body, secrets: [secret] });
-    expect(headers['webhook-signature']).toMatch(/^v1,[A-Za-z0-9+/]+=*$/);
-    expect(verifier(secret).verify(body, headers)).toMatchObject({ type: 'client.created' });
-    expect(() => verifier(secret).verify(body.replace('cli_1', 'cli_2'), headers)).toThrow();
-    expect(() => verifier(newSigningSecret()).verify(body, headers)).toThrow();
+    const headers = sign({ id: 'evt_1', timestamp: nowSeconds(), body, secrets: [secret] });
+    expect(receiverWith(secret).verify(body, headers)).toEqual(event);
   });
 
-  it('during a rotation, signs with both secrets so either verifies', () => {
-    const [oldSecret, newSecret] = [newSigningSecret(), newSigningSecret()];
-    const body = '{"type":"webhook.test"}';
-    const headers = signatureHeaders({ id: 'evt_2', timestamp: now(), body, secrets: [newSecret, oldSecret] });
-    expect(headers['webhook-signature'].split(' ')).toHaveLength(2);
-    expect(verifier(oldSecret).verify(body, headers)).toBeTruthy();
-    expect(verifier(newSecret).verify(body, headers)).toBeTruthy();
+  it('are rejected by the library when the body, id or timestamp was tampered with, or the secret is another', () => {
+    const secret = newSigningSecret();
+    const ts = nowSeconds();
+    const headers = sign({ id: 'evt_1', timestamp: ts, body, secrets: [secret] });
+    expect(() => receiverWith(secret).verify(body.replace('cli_1', 'cli_2'), headers)).toThrow();
+    expect(() => receiverWith(secret).verify(body, { ...headers, 'webhook-id': 'evt_2' })).toThrow();
+    expect(() => receiverWith(secret).verify(body, { ...headers, 'webhook-timestamp': String(ts - 1) })).toThrow();
+    expect(() => receiverWith(newSigningSecret()).verify(body, headers)).toThrow();
+  });
+
+  it('are rejected by the library when older than its 5-minute tolerance (replays)', () => {
+    const secret = newSigningSecret();
+    const headers = sign({ id: 'evt_1', timestamp: nowSeconds() - 10 * 60, body, secrets: [secret] });
+    expect(() => receiverWith(secret).verify(body, headers)).toThrow(/too old/i);
+  });
+
+  it('during a rotation carry both signatures, so a receiver with either secret verifies', () => {
+    const [oldSecret, newSecret, otherSecret] = [newSigningSecret(), newSigningSecret(), newSigningSecret()];
+    const headers = sign({ id: 'evt_2', timestamp: nowSeconds(), body, secrets: [newSecret, oldSecret] });
+    expect(headers['webhook-signature']).toMatch(/^v1,[A-Za-z0-9+/]{43}= v1,[A-Za-z0-9+/]{43}=$/);
+    expect(receiverWith(oldSecret).verify(body, headers)).toEqual(event);
+    expect(receiverWith(newSecret).verify(body, headers)).toEqual(event);
+    expect(() => receiverWith(otherSecret).verify(body, headers)).toThrow();
+    expect(() => receiverWith(oldSecret).verify(`${body} `, headers)).toThrow();
+  });
+
+  it('accept a secret without its whsec_ prefix, and keep the earlier name', () => {
+    const secret = newSigningSecret();
+    const input = { id: 'evt_3', timestamp: nowSeconds(), body, secrets: [secret] };
+    expect(sign({ ...input, secrets: [secret.slice(6)] })).toEqual(sign(input));
+    expect(signatureHeaders).toBe(sign);
+  });
+
+  it('refuse to sign with no secret or a timestamp in milliseconds', () => {
+    expect(() => sign({ id: 'evt_4', timestamp: nowSeconds(), body, secrets: [] })).toThrow(/no signing secret/);
+    expect(() => sign({ id: 'evt_4', timestamp: Date.now(), body, secrets: [newSigningSecret()] })).toThrow(/Unix seconds/);
   });
 });

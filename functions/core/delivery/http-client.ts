@@ -1,111 +1,240 @@
 /**
- * The webhook HTTP client: POST with keep-alive agents created once per container, the SSRF guard
- * as the agents' DNS lookup (so it decides on the address actually connected to), no redirects, a
- * total time-out, and at most 4 KiB of the response kept. Never throws: every outcome is a result.
+ * The webhook HTTP client (DESIGN §11): one POST, never a thrown network error — every outcome is a
+ * PostResult the caller records.
+ *
+ * - SSRF: the guard (ssrf.ts) is the agents' DNS `lookup`, so it judges the address actually
+ *   connected to, at connect time (DNS-rebinding safe). Node skips `lookup` for IP-literal hosts,
+ *   so those are put through the same guard before the request.
+ * - Keep-alive agents are made once per container: one pair per allow-list (or per injected lookup).
+ * - Redirects are not followed: a 3xx is a failure with its status recorded.
+ * - One total time-out (default 10 s) covers DNS, connect, TLS, and the whole response.
+ * - At most 4 KiB of the response body is kept (as UTF-8).
  */
 import http from 'node:http';
 import https from 'node:https';
-import { isIP, type LookupFunction, type NetConnectOpts, type Socket } from 'node:net';
-import { checkAddress, guardedLookup } from './ssrf.js';
+import { isIP, type LookupFunction, type Socket } from 'node:net';
+import { guardedLookup, systemResolver } from './ssrf.js';
 
 export const USER_AGENT = 'crm-webhooks/1.0 (+https://docs.crm.example/webhooks)';
-const MAX_BODY = 4096;
+export const DEFAULT_TIMEOUT_MS = 10_000;
+export const MAX_RESPONSE_BODY_BYTES = 4096;
+/** Beyond this much response body the socket is dropped rather than drained for reuse. */
+const MAX_DRAIN_BYTES = 1024 * 1024;
 
 export interface PostResult {
+  /** A 2xx arrived. */
   ok: boolean;
   status?: number;
   latencyMs: number;
   error?: string;
+  /** ETIMEDOUT, ESSRF, ECONNREFUSED, ENOTFOUND, EREDIRECT, EINVALIDURL, ECONFIG, ... */
   errorCode?: string;
+  /** The first 4096 bytes of the response body, decoded as UTF-8. */
   responseBody?: string;
+  /** The raw Retry-After header, if any (parse with schedule.parseRetryAfter). */
   retryAfter?: string;
 }
 
-export interface PostOptions {
+/** Where a connection would go once the guard has passed it: a resolved address, never a name. */
+export interface ConnectTarget {
+  host: string;
+  port: number;
+  family: number;
+  /** The URL's host name (the TLS server name). */
+  hostname: string;
+  tls: boolean;
+}
+/** Replaces socket creation (plain and TLS); tests use it to RECORD an attempt instead of connecting. */
+export type ConnectFunction = (target: ConnectTarget) => Socket;
+
+export interface PostWebhookInput {
   url: string;
   headers: Record<string, string>;
   body: string;
-  timeoutMs: number;
-  allow: string[];
-  /** Tests: the DNS step of the guard. */
+  /** Total time-out; default 10 s. */
+  timeoutMs?: number;
+  /** The SSRF guard as a lookup (guardedLookup(resolver, allow)); default: the system resolver guarded by `allow`. */
   lookup?: LookupFunction;
-  /** Tests: replaces socket creation (records the attempt instead of connecting). */
-  createConnection?: (options: NetConnectOpts & { lookup?: LookupFunction; host?: string }) => Socket;
+  /** CIDRs the default guard admits (ignored when `lookup` is given). */
+  allow?: string[];
+  /** Tests only: see ConnectFunction. The guard still runs first; nothing is cached. */
+  connect?: ConnectFunction;
 }
 
-const agents = new Map<string, { http: http.Agent; https: https.Agent }>();
-function agentsFor(allow: string[]) {
-  const key = allow.join(',');
-  let pair = agents.get(key);
-  if (!pair) {
-    const options = { keepAlive: true, maxSockets: 50, lookup: guardedLookup(allow) };
-    pair = { http: new http.Agent(options), https: new https.Agent(options) };
-    agents.set(key, pair);
+interface Agents { 'http:': http.Agent; 'https:': https.Agent }
+
+const allAgents = new Set<http.Agent>();
+const byAllowList = new Map<string, { lookup: LookupFunction; agents: Agents }>();
+let byLookup = new WeakMap<LookupFunction, Agents>();
+
+function makeAgents(lookup: LookupFunction, keepAlive: boolean): Agents {
+  const options = { keepAlive, maxSockets: 50, lookup };
+  const agents: Agents = { 'http:': new http.Agent(options), 'https:': new https.Agent(options) };
+  if (keepAlive) Object.values(agents).forEach((agent) => allAgents.add(agent));
+  return agents;
+}
+
+/** The guard and the agents for a request; throws only on a malformed allow-list. */
+function guardFor(input: PostWebhookInput): { lookup: LookupFunction; agents: Agents } {
+  if (input.connect) {
+    const lookup = input.lookup ?? guardedLookup(systemResolver, input.allow ?? []);
+    return { lookup, agents: recordingAgents(lookup, input.connect) };
   }
-  return pair;
+  if (input.lookup) {
+    let agents = byLookup.get(input.lookup);
+    if (!agents) byLookup.set(input.lookup, (agents = makeAgents(input.lookup, true)));
+    return { lookup: input.lookup, agents };
+  }
+  const allow = input.allow ?? [];
+  const key = allow.join(',');
+  let entry = byAllowList.get(key);
+  if (!entry) {
+    const lookup = guardedLookup(systemResolver, allow);
+    byAllowList.set(key, (entry = { lookup, agents: makeAgents(lookup, true) }));
+  }
+  return entry;
 }
 
-export function postWebhook(options: PostOptions): Promise<PostResult> {
-  const started = performance.now();
-  const elapsed = () => Math.round(performance.now() - started);
-  return new Promise((resolve) => {
-    let settled = false;
-    const clock: { timer?: NodeJS.Timeout } = {}; // set once the request exists; `done` may run before
-    const done = (result: Omit<PostResult, 'latencyMs'>) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(clock.timer);
-      resolve({ ...result, latencyMs: elapsed() });
-    };
-    let url: URL;
-    try {
-      url = new URL(options.url);
-    } catch {
-      return done({ ok: false, error: 'invalid URL', errorCode: 'EINVALIDURL' });
-    }
-    // Node skips `lookup` for IP literals: decide on them here.
-    const literal = url.hostname.replace(/^\[|\]$/g, '');
-    if (isIP(literal)) {
-      const decision = checkAddress(literal, options.allow);
-      if (decision.blocked) return done({ ok: false, error: `refused to connect to ${literal}: ${decision.reason}`, errorCode: 'ESSRF' });
-    }
-    const client = url.protocol === 'https:' ? https : http;
-    const custom = options.lookup || options.createConnection;
-    let agent: http.Agent = agentsFor(options.allow)[url.protocol === 'https:' ? 'https' : 'http'];
-    if (custom) {
-      agent = new client.Agent({ keepAlive: false, lookup: options.lookup ?? guardedLookup(options.allow) } as http.AgentOptions);
-      if (options.createConnection) (agent as unknown as { createConnection: unknown }).createConnection = options.createConnection;
-    }
-    clock.timer = setTimeout(() => {
-      request.destroy(Object.assign(new Error(`no response within ${options.timeoutMs} ms`), { code: 'ETIMEDOUT' }));
-    }, options.timeoutMs);
-    const request = client.request(url, {
-      method: 'POST',
-      agent,
-      headers: { ...options.headers, 'Content-Type': 'application/json', 'User-Agent': USER_AGENT, 'Content-Length': Buffer.byteLength(options.body) },
-    }, (response) => {
-      const chunks: Buffer[] = [];
-      let kept = 0;
-      response.on('data', (chunk: Buffer) => {
-        if (kept < MAX_BODY) {
-          chunks.push(chunk.subarray(0, MAX_BODY - kept));
-          kept += Math.min(chunk.length, MAX_BODY - kept);
+type AgentConnectOptions = { host: string; port: number | string; family?: number; servername?: string; lookup: LookupFunction };
+type CreateConnection = (options: AgentConnectOptions, oncreate: (error: Error | null, socket?: Socket) => void) => Socket | undefined;
+
+/**
+ * Agents whose socket creation resolves through the guard exactly as net.connect would, then hands
+ * the resolved address to `connect` instead of opening a socket.
+ */
+function recordingAgents(lookup: LookupFunction, connect: ConnectFunction): Agents {
+  const agents = makeAgents(lookup, false);
+  for (const [protocol, agent] of Object.entries(agents) as [keyof Agents, http.Agent][]) {
+    const createConnection: CreateConnection = (options, oncreate) => {
+      options.lookup(options.host, { family: options.family ?? 0 }, (error, address, family) => {
+        if (error) return oncreate(error);
+        try {
+          oncreate(null, connect({ host: address as string, port: Number(options.port), family: family ?? 0, hostname: options.servername ?? options.host, tls: protocol === 'https:' }));
+        } catch (thrown) {
+          oncreate(thrown as Error);
         }
       });
-      response.on('end', () => {
-        const status = response.statusCode ?? 0;
-        const retryAfter = response.headers['retry-after'];
-        done({
-          ok: status >= 200 && status < 300,
-          status,
-          responseBody: Buffer.concat(chunks).toString('utf8'),
-          ...(retryAfter ? { retryAfter: String(retryAfter) } : {}),
-          ...(status >= 300 && status < 400 ? { error: `redirect to ${response.headers.location ?? '?'} not followed` } : {}),
+      return undefined;
+    };
+    (agent as unknown as { createConnection: CreateConnection }).createConnection = createConnection;
+  }
+  return agents;
+}
+
+/** Closes every kept-alive socket (tests, the bench, a local-stack shutdown). */
+export function destroyAgents(): void {
+  for (const agent of allAgents) agent.destroy();
+  allAgents.clear();
+  byAllowList.clear();
+  byLookup = new WeakMap();
+}
+
+type Outcome = Omit<PostResult, 'latencyMs'>;
+
+/** POSTs a signed webhook. Resolves with the outcome; never rejects. */
+export async function postWebhook(input: PostWebhookInput): Promise<PostResult> {
+  const started = performance.now();
+  const deadline = started + (input.timeoutMs ?? DEFAULT_TIMEOUT_MS);
+  const finish = (outcome: Outcome): PostResult => ({ ...outcome, latencyMs: Math.round(performance.now() - started) });
+
+  let url: URL;
+  try {
+    url = new URL(input.url);
+  } catch {
+    return finish({ ok: false, error: 'invalid URL', errorCode: 'EINVALIDURL' });
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return finish({ ok: false, error: `unsupported protocol ${url.protocol}`, errorCode: 'EINVALIDURL' });
+
+  let guard: ReturnType<typeof guardFor>;
+  try {
+    guard = guardFor(input);
+  } catch (error) {
+    return finish({ ok: false, error: (error as Error).message, errorCode: 'ECONFIG' });
+  }
+
+  const literal = url.hostname.replace(/^\[|\]$/g, '');
+  if (isIP(literal)) {
+    const refused = await new Promise<NodeJS.ErrnoException | null>((resolve) => guard.lookup(literal, { all: true }, (error) => resolve(error)));
+    if (refused) return finish({ ok: false, error: refused.message, errorCode: refused.code ?? 'ESSRF' });
+  }
+
+  const agent = guard.agents[url.protocol];
+  let attempt = await send(url, agent, input, deadline);
+  // A kept-alive socket the receiver had just closed: the request never reached it, so try once more.
+  if (attempt.staleSocket && performance.now() < deadline) attempt = await send(url, agent, input, deadline);
+  return finish(attempt.outcome);
+}
+
+function send(url: URL, agent: http.Agent, input: PostWebhookInput, deadline: number): Promise<{ outcome: Outcome; staleSocket?: boolean }> {
+  return new Promise((resolve) => {
+    let settled = false;
+    let status: number | undefined;
+    const settle = (outcome: Outcome, staleSocket = false) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      resolve({ outcome, staleSocket });
+    };
+    // One clock for DNS, connect, TLS and the whole response.
+    const timer = setTimeout(() => {
+      settle({ ok: false, ...(status !== undefined ? { status } : {}), error: `no complete response within ${input.timeoutMs ?? DEFAULT_TIMEOUT_MS} ms`, errorCode: 'ETIMEDOUT' });
+      request?.destroy();
+    }, Math.max(0, deadline - performance.now()));
+    const client = url.protocol === 'https:' ? https : http;
+    let request: http.ClientRequest | undefined;
+    try {
+      request = client.request(url, {
+        method: 'POST',
+        agent,
+        headers: {
+          ...input.headers,
+          'Content-Type': 'application/json',
+          'User-Agent': USER_AGENT,
+          'Content-Length': String(Buffer.byteLength(input.body)),
+        },
+      }, (response) => {
+        status = response.statusCode ?? 0;
+        const chunks: Buffer[] = [];
+        let kept = 0;
+        let seen = 0;
+        const outcome = (): Outcome => {
+          const retryAfter = response.headers['retry-after'];
+          const redirect = status! >= 300 && status! < 400;
+          return {
+            ok: status! >= 200 && status! < 300,
+            status,
+            responseBody: Buffer.concat(chunks).toString('utf8'),
+            ...(retryAfter ? { retryAfter } : {}),
+            ...(redirect ? { error: `redirect (${status}) to ${response.headers.location ?? '(no location)'} not followed`, errorCode: 'EREDIRECT' } : {}),
+          };
+        };
+        response.on('data', (chunk: Buffer) => {
+          seen += chunk.length;
+          if (kept < MAX_RESPONSE_BODY_BYTES) {
+            const part = chunk.subarray(0, MAX_RESPONSE_BODY_BYTES - kept);
+            chunks.push(part);
+            kept += part.length;
+          }
+          if (seen > MAX_DRAIN_BYTES) {
+            settle(outcome());
+            response.destroy();
+          }
         });
+        response.on('end', () => settle(outcome()));
+        response.on('close', () => {
+          if (!response.complete) settle({ ok: false, status, error: 'the response ended early', errorCode: 'ECONNRESET' });
+        });
+        response.on('error', (error: NodeJS.ErrnoException) => settle({ ok: false, status, error: error.message, errorCode: error.code }));
       });
-      response.on('error', (error: NodeJS.ErrnoException) => done({ ok: false, status: response.statusCode, error: error.message, errorCode: error.code }));
+    } catch (error) {
+      // Only for what the HTTP layer refuses up front (e.g. a header value with a newline).
+      return settle({ ok: false, error: (error as Error).message, errorCode: (error as NodeJS.ErrnoException).code ?? 'EREQUEST' });
+    }
+    const sent = request;
+    sent.on('error', (error: NodeJS.ErrnoException) => {
+      const stale = sent.reusedSocket && status === undefined && (error.code === 'ECONNRESET' || error.code === 'EPIPE');
+      settle({ ok: false, error: error.message, errorCode: error.code ?? 'EREQUEST' }, stale);
     });
-    request.on('error', (error: NodeJS.ErrnoException) => done({ ok: false, error: error.message, errorCode: error.code }));
-    request.end(options.body);
+    sent.end(input.body);
   });
 }

@@ -1,25 +1,70 @@
 /**
- * The retry schedule (DESIGN §11): 5 attempts; delays 1 min, 10 min, 100 min, 12 h with ±10 %
- * jitter, capped at SQS's 12 h visibility maximum. A receiver's Retry-After (429/503) can push the
- * next attempt later, never earlier, and never past the cap.
+ * The retry schedule (DESIGN §11): 5 attempts in all; the delays before attempts 2..5 are 1 min,
+ * 10 min, 100 min and 12 h, each with ±10 % jitter (so retries of many deliveries that failed
+ * together spread out), never more than SQS's 12 h visibility-timeout maximum.
+ *
+ * Retry-After (from a 429 or 503) is honoured *within the schedule*: the next attempt waits
+ * max(scheduled delay, Retry-After), capped at 12 h. A receiver can push an attempt later, never
+ * earlier, and cannot add attempts; one asking for more than 12 h is retried at 12 h.
  */
-export const MAX_ATTEMPTS = 5;
+export const DEFAULT_RETRY_SCHEDULE_SECONDS: readonly number[] = [60, 600, 6000, 43_200];
+export const DEFAULT_RETRY_JITTER = 0.1;
+/** Attempts in all with the default schedule: the first plus one per delay. */
+export const MAX_ATTEMPTS = DEFAULT_RETRY_SCHEDULE_SECONDS.length + 1;
+/** SQS ChangeMessageVisibility's maximum (12 h). */
 export const MAX_VISIBILITY_SECONDS = 43_200;
 
-/** Seconds to wait after failed attempt `attempt` (1-based) before the next one. */
-export function retryDelaySeconds(attempt: number, options: { schedule: number[]; jitter: number; retryAfterSeconds?: number; random?: () => number }): number {
-  const base = options.schedule[Math.min(attempt, options.schedule.length) - 1] ?? options.schedule.at(-1) ?? 60;
-  const random = options.random ?? Math.random;
-  const jittered = base * (1 + options.jitter * (2 * random() - 1));
-  const wanted = Math.max(jittered, options.retryAfterSeconds ?? 0);
+export interface DelayOptions {
+  /** Delays before attempts 2, 3, ... in seconds (settings.retryScheduleSeconds). */
+  schedule?: readonly number[];
+  /** Relative jitter: 0.1 means ±10 % (settings.retryJitter). */
+  jitter?: number;
+  /** A parsed Retry-After, in seconds (see parseRetryAfter). */
+  retryAfterSeconds?: number;
+  /** Uniform in [0, 1); injectable so tests can pin the jitter. */
+  random?: () => number;
+}
+
+function jittered(base: number, jitter: number, random: () => number, retryAfterSeconds?: number): number {
+  const scheduled = base * (1 + jitter * (2 * random() - 1));
+  const wanted = Math.max(scheduled, retryAfterSeconds ?? 0);
+  // SQS takes whole seconds.
   return Math.min(MAX_VISIBILITY_SECONDS, Math.max(0, Math.round(wanted)));
 }
 
-/** A Retry-After header as seconds from `now`: delta-seconds or an HTTP date; undefined if unusable. */
-export function parseRetryAfter(value: string | undefined, now: number): number | undefined {
-  if (!value) return undefined;
-  const trimmed = value.trim();
+/**
+ * Seconds to wait after failed attempt `attempt` (1-based) before the next one, or undefined when
+ * that was the last attempt the schedule allows (schedule.length + 1 attempts in all).
+ */
+export function nextDelay(attempt: number, options: DelayOptions = {}): number | undefined {
+  const schedule = options.schedule ?? DEFAULT_RETRY_SCHEDULE_SECONDS;
+  if (!Number.isInteger(attempt) || attempt < 1 || attempt > schedule.length) return undefined;
+  return jittered(schedule[attempt - 1], options.jitter ?? DEFAULT_RETRY_JITTER, options.random ?? Math.random, options.retryAfterSeconds);
+}
+
+/**
+ * Like nextDelay but always a number: past the end of the schedule it repeats the last delay.
+ * (deliver.ts decides exhaustion itself from MAX_ATTEMPTS.)
+ */
+export function retryDelaySeconds(attempt: number, options: DelayOptions & { schedule: readonly number[]; jitter: number }): number {
+  const { schedule } = options;
+  const base = schedule[Math.min(Math.max(attempt, 1), schedule.length) - 1] ?? DEFAULT_RETRY_SCHEDULE_SECONDS[0];
+  return jittered(base, options.jitter, options.random ?? Math.random, options.retryAfterSeconds);
+}
+
+/**
+ * A Retry-After header as whole seconds from `now` (epoch ms): delta-seconds (`120`) or an
+ * HTTP-date (`Wed, 21 Oct 2026 07:28:00 GMT`, also the obsolete RFC 850 and asctime forms); a date
+ * in the past is 0. Undefined when absent or unreadable.
+ */
+export function parseRetryAfter(value: string | string[] | undefined, now: number): number | undefined {
+  const raw = Array.isArray(value) ? value[0] : value;
+  if (raw === undefined) return undefined;
+  const trimmed = raw.trim();
   if (/^\d+$/.test(trimmed)) return Number(trimmed);
-  const at = Date.parse(trimmed);
+  // An HTTP-date always names a weekday and a month; this keeps Date.parse from reading `1.5` or `-3` as dates.
+  if (!/^(mon|tue|wed|thu|fri|sat|sun)[a-z]*,?\s/i.test(trimmed)) return undefined;
+  // HTTP-dates are GMT; asctime's form does not say so, and Date.parse would read it as local time.
+  const at = Date.parse(/\b(gmt|utc)$/i.test(trimmed) ? trimmed : `${trimmed} GMT`);
   return Number.isNaN(at) ? undefined : Math.max(0, Math.ceil((at - now) / 1000));
 }

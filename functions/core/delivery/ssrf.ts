@@ -2,111 +2,200 @@
  * SSRF guard (DESIGN §11): the addresses a webhook URL resolves to are checked when the connection
  * is made (a custom `lookup` on the HTTP agent), so a name that resolved to a public address when
  * the endpoint was registered and to a private one at delivery time is still refused.
+ *
+ * IPv6 forms that carry an IPv4 address (IPv4-mapped `::ffff:a.b.c.d`, IPv4-translated, NAT64
+ * `64:ff9b::/96`, 6to4 `2002::/16`, the deprecated IPv4-compatible `::a.b.c.d`) are judged by the
+ * IPv4 address inside, whatever the spelling (`::ffff:7f00:1` is 127.0.0.1).
  */
 import { BlockList, isIP, type LookupFunction } from 'node:net';
-import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'node:dns';
 
-const ranges: [string, number, 'ipv4' | 'ipv6', string][] = [
-  ['0.0.0.0', 8, 'ipv4', 'this network'],
-  ['10.0.0.0', 8, 'ipv4', 'private'],
-  ['100.64.0.0', 10, 'ipv4', 'carrier-grade NAT'],
-  ['127.0.0.0', 8, 'ipv4', 'loopback'],
-  ['169.254.0.0', 16, 'ipv4', 'link-local (cloud metadata)'],
-  ['172.16.0.0', 12, 'ipv4', 'private'],
-  ['192.0.0.0', 24, 'ipv4', 'IETF protocol assignments'],
-  ['192.0.2.0', 24, 'ipv4', 'documentation'],
-  ['192.88.99.0', 24, 'ipv4', '6to4 relay'],
-  ['192.168.0.0', 16, 'ipv4', 'private'],
-  ['198.18.0.0', 15, 'ipv4', 'benchmarking'],
-  ['198.51.100.0', 24, 'ipv4', 'documentation'],
-  ['203.0.113.0', 24, 'ipv4', 'documentation'],
-  ['224.0.0.0', 4, 'ipv4', 'multicast'],
-  ['240.0.0.0', 4, 'ipv4', 'reserved'],
-  ['::', 128, 'ipv6', 'unspecified'],
-  ['::1', 128, 'ipv6', 'loopback'],
-  ['100::', 64, 'ipv6', 'discard'],
-  ['2001:db8::', 32, 'ipv6', 'documentation'],
-  ['2001::', 23, 'ipv6', 'IETF protocol assignments'],
-  ['fc00::', 7, 'ipv6', 'unique local'],
-  ['fe80::', 10, 'ipv6', 'link-local'],
-  ['fec0::', 10, 'ipv6', 'site-local'],
-  ['ff00::', 8, 'ipv6', 'multicast'],
+type Family = 'ipv4' | 'ipv6';
+
+/** Most specific first: the first match names the reason. */
+const blockedRanges: [cidr: string, label: string][] = [
+  ['255.255.255.255/32', 'limited broadcast'],
+  ['169.254.169.254/32', 'link-local (cloud metadata)'],
+  ['0.0.0.0/8', 'this network'],
+  ['10.0.0.0/8', 'private'],
+  ['100.64.0.0/10', 'carrier-grade NAT'],
+  ['127.0.0.0/8', 'loopback'],
+  ['169.254.0.0/16', 'link-local (cloud metadata)'],
+  ['172.16.0.0/12', 'private'],
+  ['192.0.0.0/24', 'IETF protocol assignments'],
+  ['192.0.2.0/24', 'documentation'],
+  ['192.88.99.0/24', '6to4 relay anycast'],
+  ['192.168.0.0/16', 'private'],
+  ['198.18.0.0/15', 'benchmarking'],
+  ['198.51.100.0/24', 'documentation'],
+  ['203.0.113.0/24', 'documentation'],
+  ['224.0.0.0/4', 'multicast'],
+  ['240.0.0.0/4', 'reserved'],
+  ['::/128', 'unspecified'],
+  ['::1/128', 'loopback'],
+  ['64:ff9b:1::/48', 'local-use NAT64'],
+  ['100::/64', 'discard'],
+  ['2001:db8::/32', 'documentation'],
+  ['2001::/23', 'IETF protocol assignments'],
+  ['3fff::/20', 'documentation'],
+  ['fc00::/7', 'unique local'],
+  ['fe80::/10', 'link-local'],
+  ['fec0::/10', 'site-local'],
+  ['ff00::/8', 'multicast'],
 ];
-const blocked = ranges.map(([net, prefix, type, reason]) => {
-  const list = new BlockList();
-  list.addSubnet(net, prefix, type);
-  return { list, reason: `${reason} (${net}/${prefix})` };
-});
 
-/** An IPv4 address embedded in IPv4-mapped (::ffff:a.b.c.d), NAT64 (64:ff9b::/96) or compatible forms. */
-function embeddedIpv4(ip: string): string | undefined {
-  const lower = ip.toLowerCase();
-  const dotted = /^(?:::ffff:(?:0:)?|64:ff9b::|::)(\d+\.\d+\.\d+\.\d+)$/.exec(lower);
-  if (dotted) return dotted[1];
-  const hex = /^(?:::ffff:(?:0:)?|64:ff9b::)([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(lower);
-  if (hex) {
-    const [hi, lo] = [parseInt(hex[1], 16), parseInt(hex[2], 16)];
-    return `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
+function parseCidr(cidr: string, what: string): { net: string; prefix: number; type: Family } {
+  const [net, bits, extra] = cidr.trim().split('/');
+  const family = isIP(net);
+  const max = family === 4 ? 32 : 128;
+  const prefix = bits === undefined ? max : Number(bits);
+  if (!family || extra !== undefined || !Number.isInteger(prefix) || prefix < 0 || prefix > max) {
+    throw new Error(`Invalid CIDR in ${what}: ${cidr}`);
   }
-  return undefined;
+  return { net, prefix, type: family === 4 ? 'ipv4' : 'ipv6' };
 }
 
-function parseCidr(cidr: string): { net: string; prefix: number; type: 'ipv4' | 'ipv6' } {
-  const [net, bits] = cidr.split('/');
-  const family = isIP(net);
-  if (!family) throw new Error(`Invalid CIDR in the SSRF allow-list: ${cidr}`);
-  const type = family === 4 ? 'ipv4' : 'ipv6';
-  return { net, prefix: bits === undefined ? (family === 4 ? 32 : 128) : Number(bits), type };
+const blocked = blockedRanges.map(([cidr, label]) => {
+  const { net, prefix, type } = parseCidr(cidr, 'the SSRF block list');
+  const list = new BlockList();
+  list.addSubnet(net, prefix, type);
+  return { list, type, reason: `${label} (${cidr})` };
+});
+
+/** The allow-list as a BlockList ("contains" is all we need); throws on a malformed CIDR. */
+export function compileAllowList(allow: string[]): BlockList {
+  const list = new BlockList();
+  for (const cidr of allow) {
+    const { net, prefix, type } = parseCidr(cidr, 'the SSRF allow-list');
+    list.addSubnet(net, prefix, type);
+  }
+  return list;
+}
+
+/** The 16 bytes of an IPv6 address (already validated by isIP), any spelling. */
+function ipv6Bytes(ip: string): number[] {
+  let text = ip;
+  const tail: number[] = [];
+  const dotted = /(\d+\.\d+\.\d+\.\d+)$/.exec(text);
+  if (dotted) {
+    tail.push(...dotted[1].split('.').map(Number));
+    text = text.slice(0, -dotted[1].length) + '0:0';
+  }
+  const [head, rest] = text.split('::');
+  const groups = (part: string | undefined) => (part ? part.split(':').filter(Boolean).map((g) => parseInt(g, 16)) : []);
+  const left = groups(head);
+  const right = groups(rest);
+  const words = rest === undefined ? left : [...left, ...Array<number>(8 - left.length - right.length).fill(0), ...right];
+  const bytes = words.flatMap((w) => [w >> 8, w & 255]);
+  if (tail.length) bytes.splice(12, 4, ...tail);
+  return bytes;
+}
+
+const zero = (bytes: number[], from: number, to: number) => bytes.slice(from, to).every((b) => b === 0);
+
+/** The IPv4 address an IPv6 address carries, if it is one of the forms that carry one. */
+function embeddedIpv4(ip: string): { v4: string; form: string } | undefined {
+  const b = ipv6Bytes(ip);
+  const v4 = (at: number) => b.slice(at, at + 4).join('.');
+  if (zero(b, 0, 10) && b[10] === 0xff && b[11] === 0xff) return { v4: v4(12), form: 'IPv4-mapped' };
+  if (zero(b, 0, 8) && b[8] === 0xff && b[9] === 0xff && zero(b, 10, 12)) return { v4: v4(12), form: 'IPv4-translated' };
+  if (b[0] === 0 && b[1] === 0x64 && b[2] === 0xff && b[3] === 0x9b && zero(b, 4, 12)) return { v4: v4(12), form: 'NAT64' };
+  if (b[0] === 0x20 && b[1] === 0x02) return { v4: v4(2), form: '6to4' };
+  if (zero(b, 0, 12) && !zero(b, 12, 15)) return { v4: v4(12), form: 'IPv4-compatible' };
+  return undefined;
 }
 
 export interface Decision { blocked: boolean; reason?: string }
 
-/** Whether a resolved address may be connected to; the allow-list (CIDRs) wins over the blocks. */
-export function checkAddress(ip: string, allow: string[] = []): Decision {
+function decide(raw: string, allow: BlockList): Decision {
+  const ip = raw.replace(/%.*$/, ''); // a zone id (fe80::1%eth0) says nothing about the range
   const family = isIP(ip);
-  if (!family) return { blocked: true, reason: `not an IP address: ${ip}` };
-  const type = family === 4 ? 'ipv4' : 'ipv6';
-  const allowList = new BlockList();
-  for (const cidr of allow) {
-    const { net, prefix, type: t } = parseCidr(cidr);
-    allowList.addSubnet(net, prefix, t);
+  if (!family) return { blocked: true, reason: `not an IP address: ${raw}` };
+  const type: Family = family === 4 ? 'ipv4' : 'ipv6';
+  const embedded = type === 'ipv6' ? embeddedIpv4(ip) : undefined;
+  if (allow.check(ip, type) || (embedded && allow.check(embedded.v4, 'ipv4'))) return { blocked: false };
+  for (const range of blocked) {
+    if (range.type === type && range.list.check(ip, type)) return { blocked: true, reason: range.reason };
   }
-  const v4 = type === 'ipv6' ? embeddedIpv4(ip) : undefined;
-  if (allowList.check(ip, type) || (v4 && allowList.check(v4, 'ipv4'))) return { blocked: false };
-  if (v4) {
-    const inner = checkAddress(v4, allow);
-    if (inner.blocked) return { blocked: true, reason: `${inner.reason}, embedded in ${ip}` };
+  if (embedded) {
+    const inner = decide(embedded.v4, allow);
+    if (inner.blocked) return { blocked: true, reason: `${inner.reason}, ${embedded.form} in ${raw}` };
   }
-  for (const { list, reason } of blocked) if (list.check(ip, type)) return { blocked: true, reason };
   return { blocked: false };
 }
 
+/**
+ * Whether a resolved address may be connected to. `allow` (CIDRs, e.g. a VPC receiver's subnet)
+ * wins over the blocked ranges; an allowed IPv4 range also admits its IPv6-embedded spellings.
+ * Throws only on a malformed allow-list entry.
+ */
+export function isBlockedAddress(ip: string, allow: string[] = []): Decision {
+  return decide(ip, compileAllowList(allow));
+}
+
+/** The earlier name of isBlockedAddress (endpoints.ts checks IP-literal URLs with it). */
+export const checkAddress = isBlockedAddress;
+
+/** Resolves a name to all its addresses (the guard must see every one, not just the first). */
 export type Resolver = (hostname: string, callback: (error: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void) => void;
-const systemResolver: Resolver = (hostname, callback) => dnsLookup(hostname, { all: true, verbatim: true }, callback);
+
+export const systemResolver: Resolver = (hostname, callback) => dnsLookup(hostname, { all: true, verbatim: true }, callback);
 
 export class SsrfError extends Error {
   readonly code = 'ESSRF';
   constructor(readonly hostname: string, readonly address: string, readonly reason: string) {
-    super(`refused to connect to ${hostname} (${address}): ${reason}`);
+    super(`refused to connect to ${hostname === address ? address : `${hostname} (${address})`}: ${reason}`);
     this.name = 'SsrfError';
   }
 }
 
-/** A `lookup` for http(s).Agent that resolves, then refuses the connection if any address is blocked. */
-export function guardedLookup(allow: string[], resolve: Resolver = systemResolver): LookupFunction {
+const wantedFamily = (family: LookupOptions['family']): 0 | 4 | 6 =>
+  family === 4 || family === 'IPv4' ? 4 : family === 6 || family === 'IPv6' ? 6 : 0;
+
+/**
+ * A `lookup` for net/http(s) agents: resolves with `resolver` (default: dns.lookup, all addresses)
+ * and fails with an SsrfError (code ESSRF, naming the address and the reason) if ANY address is
+ * blocked, so a name with one public and one private address is refused as a whole. IP literals
+ * are judged without resolving. Honours `options.all` and `options.family`.
+ *
+ * Also callable as guardedLookup(allow, resolver?).
+ */
+export function guardedLookup(resolver?: Resolver, allow?: string[]): LookupFunction;
+export function guardedLookup(allow: string[], resolver?: Resolver): LookupFunction;
+export function guardedLookup(first?: Resolver | string[], second?: Resolver | string[]): LookupFunction {
+  const [resolver, allowCidrs] = Array.isArray(first)
+    ? [(second as Resolver | undefined) ?? systemResolver, first]
+    : [first ?? systemResolver, (second as string[] | undefined) ?? []];
+  const allow = compileAllowList(allowCidrs);
+
   return (hostname, options, callback) => {
-    resolve(hostname, (error, addresses) => {
-      if (error) return callback(error, '', 0);
-      if (addresses.length === 0) return callback(Object.assign(new Error(`no address for ${hostname}`), { code: 'ENOTFOUND' }), '', 0);
+    const all = Boolean(options?.all);
+    const fail = (error: NodeJS.ErrnoException) => callback(error, all ? [] : '', 0);
+    const judge = (error: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => {
+      if (error) return fail(error);
+      if (!addresses?.length) return fail(Object.assign(new Error(`no address for ${hostname}`), { code: 'ENOTFOUND', hostname }));
       for (const { address } of addresses) {
-        const decision = checkAddress(address, allow);
-        if (decision.blocked) return callback(new SsrfError(hostname, address, decision.reason!), '', 0);
+        const decision = decide(address, allow);
+        if (decision.blocked) return fail(new SsrfError(hostname, address, decision.reason!));
       }
-      const wanted = options.family === 6 || options.family === 'IPv6' ? 6 : options.family === 4 || options.family === 'IPv4' ? 4 : 0;
-      const usable = wanted ? addresses.filter((a) => a.family === wanted) : addresses;
-      if (options.all) return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, usable);
+      const family = wantedFamily(options?.family);
+      const usable = family ? addresses.filter((a) => a.family === family) : addresses;
+      if (!usable.length) return fail(Object.assign(new Error(`no IPv${family} address for ${hostname}`), { code: 'ENOTFOUND', hostname }));
+      if (all) return callback(null, usable);
       callback(null, usable[0].address, usable[0].family);
-    });
+    };
+    const literal = isIP(hostname.replace(/%.*$/, ''));
+    if (literal) return process.nextTick(judge, null, [{ address: hostname, family: literal }]);
+    let answered = false;
+    try {
+      resolver(hostname, (error, addresses) => {
+        if (answered) return;
+        answered = true;
+        judge(error, addresses);
+      });
+    } catch (error) {
+      if (!answered) fail(error as NodeJS.ErrnoException);
+    }
   };
 }
 

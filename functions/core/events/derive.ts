@@ -1,94 +1,149 @@
 /**
- * Stream record → events (DESIGN §10). Pure: the same record always yields the same events with
- * the same ids, so a re-read stream batch can never produce a second delivery.
+ * Stream record → events (DESIGN §10). Pure and total: the same record always yields the same
+ * events with the same ids (so a re-read stream batch can never produce a second delivery), and no
+ * record makes it throw (a throwing record would block its shard). The rules, and what produces
+ * nothing, are listed in docs/events.md.
  */
 import { createHash } from 'node:crypto';
+import { isDeepStrictEqual } from 'node:util';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBRecord } from 'aws-lambda';
-import type { EventPayload } from '../model.js';
-import { API_VERSION, toPublic, type EventType } from './catalog.js';
+import { orgIdOf, type EventPayload } from '../model.js';
+import { API_VERSION, type EventType } from './catalog.js';
+import { isEntity, toPublic, type Entity } from './public-objects.js';
 
 type Item = Record<string, unknown>;
+type Kind = 'INSERT' | 'MODIFY' | 'REMOVE';
 
-/** Fields whose change alone is bookkeeping, not a visible change of a client. */
-const BOOKKEEPING = new Set(['updated_at', 'expiresAt']);
+/** A change as the rules see it: public objects only, so storage and bookkeeping attributes are invisible. */
+interface Change { kind: Kind; before?: Item; after?: Item }
+interface Derived { type: EventType; previous?: Item }
+
+/** Public fields whose change alone is bookkeeping, not a visible change. */
+const BOOKKEEPING = new Set(['updated_at']);
 
 /**
- * True for deletions DynamoDB made itself. AWS reports a TTL expiry as REMOVE by the service
- * principal; DynamoDB Local reports it with an event name the SDK does not know.
+ * True for deletions DynamoDB made itself (TTL). AWS reports them as REMOVE by the DynamoDB service
+ * principal; DynamoDB Local (a Java program) with an event name its SDK does not know, which
+ * arrives as the string `UNKNOWN_TO_SDK_VERSION`.
  */
 export function isTtlExpiry(record: DynamoDBRecord): boolean {
-  const identity = (record as { userIdentity?: { type?: string; principalId?: string } }).userIdentity;
+  const identity = record.userIdentity as { type?: string; principalId?: string } | undefined;
   if (record.eventName === 'REMOVE') return identity?.type === 'Service' && identity.principalId === 'dynamodb.amazonaws.com';
-  return !['INSERT', 'MODIFY', 'REMOVE'].includes(String(record.eventName));
+  return !['INSERT', 'MODIFY'].includes(String(record.eventName));
 }
 
-const image = (av: Record<string, unknown> | undefined): Item | undefined =>
-  av ? unmarshall(av as Record<string, AttributeValue>) : undefined;
-
-function eventId(record: DynamoDBRecord, type: EventType): string {
-  const source = `${record.eventSourceARN ?? ''}|${record.dynamodb?.SequenceNumber ?? ''}|${type}`;
+/**
+ * `evt_` + 22 base64url characters (132 bits) of SHA-256 over stream, position and type: the
+ * sequence number is unique within a stream (on DynamoDB Local too, across restarts), and one
+ * record can yield several events of different types.
+ */
+export function eventIdFor(record: DynamoDBRecord, type: EventType): string {
+  const stream = record.eventSourceARN ?? record.eventID ?? '';
+  const source = `${stream}|${record.dynamodb?.SequenceNumber ?? ''}|${type}`;
   return 'evt_' + createHash('sha256').update(source).digest('base64url').slice(0, 22);
 }
 
-const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
+/** Numbers beyond 2^53 stay strings instead of becoming BigInts, which JSON cannot carry. */
+const safeNumber = (text: string) => {
+  const n = Number(text);
+  return Math.abs(n) <= Number.MAX_SAFE_INTEGER ? n : text;
+};
+const image = (av: Record<string, unknown> | undefined): Item | undefined =>
+  av ? unmarshall(av as Record<string, AttributeValue>, { wrapNumbers: safeNumber }) : undefined;
 
-/** Old values of the visible fields that changed (null where a field did not exist). */
-function changedFields(oldItem: Item, newItem: Item): Item {
+/** Old values of the visible fields that changed (null where a field was absent). */
+function changedFields(before: Item, after: Item): Item {
   const previous: Item = {};
-  const publicOld = toPublic(oldItem);
-  const publicNew = toPublic(newItem);
-  for (const key of new Set([...Object.keys(publicOld), ...Object.keys(publicNew)])) {
-    if (BOOKKEEPING.has(key)) continue;
-    if (!same(publicOld[key], publicNew[key])) previous[key] = publicOld[key] ?? null;
+  for (const key of new Set([...Object.keys(before), ...Object.keys(after)])) {
+    if (!BOOKKEEPING.has(key) && !isDeepStrictEqual(before[key], after[key])) previous[key] = before[key] ?? null;
   }
   return previous;
 }
 
+/** Payments in `after` that `before` does not hold: matched by id where both have one, else by value. */
+function addedPayments(before: unknown, after: unknown): unknown[] {
+  const unmatched = Array.isArray(before) ? [...before] : [];
+  const idOf = (p: unknown) => (p && typeof p === 'object' && typeof (p as Item).id === 'string' ? (p as Item).id : undefined);
+  return (Array.isArray(after) ? after : []).filter((payment) => {
+    const at = unmatched.findIndex((old) => (idOf(old) && idOf(payment) ? idOf(old) === idOf(payment) : isDeepStrictEqual(old, payment)));
+    if (at === -1) return true;
+    unmatched.splice(at, 1);
+    return false;
+  });
+}
+
+const rules: Record<Entity, (change: Change) => Derived[]> = {
+  client({ kind, before, after }) {
+    if (kind === 'INSERT') return [{ type: 'client.created' }];
+    if (kind === 'REMOVE') return [{ type: 'client.deleted' }];
+    const previous = changedFields(before!, after!);
+    return Object.keys(previous).length > 0 ? [{ type: 'client.updated', previous }] : [];
+  },
+  work_order({ kind, before, after }) {
+    // Created already completed: subscribers to `completed` still hear of it (no `previous`).
+    if (kind === 'INSERT') return [{ type: 'work_order.created' }, ...(after!.status === 'completed' ? [{ type: 'work_order.completed' as const }] : [])];
+    if (kind === 'REMOVE') return [{ type: 'work_order.deleted' }];
+    if (isDeepStrictEqual(before!.status, after!.status)) return []; // other edits of a work order are not events
+    const previous = { status: before!.status ?? null };
+    return [{ type: 'work_order.status_changed', previous }, ...(after!.status === 'completed' ? [{ type: 'work_order.completed' as const, previous }] : [])];
+  },
+  invoice({ kind, before, after }) {
+    if (kind === 'REMOVE') return [];
+    const out: Derived[] = kind === 'INSERT' ? [{ type: 'invoice.created' }] : [];
+    if (after!.sent_at && !before?.sent_at) out.push({ type: 'invoice.sent' });
+    // One event per change that records payments, however many it adds; `previous.payments` lets a receiver diff.
+    if (addedPayments(before?.payments, after!.payments).length > 0) out.push({ type: 'invoice.paid', previous: { payments: before?.payments ?? [] } });
+    return out;
+  },
+  booking: ({ kind }) => (kind === 'INSERT' ? [{ type: 'booking.received' }] : []),
+};
+
+/** The organization an item belongs to, only when its `organization_id` agrees with its partition key (DESIGN §4). */
+function organizationOf(item: Item): string | undefined {
+  const { pk, organization_id: orgId } = item;
+  if (typeof orgId !== 'string' || orgId === '' || typeof pk !== 'string' || !pk.startsWith('ORG#')) return undefined;
+  return orgIdOf(pk) === orgId ? orgId : undefined;
+}
+
+function timestampOf(record: DynamoDBRecord, item: Item): string {
+  const seconds = record.dynamodb?.ApproximateCreationDateTime;
+  if (typeof seconds === 'number' && Number.isFinite(seconds)) return new Date(seconds * 1000).toISOString();
+  const stored = [item.updated_at, item.created_at].find((v) => typeof v === 'string' && !Number.isNaN(Date.parse(v)));
+  // Last resort for a hand-made record without times; real stream records always carry one.
+  return stored ? new Date(Date.parse(stored as string)).toISOString() : new Date().toISOString();
+}
+
 export function deriveEvents(record: DynamoDBRecord): EventPayload[] {
   if (isTtlExpiry(record)) return [];
-  const newItem = image(record.dynamodb?.NewImage);
-  const oldItem = image(record.dynamodb?.OldImage);
-  const item = newItem ?? oldItem;
-  if (!item || typeof item.organization_id !== 'string') return [];
-  const entity = item.entity;
-  const seconds = record.dynamodb?.ApproximateCreationDateTime;
-  const timestamp = seconds ? new Date(seconds * 1000).toISOString() : String(item.updated_at ?? item.created_at ?? new Date().toISOString());
-  const make = (type: EventType, object: Item, previous?: Item): EventPayload => ({
-    id: eventId(record, type), type, api_version: API_VERSION, timestamp, organization_id: item.organization_id as string,
-    data: { object: toPublic(object), ...(previous ? { previous } : {}) },
-  });
-
-  const kind = record.eventName;
-  const out: EventPayload[] = [];
-  if (entity === 'client') {
-    if (kind === 'INSERT') out.push(make('client.created', newItem!));
-    if (kind === 'MODIFY' && oldItem && newItem) {
-      const previous = changedFields(oldItem, newItem);
-      if (Object.keys(previous).length > 0) out.push(make('client.updated', newItem, previous));
-    }
-    if (kind === 'REMOVE') out.push(make('client.deleted', oldItem!));
-  } else if (entity === 'work_order') {
-    if (kind === 'INSERT') out.push(make('work_order.created', newItem!));
-    if (kind === 'MODIFY' && oldItem && newItem && oldItem.status !== newItem.status) {
-      out.push(make('work_order.status_changed', newItem, { status: oldItem.status }));
-      if (newItem.status === 'completed') out.push(make('work_order.completed', newItem, { status: oldItem.status }));
-    }
-    if (kind === 'REMOVE') out.push(make('work_order.deleted', oldItem!));
-  } else if (entity === 'invoice') {
-    if (kind === 'INSERT') {
-      out.push(make('invoice.created', newItem!));
-      if (newItem!.sent_at) out.push(make('invoice.sent', newItem!));
-    }
-    if (kind === 'MODIFY' && oldItem && newItem) {
-      if (!oldItem.sent_at && newItem.sent_at) out.push(make('invoice.sent', newItem));
-      const before = Array.isArray(oldItem.payments) ? oldItem.payments : [];
-      const after = Array.isArray(newItem.payments) ? newItem.payments : [];
-      if (after.length > before.length) out.push(make('invoice.paid', newItem, { payments: before }));
-    }
-  } else if (entity === 'booking') {
-    if (kind === 'INSERT') out.push(make('booking.received', newItem!));
+  const kind = record.eventName as Kind;
+  if (!['INSERT', 'MODIFY', 'REMOVE'].includes(kind)) return [];
+  let newItem: Item | undefined;
+  let oldItem: Item | undefined;
+  try {
+    newItem = image(record.dynamodb?.NewImage);
+    oldItem = image(record.dynamodb?.OldImage);
+  } catch {
+    return []; // not a DynamoDB image: nothing the CRM wrote
   }
-  return out;
+  // The images a change needs (the stream view is NEW_AND_OLD_IMAGES; anything less yields nothing).
+  if ((kind !== 'REMOVE' && !newItem) || (kind !== 'INSERT' && !oldItem)) return [];
+  const item = (newItem ?? oldItem)!;
+  const entity = item.entity;
+  const organizationId = organizationOf(item);
+  if (!isEntity(entity) || !organizationId || (oldItem && newItem && oldItem.entity !== newItem.entity)) return [];
+
+  const before = oldItem && toPublic(entity, oldItem);
+  const after = newItem && toPublic(entity, newItem);
+  const object = (after ?? before)!;
+  const timestamp = timestampOf(record, item);
+  return rules[entity]({ kind, before, after }).map(({ type, previous }) => ({
+    id: eventIdFor(record, type),
+    type,
+    api_version: API_VERSION,
+    timestamp,
+    organization_id: organizationId,
+    data: { object: structuredClone(object), ...(previous ? { previous } : {}) },
+  }));
 }

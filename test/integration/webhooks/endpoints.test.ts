@@ -97,7 +97,7 @@ describe('crm webhooks', () => {
     const { deps } = await testStack();
     const { organizationId: org } = await newTenant();
     const { endpoint } = await addEndpoint(deps, org, { url: 'https://hooks.example.com/big', events: 'all' });
-    const event = webhookTestEvent(org, 'evt_bigbigbigbigbigbigbig', new Date());
+    const event = webhookTestEvent(org, new Date(), 'evt_bigbigbigbigbigbigbig');
     event.data.object = { blob: 'x'.repeat(300 * 1024) };
     expect(await recordDelivery(deps, event, (await getEndpoint(deps, org, endpoint.id))!)).toBeUndefined();
     const delivery = await findDelivery(deps, deliveryIdFor(event.id, endpoint.id));

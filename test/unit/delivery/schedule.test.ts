@@ -1,37 +1,89 @@
-/** The retry schedule: 1 min, 10 min, 100 min, 12 h, ±10 % jitter, Retry-After within the cap. */
+/** The retry schedule: 1 min, 10 min, 100 min, 12 h, ±10 % jitter, Retry-After within the 12 h cap. */
 import { describe, it, expect } from '@jest/globals';
 import fc from 'fast-check';
 import { defaultSettings } from '../../../functions/core/settings.js';
-import { MAX_VISIBILITY_SECONDS, parseRetryAfter, retryDelaySeconds } from '../../../functions/core/delivery/schedule.js';
+import {
+  DEFAULT_RETRY_SCHEDULE_SECONDS, MAX_ATTEMPTS, MAX_VISIBILITY_SECONDS, nextDelay, parseRetryAfter, retryDelaySeconds,
+} from '../../../functions/core/delivery/schedule.js';
 
-const schedule = defaultSettings.retryScheduleSeconds;
-const jitter = defaultSettings.retryJitter;
+const middle = () => 0.5; // no jitter
+const lowest = () => 0;
+const highest = () => 0.999_999_999;
 
 describe('retry delays', () => {
-  it('default to 1 min, 10 min, 100 min and 12 h without jitter', () => {
-    expect([1, 2, 3, 4].map((attempt) => retryDelaySeconds(attempt, { schedule, jitter, random: () => 0.5 }))).toEqual([60, 600, 6000, 43_200]);
+  it('default to 1 min, 10 min, 100 min and 12 h: 5 attempts in all', () => {
+    expect([1, 2, 3, 4].map((attempt) => nextDelay(attempt, { random: middle }))).toEqual([60, 600, 6000, 43_200]);
+    expect(nextDelay(5, { random: middle })).toBeUndefined();
+    expect(MAX_ATTEMPTS).toBe(5);
   });
 
-  it('stay within ±10 % and never pass SQS’s 12 h visibility limit', () => {
-    fc.assert(fc.property(fc.integer({ min: 1, max: 4 }), fc.double({ min: 0, max: 0.9999, noNaN: true }), (attempt, r) => {
-      const delay = retryDelaySeconds(attempt, { schedule, jitter, random: () => r });
-      const base = schedule[attempt - 1];
-      expect(delay).toBeGreaterThanOrEqual(Math.floor(base * 0.9));
-      expect(delay).toBeLessThanOrEqual(Math.min(MAX_VISIBILITY_SECONDS, Math.ceil(base * 1.1)));
+  it('match the production settings', () => {
+    expect(defaultSettings.retryScheduleSeconds).toEqual([...DEFAULT_RETRY_SCHEDULE_SECONDS]);
+    expect(defaultSettings.retryJitter).toBe(0.1);
+  });
+
+  it('jitter by at most ±10 %, reaching both ends', () => {
+    expect([1, 2, 3, 4].map((attempt) => nextDelay(attempt, { random: lowest }))).toEqual([54, 540, 5400, 38_880]);
+    expect([1, 2, 3, 4].map((attempt) => nextDelay(attempt, { random: highest }))).toEqual([66, 660, 6600, 43_200]);
+  });
+
+  it('stay within ±10 % of the schedule and never pass SQS’s 12 h visibility limit, whatever the random draw', () => {
+    fc.assert(fc.property(fc.integer({ min: 1, max: 4 }), fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }), (attempt, r) => {
+      const delay = nextDelay(attempt, { random: () => r })!;
+      const base = DEFAULT_RETRY_SCHEDULE_SECONDS[attempt - 1];
+      expect(Number.isInteger(delay)).toBe(true);
+      expect(delay).toBeGreaterThanOrEqual(Math.round(base * 0.9));
+      expect(delay).toBeLessThanOrEqual(Math.min(MAX_VISIBILITY_SECONDS, Math.round(base * 1.1)));
     }));
   });
 
-  it('wait longer when the receiver asks (Retry-After), never shorter, never past the cap', () => {
-    expect(retryDelaySeconds(1, { schedule, jitter: 0, retryAfterSeconds: 300 })).toBe(300);
-    expect(retryDelaySeconds(2, { schedule, jitter: 0, retryAfterSeconds: 5 })).toBe(600);
-    expect(retryDelaySeconds(1, { schedule, jitter: 0, retryAfterSeconds: 999_999 })).toBe(MAX_VISIBILITY_SECONDS);
+  it('follow a configured (compressed) schedule and jitter', () => {
+    const options = { schedule: [1, 2, 4], jitter: 0, random: highest };
+    expect([1, 2, 3, 4].map((attempt) => nextDelay(attempt, options))).toEqual([1, 2, 4, undefined]);
+    expect(nextDelay(0, options)).toBeUndefined();
   });
 
-  it('read Retry-After as seconds or an HTTP date', () => {
-    const now = Date.parse('2026-11-22T12:00:00Z');
+  it('wait longer when the receiver asks (Retry-After), never shorter, never past the cap', () => {
+    expect(nextDelay(1, { random: middle, retryAfterSeconds: 300 })).toBe(300);
+    expect(nextDelay(2, { random: middle, retryAfterSeconds: 5 })).toBe(600);
+    expect(nextDelay(1, { random: middle, retryAfterSeconds: 999_999 })).toBe(MAX_VISIBILITY_SECONDS);
+    expect(nextDelay(4, { random: middle, retryAfterSeconds: 0 })).toBe(MAX_VISIBILITY_SECONDS);
+  });
+
+  it('cannot be stretched into more attempts by Retry-After', () => {
+    expect(nextDelay(5, { random: middle, retryAfterSeconds: 60 })).toBeUndefined();
+  });
+
+  it('keep the earlier retryDelaySeconds, which repeats the last delay past the end', () => {
+    const options = { schedule: defaultSettings.retryScheduleSeconds, jitter: defaultSettings.retryJitter, random: middle };
+    expect([1, 2, 3, 4, 5].map((attempt) => retryDelaySeconds(attempt, options))).toEqual([60, 600, 6000, 43_200, 43_200]);
+    expect(retryDelaySeconds(1, { ...options, retryAfterSeconds: 90 })).toBe(90);
+  });
+});
+
+describe('reading Retry-After', () => {
+  const now = Date.parse('2026-11-22T12:00:00Z');
+
+  it('reads delta-seconds', () => {
     expect(parseRetryAfter('120', now)).toBe(120);
+    expect(parseRetryAfter(' 0 ', now)).toBe(0);
+  });
+
+  it('reads an HTTP-date in all three forms, as GMT whatever the local time zone', () => {
     expect(parseRetryAfter('Sun, 22 Nov 2026 12:02:00 GMT', now)).toBe(120);
-    expect(parseRetryAfter('soon', now)).toBeUndefined();
-    expect(parseRetryAfter(undefined, now)).toBeUndefined();
+    expect(parseRetryAfter('Sunday, 22-Nov-26 12:02:00 GMT', now)).toBe(120);
+    expect(parseRetryAfter('Sun Nov 22 12:02:00 2026', now)).toBe(120);
+  });
+
+  it('reads a date in the past as "now"', () => {
+    expect(parseRetryAfter('Sun, 22 Nov 2026 11:00:00 GMT', now)).toBe(0);
+  });
+
+  it('ignores what it cannot read', () => {
+    for (const value of [undefined, '', 'soon', '-5', '1.5', '12 minutes']) expect(parseRetryAfter(value, now)).toBeUndefined();
+  });
+
+  it('takes the first of repeated headers', () => {
+    expect(parseRetryAfter(['30', '60'], now)).toBe(30);
   });
 });

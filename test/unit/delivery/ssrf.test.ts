@@ -1,113 +1,244 @@
 /**
- * The SSRF guard as a decision on resolved addresses. Resolvers are stubs and the "connect" step
- * only records, so even a broken guard could not make this test open a socket anywhere.
+ * The SSRF guard as a decision. Resolvers are stubs and the connect step only RECORDS where it
+ * would have connected, so no test here opens a socket; a tripwire on net.Socket#connect would
+ * refuse (and report) any non-loopback connect if the code under test were broken.
  */
-import { describe, it, expect } from '@jest/globals';
+import { describe, it, expect, beforeAll, afterAll } from '@jest/globals';
+import { createServer, type Server } from 'node:http';
+import { Socket, type AddressInfo } from 'node:net';
 import type { LookupAddress } from 'node:dns';
-import { Socket, type LookupFunction } from 'node:net';
-import { checkAddress, guardedLookup, type Resolver } from '../../../functions/core/delivery/ssrf.js';
-import { postWebhook } from '../../../functions/core/delivery/http-client.js';
+import { guardedLookup, isBlockedAddress, checkAddress, allowListFor, type Resolver } from '../../../functions/core/delivery/ssrf.js';
+import { postWebhook, destroyAgents, type ConnectFunction, type ConnectTarget } from '../../../functions/core/delivery/http-client.js';
+import { installTripwire, type Tripwire } from './support/tripwire.js';
 
-const stub = (answers: Record<string, string[]>): Resolver => (hostname, callback) => {
+/** A resolver that answers from a table (and can be changed between calls). */
+const stubResolver = (answers: Record<string, string[]>): Resolver => (hostname, callback) => {
   const list = answers[hostname];
-  if (!list) return callback(Object.assign(new Error(`ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' }), []);
-  callback(null, list.map((address): LookupAddress => ({ address, family: address.includes(':') ? 6 : 4 })));
+  if (!list) return callback(Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' }), []);
+  setImmediate(() => callback(null, list.map((address): LookupAddress => ({ address, family: address.includes(':') ? 6 : 4 }))));
 };
 
-/** Resolves through the guard, then records the address it would connect to. Never connects. */
-function recordingConnect(lookup: LookupFunction) {
-  const connected: string[] = [];
-  const connect = (hostname: string) => new Promise<{ error?: NodeJS.ErrnoException; address?: string }>((resolve) => {
-    lookup(hostname, {}, (error, address) => {
-      if (error) return resolve({ error });
-      connected.push(address as string);
-      resolve({ address: address as string });
-    });
-  });
-  return { connect, connected };
-}
-
-/**
- * A createConnection for the HTTP agent that resolves through the agent's lookup (as net.connect
- * does) and records the address instead of connecting.
- */
-function recordingSockets() {
-  const sockets: string[] = [];
-  const createConnection = (options: { host?: string; lookup?: LookupFunction }) => {
+/** A connect function that records the target and fails the attempt; it never opens a socket. */
+function recorder() {
+  const seen: ConnectTarget[] = [];
+  const connect: ConnectFunction = (target) => {
+    seen.push(target);
     const socket = new Socket();
-    (socket as unknown as { connecting: boolean }).connecting = true; // writes wait, as on a real connecting socket
-    const record = (error: Error | null, address?: string) => {
-      if (!error) sockets.push(address!);
-      setImmediate(() => socket.emit('error', error ?? new Error('recorded, not connected')));
-    };
-    if (options.lookup) options.lookup(options.host!, {}, (error, address) => record(error, address as string));
-    else record(null, options.host);
+    (socket as unknown as { connecting: boolean }).connecting = true; // the request's writes wait, as on a real connecting socket
+    setImmediate(() => socket.destroy(Object.assign(new Error(`recorded, not connected: ${target.host}`), { code: 'ERECORDED' })));
     return socket;
   };
-  return { createConnection, sockets };
+  return { connect, seen };
 }
 
-const blocked: [string, string][] = [
-  ['10.1.2.3', 'private'], ['172.16.0.1', 'private'], ['192.168.1.1', 'private'], ['127.0.0.1', 'loopback'],
-  ['169.254.169.254', 'link-local'], ['100.64.0.1', 'carrier-grade NAT'], ['0.0.0.0', 'this network'],
-  ['224.0.0.1', 'multicast'], ['240.0.0.1', 'reserved'], ['255.255.255.255', 'reserved'], ['198.18.0.1', 'benchmarking'],
-  ['192.0.2.10', 'documentation'], ['::1', 'loopback'], ['::', 'unspecified'], ['fe80::1', 'link-local'], ['fc00::1', 'unique local'],
-  ['fd12:3456::1', 'unique local'], ['ff02::1', 'multicast'], ['2001:db8::1', 'documentation'],
-  ['::ffff:10.0.0.1', 'private'], ['::ffff:7f00:1', 'loopback'], ['::ffff:169.254.169.254', 'link-local'], ['64:ff9b::a9fe:a9fe', 'link-local'],
+/** POSTs to `hostname` through the guard with `answers` as DNS, recording instead of connecting. */
+async function deliverVia(hostname: string, addresses: string[], allow: string[] = []) {
+  const { connect, seen } = recorder();
+  const lookup = guardedLookup(stubResolver({ [hostname]: addresses }), allow);
+  const result = await postWebhook({ url: `https://${hostname}/hooks`, headers: {}, body: '{}', timeoutMs: 2000, lookup, connect });
+  return { result, seen };
+}
+
+/** Every range of DESIGN §11, with the words the refusal must use. */
+const blockedAddresses: [ip: string, reason: string][] = [
+  ['0.1.2.3', 'this network'],
+  ['0.0.0.0', 'this network'],
+  ['10.1.2.3', 'private'],
+  ['100.64.0.1', 'carrier-grade NAT'],
+  ['100.127.255.254', 'carrier-grade NAT'],
+  ['127.0.0.1', 'loopback'],
+  ['127.255.255.254', 'loopback'],
+  ['169.254.169.254', 'cloud metadata'],
+  ['169.254.1.1', 'link-local'],
+  ['172.16.0.1', 'private'],
+  ['172.31.255.255', 'private'],
+  ['192.0.0.8', 'IETF protocol assignments'],
+  ['192.0.2.10', 'documentation'],
+  ['192.168.1.1', 'private'],
+  ['198.18.0.1', 'benchmarking'],
+  ['198.19.255.1', 'benchmarking'],
+  ['198.51.100.7', 'documentation'],
+  ['203.0.113.9', 'documentation'],
+  ['224.0.0.1', 'multicast'],
+  ['239.255.255.250', 'multicast'],
+  ['240.0.0.1', 'reserved'],
+  ['255.255.255.255', 'broadcast'],
+  ['::', 'unspecified'],
+  ['::1', 'loopback'],
+  ['0:0:0:0:0:0:0:1', 'loopback'],
+  ['::ffff:10.0.0.1', 'private'],
+  ['::ffff:7f00:1', 'loopback'],
+  ['::ffff:169.254.169.254', 'cloud metadata'],
+  ['0:0:0:0:0:ffff:a9fe:a9fe', 'cloud metadata'],
+  ['64:ff9b::10.0.0.1', 'private'],
+  ['64:ff9b::7f00:1', 'loopback'],
+  ['2002:a00:1::1', 'private'],
+  ['fc00::1', 'unique local'],
+  ['fd00:ec2::254', 'unique local'],
+  ['fe80::1', 'link-local'],
+  ['fe80::1%eth0', 'link-local'],
+  ['febf:ffff::1', 'link-local'],
+  ['ff02::1', 'multicast'],
+  ['2001:db8::1', 'documentation'],
+  ['100::1', 'discard'],
 ];
 
+const publicAddresses = ['93.184.216.34', '8.8.8.8', '172.32.0.1', '100.128.0.1', '198.20.0.1', '2606:4700:4700::1111', '::ffff:8.8.8.8', '64:ff9b::808:808'];
+
+let tripwire: Tripwire;
+beforeAll(() => {
+  tripwire = installTripwire();
+});
+afterAll(() => {
+  tripwire.uninstall();
+  destroyAgents();
+});
+
 describe('the SSRF guard', () => {
-  it.each(blocked)('refuses %s (%s) and never connects', async (ip, reason) => {
-    expect(checkAddress(ip)).toMatchObject({ blocked: true, reason: expect.stringContaining(reason) });
-    const { connect, connected } = recordingConnect(guardedLookup([], stub({ 'hooks.example.com': [ip] })));
-    const { error } = await connect('hooks.example.com');
-    expect(error).toMatchObject({ code: 'ESSRF', message: expect.stringContaining(ip) });
-    expect(connected).toEqual([]);
+  it.each(blockedAddresses)('refuses %s (%s), naming the address and the reason, and never connects', async (ip, reason) => {
+    expect(isBlockedAddress(ip, [])).toEqual({ blocked: true, reason: expect.stringContaining(reason) });
+
+    const { result, seen } = await deliverVia('hooks.example.com', [ip]);
+    expect(result).toMatchObject({ ok: false, errorCode: 'ESSRF' });
+    expect(result.error).toContain(ip);
+    expect(result.error).toContain(reason);
+    expect(seen).toEqual([]);
   });
 
-  it('lets a public address through to the connect step', async () => {
-    const { connect, connected } = recordingConnect(guardedLookup([], stub({ 'hooks.example.com': ['93.184.216.34', '2606:2800:220:1:248:1893:25c8:1946'] })));
-    expect(await connect('hooks.example.com')).toEqual({ address: '93.184.216.34' });
-    expect(connected).toEqual(['93.184.216.34']);
+  it.each(publicAddresses)('lets the public address %s through to a connect attempt (recorded, not made)', async (ip) => {
+    expect(isBlockedAddress(ip)).toEqual({ blocked: false });
+
+    const { result, seen } = await deliverVia('hooks.example.com', [ip]);
+    expect(seen).toEqual([{ host: ip, port: 443, family: ip.includes(':') ? 6 : 4, hostname: 'hooks.example.com', tls: true }]);
+    expect(result).toMatchObject({ ok: false, errorCode: 'ERECORDED' });
   });
 
-  it('refuses a name if any of its addresses is blocked', async () => {
-    const { connect, connected } = recordingConnect(guardedLookup([], stub({ 'mixed.example.com': ['93.184.216.34', '10.0.0.5'] })));
-    expect((await connect('mixed.example.com')).error).toMatchObject({ code: 'ESSRF' });
-    expect(connected).toEqual([]);
+  it('refuses a name if any one of its addresses is blocked', async () => {
+    const { result, seen } = await deliverVia('mixed.example.com', ['93.184.216.34', '2606:4700:4700::1111', '10.0.0.5']);
+    expect(result).toMatchObject({ ok: false, errorCode: 'ESSRF', error: expect.stringContaining('10.0.0.5') });
+    expect(seen).toEqual([]);
   });
 
   it('decides at connect time: a name public at registration and private at delivery is refused', async () => {
     const answers: Record<string, string[]> = { 'rebind.example.com': ['93.184.216.34'] };
-    const { connect, connected } = recordingConnect(guardedLookup([], stub(answers)));
-    expect((await connect('rebind.example.com')).address).toBe('93.184.216.34');
+    const lookup = guardedLookup(stubResolver(answers), []);
+    const { connect, seen } = recorder();
+    const post = () => postWebhook({ url: 'https://rebind.example.com/', headers: {}, body: '{}', timeoutMs: 2000, lookup, connect });
+
+    expect(await post()).toMatchObject({ errorCode: 'ERECORDED' });
     answers['rebind.example.com'] = ['169.254.169.254'];
-    expect((await connect('rebind.example.com')).error).toMatchObject({ code: 'ESSRF' });
-    expect(connected).toEqual(['93.184.216.34']);
+    expect(await post()).toMatchObject({ ok: false, errorCode: 'ESSRF', error: expect.stringContaining('169.254.169.254') });
+    expect(seen.map((t) => t.host)).toEqual(['93.184.216.34']);
   });
 
-  it('admits what the allow-list names (a VPC receiver), and only that', () => {
-    expect(checkAddress('10.20.0.7', ['10.20.0.0/16'])).toEqual({ blocked: false });
-    expect(checkAddress('10.21.0.7', ['10.20.0.0/16']).blocked).toBe(true);
-    expect(checkAddress('::ffff:10.20.0.7', ['10.20.0.0/16'])).toEqual({ blocked: false });
-  });
-
-  it('guards the real HTTP client: the socket is never created for a blocked address', async () => {
-    const { createConnection, sockets } = recordingSockets();
-    const result = await postWebhook({
-      url: 'https://metadata.example.com/hook', headers: {}, body: '{}', timeoutMs: 1000, allow: [],
-      lookup: guardedLookup([], stub({ 'metadata.example.com': ['169.254.169.254'] })), createConnection,
-    });
-    expect(result).toMatchObject({ ok: false, errorCode: 'ESSRF' });
-    expect(sockets).toEqual([]);
-  });
-
-  it('refuses IP-literal URLs before any socket (Node skips lookup for them)', async () => {
-    const { createConnection, sockets } = recordingSockets();
-    for (const url of ['http://169.254.169.254/latest/meta-data', 'http://[::ffff:10.0.0.1]:8080/', 'https://[fd00::1]/hook']) {
-      const result = await postWebhook({ url, headers: {}, body: '{}', timeoutMs: 1000, allow: [], createConnection });
+  it('refuses IP-literal URLs too, though Node skips the lookup for them', async () => {
+    const { connect, seen } = recorder();
+    const urls = [
+      'http://169.254.169.254/latest/meta-data/',
+      'http://[::ffff:10.0.0.1]:8080/',
+      'https://[fd00:ec2::254]/',
+      'http://0x7f000001/', // the URL parser reads these as 127.0.0.1
+      'http://2130706433/',
+      'http://127.1/',
+    ];
+    for (const url of urls) {
+      const result = await postWebhook({ url, headers: {}, body: '{}', timeoutMs: 2000, allow: [], connect });
       expect(result).toMatchObject({ ok: false, errorCode: 'ESSRF' });
     }
-    expect(sockets).toEqual([]);
+    expect(seen).toEqual([]);
+  });
+
+  it('admits what the allow-list names (a VPC receiver), in any spelling, and nothing else', async () => {
+    const allow = ['10.20.0.0/16', 'fd00:1234::/32'];
+    expect(isBlockedAddress('10.20.0.7', allow)).toEqual({ blocked: false });
+    expect(isBlockedAddress('::ffff:10.20.0.7', allow)).toEqual({ blocked: false });
+    expect(isBlockedAddress('fd00:1234::9', allow)).toEqual({ blocked: false });
+    expect(isBlockedAddress('10.21.0.7', allow)).toMatchObject({ blocked: true, reason: expect.stringContaining('private') });
+    expect(isBlockedAddress('169.254.169.254', allow).blocked).toBe(true);
+
+    const { result, seen } = await deliverVia('vpc.internal', ['10.20.0.7'], allow);
+    expect(result.errorCode).toBe('ERECORDED');
+    expect(seen.map((t) => t.host)).toEqual(['10.20.0.7']);
+  });
+
+  it('admits loopback on the local stack only', () => {
+    expect(allowListFor({ ssrfAllowList: [], local: false })).toEqual([]);
+    expect(isBlockedAddress('127.0.0.1', allowListFor({ ssrfAllowList: [], local: true })).blocked).toBe(false);
+    expect(isBlockedAddress('::1', allowListFor({ ssrfAllowList: [], local: true })).blocked).toBe(false);
+    expect(checkAddress).toBe(isBlockedAddress);
+  });
+
+  it('rejects a malformed allow-list entry; the client reports it instead of throwing', async () => {
+    expect(() => isBlockedAddress('8.8.8.8', ['10.0.0.0/33'])).toThrow(/allow-list: 10\.0\.0\.0\/33/);
+    expect(() => guardedLookup(undefined, ['not-a-cidr'])).toThrow(/allow-list/);
+    const { connect, seen } = recorder();
+    const result = await postWebhook({ url: 'https://hooks.example.com/', headers: {}, body: '{}', allow: ['10.0.0.0/8/8'], connect });
+    expect(result).toMatchObject({ ok: false, errorCode: 'ECONFIG' });
+    expect(seen).toEqual([]);
+  });
+
+  it('treats anything that is not an IP address as blocked', () => {
+    expect(isBlockedAddress('example.com')).toMatchObject({ blocked: true, reason: expect.stringContaining('not an IP address') });
+  });
+});
+
+describe('the guard as a lookup function', () => {
+  const lookupAsync = (lookup: ReturnType<typeof guardedLookup>, hostname: string, options: { all?: boolean; family?: number } = {}) =>
+    new Promise<{ error: NodeJS.ErrnoException | null; address: unknown; family?: number }>((resolve) =>
+      lookup(hostname, options, (error, address, family) => resolve({ error, address, family })));
+
+  const lookup = guardedLookup(stubResolver({ 'dual.example.com': ['93.184.216.34', '2606:4700:4700::1111'], 'empty.example.com': [] }), []);
+
+  it('answers the first address, all of them with options.all, or one family', async () => {
+    expect(await lookupAsync(lookup, 'dual.example.com')).toEqual({ error: null, address: '93.184.216.34', family: 4 });
+    expect(await lookupAsync(lookup, 'dual.example.com', { all: true })).toEqual({
+      error: null, address: [{ address: '93.184.216.34', family: 4 }, { address: '2606:4700:4700::1111', family: 6 }], family: undefined,
+    });
+    expect(await lookupAsync(lookup, 'dual.example.com', { family: 6 })).toMatchObject({ address: '2606:4700:4700::1111', family: 6 });
+  });
+
+  it('passes resolver failures on, and treats an empty answer as not found', async () => {
+    expect((await lookupAsync(lookup, 'nowhere.example.com')).error).toMatchObject({ code: 'ENOTFOUND' });
+    expect((await lookupAsync(lookup, 'empty.example.com')).error).toMatchObject({ code: 'ENOTFOUND' });
+  });
+
+  it('judges IP literals itself, without asking the resolver', async () => {
+    const never: Resolver = () => {
+      throw new Error('the resolver must not be asked');
+    };
+    const literal = guardedLookup(never, []);
+    expect((await lookupAsync(literal, '10.0.0.1')).error).toMatchObject({ code: 'ESSRF' });
+    expect(await lookupAsync(literal, '8.8.8.8')).toEqual({ error: null, address: '8.8.8.8', family: 4 });
+  });
+
+  it('fails with code ESSRF naming the host, the address and the reason', async () => {
+    const metadata = guardedLookup(stubResolver({ 'metadata.example.com': ['169.254.169.254'] }), []);
+    const { error } = await lookupAsync(metadata, 'metadata.example.com', { all: true });
+    expect(error).toMatchObject({ code: 'ESSRF', hostname: 'metadata.example.com', address: '169.254.169.254' });
+    expect(error!.message).toBe('refused to connect to metadata.example.com (169.254.169.254): link-local (cloud metadata) (169.254.169.254/32)');
+  });
+});
+
+describe('the guard inside Node’s own connect (loopback receiver, no allow-list)', () => {
+  let server: Server;
+  let port: number;
+  let connections = 0;
+  beforeAll(async () => {
+    server = createServer((_req, res) => res.end('ok'));
+    server.on('connection', () => connections++);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    port = (server.address() as AddressInfo).port;
+  });
+  afterAll(async () => {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  });
+
+  it('refuses a name that resolves to loopback: the receiver never sees a connection', async () => {
+    const lookup = guardedLookup(stubResolver({ 'receiver.test': ['127.0.0.1'] }), []);
+    const result = await postWebhook({ url: `http://receiver.test:${port}/`, headers: {}, body: '{}', timeoutMs: 2000, lookup });
+    expect(result).toMatchObject({ ok: false, errorCode: 'ESSRF', error: expect.stringContaining('loopback') });
+    expect(connections).toBe(0);
+    expect(tripwire.refused).toEqual([]);
   });
 });

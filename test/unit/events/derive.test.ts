@@ -3,116 +3,291 @@ import { describe, it, expect } from '@jest/globals';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import type { DynamoDBRecord } from 'aws-lambda';
 import { deriveEvents, isTtlExpiry } from '../../../functions/core/events/derive.js';
-import { schemas } from '../../../functions/core/events/catalog.js';
-
-type Item = Record<string, unknown>;
-const shapes = {
-  aws: { arn: 'arn:aws:dynamodb:us-east-1:123456789012:table/crm-clients/stream/2026-11-01T00:00:00.000', region: 'us-east-1' },
-  local: { arn: 'arn:aws:dynamodb:ddblocal:000000000000:table/crm-local-clients/stream/2026-11-01T00:00:00.000', region: 'ddblocal' },
-};
-type Shape = keyof typeof shapes;
-
-let seq = 1000;
-function record(shape: Shape, eventName: string, images: { old?: Item; new?: Item }, extra: Partial<DynamoDBRecord> = {}): DynamoDBRecord {
-  return {
-    eventID: String(seq), eventName: eventName as DynamoDBRecord['eventName'], eventVersion: '1.1', eventSource: 'aws:dynamodb', awsRegion: shapes[shape].region,
-    eventSourceARN: shapes[shape].arn,
-    dynamodb: {
-      ApproximateCreationDateTime: 1_795_000_000, SequenceNumber: String(seq++), StreamViewType: 'NEW_AND_OLD_IMAGES',
-      Keys: marshall({ pk: 'ORG#o1', sk: 'X' }) as never,
-      ...(images.old ? { OldImage: marshall(images.old, { removeUndefinedValues: true }) as never } : {}),
-      ...(images.new ? { NewImage: marshall(images.new, { removeUndefinedValues: true }) as never } : {}),
-    },
-    ...extra,
-  };
-}
+import { catalog, schemas } from '../../../functions/core/events/catalog.js';
+import { keys } from '../../../functions/core/model.js';
+import { expectedTimestamp, streamRecord, streamArns, type Item, type Shape } from './given-stream.js';
 
 const at = '2026-11-01T10:00:00.000Z';
-const client: Item = { pk: 'ORG#o1', sk: 'CLIENT#c1', entity: 'client', id: 'c1', organization_id: 'o1', status: 'lead', first_name: 'Ada', sms_consent: true, sms_consent_proof: { source: 'web', ip: '203.0.113.9' }, created_at: at, updated_at: at };
-const workOrder: Item = { pk: 'ORG#o1', sk: 'WORK_ORDER#w1', entity: 'work_order', id: 'w1', organization_id: 'o1', title: 'Fix sink', status: 'scheduled', created_at: at, updated_at: at };
-const invoice: Item = { pk: 'ORG#o1', sk: 'INVOICE#i1', entity: 'invoice', id: 'i1', organization_id: 'o1', amount_cents: 1000, currency: 'USD', payments: [], created_at: at, updated_at: at };
-const booking: Item = { pk: 'ORG#o1', sk: 'BOOKING#b1', entity: 'booking', id: 'b1', organization_id: 'o1', starts_at: at, created_at: at };
-const types = (r: DynamoDBRecord) => deriveEvents(r).map((e) => e.type);
+const later = '2026-11-02T09:00:00.000Z';
+const payment = (id: string, amount_cents = 1000) => ({ id, amount_cents, paid_at: later });
 
-describe.each(['aws', 'local'] as Shape[])('deriving events from %s stream records', (shape) => {
-  it('client: insert → created, visible change → updated with previous, bookkeeping-only change → nothing, user delete → deleted', () => {
-    const [created] = deriveEvents(record(shape, 'INSERT', { new: client }));
-    expect(created).toMatchObject({ type: 'client.created', api_version: '2026-11-01', organization_id: 'o1', timestamp: new Date(1_795_000_000_000).toISOString() });
-    expect(created.id).toMatch(/^evt_[A-Za-z0-9_-]{22}$/);
-    expect(schemas.client.strict().parse(created.data.object)).toBeTruthy();
-    expect(created.data.object).not.toHaveProperty('sms_consent_proof');
-    expect(created.data.object).not.toHaveProperty('pk');
+/** Stored items as the CRM (and the lead endpoint) write them, storage attributes included. */
+const given = {
+  client: (fields: Item = {}): Item => ({
+    ...keys.client('org_1', 'cli_1'), entity: 'client', id: 'cli_1', organization_id: 'org_1', status: 'lead', source: 'api', first_name: 'Ada', last_name: 'Lovelace',
+    phone: '+14155550100', sms_consent: true, sms_consent_proof: { source: 'web form', captured_at: at, ip: '203.0.113.9', user_agent: 'Mozilla/5.0', key_id: 'key_1' },
+    custom_fields: { utm_source: 'google', budget: 300 }, created_at: at, updated_at: at, ...fields,
+  }),
+  workOrder: (fields: Item = {}): Item => ({
+    ...keys.workOrder('org_1', 'wo_1'), entity: 'work_order', id: 'wo_1', organization_id: 'org_1', client_id: 'cli_1', title: 'Fix sink', status: 'scheduled', created_at: at, updated_at: at, ...fields,
+  }),
+  invoice: (fields: Item = {}): Item => ({
+    ...keys.invoice('org_1', 'inv_1'), entity: 'invoice', id: 'inv_1', organization_id: 'org_1', amount_cents: 1000, currency: 'USD', payments: [], created_at: at, updated_at: at, ...fields,
+  }),
+  booking: (fields: Item = {}): Item => ({
+    ...keys.booking('org_1', 'bkg_1'), entity: 'booking', id: 'bkg_1', organization_id: 'org_1', starts_at: later, created_at: at, ...fields,
+  }),
+};
 
-    const [updated] = deriveEvents(record(shape, 'MODIFY', { old: client, new: { ...client, status: 'active', email: 'ada@example.com', updated_at: '2026-11-02T00:00:00.000Z' } }));
-    expect(updated.type).toBe('client.updated');
-    expect(updated.data.previous).toEqual({ status: 'lead', email: null });
+describe.each(['aws', 'local'] as Shape[])('events from %s stream records', (shape) => {
+  const inserted = (item: Item) => deriveEvents(streamRecord(shape, 'INSERT', { new: item }));
+  const modified = (old: Item, item: Item) => deriveEvents(streamRecord(shape, 'MODIFY', { old, new: item }));
+  const removed = (old: Item) => deriveEvents(streamRecord(shape, 'REMOVE', { old }));
+  const expired = (old: Item) => deriveEvents(streamRecord(shape, 'TTL', { old }));
+  const types = (events: { type: string }[]) => events.map((e) => e.type);
 
-    expect(types(record(shape, 'MODIFY', { old: client, new: { ...client, updated_at: '2026-11-03T00:00:00.000Z' } }))).toEqual([]);
-    expect(types(record(shape, 'MODIFY', { old: client, new: { ...client, sms_consent_proof: { source: 'other' } } }))).toEqual([]);
-    expect(types(record(shape, 'REMOVE', { old: client }))).toEqual(['client.deleted']);
+  describe('clients', () => {
+    it('a new client becomes client.created with the public client: no keys, no consent proof', () => {
+      const events = inserted(given.client({ gsi1pk: 'X', gsi1sk: 'Y', expiresAt: 1_900_000_000, lastUsedAt: at }));
+      expect(events).toHaveLength(1);
+      const [created] = events;
+      expect(created).toMatchObject({ type: 'client.created', api_version: '2026-11-01', organization_id: 'org_1', timestamp: expectedTimestamp(shape) });
+      expect(created.data).not.toHaveProperty('previous');
+      expect(schemas.client.strict().parse(created.data.object)).toBeTruthy();
+      expect(created.data.object).toMatchObject({ id: 'cli_1', sms_consent: true, custom_fields: { utm_source: 'google', budget: 300 } });
+      for (const hidden of ['pk', 'sk', 'gsi1pk', 'gsi1sk', 'entity', 'expiresAt', 'sms_consent_proof', 'lastUsedAt']) expect(created.data.object).not.toHaveProperty(hidden);
+    });
+
+    it('a client stored without sms_consent is sent with sms_consent: false', () => {
+      const { sms_consent: _c, sms_consent_proof: _p, ...item } = given.client();
+      expect(inserted(item)[0].data.object).toMatchObject({ sms_consent: false });
+    });
+
+    it('a visible change becomes client.updated whose previous holds the old values (null where absent)', () => {
+      const [updated, ...rest] = modified(given.client(), given.client({ status: 'customer', email: 'ada@example.com', last_name: undefined, updated_at: later }));
+      expect(rest).toEqual([]);
+      expect(updated.type).toBe('client.updated');
+      expect(updated.data.previous).toEqual({ status: 'lead', email: null, last_name: 'Lovelace' });
+      expect(updated.data.object).toMatchObject({ status: 'customer', email: 'ada@example.com', updated_at: later });
+      expect(updated.data.object).not.toHaveProperty('last_name');
+    });
+
+    it('a change inside custom_fields is visible; the same map in another attribute order is not', () => {
+      expect(modified(given.client(), given.client({ custom_fields: { utm_source: 'bing', budget: 300 } }))[0].data.previous).toEqual({ custom_fields: { utm_source: 'google', budget: 300 } });
+      expect(modified(given.client(), given.client({ custom_fields: { budget: 300, utm_source: 'google' } }))).toEqual([]);
+    });
+
+    it('a no-op write, or a change of bookkeeping and private data only, emits nothing', () => {
+      expect(modified(given.client(), given.client())).toEqual([]);
+      expect(modified(given.client(), given.client({ updated_at: later }))).toEqual([]);
+      expect(modified(given.client(), given.client({ lastUsedAt: later, gsi1pk: 'Z', expiresAt: 1_900_000_000 }))).toEqual([]);
+      expect(modified(given.client(), given.client({ sms_consent_proof: { source: 'phone call', captured_at: later, key_id: 'key_2' } }))).toEqual([]);
+      expect(modified(given.client({ email: undefined }), given.client({ email: null }))).toEqual([]); // null counts as absent
+    });
+
+    it('a user deleting a client becomes client.deleted with the client as it was', () => {
+      const [deleted, ...rest] = removed(given.client());
+      expect(rest).toEqual([]);
+      expect(deleted).toMatchObject({ type: 'client.deleted', organization_id: 'org_1', data: { object: { id: 'cli_1', status: 'lead' } } });
+      expect(schemas.client.strict().parse(deleted.data.object)).toBeTruthy();
+    });
+
+    it('a client expiring by TTL emits nothing', () => {
+      expect(expired(given.client({ expiresAt: 1_700_000_000 }))).toEqual([]);
+    });
   });
 
-  it('work order: created, status changes with previous.status, completed, other edits silent, deleted', () => {
-    expect(types(record(shape, 'INSERT', { new: workOrder }))).toEqual(['work_order.created']);
-    const started = deriveEvents(record(shape, 'MODIFY', { old: workOrder, new: { ...workOrder, status: 'in_progress' } }));
-    expect(started.map((e) => [e.type, e.data.previous])).toEqual([['work_order.status_changed', { status: 'scheduled' }]]);
-    expect(types(record(shape, 'MODIFY', { old: { ...workOrder, status: 'in_progress' }, new: { ...workOrder, status: 'completed' } }))).toEqual(['work_order.status_changed', 'work_order.completed']);
-    expect(types(record(shape, 'MODIFY', { old: workOrder, new: { ...workOrder, title: 'Fix sink and tap' } }))).toEqual([]);
-    expect(types(record(shape, 'REMOVE', { old: workOrder }))).toEqual(['work_order.deleted']);
+  describe('work orders', () => {
+    it('a new work order becomes work_order.created', () => {
+      const events = inserted(given.workOrder());
+      expect(types(events)).toEqual(['work_order.created']);
+      expect(schemas.work_order.strict().parse(events[0].data.object)).toBeTruthy();
+    });
+
+    it('one created already completed also becomes work_order.completed, without previous', () => {
+      const events = inserted(given.workOrder({ status: 'completed' }));
+      expect(types(events)).toEqual(['work_order.created', 'work_order.completed']);
+      expect(events[1].data).not.toHaveProperty('previous');
+    });
+
+    it('a status change becomes work_order.status_changed with previous.status', () => {
+      const events = modified(given.workOrder(), given.workOrder({ status: 'in_progress', updated_at: later }));
+      expect(events.map((e) => [e.type, e.data.previous, e.data.object.status])).toEqual([['work_order.status_changed', { status: 'scheduled' }, 'in_progress']]);
+    });
+
+    it('becoming completed is status_changed then completed, with the same previous', () => {
+      const events = modified(given.workOrder({ status: 'in_progress' }), given.workOrder({ status: 'completed' }));
+      expect(events.map((e) => [e.type, e.data.previous])).toEqual([
+        ['work_order.status_changed', { status: 'in_progress' }],
+        ['work_order.completed', { status: 'in_progress' }],
+      ]);
+      expect(events[0].id).not.toBe(events[1].id);
+    });
+
+    it('moving on from completed to invoiced is only a status change', () => {
+      expect(types(modified(given.workOrder({ status: 'completed' }), given.workOrder({ status: 'invoiced' })))).toEqual(['work_order.status_changed']);
+    });
+
+    it('other edits of a work order, and no-op writes, emit nothing', () => {
+      expect(modified(given.workOrder(), given.workOrder({ title: 'Fix sink and tap', scheduled_for: later, updated_at: later }))).toEqual([]);
+      expect(modified(given.workOrder(), given.workOrder())).toEqual([]);
+    });
+
+    it('a user deleting a work order becomes work_order.deleted; a TTL expiry emits nothing', () => {
+      expect(removed(given.workOrder()).map((e) => [e.type, e.data.object.id])).toEqual([['work_order.deleted', 'wo_1']]);
+      expect(expired(given.workOrder())).toEqual([]);
+    });
   });
 
-  it('invoice: created (and sent when born sent), sent once, paid when a payment is added', () => {
-    expect(types(record(shape, 'INSERT', { new: invoice }))).toEqual(['invoice.created']);
-    expect(types(record(shape, 'INSERT', { new: { ...invoice, sent_at: at } }))).toEqual(['invoice.created', 'invoice.sent']);
-    expect(types(record(shape, 'MODIFY', { old: invoice, new: { ...invoice, sent_at: at } }))).toEqual(['invoice.sent']);
-    expect(types(record(shape, 'MODIFY', { old: { ...invoice, sent_at: at }, new: { ...invoice, sent_at: at, amount_cents: 1200 } }))).toEqual([]);
-    const paid = deriveEvents(record(shape, 'MODIFY', { old: { ...invoice, sent_at: at }, new: { ...invoice, sent_at: at, payments: [{ id: 'p1', amount_cents: 1000, paid_at: at }] } }));
-    expect(paid.map((e) => [e.type, e.data.previous])).toEqual([['invoice.paid', { payments: [] }]]);
-    expect(schemas.invoice.strict().parse(paid[0].data.object)).toBeTruthy();
+  describe('invoices', () => {
+    it('a new invoice becomes invoice.created', () => {
+      const events = inserted(given.invoice());
+      expect(types(events)).toEqual(['invoice.created']);
+      expect(schemas.invoice.strict().parse(events[0].data.object)).toBeTruthy();
+    });
+
+    it('one stored without a payments list is sent with payments: []', () => {
+      const { payments: _p, ...item } = given.invoice();
+      expect(inserted(item)[0].data.object.payments).toEqual([]);
+    });
+
+    it('one created already sent, or already paid, also becomes invoice.sent / invoice.paid', () => {
+      expect(types(inserted(given.invoice({ sent_at: at })))).toEqual(['invoice.created', 'invoice.sent']);
+      const paid = inserted(given.invoice({ sent_at: at, payments: [payment('pay_1')], paid: true }));
+      expect(paid.map((e) => [e.type, e.data.previous])).toEqual([['invoice.created', undefined], ['invoice.sent', undefined], ['invoice.paid', { payments: [] }]]);
+    });
+
+    it('getting its sent time becomes invoice.sent, once', () => {
+      expect(types(modified(given.invoice(), given.invoice({ sent_at: later })))).toEqual(['invoice.sent']);
+      expect(modified(given.invoice({ sent_at: at }), given.invoice({ sent_at: later }))).toEqual([]);
+    });
+
+    it('recording a payment becomes one invoice.paid whose previous.payments is the list before', () => {
+      const before = given.invoice({ sent_at: at, payments: [payment('pay_1', 400)] });
+      const events = modified(before, given.invoice({ sent_at: at, payments: [payment('pay_1', 400), payment('pay_2', 600)], paid: true, updated_at: later }));
+      expect(events.map((e) => [e.type, e.data.previous])).toEqual([['invoice.paid', { payments: [payment('pay_1', 400)] }]]);
+      expect(schemas.invoice.strict().parse(events[0].data.object)).toMatchObject({ paid: true, payments: [{ id: 'pay_1' }, { id: 'pay_2' }] });
+    });
+
+    it('several payments recorded in one write are one invoice.paid', () => {
+      expect(types(modified(given.invoice(), given.invoice({ payments: [payment('pay_1'), payment('pay_2')] })))).toEqual(['invoice.paid']);
+    });
+
+    it('sent and paid in one write: invoice.sent, then invoice.paid', () => {
+      expect(types(modified(given.invoice(), given.invoice({ sent_at: later, payments: [payment('pay_1')] })))).toEqual(['invoice.sent', 'invoice.paid']);
+    });
+
+    it('correcting or removing a payment, marking it paid, or changing the amount emits nothing', () => {
+      const before = given.invoice({ payments: [payment('pay_1', 400)] });
+      expect(modified(before, given.invoice({ payments: [payment('pay_1', 450)] }))).toEqual([]);
+      expect(modified(before, given.invoice({ payments: [] }))).toEqual([]);
+      expect(modified(before, given.invoice({ payments: [payment('pay_1', 400)], paid: true, amount_cents: 400 }))).toEqual([]);
+    });
+
+    it('payments without ids are matched by value', () => {
+      const noId = { amount_cents: 500, paid_at: later };
+      expect(modified(given.invoice({ payments: [noId] }), given.invoice({ payments: [noId] }))).toEqual([]);
+      expect(types(modified(given.invoice({ payments: [noId] }), given.invoice({ payments: [noId, noId] })))).toEqual(['invoice.paid']);
+    });
+
+    it('deleting an invoice, by a user or by TTL, emits nothing', () => {
+      expect(removed(given.invoice())).toEqual([]);
+      expect(expired(given.invoice())).toEqual([]);
+    });
   });
 
-  it('booking: inserted → received; nothing else', () => {
-    expect(types(record(shape, 'INSERT', { new: booking }))).toEqual(['booking.received']);
-    expect(types(record(shape, 'MODIFY', { old: booking, new: { ...booking, notes: 'x' } }))).toEqual([]);
-    expect(types(record(shape, 'REMOVE', { old: booking }))).toEqual([]);
+  describe('bookings', () => {
+    it('a new booking becomes booking.received; later changes and deletions emit nothing', () => {
+      const events = inserted(given.booking({ service: 'Boiler check', notes: 'Gate code 4411' }));
+      expect(types(events)).toEqual(['booking.received']);
+      expect(schemas.booking.strict().parse(events[0].data.object)).toBeTruthy();
+      expect(modified(given.booking(), given.booking({ notes: 'Moved', starts_at: at }))).toEqual([]);
+      expect(removed(given.booking())).toEqual([]);
+      expect(expired(given.booking())).toEqual([]);
+    });
   });
 
-  it('ignores items that are not CRM records (no organization, unknown entity)', () => {
-    expect(types(record(shape, 'INSERT', { new: { pk: 'X', sk: 'Y' } }))).toEqual([]);
-    expect(types(record(shape, 'INSERT', { new: { ...client, entity: 'note' } }))).toEqual([]);
+  describe('records that are not CRM events', () => {
+    it('items without a known entity emit nothing', () => {
+      expect(inserted({ pk: 'ORG#org_1', sk: 'NOTE#1', organization_id: 'org_1' })).toEqual([]);
+      expect(inserted(given.client({ entity: 'note' }))).toEqual([]);
+      expect(inserted(given.client({ entity: 'toString' }))).toEqual([]);
+    });
+
+    it('an item whose organization_id disagrees with its partition key emits nothing (never another tenant)', () => {
+      expect(inserted(given.client({ organization_id: 'org_2' }))).toEqual([]);
+      expect(inserted(given.client({ organization_id: undefined }))).toEqual([]);
+      expect(inserted(given.client({ pk: 'CLIENT#cli_1' }))).toEqual([]);
+    });
+
+    it('a record missing the image its change needs emits nothing', () => {
+      expect(deriveEvents(streamRecord(shape, 'MODIFY', { new: given.workOrder({ status: 'completed' }) }))).toEqual([]);
+      const keysOnly = streamRecord(shape, 'REMOVE', { old: given.client() });
+      delete keysOnly.dynamodb!.OldImage;
+      expect(deriveEvents(keysOnly)).toEqual([]);
+    });
+
+    it('numbers beyond 2^53 neither throw nor become BigInts', () => {
+      const record = streamRecord(shape, 'INSERT', { new: given.invoice() });
+      record.dynamodb!.NewImage!.amount_cents = { N: '123456789012345678901234567890' };
+      const [created] = deriveEvents(record);
+      expect(created.data.object.amount_cents).toBe('123456789012345678901234567890');
+      expect(() => JSON.stringify(created)).not.toThrow();
+    });
   });
 
-  it('gives a re-read record the same event ids, and different records different ids', () => {
-    const r = record(shape, 'INSERT', { new: client });
-    expect(deriveEvents(r)[0].id).toBe(deriveEvents(structuredClone(r))[0].id);
-    expect(deriveEvents(record(shape, 'INSERT', { new: client }))[0].id).not.toBe(deriveEvents(r)[0].id);
+  describe('event ids and times', () => {
+    it('a re-read record yields the same events with the same ids', () => {
+      const record = streamRecord(shape, 'MODIFY', { old: given.workOrder({ status: 'in_progress' }), new: given.workOrder({ status: 'completed' }) });
+      const again = JSON.parse(JSON.stringify(record)) as DynamoDBRecord;
+      expect(deriveEvents(again)).toEqual(deriveEvents(record));
+      for (const e of deriveEvents(record)) expect(e.id).toMatch(/^evt_[A-Za-z0-9_-]{22}$/);
+    });
+
+    it('ids differ between records, streams and the events of one record', () => {
+      const id = (options: { sequence: number; arn?: string }) => deriveEvents(streamRecord(shape, 'INSERT', { new: given.invoice({ sent_at: at }) }, options)).map((e) => e.id);
+      const [created, sent] = id({ sequence: 7001 });
+      expect(created).not.toBe(sent);
+      expect(id({ sequence: 7002 })[0]).not.toBe(created);
+      expect(id({ sequence: 7001, arn: streamArns[shape].replace('clients', 'work-orders') })[0]).not.toBe(created);
+      expect(id({ sequence: 7001 })[0]).toBe(created);
+    });
+
+    it('the timestamp is the stream record time, else the item updated_at (created_at for bookings)', () => {
+      expect(inserted(given.client())[0].timestamp).toBe(expectedTimestamp(shape));
+      const timeless = (change: 'INSERT' | 'REMOVE', item: Item) => deriveEvents(streamRecord(shape, change, change === 'INSERT' ? { new: item } : { old: item }, { at: null }))[0].timestamp;
+      expect(timeless('INSERT', given.client({ updated_at: later }))).toBe(later);
+      expect(timeless('REMOVE', given.workOrder({ updated_at: later }))).toBe(later);
+      expect(timeless('INSERT', given.booking())).toBe(at);
+    });
+  });
+
+  describe('the documented examples', () => {
+    it.each(catalog.filter((e) => e.entity !== 'webhook_test').map((e) => [e.type, e] as const))('%s is what the stream record of that change yields', (type, entry) => {
+      const { object, previous } = entry.example.data;
+      const stored = (fields: Item): Item => ({ pk: `ORG#${object.organization_id}`, sk: `X#${object.id}`, entity: entry.entity, ...fields });
+      const before = previous ? Object.fromEntries(Object.entries({ ...object, ...previous }).filter(([, v]) => v !== null)) : undefined;
+      const record = type.endsWith('.deleted') ? streamRecord(shape, 'REMOVE', { old: stored(object) })
+        : type === 'invoice.sent' ? streamRecord(shape, 'MODIFY', { old: stored({ ...object, sent_at: undefined }), new: stored(object) })
+          : before ? streamRecord(shape, 'MODIFY', { old: stored(before), new: stored(object) })
+            : streamRecord(shape, 'INSERT', { new: stored(object) });
+      const derived = deriveEvents(record).find((e) => e.type === type);
+      expect(derived).toBeDefined();
+      const { id: _i, timestamp: _t, ...rest } = entry.example;
+      expect(derived).toMatchObject(rest);
+      expect(derived!.data).toEqual(entry.example.data);
+      expect(Object.keys(derived!.data.object)).toEqual(Object.keys(object)); // same field order as documented
+    });
   });
 });
 
-describe('TTL expiries are not events', () => {
-  it('on AWS: REMOVE by the DynamoDB service principal', () => {
-    const r = record('aws', 'REMOVE', { old: client }, { userIdentity: { type: 'Service', principalId: 'dynamodb.amazonaws.com' } } as never);
-    expect(isTtlExpiry(r)).toBe(true);
-    expect(deriveEvents(r)).toEqual([]);
+describe('recognising TTL expiries', () => {
+  const old = given.client();
+  it('on AWS: a REMOVE by the DynamoDB service principal', () => {
+    expect(isTtlExpiry(streamRecord('aws', 'TTL', { old }))).toBe(true);
   });
-
-  it('on DynamoDB Local: an event name the SDK does not know', () => {
-    const r = record('local', 'UNKNOWN_TO_SDK_VERSION', { old: client });
-    expect(isTtlExpiry(r)).toBe(true);
-    expect(deriveEvents(r)).toEqual([]);
+  it('on DynamoDB Local: the event name UNKNOWN_TO_SDK_VERSION', () => {
+    const record = streamRecord('local', 'TTL', { old });
+    expect(record.eventName).toBe('UNKNOWN_TO_SDK_VERSION');
+    expect(isTtlExpiry(record)).toBe(true);
   });
-
-  it('a REMOVE by a user is not an expiry', () => {
-    expect(isTtlExpiry(record('aws', 'REMOVE', { old: client }))).toBe(false);
+  it('a REMOVE by a user, in either shape, is not an expiry', () => {
+    expect(isTtlExpiry(streamRecord('aws', 'REMOVE', { old }))).toBe(false);
+    expect(isTtlExpiry(streamRecord('local', 'REMOVE', { old }))).toBe(false);
+    expect(isTtlExpiry({ ...streamRecord('aws', 'REMOVE', { old }), userIdentity: { type: 'Service', principalId: 'events.amazonaws.com' } })).toBe(false);
   });
-});
-
-describe('payload field order', () => {
-  it('is stable and readable, whatever order DynamoDB returns attributes in', () => {
-    const reversed = Object.fromEntries(Object.entries(client).reverse());
-    const r = (item: Item) => record('aws', 'INSERT', { new: item });
-    const keysOf = (item: Item) => Object.keys(deriveEvents(r(item))[0].data.object);
-    expect(keysOf(reversed)).toEqual(keysOf(client));
-    expect(keysOf(client).slice(0, 3)).toEqual(['id', 'organization_id', 'status']);
+  it('an AWS-shaped record built by hand (marshalled images) is read the same way', () => {
+    const record: DynamoDBRecord = { eventName: 'INSERT', eventSourceARN: streamArns.aws, dynamodb: { SequenceNumber: '1', NewImage: marshall(old) as never } };
+    expect(deriveEvents(record).map((e) => e.type)).toEqual(['client.created']);
   });
 });
