@@ -8,6 +8,7 @@ import { readdirSync, mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
+import { enforceVisibilityLimit } from './sqs-strict.js';
 
 const LOCAL_REGION = 'us-east-1';
 export const localCredentials = { accessKeyId: 'local', secretAccessKey: 'local' };
@@ -105,6 +106,7 @@ export async function startSqsEmulator(options: { port?: number }): Promise<Emul
   const { buildApp } = await import('fauxqs');
   const port = await freePort(options.port ?? 0);
   const app = buildApp({ logger: false, defaultRegion: LOCAL_REGION });
+  enforceVisibilityLimit(app); // AWS's cumulative 12 h visibility rule, which fauxqs lacks
   await app.listen({ port, host: '127.0.0.1' });
   return { endpoint: `http://127.0.0.1:${port}`, port, stop: async () => void (await app.close()) };
 }

@@ -14,7 +14,7 @@ import { activeSecrets, endpointsOf, recordEndpointHealth } from '../endpoints.j
 import { logger, metrics } from '../observability.js';
 import { signatureHeaders } from '../signing.js';
 import { postWebhook, type PostResult } from './http-client.js';
-import { MAX_ATTEMPTS, parseRetryAfter, retryDelaySeconds } from './schedule.js';
+import { MAX_ATTEMPTS, parseRetryAfter, receivedAtOf, retryDelaySeconds, visibilityLeftSeconds } from './schedule.js';
 import { allowListFor } from './ssrf.js';
 
 export type Outcome =
@@ -57,17 +57,35 @@ function attemptRecord(deps: Deps, attempt: number, result: PostResult): Deliver
   };
 }
 
-/** Signs and sends one delivery to its endpoint, and records the outcome. */
-export async function attemptDelivery(deps: Deps, message: DeliveryMessage, attempt: number): Promise<Outcome> {
+/**
+ * A record whose event was too big for the queue keeps only the event's envelope (fan-out marks it
+ * payloadOmitted; older records say so in their reason). Sending it would put an empty event under
+ * the real webhook-id, which receivers that dedupe then take for the real one.
+ */
+export function hollowPayloadReason(record: Record<string, unknown>): string | undefined {
+  const tooBig = record.payloadOmitted === true || /byte queue budget/.test(String(record.reason ?? ''));
+  return tooBig ? 'the event was too large to queue; its payload was not kept, so it is never sent' : undefined;
+}
+
+/**
+ * Signs and sends one delivery to its endpoint, and records the outcome. `receivedAt` is when SQS
+ * handed the message out (epoch ms): a retry's delay never exceeds what SQS still allows from there.
+ */
+export async function attemptDelivery(deps: Deps, message: DeliveryMessage, attempt: number, { receivedAt = deps.now() }: { receivedAt?: number } = {}): Promise<Outcome> {
   const { Item: record } = await deps.doc.send(new GetCommand({ TableName: deps.tables.deliveries, Key: keys.delivery(message.organizationId, message.deliveryId), ConsistentRead: true }));
   if (!record) {
     logger.warn('delivery record missing; message dropped', { deliveryId: message.deliveryId });
     return { kind: 'skipped', attempt, reason: 'no delivery record' };
   }
   if (record.status === 'delivered') return { kind: 'delivered', attempt, reason: 'already delivered' };
+  const hollow = hollowPayloadReason(record);
+  if (hollow) {
+    await updateDelivery(deps, message, 'failed', { reason: hollow });
+    return { kind: 'failed', attempt, reason: hollow };
+  }
   // The organization's endpoints, cached for endpointCacheTtlSeconds: a disable or a secret
   // rotation reaches deliveries within that TTL (the old secret signs for 24 h anyway).
-  const endpoint: WebhookEndpoint | undefined = (await endpointsOf(deps, message.organizationId)).find((e) => e.id === message.endpointId);
+  const endpoint: WebhookEndpoint | undefined = (await endpointsOf(deps, message.organizationId, message.endpointId)).find((e) => e.id === message.endpointId);
   if (!endpoint) {
     await updateDelivery(deps, message, 'failed', { reason: 'the endpoint was removed' });
     return { kind: 'failed', attempt, reason: 'the endpoint was removed' };
@@ -104,8 +122,11 @@ export async function attemptDelivery(deps: Deps, message: DeliveryMessage, atte
     return { kind: 'failed', attempt, result, reason: 'retries exhausted' };
   }
   const retryAfter = result.status === 429 || result.status === 503 ? parseRetryAfter(result.retryAfter, now) : undefined;
-  const delaySeconds = retryDelaySeconds(attempt, { schedule: deps.settings.retryScheduleSeconds, jitter: deps.settings.retryJitter, retryAfterSeconds: retryAfter });
-  await updateDelivery(deps, message, 'pending', { attempt: record_, nextAttemptAt: new Date(now + delaySeconds * 1000).toISOString() });
+  const wanted = retryDelaySeconds(attempt, { schedule: deps.settings.retryScheduleSeconds, jitter: deps.settings.retryJitter, retryAfterSeconds: retryAfter });
+  // SQS counts its 12 h from the receive: the delay actually applied, and recorded, is what is left.
+  const decidedAt = deps.now();
+  const delaySeconds = Math.min(wanted, visibilityLeftSeconds(receivedAt, decidedAt));
+  await updateDelivery(deps, message, 'pending', { attempt: record_, nextAttemptAt: new Date(decidedAt + delaySeconds * 1000).toISOString() });
   return { kind: 'retry', attempt, result, delaySeconds };
 }
 
@@ -116,11 +137,12 @@ export async function attemptDelivery(deps: Deps, message: DeliveryMessage, atte
  */
 export async function deliverBatch(deps: Deps, records: SQSRecord[]): Promise<SQSBatchResponse> {
   const failures: { itemIdentifier: string }[] = [];
+  const batchStartedAt = deps.now();
   await Promise.all(records.map(async (record) => {
     try {
       const message = JSON.parse(record.body) as DeliveryMessage;
       const attempt = Number(record.attributes.ApproximateReceiveCount ?? 1);
-      const outcome = await attemptDelivery(deps, message, attempt);
+      const outcome = await attemptDelivery(deps, message, attempt, { receivedAt: receivedAtOf(record.attributes, batchStartedAt) });
       const exhausted = outcome.kind === 'failed' && outcome.reason === 'retries exhausted';
       if (outcome.kind === 'retry' || exhausted) {
         const delay = outcome.kind === 'retry' ? outcome.delaySeconds : 0;

@@ -1,7 +1,9 @@
 /**
  * Re-delivery (DESIGN §11): one delivery by id, the failed deliveries of an organization (or one
  * endpoint) in a time range, or the dead-letter queue. A re-driven delivery is a fresh message, so
- * it gets a fresh attempt count, and it carries the same payload, so the same webhook-id.
+ * it gets a fresh attempt count, and it carries the same payload, so the same webhook-id. A
+ * delivery whose event was too large to keep is never re-driven (it would go out hollow), and a
+ * re-driven delivery's copy in the dead-letter queue is removed, so it cannot be sent twice.
  */
 import { GetCommand, QueryCommand, ScanCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import {
@@ -9,9 +11,10 @@ import {
   type Message,
 } from '@aws-sdk/client-sqs';
 import type { Deps } from '../clients.js';
-import { notFound } from '../errors.js';
+import { conflict, notFound } from '../errors.js';
 import { keys, type DeliveryMessage } from '../model.js';
 import { sendDeliveryMessages } from '../events/fanout.js';
+import { hollowPayloadReason } from './deliver.js';
 
 export interface DeliveryFilter {
   organizationId?: string;
@@ -59,12 +62,19 @@ export async function findDelivery(deps: Deps, deliveryId: string): Promise<Item
   return Item;
 }
 
-/** Any delivery by id, whatever its status (a delivered one is sent again: receivers dedupe by webhook-id). */
+/**
+ * Any delivery by id, whatever its status (a delivered one is sent again: receivers dedupe by
+ * webhook-id), except one whose payload was not kept.
+ */
 export async function redriveDelivery(deps: Deps, deliveryId: string): Promise<DeliveryMessage> {
   const item = await findDelivery(deps, deliveryId);
   if (!item) throw notFound(`No delivery ${deliveryId}.`);
+  const hollow = hollowPayloadReason(item);
+  if (hollow) throw conflict(`Delivery ${deliveryId} cannot be re-driven: ${hollow}.`);
   const message = toMessage(item);
   await requeue(deps, [message]);
+  // Only an exhausted (failed) delivery has a dead-letter copy.
+  if (item.status === 'failed') await removeDeadLetters(deps, new Set([message.deliveryId]));
   return message;
 }
 
@@ -89,14 +99,22 @@ export async function listDeliveries(deps: Deps, organizationId: string, options
   return out.sort((a, b) => String(b.createdAt).localeCompare(String(a.createdAt))).slice(0, limit);
 }
 
-/** Failed deliveries of an organization (optionally one endpoint, a time range) go back to the queue. */
-export async function redriveFailed(deps: Deps, filter: DeliveryFilter & { organizationId: string }, onProgress?: (done: number, total: number) => void): Promise<number> {
-  const failed = await listDeliveries(deps, filter.organizationId, { ...filter, status: 'failed', limit: Number.MAX_SAFE_INTEGER });
+/**
+ * Failed deliveries of an organization (optionally one endpoint, a time range) go back to the
+ * queue; those whose payload was not kept are left failed and counted in `hollow`. Their copies in
+ * the dead-letter queue are then removed.
+ */
+export async function redriveFailed(
+  deps: Deps, filter: DeliveryFilter & { organizationId: string }, onProgress?: (done: number, total: number) => void,
+): Promise<{ redriven: number; hollow: number }> {
+  const listed = await listDeliveries(deps, filter.organizationId, { ...filter, status: 'failed', limit: Number.MAX_SAFE_INTEGER });
+  const failed = listed.filter((item) => !hollowPayloadReason(item));
   for (let i = 0; i < failed.length; i += 10) {
     await requeue(deps, failed.slice(i, i + 10).map(toMessage));
     onProgress?.(Math.min(i + 10, failed.length), failed.length);
   }
-  return failed.length;
+  await removeDeadLetters(deps, new Set(failed.map((item) => item.id as string)));
+  return { redriven: failed.length, hollow: listed.length - failed.length };
 }
 
 /**
@@ -111,6 +129,28 @@ export async function redriveDeadLetters(deps: Deps, filter: DeliveryFilter = {}
     const out = await deps.sqs.send(new StartMessageMoveTaskCommand({ SourceArn: await arn(deps.queues.deliveryDlq), DestinationArn: await arn(deps.queues.deliveryQueue) }));
     return { moved: 0, task: out.TaskHandle };
   }
+  return sweepDeadLetters(deps, async (delivery) => {
+    const { Item } = await deps.doc.send(new GetCommand({ TableName: deps.tables.deliveries, Key: keys.delivery(delivery.organizationId, delivery.deliveryId) }));
+    return matches({ organizationId: delivery.organizationId, endpointId: delivery.endpointId, createdAt: Item?.createdAt }, filter);
+  }, (taken) => requeue(deps, taken), onProgress);
+}
+
+/** Deletes the dead-letter copies of these deliveries (they were queued again another way). */
+async function removeDeadLetters(deps: Deps, deliveryIds: Set<string>): Promise<void> {
+  if (deliveryIds.size > 0) await sweepDeadLetters(deps, (delivery) => deliveryIds.has(delivery.deliveryId), async () => undefined);
+}
+
+/**
+ * One pass over the dead-letter queue by receive → act → delete (StartMessageMoveTask cannot
+ * filter, and the local emulator lacks it): messages `pick` selects are handed to `take`, then
+ * deleted; the others are made visible again where they are.
+ */
+async function sweepDeadLetters(
+  deps: Deps,
+  pick: (delivery: DeliveryMessage) => boolean | Promise<boolean>,
+  take: (deliveries: DeliveryMessage[]) => Promise<void>,
+  onProgress?: (moved: number, seen: number) => void,
+): Promise<{ moved: number }> {
   let moved = 0;
   let seen = 0;
   const skipped: Message[] = [];
@@ -124,23 +164,22 @@ export async function redriveDeadLetters(deps: Deps, filter: DeliveryFilter = {}
       continue;
     }
     empty = 0;
-    const take: { message: Message; delivery: DeliveryMessage }[] = [];
+    const taken: { message: Message; delivery: DeliveryMessage }[] = [];
     for (const m of fresh) {
       seenIds.add(m.MessageId!);
       seen++;
       const delivery = JSON.parse(m.Body ?? '{}') as DeliveryMessage;
-      const { Item } = await deps.doc.send(new GetCommand({ TableName: deps.tables.deliveries, Key: keys.delivery(delivery.organizationId, delivery.deliveryId) }));
-      if (matches({ organizationId: delivery.organizationId, endpointId: delivery.endpointId, createdAt: Item?.createdAt }, filter)) take.push({ message: m, delivery });
+      if (await pick(delivery)) taken.push({ message: m, delivery });
       else skipped.push(m);
     }
-    await requeue(deps, take.map((t) => t.delivery));
-    if (take.length > 0) {
-      await deps.sqs.send(new DeleteMessageBatchCommand({ QueueUrl: deps.queues.deliveryDlq, Entries: take.map((t, i) => ({ Id: String(i), ReceiptHandle: t.message.ReceiptHandle! })) }));
+    await take(taken.map((t) => t.delivery));
+    if (taken.length > 0) {
+      await deps.sqs.send(new DeleteMessageBatchCommand({ QueueUrl: deps.queues.deliveryDlq, Entries: taken.map((t, i) => ({ Id: String(i), ReceiptHandle: t.message.ReceiptHandle! })) }));
     }
-    moved += take.length;
+    moved += taken.length;
     onProgress?.(moved, seen);
   }
-  // Messages that did not match go back to being visible in the dead-letter queue.
+  // Messages that were not picked go back to being visible in the dead-letter queue.
   for (let i = 0; i < skipped.length; i += 10) {
     await deps.sqs.send(new ChangeMessageVisibilityBatchCommand({
       QueueUrl: deps.queues.deliveryDlq,

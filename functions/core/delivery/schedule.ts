@@ -1,7 +1,8 @@
 /**
  * The retry schedule (DESIGN §11): 5 attempts in all; the delays before attempts 2..5 are 1 min,
  * 10 min, 100 min and 12 h, each with ±10 % jitter (so retries of many deliveries that failed
- * together spread out), never more than SQS's 12 h visibility-timeout maximum.
+ * together spread out), never more than SQS's 12 h visibility-timeout maximum. SQS counts that
+ * maximum from the message's receive, so deliver.ts further caps a delay with visibilityLeftSeconds.
  *
  * Retry-After (from a 429 or 503) is honoured *within the schedule*: the next attempt waits
  * max(scheduled delay, Retry-After), capped at 12 h. A receiver can push an attempt later, never
@@ -13,6 +14,32 @@ export const DEFAULT_RETRY_JITTER = 0.1;
 export const MAX_ATTEMPTS = DEFAULT_RETRY_SCHEDULE_SECONDS.length + 1;
 /** SQS ChangeMessageVisibility's maximum (12 h). */
 export const MAX_VISIBILITY_SECONDS = 43_200;
+/**
+ * Kept back from the time a message may still stay invisible: covers the gap between SQS's receive
+ * and the batch handler's start (we never see the receive itself), the attempt's own duration and
+ * clock skew. The last retry then comes after at most 11 h 55 min instead of 12 h.
+ */
+export const VISIBILITY_SAFETY_MARGIN_SECONDS = 300;
+
+/**
+ * The most a ChangeMessageVisibility may ask for now (whole seconds, never negative). SQS counts
+ * its 12 h from the message's receive, not from the call: asking 43 200 s a few seconds after the
+ * receive is refused with InvalidParameterValue.
+ */
+export function visibilityLeftSeconds(receivedAt: number, now: number, marginSeconds = VISIBILITY_SAFETY_MARGIN_SECONDS): number {
+  const elapsed = Math.max(0, now - receivedAt) / 1000;
+  return Math.max(0, Math.floor(MAX_VISIBILITY_SECONDS - elapsed - marginSeconds));
+}
+
+/**
+ * When the message being handled was (at the earliest) received, in epoch ms. A first receive
+ * carries its own time (ApproximateFirstReceiveTimestamp); a later one does not, so the batch's
+ * start stands for it (the margin above covers the event-source mapping's lag).
+ */
+export function receivedAtOf(attributes: { ApproximateReceiveCount?: string; ApproximateFirstReceiveTimestamp?: string }, batchStartedAt: number): number {
+  const first = Number(attributes.ApproximateFirstReceiveTimestamp);
+  return Number(attributes.ApproximateReceiveCount ?? 1) <= 1 && Number.isFinite(first) && first > 0 ? Math.min(first, batchStartedAt) : batchStartedAt;
+}
 
 export interface DelayOptions {
   /** Delays before attempts 2, 3, ... in seconds (settings.retryScheduleSeconds). */

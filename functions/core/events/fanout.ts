@@ -52,7 +52,7 @@ export async function recordDelivery(deps: Deps, event: EventPayload, endpoint: 
   const record: DeliveryRecord & Record<string, unknown> = {
     ...keys.delivery(event.organization_id, id), ...keys.deliveryIndex(id), entity: 'delivery',
     id, organizationId: event.organization_id, endpointId: endpoint.id, eventId: event.id, eventType: event.type,
-    status, ...(reason ? { reason } : {}), payload: size > MAX_MESSAGE_BYTES ? { ...event, data: { object: {} } } : event,
+    status, ...(reason ? { reason } : {}), payload: size > MAX_MESSAGE_BYTES ? { ...event, data: { object: {} } } : event, ...(size > MAX_MESSAGE_BYTES ? { payloadOmitted: true } : {}), // never sent: see deliver.ts hollowPayloadReason
     attempts: [], createdAt: now, updatedAt: now, expiresAt: expiresAt(deps),
   };
   try {

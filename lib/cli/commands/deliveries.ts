@@ -56,9 +56,12 @@ export function register(program: Command): void {
         printResult({ json }, { moved, ...(task ? { task } : {}) }, () =>
           console.log(task ? `Started SQS message move task ${task}: the dead-letter queue drains into the delivery queue.` : `Moved ${moved} message(s) from the dead-letter queue back to the delivery queue.`));
       } else if (options.org) {
-        const count = await redriveFailed(target.deps, { ...filter, organizationId: options.org }, progress(json));
+        const { redriven, hollow } = await redriveFailed(target.deps, { ...filter, organizationId: options.org }, progress(json));
         if (!json && process.stderr.isTTY) process.stderr.write('\n');
-        printResult({ json }, { redriven: count }, () => console.log(`Queued ${count} failed deliveries again.`));
+        printResult({ json }, { redriven, ...(hollow ? { notRedriven: hollow } : {}) }, () => {
+          console.log(`Queued ${redriven} failed deliveries again; their dead-letter copies were removed.`);
+          if (hollow) console.log(`Left ${hollow} failed: their events were too large to queue and were not kept, so they are never sent.`);
+        });
       } else {
         throw new CliError('Say what to re-drive: --delivery <id>, --org <id> [--endpoint --since --until], or --all.', 2);
       }

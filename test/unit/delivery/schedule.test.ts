@@ -3,7 +3,8 @@ import { describe, it, expect } from '@jest/globals';
 import fc from 'fast-check';
 import { defaultSettings } from '../../../functions/core/settings.js';
 import {
-  DEFAULT_RETRY_SCHEDULE_SECONDS, MAX_ATTEMPTS, MAX_VISIBILITY_SECONDS, nextDelay, parseRetryAfter, retryDelaySeconds,
+  DEFAULT_RETRY_SCHEDULE_SECONDS, MAX_ATTEMPTS, MAX_VISIBILITY_SECONDS, VISIBILITY_SAFETY_MARGIN_SECONDS, nextDelay, parseRetryAfter, receivedAtOf,
+  retryDelaySeconds, visibilityLeftSeconds,
 } from '../../../functions/core/delivery/schedule.js';
 
 const middle = () => 0.5; // no jitter
@@ -58,6 +59,41 @@ describe('retry delays', () => {
     const options = { schedule: defaultSettings.retryScheduleSeconds, jitter: defaultSettings.retryJitter, random: middle };
     expect([1, 2, 3, 4, 5].map((attempt) => retryDelaySeconds(attempt, options))).toEqual([60, 600, 6000, 43_200, 43_200]);
     expect(retryDelaySeconds(1, { ...options, retryAfterSeconds: 90 })).toBe(90);
+  });
+});
+
+describe('the visibility SQS still allows (its 12 h count from the receive)', () => {
+  const receivedAt = Date.parse('2026-11-22T12:00:00Z');
+  const at = (seconds: number) => receivedAt + seconds * 1000;
+
+  it('is 12 h less the time since the receive and the safety margin, in whole seconds', () => {
+    expect(VISIBILITY_SAFETY_MARGIN_SECONDS).toBe(300);
+    expect(visibilityLeftSeconds(receivedAt, receivedAt)).toBe(43_200 - 300);
+    expect(visibilityLeftSeconds(receivedAt, at(5))).toBe(43_200 - 5 - 300);
+    expect(visibilityLeftSeconds(receivedAt, at(5.4))).toBe(43_200 - 6 - 300); // rounded down, never up
+    expect(visibilityLeftSeconds(receivedAt, at(5), 0)).toBe(43_195);
+  });
+
+  it('is never negative, and a clock behind the receive counts as no time passed', () => {
+    expect(visibilityLeftSeconds(receivedAt, at(43_000))).toBe(0);
+    expect(visibilityLeftSeconds(receivedAt, at(-30))).toBe(43_200 - 300);
+  });
+
+  it('whatever the delay asked and the time passed, what is asked of SQS fits the limit', () => {
+    fc.assert(fc.property(fc.integer({ min: 0, max: 10 * 60_000 }), fc.integer({ min: 0, max: 200_000 }), (elapsedMs, wanted) => {
+      const asked = Math.min(wanted, visibilityLeftSeconds(receivedAt, receivedAt + elapsedMs));
+      // Even a call to SQS landing a full margin later stays within the limit.
+      expect(elapsedMs + (asked + VISIBILITY_SAFETY_MARGIN_SECONDS) * 1000).toBeLessThanOrEqual(MAX_VISIBILITY_SECONDS * 1000);
+    }));
+  });
+
+  it('counts from the first receive when the record is one, else from the batch start', () => {
+    const batch = at(2);
+    expect(receivedAtOf({ ApproximateReceiveCount: '1', ApproximateFirstReceiveTimestamp: String(receivedAt) }, batch)).toBe(receivedAt);
+    // A later receive's own time is not in the record: the first receive is hours older.
+    expect(receivedAtOf({ ApproximateReceiveCount: '4', ApproximateFirstReceiveTimestamp: String(receivedAt) }, batch)).toBe(batch);
+    expect(receivedAtOf({ ApproximateReceiveCount: '1', ApproximateFirstReceiveTimestamp: String(at(9)) }, batch)).toBe(batch); // skewed clock
+    expect(receivedAtOf({}, batch)).toBe(batch);
   });
 });
 
