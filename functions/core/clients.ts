@@ -1,7 +1,7 @@
 /**
  * The dependencies every domain module takes as its first argument: AWS SDK clients, the physical
  * names of the topology's tables and queues, the stage's settings and a clock. Lambda handlers
- * build it once per container from env (`lambdaDeps()`); the local stack, the CLI and tests build
+ * get it per invocation from env (`lambdaDeps()`); the local stack, the CLI and tests build
  * it from the emulators' endpoints (`createDeps()`). Domain code never reads process.env.
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
@@ -29,8 +29,12 @@ export interface Endpoints {
   sqsEndpoint?: string;
 }
 
+/**
+ * Without `region` the SDK resolves it as everywhere else (AWS_REGION, then the profile's config);
+ * a caller that resolved it once (the CLI's AWS target) passes it so every client agrees.
+ */
 export function createAwsClients(endpoints: Endpoints = {}): Pick<Deps, 'dynamodb' | 'doc' | 'sqs'> {
-  const region = endpoints.region ?? process.env.AWS_REGION ?? 'us-east-1';
+  const region = endpoints.region;
   // Emulators accept any credentials; the local stack and CLI need none configured.
   const credentials = endpoints.dynamodbEndpoint ? { accessKeyId: 'local', secretAccessKey: 'local' } : undefined;
   const dynamodb = new DynamoDBClient({ region, endpoint: endpoints.dynamodbEndpoint, credentials });
@@ -72,15 +76,13 @@ function namesFromEnv<K extends string>(specs: Record<K, { envVar: string }>, wh
   return out;
 }
 
-let lambda: Promise<Deps> | undefined;
-/** The container's deps: clients created once, settings loaded once (SSM cached by Powertools). */
-export function lambdaDeps(): Promise<Deps> {
-  lambda ??= loadSettings().then((settings) => ({
-    ...createAwsClients(),
-    tables: namesFromEnv(tables, 'table'),
-    queues: namesFromEnv(queues, 'queue'),
-    settings,
-    now: Date.now,
-  }));
-  return lambda;
+let container: Omit<Deps, 'settings' | 'now'> | undefined;
+/**
+ * The deps of one invocation: SDK clients and names created once per container, settings read per
+ * invocation through their cache (functions/core/settings.ts), so a failed read never sticks to
+ * the container and a changed parameter is picked up.
+ */
+export async function lambdaDeps(): Promise<Deps> {
+  container ??= { ...createAwsClients(), tables: namesFromEnv(tables, 'table'), queues: namesFromEnv(queues, 'queue') };
+  return { ...container, settings: await loadSettings(), now: Date.now };
 }

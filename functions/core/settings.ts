@@ -1,12 +1,15 @@
 /**
- * Runtime settings of a stage: one JSON document. On AWS it lives in the SSM parameter named by
- * SETTINGS_PARAMETER (fetched once, cached 5 minutes by Powertools Parameters); the local stack and
- * tests pass it as CRM_SETTINGS. Either source is merged over the defaults below, which are the
- * production values of DESIGN.md.
+ * Runtime settings of a stage: one JSON document, merged over the defaults below (the production
+ * values of DESIGN.md). Handlers read it from the SSM parameter named by SETTINGS_PARAMETER on every
+ * invocation through a cache (Powertools Parameters, `settingsMaxAgeSeconds`, 5 minutes by
+ * default), so a changed parameter reaches warm containers within that age. The local stack runs a
+ * stand-in for SSM (lib/local/ssm-stand-in.ts) and sets the same variables. Without
+ * SETTINGS_PARAMETER (the CLI, in-process tests) CRM_SETTINGS (JSON) or the defaults apply.
  */
 // A namespace import, not `{ z }`: esbuild can then drop the parts of zod we do not use (≈85 KB instead of ≈450 KB).
 import * as z from 'zod';
 import { settingsParameterEnvVar } from '../../lib/topology.js';
+import { logger } from './observability.js';
 
 export const settingsSchema = z.object({
   stage: z.string().default('dev'),
@@ -36,6 +39,8 @@ export const settingsSchema = z.object({
   maxEndpointsPerOrganization: z.number().int().positive().default(10),
   /** Days request records and deliveries are kept (DynamoDB TTL). */
   retentionDays: z.number().int().positive().default(30),
+  /** How long a container serves its cached copy of this document before reading SSM again. */
+  settingsMaxAgeSeconds: z.number().int().positive().default(300),
 });
 export type Settings = z.infer<typeof settingsSchema>;
 
@@ -46,31 +51,72 @@ export function parseSettings(json: unknown): Settings {
   return settingsSchema.parse(json ?? {});
 }
 
-let cached: { value: Settings; at: number } | undefined;
-const SSM_MAX_AGE_MS = 5 * 60_000;
+/** Set by the local stack: the one place where `local: true` may take effect next to Lambda's variables. */
+export const localStackMarkerEnvVar = 'CRM_LOCAL_STACK';
 
 /**
- * The settings of this container. CRM_SETTINGS (JSON) wins; else the SSM parameter; else defaults.
- * The SSM client is loaded lazily so the local stack and the CLI never touch it.
+ * `local: true` admits loopback receivers and http:// URLs; settings read by a real deployment (on
+ * Lambda without the local-stack marker, or by the CLI's AWS target) must never turn it on. Forced
+ * off with a warning rather than refused: a stray flag must not take the service down.
  */
-export async function loadSettings(): Promise<Settings> {
-  const now = Date.now();
-  if (cached && now - cached.at < SSM_MAX_AGE_MS) return cached.value;
-  let value: Settings;
-  if (process.env.CRM_SETTINGS) {
-    value = parseSettings(JSON.parse(process.env.CRM_SETTINGS));
-  } else if (process.env[settingsParameterEnvVar]) {
-    const { getParameter } = await import('@aws-lambda-powertools/parameters/ssm');
-    const raw = await getParameter(process.env[settingsParameterEnvVar]!, { transform: 'json', maxAge: SSM_MAX_AGE_MS / 1000 });
-    value = parseSettings(raw);
-  } else {
-    value = defaultSettings;
-  }
-  cached = { value, at: now };
-  return value;
+export function withoutLocalMode(settings: Settings, where: string, warn: (message: string) => void = (m) => logger.warn(m)): Settings {
+  if (!settings.local) return settings;
+  warn(`settings: "local": true ignored (${where}); the SSRF guard keeps refusing loopback`);
+  return { ...settings, local: false };
 }
 
-/** Drops the cached settings (tests that change CRM_SETTINGS). */
+const onDeployedLambda = () => Boolean(process.env.AWS_LAMBDA_FUNCTION_NAME) && !process.env[localStackMarkerEnvVar];
+
+type SsmProvider = import('@aws-lambda-powertools/parameters/ssm').SSMProvider;
+let provider: SsmProvider | undefined;
+/** The last document that parsed, kept to serve while SSM fails (stale beats down). */
+let lastGood: { raw: unknown; settings: Settings } | undefined;
+let retryAt = 0;
+let fromEnv: { raw: string | undefined; settings: Settings } | undefined;
+/** While SSM fails and a previous value exists, wait this long between attempts (bounded by the max age). */
+const STALE_RETRY_MS = 10_000;
+
+function finish(settings: Settings): Settings {
+  return onDeployedLambda() ? withoutLocalMode(settings, 'read on Lambda') : settings;
+}
+
+/**
+ * The settings for this invocation. Call it per invocation: it is cheap while the cache is fresh.
+ * A failed SSM read (after the SDK's bounded retries, 3 attempts) is never cached: with a previous
+ * value it is served stale (logged) and SSM is tried again after a short pause; without one the
+ * invocation fails and the next one tries again.
+ */
+export async function loadSettings(): Promise<Settings> {
+  const parameter = process.env[settingsParameterEnvVar];
+  if (!parameter) {
+    const raw = process.env.CRM_SETTINGS;
+    if (!fromEnv || fromEnv.raw !== raw) fromEnv = { raw, settings: finish(raw ? parseSettings(JSON.parse(raw)) : defaultSettings) };
+    return fromEnv.settings;
+  }
+  if (lastGood && Date.now() < retryAt) return lastGood.settings;
+  try {
+    if (!provider) {
+      // Loaded on first use: the CLI and local tools that never read SSM do not pay for it.
+      const { SSMProvider } = await import('@aws-lambda-powertools/parameters/ssm');
+      provider ??= new SSMProvider({ clientConfig: { maxAttempts: 3 } });
+    }
+    const maxAge = lastGood?.settings.settingsMaxAgeSeconds ?? defaultSettings.settingsMaxAgeSeconds;
+    const raw = await provider.get(parameter, { transform: 'json', maxAge });
+    // The provider returns the same object while cached: parse (and warn) once per new document.
+    if (!lastGood || raw !== lastGood.raw) lastGood = { raw, settings: finish(parseSettings(raw)) };
+    return lastGood.settings;
+  } catch (error) {
+    if (!lastGood) throw error;
+    retryAt = Date.now() + Math.min(STALE_RETRY_MS, lastGood.settings.settingsMaxAgeSeconds * 1000);
+    logger.warn('settings: cannot read the parameter, serving the previous value', { parameter, error: (error as Error).message });
+    return lastGood.settings;
+  }
+}
+
+/** Forgets every cached copy (tests that switch settings sources in one process). */
 export function resetSettingsCache(): void {
-  cached = undefined;
+  provider?.clearCache();
+  lastGood = undefined;
+  fromEnv = undefined;
+  retryAt = 0;
 }

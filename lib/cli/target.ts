@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { createDeps, type Deps } from '../../functions/core/clients.js';
-import { parseSettings } from '../../functions/core/settings.js';
+import { parseSettings, withoutLocalMode, type Settings } from '../../functions/core/settings.js';
 import { tables, queues, outputKeys, stackName, type TableName, type QueueName } from '../topology.js';
 
 /** What `npm start` writes to .local/stack.json (DESIGN §12), plus the physical names it created. */
@@ -15,6 +15,9 @@ export interface LocalStackInfo {
   apiUrl: string;
   dynamodbEndpoint: string;
   sqsEndpoint: string;
+  /** The SSM stand-in holding the settings parameter (the handlers read them there). */
+  ssmEndpoint?: string;
+  settingsParameter?: string;
   region: string;
   demo?: { organizationId: string; apiKey: string };
   tables: Record<TableName, string>;
@@ -41,18 +44,23 @@ export async function resolveTarget(options: TargetOptions): Promise<Target> {
   if (options.local || (!options.stage && existsSync(file))) {
     if (!existsSync(file)) throw new Error(`No local stack: ${file} does not exist. Start it with \`npm start\`.`);
     const info = JSON.parse(await readFile(file, 'utf8')) as LocalStackInfo;
+    const credentials = { accessKeyId: 'local', secretAccessKey: 'local' };
+    // The stand-in holds the current settings (they may have changed since start); stack.json the initial ones.
+    const settings = info.ssmEndpoint && info.settingsParameter
+      ? await readSettings({ region: info.region, endpoint: info.ssmEndpoint, credentials }, info.settingsParameter).catch(() => parseSettings(info.settings))
+      : parseSettings(info.settings);
     return {
       kind: 'local',
       apiUrl: info.apiUrl,
       describe: `local stack at ${info.apiUrl}`,
-      streams: new DynamoDBStreamsClient({ region: info.region, endpoint: info.dynamodbEndpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }),
+      streams: new DynamoDBStreamsClient({ region: info.region, endpoint: info.dynamodbEndpoint, credentials }),
       deps: createDeps({
         region: info.region,
         dynamodbEndpoint: info.dynamodbEndpoint,
         sqsEndpoint: info.sqsEndpoint,
         tables: info.tables,
         queues: info.queues,
-        settings: parseSettings(info.settings),
+        settings,
       }),
     };
   }
@@ -60,12 +68,34 @@ export async function resolveTarget(options: TargetOptions): Promise<Target> {
   return awsTarget(stage);
 }
 
+async function readSettings(config: { region: string; endpoint?: string; credentials?: { accessKeyId: string; secretAccessKey: string } }, name: string): Promise<Settings> {
+  const { SSMClient, GetParameterCommand } = await import('@aws-sdk/client-ssm');
+  const ssm = new SSMClient(config);
+  try {
+    const out = await ssm.send(new GetParameterCommand({ Name: name }));
+    return parseSettings(JSON.parse(out.Parameter?.Value ?? '{}'));
+  } finally {
+    ssm.destroy();
+  }
+}
+
+/**
+ * The region every client of the AWS target uses, resolved once the way the SDK does (AWS_REGION,
+ * else the region of AWS_PROFILE's config section): CloudFormation, SSM, DynamoDB and SQS must agree.
+ */
+async function awsRegion(client: { config: { region: () => Promise<string> } }): Promise<string> {
+  const region = await client.config.region().catch(() => undefined);
+  if (!region) throw new Error('No AWS region: set AWS_REGION, or a region in the profile named by AWS_PROFILE (~/.aws/config).');
+  return region;
+}
+
 async function awsTarget(stage: string): Promise<Target> {
   const { CloudFormationClient, DescribeStacksCommand } = await import('@aws-sdk/client-cloudformation');
   const cfn = new CloudFormationClient({});
+  const region = await awsRegion(cfn);
   const name = stackName(stage);
   const out = await cfn.send(new DescribeStacksCommand({ StackName: name })).catch((e: Error) => {
-    throw new Error(`Cannot read stack ${name} (${e.name}: ${e.message}). Deploy it with \`npx cdk deploy -c stage=${stage}\` or pass --local.`);
+    throw new Error(`Cannot read stack ${name} in ${region} (${e.name}: ${e.message}). Deploy it with \`npx cdk deploy -c stage=${stage}\` or pass --local.`);
   });
   const outputs = Object.fromEntries((out.Stacks?.[0]?.Outputs ?? []).map((o) => [o.OutputKey, o.OutputValue]));
   const pick = (key: string) => {
@@ -75,13 +105,13 @@ async function awsTarget(stage: string): Promise<Target> {
   };
   const tableNames = Object.fromEntries(Object.keys(tables).map((t) => [t, pick(outputKeys.table(t as TableName))])) as Record<TableName, string>;
   const queueUrls = Object.fromEntries(Object.keys(queues).map((q) => [q, pick(outputKeys.queue(q as QueueName))])) as Record<QueueName, string>;
-  const { getParameter } = await import('@aws-lambda-powertools/parameters/ssm');
-  const settings = await getParameter(pick(outputKeys.settingsParameter), { transform: 'json' });
+  // A deployed stage never runs in local mode, whatever its parameter says.
+  const settings = withoutLocalMode(await readSettings({ region }, pick(outputKeys.settingsParameter)), `stage ${stage} on AWS`, (m) => console.error(`warning: ${m}`));
   return {
     kind: 'aws',
     apiUrl: outputs[outputKeys.apiUrl],
-    describe: `AWS stack ${name}`,
-    streams: new DynamoDBStreamsClient({}),
-    deps: createDeps({ tables: tableNames, queues: queueUrls, settings: parseSettings(settings) }),
+    describe: `AWS stack ${name} (${region})`,
+    streams: new DynamoDBStreamsClient({ region }),
+    deps: createDeps({ region, tables: tableNames, queues: queueUrls, settings }),
   };
 }

@@ -7,13 +7,14 @@ import { mkdirSync, writeFileSync, renameSync, rmSync, chmodSync } from 'node:fs
 import path from 'node:path';
 import { pathToFileURL, fileURLToPath } from 'node:url';
 import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
-import { functions, tables, queues, type FunctionSpec, type TableName, type QueueName } from '../topology.js';
+import { functions, tables, queues, settingsParameterEnvVar, settingsParameterName, type FunctionSpec, type TableName, type QueueName } from '../topology.js';
 import { createDeps, type Deps } from '../../functions/core/clients.js';
-import { parseSettings } from '../../functions/core/settings.js';
+import { parseSettings, localStackMarkerEnvVar } from '../../functions/core/settings.js';
 import type { LocalStackInfo } from '../cli/target.js';
 import { startDynamoDbLocal, startSqsEmulator, localCredentials, type Emulator } from './emulators.js';
 import { provisionTopology } from './provision.js';
 import { startHttpServer, type HttpHandler } from './http-server.js';
+import { startSsmStandIn } from './ssm-stand-in.js';
 import { StreamPoller } from './stream-poller.js';
 import { QueuePoller } from './queue-poller.js';
 import { lambdaContext } from './lambda-context.js';
@@ -29,7 +30,7 @@ export interface LocalStackOptions {
   port?: number;
   dynamodbPort?: number;
   sqsPort?: number;
-  /** Settings over the defaults (local: true is always added). */
+  /** Settings over the defaults (local: true is always added), written to the SSM stand-in at start. */
   settings?: Record<string, unknown>;
   /** Create the demo organization and key. */
   seed?: boolean;
@@ -67,17 +68,24 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     cleanups.push(() => dynamo.stop());
     const sqsEmulator = await startSqsEmulator({ port: options.sqsPort });
     cleanups.push(() => sqsEmulator.stop());
-    log(`DynamoDB Local on ${dynamo.endpoint}, SQS (fauxqs) on ${sqsEmulator.endpoint}`);
+    // Settings live in an SSM parameter as on AWS; the handlers read (and re-read) them from there.
+    const settings = parseSettings({ ...options.settings, stage: 'local', local: true });
+    const settingsParameter = settingsParameterName(settings.stage);
+    const ssm = await startSsmStandIn({ parameters: { [settingsParameter]: JSON.stringify(settings) } });
+    cleanups.push(() => ssm.stop());
+    log(`DynamoDB Local on ${dynamo.endpoint}, SQS (fauxqs) on ${sqsEmulator.endpoint}, SSM stand-in on ${ssm.endpoint}`);
 
     // Handlers read the same variables as on Lambda: names bound by the topology, endpoints by the SDK.
-    const settings = parseSettings({ ...options.settings, stage: 'local', local: true });
+    delete process.env.CRM_SETTINGS; // an input of the stand-in only: the handlers must read SSM
     Object.assign(process.env, {
       AWS_REGION: REGION,
       AWS_ACCESS_KEY_ID: localCredentials.accessKeyId,
       AWS_SECRET_ACCESS_KEY: localCredentials.secretAccessKey,
       AWS_ENDPOINT_URL_DYNAMODB: dynamo.endpoint,
       AWS_ENDPOINT_URL_SQS: sqsEmulator.endpoint,
-      CRM_SETTINGS: JSON.stringify(settings),
+      AWS_ENDPOINT_URL_SSM: ssm.endpoint,
+      [settingsParameterEnvVar]: settingsParameter,
+      [localStackMarkerEnvVar]: '1',
       POWERTOOLS_METRICS_DISABLED: 'true',
     });
     const deps = createDeps({ region: REGION, dynamodbEndpoint: dynamo.endpoint, sqsEndpoint: sqsEmulator.endpoint, tables: {} as Record<TableName, string>, queues: {} as Record<QueueName, string>, settings });
@@ -143,6 +151,8 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       apiUrl: http.url,
       dynamodbEndpoint: dynamo.endpoint,
       sqsEndpoint: sqsEmulator.endpoint,
+      ssmEndpoint: ssm.endpoint,
+      settingsParameter,
       region: REGION,
       ...(demo ? { demo } : {}),
       tables: provisioned.tables,

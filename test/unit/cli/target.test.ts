@@ -3,7 +3,10 @@
  * from its SSM parameter. CloudFormation and SSM have no local emulator here, so their answers
  * (and failures) are injected with aws-sdk-client-mock; nothing leaves the process.
  */
-import { describe, it, expect, afterEach } from '@jest/globals';
+import { describe, it, expect, afterEach, beforeEach, jest } from '@jest/globals';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { mockClient } from 'aws-sdk-client-mock';
 import { CloudFormationClient, DescribeStacksCommand } from '@aws-sdk/client-cloudformation';
 import { SSMClient, GetParameterCommand } from '@aws-sdk/client-ssm';
@@ -25,6 +28,7 @@ const outputs = [
 ];
 
 describe('crm --stage <stage>', () => {
+  beforeEach(() => void (process.env.AWS_REGION = 'eu-west-1'));
   it('reads table names and queue URLs from the stack outputs and settings from SSM', async () => {
     cfn.on(DescribeStacksCommand, { StackName: 'Crm-prod' }).resolves({ Stacks: [{ StackName: 'Crm-prod', StackStatus: 'UPDATE_COMPLETE', CreationTime: new Date(), Outputs: outputs }] });
     ssm.on(GetParameterCommand).resolves({ Parameter: { Name: '/crm/prod/settings', Value: JSON.stringify({ stage: 'prod', pricePerCallMicros: 2500 }) } });
@@ -44,5 +48,41 @@ describe('crm --stage <stage>', () => {
   it('asks for a redeploy when an output is missing', async () => {
     cfn.on(DescribeStacksCommand).resolves({ Stacks: [{ StackName: 'Crm-prod', StackStatus: 'UPDATE_COMPLETE', CreationTime: new Date(), Outputs: outputs.slice(0, 3) }] });
     await expect(resolveTarget({ stage: 'prod', stackFile: '/nonexistent/stack.json' })).rejects.toThrow(/has no output .*redeploy/);
+  });
+});
+
+describe('crm --stage <stage>: region and local mode', () => {
+  const saved = { ...process.env };
+  beforeEach(() => {
+    cfn.on(DescribeStacksCommand).resolves({ Stacks: [{ StackName: 'Crm-prod', StackStatus: 'UPDATE_COMPLETE', CreationTime: new Date(), Outputs: outputs }] });
+    ssm.on(GetParameterCommand).resolves({ Parameter: { Name: '/crm/prod/settings', Value: JSON.stringify({ stage: 'prod', local: true }) } });
+  });
+  afterEach(() => {
+    process.env = { ...saved };
+    jest.restoreAllMocks();
+  });
+
+  it("builds every client with the profile's region when AWS_REGION is unset", async () => {
+    jest.spyOn(console, 'error').mockImplementation(() => undefined);
+    const dir = mkdtempSync(path.join(tmpdir(), 'crm-aws-config-'));
+    writeFileSync(path.join(dir, 'config'), '[profile crm-eu]\nregion = eu-west-1\n');
+    writeFileSync(path.join(dir, 'credentials'), '[crm-eu]\naws_access_key_id = AKIDEXAMPLE\naws_secret_access_key = secret\n');
+    delete process.env.AWS_REGION;
+    delete process.env.AWS_DEFAULT_REGION;
+    Object.assign(process.env, { AWS_PROFILE: 'crm-eu', AWS_CONFIG_FILE: path.join(dir, 'config'), AWS_SHARED_CREDENTIALS_FILE: path.join(dir, 'credentials') });
+    const target = await resolveTarget({ stage: 'prod', stackFile: '/nonexistent/stack.json' });
+    const regions = await Promise.all([target.deps.dynamodb, target.deps.doc, target.deps.sqs, target.streams].map((c) => c.config.region()));
+    expect(regions).toEqual(['eu-west-1', 'eu-west-1', 'eu-west-1', 'eu-west-1']);
+    // The SSM read went to the same region.
+    expect(await (ssm.call(0).thisValue as SSMClient).config.region()).toBe('eu-west-1');
+    expect(target.describe).toContain('eu-west-1');
+  });
+
+  it('never runs a deployed stage in local mode, even if its parameter says local: true', async () => {
+    process.env.AWS_REGION = 'eu-west-1';
+    const warn = jest.spyOn(console, 'error').mockImplementation(() => undefined);
+    const target = await resolveTarget({ stage: 'prod', stackFile: '/nonexistent/stack.json' });
+    expect(target.deps.settings.local).toBe(false);
+    expect(warn).toHaveBeenCalledWith(expect.stringMatching(/"local": true ignored/));
   });
 });
