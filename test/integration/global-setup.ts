@@ -14,6 +14,8 @@ export const testSettings = {
   keyCacheTtlSeconds: 1,
   endpointCacheTtlSeconds: 0,
   deliveryTimeoutMs: 1500,
+  // Handlers re-read the settings parameter after this age (production: 300 s).
+  settingsMaxAgeSeconds: 1,
 };
 
 export default async function globalSetup(): Promise<void> {
