@@ -65,6 +65,25 @@ export async function requireOrganization(deps: Deps, id: string): Promise<Organ
   return org;
 }
 
+export interface DailyUsage { calls: number; billedMicros: number }
+
+/**
+ * Lead calls and billed micro-dollars of one day. The `USAGE#<day>` item holds postpaid counts
+ * and the closed days of prepaid organizations; a prepaid organization's open day is counted on
+ * its own item (usageDay, usageCalls, usageBilledMicros), next to the wallet it is debited with.
+ */
+export async function dailyUsage(deps: Deps, id: string, day: string): Promise<DailyUsage> {
+  const [usage, org] = await Promise.all([
+    deps.doc.send(new GetCommand({ TableName: deps.tables.organizations, Key: keys.usage(id, day), ConsistentRead: true })),
+    deps.doc.send(new GetCommand({ TableName: deps.tables.organizations, Key: keys.org(id), ConsistentRead: true })),
+  ]);
+  const open = org.Item?.usageDay === day;
+  return {
+    calls: Number(usage.Item?.calls ?? 0) + (open ? Number(org.Item?.usageCalls ?? 0) : 0),
+    billedMicros: Number(usage.Item?.billed_micros ?? 0) + (open ? Number(org.Item?.usageBilledMicros ?? 0) : 0),
+  };
+}
+
 export async function listOrganizations(deps: Deps): Promise<Organization[]> {
   const out: Organization[] = [];
   let start: Record<string, unknown> | undefined;

@@ -10,6 +10,8 @@ import { keys } from '../../../functions/core/model.js';
 import { runIdempotent } from '../../../functions/core/leads/idempotency.js';
 import { clientSchema } from '../../../functions/core/leads/schema.js';
 import { lambdaContext } from '../../../lib/local/lambda-context.js';
+import { listNotifications } from '../../../functions/core/notifications.js';
+import { dailyUsage } from '../../../functions/core/organizations.js';
 
 interface Problem { status: number; title: string; type: string; detail: string; errors?: { field: string; message: string }[] }
 
@@ -40,8 +42,8 @@ async function writesOf(tenant: Tenant) {
   const org = await deps.doc.send(new GetCommand({ TableName: deps.tables.organizations, Key: keys.org(tenant.organizationId), ConsistentRead: true }));
   return {
     clients: await itemsOf('clients', tenant.organizationId),
-    notifications: await itemsOf('organizations', tenant.organizationId, 'NOTIFICATION#'),
-    usage: await itemsOf('organizations', tenant.organizationId, 'USAGE#'),
+    notifications: await listNotifications(deps, tenant.organizationId),
+    usage: await dailyUsage(deps, tenant.organizationId, new Date().toISOString().slice(0, 10)),
     wallet: org.Item?.walletMicros,
   };
 }
@@ -212,7 +214,7 @@ describe('billing a prepaid organization', () => {
     expect((await postLead(paid.key, { name: 'Billed Lead' })).status).toBe(201);
     const after = await writesOf(paid);
     expect(after.wallet).toBe(7_000);
-    expect(after.usage).toEqual([expect.objectContaining({ calls: 1, billed_micros: 3000 })]);
+    expect(after.usage).toEqual({ calls: 1, billedMicros: 3000 });
   });
 
   it('answers 402 and writes nothing when the wallet cannot pay', async () => {
@@ -223,6 +225,22 @@ describe('billing a prepaid organization', () => {
     expect(await writesOf(broke)).toEqual(before);
     expect(before.clients).toEqual([]);
     expect(before.wallet).toBe(2_999);
+  });
+
+  it('bills a replayed Idempotency-Key request once: one debit, one usage count, the replay marked', async () => {
+    const paid = await newTenant({ billing: 'prepaid', walletMicros: 10_000 });
+    const body = { name: 'Paid Retry' };
+    const first = await postLead(paid.key, body, { 'Idempotency-Key': 'paid-1' });
+    expect(first.status).toBe(201);
+    const replay = await postLead(paid.key, body, { 'Idempotency-Key': 'paid-1' });
+    expect(replay.status).toBe(201);
+    expect(replay.headers.get('idempotent-replayed')).toBe('true');
+    expect(await replay.json()).toEqual(await first.json());
+    const after = await writesOf(paid);
+    expect(after.wallet).toBe(7_000);
+    expect(after.usage).toEqual({ calls: 1, billedMicros: 3000 });
+    expect(after.clients).toHaveLength(1);
+    expect(after.notifications).toHaveLength(1);
   });
 
   it('does not bill the GET connectivity test', async () => {

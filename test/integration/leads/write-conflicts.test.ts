@@ -1,0 +1,107 @@
+/**
+ * Leads and DynamoDB's transaction conflicts (issue 10, defect 7). On AWS, overlapping
+ * transactions on one item (the organization's wallet) are cancelled with `TransactionConflict`,
+ * which the SDK does not retry; DynamoDB Local serializes transactions and never does it. So the
+ * cancellation is injected with aws-sdk-client-mock and every other call reaches DynamoDB Local.
+ * Also: the day's usage rolls over without losing a debit, and a postpaid lead is counted.
+ */
+import { describe, it, expect } from '@jest/globals';
+import { mockClient } from 'aws-sdk-client-mock';
+import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import { TransactWriteCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
+import type { APIGatewayProxyEvent } from 'aws-lambda';
+import { itemsOf, newTenant, testStack, type Tenant } from '../support/stack.js';
+import { createDeps, type Deps } from '../../../functions/core/clients.js';
+import { httpEndpoint } from '../../../functions/core/http/endpoint.js';
+import { leadIntake } from '../../../functions/core/leads/intake.js';
+import { createLead } from '../../../functions/core/leads/create-lead.js';
+import { parseLead } from '../../../functions/core/leads/schema.js';
+import { dailyUsage, getOrganization, requireOrganization } from '../../../functions/core/organizations.js';
+import { lambdaContext } from '../../../lib/local/lambda-context.js';
+
+const conflict = () => new TransactionCanceledException({
+  message: 'Transaction cancelled, please refer cancellation reasons for specific reasons [None, TransactionConflict]',
+  $metadata: {},
+  CancellationReasons: [{ Code: 'None' }, { Code: 'TransactionConflict', Message: 'Transaction is ongoing for the item' }],
+});
+
+/** Deps on their own document client whose first `failures` TransactWriteItems are cancelled. */
+async function conflictingDeps(failures: number): Promise<{ deps: Deps; transactions: () => number }> {
+  const { info, deps: base } = await testStack();
+  const { doc } = createDeps({ region: info.region, dynamodbEndpoint: info.dynamodbEndpoint, sqsEndpoint: info.sqsEndpoint, tables: info.tables, queues: info.queues, settings: base.settings });
+  const realSend = doc.send.bind(doc) as (command: TransactWriteCommand) => Promise<unknown>;
+  const mock = mockClient(doc);
+  mock.send.callThrough(); // every other command goes to DynamoDB Local
+  let calls = 0;
+  mock.on(TransactWriteCommand).callsFake(async (input: TransactWriteCommandInput) => {
+    calls += 1;
+    if (calls <= failures) throw conflict();
+    return realSend(new TransactWriteCommand(input));
+  });
+  return { deps: { ...base, doc }, transactions: () => calls };
+}
+
+function postEvent(t: Tenant, body: unknown): APIGatewayProxyEvent {
+  return {
+    httpMethod: 'POST', path: '/api/webhook/leads', resource: '/api/webhook/leads',
+    headers: { 'Content-Type': 'application/json', 'X-API-Key': t.key }, body: JSON.stringify(body),
+    requestContext: { requestId: `req-${Math.random()}`, identity: { sourceIp: '127.0.0.1' } },
+  } as unknown as APIGatewayProxyEvent;
+}
+
+const today = () => new Date().toISOString().slice(0, 10);
+
+describe('a prepaid lead whose transaction conflicts', () => {
+  it('is retried: 201, one client, the wallet debited once', async () => {
+    const t = await newTenant({ billing: 'prepaid', walletMicros: 10_000 });
+    const { deps, transactions } = await conflictingDeps(3);
+    const handler = httpEndpoint(leadIntake, { deps: async () => deps });
+    const res = await handler(postEvent(t, { name: 'Contended Lead' }), lambdaContext('leadIntake'));
+    expect(res.statusCode).toBe(201);
+    expect(transactions()).toBeGreaterThanOrEqual(4); // 3 cancelled, then through
+    const clients = await itemsOf('clients', t.organizationId);
+    expect(clients.filter((c) => c.first_name === 'Contended')).toHaveLength(1);
+    expect((await getOrganization(deps, t.organizationId))?.walletMicros).toBe(7_000);
+    expect((await dailyUsage(deps, t.organizationId, today())).calls).toBe(1);
+  });
+
+  it('gives up after a bounded number of attempts with 503 and Retry-After, writing nothing', async () => {
+    const t = await newTenant({ billing: 'prepaid', walletMicros: 10_000 });
+    const { deps, transactions } = await conflictingDeps(Infinity);
+    const handler = httpEndpoint(leadIntake, { deps: async () => deps });
+    const res = await handler(postEvent(t, { name: 'Never Through' }), lambdaContext('leadIntake'));
+    expect(res.statusCode).toBe(503);
+    expect(res.headers?.['Retry-After']).toBe('1');
+    expect(transactions()).toBeLessThanOrEqual(10);
+    expect(await itemsOf('clients', t.organizationId)).toEqual([]);
+    expect((await getOrganization(deps, t.organizationId))?.walletMicros).toBe(10_000);
+  });
+});
+
+describe('usage counters', () => {
+  it('close a prepaid day into its usage item when the next day’s first lead arrives', async () => {
+    const { deps } = await testStack();
+    const t = await newTenant({ billing: 'prepaid', walletMicros: 100_000 });
+    const org = await requireOrganization(deps, t.organizationId);
+    const auth = { organization: org, key: { keyId: t.keyId, name: 'test' } };
+    const at = (iso: string) => ({ ...deps, now: () => Date.parse(iso) });
+    const lead = parseLead({ name: 'Day Lead' });
+    await createLead(at('2030-01-01T23:59:58Z'), auth, lead, { requestId: 'r1' });
+    await createLead(at('2030-01-01T23:59:59Z'), auth, lead, { requestId: 'r2' });
+    await Promise.all([1, 2, 3].map((i) => createLead(at(`2030-01-02T00:00:0${i}Z`), auth, lead, { requestId: `r${i + 2}` })));
+    expect(await dailyUsage(deps, t.organizationId, '2030-01-01')).toEqual({ calls: 2, billedMicros: 6_000 });
+    expect(await dailyUsage(deps, t.organizationId, '2030-01-02')).toEqual({ calls: 3, billedMicros: 9_000 });
+    expect((await getOrganization(deps, t.organizationId))?.walletMicros).toBe(100_000 - 5 * 3_000);
+    expect(await itemsOf('clients', t.organizationId)).toHaveLength(5);
+  });
+
+  it('count a postpaid lead without a transaction', async () => {
+    const { deps } = await testStack();
+    const t = await newTenant();
+    const { deps: watched, transactions } = await conflictingDeps(Infinity);
+    const handler = httpEndpoint(leadIntake, { deps: async () => watched });
+    expect((await handler(postEvent(t, { name: 'Postpaid Lead' }), lambdaContext('leadIntake'))).statusCode).toBe(201);
+    expect(transactions()).toBe(0);
+    expect(await dailyUsage(deps, t.organizationId, today())).toEqual({ calls: 1, billedMicros: 0 });
+  });
+});
