@@ -20,6 +20,8 @@ export default {
   projects: [
     { ...common, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts'] },
     { ...common, displayName: 'infra', testMatch: ['<rootDir>/test/infra/**/*.test.ts'] },
+    // The bundles `cdk synth` writes, run as Lambda runs them (test/artifact/lambda-harness.ts).
+    { ...common, displayName: 'artifact', testMatch: ['<rootDir>/test/artifact/**/*.test.ts'] },
     {
       ...common,
       displayName: 'integration',

@@ -1,0 +1,202 @@
+/**
+ * The deployable artifact, tested: the bundles and template `cdk synth` writes, run the way the
+ * Lambda Node.js runtime runs them (lambda-harness.ts) against the local emulators. The local API
+ * gateway and the stream/queue pollers of lib/local stand in for API Gateway and the event-source
+ * mappings; every handler is the synthesized bundle in its own child process.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
+import type { DynamoDBBatchResponse } from 'aws-lambda';
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { functions, type FunctionName, type QueueName, type TableName } from '../../lib/topology.js';
+import { createDeps, type Deps } from '../../functions/core/clients.js';
+import { keys } from '../../functions/core/model.js';
+import { parseSettings } from '../../functions/core/settings.js';
+import { createOrganization } from '../../functions/core/organizations.js';
+import { createApiKey } from '../../functions/core/api-keys.js';
+import { addEndpoint } from '../../functions/core/endpoints.js';
+import { listDeliveries } from '../../functions/core/delivery/redrive.js';
+import { startDynamoDbLocal, startSqsEmulator, localCredentials, type Emulator } from '../../lib/local/emulators.js';
+import { provisionTopology, type Provisioned } from '../../lib/local/provision.js';
+import { startSsmStandIn, type SsmStandIn } from '../../lib/local/ssm-stand-in.js';
+import { startHttpServer, type HttpHandler } from '../../lib/local/http-server.js';
+import { StreamPoller } from '../../lib/local/stream-poller.js';
+import { QueuePoller } from '../../lib/local/queue-poller.js';
+import { Receiver } from '../integration/support/receiver.js';
+import { eventually } from '../integration/support/stack.js';
+import {
+  LambdaContainer, bareImports, linkRuntimeModules, providedByRuntime, readTemplate, resolveEnvironment,
+  runtimePackages, synthesize, synthesizedFunctions, taskFolder, type SynthesizedFunction, type Template,
+} from './lambda-harness.js';
+
+const REGION = 'us-east-1';
+
+/** Whether an ESM import of `specifier` from `dir` resolves (a node child with an empty environment). */
+function resolvesFrom(dir: string, specifier: string): boolean {
+  const probe = spawnSync(process.execPath, ['--input-type=module', '-e', `import.meta.resolve(${JSON.stringify(specifier)})`], { cwd: dir, env: {} });
+  return probe.status === 0;
+}
+const work = mkdtempSync(path.join(tmpdir(), 'crm-artifact-'));
+const cdkOut = path.join(work, 'cdk.out');
+const runtimeDir = path.join(work, 'runtime');
+
+let template: Template;
+let bundles: SynthesizedFunction[];
+let dynamo: Emulator;
+let sqsEmulator: Emulator;
+let ssm: SsmStandIn;
+let provisioned: Provisioned;
+let deps: Deps;
+const containers = {} as Record<FunctionName, LambdaContainer>;
+const stops: (() => Promise<unknown>)[] = [];
+
+beforeAll(async () => {
+  // Synth (bundling) and the emulators start in parallel: together ~10 s.
+  const synth = synthesize(cdkOut);
+  [dynamo, sqsEmulator, ssm] = await Promise.all([startDynamoDbLocal({ inMemory: true }), startSqsEmulator({}), startSsmStandIn()]);
+  stops.push(() => dynamo.stop(), () => sqsEmulator.stop(), () => ssm.stop());
+  const settings = parseSettings({ local: true, endpointCacheTtlSeconds: 0, keyCacheTtlSeconds: 0, retryJitter: 0 });
+  deps = createDeps({
+    region: REGION, dynamodbEndpoint: dynamo.endpoint, sqsEndpoint: sqsEmulator.endpoint, settings,
+    tables: {} as Record<TableName, string>, queues: {} as Record<QueueName, string>,
+  });
+  provisioned = await provisionTopology(deps.dynamodb, deps.sqs, 'crm-artifact');
+  Object.assign(deps.tables, provisioned.tables);
+  Object.assign(deps.queues, provisioned.queues);
+  await synth;
+
+  template = readTemplate(cdkOut);
+  bundles = synthesizedFunctions(cdkOut, template);
+  linkRuntimeModules(runtimeDir);
+  for (const fn of bundles) {
+    taskFolder(runtimeDir, fn);
+    const environment = resolveEnvironment(template, fn.environment, provisioned);
+    // The settings document is read from the parameter the template names, as on Lambda.
+    ssm.put(environment.SETTINGS_PARAMETER, JSON.stringify(settings));
+    containers[fn.name] = await LambdaContainer.start(runtimeDir, fn, {
+      ...environment,
+      // What the Lambda service adds (region, role credentials), pointed at the emulators.
+      AWS_REGION: REGION,
+      AWS_ACCESS_KEY_ID: localCredentials.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: localCredentials.secretAccessKey,
+      AWS_ENDPOINT_URL_DYNAMODB: dynamo.endpoint,
+      AWS_ENDPOINT_URL_SQS: sqsEmulator.endpoint,
+      AWS_ENDPOINT_URL_SSM: ssm.endpoint,
+    });
+    stops.push(() => containers[fn.name].stop());
+  }
+}, 180_000);
+
+afterAll(async () => {
+  for (const stop of stops.reverse()) await stop().catch(() => undefined);
+  deps?.dynamodb.destroy();
+  deps?.sqs.destroy();
+  rmSync(work, { recursive: true, force: true });
+});
+
+describe('the synthesized bundles', () => {
+  it('are one per function of the topology, for the Node.js 24 runtime', () => {
+    expect(bundles.map((b) => b.name).sort()).toEqual(Object.keys(functions).sort());
+    for (const fn of bundles) {
+      expect(fn.runtime).toBe(runtimePackages.runtime);
+      expect(existsSync(path.join(fn.assetDir, 'index.mjs'))).toBe(true);
+    }
+  });
+
+  it('import nothing but node: builtins and packages the Lambda runtime provides', () => {
+    for (const fn of bundles) {
+      const imports = bareImports(readFileSync(path.join(fn.assetDir, 'index.mjs'), 'utf8'));
+      expect(imports.length).toBeGreaterThan(0);
+      expect({ function: fn.name, notProvided: imports.filter((s) => !providedByRuntime(s)) }).toEqual({ function: fn.name, notProvided: [] });
+    }
+  });
+
+  it('run where only the runtime packages resolve', () => {
+    // No node_modules above the task folders but the runtime's own.
+    for (let dir = path.dirname(runtimeDir); dir !== path.dirname(dir); dir = path.dirname(dir)) {
+      expect(existsSync(path.join(dir, 'node_modules'))).toBe(false);
+    }
+    expect(existsSync(path.join(path.parse(runtimeDir).root, 'node_modules'))).toBe(false);
+    // From a task folder the SDK resolves and the project's other packages do not.
+    const task = path.join(runtimeDir, bundles[0].name);
+    expect(resolvesFrom(task, '@aws-sdk/client-dynamodb')).toBe(true);
+    for (const bundled of ['zod', '@middy/core', '@aws-lambda-powertools/logger', 'libphonenumber-js']) expect(resolvesFrom(task, bundled)).toBe(false);
+  });
+});
+
+describe('the bundles against the local emulators', () => {
+  const receiver = new Receiver();
+  let apiUrl: string;
+  let apiKey: string;
+  let organizationId: string;
+  let endpointPath: string;
+
+  beforeAll(async () => {
+    await receiver.start();
+    stops.push(() => receiver.stop());
+    const http = await startHttpServer({ port: 0, handlers: { leadIntake: ((event) => containers.leadIntake.invoke(event)) as HttpHandler } });
+    stops.push(() => http.close());
+    apiUrl = http.url;
+    const org = await createOrganization(deps, { name: 'Artifact Plumbing', plan: 'pro' });
+    organizationId = org.id;
+    apiKey = (await createApiKey(deps, org.id, 'artifact')).key;
+    const { secret } = await addEndpoint(deps, org.id, { url: receiver.url + '/hook', events: 'client.created' });
+    endpointPath = new URL(receiver.script('/hook', secret, { status: 204 })).pathname;
+  });
+
+  it('GET /api/webhook/leads answers 200 for the key', async () => {
+    const res = await fetch(`${apiUrl}/api/webhook/leads`, { headers: { 'X-API-Key': apiKey } });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ organization: { id: organizationId } });
+  });
+
+  it('POST creates the lead (read back from DynamoDB Local); fan-out queues its event; delivery signs and sends it', async () => {
+    const res = await fetch(`${apiUrl}/api/webhook/leads`, {
+      method: 'POST',
+      headers: { 'X-API-Key': apiKey, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ name: 'Ada Lovelace', email: 'ada@example.com', phone: '+14155550123' }),
+    });
+    const text = await res.text();
+    expect({ status: res.status, body: text }).toMatchObject({ status: 201 });
+    const lead = JSON.parse(text) as { id: string };
+    const stored = await deps.doc.send(new GetCommand({ TableName: deps.tables.clients, Key: keys.client(organizationId, lead.id) }));
+    expect(stored.Item).toMatchObject({ email: 'ada@example.com' });
+
+    // Lambda's event-source mappings, played by the local pollers, invoking the bundles.
+    const streams = new DynamoDBStreamsClient({ region: REGION, endpoint: dynamo.endpoint, credentials: localCredentials });
+    const fanOutBatches: unknown[] = [];
+    const streamPoller = new StreamPoller({
+      streams, streamArn: provisioned.streams.clients!, batchSize: 100, maxRetries: 0, bisectOnError: false,
+      handler: async (event) => {
+        const response = await containers.eventFanout.invoke<DynamoDBBatchResponse>(event);
+        fanOutBatches.push(response);
+        return response;
+      },
+      idleDelayMs: 50,
+    });
+    const queuePoller = new QueuePoller({
+      sqs: deps.sqs, queueUrl: provisioned.queues.deliveryQueue, queueArn: provisioned.queueArns.deliveryQueue,
+      batchSize: 10, waitTimeSeconds: 1, handler: (event) => containers.webhookDelivery.invoke(event),
+    });
+    streamPoller.start();
+    queuePoller.start();
+    try {
+      const received = await eventually(async () => receiver.on(endpointPath)[0], { what: 'the client.created webhook', timeoutMs: 20_000 });
+      expect(received.verifyError).toBeUndefined();
+      expect(received.event).toMatchObject({ type: 'client.created', organization_id: organizationId, data: { object: { id: lead.id } } });
+      expect(fanOutBatches).toContainEqual({ batchItemFailures: [] });
+      const [delivery] = await eventually(async () => {
+        const items = await listDeliveries(deps, organizationId);
+        return items.length > 0 && items[0].status === 'delivered' && items;
+      }, { what: 'the delivery recorded as delivered' });
+      expect(delivery).toMatchObject({ status: 'delivered', eventType: 'client.created' });
+    } finally {
+      await Promise.all([streamPoller.stop(), queuePoller.stop()]);
+      streams.destroy();
+    }
+  }, 40_000);
+});
