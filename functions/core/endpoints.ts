@@ -182,12 +182,24 @@ export async function recordEndpointHealth(deps: Deps, endpoint: WebhookEndpoint
   if (outcome !== 'ok' || endpoint.failingSince) endpointCache.delete(endpoint.organizationId);
 }
 
-/** An organization's endpoints, cached for endpointCacheTtlSeconds (fan-out and delivery read them on every event). */
+/**
+ * An organization's endpoints as stored now (a consistent read). The fan-out reads them this way,
+ * once per organization per stream batch, so an endpoint hears of every change written after it
+ * was added, whatever the cache below holds.
+ */
+export const currentEndpoints = (deps: Deps, organizationId: string): Promise<WebhookEndpoint[]> => queryEndpoints(deps, organizationId);
+
+/**
+ * An organization's endpoints for delivery, cached for endpointCacheTtlSeconds: a disable, a URL
+ * change or a secret rotation reaches deliveries within that TTL (the old secret signs for 24 h
+ * anyway). A list that lacks `endpointId` (an endpoint added after it was read) is read again, so
+ * a new endpoint's first deliveries never find it "removed".
+ */
 const endpointCache = new Map<string, { value: WebhookEndpoint[]; until: number }>();
-export async function endpointsOf(deps: Deps, organizationId: string): Promise<WebhookEndpoint[]> {
+export async function endpointsOf(deps: Deps, organizationId: string, endpointId?: string): Promise<WebhookEndpoint[]> {
   const now = deps.now();
   const cached = endpointCache.get(organizationId);
-  if (cached && cached.until > now) return cached.value;
+  if (cached && cached.until > now && (!endpointId || cached.value.some((e) => e.id === endpointId))) return cached.value;
   const value = await queryEndpoints(deps, organizationId);
   if (endpointCache.size > 10_000) endpointCache.clear();
   endpointCache.set(organizationId, { value, until: now + deps.settings.endpointCacheTtlSeconds * 1000 });

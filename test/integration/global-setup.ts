@@ -12,7 +12,6 @@ export const testSettings = {
   retryScheduleSeconds: [1, 1, 1, 1],
   retryJitter: 0,
   keyCacheTtlSeconds: 1,
-  endpointCacheTtlSeconds: 0,
   deliveryTimeoutMs: 1500,
   // Handlers re-read the settings parameter after this age (production: 300 s).
   settingsMaxAgeSeconds: 1,

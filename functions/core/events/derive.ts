@@ -100,50 +100,76 @@ const rules: Record<Entity, (change: Change) => Derived[]> = {
   booking: ({ kind }) => (kind === 'INSERT' ? [{ type: 'booking.received' }] : []),
 };
 
-/** The organization an item belongs to, only when its `organization_id` agrees with its partition key (DESIGN §4). */
-function organizationOf(item: Item): string | undefined {
-  const { pk, organization_id: orgId } = item;
-  if (typeof orgId !== 'string' || orgId === '' || typeof pk !== 'string' || !pk.startsWith('ORG#')) return undefined;
-  return orgIdOf(pk) === orgId ? orgId : undefined;
+/**
+ * The tenant of a record is its partition key (`ORG#<id>`, DESIGN §4), never a data attribute: an
+ * image whose `organization_id` disagrees with the key (or is missing) makes the record a mismatch,
+ * which yields no event at all rather than one for either organization.
+ */
+function tenantOf(record: DynamoDBRecord, images: Item[]): { organizationId?: string; mismatch: boolean } {
+  const keyPk = (record.dynamodb?.Keys as Record<string, AttributeValue> | undefined)?.pk?.S ?? images[0].pk;
+  const organizationId = typeof keyPk === 'string' && keyPk.startsWith('ORG#') && keyPk.length > 4 ? orgIdOf(keyPk) : undefined;
+  const agrees = organizationId !== undefined && images.every((i) => i.pk === keyPk && i.organization_id === organizationId);
+  return agrees ? { organizationId, mismatch: false } : { organizationId, mismatch: true };
 }
 
+const storedTime = (item: Item | undefined): number | undefined =>
+  [item?.updated_at, item?.created_at].map((v) => (typeof v === 'string' ? Date.parse(v) : NaN)).find((t) => !Number.isNaN(t));
+
+/**
+ * When the change happened: the stream record's time, but never earlier than the item's own
+ * `updated_at` (`created_at` where it has none) — the image the change left (the old one for a
+ * deletion). The stream time is approximate (seconds on AWS; on DynamoDB Local rounded down and
+ * seen tens of seconds early), so alone it can precede the change it reports.
+ */
 function timestampOf(record: DynamoDBRecord, item: Item): string {
   const seconds = record.dynamodb?.ApproximateCreationDateTime;
-  if (typeof seconds === 'number' && Number.isFinite(seconds)) return new Date(seconds * 1000).toISOString();
-  const stored = [item.updated_at, item.created_at].find((v) => typeof v === 'string' && !Number.isNaN(Date.parse(v)));
+  const stream = typeof seconds === 'number' && Number.isFinite(seconds) ? seconds * 1000 : undefined;
+  const times = [stream, storedTime(item)].filter((t): t is number => t !== undefined);
   // Last resort for a hand-made record without times; real stream records always carry one.
-  return stored ? new Date(Date.parse(stored as string)).toISOString() : new Date().toISOString();
+  return new Date(times.length ? Math.max(...times) : Date.now()).toISOString();
 }
 
+/** What one stream record yields; `tenantMismatch` names the key's organization when the record was dropped for that. */
+export interface Derivation { events: EventPayload[]; tenantMismatch?: { organizationId?: string } }
+
 export function deriveEvents(record: DynamoDBRecord): EventPayload[] {
-  if (isTtlExpiry(record)) return [];
+  return derive(record).events;
+}
+
+export function derive(record: DynamoDBRecord): Derivation {
+  const none: Derivation = { events: [] };
+  if (isTtlExpiry(record)) return none;
   const kind = record.eventName as Kind;
-  if (!['INSERT', 'MODIFY', 'REMOVE'].includes(kind)) return [];
+  if (!['INSERT', 'MODIFY', 'REMOVE'].includes(kind)) return none;
   let newItem: Item | undefined;
   let oldItem: Item | undefined;
   try {
     newItem = image(record.dynamodb?.NewImage);
     oldItem = image(record.dynamodb?.OldImage);
   } catch {
-    return []; // not a DynamoDB image: nothing the CRM wrote
+    return none; // not a DynamoDB image: nothing the CRM wrote
   }
   // The images a change needs (the stream view is NEW_AND_OLD_IMAGES; anything less yields nothing).
-  if ((kind !== 'REMOVE' && !newItem) || (kind !== 'INSERT' && !oldItem)) return [];
+  if ((kind !== 'REMOVE' && !newItem) || (kind !== 'INSERT' && !oldItem)) return none;
   const item = (newItem ?? oldItem)!;
   const entity = item.entity;
-  const organizationId = organizationOf(item);
-  if (!isEntity(entity) || !organizationId || (oldItem && newItem && oldItem.entity !== newItem.entity)) return [];
+  if (!isEntity(entity) || (oldItem && newItem && oldItem.entity !== newItem.entity)) return none;
+  const tenant = tenantOf(record, [newItem, oldItem].filter((i): i is Item => !!i));
+  if (tenant.mismatch) return { events: [], tenantMismatch: { organizationId: tenant.organizationId } };
+  const organizationId = tenant.organizationId!;
 
   const before = oldItem && toPublic(entity, oldItem);
   const after = newItem && toPublic(entity, newItem);
   const object = (after ?? before)!;
   const timestamp = timestampOf(record, item);
-  return rules[entity]({ kind, before, after }).map(({ type, previous }) => ({
-    id: eventIdFor(record, type),
-    type,
-    api_version: API_VERSION,
-    timestamp,
-    organization_id: organizationId,
-    data: { object: structuredClone(object), ...(previous ? { previous } : {}) },
-  }));
+  return {
+    events: rules[entity]({ kind, before, after }).map(({ type, previous }) => ({
+      id: eventIdFor(record, type),
+      type,
+      api_version: API_VERSION,
+      timestamp,
+      organization_id: organizationId,
+      data: { object: structuredClone(object), ...(previous ? { previous } : {}) },
+    })),
+  };
 }

@@ -11,9 +11,10 @@ import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import type { DynamoDBRecord, DynamoDBBatchResponse } from 'aws-lambda';
 import type { Deps } from '../clients.js';
 import { keys, type DeliveryMessage, type DeliveryRecord, type EventPayload, type WebhookEndpoint } from '../model.js';
-import { endpointsOf } from '../endpoints.js';
-import { logger } from '../observability.js';
-import { deriveEvents } from './derive.js';
+import { MetricUnit } from '@aws-lambda-powertools/metrics';
+import { currentEndpoints } from '../endpoints.js';
+import { logger, metrics } from '../observability.js';
+import { derive } from './derive.js';
 import { isSubscribed } from './catalog.js';
 
 /** SQS takes 256 KiB per message; keep room for attributes and the envelope. */
@@ -77,15 +78,23 @@ export async function markQueued(deps: Deps, messages: DeliveryMessage[]): Promi
   }))));
 }
 
-/** Queues the deliveries of one event to every subscribed endpoint of its organization. */
-export async function fanOutEvent(deps: Deps, event: EventPayload, only?: WebhookEndpoint[]): Promise<DeliveryMessage[]> {
-  const endpoints = (only ?? (await endpointsOf(deps, event.organization_id))).filter((e) => isSubscribed(e.events, event.type));
-  const messages = (await Promise.all(endpoints.map((e) => recordDelivery(deps, event, e)))).filter((m): m is DeliveryMessage => !!m);
+/** Queues the deliveries of one event to those of `endpoints` subscribed to it. */
+export async function fanOutEvent(deps: Deps, event: EventPayload, endpoints: WebhookEndpoint[]): Promise<DeliveryMessage[]> {
+  const subscribed = endpoints.filter((e) => isSubscribed(e.events, event.type));
+  const messages = (await Promise.all(subscribed.map((e) => recordDelivery(deps, event, e)))).filter((m): m is DeliveryMessage => !!m);
   if (messages.length > 0) {
     await sendDeliveryMessages(deps, messages);
     await markQueued(deps, messages);
   }
   return messages;
+}
+
+/** A record whose organization_id disagrees with its key is dropped: logged (ids only) and counted for the alarm. */
+function reportTenantMismatch(record: DynamoDBRecord, organizationId: string | undefined): void {
+  logger.warn('stream record dropped: its organization_id disagrees with its partition key', {
+    keyOrganizationId: organizationId, sequenceNumber: record.dynamodb?.SequenceNumber, eventName: record.eventName, eventSourceARN: record.eventSourceARN,
+  });
+  metrics.addMetric('TenantMismatch', MetricUnit.Count, 1);
 }
 
 /**
@@ -96,12 +105,28 @@ export async function fanOutEvent(deps: Deps, event: EventPayload, only?: Webhoo
  * twice.
  */
 export async function fanOut(deps: Deps, records: DynamoDBRecord[]): Promise<DynamoDBBatchResponse> {
-  const work = records.map((record) => ({ record, events: deriveEvents(record), ok: true }));
+  let mismatches = 0;
+  const work = records.map((record) => {
+    const { events, tenantMismatch } = derive(record);
+    if (tenantMismatch) {
+      mismatches++;
+      reportTenantMismatch(record, tenantMismatch.organizationId);
+    }
+    return { record, events, ok: true };
+  });
+  if (mismatches > 0) metrics.publishStoredMetrics();
+  // Each organization's endpoints are read fresh, once per batch (never from a cache): an endpoint
+  // added before a change was written hears of it, however recently it was added.
+  const endpointsByOrg = new Map<string, Promise<WebhookEndpoint[]>>();
+  const endpointsOf = (organizationId: string) => {
+    if (!endpointsByOrg.has(organizationId)) endpointsByOrg.set(organizationId, currentEndpoints(deps, organizationId));
+    return endpointsByOrg.get(organizationId)!;
+  };
   await Promise.all(work.map(async (item) => {
     try {
       const messages: DeliveryMessage[] = [];
       for (const event of item.events) {
-        const endpoints = (await endpointsOf(deps, event.organization_id)).filter((e) => isSubscribed(e.events, event.type));
+        const endpoints = (await endpointsOf(event.organization_id)).filter((e) => isSubscribed(e.events, event.type));
         for (const m of await Promise.all(endpoints.map((e) => recordDelivery(deps, event, e)))) if (m) messages.push(m);
       }
       (item as { messages?: DeliveryMessage[] }).messages = messages;

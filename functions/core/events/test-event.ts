@@ -1,6 +1,6 @@
 /** `crm webhooks test`: a `webhook.test` event queued to one endpoint (or all), and its first outcome. */
 import type { Deps } from '../clients.js';
-import { endpointsOf, requireEndpoint } from '../endpoints.js';
+import { currentEndpoints, requireEndpoint } from '../endpoints.js';
 import { requireOrganization } from '../organizations.js';
 import { findDelivery } from '../delivery/redrive.js';
 import { webhookTestEvent } from './catalog.js';
@@ -8,7 +8,7 @@ import { deliveryIdFor, fanOutEvent } from './fanout.js';
 
 export async function sendTestEvent(deps: Deps, organizationId: string, endpointId?: string): Promise<{ eventId: string; deliveryIds: string[] }> {
   await requireOrganization(deps, organizationId);
-  const endpoints = endpointId ? [await requireEndpoint(deps, organizationId, endpointId)] : await endpointsOf(deps, organizationId);
+  const endpoints = endpointId ? [await requireEndpoint(deps, organizationId, endpointId)] : await currentEndpoints(deps, organizationId);
   const event = webhookTestEvent(organizationId, new Date(deps.now()));
   await fanOutEvent(deps, event, endpoints);
   return { eventId: event.id, deliveryIds: endpoints.map((e) => deliveryIdFor(event.id, e.id)) };

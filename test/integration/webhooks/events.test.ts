@@ -1,10 +1,12 @@
 /**
  * The event catalog on the local stack: every event is produced by the matching CLI action or the
  * lead endpoint, and arrives signed with the documented payload; no-op updates, TTL expiries and
- * re-read stream records produce nothing; subscriptions by alias work.
+ * re-read stream records produce nothing; subscriptions by alias work; an endpoint hears of every
+ * change written after it was added (with the production endpoint cache TTL); a change's tenant is
+ * its partition key.
  */
 import { describe, it, expect, beforeAll, afterAll } from '@jest/globals';
-import { PutCommand, GetCommand } from '@aws-sdk/lib-dynamodb';
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import type { DynamoDBRecord } from 'aws-lambda';
 import { eventually, newTenant, postLead, runCli, testStack } from '../support/stack.js';
@@ -14,6 +16,8 @@ import { catalog, schemas } from '../../../functions/core/events/catalog.js';
 import { fanOut } from '../../../functions/core/events/fanout.js';
 import { listDeliveries } from '../../../functions/core/delivery/redrive.js';
 import { keys } from '../../../functions/core/model.js';
+import { streamRecord } from '../../unit/events/given-stream.js';
+import { fannedOut, insertOf } from './stream-position.js';
 
 let receiver: Receiver;
 beforeAll(async () => {
@@ -105,20 +109,71 @@ describe('events from CRM records', () => {
     expect(await listDeliveries(deps, tenant.organizationId)).toHaveLength(1);
   });
 
-  it('emits nothing when a client expires by TTL', async () => {
+  it('emits nothing when a client expires by TTL, in the record shape of AWS and of DynamoDB Local', async () => {
+    // The exact records a TTL deletion produces (given-stream.ts), through the real fan-out and
+    // tables: deterministic, where waiting for DynamoDB Local's TTL sweep was not.
     const { deps } = await testStack();
     const tenant = await subscribed('/ttl', 'all');
     const at = new Date().toISOString();
-    const key = keys.client(tenant.organizationId, 'cli_expiring');
-    await deps.doc.send(new PutCommand({
-      TableName: deps.tables.clients,
-      Item: { ...key, entity: 'client', id: 'cli_expiring', organization_id: tenant.organizationId, status: 'lead', first_name: 'Temp', sms_consent: false, created_at: at, updated_at: at, expiresAt: Math.floor(Date.now() / 1000) - 60 },
-    }));
-    await waitFor('/ttl', 1, 'client.created');
-    // DynamoDB Local's TTL sweep deletes the item within about ten seconds.
-    await eventually(async () => !(await deps.doc.send(new GetCommand({ TableName: deps.tables.clients, Key: key, ConsistentRead: true }))).Item, { what: 'the TTL deletion', timeoutMs: 25_000, intervalMs: 500 });
-    await new Promise((r) => setTimeout(r, 1500));
-    expect(typesOn('/ttl')).toEqual(['client.created']);
-  }, 45_000);
+    const item = { ...keys.client(tenant.organizationId, 'cli_expiring'), entity: 'client', id: 'cli_expiring', organization_id: tenant.organizationId, status: 'lead', first_name: 'Temp', sms_consent: false, created_at: at, updated_at: at, expiresAt: Math.floor(Date.now() / 1000) - 60 };
+    const arn = `arn:aws:dynamodb:ddblocal:000000000000:table/ttl-${tenant.organizationId}/stream/x`;
+    const expiries = (['aws', 'local'] as const).map((shape) => streamRecord(shape, 'TTL', { old: item }, { arn }));
+    expect(await fanOut(deps, expiries)).toEqual({ batchItemFailures: [] });
+    expect(await listDeliveries(deps, tenant.organizationId)).toEqual([]);
+    // The same item deleted by a user is an event: the pipeline above was live.
+    expect(await fanOut(deps, [streamRecord('local', 'REMOVE', { old: item }, { arn })])).toEqual({ batchItemFailures: [] });
+    expect((await listDeliveries(deps, tenant.organizationId)).map((d) => d.eventType)).toEqual(['client.deleted']);
+    await waitFor('/ttl', 1, 'client.deleted');
+    expect(typesOn('/ttl')).toEqual(['client.deleted']);
+  });
 });
 
+describe('endpoints added while events flow', () => {
+  it('a new endpoint receives the next lead, though the fan-out just saw the organization without one', async () => {
+    const { deps } = await testStack();
+    const tenant = await newTenant({ name: 'Late Endpoint' });
+    const first = (await (await postLead(tenant.key, { name: 'Before Endpoint' })).json()) as { id: string };
+    await fannedOut(await insertOf(first.id)); // the fan-out has read the organization's (empty) endpoint list
+    const { endpoint, secret } = await addEndpoint(deps, tenant.organizationId, { url: 'http://127.0.0.1:9/x', events: 'client.created' });
+    await updateEndpoint(deps, tenant.organizationId, endpoint.id, { url: receiver.script('/late', secret) });
+    const second = (await (await postLead(tenant.key, { name: 'After Endpoint' })).json()) as { id: string };
+    const [got] = await waitFor('/late', 1, 'the second lead’s client.created');
+    expect(got.verifyError).toBeUndefined();
+    expect(got.event).toMatchObject({ type: 'client.created', organization_id: tenant.organizationId, data: { object: { id: second.id } } });
+    await fannedOut(await insertOf(second.id));
+    expect((await listDeliveries(deps, tenant.organizationId)).map((d) => d.eventId)).toEqual([got.event!.id]); // not the lead before it
+  });
+
+  it('a second endpoint receives the next lead, though deliveries just read the organization’s endpoints', async () => {
+    const { deps } = await testStack();
+    const tenant = await subscribed('/first', 'client.created');
+    await postLead(tenant.key, { name: 'One Endpoint' });
+    await waitFor('/first', 1, 'the first endpoint’s delivery');
+    const { endpoint, secret } = await addEndpoint(deps, tenant.organizationId, { url: 'http://127.0.0.1:9/x', events: 'client.created' });
+    await updateEndpoint(deps, tenant.organizationId, endpoint.id, { url: receiver.script('/second', secret) });
+    const next = (await (await postLead(tenant.key, { name: 'Two Endpoints' })).json()) as { id: string };
+    const [got] = await waitFor('/second', 1, 'the second endpoint’s delivery');
+    expect(got.verifyError).toBeUndefined();
+    expect(got.event).toMatchObject({ type: 'client.created', data: { object: { id: next.id } } });
+    await waitFor('/first', 2, 'the first endpoint’s second delivery');
+  });
+});
+
+describe('the tenant of a change is its partition key', () => {
+  it('an item whose organization_id names another organization reaches nobody', async () => {
+    const { deps } = await testStack();
+    const a = await subscribed('/tenant-a', 'all');
+    const b = await subscribed('/tenant-b', 'all');
+    const at = new Date().toISOString();
+    const id = `cli_mismatch_${a.organizationId}`;
+    await deps.doc.send(new PutCommand({
+      TableName: deps.tables.clients,
+      Item: { ...keys.client(a.organizationId, id), entity: 'client', id, organization_id: b.organizationId, status: 'lead', first_name: 'Misfiled', sms_consent: false, created_at: at, updated_at: at },
+    }));
+    await fannedOut(await insertOf(id));
+    expect(await listDeliveries(deps, b.organizationId)).toEqual([]);
+    expect(await listDeliveries(deps, a.organizationId)).toEqual([]); // dropped, not re-labelled
+    expect(receiver.on('/tenant-a')).toEqual([]);
+    expect(receiver.on('/tenant-b')).toEqual([]);
+  });
+});
