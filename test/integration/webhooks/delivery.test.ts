@@ -10,6 +10,9 @@ import { eventually, newTenant, postLead, runCli, testStack, type Tenant } from 
 import { Receiver } from '../support/receiver.js';
 import { addEndpoint, getEndpoint, updateEndpoint } from '../../../functions/core/endpoints.js';
 import { listDeliveries } from '../../../functions/core/delivery/redrive.js';
+import { MAX_MESSAGE_BYTES, recordDelivery, sendDeliveryMessages } from '../../../functions/core/events/fanout.js';
+import { MAX_VISIBILITY_SECONDS, VISIBILITY_SAFETY_MARGIN_SECONDS } from '../../../functions/core/delivery/schedule.js';
+import type { EventPayload } from '../../../functions/core/model.js';
 
 let receiver: Receiver;
 beforeAll(async () => {
@@ -20,7 +23,7 @@ afterAll(async () => {
 });
 
 interface Attempt { attempt: number; statusCode?: number; error?: string; responseBody?: string; at: string }
-type Delivery = { id: string; status: string; eventType: string; attempts: Attempt[]; reason?: string; payload: { id: string } };
+type Delivery = { id: string; status: string; eventType: string; attempts: Attempt[]; reason?: string; nextAttemptAt?: string; payload: { id: string } };
 
 async function tenantWithEndpoint(path: string, events = 'all', ...script: Parameters<Receiver['script']>[2][]) {
   const { deps } = await testStack();
@@ -34,6 +37,28 @@ async function tenantWithEndpoint(path: string, events = 'all', ...script: Param
 async function deliveriesOf(tenant: Tenant): Promise<Delivery[]> {
   const { deps } = await testStack();
   return (await listDeliveries(deps, tenant.organizationId)) as unknown as Delivery[];
+}
+
+/** The delivery ids of the messages now in the dead-letter queue (peeked: visible again at once). */
+async function deadLetterIds(): Promise<Set<string>> {
+  const { deps } = await testStack();
+  const ids = new Set<string>();
+  for (let empty = 0; empty < 2;) {
+    const { Messages = [] } = await deps.sqs.send(new ReceiveMessageCommand({ QueueUrl: deps.queues.deliveryDlq, MaxNumberOfMessages: 10, VisibilityTimeout: 0 }));
+    const before = ids.size;
+    for (const m of Messages) ids.add((JSON.parse(m.Body!) as { deliveryId: string }).deliveryId);
+    empty = ids.size === before ? empty + 1 : 0;
+  }
+  return ids;
+}
+
+/** The delivery queue's in-flight messages as the local SQS holds them (fauxqs's inspection API). */
+async function inFlight(): Promise<{ deliveryId: string; visibleAt: number }[]> {
+  const { deps, info } = await testStack();
+  const name = deps.queues.deliveryQueue.split('/').at(-1)!;
+  const res = await fetch(`${info.sqsEndpoint}/_fauxqs/queues/${name}`);
+  const { messages } = (await res.json()) as { messages: { inflight: { message: { body: string }; visibilityDeadline: number }[] } };
+  return messages.inflight.map((m) => ({ deliveryId: (JSON.parse(m.message.body) as { deliveryId: string }).deliveryId, visibleAt: m.visibilityDeadline }));
 }
 
 async function settled(tenant: Tenant, what: string, predicate: (d: Delivery[]) => boolean, timeoutMs = 20_000): Promise<Delivery[]> {
@@ -85,6 +110,9 @@ describe('webhook delivery', () => {
     await postLead(tenant.key, { name: 'No Follow' });
     const [delivery] = await settled(tenant, 'delivery after a redirect', (d) => d[0]?.status === 'delivered');
     expect(delivery.attempts[0]).toMatchObject({ statusCode: 302, error: expect.stringContaining('not followed') });
+    // The 302 did not count as delivered: it was retried, and only the 204 delivered it.
+    expect(delivery.attempts.map((a) => [a.attempt, a.statusCode])).toEqual([[1, 302], [2, 204]]);
+    expect(receiver.on('/redirect')).toHaveLength(2);
     expect(receiver.on('/redirect-target')).toHaveLength(0);
   });
 
@@ -119,28 +147,93 @@ describe('webhook delivery', () => {
     expect(await deliveriesOf(b.tenant)).toEqual([]);
   });
 
-  it('after five failures parks the delivery in the dead-letter queue; redrive delivers it with the same webhook-id', async () => {
+  it('after five failures parks the delivery in the dead-letter queue; redrive --all --org moves only that organization’s, with the same webhook-id', async () => {
     const { deps } = await testStack();
-    const { tenant, endpointId } = await tenantWithEndpoint('/down', 'all', { status: 503 });
-    await postLead(tenant.key, { name: 'Eventually Delivered' });
-    const [failed] = await settled(tenant, 'five failed attempts', (d) => d[0]?.status === 'failed', 30_000);
-    expect(failed.attempts.map((a) => a.attempt)).toEqual([1, 2, 3, 4, 5]);
+    // Two organizations with a dead-letter message each: a filter that moved everything would show.
+    const a = await tenantWithEndpoint('/down', 'all', { status: 503 });
+    const b = await tenantWithEndpoint('/down-b', 'all', { status: 503 });
+    await Promise.all([postLead(a.tenant.key, { name: 'Eventually Delivered' }), postLead(b.tenant.key, { name: 'Left In The Queue' })]);
+    const [[failed], [failedB]] = await Promise.all([
+      settled(a.tenant, 'five failed attempts', (d) => d[0]?.status === 'failed', 30_000),
+      settled(b.tenant, 'five failed attempts of B', (d) => d[0]?.status === 'failed', 30_000),
+    ]);
+    expect(failed.attempts.map((x) => x.attempt)).toEqual([1, 2, 3, 4, 5]);
     expect(failed.reason).toMatch(/5 attempts/);
     await eventually(async () => {
-      const { Messages = [] } = await deps.sqs.send(new ReceiveMessageCommand({ QueueUrl: deps.queues.deliveryDlq, MaxNumberOfMessages: 10, VisibilityTimeout: 0 }));
-      return Messages.some((m) => (JSON.parse(m.Body!) as { deliveryId: string }).deliveryId === failed.id);
-    }, { what: 'the message in the dead-letter queue', timeoutMs: 15_000 });
+      const ids = await deadLetterIds();
+      return ids.has(failed.id) && ids.has(failedB.id);
+    }, { what: 'both messages in the dead-letter queue', timeoutMs: 15_000 });
 
-    receiver.script('/down', (await getEndpoint(deps, tenant.organizationId, endpointId))!.secrets[0].secret, { status: 200 });
-    const redrive = await runCli(['deliveries', 'redrive', '--all', '--org', tenant.organizationId]);
+    receiver.script('/down', (await getEndpoint(deps, a.tenant.organizationId, a.endpointId))!.secrets[0].secret, { status: 200 });
+    const redrive = await runCli(['deliveries', 'redrive', '--all', '--org', a.tenant.organizationId]);
     expect(redrive.code).toBe(0);
     expect(redrive.json<{ moved: number }>().moved).toBe(1);
-    const [delivered] = await settled(tenant, 'the re-driven delivery', (d) => d[0]?.status === 'delivered');
+    const [delivered] = await settled(a.tenant, 'the re-driven delivery', (d) => d[0]?.status === 'delivered');
     expect(delivered.attempts.at(-1)).toMatchObject({ attempt: 1, statusCode: 200 }); // a fresh attempt count
     const requests = receiver.on('/down');
     expect(new Set(requests.map((r) => r.headers['webhook-id']))).toEqual(new Set([failed.payload.id]));
     expect(requests.at(-1)!.verifyError).toBeUndefined();
+
+    // B's message stayed in the dead-letter queue, untouched and unsent.
+    const left = await deadLetterIds();
+    expect(left.has(failedB.id)).toBe(true);
+    expect(left.has(failed.id)).toBe(false);
+    expect((await deliveriesOf(b.tenant))[0]).toMatchObject({ status: 'failed' });
+    expect(receiver.on('/down-b')).toHaveLength(5);
+
+    // Re-driving B's failed deliveries (not the queue) removes their dead-letter copy too, so a
+    // later --all cannot send them a second time and the dead-letter alarm clears.
+    receiver.script('/down-b', b.secret, { status: 204 });
+    const byOrg = await runCli(['deliveries', 'redrive', '--org', b.tenant.organizationId]);
+    expect(byOrg.json()).toEqual({ redriven: 1 });
+    await settled(b.tenant, 'B’s re-driven delivery', (d) => d[0]?.status === 'delivered');
+    expect((await deadLetterIds()).has(failedB.id)).toBe(false);
+    expect(receiver.on('/down-b')).toHaveLength(6);
   }, 60_000);
+
+  it('a long Retry-After on the last retry gets the visibility SQS still allows, and the record says when', async () => {
+    const { tenant, endpointId } = await tenantWithEndpoint('/long-wait', 'all',
+      { status: 503 }, { status: 503 }, { status: 503 }, { status: 429, headers: { 'Retry-After': '86400' } }, { status: 204 });
+    await postLead(tenant.key, { name: 'Come Back Tomorrow' });
+    const [delivery] = await settled(tenant, 'the fourth attempt', (d) => (d[0]?.attempts.length ?? 0) === 4 && d[0].status === 'pending');
+    const fourth = Date.parse(delivery.attempts[3].at);
+    const next = Date.parse(delivery.nextAttemptAt!);
+    // Asked for a day; SQS allows 12 h from the receive, less the safety margin; the record says so.
+    expect(next - fourth).toBeLessThanOrEqual((MAX_VISIBILITY_SECONDS - VISIBILITY_SAFETY_MARGIN_SECONDS) * 1000);
+    expect(next - fourth).toBeGreaterThan((MAX_VISIBILITY_SECONDS - VISIBILITY_SAFETY_MARGIN_SECONDS - 60) * 1000);
+    // The local SQS (as strict as AWS) accepted it: the message is hidden until then, not for the
+    // queue's 3-minute visibility time-out that follows a refused ChangeMessageVisibility.
+    const held = await eventually(async () => (await inFlight()).find((m) => m.deliveryId === delivery.id), { what: 'the message in flight' });
+    expect(Math.abs(held.visibleAt - next)).toBeLessThan(5_000);
+    expect(receiver.on('/long-wait')).toHaveLength(4);
+    const { deps } = await testStack();
+    await updateEndpoint(deps, tenant.organizationId, endpointId, { enabled: false });
+  });
+
+  it('never sends a delivery whose event was too large to keep, re-driven or not', async () => {
+    const { deps } = await testStack();
+    const { tenant, endpointId } = await tenantWithEndpoint('/too-big');
+    const endpoint = (await getEndpoint(deps, tenant.organizationId, endpointId))!;
+    const event = {
+      id: `evt_big_${Date.now()}`, type: 'client.updated', organization_id: tenant.organizationId, timestamp: new Date().toISOString(),
+      data: { object: { id: 'cli_big', notes: 'x'.repeat(MAX_MESSAGE_BYTES) } },
+    } as unknown as EventPayload;
+    // Recorded by the fan-out's own code: failed, with only the event's envelope kept.
+    expect(await recordDelivery(deps, event, endpoint)).toBeUndefined();
+    const [hollow] = await deliveriesOf(tenant);
+    expect(hollow).toMatchObject({ status: 'failed', reason: expect.stringContaining('queue budget'), payloadOmitted: true });
+
+    const one = await runCli(['deliveries', 'redrive', '--delivery', hollow.id], { json: false });
+    expect(one.code).not.toBe(0);
+    expect(one.stderr).toMatch(/too large/);
+    const byOrg = await runCli(['deliveries', 'redrive', '--org', tenant.organizationId]);
+    expect(byOrg.json()).toEqual({ redriven: 0, notRedriven: 1 });
+    // Even a message that reaches the queue another way is refused by the delivery function.
+    await sendDeliveryMessages(deps, [{ deliveryId: hollow.id, organizationId: tenant.organizationId, endpointId, payload: (hollow as unknown as { payload: EventPayload }).payload }]);
+    await settled(tenant, 'the refusal recorded', (d) => /never sent/.test(d[0]?.reason ?? ''));
+    expect((await deliveriesOf(tenant))[0]).toMatchObject({ status: 'failed', attempts: [] });
+    expect(receiver.on('/too-big')).toHaveLength(0);
+  });
 
   it('records a refused connection as a failed attempt and retries it', async () => {
     const { deps } = await testStack();
