@@ -1,14 +1,15 @@
 /**
  * Runtime settings of a stage: one JSON document, merged over the defaults below (the production
  * values of DESIGN.md). Handlers read it from the SSM parameter named by SETTINGS_PARAMETER on every
- * invocation through a cache (Powertools Parameters, `settingsMaxAgeSeconds`, 5 minutes by
- * default), so a changed parameter reaches warm containers within that age. The local stack runs a
+ * invocation through a per-container cache (`settingsMaxAgeSeconds`, 5 minutes by default; its own
+ * document sets the age), so a changed parameter reaches warm containers within that age. The local stack runs a
  * stand-in for SSM (lib/local/ssm-stand-in.ts) and sets the same variables. Without
  * SETTINGS_PARAMETER (the CLI, in-process tests) CRM_SETTINGS (JSON) or the defaults apply.
  */
 // A namespace import, not `{ z }`: esbuild can then drop the parts of zod we do not use (≈85 KB instead of ≈450 KB).
 import * as z from 'zod';
 import { settingsParameterEnvVar } from '../../lib/topology.js';
+import type { SSMClient } from '@aws-sdk/client-ssm';
 import { logger } from './observability.js';
 
 export const settingsSchema = z.object({
@@ -67,10 +68,9 @@ export function withoutLocalMode(settings: Settings, where: string, warn: (messa
 
 const onDeployedLambda = () => Boolean(process.env.AWS_LAMBDA_FUNCTION_NAME) && !process.env[localStackMarkerEnvVar];
 
-type SsmProvider = import('@aws-lambda-powertools/parameters/ssm').SSMProvider;
-let provider: SsmProvider | undefined;
-/** The last document that parsed, kept to serve while SSM fails (stale beats down). */
-let lastGood: { raw: unknown; settings: Settings } | undefined;
+let ssm: SSMClient | undefined;
+/** The document last read and parsed; kept to serve while SSM fails (stale beats down). */
+let current: { raw: string; settings: Settings; readAt: number } | undefined;
 let retryAt = 0;
 let fromEnv: { raw: string | undefined; settings: Settings } | undefined;
 /** While SSM fails and a previous value exists, wait this long between attempts (bounded by the max age). */
@@ -80,11 +80,18 @@ function finish(settings: Settings): Settings {
   return onDeployedLambda() ? withoutLocalMode(settings, 'read on Lambda') : settings;
 }
 
+/** The raw settings document; the SDK retries transient errors (3 attempts in all). */
+export async function readSettingsParameter(client: SSMClient, name: string): Promise<string> {
+  const { GetParameterCommand } = await import('@aws-sdk/client-ssm');
+  const out = await client.send(new GetParameterCommand({ Name: name }));
+  return out.Parameter?.Value ?? '{}';
+}
+
 /**
- * The settings for this invocation. Call it per invocation: it is cheap while the cache is fresh.
- * A failed SSM read (after the SDK's bounded retries, 3 attempts) is never cached: with a previous
- * value it is served stale (logged) and SSM is tried again after a short pause; without one the
- * invocation fails and the next one tries again.
+ * The settings for this invocation: call it per invocation, it is cheap while the copy is younger
+ * than `settingsMaxAgeSeconds`. A failed read or a document that does not parse is never cached:
+ * with a previous value it is served stale (logged) and SSM is tried again after a short pause;
+ * without one the invocation fails and the next one tries again.
  */
 export async function loadSettings(): Promise<Settings> {
   const parameter = process.env[settingsParameterEnvVar];
@@ -93,30 +100,30 @@ export async function loadSettings(): Promise<Settings> {
     if (!fromEnv || fromEnv.raw !== raw) fromEnv = { raw, settings: finish(raw ? parseSettings(JSON.parse(raw)) : defaultSettings) };
     return fromEnv.settings;
   }
-  if (lastGood && Date.now() < retryAt) return lastGood.settings;
+  const now = Date.now();
+  if (current && (now - current.readAt < current.settings.settingsMaxAgeSeconds * 1000 || now < retryAt)) return current.settings;
   try {
-    if (!provider) {
+    if (!ssm) {
       // Loaded on first use: the CLI and local tools that never read SSM do not pay for it.
-      const { SSMProvider } = await import('@aws-lambda-powertools/parameters/ssm');
-      provider ??= new SSMProvider({ clientConfig: { maxAttempts: 3 } });
+      const { SSMClient } = await import('@aws-sdk/client-ssm');
+      ssm ??= new SSMClient({ maxAttempts: 3 });
     }
-    const maxAge = lastGood?.settings.settingsMaxAgeSeconds ?? defaultSettings.settingsMaxAgeSeconds;
-    const raw = await provider.get(parameter, { transform: 'json', maxAge });
-    // The provider returns the same object while cached: parse (and warn) once per new document.
-    if (!lastGood || raw !== lastGood.raw) lastGood = { raw, settings: finish(parseSettings(raw)) };
-    return lastGood.settings;
+    const raw = await readSettingsParameter(ssm, parameter);
+    // Parse (and warn) once per new document, not per read.
+    if (!current || raw !== current.raw) current = { raw, settings: finish(parseSettings(JSON.parse(raw))), readAt: now };
+    else current.readAt = now;
+    return current.settings;
   } catch (error) {
-    if (!lastGood) throw error;
-    retryAt = Date.now() + Math.min(STALE_RETRY_MS, lastGood.settings.settingsMaxAgeSeconds * 1000);
+    if (!current) throw error;
+    retryAt = now + Math.min(STALE_RETRY_MS, current.settings.settingsMaxAgeSeconds * 1000);
     logger.warn('settings: cannot read the parameter, serving the previous value', { parameter, error: (error as Error).message });
-    return lastGood.settings;
+    return current.settings;
   }
 }
 
 /** Forgets every cached copy (tests that switch settings sources in one process). */
 export function resetSettingsCache(): void {
-  provider?.clearCache();
-  lastGood = undefined;
+  current = undefined;
   fromEnv = undefined;
   retryAt = 0;
 }

@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { createDeps, type Deps } from '../../functions/core/clients.js';
-import { parseSettings, withoutLocalMode, type Settings } from '../../functions/core/settings.js';
+import { parseSettings, readSettingsParameter, withoutLocalMode, type Settings } from '../../functions/core/settings.js';
 import { tables, queues, outputKeys, stackName, type TableName, type QueueName } from '../topology.js';
 
 /** What `npm start` writes to .local/stack.json (DESIGN §12), plus the physical names it created. */
@@ -69,11 +69,10 @@ export async function resolveTarget(options: TargetOptions): Promise<Target> {
 }
 
 async function readSettings(config: { region: string; endpoint?: string; credentials?: { accessKeyId: string; secretAccessKey: string } }, name: string): Promise<Settings> {
-  const { SSMClient, GetParameterCommand } = await import('@aws-sdk/client-ssm');
+  const { SSMClient } = await import('@aws-sdk/client-ssm');
   const ssm = new SSMClient(config);
   try {
-    const out = await ssm.send(new GetParameterCommand({ Name: name }));
-    return parseSettings(JSON.parse(out.Parameter?.Value ?? '{}'));
+    return parseSettings(JSON.parse(await readSettingsParameter(ssm, name)));
   } finally {
     ssm.destroy();
   }

@@ -21,8 +21,10 @@ export interface SsmStandIn {
   /** PutParameter without the network (overwrites; bumps the version). */
   put(name: string, value: string, type?: string): number;
   get(name: string): string | undefined;
-  /** While set, every request answers this AWS error (tests of an unavailable SSM). */
-  failWith(error: { type: string; status: number; message?: string } | undefined): void;
+  /** Answers this AWS error to the next `times` requests (default: every one until cleared with undefined). */
+  failWith(error: { type: string; status: number; message?: string } | undefined, times?: number): void;
+  /** Requests received so far (tests of caching and retries). */
+  readonly requests: number;
   stop(): Promise<void>;
 }
 
@@ -35,6 +37,8 @@ class SsmError extends Error {
 export async function startSsmStandIn(options: { port?: number; parameters?: Record<string, string> } = {}): Promise<SsmStandIn> {
   const store = new Map<string, StoredParameter>();
   let failure: { type: string; status: number; message?: string } | undefined;
+  let failuresLeft = Infinity;
+  let requests = 0;
 
   const put = (name: string, value: string, type = 'String', overwrite = true): number => {
     if (!name) throw new SsmError('ValidationException', 'Parameter name must not be empty.');
@@ -92,8 +96,9 @@ export async function startSsmStandIn(options: { port?: number; parameters?: Rec
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const target = String(req.headers['x-amz-target'] ?? '');
     const action = target.startsWith('AmazonSSM.') ? target.slice('AmazonSSM.'.length) : '';
+    requests++;
     try {
-      if (failure) throw new SsmError(failure.type, failure.message ?? failure.type, failure.status);
+      if (failure && failuresLeft-- > 0) throw new SsmError(failure.type, failure.message ?? failure.type, failure.status);
       if (req.method !== 'POST' || !actions[action]) throw new SsmError('UnknownOperationException', `Unsupported operation ${target || '(none)'}.`);
       let input: Record<string, unknown>;
       try {
@@ -119,7 +124,13 @@ export async function startSsmStandIn(options: { port?: number; parameters?: Rec
     port,
     put: (name, value, type) => put(name, value, type),
     get: (name) => store.get(name)?.value,
-    failWith: (f) => void (failure = f),
+    failWith: (f, times = Infinity) => {
+      failure = f;
+      failuresLeft = times;
+    },
+    get requests() {
+      return requests;
+    },
     stop: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
