@@ -2,7 +2,8 @@
  * `npm run bench:intake`: lead intake throughput on the local stack, against the ceiling of the
  * store underneath it. In one run: autocannon drives POST /api/webhook/leads (many keys, so the
  * limiter does not dominate), then raw DynamoDB Local PutItem runs at the same concurrency; it
- * prints leads/s, p50/p99 latency, write units per lead and the ratio leads/s ÷ puts/s.
+ * prints leads/s, p50/p99 latency, write units per lead (prepaid and postpaid) and the ratio
+ * leads/s ÷ puts/s.
  * Flags: --connections N (16), --seconds S (10), --keys K (50).
  */
 import { mkdtempSync } from 'node:fs';
@@ -30,26 +31,42 @@ const keyCount = Number(values.keys);
 
 const lead = { name: 'Bench Lead', email: 'bench@example.com', phone: '+1 415 555 0100', service: 'Leaky faucet', notes: 'Under the kitchen sink', utm_source: 'bench' };
 
-/** Write units of one lead through the same domain calls the handler makes, as DynamoDB reports them. */
-async function writeUnitsPerLead(deps: Deps, key: string): Promise<number> {
-  const consumed: ConsumedCapacity[] = [];
-  const measured = createDeps({ ...endpointsOf(deps), tables: deps.tables, queues: deps.queues, settings: deps.settings });
-  measured.doc.middlewareStack.add((next) => async (args) => {
-    (args.input as Record<string, unknown>).ReturnConsumedCapacity = 'TOTAL';
+const WRITES = new Set(['PutItemCommand', 'UpdateItemCommand', 'DeleteItemCommand', 'TransactWriteItemsCommand', 'BatchWriteItemCommand']);
+
+/**
+ * Write units of one lead through the same domain calls the handler makes (authentication with its
+ * last-used write, the limiter, the lead, the request record), as DynamoDB reports them
+ * (ReturnConsumedCapacity INDEXES: table and index units). Reads are left out. Returns the first
+ * lead of a fresh key (last-used write, prepaid day opened) and the steady state (the next lead).
+ */
+async function writeUnitsPerLead(deps: Deps, billing: 'none' | 'prepaid'): Promise<{ first: number; steady: number }> {
+  let units = 0;
+  const measured = createDeps({ ...endpoints, tables: deps.tables, queues: deps.queues, settings: deps.settings });
+  measured.doc.middlewareStack.add((next, context) => async (args) => {
+    if (!WRITES.has(context.commandName ?? '')) return next(args);
+    (args.input as Record<string, unknown>).ReturnConsumedCapacity = 'INDEXES';
     const out = await next(args);
     const c = (out.output as { ConsumedCapacity?: ConsumedCapacity | ConsumedCapacity[] }).ConsumedCapacity;
-    if (c) consumed.push(...(Array.isArray(c) ? c : [c]));
+    for (const one of c ? (Array.isArray(c) ? c : [c]) : []) {
+      const indexes = Object.values(one.GlobalSecondaryIndexes ?? {}).reduce((n, i) => n + (i.CapacityUnits ?? 0), 0);
+      units += (one.Table?.CapacityUnits ?? one.CapacityUnits ?? 0) + indexes;
+    }
     return out;
   }, { step: 'initialize', name: 'consumedCapacity' });
-  const auth = await authenticate(measured, { 'X-API-Key': key });
-  await checkRateLimit(measured, auth.key.keyId, rateLimitFor(measured, auth.organization));
-  await createLead(measured, auth, parseLead(lead), { requestId: 'bench' });
-  await recordRequest(measured, { requestId: 'bench', organizationId: auth.organization.id, keyId: auth.key.keyId, method: 'POST', route: '/api/webhook/leads', status: 201, latencyMs: 1 });
-  return consumed.reduce((n, c) => n + (c.CapacityUnits ?? c.WriteCapacityUnits ?? 0), 0);
+  const org = await createOrganization(deps, { name: `Measured ${billing}`, billing, walletMicros: 1_000_000_000, rateLimitPerMinute: 1_000_000 });
+  const { key } = await createApiKey(deps, org.id, 'measured');
+  const one = async () => {
+    const before = units;
+    const auth = await authenticate(measured, { 'X-API-Key': key });
+    await checkRateLimit(measured, auth.key.keyId, rateLimitFor(measured, auth.organization));
+    await createLead(measured, auth, parseLead(lead), { requestId: 'bench' });
+    await recordRequest(measured, { requestId: 'bench', organizationId: auth.organization.id, keyId: auth.key.keyId, method: 'POST', route: '/api/webhook/leads', status: 201, latencyMs: 1 });
+    return units - before;
+  };
+  return { first: await one(), steady: await one() };
 }
 
 let endpoints: { region: string; dynamodbEndpoint: string; sqsEndpoint: string };
-const endpointsOf = (_deps: Deps) => endpoints;
 
 async function rawPuts(deps: Deps): Promise<{ perSecond: number; p50: number; p99: number }> {
   const latencies: number[] = [];
@@ -88,12 +105,13 @@ async function main() {
     });
     const non201 = result.non2xx + result.errors;
     const raw = await rawPuts(deps);
-    const wcu = await writeUnitsPerLead(deps, keys[0]);
+    const prepaid = await writeUnitsPerLead(deps, 'prepaid');
+    const postpaid = await writeUnitsPerLead(deps, 'none');
     const leadsPerSecond = result.requests.average;
     console.log(`connections ${connections}, ${seconds} s, ${keyCount} keys (one per organization, prepaid)`);
     console.log(`POST /api/webhook/leads: ${leadsPerSecond.toFixed(0)} leads/s, p50 ${result.latency.p50} ms, p99 ${result.latency.p99} ms, ${result.requests.total} requests, ${non201} not 2xx`);
     console.log(`raw DynamoDB Local PutItem: ${raw.perSecond.toFixed(0)} puts/s, p50 ${raw.p50.toFixed(1)} ms, p99 ${raw.p99.toFixed(1)} ms`);
-    console.log(`write units per lead (ReturnConsumedCapacity): ${wcu}`);
+    console.log(`write units per lead (ReturnConsumedCapacity INDEXES): prepaid ${prepaid.steady}, postpaid ${postpaid.steady}; first lead of a fresh key (last-used write, prepaid day opened): prepaid ${prepaid.first}, postpaid ${postpaid.first}`);
     console.log(`ratio leads/s ÷ raw puts/s: ${(leadsPerSecond / raw.perSecond).toFixed(2)}`);
   } finally {
     await stack.stop();

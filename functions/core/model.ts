@@ -6,8 +6,12 @@
 
 export const keys = {
   org: (orgId: string) => ({ pk: `ORG#${orgId}`, sk: 'ORG' }),
-  /** All organizations, for `crm org list`. */
+  /**
+   * All organizations, for `crm org list` (gsi1). Carried by a separate `ORGINDEX` item, not by the
+   * organization item: gsi1 projects ALL, so every wallet debit would otherwise also write the index.
+   */
   orgIndex: (createdAt: string, orgId: string) => ({ gsi1pk: 'ORGS', gsi1sk: `${createdAt}#${orgId}` }),
+  orgIndexItem: (orgId: string) => ({ pk: `ORG#${orgId}`, sk: 'ORGINDEX' }),
   /** Lookup item of an API key: one GetItem by hash authenticates a request. */
   apiKeyByHash: (hashHex: string) => ({ pk: `APIKEY#${hashHex}`, sk: 'APIKEY' }),
   /** Index entry listing an organization's keys (gsi1). */

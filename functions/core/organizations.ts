@@ -2,7 +2,7 @@
  * Organizations: the tenant every stored item is keyed by. Created by admins (CLI); read by every
  * request through its API key.
  */
-import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, GetCommand, QueryCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from './clients.js';
 import { notFound, validationFailed } from './errors.js';
 import { newId } from './ids.js';
@@ -36,10 +36,11 @@ export async function createOrganization(deps: Deps, input: NewOrganization): Pr
     walletMicros: input.walletMicros ?? 0,
     createdAt: new Date(deps.now()).toISOString(),
   };
-  await deps.doc.send(new PutCommand({
-    TableName: deps.tables.organizations,
-    Item: { ...keys.org(org.id), ...keys.orgIndex(org.createdAt, org.id), entity: 'organization', ...org },
-    ConditionExpression: 'attribute_not_exists(pk)',
+  await deps.doc.send(new TransactWriteCommand({
+    TransactItems: [
+      { Put: { TableName: deps.tables.organizations, Item: { ...keys.org(org.id), entity: 'organization', ...org }, ConditionExpression: 'attribute_not_exists(pk)' } },
+      { Put: { TableName: deps.tables.organizations, Item: { ...keys.orgIndexItem(org.id), ...keys.orgIndex(org.createdAt, org.id), entity: 'organization_index', id: org.id } } },
+    ],
   }));
   return org;
 }
@@ -84,8 +85,10 @@ export async function dailyUsage(deps: Deps, id: string, day: string): Promise<D
   };
 }
 
+/** Oldest first. The index gives the ids (index items, or organization items written before them); the items are then read. */
 export async function listOrganizations(deps: Deps): Promise<Organization[]> {
-  const out: Organization[] = [];
+  const ids: string[] = [];
+  const seen = new Set<string>();
   let start: Record<string, unknown> | undefined;
   do {
     const page = await deps.doc.send(new QueryCommand({
@@ -93,10 +96,20 @@ export async function listOrganizations(deps: Deps): Promise<Organization[]> {
       IndexName: 'gsi1',
       KeyConditionExpression: 'gsi1pk = :p',
       ExpressionAttributeValues: { ':p': 'ORGS' },
+      ProjectionExpression: 'id',
       ExclusiveStartKey: start,
     }));
-    out.push(...(page.Items ?? []).map(toOrganization));
+    for (const { id } of page.Items ?? []) if (!seen.has(id)) (seen.add(id), ids.push(id));
     start = page.LastEvaluatedKey;
   } while (start);
-  return out;
+  const byId = new Map<string, Organization>();
+  for (let i = 0; i < ids.length; i += 100) {
+    let request: Record<string, { Keys: Record<string, unknown>[] }> | undefined = { [deps.tables.organizations]: { Keys: ids.slice(i, i + 100).map((id) => keys.org(id)) } };
+    while (request && Object.keys(request).length > 0) {
+      const out = await deps.doc.send(new BatchGetCommand({ RequestItems: request }));
+      for (const item of out.Responses?.[deps.tables.organizations] ?? []) byId.set(item.id as string, toOrganization(item));
+      request = out.UnprocessedKeys as typeof request;
+    }
+  }
+  return ids.flatMap((id) => byId.get(id) ?? []);
 }

@@ -6,7 +6,9 @@
  */
 import { describe, it, expect } from '@jest/globals';
 import fc from 'fast-check';
-import { itemsOf, newTenant, postLead } from '../support/stack.js';
+import { itemsOf, newTenant, postLead, testStack } from '../support/stack.js';
+import { listNotifications } from '../../../functions/core/notifications.js';
+import { getOrganization } from '../../../functions/core/organizations.js';
 
 const protoKey = fc.constantFrom('__proto__', 'constructor', 'prototype', 'toString', 'hasOwnProperty');
 const text = fc.oneof(
@@ -64,14 +66,19 @@ describe('hostile and random lead bodies', () => {
       { numRuns: 2000 },
     );
     const created = statuses.get(201) ?? 0;
-    const [clients, notifications, usage] = await Promise.all([
+    const { deps } = await testStack();
+    const [clients, notifications, usage, org] = await Promise.all([
       itemsOf('clients', t.organizationId),
-      itemsOf('organizations', t.organizationId, 'NOTIFICATION#'),
+      listNotifications(deps, t.organizationId, { limit: Infinity }),
       itemsOf('organizations', t.organizationId, 'USAGE#'),
+      getOrganization(deps, t.organizationId),
     ]);
     expect(clients).toHaveLength(created);
     expect(notifications).toHaveLength(created);
-    expect(usage.reduce((n, u) => n + Number(u.calls), 0)).toBe(created);
+    // Closed days sit in USAGE# items; the open day of a prepaid organization on its own item.
+    const openDay = (await itemsOf('organizations', t.organizationId, 'ORG'))[0]?.usageCalls;
+    expect(usage.reduce((n, u) => n + Number(u.calls), 0) + Number(openDay ?? 0)).toBe(created);
+    expect(org?.walletMicros).toBe(1_000_000_000 - created * deps.settings.pricePerCallMicros);
     // Both outcomes were exercised, or the generators are broken.
     expect(created).toBeGreaterThan(50);
     expect(statuses.get(422) ?? 0).toBeGreaterThan(50);
