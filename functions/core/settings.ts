@@ -11,6 +11,7 @@ import * as z from 'zod';
 import { settingsParameterEnvVar } from '../../lib/topology.js';
 import type { SSMClient } from '@aws-sdk/client-ssm';
 import { logger } from './observability.js';
+import { cidrProblem } from './delivery/ssrf.js';
 
 export const settingsSchema = z.object({
   stage: z.string().default('dev'),
@@ -36,7 +37,7 @@ export const settingsSchema = z.object({
   /** An endpoint failing without a success for this long is disabled. */
   disableAfterFailingHours: z.number().positive().default(120),
   /** CIDRs the SSRF guard admits even though they are private (e.g. a VPC receiver). */
-  ssrfAllowList: z.array(z.string()).default([]),
+  ssrfAllowList: z.array(z.string().superRefine((cidr, ctx) => { const problem = cidrProblem(cidr); if (problem) ctx.addIssue({ code: 'custom', message: `not a valid CIDR: ${problem}` }); })).default([]),
   maxEndpointsPerOrganization: z.number().int().positive().default(10),
   /** Days request records and deliveries are kept (DynamoDB TTL). */
   retentionDays: z.number().int().positive().default(30),

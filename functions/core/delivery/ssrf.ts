@@ -3,9 +3,12 @@
  * is made (a custom `lookup` on the HTTP agent), so a name that resolved to a public address when
  * the endpoint was registered and to a private one at delivery time is still refused.
  *
- * IPv6 forms that carry an IPv4 address (IPv4-mapped `::ffff:a.b.c.d`, IPv4-translated, NAT64
- * `64:ff9b::/96`, 6to4 `2002::/16`, the deprecated IPv4-compatible `::a.b.c.d`) are judged by the
- * IPv4 address inside, whatever the spelling (`::ffff:7f00:1` is 127.0.0.1).
+ * IPv6 forms that reach an IPv4 host (IPv4-mapped `::ffff:a.b.c.d`, IPv4-translated, the NAT64
+ * well-known prefix `64:ff9b::/96`) are judged by the IPv4 address inside, whatever the spelling
+ * (`::ffff:7f00:1` is 127.0.0.1). Forms no receiver needs are refused outright, whatever they
+ * embed: the deprecated IPv4-compatible `::a.b.c.d` (`::/96`), 6to4 `2002::/16` (deprecated; it
+ * goes through relays to whatever the embedded IPv4 names) and local-use NAT64 `64:ff9b:1::/48`
+ * (translated by a site's own gateway, into its own network).
  */
 import { BlockList, isIP, type LookupFunction } from 'node:net';
 import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'node:dns';
@@ -33,7 +36,9 @@ const blockedRanges: [cidr: string, label: string][] = [
   ['240.0.0.0/4', 'reserved'],
   ['::/128', 'unspecified'],
   ['::1/128', 'loopback'],
+  ['::/96', 'IPv4-compatible (deprecated)'],
   ['64:ff9b:1::/48', 'local-use NAT64'],
+  ['2002::/16', '6to4 (deprecated)'],
   ['100::/64', 'discard'],
   ['2001:db8::/32', 'documentation'],
   ['2001::/23', 'IETF protocol assignments'],
@@ -44,15 +49,30 @@ const blockedRanges: [cidr: string, label: string][] = [
   ['ff00::/8', 'multicast'],
 ];
 
-function parseCidr(cidr: string, what: string): { net: string; prefix: number; type: Family } {
+/**
+ * What is wrong with a CIDR (`10.20.0.0/16`, `fd00:1234::/32`, a bare address), or undefined. Host
+ * bits set (`10.0.0.1/8`) are refused as a likely typo, and a /0 because it would switch the guard off.
+ */
+export function cidrProblem(cidr: unknown): string | undefined {
+  if (typeof cidr !== 'string') return 'not a string';
   const [net, bits, extra] = cidr.trim().split('/');
-  const family = isIP(net);
+  const family = net.includes('%') ? 0 : isIP(net);
+  if (!family) return `"${cidr}" is not an IPv4 or IPv6 address or CIDR`;
   const max = family === 4 ? 32 : 128;
-  const prefix = bits === undefined ? max : Number(bits);
-  if (!family || extra !== undefined || !Number.isInteger(prefix) || prefix < 0 || prefix > max) {
-    throw new Error(`Invalid CIDR in ${what}: ${cidr}`);
-  }
-  return { net, prefix, type: family === 4 ? 'ipv4' : 'ipv6' };
+  if (extra !== undefined || (bits !== undefined && !/^\d{1,3}$/.test(bits)) || Number(bits ?? max) > max) return `"${cidr}" has no valid prefix length (0..${max})`;
+  const prefix = Number(bits ?? max);
+  if (prefix === 0) return `"${cidr}" would admit every address`;
+  const bytes = family === 4 ? net.split('.').map(Number) : ipv6Bytes(net);
+  const hostBits = bytes.some((b, i) => (b & ~(0xff << (8 - Math.min(8, Math.max(0, prefix - 8 * i))))) !== 0);
+  return hostBits ? `"${cidr}" has host bits set` : undefined;
+}
+
+function parseCidr(cidr: string, what: string): { net: string; prefix: number; type: Family } {
+  const problem = cidrProblem(cidr);
+  if (problem) throw new Error(`Invalid CIDR in ${what}: ${cidr} (${problem})`);
+  const [net, bits] = cidr.trim().split('/');
+  const family = isIP(net);
+  return { net, prefix: bits === undefined ? (family === 4 ? 32 : 128) : Number(bits), type: family === 4 ? 'ipv4' : 'ipv6' };
 }
 
 const blocked = blockedRanges.map(([cidr, label]) => {
@@ -100,8 +120,6 @@ function embeddedIpv4(ip: string): { v4: string; form: string } | undefined {
   if (zero(b, 0, 10) && b[10] === 0xff && b[11] === 0xff) return { v4: v4(12), form: 'IPv4-mapped' };
   if (zero(b, 0, 8) && b[8] === 0xff && b[9] === 0xff && zero(b, 10, 12)) return { v4: v4(12), form: 'IPv4-translated' };
   if (b[0] === 0 && b[1] === 0x64 && b[2] === 0xff && b[3] === 0x9b && zero(b, 4, 12)) return { v4: v4(12), form: 'NAT64' };
-  if (b[0] === 0x20 && b[1] === 0x02) return { v4: v4(2), form: '6to4' };
-  if (zero(b, 0, 12) && !zero(b, 12, 15)) return { v4: v4(12), form: 'IPv4-compatible' };
   return undefined;
 }
 

@@ -7,7 +7,8 @@ import { describe, it, expect, beforeAll, afterAll } from '@jest/globals';
 import { createServer, type Server } from 'node:http';
 import { Socket, type AddressInfo } from 'node:net';
 import type { LookupAddress } from 'node:dns';
-import { guardedLookup, isBlockedAddress, checkAddress, allowListFor, type Resolver } from '../../../functions/core/delivery/ssrf.js';
+import { guardedLookup, isBlockedAddress, checkAddress, allowListFor, cidrProblem, type Resolver } from '../../../functions/core/delivery/ssrf.js';
+import { parseSettings } from '../../../functions/core/settings.js';
 import { postWebhook, destroyAgents, type ConnectFunction, type ConnectTarget } from '../../../functions/core/delivery/http-client.js';
 import { installTripwire, type Tripwire } from './support/tripwire.js';
 
@@ -72,7 +73,17 @@ const blockedAddresses: [ip: string, reason: string][] = [
   ['0:0:0:0:0:ffff:a9fe:a9fe', 'cloud metadata'],
   ['64:ff9b::10.0.0.1', 'private'],
   ['64:ff9b::7f00:1', 'loopback'],
-  ['2002:a00:1::1', 'private'],
+  ['64:ff9b::169.254.169.254', 'cloud metadata'],
+  // Forms no receiver needs are refused whatever they embed.
+  ['::127.0.0.1', 'IPv4-compatible'],
+  ['::7f00:1', 'IPv4-compatible'],
+  ['::10.0.0.1', 'IPv4-compatible'],
+  ['::8.8.8.8', 'IPv4-compatible'],
+  ['2002:a00:1::1', '6to4'],
+  ['2002:7f00:1::', '6to4'],
+  ['2002:808:808::1', '6to4'],
+  ['64:ff9b:1::808:808', 'local-use NAT64'],
+  ['64:ff9b:1:ffff::1', 'local-use NAT64'],
   ['fc00::1', 'unique local'],
   ['fd00:ec2::254', 'unique local'],
   ['fe80::1', 'link-local'],
@@ -140,6 +151,9 @@ describe('the SSRF guard', () => {
       'http://0x7f000001/', // the URL parser reads these as 127.0.0.1
       'http://2130706433/',
       'http://127.1/',
+      'http://[::127.0.0.1]/', // the URL parser rewrites it to [::7f00:1]
+      'http://[2002:a9fe:a9fe::1]/',
+      'http://[64:ff9b:1::a9fe:a9fe]/',
     ];
     for (const url of urls) {
       const result = await postWebhook({ url, headers: {}, body: '{}', timeoutMs: 2000, allow: [], connect });
@@ -166,6 +180,40 @@ describe('the SSRF guard', () => {
     expect(isBlockedAddress('127.0.0.1', allowListFor({ ssrfAllowList: [], local: true })).blocked).toBe(false);
     expect(isBlockedAddress('::1', allowListFor({ ssrfAllowList: [], local: true })).blocked).toBe(false);
     expect(checkAddress).toBe(isBlockedAddress);
+  });
+
+  it('does not let an IPv4 allow-list entry admit a 6to4 or IPv4-compatible address that embeds it', () => {
+    expect(isBlockedAddress('2002:a14::1', ['10.20.0.0/16'])).toMatchObject({ blocked: true, reason: expect.stringContaining('6to4') });
+    expect(isBlockedAddress('::10.20.0.7', ['10.20.0.0/16'])).toMatchObject({ blocked: true, reason: expect.stringContaining('IPv4-compatible') });
+    expect(isBlockedAddress('64:ff9b::a14:7', ['10.20.0.0/16'])).toEqual({ blocked: false }); // NAT64 reaches the IPv4 host itself
+  });
+
+  it('validates allow-list CIDRs: a malformed one, host bits set, or a /0 is named', () => {
+    for (const good of ['10.20.0.0/16', '10.20.0.7', '192.168.4.0/31', 'fd00:1234::/32', 'fd00:1234::9']) expect(cidrProblem(good)).toBeUndefined();
+    expect(cidrProblem('10.0.0.1/8')).toMatch(/host bits/);
+    expect(cidrProblem('172.17.0.0/12')).toMatch(/host bits/);
+    expect(cidrProblem('fd00:1234::1/32')).toMatch(/host bits/);
+    expect(cidrProblem('0.0.0.0/0')).toMatch(/every address/);
+    expect(cidrProblem('::/0')).toMatch(/every address/);
+    for (const bad of ['10.0.0.0/33', '10.0.0.0/-0', '10.0.0.0/8/8', '10.0.0.0/', 'vpc.internal', '', 'fe80::%eth0/64', '2001:db8::/129']) {
+      expect(cidrProblem(bad)).toEqual(expect.any(String));
+    }
+  });
+
+  it('fails settings parsing on an invalid allow-list CIDR, naming the field', () => {
+    expect(parseSettings({ ssrfAllowList: ['10.20.0.0/16'] }).ssrfAllowList).toEqual(['10.20.0.0/16']);
+    const failure = (allow: string[]) => {
+      try {
+        parseSettings({ ssrfAllowList: allow });
+      } catch (error) {
+        return (error as Error).message;
+      }
+      return 'parsed';
+    };
+    expect(failure(['10.20.0.0/16', '10.0.0.1/8'])).toMatch(/"ssrfAllowList",\s*1/);
+    expect(failure(['10.20.0.0/16', '10.0.0.1/8'])).toMatch(/not a valid CIDR: .*10\.0\.0\.1\/8.* has host bits set/);
+    expect(failure(['vpc.internal'])).toMatch(/"ssrfAllowList",\s*0/);
+    expect(failure(['vpc.internal'])).toMatch(/not a valid CIDR: .*vpc\.internal/);
   });
 
   it('rejects a malformed allow-list entry; the client reports it instead of throwing', async () => {
