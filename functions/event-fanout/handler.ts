@@ -2,5 +2,6 @@
 import type { DynamoDBStreamEvent, DynamoDBBatchResponse } from 'aws-lambda';
 import { lambdaDeps } from '../core/clients.js';
 import { fanOut } from '../core/events/fanout.js';
+import { withMetrics } from '../core/observability.js';
 
-export const handler = async (event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> => fanOut(await lambdaDeps(), event.Records);
+export const handler = withMetrics(async (event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> => fanOut(await lambdaDeps(), event.Records));

@@ -2,5 +2,6 @@
 import type { SQSEvent, SQSBatchResponse } from 'aws-lambda';
 import { lambdaDeps } from '../core/clients.js';
 import { deliverBatch } from '../core/delivery/deliver.js';
+import { withMetrics } from '../core/observability.js';
 
-export const handler = async (event: SQSEvent): Promise<SQSBatchResponse> => deliverBatch(await lambdaDeps(), event.Records);
+export const handler = withMetrics(async (event: SQSEvent): Promise<SQSBatchResponse> => deliverBatch(await lambdaDeps(), event.Records));

@@ -8,7 +8,7 @@ import { cors } from '../../../lib/topology.js';
 import type { Deps } from '../clients.js';
 import { lambdaDeps } from '../clients.js';
 import { toProblem, payloadTooLarge, unsupportedMediaType, badRequest } from '../errors.js';
-import { logger } from '../observability.js';
+import { logger, flushMetrics } from '../observability.js';
 import { recordRequest } from '../request-log.js';
 
 export interface RequestScope {
@@ -29,7 +29,10 @@ const corsHeaders = {
 
 export function httpEndpoint(route: Route, options: { deps?: () => Promise<Deps> } = {}) {
   const getDeps = options.deps ?? lambdaDeps;
-  return middy<APIGatewayProxyEvent, APIGatewayProxyResult, Error, Context>().handler(async (event, context) => {
+  return middy<APIGatewayProxyEvent, APIGatewayProxyResult, Error, Context>()
+    // Every request's metrics (e.g. RateLimitFailOpen) are published, whether it answered or threw.
+    .use({ after: flushMetrics, onError: flushMetrics })
+    .handler(async (event, context) => {
     const started = Date.now();
     const requestId = event.requestContext?.requestId ?? context.awsRequestId;
     const deps = await getDeps();
