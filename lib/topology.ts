@@ -3,6 +3,7 @@
  * the HTTP routes. The CDK stack (lib/stacks) and the local stack (lib/local) both loop over it;
  * adding a function or a table is one entry here. Pure data: no CDK or SDK imports.
  */
+import { DomainError, methodNotAllowed, notFound, payloadTooLarge, tooManyRequests } from '../functions/core/errors.js';
 
 export type KeyType = 'S' | 'N';
 export interface KeySpec { name: string; type: KeyType }
@@ -57,7 +58,8 @@ export const queues = {
   /** One message per queued delivery; retries re-time it with ChangeMessageVisibility. */
   deliveryQueue: {
     envVar: 'DELIVERY_QUEUE_URL',
-    // Lambda requires >= the function timeout; a crashed attempt is retried after this.
+    // AWS recommends >= 6 x the consuming function's time-out (30 s) for an SQS event source, so
+    // Lambda's own retries of a throttled batch fit in; a crashed attempt is retried after this.
     visibilityTimeoutSeconds: 180,
     retentionDays: 14,
     deadLetter: { queue: 'deliveryDlq', maxReceiveCount: 5 },
@@ -148,6 +150,104 @@ export const cors = {
   ],
   maxAgeSeconds: 600,
 };
+
+/** The CORS headers on every answer a browser may read (the function's, the gateway's own). */
+export const corsResponseHeaders: Record<string, string> = {
+  'Access-Control-Allow-Origin': cors.allowOrigins.join(','),
+  'Access-Control-Expose-Headers': cors.exposeHeaders.join(','),
+};
+
+/** Methods served on a route's path (an ANY on the path answers the others 405). */
+export const methodsOn = (path: string) => [...new Set(routes.filter((r) => r.path === path).map((r) => r.method))];
+
+// ---------------------------------------------------------------------------------------------
+// The front door: what API Gateway (and the WAF in front of it) answer without a function. The
+// CDK stack renders these as MOCK integrations, gateway responses and WAF rules; the local HTTP
+// server answers the same from the same entries, so the two cannot drift (docs/capacity.md).
+
+/** A problem+json answer the gateway makes itself (DESIGN §7). */
+export interface GatewayAnswerSpec {
+  /** Absent on the DEFAULT_4XX/5XX fallbacks: API Gateway keeps the status of the error and the body omits it. */
+  status?: number;
+  slug: string;
+  title: string;
+  /** Absent: API Gateway's own message for the error ($context.error.message). */
+  detail?: string;
+  headers?: Record<string, string>;
+}
+
+/** API Gateway's hard payload limit (REQUEST_TOO_LARGE); the function enforces its own, smaller one. */
+export const gatewayMaxBodyBytes = 10 * 1024 * 1024;
+
+/**
+ * Stage throttle (token bucket, all keys together): sized in docs/capacity.md. Per-key floods
+ * are stopped before it by the WAF rules below, so one key can not spend it for everyone.
+ */
+export const stageThrottle = { rateLimit: 1000, burstLimit: 2000 };
+
+/**
+ * WAF rate-based rules on the stage (AWS WAFv2, REGIONAL). A request is counted against every rule
+ * whose key it carries; over `limit` requests in the trailing `windowSeconds`, the key is blocked
+ * (the WAF_FILTERED answer) until its rate falls back. Keys: a header's value, or the client
+ * address for requests that carry neither key header.
+ */
+export interface EdgeRuleSpec {
+  name: string;
+  key: { header: string } | { address: true; withoutHeaders: string[] };
+  limit: number;
+  windowSeconds: 60 | 120 | 300 | 600;
+}
+/** Above the highest plan limit (1000/min, functions/core/settings.ts) with room for an override: 3000/min = 50 requests/s. */
+export const edgeKeyLimitPerMinute = 3000;
+export const edgeRules: EdgeRuleSpec[] = [
+  { name: 'PerApiKey', key: { header: 'x-api-key' }, limit: edgeKeyLimitPerMinute, windowSeconds: 60 },
+  { name: 'PerBearerKey', key: { header: 'authorization' }, limit: edgeKeyLimitPerMinute, windowSeconds: 60 },
+  // Keyless requests only get 401s; a flood of them must not spend the stage throttle either.
+  { name: 'PerAddressWithoutKey', key: { address: true, withoutHeaders: ['x-api-key', 'authorization'] }, limit: 600, windowSeconds: 60 },
+];
+
+const retryAfterEdge = edgeRules[0].windowSeconds;
+const answer = (e: DomainError): GatewayAnswerSpec => ({ status: e.status, slug: e.slug, title: e.title, detail: e.message, headers: e.extra.headers });
+/**
+ * Gateway responses (API Gateway response types), problem+json like the function's own errors.
+ * MISSING_AUTHENTICATION_TOKEN is what API Gateway answers for a path no resource matches: with
+ * no IAM auth anywhere it can only mean "no such route" (the catch-all routes make it a backstop).
+ */
+export const gatewayResponses = {
+  MISSING_AUTHENTICATION_TOKEN: answer(notFound('No route for this path.')),
+  THROTTLED: answer(tooManyRequests(1)),
+  // The WebACL holds only the rate rules above, so a WAF block always means "this key is flooding".
+  WAF_FILTERED: answer(tooManyRequests(retryAfterEdge)),
+  REQUEST_TOO_LARGE: answer(payloadTooLarge(gatewayMaxBodyBytes)),
+  INTEGRATION_TIMEOUT: answer(new DomainError(504, 'gateway-timeout', 'Gateway timeout',
+    'The request took too long and may or may not have been processed: retry with the same Idempotency-Key.')),
+  DEFAULT_4XX: { slug: 'gateway-error', title: 'Request refused' },
+  DEFAULT_5XX: { slug: 'gateway-error', title: 'Bad gateway' },
+} satisfies Record<string, GatewayAnswerSpec>;
+export type GatewayResponseType = keyof typeof gatewayResponses;
+
+/** API Gateway's status and message when the Lambda proxy integration fails (crash, time-out, bad answer). */
+export const lambdaFailure = { type: 'DEFAULT_5XX' as const, status: 502, message: 'Internal server error' };
+
+/** Answers of the catch-all routes (MOCK integrations: no function runs, no Lambda cost). */
+export const catchAllAnswers = {
+  /** ANY on a path with no route (`/`, intermediate paths, `{proxy+}` under each of them). */
+  notFound: gatewayResponses.MISSING_AUTHENTICATION_TOKEN,
+  /** ANY on a route's path, for the methods it does not serve. */
+  methodNotAllowed: (allowed: string[]) => answer(methodNotAllowed(allowed)),
+};
+
+/**
+ * The body of a gateway answer. `requestId` and `message` are values locally, and VTL references
+ * ($context.requestId, $context.error.messageString, already quoted) in the CDK templates.
+ */
+export function gatewayProblemBody(spec: GatewayAnswerSpec, requestId: string, message: { json: string } | string = ''): string {
+  const MESSAGE = '\u0000message\u0000';
+  const problem = new DomainError(spec.status ?? 0, spec.slug, spec.title, spec.detail ?? MESSAGE).toProblem(requestId);
+  if (spec.status === undefined) delete (problem as { status?: number }).status;
+  const body = JSON.stringify(problem);
+  return body.replace(JSON.stringify(MESSAGE), typeof message === 'string' ? JSON.stringify(message) : message.json);
+}
 
 /** Env var naming the SSM parameter with the stage's runtime settings (functions/core/settings.ts). */
 export const settingsParameterEnvVar = 'SETTINGS_PARAMETER';

@@ -1,45 +1,97 @@
 /**
- * The local API Gateway: turns HTTP requests on the topology's routes into REST API (v1) proxy
- * events for the real handlers, answers CORS preflights itself (as API Gateway's OPTIONS mock
- * does), and 404/405/413 with the same problem+json the functions use.
+ * The local API Gateway (and the WAF in front of it), answering what the deployed stage answers:
+ * the topology's routes become REST API (v1) proxy events for the real handlers; CORS preflights,
+ * unknown paths (404) and wrong methods (405) are answered without a function, as the stage's MOCK
+ * integrations do; the WAF rate rules, the stage throttle, the payload limit and a failing function
+ * give the stage's gateway responses. Every one of those answers comes from lib/topology.ts, which
+ * the CDK stack renders too (docs/local-stack.md). `/openapi.json` is a local extra.
  */
 import { createServer, type IncomingMessage, type ServerResponse, type Server } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
-import { routes, cors, type RouteSpec } from '../topology.js';
-import { DomainError, methodNotAllowed, notFound, payloadTooLarge, toProblem } from '../../functions/core/errors.js';
+import {
+  catchAllAnswers, cors, corsResponseHeaders, edgeRules as defaultEdgeRules, gatewayMaxBodyBytes, gatewayProblemBody,
+  gatewayResponses, lambdaFailure, methodsOn, routes, stageThrottle as defaultThrottle,
+  type EdgeRuleSpec, type GatewayAnswerSpec, type RouteSpec,
+} from '../topology.js';
 import { lambdaContext } from './lambda-context.js';
 import { openApiDocument } from '../../functions/core/openapi.js';
 
 export type HttpHandler = (event: APIGatewayProxyEvent, context: ReturnType<typeof lambdaContext>) => Promise<APIGatewayProxyResult>;
-
-/** API Gateway's hard payload limit; the function enforces its own, smaller one. */
-const GATEWAY_MAX_BODY = 10 * 1024 * 1024;
-
-const corsHeaders = {
-  'Access-Control-Allow-Origin': cors.allowOrigins.join(','),
-  'Access-Control-Expose-Headers': cors.exposeHeaders.join(','),
-};
 
 function send(res: ServerResponse, status: number, headers: Record<string, string>, body: string): void {
   res.writeHead(status, { ...headers, 'Content-Length': Buffer.byteLength(body) });
   res.end(body);
 }
 
-function sendProblem(res: ServerResponse, error: DomainError, requestId: string): void {
-  const { problem, headers } = toProblem(error, requestId);
-  send(res, problem.status, { 'Content-Type': 'application/problem+json', 'X-Request-Id': requestId, ...corsHeaders, ...headers }, JSON.stringify(problem));
+/**
+ * A problem+json answer of the gateway. `fromMock`: a catch-all route's MOCK integration, which also
+ * maps X-Request-Id (gateway responses cannot map context variables to headers).
+ */
+function sendAnswer(res: ServerResponse, spec: GatewayAnswerSpec, requestId: string, opts: { status?: number; message?: string; fromMock?: boolean } = {}): void {
+  send(res, opts.status ?? spec.status!, {
+    'Content-Type': 'application/problem+json',
+    ...(opts.fromMock ? { 'X-Request-Id': requestId } : {}),
+    ...corsResponseHeaders,
+    ...spec.headers,
+  }, gatewayProblemBody(spec, requestId, opts.message));
 }
 
+/** The body, or 'too-large' (read to its end but not kept, so the client gets the 413, not a reset). */
 async function readBody(req: IncomingMessage): Promise<Buffer | 'too-large'> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req) {
     size += (chunk as Buffer).length;
-    if (size > GATEWAY_MAX_BODY) return 'too-large';
-    chunks.push(chunk as Buffer);
+    if (size <= gatewayMaxBodyBytes) chunks.push(chunk as Buffer);
   }
-  return Buffer.concat(chunks);
+  return size > gatewayMaxBodyBytes ? 'too-large' : Buffer.concat(chunks);
+}
+
+/** The WAF's rate-based rules: requests per rule key in the trailing window (blocked ones count too, as in WAF). */
+export class EdgeRateRules {
+  private readonly seen = new Map<string, number[]>();
+  constructor(private readonly rules: EdgeRuleSpec[]) {}
+
+  /** Counts the request; true when any rule's key is over its limit. */
+  blocks(headers: IncomingMessage['headers'], address: string, now = Date.now()): boolean {
+    let blocked = false;
+    for (const rule of this.rules) {
+      const key = 'header' in rule.key
+        ? headers[rule.key.header]
+        : rule.key.withoutHeaders.some((h) => headers[h] !== undefined) ? undefined : address;
+      if (key === undefined) continue; // WAF skips a request that lacks the rule's key
+      const id = `${rule.name}\u0000${String(key)}`;
+      const times = (this.seen.get(id) ?? []).filter((t) => t > now - rule.windowSeconds * 1000);
+      times.push(now);
+      this.seen.set(id, times);
+      if (times.length > rule.limit) blocked = true;
+    }
+    if (this.seen.size > 10_000) this.sweep(now);
+    return blocked;
+  }
+
+  private sweep(now: number): void {
+    const longest = Math.max(...this.rules.map((r) => r.windowSeconds)) * 1000;
+    for (const [id, times] of this.seen) if (times.at(-1)! <= now - longest) this.seen.delete(id);
+  }
+}
+
+/** The stage throttle: API Gateway's token bucket, shared by every request. */
+export class TokenBucket {
+  private tokens: number;
+  private at = Date.now();
+  constructor(private readonly limits: { rateLimit: number; burstLimit: number }) {
+    this.tokens = limits.burstLimit;
+  }
+
+  take(now = Date.now()): boolean {
+    this.tokens = Math.min(this.limits.burstLimit, this.tokens + ((now - this.at) / 1000) * this.limits.rateLimit);
+    this.at = now;
+    if (this.tokens < 1) return false;
+    this.tokens -= 1;
+    return true;
+  }
 }
 
 export function toProxyEvent(req: IncomingMessage, route: RouteSpec, body: Buffer, requestId: string): APIGatewayProxyEvent {
@@ -99,35 +151,53 @@ export interface LocalApiOptions {
   /** Handlers by topology function name. */
   handlers: Record<string, HttpHandler>;
   onError?: (error: unknown) => void;
+  /** Tests shrink these to reach them in a few requests; the defaults are the deployed ones. */
+  stageThrottle?: { rateLimit: number; burstLimit: number };
+  edgeRules?: EdgeRuleSpec[];
 }
 
 export async function startHttpServer(options: LocalApiOptions): Promise<{ server: Server; url: string; close(): Promise<void> }> {
+  const edge = new EdgeRateRules(options.edgeRules ?? defaultEdgeRules);
+  const throttle = new TokenBucket(options.stageThrottle ?? defaultThrottle);
   const server = createServer(async (req, res) => {
     const requestId = randomUUID();
+    // API Gateway names every answer's request, the function's ones included.
+    res.setHeader('x-amzn-RequestId', requestId);
     try {
       const pathname = new URL(req.url ?? '/', 'http://local').pathname;
       if (pathname === '/openapi.json' && req.method === 'GET') {
-        // The API reference, generated from the same zod schemas the handler validates with.
-        return send(res, 200, { 'Content-Type': 'application/json', ...corsHeaders }, JSON.stringify(openApiDocument(`http://${req.headers.host ?? '127.0.0.1'}`), null, 2));
+        // Local only: the API reference, generated from the same zod schemas the handler validates with.
+        return send(res, 200, { 'Content-Type': 'application/json', ...corsResponseHeaders }, JSON.stringify(openApiDocument(`http://${req.headers.host ?? '127.0.0.1'}`), null, 2));
       }
-      const onPath = routes.filter((r) => r.path === pathname);
-      if (onPath.length === 0) return sendProblem(res, notFound(`No route for ${pathname}.`), requestId);
-      const allowed = [...new Set(onPath.map((r) => r.method))];
+      // In the order AWS applies them: the WAF, the stage throttle, the payload limit, then routing.
+      const address = (req.socket.remoteAddress ?? '127.0.0.1').replace(/^::ffff:/, '');
+      if (edge.blocks(req.headers, address)) return sendAnswer(res, gatewayResponses.WAF_FILTERED, requestId);
+      if (!throttle.take()) return sendAnswer(res, gatewayResponses.THROTTLED, requestId);
+      const body = await readBody(req);
+      if (body === 'too-large') return sendAnswer(res, gatewayResponses.REQUEST_TOO_LARGE, requestId);
+
+      const allowed = methodsOn(pathname);
+      if (allowed.length === 0) return sendAnswer(res, catchAllAnswers.notFound, requestId, { fromMock: true });
       if (req.method === 'OPTIONS') {
-        // The CORS preflight needs no key (DESIGN §6 Browsers).
+        // The CORS preflight needs no key (DESIGN §6 Browsers): the headers of the stage's OPTIONS mock.
         return send(res, 204, {
-          ...corsHeaders,
-          'Access-Control-Allow-Methods': [...allowed, 'OPTIONS'].join(','),
           'Access-Control-Allow-Headers': cors.allowHeaders.join(','),
+          'Access-Control-Allow-Origin': corsResponseHeaders['Access-Control-Allow-Origin'],
           'Access-Control-Max-Age': String(cors.maxAgeSeconds),
+          'Access-Control-Allow-Methods': [...allowed, 'OPTIONS'].join(','),
         }, '');
       }
-      const route = onPath.find((r) => r.method === req.method);
-      if (!route) return sendProblem(res, methodNotAllowed(allowed), requestId);
-      const body = await readBody(req);
-      if (body === 'too-large') return sendProblem(res, payloadTooLarge(GATEWAY_MAX_BODY), requestId);
+      const route = routes.find((r) => r.path === pathname && r.method === req.method);
+      if (!route) return sendAnswer(res, catchAllAnswers.methodNotAllowed(allowed), requestId, { fromMock: true });
       const handler = options.handlers[route.function];
-      const result = await handler(toProxyEvent(req, route, body, requestId), lambdaContext(route.function));
+      let result: APIGatewayProxyResult;
+      try {
+        result = await handler(toProxyEvent(req, route, body, requestId), lambdaContext(route.function));
+      } catch (error) {
+        // A function that throws (or answers nothing usable) is a 502 from API Gateway, not a problem of ours.
+        options.onError?.(error);
+        return sendAnswer(res, gatewayResponses[lambdaFailure.type], requestId, { status: lambdaFailure.status, message: lambdaFailure.message });
+      }
       const headers: Record<string, string | string[]> = { ...(result.headers as Record<string, string>) };
       for (const [k, v] of Object.entries(result.multiValueHeaders ?? {})) headers[k] = v.map(String);
       const payload = result.isBase64Encoded ? Buffer.from(result.body, 'base64') : Buffer.from(result.body ?? '');
@@ -135,8 +205,7 @@ export async function startHttpServer(options: LocalApiOptions): Promise<{ serve
       res.end(payload);
     } catch (error) {
       options.onError?.(error);
-      const { problem } = toProblem(error, requestId);
-      if (!res.headersSent) send(res, 500, { 'Content-Type': 'application/problem+json', ...corsHeaders }, JSON.stringify(problem));
+      if (!res.headersSent) sendAnswer(res, gatewayResponses[lambdaFailure.type], requestId, { status: lambdaFailure.status, message: lambdaFailure.message });
       else res.destroy();
     }
   });

@@ -16,10 +16,12 @@ import * as sns from 'aws-cdk-lib/aws-sns';
 import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import * as ssm from 'aws-cdk-lib/aws-ssm';
+import * as wafv2 from 'aws-cdk-lib/aws-wafv2';
 import type { Construct } from 'constructs';
 import {
-  cors, functions, metricsNamespace, outputKeys, queues, routes, serviceName, settingsParameterName, tables,
-  type EventSourceSpec, type FunctionName, type FunctionSpec, type QueueName, type QueueSpec, type TableName, type TableSpec,
+  catchAllAnswers, cors, corsResponseHeaders, edgeRules, functions, gatewayProblemBody, gatewayResponses, methodsOn, metricsNamespace,
+  outputKeys, queues, routes, serviceName, settingsParameterName, stageThrottle, tables,
+  type EventSourceSpec, type GatewayAnswerSpec, type GatewayResponseType, type FunctionName, type FunctionSpec, type QueueName, type QueueSpec, type TableName, type TableSpec,
 } from '../topology.js';
 import { defaultSettings } from '../../functions/core/settings.js';
 import { CrmFunction } from './crm-function.js';
@@ -29,6 +31,8 @@ const entries = <K extends string, V>(o: Partial<Record<K, V>>) => Object.entrie
 const tableSpecs: Record<TableName, TableSpec> = tables;
 const queueSpecs: Record<QueueName, QueueSpec> = queues;
 const functionSpecs: Record<FunctionName, FunctionSpec> = functions;
+/** API Gateway header mappings take static values in single quotes. */
+const quotedHeaders = (headers: Record<string, string>) => Object.fromEntries(Object.entries(headers).map(([k, v]) => [k, `'${v}'`]));
 const keyType = (t: 'S' | 'N') => (t === 'S' ? dynamodb.AttributeType.STRING : dynamodb.AttributeType.NUMBER);
 
 export interface CrmStackProps extends StackProps {
@@ -159,93 +163,180 @@ export class CrmStack extends Stack {
       cloudWatchRole: true,
       deployOptions: {
         stageName: stage,
-        // A backstop behind the per-key limiter in the function, not the limiter itself.
-        throttlingRateLimit: 200,
-        throttlingBurstLimit: 400,
+        // Every key together (docs/capacity.md); one key's flood is stopped before it by the WAF.
+        throttlingRateLimit: stageThrottle.rateLimit,
+        throttlingBurstLimit: stageThrottle.burstLimit,
         tracingEnabled: true,
         loggingLevel: apigw.MethodLoggingLevel.ERROR,
         accessLogDestination: new apigw.LogGroupLogDestination(accessLogs),
         accessLogFormat: apigw.AccessLogFormat.jsonWithStandardFields(),
       },
-      // Preflights are answered by API Gateway itself, without a key. Expose-Headers is not a
-      // preflight header: the function sets it on every real response (and the gateway responses below).
-      defaultCorsPreflightOptions: {
-        allowOrigins: cors.allowOrigins,
-        allowHeaders: cors.allowHeaders,
-        allowMethods: [...new Set(routes.map((r) => r.method)), 'OPTIONS'],
-        maxAge: Duration.seconds(cors.maxAgeSeconds),
-      },
     });
     api.node.tryRemoveChild('Endpoint'); // the default output; replaced by ApiUrl (outputKeys)
-    // Errors API Gateway answers itself (throttling, unknown route, 5xx before the function) carry CORS too,
-    // so a browser form can read them.
-    for (const type of [apigw.ResponseType.DEFAULT_4XX, apigw.ResponseType.DEFAULT_5XX]) {
-      api.addGatewayResponse(`Cors${type.responseType}`, {
-        type,
-        responseHeaders: {
-          'Access-Control-Allow-Origin': `'${cors.allowOrigins.join(',')}'`,
-          'Access-Control-Expose-Headers': `'${cors.exposeHeaders.join(',')}'`,
-        },
+
+    // Errors API Gateway answers itself: problem+json like the function's, with CORS so a browser
+    // form can read them (lib/topology.ts; the local server answers the same).
+    for (const [type, spec] of entries<GatewayResponseType, GatewayAnswerSpec>(gatewayResponses)) {
+      api.addGatewayResponse(`Gateway${type}`, {
+        type: apigw.ResponseType.of(type),
+        statusCode: spec.status === undefined ? undefined : String(spec.status),
+        responseHeaders: quotedHeaders({ 'Content-Type': 'application/problem+json', ...corsResponseHeaders, ...spec.headers }),
+        templates: { 'application/json': gatewayProblemBody(spec, '$context.requestId', { json: '$context.error.messageString' }) },
       });
     }
+
     const integrations = new Map<FunctionName, apigw.LambdaIntegration>();
     for (const route of routes) {
       if (!integrations.has(route.function)) integrations.set(route.function, new apigw.LambdaIntegration(this.functions[route.function]));
       api.root.resourceForPath(route.path).addMethod(route.method, integrations.get(route.function));
     }
+    // Catch-alls, so no request ever meets API Gateway's 403 "Missing Authentication Token":
+    // ANY on a route's path answers 405, ANY elsewhere and {proxy+} under every path 404.
+    for (const resource of [api.root, ...api.root.node.findAll().filter((c): c is apigw.Resource => c instanceof apigw.Resource)]) {
+      const allowed = methodsOn(resource.path);
+      if (allowed.length > 0) {
+        resource.addMethod('ANY', ...this.answerWithoutFunction(catchAllAnswers.methodNotAllowed(allowed)));
+        // Preflights are answered by API Gateway itself, without a key. Expose-Headers is not a
+        // preflight header: it is on every real answer.
+        resource.addCorsPreflight({
+          allowOrigins: cors.allowOrigins,
+          allowHeaders: cors.allowHeaders,
+          allowMethods: [...allowed, 'OPTIONS'],
+          maxAge: Duration.seconds(cors.maxAgeSeconds),
+        });
+      } else {
+        resource.addMethod('ANY', ...this.answerWithoutFunction(catchAllAnswers.notFound));
+      }
+      resource.addResource('{proxy+}').addMethod('ANY', ...this.answerWithoutFunction(catchAllAnswers.notFound));
+    }
+    this.webAcl(api.deploymentStage);
 
     Validations.of(api).acknowledge(
       { id: 'AwsSolutions-APIG2', reason: 'The function validates every body (zod) and answers 422 problem+json with per-field errors (DESIGN §6-7); a gateway validator would answer a different 400 shape first.' },
-      { id: 'AwsSolutions-APIG4', reason: 'Callers authenticate with organization API keys, checked in the function (hashed lookup, constant-time compare); an authorizer cannot reach that key store. CORS preflights are open by design.' },
+      { id: 'AwsSolutions-APIG4', reason: 'Callers authenticate with organization API keys, checked in the function (hashed lookup, constant-time compare); an authorizer cannot reach that key store. CORS preflights and the catch-all 404/405 answers are open by design.' },
       { id: 'AwsSolutions-COG4', reason: 'Callers are web forms and automation tools holding an organization API key, not Cognito users.' },
-      { id: 'AwsSolutions-APIG3', reason: 'No WAF in the default deployment: per-key rate limiting in the function plus stage throttling. A team can associate a WebACL with the stage.' },
       { id: 'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs]', reason: 'The AWS-managed role API Gateway needs to write execution logs (logs only).' },
     );
     return api;
   }
 
+  /**
+   * A MOCK integration answering `spec` as problem+json: no function runs (no Lambda cost). No
+   * request template: a mock without one returns its default integration response whatever the
+   * request's content type (a template would make other content types a 415).
+   */
+  private answerWithoutFunction(spec: GatewayAnswerSpec): [apigw.MockIntegration, apigw.MethodOptions] {
+    const headers = { 'Content-Type': "'application/problem+json'", 'X-Request-Id': 'context.requestId', ...quotedHeaders({ ...corsResponseHeaders, ...spec.headers }) };
+    const statusCode = String(spec.status);
+    return [
+      new apigw.MockIntegration({
+        passthroughBehavior: apigw.PassthroughBehavior.WHEN_NO_MATCH,
+        integrationResponses: [{
+          statusCode,
+          responseParameters: Object.fromEntries(Object.entries(headers).map(([k, v]) => [`method.response.header.${k}`, v])),
+          responseTemplates: { 'application/json': gatewayProblemBody(spec, '$context.requestId') },
+        }],
+      }),
+      { methodResponses: [{ statusCode, responseParameters: Object.fromEntries(Object.keys(headers).map((k) => [`method.response.header.${k}`, true])) }] },
+    ];
+  }
+
+  /**
+   * The WAF in front of the stage: rate-based rules per API key (and per address for keyless
+   * requests), so one key's flood is blocked before it spends the stage throttle that every
+   * organization shares (docs/capacity.md). Blocks answer the WAF_FILTERED gateway response.
+   */
+  private webAcl(stage: apigw.Stage): wafv2.CfnWebACL {
+    // No sampled requests: they would show callers' API keys (headers) in the console.
+    const visibility = (metricName: string) => ({ cloudWatchMetricsEnabled: true, sampledRequestsEnabled: false, metricName });
+    const none = [{ priority: 0, type: 'NONE' }];
+    const hasHeader = (name: string): wafv2.CfnWebACL.StatementProperty => ({
+      byteMatchStatement: {
+        fieldToMatch: { headers: { matchPattern: { includedHeaders: [name] }, matchScope: 'KEY', oversizeHandling: 'CONTINUE' } },
+        positionalConstraint: 'EXACTLY', searchString: name, textTransformations: [{ priority: 0, type: 'LOWERCASE' }],
+      },
+    });
+    const anyOf = (statements: wafv2.CfnWebACL.StatementProperty[]) => (statements.length === 1 ? statements[0] : { orStatement: { statements } });
+    const acl = new wafv2.CfnWebACL(this, 'ApiWebAcl', {
+      scope: 'REGIONAL',
+      defaultAction: { allow: {} },
+      visibilityConfig: visibility(`${this.stackName}-api`),
+      rules: edgeRules.map((rule, priority) => ({
+        name: rule.name,
+        priority,
+        action: { block: {} },
+        visibilityConfig: visibility(`${this.stackName}-${rule.name}`),
+        statement: {
+          rateBasedStatement: {
+            limit: rule.limit,
+            evaluationWindowSec: rule.windowSeconds,
+            ...('header' in rule.key
+              ? { aggregateKeyType: 'CUSTOM_KEYS', customKeys: [{ header: { name: rule.key.header, textTransformations: none } }] }
+              : { aggregateKeyType: 'IP', scopeDownStatement: { notStatement: { statement: anyOf(rule.key.withoutHeaders.map(hasHeader)) } } }),
+          },
+        },
+      })),
+    });
+    new wafv2.CfnWebACLAssociation(this, 'ApiWebAclAssociation', { resourceArn: stage.stageArn, webAclArn: acl.attrArn });
+    return acl;
+  }
+
   private createAlarms(): cloudwatch.Alarm[] {
+    const fiveMinutes = Duration.minutes(5);
+    const stage = this.api.deploymentStage;
     return [
       this.queueNotEmptyAlarm('DeliveryDlqDepth', 'deliveryDlq',
         'Webhook deliveries exhausted their retries and wait in the dead-letter queue: inspect with `crm deliveries list --status failed`, then `crm deliveries redrive`.'),
       this.queueNotEmptyAlarm('FanoutFailures', 'fanoutFailures',
         'Stream batches the fan-out gave up on: events may be missing. Fix the cause, then `crm events replay-failures` (within 24 h, the stream retention).'),
-      new cloudwatch.Alarm(this, 'DeliveryFailureRate', {
-        alarmDescription: 'More than 25% of webhook delivery attempts failed over 15 minutes.',
-        metric: new cloudwatch.MathExpression({
+      this.alarm('DeliveryFailureRate', 'More than 25% of webhook delivery attempts failed over 15 minutes.',
+        new cloudwatch.MathExpression({
           expression: 'IF(attempts > 0, 100 * failures / attempts, 0)',
-          usingMetrics: {
-            // Emitted by functions/core/delivery/deliver.ts through Powertools (dimension `service`).
-            attempts: new cloudwatch.Metric({ namespace: metricsNamespace, metricName: 'DeliveryAttempts', dimensionsMap: { service: serviceName }, statistic: 'Sum' }),
-            failures: new cloudwatch.Metric({ namespace: metricsNamespace, metricName: 'DeliveryFailures', dimensionsMap: { service: serviceName }, statistic: 'Sum' }),
-          },
+          usingMetrics: { attempts: this.serviceMetric('DeliveryAttempts'), failures: this.serviceMetric('DeliveryFailures') },
           period: Duration.minutes(15),
-        }),
-        threshold: 25,
-        evaluationPeriods: 1,
-        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-      }),
-      ...entries(this.functions).map(([name, fn]) => new cloudwatch.Alarm(this, `${name}Errors`, {
-        alarmDescription: `The ${name} function is failing (unhandled errors or timeouts): see its log group.`,
-        metric: fn.metricErrors({ period: Duration.minutes(5) }),
-        threshold: 5,
-        evaluationPeriods: 1,
-        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-      })),
+        }), { threshold: 25, above: true }),
+      // A message is "oldest" only until its third receive (SQS then skips it): retries scheduled
+      // by ChangeMessageVisibility never reach 30 min here, a backlog nobody consumes does.
+      this.alarm('DeliveryQueueOldestMessage', 'The oldest undelivered webhook has waited over 30 minutes: the delivery function is not keeping up or not consuming.',
+        this.queues.deliveryQueue.metricApproximateAgeOfOldestMessage({ period: fiveMinutes, statistic: 'Maximum' }), { threshold: 30 * 60, above: true }),
+      this.alarm('FanoutIteratorAge', 'The fan-out is more than 5 minutes behind the table streams: events are late (records older than 24 h are lost).',
+        this.functions.eventFanout.metric('IteratorAge', { period: fiveMinutes, statistic: 'Maximum' }), { threshold: 5 * 60_000, above: true }),
+      this.alarm('Api5xx', 'The API answered 5 or more 5xx in 5 minutes (function errors, 502/504 from the gateway).',
+        stage.metricServerError({ period: fiveMinutes, statistic: 'Sum' }), { threshold: 5 }),
+      this.alarm('ApiLatency', 'The API\'s p99 latency was over 3 s for 15 minutes.',
+        stage.metricLatency({ period: fiveMinutes, statistic: 'p99' }), { threshold: 3000, above: true, periods: 3 }),
+      this.alarm('RateLimitFailOpen', 'The rate limiter could not reach its table and admitted requests unchecked (rateLimitFailMode "open").',
+        this.serviceMetric('RateLimitFailOpen', fiveMinutes), { threshold: 1 }),
+      this.alarm('TenantMismatch', 'A stream record\'s organization attribute disagreed with its partition key: it was dropped, not delivered. Inspect the item the fan-out logged.',
+        this.serviceMetric('TenantMismatch', fiveMinutes), { threshold: 1 }),
+      ...entries(this.functions).flatMap(([name, fn]) => [
+        this.alarm(`${name}Errors`, `The ${name} function is failing (unhandled errors or timeouts): see its log group.`,
+          fn.metricErrors({ period: fiveMinutes }), { threshold: 5 }),
+        this.alarm(`${name}Throttles`, `The ${name} function was refused concurrency: the account's Lambda concurrency is exhausted (docs/capacity.md).`,
+          fn.metricThrottles({ period: fiveMinutes }), { threshold: 1 }),
+      ]),
     ];
+  }
+
+  /** A Powertools metric of the functions (namespace and `service` dimension shared with them). */
+  private serviceMetric(metricName: string, period = Duration.minutes(15)): cloudwatch.Metric {
+    return new cloudwatch.Metric({ namespace: metricsNamespace, metricName, dimensionsMap: { service: serviceName }, statistic: 'Sum', period });
+  }
+
+  /** An alarm on one period (unless `periods`), missing data = fine; `threshold` reached fires, or exceeded with `above`. */
+  private alarm(id: string, description: string, metric: cloudwatch.IMetric, opts: { threshold: number; above?: boolean; periods?: number }): cloudwatch.Alarm {
+    return new cloudwatch.Alarm(this, id, {
+      alarmDescription: description,
+      metric,
+      threshold: opts.threshold,
+      evaluationPeriods: opts.periods ?? 1,
+      comparisonOperator: opts.above ? cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD : cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+    });
   }
 
   /** Alarms as soon as a parking queue holds anything. */
   private queueNotEmptyAlarm(id: string, queue: QueueName, description: string): cloudwatch.Alarm {
-    return new cloudwatch.Alarm(this, id, {
-      alarmDescription: description,
-      metric: this.queues[queue].metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(5), statistic: 'Maximum' }),
-      threshold: 1,
-      evaluationPeriods: 1,
-      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-    });
+    return this.alarm(id, description, this.queues[queue].metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(5), statistic: 'Maximum' }), { threshold: 1 });
   }
 }

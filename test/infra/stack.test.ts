@@ -12,7 +12,10 @@ import type { CfnRole } from 'aws-cdk-lib/aws-iam';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { buildApp } from '../../lib/stacks/app.js';
 import type { CrmStack } from '../../lib/stacks/crm-stack.js';
-import { cors, functions, outputKeys, queues, tables, type FunctionName, type QueueName, type TableName } from '../../lib/topology.js';
+import {
+  cors, edgeKeyLimitPerMinute, edgeRules, functions, gatewayResponses, outputKeys, queues, routes, stageThrottle, tables,
+  type FunctionName, type QueueName, type TableName,
+} from '../../lib/topology.js';
 
 const outdirs: string[] = [];
 /** Builds the app as `cdk synth` does, minus esbuild, into a scratch directory. */
@@ -186,13 +189,13 @@ describe('the CDK stack', () => {
     expect(JSON.parse(parameter.Value)).toMatchObject({ stage: 'test', local: false, defaultRateLimitPerMinute: 100 });
   });
 
-  it('serves GET and POST /api/webhook/leads on a regional API with throttling, JSON access logs and tracing', () => {
+  it('serves GET and POST /api/webhook/leads on a regional API with the sized stage throttle, JSON access logs and tracing', () => {
     template.hasResourceProperties('AWS::ApiGateway::RestApi', { EndpointConfiguration: { Types: ['REGIONAL'] } });
     template.hasResourceProperties('AWS::ApiGateway::Stage', {
       StageName: 'test',
       TracingEnabled: true,
       AccessLogSetting: { DestinationArn: Match.anyValue(), Format: Match.stringLikeRegexp('^\\{.*"requestId"') },
-      MethodSettings: Match.arrayWith([Match.objectLike({ ThrottlingRateLimit: 200, ThrottlingBurstLimit: 400 })]),
+      MethodSettings: Match.arrayWith([Match.objectLike({ ThrottlingRateLimit: stageThrottle.rateLimit, ThrottlingBurstLimit: stageThrottle.burstLimit })]),
     });
     for (const method of ['GET', 'POST']) {
       template.hasResourceProperties('AWS::ApiGateway::Method', {
@@ -225,7 +228,146 @@ describe('the CDK stack', () => {
     }
   });
 
-  it('alarms on dead-letter depth, fan-out failures, the delivery failure rate and function errors, all notifying a TLS-only topic', () => {
+  /** The MOCK methods of the API: resource logical id → the answer it renders. */
+  const mockMethods = () => Object.values(template.findResources('AWS::ApiGateway::Method'))
+    .map((m) => m.Properties)
+    .filter((p) => p.HttpMethod === 'ANY');
+  const resourcePaths = () => {
+    const resources = template.findResources('AWS::ApiGateway::Resource');
+    const pathOf = (ref: unknown): string => {
+      const id = (ref as { Ref?: string }).Ref;
+      if (!id) return ''; // the root resource (Fn::GetAtt RootResourceId)
+      return `${pathOf(resources[id].Properties.ParentId)}/${resources[id].Properties.PathPart}`;
+    };
+    return pathOf;
+  };
+
+  it('answers every path without a route 404 and every other method on a route 405 (problem+json, MOCK: no function runs), so nothing meets "Missing Authentication Token"', () => {
+    const pathOf = resourcePaths();
+    const byPath = new Map(mockMethods().map((p) => [pathOf(p.ResourceId) || '/', p]));
+    const routePaths = [...new Set(routes.map((r) => r.path))];
+    // Every resource (root included) has an ANY, and a {proxy+} child with an ANY.
+    const allPaths = ['/', ...Object.keys(template.findResources('AWS::ApiGateway::Resource')).map((id) => pathOf({ Ref: id }))];
+    for (const path of allPaths) {
+      expect(byPath.has(path)).toBe(true);
+      if (!path.endsWith('{proxy+}')) expect(byPath.has(`${path === '/' ? '' : path}/{proxy+}`)).toBe(true);
+    }
+    for (const [path, method] of byPath) {
+      const integration = method.Integration;
+      expect(integration.Type).toBe('MOCK');
+      expect(integration.RequestTemplates).toBeUndefined(); // a template would turn other content types into 415s
+      expect(integration.PassthroughBehavior).toBe('WHEN_NO_MATCH');
+      const [response] = integration.IntegrationResponses;
+      expect(response.SelectionPattern).toBeUndefined(); // the default response, whatever the mock returns
+      expect(response.ResponseParameters).toMatchObject({
+        'method.response.header.Content-Type': "'application/problem+json'",
+        'method.response.header.X-Request-Id': 'context.requestId',
+        'method.response.header.Access-Control-Allow-Origin': "'*'",
+      });
+      const body = JSON.parse(response.ResponseTemplates['application/json']);
+      expect(body.request_id).toBe('$context.requestId');
+      if (routePaths.includes(path)) {
+        expect(response.StatusCode).toBe('405');
+        expect(body).toMatchObject({ status: 405, title: 'Method not allowed' });
+        expect(response.ResponseParameters['method.response.header.Allow']).toBe(`'${routes.filter((r) => r.path === path).map((r) => r.method).join(', ')}'`);
+      } else {
+        expect(response.StatusCode).toBe('404');
+        expect(body).toMatchObject({ status: 404, title: 'Not found', type: 'https://docs.crm.example/problems/not-found' });
+      }
+      expect(method.MethodResponses).toEqual([{ StatusCode: response.StatusCode, ResponseParameters: Object.fromEntries(Object.keys(response.ResponseParameters).map((k) => [k, true])) }]);
+    }
+    // Preflights only where a route is (elsewhere OPTIONS is a 404 like any method).
+    const options = Object.values(template.findResources('AWS::ApiGateway::Method')).filter((m) => m.Properties.HttpMethod === 'OPTIONS');
+    expect(options.map((m) => pathOf(m.Properties.ResourceId))).toEqual(routePaths);
+  });
+
+  it('answers its own errors (throttle, WAF block, 413, 504, unknown route, any other 4xx/5xx) as problem+json with the request id, CORS, and Retry-After on 429s', () => {
+    const responses = Object.values(template.findResources('AWS::ApiGateway::GatewayResponse')).map((r) => r.Properties);
+    expect(responses.map((r) => r.ResponseType).sort()).toEqual(Object.keys(gatewayResponses).sort());
+    for (const r of responses) {
+      const spec = gatewayResponses[r.ResponseType as keyof typeof gatewayResponses];
+      expect(r.StatusCode).toBe('status' in spec ? String(spec.status) : undefined);
+      expect(r.ResponseParameters).toMatchObject({
+        'gatewayresponse.header.Content-Type': "'application/problem+json'",
+        'gatewayresponse.header.Access-Control-Allow-Origin': "'*'",
+      });
+      const template = r.ResponseTemplates['application/json'] as string;
+      // The fallbacks carry API Gateway's own message (already a quoted JSON string), the others a fixed detail.
+      const body = JSON.parse(template.replace('$context.error.messageString', '"message"'));
+      expect(body).toMatchObject({ type: `https://docs.crm.example/problems/${spec.slug}`, title: spec.title, request_id: '$context.requestId' });
+      expect(body.status).toBe('status' in spec ? spec.status : undefined);
+    }
+    const byType = Object.fromEntries(responses.map((r) => [r.ResponseType, r]));
+    expect(byType.THROTTLED).toMatchObject({ StatusCode: '429', ResponseParameters: { 'gatewayresponse.header.Retry-After': "'1'" } });
+    expect(byType.WAF_FILTERED).toMatchObject({ StatusCode: '429', ResponseParameters: { 'gatewayresponse.header.Retry-After': "'60'" } });
+    expect(byType.MISSING_AUTHENTICATION_TOKEN.StatusCode).toBe('404');
+    expect(byType.REQUEST_TOO_LARGE.StatusCode).toBe('413');
+    expect(byType.INTEGRATION_TIMEOUT.StatusCode).toBe('504');
+  });
+
+  it('puts a WAF in front of the stage that blocks one key\'s flood (X-API-Key, Bearer) and keyless floods per address, above the highest plan limit', () => {
+    const acl = Object.entries(template.findResources('AWS::WAFv2::WebACL'));
+    expect(acl).toHaveLength(1);
+    const [aclId, { Properties: props }] = acl[0];
+    expect(props).toMatchObject({ Scope: 'REGIONAL', DefaultAction: { Allow: {} } });
+    expect(props.Rules.map((r: { Name: string }) => r.Name)).toEqual(edgeRules.map((r) => r.name));
+    const statement = (name: string) => props.Rules.find((r: { Name: string }) => r.Name === name).Statement.RateBasedStatement;
+    for (const [rule, header] of [['PerApiKey', 'x-api-key'], ['PerBearerKey', 'authorization']]) {
+      expect(statement(rule)).toEqual({
+        Limit: edgeKeyLimitPerMinute, EvaluationWindowSec: 60, AggregateKeyType: 'CUSTOM_KEYS',
+        CustomKeys: [{ Header: { Name: header, TextTransformations: [{ Priority: 0, Type: 'NONE' }] } }],
+      });
+    }
+    expect(statement('PerAddressWithoutKey')).toMatchObject({ AggregateKeyType: 'IP', ScopeDownStatement: { NotStatement: expect.anything() } });
+    for (const rule of props.Rules) expect(rule.Action).toEqual({ Block: {} }); // answered by the WAF_FILTERED gateway response
+    // No sampled requests: they would show the callers' keys in the console.
+    for (const v of [props.VisibilityConfig, ...props.Rules.map((r: { VisibilityConfig: unknown }) => r.VisibilityConfig)]) {
+      expect(v).toMatchObject({ SampledRequestsEnabled: false });
+    }
+    // Above the highest plan limit: a key within its plan is never refused at the edge.
+    const { planRateLimits } = JSON.parse(template.findResources('AWS::SSM::Parameter')[logicalId(stack.settings)].Properties.Value) as { planRateLimits: Record<string, number> };
+    expect(edgeKeyLimitPerMinute).toBeGreaterThan(Math.max(...Object.values(planRateLimits)));
+    template.hasResourceProperties('AWS::WAFv2::WebACLAssociation', {
+      WebACLArn: { 'Fn::GetAtt': [aclId, 'Arn'] },
+      ResourceArn: { 'Fn::Join': ['', Match.arrayWith([{ Ref: logicalId(stack.api) }, '/stages/', { Ref: logicalId(stack.api.deploymentStage) }])] },
+    });
+  });
+
+  it('gives each routed function less time than API Gateway\'s 29 s integration time-out (a slow function is a 502 from Lambda, never a 504 mid-write)', () => {
+    for (const route of routes) expect(functions[route.function].timeoutSeconds).toBeLessThan(29);
+  });
+
+  it('sizes the delivery queue\'s visibility time-out at ≥ 6 × its consumer\'s time-out and bounds the consumer\'s concurrency, from the topology', () => {
+    const consumers = Object.entries(functions).flatMap(([name, spec]) => spec.events.flatMap((e) => (e.kind === 'queue' ? [{ name: name as FunctionName, spec, event: e }] : [])));
+    expect(consumers.length).toBeGreaterThan(0);
+    for (const { name, spec, event } of consumers) {
+      const visibility = template.findResources('AWS::SQS::Queue')[queueRef(event.queue)].Properties.VisibilityTimeout;
+      expect(visibility).toBe(queues[event.queue].visibilityTimeoutSeconds);
+      expect(visibility).toBeGreaterThanOrEqual(6 * spec.timeoutSeconds);
+      expect(functionProps(name).Timeout).toBe(spec.timeoutSeconds);
+      template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+        FunctionName: { Ref: logicalId(stack.functions[name]) },
+        ScalingConfig: { MaximumConcurrency: event.maxConcurrency },
+      });
+    }
+  });
+
+  it('protects the prod tables from deletion (other stages: retained, deletable by hand)', () => {
+    const prod = build({ stage: 'prod' });
+    const tablesOf = (t: Template) => Object.values(t.findResources('AWS::DynamoDB::Table'));
+    const prodTables = tablesOf(Template.fromStack(prod.stack));
+    expect(prodTables).toHaveLength(Object.keys(tables).length);
+    for (const t of prodTables) {
+      expect(t.DeletionPolicy).toBe('Retain');
+      expect(t.Properties.DeletionProtectionEnabled).toBe(true);
+    }
+    for (const t of tablesOf(template)) expect(t.Properties.DeletionProtectionEnabled).toBe(false);
+  });
+
+  const alarmsOf = () => Object.entries(template.findResources('AWS::CloudWatch::Alarm')).map(([id, a]) => ({ id, ...a.Properties }));
+  const alarmOn = (metricName: string, dimensions?: unknown) => alarmsOf().filter((a) => a.MetricName === metricName && (dimensions === undefined || JSON.stringify(a.Dimensions) === JSON.stringify(dimensions)));
+
+  it('alarms on dead-letter depth, fan-out failures, the delivery failure rate and function errors', () => {
     template.hasResourceProperties('AWS::CloudWatch::Alarm', {
       MetricName: 'ApproximateNumberOfMessagesVisible',
       Dimensions: [{ Name: 'QueueName', Value: { 'Fn::GetAtt': [queueRef('deliveryDlq'), 'QueueName'] } }],
@@ -234,17 +376,43 @@ describe('the CDK stack', () => {
     });
     template.hasResourceProperties('AWS::CloudWatch::Alarm', { Dimensions: [{ Name: 'QueueName', Value: { 'Fn::GetAtt': [queueRef('fanoutFailures'), 'QueueName'] } }] });
     template.hasResourceProperties('AWS::CloudWatch::Alarm', { Metrics: Match.arrayWith([Match.objectLike({ Expression: Match.stringLikeRegexp('failures / attempts') })]) });
-    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
-      MetricName: 'Errors',
-      Dimensions: [{ Name: 'FunctionName', Value: { Ref: logicalId(stack.functions.webhookDelivery) } }],
-    });
+    for (const name of Object.keys(functions) as FunctionName[]) {
+      expect(alarmOn('Errors', [{ Name: 'FunctionName', Value: { Ref: logicalId(stack.functions[name]) } }])).toHaveLength(1);
+    }
+  });
+
+  it('alarms on fan-out lag, API 5xx and latency, a delivery backlog, Lambda throttles, rate-limiter fail-open and tenant mismatches', () => {
+    const fn = (name: FunctionName) => [{ Name: 'FunctionName', Value: { Ref: logicalId(stack.functions[name]) } }];
+    expect(alarmOn('IteratorAge', fn('eventFanout'))).toEqual([expect.objectContaining({ Statistic: 'Maximum', Threshold: 300_000 })]);
+    for (const name of Object.keys(functions) as FunctionName[]) {
+      expect(alarmOn('Throttles', fn(name))).toEqual([expect.objectContaining({ Threshold: 1, ComparisonOperator: 'GreaterThanOrEqualToThreshold' })]);
+    }
+    const stageDimensions = [{ Name: 'ApiName', Value: `crm-integration-test` }, { Name: 'Stage', Value: { Ref: logicalId(stack.api.deploymentStage) } }];
+    expect(alarmOn('5XXError', stageDimensions)).toEqual([expect.objectContaining({ Namespace: 'AWS/ApiGateway', Statistic: 'Sum' })]);
+    expect(alarmOn('Latency', stageDimensions)).toEqual([expect.objectContaining({ ExtendedStatistic: 'p99', EvaluationPeriods: 3 })]);
+    expect(alarmOn('ApproximateAgeOfOldestMessage', [{ Name: 'QueueName', Value: { 'Fn::GetAtt': [queueRef('deliveryQueue'), 'QueueName'] } }]))
+      .toEqual([expect.objectContaining({ Threshold: 1800 })]);
+    // Powertools metrics: the functions' namespace and `service` dimension (functions/core/observability.ts).
+    for (const metric of ['RateLimitFailOpen', 'TenantMismatch']) {
+      expect(alarmOn(metric, [{ Name: 'service', Value: 'crm-integration-api' }])).toEqual([expect.objectContaining({ Namespace: 'CrmIntegrationApi', Statistic: 'Sum', Threshold: 1 })]);
+    }
+  });
+
+  it('makes EVERY alarm notify the TLS-only alarm topic, and documents every alarm in the runbook', () => {
     const topicRef = { Ref: logicalId(stack.alarmTopic) };
-    template.allResourcesProperties('AWS::CloudWatch::Alarm', { AlarmActions: [topicRef] });
+    const alarms = alarmsOf();
+    expect(alarms.length).toBe(stack.alarms.length);
+    for (const alarm of alarms) expect({ alarm: alarm.id, actions: alarm.AlarmActions }).toEqual({ alarm: alarm.id, actions: [topicRef] });
     template.hasResourceProperties('AWS::SNS::TopicPolicy', {
       Topics: [topicRef],
       PolicyDocument: { Statement: Match.arrayWith([Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } })]) },
     });
     template.resourceCountIs('AWS::SNS::Subscription', 0);
+    const runbook = readFileSync(path.join(path.dirname(new URL(import.meta.url).pathname), '../../docs/deploy.md'), 'utf8');
+    for (const alarm of stack.alarms) {
+      const id = alarm.node.id.replace(new RegExp(`^(${Object.keys(functions).join('|')})`), '<function>');
+      expect({ alarm: id, documented: runbook.includes(`| \`${id}\``) }).toEqual({ alarm: id, documented: true });
+    }
   });
 
   it('outputs the API URL, every table name and queue URL and the settings parameter, and nothing secret', () => {

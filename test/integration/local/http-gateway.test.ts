@@ -1,31 +1,124 @@
-/** The local API Gateway in front of the handlers: routing, preflight and gateway-level errors. */
-import { describe, it, expect } from '@jest/globals';
+/**
+ * The local API Gateway answers what the deployed stage answers: every answer the gateway makes
+ * without a function (catch-all 404/405, preflight, throttle, WAF block, 413, a failing function) is
+ * compared with the one the synthesized CloudFormation template renders for the same case: same
+ * status, same headers, same body (with the same request id).
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { describe, it, expect, beforeAll, afterAll } from '@jest/globals';
+import { Template } from 'aws-cdk-lib/assertions';
+import type { APIGatewayProxyResult } from 'aws-lambda';
+import { buildApp } from '../../../lib/stacks/app.js';
+import { startHttpServer, type HttpHandler } from '../../../lib/local/http-server.js';
+import { edgeRules, lambdaFailure } from '../../../lib/topology.js';
 import { newTenant, testStack } from '../support/stack.js';
 
-describe('the local API Gateway', () => {
-  it('answers an unknown path with a 404 problem', async () => {
+interface Answer { status: number; headers: Record<string, string>; body: string }
+type Resources = Record<string, { Type: string; Properties: Record<string, any> }>; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+let resources: Resources;
+const outdir = mkdtempSync(path.join(tmpdir(), 'crm-gateway-'));
+beforeAll(() => {
+  const { stack } = buildApp({ outdir, context: { 'aws:cdk:bundling-stacks': [], stage: 'test' } });
+  resources = Template.fromStack(stack).toJSON().Resources as Resources;
+});
+afterAll(() => rmSync(outdir, { recursive: true, force: true }));
+
+// --- What the deployed stage answers, read from the template ------------------------------------
+
+const unquote = (v: string, requestId: string) => (v === 'context.requestId' ? requestId : v.replace(/^'(.*)'$/, '$1'));
+const headersOf = (params: Record<string, string>, prefix: string, requestId: string) =>
+  Object.fromEntries(Object.entries(params).map(([k, v]) => [k.slice(prefix.length).toLowerCase(), unquote(v, requestId)]));
+
+function pathOf(resourceId: { Ref?: string }): string {
+  if (!resourceId.Ref) return '/';
+  const { ParentId, PathPart } = resources[resourceId.Ref].Properties;
+  return `${pathOf(ParentId).replace(/\/$/, '')}/${PathPart}`;
+}
+
+function deployedMethod(resourcePath: string, httpMethod: string) {
+  const method = Object.values(resources).find((r) => r.Type === 'AWS::ApiGateway::Method'
+    && r.Properties.HttpMethod === httpMethod && pathOf(r.Properties.ResourceId) === resourcePath);
+  if (!method) throw new Error(`The template has no ${httpMethod} on ${resourcePath}: API Gateway would answer 403 "Missing Authentication Token".`);
+  return method.Properties.Integration.IntegrationResponses[0] as { StatusCode: string; ResponseParameters: Record<string, string>; ResponseTemplates?: Record<string, string> };
+}
+
+/** The MOCK answer of `httpMethod` on the resource matching `resourcePath`. */
+function deployedMock(resourcePath: string, requestId: string, httpMethod = 'ANY'): Answer {
+  const response = deployedMethod(resourcePath, httpMethod);
+  return {
+    status: Number(response.StatusCode),
+    headers: headersOf(response.ResponseParameters, 'method.response.header.', requestId),
+    body: (response.ResponseTemplates?.['application/json'] ?? '').replaceAll('$context.requestId', requestId),
+  };
+}
+
+/** The gateway response of `type`; `status`/`message` are what API Gateway supplies for the DEFAULT_* ones. */
+function deployedGatewayResponse(type: string, requestId: string, supplied: { status?: number; message?: string } = {}): Answer {
+  const response = Object.values(resources).find((r) => r.Type === 'AWS::ApiGateway::GatewayResponse' && r.Properties.ResponseType === type);
+  if (!response) throw new Error(`The template has no ${type} gateway response: API Gateway would answer its own {"message": ...}.`);
+  const p = response.Properties;
+  return {
+    status: p.StatusCode ? Number(p.StatusCode) : supplied.status!,
+    headers: headersOf(p.ResponseParameters, 'gatewayresponse.header.', requestId),
+    body: (p.ResponseTemplates['application/json'] as string)
+      .replaceAll('$context.requestId', requestId)
+      .replaceAll('$context.error.messageString', JSON.stringify(supplied.message ?? '')),
+  };
+}
+
+/** Headers any HTTP server adds, and API Gateway's own request id header. */
+const transport = new Set(['content-length', 'date', 'connection', 'keep-alive', 'x-amzn-requestid']);
+
+/** The local answer equals the deployed one for the same request (its request id included). */
+async function expectDeployedAnswer(res: Response, deployed: (requestId: string) => Answer): Promise<void> {
+  const requestId = res.headers.get('x-amzn-requestid');
+  expect(requestId).toMatch(/^[0-9a-f-]{36}$/);
+  const want = deployed(requestId!);
+  const got = { status: res.status, headers: Object.fromEntries([...res.headers].filter(([k]) => !transport.has(k))), body: await res.text() };
+  expect(got).toEqual(want);
+}
+
+// --- The suite's local stack ----------------------------------------------------------------
+
+describe('the local API Gateway answers what the deployed stage answers', () => {
+  it.each([
+    ['an unknown path', '/nope', '/{proxy+}', {}],
+    ['the root', '/', '/', {}],
+    ['a path above the route', '/api', '/api', {}],
+    ['a path under the route', '/api/webhook/leads/extra', '/api/webhook/leads/{proxy+}', {}],
+    ['an unknown path, posted as text (no 415)', '/nope', '/{proxy+}', { method: 'POST', headers: { 'Content-Type': 'text/plain' }, body: 'hello' }],
+    ['a preflight on an unknown path', '/nope', '/{proxy+}', { method: 'OPTIONS', headers: { Origin: 'https://plumber.example', 'Access-Control-Request-Method': 'POST' } }],
+  ])('%s: 404 problem+json', async (_what, pathname, resource, init: RequestInit) => {
     const { api } = await testStack();
-    const res = await api('/nope');
+    const res = await api(pathname, init);
     expect(res.status).toBe(404);
     expect(res.headers.get('content-type')).toBe('application/problem+json');
-    expect(await res.json()).toMatchObject({ status: 404, title: 'Not found' });
+    await expectDeployedAnswer(res, (id) => deployedMock(resource, id));
   });
 
-  it('answers a wrong method with a 405 problem naming the allowed ones', async () => {
+  it.each(['DELETE', 'PUT', 'PATCH'])('%s on the lead endpoint: 405 problem+json naming the allowed methods', async (method) => {
     const { api } = await testStack();
-    const res = await api('/api/webhook/leads', { method: 'DELETE' });
+    const res = await api('/api/webhook/leads', { method });
     expect(res.status).toBe(405);
     expect(res.headers.get('allow')).toBe('GET, POST');
-    expect(((await res.json()) as { status: number }).status).toBe(405);
+    await expectDeployedAnswer(res, (id) => deployedMock('/api/webhook/leads', id));
   });
 
-  it('answers the CORS preflight without a key', async () => {
+  it('answers the CORS preflight without a key, with the headers of the deployed OPTIONS mock', async () => {
     const { api } = await testStack();
     const res = await api('/api/webhook/leads', { method: 'OPTIONS', headers: { Origin: 'https://plumber.example', 'Access-Control-Request-Method': 'POST' } });
     expect(res.status).toBe(204);
-    expect(res.headers.get('access-control-allow-origin')).toBe('*');
     expect(res.headers.get('access-control-allow-headers')).toBe('Content-Type,X-API-Key,Authorization,Idempotency-Key');
-    expect(res.headers.get('access-control-allow-methods')).toContain('POST');
+    await expectDeployedAnswer(res, (id) => deployedMock('/api/webhook/leads', id, 'OPTIONS'));
+  });
+
+  it('answers a body over 10 MB 413 before any function runs', async () => {
+    const { api } = await testStack();
+    const res = await api('/api/webhook/leads', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: 'x'.repeat(10 * 1024 * 1024 + 1) });
+    await expectDeployedAnswer(res, (id) => deployedGatewayResponse('REQUEST_TOO_LARGE', id));
   });
 
   it('passes a request on a route to the handler (no key: 401 problem)', async () => {
@@ -36,8 +129,69 @@ describe('the local API Gateway', () => {
   });
 });
 
+// --- The throttle, the WAF and a failing function, on a server of their own (small limits) -------
+
+describe('the local front door under load and failure', () => {
+  const ok: HttpHandler = async () => ({ statusCode: 200, headers: { 'Content-Type': 'application/json' }, body: '{}' } satisfies APIGatewayProxyResult);
+  async function withServer(options: Partial<Parameters<typeof startHttpServer>[0]>, run: (url: string) => Promise<void>): Promise<void> {
+    const server = await startHttpServer({ port: 0, handlers: { leadIntake: ok }, ...options });
+    try {
+      await run(server.url);
+    } finally {
+      await server.close();
+    }
+  }
+  const get = (url: string, headers: Record<string, string> = {}) => fetch(`${url}/api/webhook/leads`, { headers });
+
+  it('answers over the stage throttle 429 with Retry-After, problem+json', async () => {
+    await withServer({ stageThrottle: { rateLimit: 0.001, burstLimit: 2 } }, async (url) => {
+      expect((await get(url)).status).toBe(200);
+      expect((await get(url)).status).toBe(200);
+      const res = await get(url);
+      expect(res.status).toBe(429);
+      expect(res.headers.get('retry-after')).toBe('1');
+      await expectDeployedAnswer(res, (id) => deployedGatewayResponse('THROTTLED', id));
+    });
+  });
+
+  it('blocks a flooding key at the edge while another key is served (one key never refuses another)', async () => {
+    const rules = edgeRules.map((r) => ({ ...r, limit: 3 }));
+    await withServer({ edgeRules: rules, stageThrottle: { rateLimit: 1000, burstLimit: 1000 } }, async (url) => {
+      for (let i = 0; i < 3; i++) expect((await get(url, { 'X-API-Key': 'flood' })).status).toBe(200);
+      const blocked = await get(url, { 'X-API-Key': 'flood' });
+      expect(blocked.status).toBe(429);
+      expect(blocked.headers.get('retry-after')).toBe('60');
+      await expectDeployedAnswer(blocked, (id) => deployedGatewayResponse('WAF_FILTERED', id));
+      // Another key, a Bearer key, and a keyless caller each still get through.
+      expect((await get(url, { 'X-API-Key': 'calm' })).status).toBe(200);
+      expect((await get(url, { Authorization: 'Bearer calm' })).status).toBe(200);
+      expect((await get(url)).status).toBe(200);
+      // Bearer keys are counted the same way.
+      for (let i = 0; i < 2; i++) expect((await get(url, { Authorization: 'Bearer calm' })).status).toBe(200);
+      expect((await get(url, { Authorization: 'Bearer calm' })).status).toBe(429);
+      // Keyless requests are counted per address.
+      for (let i = 0; i < 2; i++) expect((await get(url)).status).toBe(200);
+      expect((await get(url)).status).toBe(429);
+      expect((await get(url, { 'X-API-Key': 'calm' })).status).toBe(200);
+    });
+  });
+
+  it('answers a function that throws 502, as API Gateway does for a failed Lambda proxy integration', async () => {
+    const failing: HttpHandler = async () => {
+      throw new Error('boom');
+    };
+    const errors: unknown[] = [];
+    await withServer({ handlers: { leadIntake: failing }, onError: (e) => errors.push(e) }, async (url) => {
+      const res = await get(url);
+      expect(res.status).toBe(502);
+      await expectDeployedAnswer(res, (id) => deployedGatewayResponse(lambdaFailure.type, id, lambdaFailure));
+      expect(errors).toHaveLength(1);
+    });
+  });
+});
+
 describe('the local API reference', () => {
-  it('serves the OpenAPI document with this stack as its server', async () => {
+  it('serves the OpenAPI document with this stack as its server (a local extra: not deployed)', async () => {
     const { api, info } = await testStack();
     const res = await api('/openapi.json');
     expect(res.status).toBe(200);
