@@ -137,8 +137,10 @@ export class StreamPoller {
       throw error;
     }
     if (records.length > 0) await this.deliver(shardId, records.map((r) => toLambdaRecord(r, this.options.streamArn)));
+    // An empty page is not the end of an open shard (DynamoDB Streams may answer empty before it):
+    // read on with the next iterator; only a missing one means a closed shard, fully read.
     state.iterator = next;
-    if (!next) state.done = true; // closed shard, fully read
+    if (!next) state.done = true;
     return records.length > 0;
   }
 

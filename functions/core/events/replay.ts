@@ -16,27 +16,44 @@ export interface StreamBatchInfo { shardId: string; startSequenceNumber: string;
 
 export interface ReplayResult { batches: number; records: number; failed: number }
 
-/** Stream records of one shard from `start` to `end` inclusive. */
-export async function readRange(streams: DynamoDBStreamsClient, info: StreamBatchInfo): Promise<_Record[]> {
+export interface ReadOptions {
+  /** Consecutive empty pages tolerated before giving up on reaching the batch's end. */
+  maxEmptyPages?: number;
+  /** Pause after an empty page (GetRecords is rate-limited per shard). */
+  emptyPauseMs?: number;
+}
+
+/**
+ * Stream records of one shard from `start` to `end` inclusive. DynamoDB Streams may answer an
+ * empty page before the end of an open shard, so an empty page only means "read on": reading
+ * stops past `end` or at the end of a closed shard (no next iterator). `complete` is false when
+ * `maxEmptyPages` empty pages in a row came first, so the caller keeps the batch for a later run
+ * instead of dropping its rest.
+ */
+export async function readRange(streams: DynamoDBStreamsClient, info: StreamBatchInfo, options: ReadOptions = {}): Promise<{ records: _Record[]; complete: boolean }> {
+  const { maxEmptyPages = 50, emptyPauseMs = 200 } = options;
   const end = BigInt(info.endSequenceNumber);
   let { ShardIterator: iterator } = await streams.send(new GetShardIteratorCommand({
     StreamArn: info.streamArn, ShardId: info.shardId, ShardIteratorType: 'AT_SEQUENCE_NUMBER', SequenceNumber: info.startSequenceNumber,
   }));
-  const out: _Record[] = [];
-  while (iterator) {
+  const records: _Record[] = [];
+  for (let empty = 0; iterator;) {
     const page = await streams.send(new GetRecordsCommand({ ShardIterator: iterator, Limit: 1000 }));
     for (const r of page.Records ?? []) {
-      if (BigInt(r.dynamodb!.SequenceNumber!) > end) return out;
-      out.push(r);
+      if (BigInt(r.dynamodb!.SequenceNumber!) > end) return { records, complete: true };
+      records.push(r);
+      if (BigInt(r.dynamodb!.SequenceNumber!) === end) return { records, complete: true };
     }
-    if ((page.Records ?? []).length === 0) return out; // reached the shard's current end
+    if ((page.Records ?? []).length > 0) empty = 0;
+    else if (++empty >= maxEmptyPages) return { records, complete: false };
+    else if (emptyPauseMs > 0) await new Promise((r) => setTimeout(r, emptyPauseMs));
     iterator = page.NextShardIterator;
   }
-  return out;
+  return { records, complete: true }; // a closed shard, read to its end
 }
 
 /** Drains the fan-out failure queue; batches that fail again stay there for a later run. */
-export async function replayFanoutFailures(deps: Deps, streams: DynamoDBStreamsClient, onProgress?: (r: ReplayResult) => void): Promise<ReplayResult> {
+export async function replayFanoutFailures(deps: Deps, streams: DynamoDBStreamsClient, onProgress?: (r: ReplayResult) => void, readOptions?: ReadOptions): Promise<ReplayResult> {
   const result: ReplayResult = { batches: 0, records: 0, failed: 0 };
   const seen = new Set<string>();
   for (let empty = 0; empty < 2;) {
@@ -52,9 +69,11 @@ export async function replayFanoutFailures(deps: Deps, streams: DynamoDBStreamsC
       const info = (JSON.parse(message.Body ?? '{}') as { DDBStreamBatchInfo?: StreamBatchInfo }).DDBStreamBatchInfo;
       let ok = false;
       if (info) {
-        const records = (await readRange(streams, info)).map((r) => toLambdaRecord(r, info.streamArn));
+        const range = await readRange(streams, info, readOptions);
+        const records = range.records.map((r) => toLambdaRecord(r, info.streamArn));
         const response = await fanOut(deps, records);
-        ok = response.batchItemFailures.length === 0;
+        // What was read is fanned out (idempotent); an unfinished read keeps the batch for a later run.
+        ok = range.complete && response.batchItemFailures.length === 0;
         result.records += records.length;
       }
       result.batches++;

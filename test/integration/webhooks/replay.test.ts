@@ -1,16 +1,19 @@
 /**
  * `crm events replay-failures`: a stream batch the fan-out gave up on (described in the fan-out
  * failure queue, as Lambda writes it) is read back from the stream and fanned out again; a second
- * replay delivers nothing twice.
+ * replay delivers nothing twice; empty GetRecords pages before the batch's end (which DynamoDB
+ * Streams may return, DynamoDB Local never) are read past, injected with aws-sdk-client-mock.
  */
 import { describe, it, expect, beforeAll, afterAll } from '@jest/globals';
-import { DescribeTableCommand } from '@aws-sdk/client-dynamodb';
-import { DynamoDBStreamsClient, DescribeStreamCommand, GetRecordsCommand, GetShardIteratorCommand } from '@aws-sdk/client-dynamodb-streams';
+import { GetRecordsCommand, GetShardIteratorCommand } from '@aws-sdk/client-dynamodb-streams';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
+import { mockClient } from 'aws-sdk-client-mock';
 import { eventually, newTenant, postLead, runCli, testStack } from '../support/stack.js';
 import { Receiver } from '../support/receiver.js';
 import { addEndpoint, updateEndpoint } from '../../../functions/core/endpoints.js';
 import { listDeliveries } from '../../../functions/core/delivery/redrive.js';
+import { replayFanoutFailures } from '../../../functions/core/events/replay.js';
+import { fannedOut, insertOf, streamsClient, type StreamPosition } from './stream-position.js';
 
 let receiver: Receiver;
 beforeAll(async () => {
@@ -20,45 +23,39 @@ afterAll(async () => {
   await receiver.stop();
 });
 
-/** Where a client's INSERT sits in the clients table's stream. */
-async function streamPositionOf(clientId: string) {
-  const { deps, info } = await testStack();
-  const streams = new DynamoDBStreamsClient({ region: info.region, endpoint: info.dynamodbEndpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
-  const streamArn = (await deps.dynamodb.send(new DescribeTableCommand({ TableName: deps.tables.clients }))).Table!.LatestStreamArn!;
-  const { StreamDescription } = await streams.send(new DescribeStreamCommand({ StreamArn: streamArn }));
-  for (const shard of StreamDescription?.Shards ?? []) {
-    let { ShardIterator: iterator } = await streams.send(new GetShardIteratorCommand({ StreamArn: streamArn, ShardId: shard.ShardId, ShardIteratorType: 'TRIM_HORIZON' }));
-    while (iterator) {
-      const page = await streams.send(new GetRecordsCommand({ ShardIterator: iterator, Limit: 1000 }));
-      const hit = page.Records?.find((r) => r.eventName === 'INSERT' && r.dynamodb?.NewImage?.id?.S === clientId);
-      if (hit) return { shardId: shard.ShardId!, sequenceNumber: hit.dynamodb!.SequenceNumber!, streamArn };
-      if (!page.Records?.length) break;
-      iterator = page.NextShardIterator;
-    }
-  }
-  throw new Error(`no stream record for ${clientId}`);
+/** Describes the stream batch from `first` to `last` in the fan-out failure queue, as Lambda's on-failure destination does. */
+async function parkBatch(first: StreamPosition, last: StreamPosition, batchSize = 1) {
+  const { deps } = await testStack();
+  await deps.sqs.send(new SendMessageCommand({
+    QueueUrl: deps.queues.fanoutFailures,
+    MessageBody: JSON.stringify({
+      requestContext: { condition: 'RetryAttemptsExhausted', approximateInvokeCount: 11 },
+      DDBStreamBatchInfo: { shardId: first.shardId, startSequenceNumber: first.sequenceNumber, endSequenceNumber: last.sequenceNumber, batchSize, streamArn: first.streamArn },
+    }),
+  }));
+}
+
+/** An organization whose leads the live fan-out saw before it had an endpoint, then one endpoint. */
+async function missedLeads(names: string[], path: string) {
+  const { deps } = await testStack();
+  const tenant = await newTenant({ name: `Replay ${path}` });
+  const clients: string[] = [];
+  for (const name of names) clients.push(((await (await postLead(tenant.key, { name })).json()) as { id: string }).id);
+  const positions = await Promise.all(clients.map((id) => insertOf(id)));
+  await fannedOut(positions.at(-1)!); // the live fan-out has run, and found no endpoint
+  const { endpoint, secret } = await addEndpoint(deps, tenant.organizationId, { url: 'http://127.0.0.1:9/x', events: 'client.created' });
+  await updateEndpoint(deps, tenant.organizationId, endpoint.id, { url: receiver.script(path, secret) });
+  expect(await listDeliveries(deps, tenant.organizationId)).toEqual([]);
+  return { tenant, clients, positions };
 }
 
 describe('replaying failed fan-out batches', () => {
   it('fans a parked batch out again, and a second replay delivers nothing twice', async () => {
     const { deps } = await testStack();
-    const tenant = await newTenant({ name: 'Replay Co' });
     // The lead is fanned out while the organization has no endpoint: no delivery.
-    const client = (await (await postLead(tenant.key, { name: 'Missed Event' })).json()) as { id: string };
-    const position = await eventually(() => streamPositionOf(client.id).catch(() => undefined), { what: 'the stream record' });
-    await new Promise((r) => setTimeout(r, 1000)); // the live fan-out has run by now, and found no endpoint
-    const { endpoint, secret } = await addEndpoint(deps, tenant.organizationId, { url: 'http://127.0.0.1:9/x', events: 'client.created' });
-    await updateEndpoint(deps, tenant.organizationId, endpoint.id, { url: receiver.script('/replay', secret) });
-    await new Promise((r) => setTimeout(r, 1000));
-    expect(receiver.on('/replay')).toHaveLength(0);
+    const { tenant, clients: [clientId], positions: [position] } = await missedLeads(['Missed Event'], '/replay');
 
-    const park = () => deps.sqs.send(new SendMessageCommand({
-      QueueUrl: deps.queues.fanoutFailures,
-      MessageBody: JSON.stringify({
-        requestContext: { condition: 'RetryAttemptsExhausted', approximateInvokeCount: 11 },
-        DDBStreamBatchInfo: { shardId: position.shardId, startSequenceNumber: position.sequenceNumber, endSequenceNumber: position.sequenceNumber, batchSize: 1, streamArn: position.streamArn },
-      }),
-    }));
+    const park = () => parkBatch(position, position);
     await park();
     const first = await runCli(['events', 'replay-failures']);
     expect(first.code).toBe(0);
@@ -66,12 +63,41 @@ describe('replaying failed fan-out batches', () => {
     expect(first.json<{ records: number }>().records).toBeGreaterThanOrEqual(1);
     const [got] = await eventually(async () => (receiver.on('/replay').length ? receiver.on('/replay') : undefined), { what: 'the replayed delivery' });
     expect(got.verifyError).toBeUndefined();
-    expect(got.event).toMatchObject({ type: 'client.created', data: { object: { id: client.id } } });
+    expect(got.event).toMatchObject({ type: 'client.created', data: { object: { id: clientId } } });
 
     await park();
     expect((await runCli(['events', 'replay-failures'])).code).toBe(0);
     await new Promise((r) => setTimeout(r, 1500));
     expect(receiver.on('/replay')).toHaveLength(1);
     expect(await listDeliveries(deps, tenant.organizationId)).toHaveLength(1);
+  });
+
+  it('reads on past empty GetRecords pages, as DynamoDB Streams returns them before a shard’s end', async () => {
+    const { deps } = await testStack();
+    const { tenant, clients, positions } = await missedLeads(['Gap One', 'Gap Two', 'Gap Three'], '/gaps');
+    await parkBatch(positions[0], positions.at(-1)!, clients.length);
+    // The real stream, one record a page, every page preceded by an empty one (DynamoDB Local never
+    // answers empty before a shard's end; AWS may). Other suites' records in the range read as empty pages too.
+    const real = await streamsClient();
+    const streams = await streamsClient();
+    const answeredEmpty = new Set<string>();
+    mockClient(streams)
+      .on(GetShardIteratorCommand).callsFake((input) => real.send(new GetShardIteratorCommand(input)))
+      .on(GetRecordsCommand).callsFake(async (input: { ShardIterator: string }) => {
+        if (!answeredEmpty.has(input.ShardIterator)) {
+          answeredEmpty.add(input.ShardIterator);
+          return { Records: [], NextShardIterator: input.ShardIterator };
+        }
+        const page = await real.send(new GetRecordsCommand({ ShardIterator: input.ShardIterator, Limit: 1 }));
+        const ours = (page.Records ?? []).filter((r) => r.dynamodb?.Keys?.pk?.S === `ORG#${tenant.organizationId}`);
+        return { Records: ours, NextShardIterator: page.NextShardIterator };
+      });
+
+    const result = await replayFanoutFailures(deps, streams, undefined, { emptyPauseMs: 0 });
+    expect(result).toMatchObject({ records: clients.length, failed: 0 });
+    expect(answeredEmpty.size).toBeGreaterThanOrEqual(clients.length);
+    const got = await eventually(async () => (receiver.on('/gaps').length >= clients.length ? receiver.on('/gaps') : undefined), { what: 'every replayed delivery' });
+    expect(got.map((r) => r.verifyError)).toEqual(clients.map(() => undefined));
+    expect(got.map((r) => r.event!.data.object.id).sort()).toEqual([...clients].sort());
   });
 });

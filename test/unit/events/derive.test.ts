@@ -243,7 +243,19 @@ describe.each(['aws', 'local'] as Shape[])('events from %s stream records', (sha
       expect(id({ sequence: 7001 })[0]).toBe(created);
     });
 
-    it('the timestamp is the stream record time, else the item updated_at (created_at for bookings)', () => {
+    it('the timestamp is never earlier than the item’s own update time (created_at where it has none)', () => {
+      // The stream time is approximate: whole seconds on AWS, rounded down to the minute (and seen
+      // tens of seconds early) on DynamoDB Local; the write itself happened at updated_at.
+      const written = '2026-11-02T09:15:42.123Z';
+      const record = (change: 'INSERT' | 'MODIFY' | 'REMOVE', item: Item) =>
+        streamRecord(shape, change, change === 'INSERT' ? { new: item } : change === 'REMOVE' ? { old: item } : { old: given.workOrder(), new: item }, { at: new Date('2026-11-02T09:15:10.000Z') });
+      expect(deriveEvents(record('INSERT', given.client({ created_at: written, updated_at: written })))[0].timestamp).toBe(written);
+      expect(deriveEvents(record('MODIFY', given.workOrder({ status: 'completed', updated_at: written }))).map((e) => e.timestamp)).toEqual([written, written]);
+      expect(deriveEvents(record('REMOVE', given.client({ updated_at: written })))[0].timestamp).toBe(written);
+      expect(deriveEvents(record('INSERT', given.booking({ created_at: written })))[0].timestamp).toBe(written);
+    });
+
+    it('the timestamp is the stream record time when the item was written before it, else the item updated_at (created_at for bookings)', () => {
       expect(inserted(given.client())[0].timestamp).toBe(expectedTimestamp(shape));
       const timeless = (change: 'INSERT' | 'REMOVE', item: Item) => deriveEvents(streamRecord(shape, change, change === 'INSERT' ? { new: item } : { old: item }, { at: null }))[0].timestamp;
       expect(timeless('INSERT', given.client({ updated_at: later }))).toBe(later);
