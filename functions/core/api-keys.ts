@@ -95,11 +95,15 @@ async function requireKey(deps: Deps, organizationId: string, keyId: string): Pr
   return record;
 }
 
+/**
+ * Ends a key at `at`: an expiry (rotation grace) or a revocation. A revocation sets only revokedAt,
+ * so the revocation check is what refuses a revoked key (an expiry already set stays as it was).
+ */
 async function expireKey(deps: Deps, record: ApiKeyRecord, at: string, revoked: boolean): Promise<void> {
   await deps.doc.send(new UpdateCommand({
     TableName: deps.tables.organizations,
     Key: keys.apiKeyByHash(record.hash),
-    UpdateExpression: revoked ? 'SET expiresAt = :at, revokedAt = :at' : 'SET expiresAt = :at',
+    UpdateExpression: revoked ? 'SET revokedAt = :at' : 'SET expiresAt = :at',
     ConditionExpression: 'attribute_exists(pk)',
     ExpressionAttributeValues: { ':at': at },
   }));
@@ -120,7 +124,7 @@ export async function rotateApiKey(deps: Deps, organizationId: string, keyId: st
   // A shorter grace never extends an expiry already set by an earlier rotation.
   const at = old.expiresAt && old.expiresAt < until ? old.expiresAt : until;
   await expireKey(deps, old, at, grace === 0);
-  const { hash: _hash, ...rest } = { ...old, expiresAt: at, ...(grace === 0 ? { revokedAt: at } : {}) };
+  const { hash: _hash, ...rest } = { ...old, ...(grace === 0 ? { revokedAt: at } : { expiresAt: at }) };
   return { ...created, previous: { ...rest, status: keyStatus(rest, now) } };
 }
 
@@ -128,6 +132,6 @@ export async function revokeApiKey(deps: Deps, organizationId: string, keyId: st
   const record = await requireKey(deps, organizationId, keyId);
   const at = new Date(deps.now()).toISOString();
   if (!record.revokedAt) await expireKey(deps, record, at, true);
-  const { hash: _hash, ...rest } = { ...record, expiresAt: record.revokedAt ? record.expiresAt : at, revokedAt: record.revokedAt ?? at };
+  const { hash: _hash, ...rest } = { ...record, revokedAt: record.revokedAt ?? at };
   return { ...rest, status: 'revoked' };
 }

@@ -2,7 +2,8 @@
  * Authenticates a request by its API key (DESIGN §5): `X-API-Key: <key>` or `Authorization: Bearer
  * <key>`. A malformed key is refused before any read; a well-formed one costs one GetItem by hash,
  * cached in the container for settings.keyCacheTtlSeconds (which bounds how long a revoked key keeps
- * working). The resolved organization scopes everything the request does.
+ * working). Unknown keys go to a separate, smaller cache, so a flood of random keys cannot evict the
+ * real ones. The resolved organization scopes everything the request does.
  */
 import { timingSafeEqual } from 'node:crypto';
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
@@ -55,24 +56,27 @@ class TtlCache<T> {
 }
 
 const keyCache = new TtlCache<CachedKey>(10_000);
+/** Hashes that matched no key: bounded apart from real keys, so guessing evicts only guesses. */
+const unknownKeyCache = new TtlCache<CachedKey>(1_000);
 const orgCache = new TtlCache<Organization>(10_000);
 const lastUsedWritten = new Map<string, number>();
 
 export function clearAuthCache(): void {
   keyCache.clear();
+  unknownKeyCache.clear();
   orgCache.clear();
   lastUsedWritten.clear();
 }
 
 async function lookupKey(deps: Deps, hash: string): Promise<CachedKey | undefined> {
   const now = deps.now();
-  const cached = keyCache.get(hash, now);
+  const cached = keyCache.get(hash, now) ?? unknownKeyCache.get(hash, now);
   if (cached) return cached.value;
   const { Item } = await deps.doc.send(new GetCommand({ TableName: deps.tables.organizations, Key: keys.apiKeyByHash(hash) }));
   const value = Item
     ? { hash: Item.hash, organizationId: Item.organizationId, keyId: Item.keyId, name: Item.name, expiresAt: Item.expiresAt, revokedAt: Item.revokedAt }
     : undefined;
-  keyCache.set(hash, value, now + deps.settings.keyCacheTtlSeconds * 1000);
+  (value ? keyCache : unknownKeyCache).set(hash, value, now + deps.settings.keyCacheTtlSeconds * 1000);
   return value;
 }
 
@@ -85,20 +89,30 @@ async function lookupOrganization(deps: Deps, id: string): Promise<Organization 
   return org;
 }
 
-/** Records when a key was last used, at most once a minute per key; never fails the request. */
-function touchLastUsed(deps: Deps, key: CachedKey): void {
+/** How long the last-used write may delay a request before it is given up. */
+const LAST_USED_TIMEOUT_MS = 1_000;
+
+/**
+ * Records when a key was last used, at most once a minute per key per container. Awaited (a Lambda
+ * is frozen after its response, so an unawaited write may never happen), bounded by a time-out, and
+ * never fails the request.
+ */
+async function touchLastUsed(deps: Deps, key: CachedKey): Promise<void> {
   const now = deps.now();
   if ((lastUsedWritten.get(key.keyId) ?? 0) > now - 60_000) return;
   lastUsedWritten.set(key.keyId, now);
-  deps.doc
-    .send(new UpdateCommand({
+  if (lastUsedWritten.size > 10_000) lastUsedWritten.delete(lastUsedWritten.keys().next().value!);
+  try {
+    await deps.doc.send(new UpdateCommand({
       TableName: deps.tables.organizations,
       Key: keys.apiKeyByHash(key.hash),
       UpdateExpression: 'SET lastUsedAt = :now',
       ConditionExpression: 'attribute_exists(pk)',
       ExpressionAttributeValues: { ':now': new Date(now).toISOString() },
-    }))
-    .catch((error: Error) => logger.warn('could not record key use', { keyId: key.keyId, error: error.name }));
+    }), { abortSignal: AbortSignal.timeout(LAST_USED_TIMEOUT_MS) });
+  } catch (error) {
+    logger.warn('could not record key use', { keyId: key.keyId, error: (error as Error).name });
+  }
 }
 
 export async function authenticate(deps: Deps, headers: Headers): Promise<AuthContext> {
@@ -119,6 +133,6 @@ export async function authenticate(deps: Deps, headers: Headers): Promise<AuthCo
   if (allowedPlans !== 'all' && !allowedPlans.includes(organization.plan)) {
     throw forbidden(`The ${organization.plan} plan does not include the integration API. Upgrade to one of: ${allowedPlans.join(', ')}.`);
   }
-  touchLastUsed(deps, key);
+  await touchLastUsed(deps, key);
   return { organization, key: { keyId: key.keyId, name: key.name } };
 }

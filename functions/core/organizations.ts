@@ -99,7 +99,10 @@ export async function listOrganizations(deps: Deps): Promise<Organization[]> {
       ProjectionExpression: 'id',
       ExclusiveStartKey: start,
     }));
-    for (const { id } of page.Items ?? []) if (!seen.has(id)) (seen.add(id), ids.push(id));
+    for (const { id } of page.Items ?? []) {
+      if (!seen.has(id)) ids.push(id);
+      seen.add(id);
+    }
     start = page.LastEvaluatedKey;
   } while (start);
   const byId = new Map<string, Organization>();

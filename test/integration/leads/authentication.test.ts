@@ -4,10 +4,14 @@
  * (1 s in the test stack), plan gating, and tenancy by construction.
  */
 import { describe, it, expect } from '@jest/globals';
-import { QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, QueryCommand, type GetCommandInput } from '@aws-sdk/lib-dynamodb';
+import { mockClient } from 'aws-sdk-client-mock';
+import { createDeps, type Deps } from '../../../functions/core/clients.js';
+import { keys } from '../../../functions/core/model.js';
+import { hashApiKey } from '../../../functions/core/api-keys.js';
 import { eventually, itemsOf, newTenant, postLead, testStack } from '../support/stack.js';
 import { revokeApiKey, rotateApiKey } from '../../../functions/core/api-keys.js';
-import { authenticate } from '../../../functions/core/authenticate.js';
+import { authenticate, clearAuthCache } from '../../../functions/core/authenticate.js';
 import { DomainError } from '../../../functions/core/errors.js';
 
 const lead = { name: 'Grace Hopper', email: 'grace@example.com' };
@@ -73,6 +77,18 @@ describe('authenticating with an API key', () => {
     expect(await itemsOf('clients', t.organizationId)).toHaveLength(before);
   });
 
+  it('refuses a key revoked during its rotation grace, though its expiry is hours away', async () => {
+    const { deps } = await testStack();
+    const t = await newTenant();
+    await rotateApiKey(deps, t.organizationId, t.keyId, { graceHours: 24 });
+    expect((await getWith({ 'X-API-Key': t.key })).status).toBe(200);
+    await revokeApiKey(deps, t.organizationId, t.keyId);
+    const { Item } = await deps.doc.send(new GetCommand({ TableName: deps.tables.organizations, Key: keys.apiKeyByHash(hashApiKey(t.key)) }));
+    expect(Date.parse(Item?.expiresAt)).toBeGreaterThan(Date.now() + 23 * 3_600_000); // only the revocation can refuse it
+    await eventually(async () => (await getWith({ 'X-API-Key': t.key })).status === 401, { what: 'the revoked key to be refused', timeoutMs: 5_000 });
+    expect(await (await getWith({ 'X-API-Key': t.key })).json()).toMatchObject({ detail: expect.stringContaining('revoked') });
+  });
+
   it('stores no recoverable key material', async () => {
     const { deps } = await testStack();
     const t = await newTenant();
@@ -108,5 +124,57 @@ describe('authenticating with an API key', () => {
     expect(error).toBeInstanceOf(DomainError);
     expect(error).toMatchObject({ status: 403, message: expect.stringContaining('pro, enterprise') });
     await expect(authenticate(deps, { 'X-API-Key': t.key })).resolves.toMatchObject({ organization: { id: t.organizationId } });
+  });
+});
+
+/** Deps on their own document client, so a test can watch or delay its calls. */
+async function ownDeps(): Promise<Deps> {
+  const { info, deps } = await testStack();
+  const { doc } = createDeps({ region: info.region, dynamodbEndpoint: info.dynamodbEndpoint, sqsEndpoint: info.sqsEndpoint, tables: info.tables, queues: info.queues, settings: deps.settings });
+  return { ...deps, doc };
+}
+
+describe('the key cache and the last-used write', () => {
+  it('keeps a real key cached through a flood of unknown keys', async () => {
+    clearAuthCache();
+    const t = await newTenant();
+    const base = await ownDeps();
+    const deps = { ...base, settings: { ...base.settings, keyCacheTtlSeconds: 600 } }; // the flood must not outlast the TTL
+    const realSend = deps.doc.send.bind(deps.doc) as (c: GetCommand) => Promise<unknown>;
+    const realHash = hashApiKey(t.key);
+    let realReads = 0;
+    const mock = mockClient(deps.doc);
+    mock.send.callThrough();
+    // DynamoDB's answer for a key nobody issued (no item), without 11,000 round trips.
+    mock.on(GetCommand).callsFake(async (input: GetCommandInput) => {
+      const pk = String(input.Key?.pk);
+      if (pk.startsWith('APIKEY#') && pk !== keys.apiKeyByHash(realHash).pk) return {};
+      if (pk === keys.apiKeyByHash(realHash).pk) realReads += 1;
+      return realSend(new GetCommand(input));
+    });
+    await authenticate(deps, { 'X-API-Key': t.key });
+    let refused = 0;
+    for (let i = 0; i < 11_000; i += 500) {
+      const batch = Array.from({ length: 500 }, (_, j) => authenticate(deps, { 'X-API-Key': `crm_live_${String(i + j).padStart(32, '0')}` }));
+      refused += (await Promise.allSettled(batch)).filter((r) => r.status === 'rejected' && (r.reason as DomainError).status === 401).length;
+    }
+    expect(refused).toBe(11_000);
+    await authenticate(deps, { 'X-API-Key': t.key });
+    expect(realReads).toBe(1);
+    mock.restore();
+  });
+
+  it('records the key’s last use before the request is answered', async () => {
+    clearAuthCache();
+    const t = await newTenant();
+    const deps = await ownDeps();
+    // A slow write: a Lambda frozen after its response would never finish an unawaited one.
+    deps.doc.middlewareStack.add((next, context) => async (args) => {
+      if (context.commandName === 'UpdateItemCommand') await new Promise((r) => setTimeout(r, 300));
+      return next(args);
+    }, { step: 'initialize', name: 'slowUpdates' });
+    await authenticate(deps, { 'X-API-Key': t.key });
+    const { Item } = await deps.doc.send(new GetCommand({ TableName: deps.tables.organizations, Key: keys.apiKeyByHash(hashApiKey(t.key)), ConsistentRead: true }));
+    expect(Item?.lastUsedAt).toEqual(expect.any(String));
   });
 });
