@@ -55,6 +55,26 @@ describe('rate limiting per API key', () => {
     expect(seen).toEqual([[422, '3', '2', true], [422, '3', '1', true], [422, '3', '0', true], [429, '3', '0', true]]);
   });
 
+  it('slides: a full previous minute still counts early in the next one (not a fixed window)', async () => {
+    const { deps } = await testStack();
+    const minute = Math.floor(Date.now() / 60_000) * 60_000 + 3_600_000; // a minute of its own, an hour ahead
+    let now = minute + 50_000;
+    const clocked = { ...deps, now: () => now };
+    const key = `key_slide_${Math.random().toString(36).slice(2)}`;
+    const admitted = async (n: number) => {
+      let count = 0;
+      for (let i = 0; i < n; i++) if ((await checkRateLimit(clocked, key, 10)).allowed) count += 1;
+      return count;
+    };
+    expect(await admitted(10)).toBe(10); // the previous minute, full
+    now = minute + 60_000 + 6_000; // 10 % into the next minute: 10 × 0.9 = 9 still count
+    expect(await admitted(5)).toBe(1);
+    const refused = await checkRateLimit(clocked, key, 10);
+    expect(refused).toMatchObject({ allowed: false, remaining: 0 });
+    now = minute + 60_000 + 54_000; // 90 % in: 10 × 0.1 = 1 counts, plus the 1 admitted
+    expect(await admitted(10)).toBe(8);
+  });
+
   describe('when the counter table cannot be reached', () => {
     it('admits the request (fail-open) by default and says so', async () => {
       const { deps } = await testStack();
