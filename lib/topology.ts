@@ -197,8 +197,11 @@ export interface EdgeRuleSpec {
   limit: number;
   windowSeconds: 60 | 120 | 300 | 600;
 }
-/** Above the highest plan limit (1000/min, functions/core/settings.ts) with room for an override: 3000/min = 50 requests/s. */
-export const edgeKeyLimitPerMinute = 3000;
+/**
+ * Per key, twice one organization's burst (50 leads/s, docs/capacity.md) and 6 x the highest plan
+ * limit (1000/min, functions/core/settings.ts): a key within its limit never meets it.
+ */
+export const edgeKeyLimitPerMinute = 6000;
 export const edgeRules: EdgeRuleSpec[] = [
   { name: 'PerApiKey', key: { header: 'x-api-key' }, limit: edgeKeyLimitPerMinute, windowSeconds: 60 },
   { name: 'PerBearerKey', key: { header: 'authorization' }, limit: edgeKeyLimitPerMinute, windowSeconds: 60 },
