@@ -102,16 +102,13 @@ export function resolveEnvironment(template: Template, environment: Record<strin
   }));
 }
 
-/** Bare module specifiers a bundle imports or requires (node: builtins excluded). */
-export function bareImports(source: string): string[] {
+const STATIC_IMPORTS = [/\bfrom\s*["']([^"']+)["']/g, /\bimport\s*["']([^"']+)["']/g];
+const LAZY_IMPORTS = [/\bimport\s*\(\s*["']([^"']+)["']\s*\)/g, /\brequire\s*\(\s*["']([^"']+)["']\s*\)/g];
+
+/** Bare module specifiers a bundle imports or requires (node: builtins excluded); `onlyStatic`: those loaded at init. */
+export function bareImports(source: string, { onlyStatic = false } = {}): string[] {
   const found = new Set<string>();
-  const patterns = [
-    /\bfrom\s*["']([^"']+)["']/g,
-    /\bimport\s*["']([^"']+)["']/g,
-    /\bimport\s*\(\s*["']([^"']+)["']\s*\)/g,
-    /\brequire\s*\(\s*["']([^"']+)["']\s*\)/g,
-  ];
-  for (const pattern of patterns) for (const m of source.matchAll(pattern)) found.add(m[1]);
+  for (const pattern of onlyStatic ? STATIC_IMPORTS : [...STATIC_IMPORTS, ...LAZY_IMPORTS]) for (const m of source.matchAll(pattern)) found.add(m[1]);
   return [...found].filter((s) => !s.startsWith('.') && !s.startsWith('/') && !s.startsWith('node:')).sort();
 }
 
