@@ -101,8 +101,8 @@ export interface DynamoDbLocal extends Emulator {
 }
 
 /**
- * Starts DynamoDB Local: persistent under `dbPath`, or in memory. Always -sharedDb (TOOLCHAIN.md)
- * and -disableTelemetry. DynamoDB Local has no bind option and listens on every interface, so it
+ * Starts DynamoDB Local: persistent under `dbPath`, or in memory. Always -sharedDb (TOOLCHAIN.md),
+ * -disableTelemetry and a CORS allow-list no page can match. DynamoDB Local has no bind option and listens on every interface, so it
  * runs in a private network namespace behind a 127.0.0.1 listener when the machine allows it
  * (lib/local/netns-supervisor.mjs); otherwise it falls back to listening everywhere, with `warn`.
  * `isolate: false` forces that fallback (measurements).
@@ -116,6 +116,8 @@ export async function startDynamoDbLocal(options: { port?: number; dbPath?: stri
     `-Djava.library.path=${path.join(dir, 'DynamoDBLocal_lib')}`,
     '-jar', path.join(dir, 'DynamoDBLocal.jar'),
     '-sharedDb', '-disableTelemetry', ...storage,
+    // Its default CORS is '*': any web page open in the developer's browser could read the tables.
+    '-cors', 'http://cors-disabled.invalid',
   ];
   const sandbox = options.isolate === false ? { reason: 'isolation turned off' } : networkIsolation();
   let child: ChildProcess;

@@ -66,4 +66,12 @@ describe('the local stack is loopback-only', () => {
     expect(cmdline(java!)).toContain('-disableTelemetry');
     expect(readlinkSync(`/proc/${java}/ns/net`)).not.toBe(readlinkSync('/proc/self/ns/net'));
   });
+
+  it('lets no web page read DynamoDB Local through the browser (no CORS grant)', async () => {
+    const { info } = await testStack();
+    for (const origin of ['https://evil.example', 'null']) {
+      const res = await fetch(info.dynamodbEndpoint, { method: 'OPTIONS', headers: { Origin: origin, 'Access-Control-Request-Method': 'POST' } });
+      expect(res.headers.get('access-control-allow-origin')).toBeNull();
+    }
+  });
 });
