@@ -34,6 +34,16 @@ export const keys = {
   requestPrefix: 'REQUEST#',
 };
 
+/**
+ * Length of stored text in code points, the way JSON Schema's maxLength counts and a person counts
+ * characters (an emoji is one, not two UTF-16 units). Every max length of the API uses it.
+ */
+export const codePointLength = (text: string): number => {
+  let n = 0;
+  for (const _ of text) n += 1;
+  return n;
+};
+
 /** Parses the organization id out of a `ORG#<id>` partition key. */
 export const orgIdOf = (pk: string): string => pk.replace(/^ORG#/, '');
 

@@ -7,6 +7,7 @@
 import * as z from 'zod';
 import { parsePhoneNumberFromString } from 'libphonenumber-js';
 import { validationFailed, type FieldError } from '../errors.js';
+import { codePointLength } from '../model.js';
 
 export const MAX_BODY_BYTES = 64 * 1024;
 const MAX_CUSTOM_FIELDS = 50;
@@ -14,19 +15,35 @@ const CUSTOM_KEY = /^[A-Za-z0-9_.-]{1,64}$/;
 /** Names that could reach an object's prototype if ever used as plain-object keys. */
 const FORBIDDEN_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
 
+/**
+ * C0 and C1 control characters except tab and newline, and the bidi embeddings, overrides and
+ * isolates (U+202A–202E, U+2066–2069): they would be stored and later rendered by an admin's
+ * terminal or a UI (a hidden escape sequence, text that reads backwards). They are removed.
+ */
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
+const UNSAFE = /[\u0000-\u0008\u000B-\u001F\u007F-\u009F\u202A-\u202E\u2066-\u2069]/g;
+/** Single-line fields: tabs and line breaks become a space, other unsafe characters go. */
+export const cleanLine = (s: string) => s.replace(/[\t\r\n]+/g, ' ').replace(UNSAFE, '');
+/** Multi-line fields (notes, address, custom values): newlines (CRLF normalized) and tabs stay. */
+export const cleanMultiline = (s: string) => s.replace(/\r\n?/g, '\n').replace(UNSAFE, '');
+
 const blankToUndefined = (v: unknown) => (typeof v === 'string' && v.trim() === '' ? undefined : v);
-const text = (max: number) => z.preprocess(blankToUndefined, z.string().trim().max(max, `must be at most ${max} characters`).optional());
-const scalar = z.union([z.string().max(1000, 'must be at most 1000 characters'), z.number(), z.boolean()]);
+/** A string of at most `max` code points; the OpenAPI document says maxLength, which JSON Schema counts in code points too. */
+const bounded = (max: number) =>
+  z.string().trim().refine((s) => codePointLength(s) <= max, `must be at most ${max} characters`).meta({ maxLength: max });
+const text = (max: number, clean: (s: string) => string = cleanLine) =>
+  z.preprocess((v) => blankToUndefined(typeof v === 'string' ? clean(v) : v), bounded(max).optional());
+const scalar = z.union([bounded(1000), z.number(), z.boolean()]);
 
 export const leadRequestSchema = z
   .object({
     first_name: text(100).describe('Given name'),
     last_name: text(100).describe('Family name'),
     name: text(201).describe('Full name, split into first and last at the first whitespace; an alternative to first_name/last_name'),
-    email: z.preprocess(blankToUndefined, z.string().trim().max(254, 'must be at most 254 characters').pipe(z.email('must be a valid e-mail address')).optional()).describe('E-mail address, stored lower-cased'),
+    email: z.preprocess(blankToUndefined, bounded(254).pipe(z.email('must be a valid e-mail address')).optional()).describe('E-mail address, stored lower-cased'),
     phone: text(32).describe('Normalized to E.164 where it parses'),
-    notes: text(5000),
-    address: text(500),
+    notes: text(5000, cleanMultiline),
+    address: text(500, cleanMultiline),
     service: text(200).describe('The service asked for'),
     sms_consent: z.preprocess(
       (v) => (v === 'true' ? true : v === 'false' ? false : blankToUndefined(v)),
@@ -106,11 +123,11 @@ export function parseLead(body: unknown): LeadInput {
     if (FORBIDDEN_KEYS.has(key) || !CUSTOM_KEY.test(key)) {
       errors.push({ field, message: 'custom field names must match [A-Za-z0-9_.-]{1,64} and not be __proto__, constructor or prototype' });
     } else if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') {
-      if (typeof value === 'string' && value.length > 1000) errors.push({ field, message: 'must be at most 1000 characters' });
+      if (typeof value === 'string' && codePointLength(cleanMultiline(value)) > 1000) errors.push({ field, message: 'must be at most 1000 characters' });
       else if (typeof value === 'number' && !storableNumber(value)) {
         errors.push({ field, message: `numbers must be within ±${Number.MAX_SAFE_INTEGER} and not smaller than 1e-9 in size; send other values as strings` });
       }
-      else custom.set(key, value);
+      else custom.set(key, typeof value === 'string' ? cleanMultiline(value) : value);
     } else {
       errors.push({ field, message: 'unknown fields must be a string, number or boolean (use custom_fields for extra data)' });
     }
@@ -139,8 +156,8 @@ export function parseLead(body: unknown): LeadInput {
     first = head;
     last = rest.join(' ') || undefined;
   }
-  if (first && first.length > 100) errors.push({ field: 'name', message: 'the first name must be at most 100 characters' });
-  if (last && last.length > 100) errors.push({ field: 'name', message: 'the last name must be at most 100 characters' });
+  if (first && codePointLength(first) > 100) errors.push({ field: 'name', message: 'the first name must be at most 100 characters' });
+  if (last && codePointLength(last) > 100) errors.push({ field: 'name', message: 'the last name must be at most 100 characters' });
   if (errors.length > 0) throw validationFailed(errors);
   const consent = data.sms_consent === true;
 

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { createApiKey, listApiKeys, revokeApiKey, rotateApiKey } from '../../../functions/core/api-keys.js';
-import { CliError, printResult, printTable } from '../output.js';
+import { CliError, printResult, printTable, safeText } from '../output.js';
 import { act } from '../run.js';
 
 const shownOnce = (key: string) => {
@@ -19,7 +19,7 @@ export function register(program: Command): void {
       const { key, record } = await createApiKey(target.deps, options.org, options.name);
       const { hash: _hash, ...shown } = record;
       printResult({ json }, { ...shown, key }, () => {
-        console.log(`Created key ${record.keyId} (${record.name}) for ${record.organizationId}:`);
+        console.log(`Created key ${record.keyId} (${safeText(record.name)}) for ${record.organizationId}:`);
         shownOnce(key);
       });
     }));
@@ -46,7 +46,7 @@ export function register(program: Command): void {
       const { key, record, previous } = await rotateApiKey(target.deps, options.org, options.key, { graceHours });
       const { hash: _hash, ...shown } = record;
       printResult({ json }, { ...shown, key, previous }, () => {
-        console.log(`New key ${record.keyId} (${record.name}):`);
+        console.log(`New key ${record.keyId} (${safeText(record.name)}):`);
         shownOnce(key);
         console.log(previous.revokedAt ? `Old key ${previous.keyId} is revoked.` : `Old key ${previous.keyId} stays valid until ${previous.expiresAt}.`);
       });

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { createOrganization, listOrganizations } from '../../../functions/core/organizations.js';
-import { CliError, printResult, printTable } from '../output.js';
+import { CliError, printResult, printTable, safeText } from '../output.js';
 import { act, microsToUsd, positiveInt, usdToMicros } from '../run.js';
 
 export function register(program: Command): void {
@@ -24,7 +24,7 @@ export function register(program: Command): void {
         walletMicros: options.wallet === undefined ? 0 : usdToMicros(options.wallet),
       });
       printResult({ json }, created, () => {
-        console.log(`Created organization ${created.id} (${created.name}) on ${target.describe}`);
+        console.log(`Created organization ${created.id} (${safeText(created.name)}) on ${target.describe}`);
         console.log(`  plan ${created.plan}, billing ${created.billing}${created.billing === 'prepaid' ? `, wallet ${microsToUsd(created.walletMicros)}` : ''}`);
         console.log(`Next: npx crm keys create --org ${created.id} --name website`);
       });

@@ -6,7 +6,8 @@
  */
 import { describe, it, expect } from '@jest/globals';
 import fc from 'fast-check';
-import { itemsOf, newTenant, postLead, testStack } from '../support/stack.js';
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import { itemsOf, newTenant, postLead, runCli, testStack } from '../support/stack.js';
 import { listNotifications } from '../../../functions/core/notifications.js';
 import { getOrganization } from '../../../functions/core/organizations.js';
 
@@ -84,4 +85,26 @@ describe('hostile and random lead bodies', () => {
     expect(statuses.get(422) ?? 0).toBeGreaterThan(50);
     expect(statuses.get(400) ?? 0).toBeGreaterThan(10);
   }, 120_000);
+});
+
+describe('stored text printed by the CLI', () => {
+  it('shows control characters and bidi overrides as escapes, never raw, in tables and in JSON', async () => {
+    const { deps } = await testStack();
+    const t = await newTenant();
+    // Written by the CRM app, which the lead schema does not clean.
+    const title = 'New lead: \u001b]0;pwned\u0007\u001b[2J\u202Egnp.exe\u009b';
+    await deps.doc.send(new PutCommand({
+      TableName: deps.tables.clients,
+      Item: { pk: `ORG#${t.organizationId}`, sk: 'CLIENT#cli_hostile', id: 'cli_hostile', entity: 'client', notification: { id: 'ntf_x', type: 'lead.created', title, createdAt: new Date().toISOString() } },
+    }));
+    // eslint-disable-next-line no-control-regex -- looking for raw control characters
+    const unsafe = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/;
+    const table = await runCli(['notifications', '--org', t.organizationId], { json: false });
+    expect(table.code).toBe(0);
+    expect(table.stdout).not.toMatch(unsafe);
+    expect(table.stdout).toContain('\\u001b]0;pwned\\u0007\\u001b[2J\\u202egnp.exe\\u009b');
+    const json = await runCli(['notifications', '--org', t.organizationId]);
+    expect(json.stdout).not.toMatch(unsafe);
+    expect(json.json<{ title: string }[]>()[0].title).toBe(title);
+  });
 });

@@ -95,6 +95,27 @@ describe('creating a lead', () => {
     });
   });
 
+  it('removes control characters and bidi overrides, keeping newlines and tabs only where text is multi-line', async () => {
+    const client = await created({
+      first_name: 'Eve\u001b[31m\u202Eyl', last_name: 'Tab\tNew\nLine', service: 'Leak\u0085\u2066fix\u2069',
+      notes: 'line 1\r\nline 2\t\u0007\u0000end', address: '1 Main St\nApt 2\u202D', utm_source: 'ad\u0008s\nnet',
+    });
+    expect(client).toMatchObject({
+      first_name: 'Eve[31myl', last_name: 'Tab New Line', service: 'Leakfix',
+      notes: 'line 1\nline 2\tend', address: '1 Main St\nApt 2', custom_fields: { utm_source: 'ads\nnet' },
+    });
+    const { clients } = await writesOf(t);
+    expect(clients.find((c) => c.id === client.id)).toMatchObject({ first_name: 'Eve[31myl', notes: 'line 1\nline 2\tend' });
+  });
+
+  it('counts every maximum length in characters (code points), not UTF-16 units', async () => {
+    const drops = (n: number) => '💧'.repeat(n); // one character, two UTF-16 units
+    expect(await created({ first_name: drops(100), service: drops(200), custom_fields: { k: drops(1000) } })).toMatchObject({ first_name: drops(100) });
+    expect(await created({ name: `${drops(100)} ${drops(100)}` })).toMatchObject({ first_name: drops(100), last_name: drops(100) });
+    const p = await problem(await postLead(t.key, { first_name: drops(101), service: drops(201), custom_fields: { k: drops(1001) } }), 422);
+    expect(p.errors?.map((e) => e.field).sort()).toEqual(['custom_fields.k', 'first_name', 'service']);
+  });
+
   it('stores sms_consent false when consent is not given', async () => {
     const client = await created({ name: 'No Consent', phone: '+12125550199', sms_consent: false, sms_consent_source: 'ignored' });
     expect(client.sms_consent).toBe(false);
