@@ -19,7 +19,8 @@ const { values } = parseArgs({
 if (values.help) {
   console.log(`Usage: npm start -- [--port 3000] [--dir .local] [--in-memory] [--dynamodb-port N] [--sqs-port N] [--quiet]
 Runs DynamoDB Local, the fauxqs SQS emulator, the API on 127.0.0.1 and the event pollers.
-Writes <dir>/stack.json for the CLI (npx crm ...). PORT, DYNAMODB_PORT, SQS_PORT and CRM_SETTINGS (JSON) env vars also apply.`);
+Writes <dir>/stack.json for the CLI (npx crm ...). PORT, DYNAMODB_PORT, SQS_PORT env vars also apply;
+CRM_SETTINGS (JSON) is written into the local SSM parameter at start (the handlers read it there).`);
   process.exit(0);
 }
 
@@ -65,8 +66,9 @@ const url = `${info.apiUrl}/api/webhook/leads`;
 log(`
 CRM integration API running (ready in ${((Date.now() - started) / 1000).toFixed(1)} s)
   API            ${url}
-  DynamoDB Local ${info.dynamodbEndpoint}
+  DynamoDB Local ${info.dynamodbEndpoint}${info.dynamodbIsolated ? '' : '   (listening on every interface: see docs/local-stack.md)'}
   SQS (fauxqs)   ${info.sqsEndpoint}
+  SSM stand-in   ${info.ssmEndpoint}   settings: ${info.settingsParameter}
   stack file     ${stack.stackFile}`);
 if (info.demo) {
   log(`
