@@ -152,6 +152,9 @@ async function openUsageDay(deps: Deps, orgId: string, old: NonNullable<Cancella
   const closing = old.usageDay?.S;
   const calls = Number(old.usageCalls?.N ?? 0);
   const billed = Number(old.usageBilledMicros?.N ?? 0);
+  // Organizations created before the ORGINDEX item carry the index keys themselves, so each debit
+  // would also write gsi1: move them to the index item now, once.
+  const legacyIndex = old.gsi1pk?.S !== undefined && old.createdAt?.S !== undefined;
   try {
     await deps.doc.send(new TransactWriteCommand({
       TransactItems: [
@@ -159,7 +162,7 @@ async function openUsageDay(deps: Deps, orgId: string, old: NonNullable<Cancella
           Update: {
             TableName: deps.tables.organizations,
             Key: keys.org(orgId),
-            UpdateExpression: 'SET usageDay = :day, usageCalls = :zero, usageBilledMicros = :zero',
+            UpdateExpression: `SET usageDay = :day, usageCalls = :zero, usageBilledMicros = :zero${legacyIndex ? ' REMOVE gsi1pk, gsi1sk' : ''}`,
             ConditionExpression: closing
               ? 'usageDay = :closing AND usageCalls = :calls AND usageBilledMicros = :billed'
               : 'attribute_exists(pk) AND attribute_not_exists(usageDay)',
@@ -175,6 +178,9 @@ async function openUsageDay(deps: Deps, orgId: string, old: NonNullable<Cancella
                 ExpressionAttributeValues: { ':calls': calls, ':billed': billed, ':entity': 'usage' },
               },
             }]
+          : []),
+        ...(legacyIndex
+          ? [{ Put: { TableName: deps.tables.organizations, Item: { ...keys.orgIndexItem(orgId), ...keys.orgIndex(old.createdAt!.S!, orgId), entity: 'organization_index', id: orgId } } }]
           : []),
       ],
     }));

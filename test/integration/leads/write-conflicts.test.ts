@@ -16,7 +16,9 @@ import { httpEndpoint } from '../../../functions/core/http/endpoint.js';
 import { leadIntake } from '../../../functions/core/leads/intake.js';
 import { createLead } from '../../../functions/core/leads/create-lead.js';
 import { parseLead } from '../../../functions/core/leads/schema.js';
-import { dailyUsage, getOrganization, requireOrganization } from '../../../functions/core/organizations.js';
+import { dailyUsage, getOrganization, listOrganizations, requireOrganization } from '../../../functions/core/organizations.js';
+import { keys } from '../../../functions/core/model.js';
+import { DeleteCommand, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { lambdaContext } from '../../../lib/local/lambda-context.js';
 
 const conflict = () => new TransactionCanceledException({
@@ -93,6 +95,20 @@ describe('usage counters', () => {
     expect(await dailyUsage(deps, t.organizationId, '2030-01-02')).toEqual({ calls: 3, billedMicros: 9_000 });
     expect((await getOrganization(deps, t.organizationId))?.walletMicros).toBe(100_000 - 5 * 3_000);
     expect(await itemsOf('clients', t.organizationId)).toHaveLength(5);
+  });
+
+  it('move an older organization’s index keys off its item, so later debits write no index', async () => {
+    const { deps } = await testStack();
+    const t = await newTenant({ billing: 'prepaid', walletMicros: 100_000 });
+    const org = await requireOrganization(deps, t.organizationId);
+    // The shape organizations had before the ORGINDEX item.
+    await deps.doc.send(new DeleteCommand({ TableName: deps.tables.organizations, Key: keys.orgIndexItem(org.id) }));
+    await deps.doc.send(new UpdateCommand({ TableName: deps.tables.organizations, Key: keys.org(org.id), UpdateExpression: 'SET gsi1pk = :p, gsi1sk = :s', ExpressionAttributeValues: { ':p': 'ORGS', ':s': `${org.createdAt}#${org.id}` } }));
+    await createLead(deps, { organization: org, key: { keyId: t.keyId, name: 'test' } }, parseLead({ name: 'Migrating Lead' }), { requestId: 'r' });
+    const { Item } = await deps.doc.send(new GetCommand({ TableName: deps.tables.organizations, Key: keys.org(org.id), ConsistentRead: true }));
+    expect(Item).not.toHaveProperty('gsi1pk');
+    expect(Item?.walletMicros).toBe(97_000);
+    expect((await listOrganizations(deps)).filter((o) => o.id === org.id)).toHaveLength(1);
   });
 
   it('count a postpaid lead without a transaction', async () => {
