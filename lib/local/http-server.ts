@@ -209,7 +209,9 @@ export async function startHttpServer(options: LocalApiOptions): Promise<{ serve
       else res.destroy();
     }
   });
-  server.keepAliveTimeout = 5_000;
+  // Longer than any client's idle time-out (undici: 4 s), so the client always drops an idle socket
+  // first: at 5 s, a client whose event loop was blocked reused a socket the server was closing.
+  server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve, reject) => {
     server.once('error', (e: NodeJS.ErrnoException) =>
       reject(e.code === 'EADDRINUSE' ? new Error(`Port ${options.port} on 127.0.0.1 is in use: set PORT or --port to another.`) : e),
