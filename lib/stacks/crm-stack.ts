@@ -4,11 +4,12 @@
  * event sources, the REST API with its routes and CORS, alarms and outputs. Nothing about tables,
  * queues, functions or routes is written here that the topology does not say.
  */
-import { CfnOutput, Duration, RemovalPolicy, Stack, Validations, type StackProps } from 'aws-cdk-lib';
+import { ArnFormat, CfnOutput, Duration, RemovalPolicy, Stack, Validations, type StackProps } from 'aws-cdk-lib';
 import * as apigw from 'aws-cdk-lib/aws-apigateway';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { DynamoEventSource, SqsDlq, SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import * as logs from 'aws-cdk-lib/aws-logs';
@@ -83,6 +84,18 @@ export class CrmStack extends Stack {
       id: 'AwsSolutions-SNS2',
       reason: 'Alarm notifications carry alarm names and states, no customer data; CloudWatch cannot publish to a topic encrypted with the AWS-managed SNS key, and a customer-managed key for this alone is not worth its cost.',
     });
+    // enforceSSL writes a topic policy holding only its Deny, and a topic policy replaces SNS's
+    // default one: without this Allow, no alarm could publish (they would fail silently).
+    this.alarmTopic.addToResourcePolicy(new iam.PolicyStatement({
+      sid: 'AllowCloudWatchAlarms',
+      principals: [new iam.ServicePrincipal('cloudwatch.amazonaws.com')],
+      actions: ['sns:Publish'],
+      resources: [this.alarmTopic.topicArn],
+      conditions: {
+        StringEquals: { 'aws:SourceAccount': this.account },
+        ArnLike: { 'aws:SourceArn': this.formatArn({ service: 'cloudwatch', resource: 'alarm', resourceName: '*', arnFormat: ArnFormat.COLON_RESOURCE_NAME }) },
+      },
+    }));
     if (props.alarmEmail) this.alarmTopic.addSubscription(new EmailSubscription(props.alarmEmail));
     this.alarms = this.createAlarms();
     for (const alarm of this.alarms) alarm.addAlarmAction(new SnsAction(this.alarmTopic));

@@ -449,6 +449,22 @@ describe('the CDK stack', () => {
     expect(violations).toEqual(expect.arrayContaining(['AwsSolutions-SQS3', 'AwsSolutions-SQS4']));
   });
 
+  it('lets CloudWatch alarms of this account publish to the alarm topic (the TLS-only policy replaces SNS\'s default one)', () => {
+    const topicRef = { Ref: logicalId(stack.alarmTopic) };
+    const [policy] = Object.values(template.findResources('AWS::SNS::TopicPolicy', { Properties: { Topics: [topicRef] } }));
+    expect(policy.Properties.PolicyDocument.Statement).toEqual(expect.arrayContaining([{
+      Sid: 'AllowCloudWatchAlarms',
+      Effect: 'Allow',
+      Principal: { Service: 'cloudwatch.amazonaws.com' },
+      Action: 'sns:Publish',
+      Resource: topicRef,
+      Condition: {
+        StringEquals: { 'aws:SourceAccount': { Ref: 'AWS::AccountId' } },
+        ArnLike: { 'aws:SourceArn': { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':cloudwatch:', { Ref: 'AWS::Region' }, ':', { Ref: 'AWS::AccountId' }, ':alarm:*']] } },
+      },
+    }]));
+  });
+
   it('subscribes the alarm mailbox given with -c alarmEmail', () => {
     const withEmail = build({ alarmEmail: 'ops@example.com' });
     Template.fromStack(withEmail.stack).hasResourceProperties('AWS::SNS::Subscription', { Protocol: 'email', Endpoint: 'ops@example.com' });
