@@ -95,6 +95,13 @@ export async function attemptDelivery(deps: Deps, message: DeliveryMessage, atte
     await updateDelivery(deps, message, 'skipped', { reason });
     return { kind: 'skipped', attempt, reason };
   }
+  // Endpoints are validated on write, but a row written earlier (or by hand) is re-checked here:
+  // outside the local stack an event is never sent in cleartext.
+  if (!deps.settings.local && !endpoint.url.startsWith('https:')) {
+    const reason = 'the endpoint URL is not https; events are only sent over TLS (update the URL and re-drive)';
+    await updateDelivery(deps, message, 'failed', { reason });
+    return { kind: 'failed', attempt, reason };
+  }
 
   const now = deps.now();
   const body = JSON.stringify(message.payload);

@@ -10,6 +10,7 @@ import { eventually, newTenant, postLead, runCli, testStack, type Tenant } from 
 import { Receiver } from '../support/receiver.js';
 import { addEndpoint, getEndpoint, updateEndpoint } from '../../../functions/core/endpoints.js';
 import { listDeliveries } from '../../../functions/core/delivery/redrive.js';
+import { attemptDelivery } from '../../../functions/core/delivery/deliver.js';
 import { MAX_MESSAGE_BYTES, recordDelivery, sendDeliveryMessages } from '../../../functions/core/events/fanout.js';
 import { MAX_VISIBILITY_SECONDS, VISIBILITY_SAFETY_MARGIN_SECONDS } from '../../../functions/core/delivery/schedule.js';
 import type { EventPayload } from '../../../functions/core/model.js';
@@ -233,6 +234,20 @@ describe('webhook delivery', () => {
     await settled(tenant, 'the refusal recorded', (d) => /never sent/.test(d[0]?.reason ?? ''));
     expect((await deliveriesOf(tenant))[0]).toMatchObject({ status: 'failed', attempts: [] });
     expect(receiver.on('/too-big')).toHaveLength(0);
+  });
+
+  it('outside the local stack never sends to an http:// URL already in the table', async () => {
+    const { deps } = await testStack();
+    const { tenant, endpointId } = await tenantWithEndpoint('/cleartext');
+    const endpoint = (await getEndpoint(deps, tenant.organizationId, endpointId))!;
+    const event = { id: `evt_clear_${Date.now()}`, type: 'client.updated', organization_id: tenant.organizationId, timestamp: new Date().toISOString(), data: { object: { id: 'cli_x' } } } as unknown as EventPayload;
+    const message = (await recordDelivery(deps, event, endpoint))!; // recorded, not queued: attempted by hand below
+    // A deployed stage whose allow-list admits the receiver: only the scheme stands in the way.
+    const deployed = { ...deps, settings: { ...deps.settings, local: false, ssrfAllowList: ['127.0.0.0/8'] } };
+    const outcome = await attemptDelivery(deployed, message, 1);
+    expect(outcome).toMatchObject({ kind: 'failed', reason: expect.stringContaining('not https') });
+    expect(receiver.on('/cleartext')).toHaveLength(0);
+    expect((await deliveriesOf(tenant))[0]).toMatchObject({ status: 'failed', reason: expect.stringContaining('not https'), attempts: [] });
   });
 
   it('records a refused connection as a failed attempt and retries it', async () => {
