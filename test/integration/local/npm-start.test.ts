@@ -4,7 +4,7 @@
  */
 import { describe, it, expect } from '@jest/globals';
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { PutCommand, GetCommand } from '@aws-sdk/lib-dynamodb';
@@ -31,11 +31,16 @@ const javaFor = (dir: string) =>
 
 describe('npm start', () => {
   it('serves the API, stops cleanly on SIGTERM and keeps its data across a restart', async () => {
-    const dir = mkdtempSync(path.join(tmpdir(), 'crm-npm-start-'));
+    // A folder npm start creates itself (as it does .local), so its mode is the stack's doing.
+    const dir = path.join(mkdtempSync(path.join(tmpdir(), 'crm-npm-start-')), 'data');
     const stackFile = path.join(dir, 'stack.json');
     const first = start(dir);
     try {
     await eventually(async () => existsSync(stackFile), { timeoutMs: 60_000, what: 'stack.json' });
+    // Owner-only, whatever the umask: the demo key, the tables (signing secrets), the bridge's socket.
+    const mode = (p: string) => (statSync(p).mode & 0o777).toString(8);
+    expect({ dir: mode(dir), data: mode(path.join(dir, 'dynamodb')), socketDir: mode(path.join(dir, 'run')), stackFile: mode(stackFile) })
+      .toEqual({ dir: '700', data: '700', socketDir: '700', stackFile: '600' });
     const info = JSON.parse(readFileSync(stackFile, 'utf8')) as LocalStackInfo;
     expect(info).toMatchObject({ apiUrl: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/), region: 'us-east-1' });
     expect((await fetch(`${info.apiUrl}/api/webhook/leads`)).status).toBe(401);
