@@ -3,29 +3,37 @@
  * validates with (functions/core/leads/schema.ts), so the reference cannot drift from the code.
  * Served by the local stack at /openapi.json; `npm run docs:openapi` writes docs/openapi.json.
  */
-// A namespace import, not `{ z }`: esbuild can then drop the parts of zod we do not use (≈85 KB instead of ≈450 KB).
-import * as z from 'zod';
+// zod/mini like the schemas it documents (functions/core/leads/schema.ts). This module is served by
+// the local stack only: no Lambda handler imports it, so z.toJSONSchema stays out of every bundle.
+import * as z from './zod-mini.js';
 import { cors } from '../../lib/topology.js';
 import { clientSchema, leadRequestSchema, MAX_BODY_BYTES } from './leads/schema.js';
 
-const problemSchema = z
-  .object({
+const described = <T extends z.ZodMiniType>(schema: T, description: string) => schema.check(z.describe(description));
+const int = () => z.number().check(z.int());
+
+const problemSchema = described(
+  z.object({
     type: z.url(),
     title: z.string(),
-    status: z.number().int(),
+    status: int(),
     detail: z.string(),
-    request_id: z.string().optional(),
-    errors: z.array(z.object({ field: z.string().describe('Dotted path of the field; empty for the body itself'), message: z.string() })).optional().describe('Per-field problems (422 validation-failed)'),
-  })
-  .describe('RFC 9457 problem details');
+    request_id: z.optional(z.string()),
+    errors: described(
+      z.optional(z.array(z.object({ field: described(z.string(), 'Dotted path of the field; empty for the body itself'), message: z.string() }))),
+      'Per-field problems (422 validation-failed)',
+    ),
+  }),
+  'RFC 9457 problem details',
+);
 
 const keyCheckSchema = z.object({
   organization: z.object({ id: z.string(), name: z.string() }),
-  key: z.object({ id: z.string().describe('Public key id; never the key'), name: z.string() }),
-  rate_limit: z.object({ limit: z.number().int(), remaining: z.number().int(), reset_seconds: z.number().int(), window_seconds: z.literal(60) }),
+  key: z.object({ id: described(z.string(), 'Public key id; never the key'), name: z.string() }),
+  rate_limit: z.object({ limit: int(), remaining: int(), reset_seconds: int(), window_seconds: z.literal(60) }),
 });
 
-const jsonSchema = (schema: z.ZodType, io: 'input' | 'output') => {
+const jsonSchema = (schema: z.ZodMiniType, io: 'input' | 'output') => {
   const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as Record<string, unknown>;
   return rest;
 };

@@ -6,43 +6,48 @@
  * stand-in for SSM (lib/local/ssm-stand-in.ts) and sets the same variables. Without
  * SETTINGS_PARAMETER (the CLI, in-process tests) CRM_SETTINGS (JSON) or the defaults apply.
  */
-// A namespace import, not `{ z }`: esbuild can then drop the parts of zod we do not use (≈85 KB instead of ≈450 KB).
-import * as z from 'zod';
+// zod/mini, not classic zod: its functional API tree-shakes, so a bundle carries only the parts it
+// uses (≈12 KB instead of ≈95 KB, and less to evaluate at cold start). Same validation and messages.
+import * as z from './zod-mini.js';
 import { settingsParameterEnvVar } from '../../lib/topology.js';
 import type { SSMClient } from '@aws-sdk/client-ssm';
 import { logger } from './observability.js';
 import { cidrProblem } from './delivery/ssrf.js';
 
+const int = () => z.number().check(z.int());
+const positiveInt = () => z.number().check(z.int(), z.positive());
+const nonnegative = () => z.number().check(z.nonnegative());
+
 export const settingsSchema = z.object({
-  stage: z.string().default('dev'),
+  stage: z._default(z.string(), 'dev'),
   /** Local mode: http:// endpoints allowed, loopback allowed by the SSRF guard. */
-  local: z.boolean().default(false),
+  local: z._default(z.boolean(), false),
   /** Plans that may use the integration API; 'all' means every plan. */
-  allowedPlans: z.union([z.literal('all'), z.array(z.string())]).default('all'),
+  allowedPlans: z._default(z.union([z.literal('all'), z.array(z.string())]), 'all'),
   /** Requests per minute per API key, by plan; an organization's own override wins. */
-  planRateLimits: z.record(z.string(), z.number().int().positive()).default({ free: 100, starter: 100, pro: 300, enterprise: 1000 }),
-  defaultRateLimitPerMinute: z.number().int().positive().default(100),
+  planRateLimits: z._default(z.record(z.string(), positiveInt()), { free: 100, starter: 100, pro: 300, enterprise: 1000 }),
+  defaultRateLimitPerMinute: z._default(positiveInt(), 100),
   /** What happens when the rate-limit table cannot be reached: admit (with a metric) or refuse. */
-  rateLimitFailMode: z.enum(['open', 'closed']).default('open'),
-  pricePerCallMicros: z.number().int().nonnegative().default(3000),
+  rateLimitFailMode: z._default(z.enum(['open', 'closed']), 'open'),
+  pricePerCallMicros: z._default(int().check(z.nonnegative()), 3000),
   /** Warm-container cache of key lookups; bounds how long a revoked key keeps working. */
-  keyCacheTtlSeconds: z.number().nonnegative().default(30),
+  keyCacheTtlSeconds: z._default(nonnegative(), 30),
   /** Cache of an organization's webhook endpoints in fan-out and delivery. */
-  endpointCacheTtlSeconds: z.number().nonnegative().default(30),
-  rotationGraceHours: z.number().nonnegative().default(24),
+  endpointCacheTtlSeconds: z._default(nonnegative(), 30),
+  rotationGraceHours: z._default(nonnegative(), 24),
   /** Delays before attempts 2..5, in seconds (DESIGN §11). Tests compress it. */
-  retryScheduleSeconds: z.array(z.number().nonnegative()).default([60, 600, 6000, 43200]),
-  retryJitter: z.number().min(0).max(1).default(0.1),
-  deliveryTimeoutMs: z.number().int().positive().default(10_000),
+  retryScheduleSeconds: z._default(z.array(nonnegative()), [60, 600, 6000, 43200]),
+  retryJitter: z._default(z.number().check(z.minimum(0), z.maximum(1)), 0.1),
+  deliveryTimeoutMs: z._default(positiveInt(), 10_000),
   /** An endpoint failing without a success for this long is disabled. */
-  disableAfterFailingHours: z.number().positive().default(120),
+  disableAfterFailingHours: z._default(z.number().check(z.positive()), 120),
   /** CIDRs the SSRF guard admits even though they are private (e.g. a VPC receiver). */
-  ssrfAllowList: z.array(z.string().superRefine((cidr, ctx) => { const problem = cidrProblem(cidr); if (problem) ctx.addIssue({ code: 'custom', message: `not a valid CIDR: ${problem}` }); })).default([]),
-  maxEndpointsPerOrganization: z.number().int().positive().default(10),
+  ssrfAllowList: z._default(z.array(z.string().check(z.superRefine((cidr, ctx) => { const problem = cidrProblem(cidr); if (problem) ctx.addIssue({ code: 'custom', message: `not a valid CIDR: ${problem}` }); }))), []),
+  maxEndpointsPerOrganization: z._default(positiveInt(), 10),
   /** Days request records and deliveries are kept (DynamoDB TTL). */
-  retentionDays: z.number().int().positive().default(30),
+  retentionDays: z._default(positiveInt(), 30),
   /** How long a container serves its cached copy of this document before reading SSM again. */
-  settingsMaxAgeSeconds: z.number().int().positive().default(300),
+  settingsMaxAgeSeconds: z._default(positiveInt(), 300),
 });
 export type Settings = z.infer<typeof settingsSchema>;
 
