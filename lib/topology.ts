@@ -3,7 +3,7 @@
  * the HTTP routes. The CDK stack (lib/stacks) and the local stack (lib/local) both loop over it;
  * adding a function or a table is one entry here. Pure data: no CDK or SDK imports.
  */
-import { DomainError, methodNotAllowed, notFound, payloadTooLarge, tooManyRequests } from '../functions/core/errors.js';
+import { DomainError, methodNotAllowed, notFound, payloadTooLarge, tooManyRequests, unsupportedMediaType } from '../functions/core/errors.js';
 
 export type KeyType = 'S' | 'N';
 export interface KeySpec { name: string; type: KeyType }
@@ -222,6 +222,8 @@ export const gatewayResponses = {
   // The WebACL holds only the rate rules above, so a WAF block always means "this key is flooding".
   WAF_FILTERED: answer(tooManyRequests(retryAfterEdge)),
   REQUEST_TOO_LARGE: answer(payloadTooLarge(gatewayMaxBodyBytes)),
+  // A catch-all mock given a Content-Type it has no request template for (mockRequestContentTypes).
+  UNSUPPORTED_MEDIA_TYPE: answer(unsupportedMediaType('This Content-Type is not accepted here: send application/json.')),
   INTEGRATION_TIMEOUT: answer(new DomainError(504, 'gateway-timeout', 'Gateway timeout',
     'The request took too long and may or may not have been processed: retry with the same Idempotency-Key.')),
   DEFAULT_4XX: { slug: 'gateway-error', title: 'Request refused' },
@@ -231,6 +233,17 @@ export type GatewayResponseType = keyof typeof gatewayResponses;
 
 /** API Gateway's status and message when the Lambda proxy integration fails (crash, time-out, bad answer). */
 export const lambdaFailure = { type: 'DEFAULT_5XX' as const, status: 502, message: 'Internal server error' };
+
+/**
+ * Content types the catch-all mocks have a request template (`{"statusCode": 200}`) for. Without
+ * one, API Gateway passes the raw body to the mock, which fails on anything but that JSON (a 500);
+ * with passthrough NEVER, any other type is answered UNSUPPORTED_MEDIA_TYPE (415).
+ */
+export const mockRequestContentTypes = ['application/json', 'application/x-www-form-urlencoded', 'text/plain', 'multipart/form-data', 'application/xml'];
+export const mockRequestTemplate = '{"statusCode": 200}';
+/** Whether a catch-all mock takes a request: no Content-Type counts as application/json, as on API Gateway; parameters are ignored. */
+export const mockAcceptsContentType = (contentType: string | undefined) =>
+  contentType === undefined || mockRequestContentTypes.includes(contentType.split(';')[0].trim().toLowerCase());
 
 /** Answers of the catch-all routes (MOCK integrations: no function runs, no Lambda cost). */
 export const catchAllAnswers = {

@@ -11,10 +11,11 @@ import { randomUUID } from 'node:crypto';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import {
   catchAllAnswers, cors, corsResponseHeaders, edgeRules as defaultEdgeRules, gatewayMaxBodyBytes, gatewayProblemBody,
-  gatewayResponses, lambdaFailure, methodsOn, routes, stageThrottle as defaultThrottle,
+  gatewayResponses, lambdaFailure, methodsOn, mockAcceptsContentType, routes, stageThrottle as defaultThrottle,
   type EdgeRuleSpec, type GatewayAnswerSpec, type RouteSpec,
 } from '../topology.js';
 import { lambdaContext } from './lambda-context.js';
+import { isLoopbackHost, foreignHostProblem } from './loopback-host.js';
 import { openApiDocument } from '../../functions/core/openapi.js';
 
 export type HttpHandler = (event: APIGatewayProxyEvent, context: ReturnType<typeof lambdaContext>) => Promise<APIGatewayProxyResult>;
@@ -163,6 +164,7 @@ export async function startHttpServer(options: LocalApiOptions): Promise<{ serve
     const requestId = randomUUID();
     // API Gateway names every answer's request, the function's ones included.
     res.setHeader('x-amzn-RequestId', requestId);
+    if (!isLoopbackHost(req.headers.host, (server.address() as { port: number }).port)) return send(res, 403, { 'Content-Type': 'application/problem+json' }, foreignHostProblem(requestId)); // DNS rebinding
     try {
       const pathname = new URL(req.url ?? '/', 'http://local').pathname;
       if (pathname === '/openapi.json' && req.method === 'GET') {
@@ -177,7 +179,11 @@ export async function startHttpServer(options: LocalApiOptions): Promise<{ serve
       if (body === 'too-large') return sendAnswer(res, gatewayResponses.REQUEST_TOO_LARGE, requestId);
 
       const allowed = methodsOn(pathname);
-      if (allowed.length === 0) return sendAnswer(res, catchAllAnswers.notFound, requestId, { fromMock: true });
+      // A catch-all mock refuses a content type it has no request template for (passthrough NEVER).
+      const mock = (spec: GatewayAnswerSpec) => mockAcceptsContentType(req.headers['content-type'])
+        ? sendAnswer(res, spec, requestId, { fromMock: true })
+        : sendAnswer(res, gatewayResponses.UNSUPPORTED_MEDIA_TYPE, requestId);
+      if (allowed.length === 0) return mock(catchAllAnswers.notFound);
       if (req.method === 'OPTIONS') {
         // The CORS preflight needs no key (DESIGN §6 Browsers): the headers of the stage's OPTIONS mock.
         return send(res, 204, {
@@ -188,7 +194,7 @@ export async function startHttpServer(options: LocalApiOptions): Promise<{ serve
         }, '');
       }
       const route = routes.find((r) => r.path === pathname && r.method === req.method);
-      if (!route) return sendAnswer(res, catchAllAnswers.methodNotAllowed(allowed), requestId, { fromMock: true });
+      if (!route) return mock(catchAllAnswers.methodNotAllowed(allowed));
       const handler = options.handlers[route.function];
       let result: APIGatewayProxyResult;
       try {

@@ -21,6 +21,7 @@ import * as wafv2 from 'aws-cdk-lib/aws-wafv2';
 import type { Construct } from 'constructs';
 import {
   catchAllAnswers, cors, corsResponseHeaders, edgeRules, functions, gatewayProblemBody, gatewayResponses, methodsOn, metricsNamespace,
+  mockRequestContentTypes, mockRequestTemplate,
   outputKeys, queues, routes, serviceName, settingsParameterName, stageThrottle, tables,
   type EventSourceSpec, type GatewayAnswerSpec, type GatewayResponseType, type FunctionName, type FunctionSpec, type QueueName, type QueueSpec, type TableName, type TableSpec,
 } from '../topology.js';
@@ -234,16 +235,17 @@ export class CrmStack extends Stack {
   }
 
   /**
-   * A MOCK integration answering `spec` as problem+json: no function runs (no Lambda cost). No
-   * request template: a mock without one returns its default integration response whatever the
-   * request's content type (a template would make other content types a 415).
+   * A MOCK integration answering `spec` as problem+json: no function runs (no Lambda cost). Its
+   * request templates cover the usual content types (a mock fed a raw body fails with a 500); any
+   * other type gets the UNSUPPORTED_MEDIA_TYPE gateway response (passthrough NEVER).
    */
   private answerWithoutFunction(spec: GatewayAnswerSpec): [apigw.MockIntegration, apigw.MethodOptions] {
     const headers = { 'Content-Type': "'application/problem+json'", 'X-Request-Id': 'context.requestId', ...quotedHeaders({ ...corsResponseHeaders, ...spec.headers }) };
     const statusCode = String(spec.status);
     return [
       new apigw.MockIntegration({
-        passthroughBehavior: apigw.PassthroughBehavior.WHEN_NO_MATCH,
+        passthroughBehavior: apigw.PassthroughBehavior.NEVER,
+        requestTemplates: Object.fromEntries(mockRequestContentTypes.map((type) => [type, mockRequestTemplate])),
         integrationResponses: [{
           statusCode,
           responseParameters: Object.fromEntries(Object.entries(headers).map(([k, v]) => [`method.response.header.${k}`, v])),

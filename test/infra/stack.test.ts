@@ -13,7 +13,7 @@ import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { buildApp } from '../../lib/stacks/app.js';
 import type { CrmStack } from '../../lib/stacks/crm-stack.js';
 import {
-  cors, edgeKeyLimitPerMinute, edgeRules, functions, gatewayResponses, outputKeys, queues, routes, stageThrottle, tables,
+  cors, edgeKeyLimitPerMinute, edgeRules, functions, gatewayResponses, mockRequestContentTypes, outputKeys, queues, routes, stageThrottle, tables,
   type FunctionName, type QueueName, type TableName,
 } from '../../lib/topology.js';
 
@@ -255,8 +255,11 @@ describe('the CDK stack', () => {
     for (const [path, method] of byPath) {
       const integration = method.Integration;
       expect(integration.Type).toBe('MOCK');
-      expect(integration.RequestTemplates).toBeUndefined(); // a template would turn other content types into 415s
-      expect(integration.PassthroughBehavior).toBe('WHEN_NO_MATCH');
+      // Without a template for its content type, API Gateway feeds the raw body to the mock, which
+      // then fails ("statusCode should be an integer": a 500). Other types are 415s (NEVER).
+      expect(integration.RequestTemplates).toEqual(Object.fromEntries(mockRequestContentTypes.map((t) => [t, '{"statusCode": 200}'])));
+      expect(mockRequestContentTypes).toEqual(expect.arrayContaining(['application/json', 'application/x-www-form-urlencoded', 'text/plain', 'multipart/form-data']));
+      expect(integration.PassthroughBehavior).toBe('NEVER');
       const [response] = integration.IntegrationResponses;
       expect(response.SelectionPattern).toBeUndefined(); // the default response, whatever the mock returns
       expect(response.ResponseParameters).toMatchObject({
@@ -303,6 +306,7 @@ describe('the CDK stack', () => {
     expect(byType.MISSING_AUTHENTICATION_TOKEN.StatusCode).toBe('404');
     expect(byType.REQUEST_TOO_LARGE.StatusCode).toBe('413');
     expect(byType.INTEGRATION_TIMEOUT.StatusCode).toBe('504');
+    expect(byType.UNSUPPORTED_MEDIA_TYPE.StatusCode).toBe('415'); // a catch-all mock given a content type it has no template for
   });
 
   it('puts a WAF in front of the stage that blocks one key\'s flood (X-API-Key, Bearer) and keyless floods per address, above the highest plan limit', () => {

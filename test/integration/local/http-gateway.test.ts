@@ -90,6 +90,9 @@ describe('the local API Gateway answers what the deployed stage answers', () => 
     ['a path above the route', '/api', '/api', {}],
     ['a path under the route', '/api/webhook/leads/extra', '/api/webhook/leads/{proxy+}', {}],
     ['an unknown path, posted as text (no 415)', '/nope', '/{proxy+}', { method: 'POST', headers: { 'Content-Type': 'text/plain' }, body: 'hello' }],
+    ['an unknown path, a form post (not a 500)', '/nope', '/{proxy+}', { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded' }, body: 'a=b' }],
+    ['an unknown path, JSON with a charset', '/nope', '/{proxy+}', { method: 'POST', headers: { 'Content-Type': 'application/json; charset=utf-8' }, body: '{}' }],
+    ['an unknown path, multipart', '/nope', '/{proxy+}', { method: 'POST', body: (() => { const f = new FormData(); f.set('a', 'b'); return f; })() }],
     ['a preflight on an unknown path', '/nope', '/{proxy+}', { method: 'OPTIONS', headers: { Origin: 'https://plumber.example', 'Access-Control-Request-Method': 'POST' } }],
   ])('%s: 404 problem+json', async (_what, pathname, resource, init: RequestInit) => {
     const { api } = await testStack();
@@ -105,6 +108,23 @@ describe('the local API Gateway answers what the deployed stage answers', () => 
     expect(res.status).toBe(405);
     expect(res.headers.get('allow')).toBe('GET, POST');
     await expectDeployedAnswer(res, (id) => deployedMock('/api/webhook/leads', id));
+  });
+
+  it('answers PUT text/plain on the lead endpoint 405 (the mock has a template for it)', async () => {
+    const { api } = await testStack();
+    const res = await api('/api/webhook/leads', { method: 'PUT', headers: { 'Content-Type': 'text/plain' }, body: 'hello' });
+    expect(res.status).toBe(405);
+    await expectDeployedAnswer(res, (id) => deployedMock('/api/webhook/leads', id));
+  });
+
+  it.each([
+    ['an unknown path', '/nope', 'POST'],
+    ['a wrong method on the lead endpoint', '/api/webhook/leads', 'PUT'],
+  ])('answers %s with a content type the mocks have no template for 415, as the deployed UNSUPPORTED_MEDIA_TYPE', async (_what, pathname, method) => {
+    const { api } = await testStack();
+    const res = await api(pathname, { method, headers: { 'Content-Type': 'image/png' }, body: 'x' });
+    expect(res.status).toBe(415);
+    await expectDeployedAnswer(res, (id) => deployedGatewayResponse('UNSUPPORTED_MEDIA_TYPE', id));
   });
 
   it('answers the CORS preflight without a key, with the headers of the deployed OPTIONS mock', async () => {
