@@ -10,13 +10,14 @@
  * organization item can be cancelled with `TransactionConflict`, which the SDK does not retry: they
  * are retried here with full jitter, a bounded number of times.
  */
-import { TransactionCanceledException, type CancellationReason } from '@aws-sdk/client-dynamodb';
+import { ConditionalCheckFailedException, TransactionCanceledException, type CancellationReason } from '@aws-sdk/client-dynamodb';
+import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import { PutCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../clients.js';
 import { DomainError, paymentRequired } from '../errors.js';
 import { newId } from '../ids.js';
 import { keys, type AuthContext } from '../model.js';
-import { logger } from '../observability.js';
+import { logger, metrics } from '../observability.js';
 import type { LeadInput } from './schema.js';
 
 export interface RequestMeta { requestId: string; ip?: string; userAgent?: string }
@@ -64,12 +65,28 @@ export async function createLead(deps: Deps, auth: AuthContext, input: LeadInput
   const price = org.billing === 'prepaid' ? deps.settings.pricePerCallMicros : 0;
 
   if (price === 0) {
-    await deps.doc.send(new PutCommand(put));
+    await putOnce(deps, put, item.notification.id);
     await countUsage(deps, org.id, at.slice(0, 10), client.id);
     return client;
   }
   await debitAndWrite(deps, org.id, put, price, at.slice(0, 10));
   return client;
+}
+
+/**
+ * The postpaid client write. When the SDK retries a put that committed but whose answer was lost,
+ * the retry fails its own condition: the item is then this request's (the id is fresh and random;
+ * the notification id, also fresh, proves it), so it is a success, not a 500 that would release the
+ * Idempotency-Key and let the caller's retry create the lead a second time.
+ */
+async function putOnce(deps: Deps, put: PutCommand['input'], token: string): Promise<void> {
+  try {
+    await deps.doc.send(new PutCommand({ ...put, ReturnValuesOnConditionCheckFailure: 'ALL_OLD' }));
+  } catch (error) {
+    const old = error instanceof ConditionalCheckFailedException ? error.Item : undefined;
+    if (old?.notification?.M?.id?.S !== token) throw error;
+    logger.info('lead write retried after a lost answer; the first write stands', { clientId: put.Item?.id as string });
+  }
 }
 
 /** Postpaid usage: a plain ADD, which never conflicts. The lead exists by now, so a failure is logged, not answered. */
@@ -127,6 +144,9 @@ async function debitAndWrite(deps: Deps, orgId: string, put: PutCommand['input']
       } else if (!reasons.some(isConflict)) {
         throw error;
       } else {
+        // Counted so an alarm or a dashboard shows a hot organization before leads start failing.
+        metrics.addMetric('TransactionConflictRetries', MetricUnit.Count, 1);
+        logger.warn('lead transaction conflicted; retrying', { organizationId: orgId, attempt });
         await backoff(attempt);
       }
       if (attempt >= MAX_ATTEMPTS) {

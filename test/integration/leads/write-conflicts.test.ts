@@ -5,7 +5,7 @@
  * cancellation is injected with aws-sdk-client-mock and every other call reaches DynamoDB Local.
  * Also: the day's usage rolls over without losing a debit, and a postpaid lead is counted.
  */
-import { describe, it, expect } from '@jest/globals';
+import { describe, it, expect, jest } from '@jest/globals';
 import { mockClient } from 'aws-sdk-client-mock';
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { TransactWriteCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
@@ -20,6 +20,7 @@ import { dailyUsage, getOrganization, listOrganizations, requireOrganization } f
 import { keys } from '../../../functions/core/model.js';
 import { DeleteCommand, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { lambdaContext } from '../../../lib/local/lambda-context.js';
+import { metrics } from '../../../functions/core/observability.js';
 
 const conflict = () => new TransactionCanceledException({
   message: 'Transaction cancelled, please refer cancellation reasons for specific reasons [None, TransactionConflict]',
@@ -43,6 +44,25 @@ async function conflictingDeps(failures: number): Promise<{ deps: Deps; transact
   return { deps: { ...base, doc }, transactions: () => calls };
 }
 
+/**
+ * Deps whose first client PutItem reaches DynamoDB Local and commits, but whose answer is replaced
+ * by a connection reset: the SDK's own retry then sends the same put again.
+ */
+async function lostAnswerDeps(): Promise<{ deps: Deps; puts: () => number }> {
+  const { info, deps: base } = await testStack();
+  const { doc } = createDeps({ region: info.region, dynamodbEndpoint: info.dynamodbEndpoint, sqsEndpoint: info.sqsEndpoint, tables: info.tables, queues: info.queues, settings: base.settings });
+  let puts = 0;
+  // Below the retry middleware (deserialize step), so the SDK sees a transient network error and retries.
+  doc.middlewareStack.add((next, context) => async (args) => {
+    if (context.commandName !== 'PutItemCommand' || (args.input as { TableName?: string }).TableName !== info.tables.clients) return next(args);
+    puts += 1;
+    const answer = await next(args);
+    if (puts === 1) throw Object.assign(new Error('socket hang up'), { name: 'Error', code: 'ECONNRESET', $metadata: {} });
+    return answer;
+  }, { step: 'deserialize', name: 'loseFirstAnswer' });
+  return { deps: { ...base, doc }, puts: () => puts };
+}
+
 function postEvent(t: Tenant, body: unknown): APIGatewayProxyEvent {
   return {
     httpMethod: 'POST', path: '/api/webhook/leads', resource: '/api/webhook/leads',
@@ -54,11 +74,14 @@ function postEvent(t: Tenant, body: unknown): APIGatewayProxyEvent {
 const today = () => new Date().toISOString().slice(0, 10);
 
 describe('a prepaid lead whose transaction conflicts', () => {
-  it('is retried: 201, one client, the wallet debited once', async () => {
+  it('is retried: 201, one client, the wallet debited once, each retry counted', async () => {
     const t = await newTenant({ billing: 'prepaid', walletMicros: 10_000 });
     const { deps, transactions } = await conflictingDeps(3);
     const handler = httpEndpoint(leadIntake, { deps: async () => deps });
+    const added = jest.spyOn(metrics, 'addMetric');
     const res = await handler(postEvent(t, { name: 'Contended Lead' }), lambdaContext('leadIntake'));
+    expect(added.mock.calls.filter(([name]) => name === 'TransactionConflictRetries')).toHaveLength(3);
+    added.mockRestore();
     expect(res.statusCode).toBe(201);
     expect(transactions()).toBeGreaterThanOrEqual(4); // 3 cancelled, then through
     const clients = await itemsOf('clients', t.organizationId);
@@ -77,6 +100,23 @@ describe('a prepaid lead whose transaction conflicts', () => {
     expect(transactions()).toBeLessThanOrEqual(10);
     expect(await itemsOf('clients', t.organizationId)).toEqual([]);
     expect((await getOrganization(deps, t.organizationId))?.walletMicros).toBe(10_000);
+  });
+});
+
+describe('a postpaid lead whose write committed but whose answer was lost', () => {
+  it('is a 201 with one client when the SDK retry meets its own write, and an Idempotency-Key replay returns it', async () => {
+    const t = await newTenant();
+    const { deps, puts } = await lostAnswerDeps();
+    const handler = httpEndpoint(leadIntake, { deps: async () => deps });
+    const event = postEvent(t, { name: 'Lost Answer' });
+    event.headers['Idempotency-Key'] = `lost-${Date.now()}`;
+    const res = await handler(event, lambdaContext('leadIntake'));
+    expect(puts()).toBe(2); // the write and the SDK's retry of it
+    expect(res.statusCode).toBe(201);
+    const again = await handler({ ...event, requestContext: { ...event.requestContext, requestId: 'req-again' } }, lambdaContext('leadIntake'));
+    expect(again.statusCode).toBe(201);
+    expect(JSON.parse(again.body).id).toBe(JSON.parse(res.body).id);
+    expect((await itemsOf('clients', t.organizationId)).filter((c) => c.first_name === 'Lost')).toHaveLength(1);
   });
 });
 
