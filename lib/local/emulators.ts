@@ -13,6 +13,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { enforceVisibilityLimit } from './sqs-strict.js';
+import { isLoopbackHost, hostOfRequestHead, foreignHostResponse, foreignHostMessage } from './loopback-host.js';
 
 const LOCAL_REGION = 'us-east-1';
 export const localCredentials = { accessKeyId: 'local', secretAccessKey: 'local' };
@@ -66,18 +67,41 @@ function socketPathIn(dir: string | undefined): string {
   return inDir && Buffer.byteLength(inDir) < 100 ? inDir : path.join(mkdtempSync(path.join(tmpdir(), 'crm-ddb-')), 'dynamodb.sock');
 }
 
-/** 127.0.0.1:port → a Unix socket, one upstream connection per client connection. */
+/** Bytes of a connection's first request head the bridge reads before judging its Host. */
+const MAX_HEAD_BYTES = 16 * 1024;
+
+/**
+ * 127.0.0.1:port → a Unix socket, one upstream connection per client connection. The first request
+ * of each connection must name a loopback Host (DNS rebinding, lib/local/loopback-host.ts): only its
+ * head is read, then the bytes are piped untouched. Later requests on the connection are not parsed
+ * (browsers never mix Hosts on one connection).
+ */
 async function loopbackToSocket(port: number, socketPath: string): Promise<{ port: number; close(): Promise<void> }> {
+  let listening = port;
   // noDelay: small request/response writes must not wait for Nagle's algorithm.
   const server = createServer({ noDelay: true }, (client) => {
-    const upstream = connect(socketPath);
-    client.pipe(upstream).pipe(client);
-    const close = () => {
-      client.destroy();
-      upstream.destroy();
+    let head = Buffer.alloc(0);
+    client.on('error', () => client.destroy());
+    const onData = (chunk: Buffer) => {
+      head = Buffer.concat([head, chunk]);
+      const end = head.indexOf('\r\n\r\n');
+      if (end < 0 && head.length < MAX_HEAD_BYTES) return;
+      client.off('data', onData);
+      if (!isLoopbackHost(hostOfRequestHead(head.subarray(0, end < 0 ? head.length : end).toString('latin1')), listening)) {
+        client.end(foreignHostResponse);
+        return;
+      }
+      const upstream = connect(socketPath);
+      upstream.write(head);
+      client.pipe(upstream).pipe(client);
+      const close = () => {
+        client.destroy();
+        upstream.destroy();
+      };
+      client.on('close', close);
+      upstream.on('error', close).on('close', close);
     };
-    client.on('error', close).on('close', close);
-    upstream.on('error', close).on('close', close);
+    client.on('data', onData);
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', (error: NodeJS.ErrnoException) =>
@@ -85,8 +109,9 @@ async function loopbackToSocket(port: number, socketPath: string): Promise<{ por
     );
     server.listen(port, '127.0.0.1', () => resolve());
   });
+  listening = (server.address() as AddressInfo).port;
   return {
-    port: (server.address() as AddressInfo).port,
+    port: listening,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }
@@ -193,6 +218,10 @@ export async function startSqsEmulator(options: { port?: number }): Promise<Emul
   const { buildApp } = await import('fauxqs');
   const port = await freePort(options.port ?? 0);
   const app = buildApp({ logger: false, defaultRegion: LOCAL_REGION });
+  // DNS rebinding: fauxqs also serves inspection routes a rebound web page could read.
+  app.addHook('onRequest', async (request, reply) => {
+    if (!isLoopbackHost(request.headers.host, port)) return reply.code(403).header('content-type', 'text/plain').send(foreignHostMessage);
+  });
   enforceVisibilityLimit(app); // AWS's cumulative 12 h visibility rule, which fauxqs lacks
   await app.listen({ port, host: '127.0.0.1' });
   return { endpoint: `http://127.0.0.1:${port}`, port, stop: async () => void (await app.close()) };

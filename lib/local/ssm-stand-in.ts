@@ -8,6 +8,7 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { isLoopbackHost, foreignHostMessage } from './loopback-host.js';
 
 const REGION = 'us-east-1';
 const ACCOUNT = '000000000000';
@@ -91,7 +92,10 @@ export async function startSsmStandIn(options: { port?: number; parameters?: Rec
     res.end(JSON.stringify(body));
   };
 
+  let port = 0;
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
+    // A rebound web page must not PutParameter (e.g. open the SSRF allow-list) nor read settings.
+    if (!isLoopbackHost(req.headers.host, port)) return answer(res, 403, { __type: 'AccessDeniedException', message: foreignHostMessage }, 'AccessDeniedException');
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const target = String(req.headers['x-amz-target'] ?? '');
@@ -118,7 +122,7 @@ export async function startSsmStandIn(options: { port?: number; parameters?: Rec
     server.once('error', reject);
     server.listen(options.port ?? 0, '127.0.0.1', () => resolve());
   });
-  const { port } = server.address() as AddressInfo;
+  ({ port } = server.address() as AddressInfo);
   return {
     endpoint: `http://127.0.0.1:${port}`,
     port,

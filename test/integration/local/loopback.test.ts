@@ -6,6 +6,7 @@
  */
 import { describe, it, expect } from '@jest/globals';
 import { readFileSync, readdirSync, readlinkSync } from 'node:fs';
+import { request } from 'node:http';
 import path from 'node:path';
 import { testStack } from '../support/stack.js';
 
@@ -73,5 +74,48 @@ describe('the local stack is loopback-only', () => {
       const res = await fetch(info.dynamodbEndpoint, { method: 'OPTIONS', headers: { Origin: origin, 'Access-Control-Request-Method': 'POST' } });
       expect(res.headers.get('access-control-allow-origin')).toBeNull();
     }
+  });
+});
+
+/** One HTTP request to 127.0.0.1 with the Host header set by hand (what a rebound page would send). */
+function sendWithHost(endpoint: string, host: string, init: { method?: string; path?: string; headers?: Record<string, string>; body?: string } = {}): Promise<{ status: number; type: string; body: string }> {
+  const { port } = new URL(endpoint);
+  return new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, method: init.method ?? 'GET', path: init.path ?? '/', headers: { ...init.headers, Host: host }, agent: false }, (res) => {
+      let body = '';
+      res.setEncoding('utf8').on('data', (c) => (body += c)).on('end', () => resolve({ status: res.statusCode!, type: String(res.headers['content-type']), body }));
+    });
+    req.on('error', reject).end(init.body);
+  });
+}
+
+describe('DNS rebinding: the local listeners answer only loopback Host names', () => {
+  const ssmGet = (name: string) => ({ method: 'POST', headers: { 'Content-Type': 'application/x-amz-json-1.1', 'X-Amz-Target': 'AmazonSSM.GetParameter' }, body: JSON.stringify({ Name: name }) });
+  const ddbList = { method: 'POST', headers: { 'Content-Type': 'application/x-amz-json-1.0', 'X-Amz-Target': 'DynamoDB_20120810.ListTables' }, body: '{}' };
+  const sqsList = { method: 'POST', headers: { 'Content-Type': 'application/x-amz-json-1.0', 'X-Amz-Target': 'AmazonSQS.ListQueues' }, body: '{}' };
+
+  it('refuses a foreign Host with 403 on the API, DynamoDB Local, fauxqs and the SSM stand-in', async () => {
+    const { info } = await testStack();
+    const cases = [
+      { what: 'api', endpoint: info.apiUrl, init: { path: '/api/webhook/leads' } },
+      { what: 'dynamodb', endpoint: info.dynamodbEndpoint, init: ddbList },
+      { what: 'sqs', endpoint: info.sqsEndpoint, init: sqsList },
+      { what: 'ssm', endpoint: info.ssmEndpoint!, init: ssmGet(info.settingsParameter!) },
+    ];
+    for (const { what, endpoint, init } of cases) {
+      const port = new URL(endpoint).port;
+      for (const host of ['evil.example', `evil.example:${port}`, '127.0.0.1:1']) {
+        expect({ what, host, status: (await sendWithHost(endpoint, host, init)).status }).toEqual({ what, host, status: 403 });
+      }
+      // The same request addressed to a loopback name is served.
+      for (const host of [`127.0.0.1:${port}`, `localhost:${port}`]) {
+        expect({ what, host, refused: (await sendWithHost(endpoint, host, init)).status === 403 }).toEqual({ what, host, refused: false });
+      }
+    }
+    const api = await sendWithHost(info.apiUrl, 'evil.example', { path: '/api/webhook/leads' });
+    expect(api.type).toBe('application/problem+json');
+    expect(JSON.parse(api.body)).toMatchObject({ status: 403 });
+    const ssm = await sendWithHost(info.ssmEndpoint!, 'evil.example', ssmGet(info.settingsParameter!));
+    expect(ssm.body).not.toContain('retryScheduleSeconds'); // the settings document did not leak
   });
 });
