@@ -6,7 +6,9 @@
 // zod/mini, not classic zod: its functional API tree-shakes, so the bundle carries only the parts
 // it uses (settings.ts says why). Same validation and messages as the classic API.
 import * as z from '../zod-mini.js';
-import { parsePhoneNumberFromString } from 'libphonenumber-js';
+// The core API with our own copy of the `min` metadata, formats left out (scripts/gen-phone-metadata.ts).
+import { parsePhoneNumberFromString } from 'libphonenumber-js/core';
+import { phoneMetadata } from './phone-metadata.js';
 import { validationFailed, type FieldError } from '../errors.js';
 import { codePointLength } from '../model.js';
 
@@ -108,7 +110,7 @@ function storableNumber(value: number): boolean {
 }
 
 function normalizePhone(raw: string): string {
-  const parsed = parsePhoneNumberFromString(raw, 'US');
+  const parsed = parsePhoneNumberFromString(raw, 'US', phoneMetadata);
   return parsed?.isValid() ? parsed.number : raw;
 }
 
