@@ -179,11 +179,33 @@ export interface GatewayAnswerSpec {
 /** API Gateway's hard payload limit (REQUEST_TOO_LARGE); the function enforces its own, smaller one. */
 export const gatewayMaxBodyBytes = 10 * 1024 * 1024;
 
+export interface ThrottleSpec { rateLimit: number; burstLimit: number }
 /**
- * Stage throttle (token bucket, all keys together): sized in docs/capacity.md. Per-key floods
- * are stopped before it by the WAF rules below, so one key can not spend it for everyone.
+ * API Gateway throttles each method of the stage with a token bucket of its own (stage settings
+ * apply "at the API method level"). Each lead method and its preflight: sized in docs/capacity.md;
+ * per-key floods are stopped before it by the WAF rules below, so one key can not spend it for everyone.
  */
-export const stageThrottle = { rateLimit: 1000, burstLimit: 2000 };
+export const routeThrottle: ThrottleSpec = { rateLimit: 1000, burstLimit: 2000 };
+/** Each catch-all MOCK method (the stage default): scanners' 404s must not claim the account's API Gateway quota. */
+export const catchAllThrottle: ThrottleSpec = { rateLimit: 50, burstLimit: 100 };
+
+/** The REST API's resources: the root and every prefix of a route's path (each also has a `{proxy+}` child). */
+export const apiResourcePaths = (): string[] => [...new Set(['/', ...routes.flatMap((r) =>
+  r.path.split('/').slice(1).map((_, i, parts) => `/${parts.slice(0, i + 1).join('/')}`))])];
+
+/**
+ * The deployed method that takes `method` on `pathname` (API Gateway prefers an exact resource, else
+ * the deepest `{proxy+}` above it), and its throttle: one bucket per (resource, method).
+ */
+export function apiMethodFor(pathname: string, method: string): { resource: string; method: string; throttle: ThrottleSpec } {
+  const resources = apiResourcePaths();
+  const exact = resources.includes(pathname);
+  const parent = exact ? pathname : resources.filter((r) => pathname.startsWith(r === '/' ? '/' : `${r}/`)).sort((a, b) => b.length - a.length)[0];
+  const resource = exact ? pathname : `${parent === '/' ? '' : parent}/{proxy+}`;
+  const served = exact ? methodsOn(resource) : [];
+  if (served.includes(method as RouteSpec['method']) || (served.length > 0 && method === 'OPTIONS')) return { resource, method, throttle: routeThrottle };
+  return { resource, method: 'ANY', throttle: catchAllThrottle };
+}
 
 /**
  * WAF rate-based rules on the stage (AWS WAFv2, REGIONAL). A request is counted against every rule

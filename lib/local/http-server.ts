@@ -2,7 +2,7 @@
  * The local API Gateway (and the WAF in front of it), answering what the deployed stage answers:
  * the topology's routes become REST API (v1) proxy events for the real handlers; CORS preflights,
  * unknown paths (404) and wrong methods (405) are answered without a function, as the stage's MOCK
- * integrations do; the WAF rate rules, the stage throttle, the payload limit and a failing function
+ * integrations do; the WAF rate rules, the per-method throttle, the payload limit and a failing function
  * give the stage's gateway responses. Every one of those answers comes from lib/topology.ts, which
  * the CDK stack renders too (docs/local-stack.md). `/openapi.json` is a local extra.
  */
@@ -11,8 +11,8 @@ import { randomUUID } from 'node:crypto';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import {
   catchAllAnswers, cors, corsResponseHeaders, edgeRules as defaultEdgeRules, gatewayMaxBodyBytes, gatewayProblemBody,
-  gatewayResponses, lambdaFailure, methodsOn, mockAcceptsContentType, routes, stageThrottle as defaultThrottle,
-  type EdgeRuleSpec, type GatewayAnswerSpec, type RouteSpec,
+  gatewayResponses, lambdaFailure, methodsOn, mockAcceptsContentType, routes, apiMethodFor, catchAllThrottle,
+  type EdgeRuleSpec, type GatewayAnswerSpec, type RouteSpec, type ThrottleSpec,
 } from '../topology.js';
 import { lambdaContext } from './lambda-context.js';
 import { isLoopbackHost, foreignHostProblem } from './loopback-host.js';
@@ -78,11 +78,11 @@ export class EdgeRateRules {
   }
 }
 
-/** The stage throttle: API Gateway's token bucket, shared by every request. */
+/** API Gateway's token bucket: one per method of the stage, shared by every caller of that method. */
 export class TokenBucket {
   private tokens: number;
   private at = Date.now();
-  constructor(private readonly limits: { rateLimit: number; burstLimit: number }) {
+  constructor(private readonly limits: ThrottleSpec) {
     this.tokens = limits.burstLimit;
   }
 
@@ -153,13 +153,21 @@ export interface LocalApiOptions {
   handlers: Record<string, HttpHandler>;
   onError?: (error: unknown) => void;
   /** Tests shrink these to reach them in a few requests; the defaults are the deployed ones. */
-  stageThrottle?: { rateLimit: number; burstLimit: number };
+  throttles?: { route?: ThrottleSpec; catchAll?: ThrottleSpec };
   edgeRules?: EdgeRuleSpec[];
 }
 
 export async function startHttpServer(options: LocalApiOptions): Promise<{ server: Server; url: string; close(): Promise<void> }> {
   const edge = new EdgeRateRules(options.edgeRules ?? defaultEdgeRules);
-  const throttle = new TokenBucket(options.stageThrottle ?? defaultThrottle);
+  // One bucket per (resource, method), as API Gateway applies stage throttling per method.
+  const buckets = new Map<string, TokenBucket>();
+  const takeToken = (pathname: string, httpMethod: string) => {
+    const method = apiMethodFor(pathname, httpMethod);
+    const limits = method.throttle === catchAllThrottle ? options.throttles?.catchAll : options.throttles?.route;
+    const id = `${method.resource} ${method.method}`;
+    if (!buckets.has(id)) buckets.set(id, new TokenBucket(limits ?? method.throttle));
+    return buckets.get(id)!.take();
+  };
   const server = createServer(async (req, res) => {
     const requestId = randomUUID();
     // API Gateway names every answer's request, the function's ones included.
@@ -171,10 +179,10 @@ export async function startHttpServer(options: LocalApiOptions): Promise<{ serve
         // Local only: the API reference, generated from the same zod schemas the handler validates with.
         return send(res, 200, { 'Content-Type': 'application/json', ...corsResponseHeaders }, JSON.stringify(openApiDocument(`http://${req.headers.host ?? '127.0.0.1'}`), null, 2));
       }
-      // In the order AWS applies them: the WAF, the stage throttle, the payload limit, then routing.
+      // In the order AWS applies them: the WAF, the method's throttle, the payload limit, then the integration.
       const address = (req.socket.remoteAddress ?? '127.0.0.1').replace(/^::ffff:/, '');
       if (edge.blocks(req.headers, address)) return sendAnswer(res, gatewayResponses.WAF_FILTERED, requestId);
-      if (!throttle.take()) return sendAnswer(res, gatewayResponses.THROTTLED, requestId);
+      if (!takeToken(pathname, req.method ?? 'GET')) return sendAnswer(res, gatewayResponses.THROTTLED, requestId);
       const body = await readBody(req);
       if (body === 'too-large') return sendAnswer(res, gatewayResponses.REQUEST_TOO_LARGE, requestId);
 

@@ -22,7 +22,7 @@ import type { Construct } from 'constructs';
 import {
   catchAllAnswers, cors, corsResponseHeaders, edgeRules, functions, gatewayProblemBody, gatewayResponses, methodsOn, metricsNamespace,
   mockRequestContentTypes, mockRequestTemplate,
-  outputKeys, queues, routes, serviceName, settingsParameterName, stageThrottle, tables,
+  outputKeys, queues, routes, serviceName, settingsParameterName, tables, apiMethodFor, catchAllThrottle,
   type EventSourceSpec, type GatewayAnswerSpec, type GatewayResponseType, type FunctionName, type FunctionSpec, type QueueName, type QueueSpec, type TableName, type TableSpec,
 } from '../topology.js';
 import { defaultSettings } from '../../functions/core/settings.js';
@@ -177,9 +177,15 @@ export class CrmStack extends Stack {
       cloudWatchRole: true,
       deployOptions: {
         stageName: stage,
-        // Every key together (docs/capacity.md); one key's flood is stopped before it by the WAF.
-        throttlingRateLimit: stageThrottle.rateLimit,
-        throttlingBurstLimit: stageThrottle.burstLimit,
+        // API Gateway throttles per method: the stage default is the catch-all mocks' low bucket,
+        // each lead method and preflight gets the capacity-sized one (docs/capacity.md).
+        throttlingRateLimit: catchAllThrottle.rateLimit,
+        throttlingBurstLimit: catchAllThrottle.burstLimit,
+        methodOptions: Object.fromEntries([...new Set(routes.map((r) => r.path))].flatMap((path) => [...methodsOn(path), 'OPTIONS'].map((method) => {
+          const { throttle } = apiMethodFor(path, method);
+          // A method's own entry replaces the stage default entirely: repeat the logging level.
+          return [`${path}/${method}`, { throttlingRateLimit: throttle.rateLimit, throttlingBurstLimit: throttle.burstLimit, loggingLevel: apigw.MethodLoggingLevel.ERROR }];
+        }))),
         tracingEnabled: true,
         loggingLevel: apigw.MethodLoggingLevel.ERROR,
         accessLogDestination: new apigw.LogGroupLogDestination(accessLogs),

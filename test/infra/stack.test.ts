@@ -13,7 +13,7 @@ import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { buildApp } from '../../lib/stacks/app.js';
 import type { CrmStack } from '../../lib/stacks/crm-stack.js';
 import {
-  cors, edgeKeyLimitPerMinute, edgeRules, functions, gatewayResponses, mockRequestContentTypes, outputKeys, queues, routes, stageThrottle, tables,
+  cors, edgeKeyLimitPerMinute, edgeRules, functions, gatewayResponses, mockRequestContentTypes, outputKeys, queues, routes, routeThrottle, catchAllThrottle, tables,
   type FunctionName, type QueueName, type TableName,
 } from '../../lib/topology.js';
 
@@ -189,13 +189,12 @@ describe('the CDK stack', () => {
     expect(JSON.parse(parameter.Value)).toMatchObject({ stage: 'test', local: false, defaultRateLimitPerMinute: 100 });
   });
 
-  it('serves GET and POST /api/webhook/leads on a regional API with the sized stage throttle, JSON access logs and tracing', () => {
+  it('serves GET and POST /api/webhook/leads on a regional API with JSON access logs and tracing', () => {
     template.hasResourceProperties('AWS::ApiGateway::RestApi', { EndpointConfiguration: { Types: ['REGIONAL'] } });
     template.hasResourceProperties('AWS::ApiGateway::Stage', {
       StageName: 'test',
       TracingEnabled: true,
       AccessLogSetting: { DestinationArn: Match.anyValue(), Format: Match.stringLikeRegexp('^\\{.*"requestId"') },
-      MethodSettings: Match.arrayWith([Match.objectLike({ ThrottlingRateLimit: stageThrottle.rateLimit, ThrottlingBurstLimit: stageThrottle.burstLimit })]),
     });
     for (const method of ['GET', 'POST']) {
       template.hasResourceProperties('AWS::ApiGateway::Method', {
@@ -204,6 +203,21 @@ describe('the CDK stack', () => {
         Integration: Match.objectLike({ Type: 'AWS_PROXY', IntegrationHttpMethod: 'POST' }),
       });
     }
+  });
+
+  it('throttles per method (as API Gateway does): the catch-all mocks by the low stage default, each lead method and its preflight by the sized bucket', () => {
+    const [stage] = Object.values(template.findResources('AWS::ApiGateway::Stage'));
+    const settings = Object.fromEntries((stage.Properties.MethodSettings as { ResourcePath: string; HttpMethod: string; ThrottlingRateLimit: number; ThrottlingBurstLimit: number; LoggingLevel: string }[])
+      .map((m) => [`${m.ResourcePath === '/*' ? '/*' : m.ResourcePath.slice(1).replaceAll('~1', '/')} ${m.HttpMethod}`, { rate: m.ThrottlingRateLimit, burst: m.ThrottlingBurstLimit, logging: m.LoggingLevel }]));
+    const sized = { rate: routeThrottle.rateLimit, burst: routeThrottle.burstLimit, logging: 'ERROR' };
+    expect(settings).toEqual({
+      '/* *': { rate: catchAllThrottle.rateLimit, burst: catchAllThrottle.burstLimit, logging: 'ERROR' },
+      '/api/webhook/leads GET': sized,
+      '/api/webhook/leads POST': sized,
+      '/api/webhook/leads OPTIONS': sized,
+    });
+    // Low enough that scanners cannot claim the account's API Gateway quota (docs/capacity.md).
+    expect(catchAllThrottle.rateLimit * 20).toBeLessThanOrEqual(routeThrottle.rateLimit);
   });
 
   it('answers CORS preflights without a key, allowing the lead headers, and puts CORS headers on gateway errors', () => {

@@ -12,7 +12,7 @@ import { Template } from 'aws-cdk-lib/assertions';
 import type { APIGatewayProxyResult } from 'aws-lambda';
 import { buildApp } from '../../../lib/stacks/app.js';
 import { startHttpServer, type HttpHandler } from '../../../lib/local/http-server.js';
-import { edgeRules, lambdaFailure } from '../../../lib/topology.js';
+import { apiMethodFor, catchAllThrottle, edgeRules, lambdaFailure, routeThrottle } from '../../../lib/topology.js';
 import { newTenant, testStack } from '../support/stack.js';
 
 interface Answer { status: number; headers: Record<string, string>; body: string }
@@ -163,20 +163,40 @@ describe('the local front door under load and failure', () => {
   }
   const get = (url: string, headers: Record<string, string> = {}) => fetch(`${url}/api/webhook/leads`, { headers });
 
-  it('answers over the stage throttle 429 with Retry-After, problem+json', async () => {
-    await withServer({ stageThrottle: { rateLimit: 0.001, burstLimit: 2 } }, async (url) => {
+  it('answers over a method\'s throttle 429 with Retry-After, problem+json; every method has a bucket of its own', async () => {
+    await withServer({ throttles: { route: { rateLimit: 0.001, burstLimit: 2 }, catchAll: { rateLimit: 0.001, burstLimit: 1 } } }, async (url) => {
       expect((await get(url)).status).toBe(200);
       expect((await get(url)).status).toBe(200);
       const res = await get(url);
       expect(res.status).toBe(429);
       expect(res.headers.get('retry-after')).toBe('1');
       await expectDeployedAnswer(res, (id) => deployedGatewayResponse('THROTTLED', id));
+      // POST has its own bucket, and so does its preflight.
+      expect((await fetch(`${url}/api/webhook/leads`, { method: 'POST' })).status).toBe(200);
+      expect((await fetch(`${url}/api/webhook/leads`, { method: 'OPTIONS' })).status).toBe(204);
+      // Scanners spend the catch-all's small bucket, per resource, never a lead method's.
+      expect((await fetch(`${url}/nope`)).status).toBe(404);
+      expect((await fetch(`${url}/other`)).status).toBe(429); // the same {proxy+} method
+      expect((await fetch(`${url}/api`)).status).toBe(404); // the ANY on /api
+      expect((await fetch(`${url}/api/webhook/leads`, { method: 'PUT' })).status).toBe(405);
+      expect((await fetch(`${url}/api/webhook/leads`, { method: 'DELETE' })).status).toBe(429); // the same ANY
+      expect((await fetch(`${url}/api/webhook/leads`, { method: 'POST' })).status).toBe(200);
     });
+  });
+
+  it('throttles each method by the deployed numbers: lead methods by the sized bucket, catch-alls by the low one', () => {
+    expect(apiMethodFor('/api/webhook/leads', 'POST')).toEqual({ resource: '/api/webhook/leads', method: 'POST', throttle: routeThrottle });
+    expect(apiMethodFor('/api/webhook/leads', 'OPTIONS')).toEqual({ resource: '/api/webhook/leads', method: 'OPTIONS', throttle: routeThrottle });
+    expect(apiMethodFor('/api/webhook/leads', 'PATCH')).toEqual({ resource: '/api/webhook/leads', method: 'ANY', throttle: catchAllThrottle });
+    expect(apiMethodFor('/api/webhook/leads/x/y', 'POST')).toEqual({ resource: '/api/webhook/leads/{proxy+}', method: 'ANY', throttle: catchAllThrottle });
+    expect(apiMethodFor('/api/other', 'GET')).toEqual({ resource: '/api/{proxy+}', method: 'ANY', throttle: catchAllThrottle });
+    expect(apiMethodFor('/', 'GET')).toEqual({ resource: '/', method: 'ANY', throttle: catchAllThrottle });
+    expect(apiMethodFor('/x', 'GET').resource).toBe('/{proxy+}');
   });
 
   it('blocks a flooding key at the edge while another key is served (one key never refuses another)', async () => {
     const rules = edgeRules.map((r) => ({ ...r, limit: 3 }));
-    await withServer({ edgeRules: rules, stageThrottle: { rateLimit: 1000, burstLimit: 1000 } }, async (url) => {
+    await withServer({ edgeRules: rules }, async (url) => {
       for (let i = 0; i < 3; i++) expect((await get(url, { 'X-API-Key': 'flood' })).status).toBe(200);
       const blocked = await get(url, { 'X-API-Key': 'flood' });
       expect(blocked.status).toBe(429);
