@@ -8,20 +8,30 @@
 import { DynamoDBStreamsClient, GetRecordsCommand, GetShardIteratorCommand, type _Record } from '@aws-sdk/client-dynamodb-streams';
 import { ChangeMessageVisibilityCommand, DeleteMessageCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import type { Deps } from '../clients.js';
+import { logger } from '../observability.js';
 import { fanOut } from './fanout.js';
 import { toLambdaRecord } from './stream-records.js';
 
 /** The part of Lambda's on-failure record for stream sources that locates the batch. */
 export interface StreamBatchInfo { shardId: string; startSequenceNumber: string; endSequenceNumber: string; streamArn: string }
 
-export interface ReplayResult { batches: number; records: number; failed: number }
+/** `trimmed`: batches older than the stream's 24 h (also counted in `failed`); they stay queued for inspection. */
+export interface ReplayResult { batches: number; records: number; failed: number; trimmed: number }
 
 export interface ReadOptions {
   /** Consecutive empty pages tolerated before giving up on reaching the batch's end. */
   maxEmptyPages?: number;
-  /** Pause after an empty page (GetRecords is rate-limited per shard). */
+  /**
+   * First pause after an empty page, doubled at each further empty page up to 8 s. GetRecords
+   * allows 5 calls/s per shard, shared with the live event source mapping: replay stays at ≤ 1/s.
+   */
   emptyPauseMs?: number;
+  /** Injected by tests. */
+  sleep?: (ms: number) => Promise<void>;
 }
+
+const MAX_EMPTY_PAUSE_MS = 8_000;
+const wait = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /**
  * Stream records of one shard from `start` to `end` inclusive. DynamoDB Streams may answer an
@@ -31,7 +41,7 @@ export interface ReadOptions {
  * instead of dropping its rest.
  */
 export async function readRange(streams: DynamoDBStreamsClient, info: StreamBatchInfo, options: ReadOptions = {}): Promise<{ records: _Record[]; complete: boolean }> {
-  const { maxEmptyPages = 50, emptyPauseMs = 200 } = options;
+  const { maxEmptyPages = 20, emptyPauseMs = 1_000, sleep = wait } = options;
   const end = BigInt(info.endSequenceNumber);
   let { ShardIterator: iterator } = await streams.send(new GetShardIteratorCommand({
     StreamArn: info.streamArn, ShardId: info.shardId, ShardIteratorType: 'AT_SEQUENCE_NUMBER', SequenceNumber: info.startSequenceNumber,
@@ -46,7 +56,7 @@ export async function readRange(streams: DynamoDBStreamsClient, info: StreamBatc
     }
     if ((page.Records ?? []).length > 0) empty = 0;
     else if (++empty >= maxEmptyPages) return { records, complete: false };
-    else if (emptyPauseMs > 0) await new Promise((r) => setTimeout(r, emptyPauseMs));
+    else if (emptyPauseMs > 0) await sleep(Math.min(MAX_EMPTY_PAUSE_MS, emptyPauseMs * 2 ** (empty - 1)));
     iterator = page.NextShardIterator;
   }
   return { records, complete: true }; // a closed shard, read to its end
@@ -54,7 +64,7 @@ export async function readRange(streams: DynamoDBStreamsClient, info: StreamBatc
 
 /** Drains the fan-out failure queue; batches that fail again stay there for a later run. */
 export async function replayFanoutFailures(deps: Deps, streams: DynamoDBStreamsClient, onProgress?: (r: ReplayResult) => void, readOptions?: ReadOptions): Promise<ReplayResult> {
-  const result: ReplayResult = { batches: 0, records: 0, failed: 0 };
+  const result: ReplayResult = { batches: 0, records: 0, failed: 0, trimmed: 0 };
   const seen = new Set<string>();
   for (let empty = 0; empty < 2;) {
     const { Messages = [] } = await deps.sqs.send(new ReceiveMessageCommand({ QueueUrl: deps.queues.fanoutFailures, MaxNumberOfMessages: 10, WaitTimeSeconds: 1, VisibilityTimeout: 120 }));
@@ -68,13 +78,20 @@ export async function replayFanoutFailures(deps: Deps, streams: DynamoDBStreamsC
       seen.add(message.MessageId!);
       const info = (JSON.parse(message.Body ?? '{}') as { DDBStreamBatchInfo?: StreamBatchInfo }).DDBStreamBatchInfo;
       let ok = false;
-      if (info) {
-        const range = await readRange(streams, info, readOptions);
-        const records = range.records.map((r) => toLambdaRecord(r, info.streamArn));
-        const response = await fanOut(deps, records);
-        // What was read is fanned out (idempotent); an unfinished read keeps the batch for a later run.
-        ok = range.complete && response.batchItemFailures.length === 0;
-        result.records += records.length;
+      try {
+        if (info) {
+          const range = await readRange(streams, info, readOptions);
+          const records = range.records.map((r) => toLambdaRecord(r, info.streamArn));
+          const response = await fanOut(deps, records);
+          // What was read is fanned out (idempotent); an unfinished read keeps the batch for a later run.
+          ok = range.complete && response.batchItemFailures.length === 0;
+          result.records += records.length;
+        }
+      } catch (error) {
+        // Past the stream's 24 h: this batch cannot be read any more, the others still can.
+        if ((error as Error).name !== 'TrimmedDataAccessException') throw error;
+        result.trimmed++;
+        logger.error('fan-out batch older than the stream retention; left in the failure queue', { shardId: info?.shardId, startSequenceNumber: info?.startSequenceNumber, endSequenceNumber: info?.endSequenceNumber });
       }
       result.batches++;
       if (ok) {

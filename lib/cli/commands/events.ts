@@ -22,8 +22,9 @@ export function register(program: Command): void {
         if (!json && process.stderr.isTTY) process.stderr.write(`\r  ${r.batches} batches, ${r.records} records`);
       });
       if (!json && process.stderr.isTTY) process.stderr.write('\n');
-      printResult({ json }, result, () => console.log(
-        result.batches === 0 ? 'The fan-out failure queue is empty.' : `Replayed ${result.batches} batch(es), ${result.records} record(s); ${result.failed} failed again and stay queued.`,
-      ));
+      printResult({ json }, result, () => {
+        console.log(result.batches === 0 ? 'The fan-out failure queue is empty.' : `Replayed ${result.batches} batch(es), ${result.records} record(s); ${result.failed} failed again and stay queued.`);
+        if (result.trimmed) console.log(`${result.trimmed} of those are older than the stream's 24 h retention and can no longer be read (logged with their shard and sequence numbers); they stay in the failure queue until it is purged.`);
+      });
     }));
 }

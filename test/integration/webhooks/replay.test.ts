@@ -5,8 +5,8 @@
  * Streams may return, DynamoDB Local never) are read past, injected with aws-sdk-client-mock.
  */
 import { describe, it, expect, beforeAll, afterAll } from '@jest/globals';
-import { GetRecordsCommand, GetShardIteratorCommand } from '@aws-sdk/client-dynamodb-streams';
-import { SendMessageCommand } from '@aws-sdk/client-sqs';
+import { GetRecordsCommand, GetShardIteratorCommand, TrimmedDataAccessException } from '@aws-sdk/client-dynamodb-streams';
+import { DeleteMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { mockClient } from 'aws-sdk-client-mock';
 import { eventually, newTenant, postLead, runCli, testStack } from '../support/stack.js';
 import { Receiver } from '../support/receiver.js';
@@ -24,13 +24,13 @@ afterAll(async () => {
 });
 
 /** Describes the stream batch from `first` to `last` in the fan-out failure queue, as Lambda's on-failure destination does. */
-async function parkBatch(first: StreamPosition, last: StreamPosition, batchSize = 1) {
+async function parkBatch(first: StreamPosition, last: StreamPosition, batchSize = 1, shardId = first.shardId) {
   const { deps } = await testStack();
   await deps.sqs.send(new SendMessageCommand({
     QueueUrl: deps.queues.fanoutFailures,
     MessageBody: JSON.stringify({
       requestContext: { condition: 'RetryAttemptsExhausted', approximateInvokeCount: 11 },
-      DDBStreamBatchInfo: { shardId: first.shardId, startSequenceNumber: first.sequenceNumber, endSequenceNumber: last.sequenceNumber, batchSize, streamArn: first.streamArn },
+      DDBStreamBatchInfo: { shardId, startSequenceNumber: first.sequenceNumber, endSequenceNumber: last.sequenceNumber, batchSize, streamArn: first.streamArn },
     }),
   }));
 }
@@ -99,5 +99,34 @@ describe('replaying failed fan-out batches', () => {
     const got = await eventually(async () => (receiver.on('/gaps').length >= clients.length ? receiver.on('/gaps') : undefined), { what: 'every replayed delivery' });
     expect(got.map((r) => r.verifyError)).toEqual(clients.map(() => undefined));
     expect(got.map((r) => r.event!.data.object.id).sort()).toEqual([...clients].sort());
+  });
+
+  it('a batch older than the stream’s 24 h is reported and kept queued, and the other batches are still replayed', async () => {
+    const { deps } = await testStack();
+    const { clients: [clientId], positions: [position] } = await missedLeads(['After The Old One'], '/after-trimmed');
+    await parkBatch(position, position, 1, 'shardId-trimmed');
+    await parkBatch(position, position);
+    const real = await streamsClient();
+    const streams = await streamsClient();
+    mockClient(streams)
+      .on(GetShardIteratorCommand).callsFake((input: { ShardId: string }) => {
+        if (input.ShardId === 'shardId-trimmed') throw new TrimmedDataAccessException({ message: 'Attempted to access data that was older than 24 hours', $metadata: {} });
+        return real.send(new GetShardIteratorCommand(input as never));
+      })
+      .on(GetRecordsCommand).callsFake((input) => real.send(new GetRecordsCommand(input)));
+
+    const result = await replayFanoutFailures(deps, streams, undefined, { emptyPauseMs: 0 });
+    expect(result).toMatchObject({ batches: 2, failed: 1, trimmed: 1 });
+    const [got] = await eventually(async () => (receiver.on('/after-trimmed').length ? receiver.on('/after-trimmed') : undefined), { what: 'the other batch’s delivery' });
+    expect(got.event).toMatchObject({ type: 'client.created', data: { object: { id: clientId } } });
+
+    // The old batch is still in the failure queue (the replay's last receive holds it in flight),
+    // the other one is gone. Seen through fauxqs's inspection API; then removed, so later runs start clean.
+    const { info } = await testStack();
+    const res = await fetch(`${info.sqsEndpoint}/_fauxqs/queues/${deps.queues.fanoutFailures.split('/').at(-1)}`);
+    const { messages } = (await res.json()) as { messages: { ready: { body: string }[]; inflight: { message: { body: string }; receiptHandle: string }[] } };
+    const held = [...messages.ready.map((m) => ({ body: m.body })), ...messages.inflight.map((m) => ({ body: m.message.body, receiptHandle: m.receiptHandle }))];
+    expect(held.map((m) => JSON.parse(m.body).DDBStreamBatchInfo.shardId)).toEqual(['shardId-trimmed']);
+    await Promise.all(held.map((m) => 'receiptHandle' in m && deps.sqs.send(new DeleteMessageCommand({ QueueUrl: deps.queues.fanoutFailures, ReceiptHandle: m.receiptHandle as string }))));
   });
 });

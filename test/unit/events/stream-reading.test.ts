@@ -43,6 +43,14 @@ describe('replaying a failed batch', () => {
     expect(await readRange(streams, batch(1, 9), { emptyPauseMs: 0 })).toEqual({ records: [record(1)], complete: true });
   });
 
+  it('pauses at least 1 s after an empty page and backs off, leaving the shard’s GetRecords budget to the live reader', async () => {
+    const { streams } = shard([[record(1)], [], [], [], [], [record(2)]]);
+    const pauses: number[] = [];
+    const { records } = await readRange(streams, batch(1, 2), { sleep: async (ms) => { pauses.push(ms); } });
+    expect(records.map((r) => r.eventID)).toEqual(['e1', 'e2']);
+    expect(pauses).toEqual([1_000, 2_000, 4_000, 8_000]);
+  });
+
   it('gives up after a bounded number of empty pages in a row, and says the read is incomplete', async () => {
     const { streams, mock } = shard([[record(1)], []]);
     expect(await readRange(streams, batch(1, 9), { maxEmptyPages: 5, emptyPauseMs: 0 })).toEqual({ records: [record(1)], complete: false });
