@@ -3,12 +3,24 @@
  * notification is stored on its client item (attribute `notification`), so it is written in the
  * same single-item write as the client and can never be missing for a created lead. Inbox items
  * written by earlier versions (`NOTIFICATION#…` in the organizations table) are listed too.
+ *
+ * Cost: client ids are time-ordered (ids.ts), so the newest clients sort last in the partition and
+ * the inbox is read newest-first, a bounded number of pages, without an index. Clients with the
+ * older random ids (and the old inbox items) are read only while the organization has fewer
+ * time-ordered clients than asked for, i.e. only until it has received that many leads.
  */
 import { QueryCommand, type QueryCommandInput } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from './clients.js';
+import { timePart } from './ids.js';
 import { keys } from './model.js';
 
 export interface Notification { id: string; type: string; title: string; clientId?: string; createdAt: string }
+
+/** Time-ordered client ids are not older than this (the format's introduction). */
+const TIME_ORDERED_SINCE = Date.parse('2026-11-01T00:00:00Z');
+/** Pages of the newest-first read; with clients that carry no notification, the inbox may show fewer. */
+const MAX_PAGES = 5;
+const PAGE_SIZE = 100;
 
 async function queryAll(deps: Deps, input: QueryCommandInput): Promise<Record<string, unknown>[]> {
   const out: Record<string, unknown>[] = [];
@@ -21,27 +33,48 @@ async function queryAll(deps: Deps, input: QueryCommandInput): Promise<Record<st
   return out;
 }
 
-/** Newest first. Reads the organization's client partition (notification attribute only). */
+const fromClient = ({ id, notification }: Record<string, unknown>): Notification => {
+  const n = notification as Record<string, string>;
+  return { id: n.id, type: n.type, title: n.title, clientId: id as string, createdAt: n.createdAt };
+};
+
+/** Newest first: at most `limit` (default 50). */
 export async function listNotifications(deps: Deps, organizationId: string, options: { limit?: number } = {}): Promise<Notification[]> {
+  const limit = options.limit ?? 50;
   const pk = keys.org(organizationId).pk;
-  const [clients, legacy] = await Promise.all([
-    queryAll(deps, {
-      TableName: deps.tables.clients,
-      KeyConditionExpression: 'pk = :p AND begins_with(sk, :s)',
-      FilterExpression: 'attribute_exists(notification)',
-      ProjectionExpression: 'id, notification',
-      ExpressionAttributeValues: { ':p': pk, ':s': 'CLIENT#' },
-    }),
-    queryAll(deps, {
-      TableName: deps.tables.organizations,
-      KeyConditionExpression: 'pk = :p AND begins_with(sk, :s)',
-      ExpressionAttributeValues: { ':p': pk, ':s': keys.notificationPrefix },
-    }),
-  ]);
-  const fromClients = clients.map(({ id, notification }) => {
-    const n = notification as Record<string, string>;
-    return { id: n.id, type: n.type, title: n.title, clientId: id as string, createdAt: n.createdAt };
-  });
-  const fromInbox = legacy.map((i) => ({ id: i.id, type: i.type, title: i.title, clientId: i.clientId, createdAt: i.createdAt }) as Notification);
-  return [...fromClients, ...fromInbox].sort((a, b) => b.createdAt.localeCompare(a.createdAt)).slice(0, options.limit ?? 50);
+  const clientSk = (id: string) => keys.client(organizationId, id).sk;
+  const [low, high] = [clientSk(`cli_${timePart(TIME_ORDERED_SINCE)}`), clientSk(`cli_${timePart(deps.now() + 86_400_000)}~`)];
+  const clientQuery = { TableName: deps.tables.clients, FilterExpression: 'attribute_exists(notification)', ProjectionExpression: 'id, notification' };
+
+  // Clients with time-ordered ids, newest first, until `limit` notifications or MAX_PAGES pages.
+  const found: Notification[] = [];
+  let start: Record<string, unknown> | undefined;
+  for (let page = 0; page < MAX_PAGES && found.length < limit; page++) {
+    const out = await deps.doc.send(new QueryCommand({
+      ...clientQuery,
+      KeyConditionExpression: 'pk = :p AND sk BETWEEN :lo AND :hi',
+      ExpressionAttributeValues: { ':p': pk, ':lo': low, ':hi': high },
+      ScanIndexForward: false,
+      Limit: Math.min(PAGE_SIZE, limit),
+      ExclusiveStartKey: start,
+    }));
+    found.push(...(out.Items ?? []).map(fromClient));
+    start = out.LastEvaluatedKey;
+    if (!start) break;
+  }
+  // Fewer than asked for and the time-ordered range read to its end: the older items may hold the rest.
+  if (found.length < limit && !start) {
+    const older = await Promise.all([
+      queryAll(deps, { ...clientQuery, KeyConditionExpression: 'pk = :p AND sk BETWEEN :a AND :lo', ExpressionAttributeValues: { ':p': pk, ':a': clientSk(''), ':lo': low } }),
+      queryAll(deps, { ...clientQuery, KeyConditionExpression: 'pk = :p AND sk BETWEEN :hi AND :z', ExpressionAttributeValues: { ':p': pk, ':hi': high, ':z': clientSk('~') } }),
+      queryAll(deps, {
+        TableName: deps.tables.organizations,
+        KeyConditionExpression: 'pk = :p AND begins_with(sk, :s)',
+        ExpressionAttributeValues: { ':p': pk, ':s': keys.notificationPrefix },
+      }),
+    ]);
+    found.push(...older[0].map(fromClient), ...older[1].map(fromClient));
+    found.push(...older[2].map((i) => ({ id: i.id, type: i.type, title: i.title, clientId: i.clientId, createdAt: i.createdAt }) as Notification));
+  }
+  return found.sort((a, b) => b.createdAt.localeCompare(a.createdAt)).slice(0, limit);
 }

@@ -15,7 +15,7 @@ import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import { PutCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../clients.js';
 import { DomainError, paymentRequired } from '../errors.js';
-import { newId } from '../ids.js';
+import { newId, newTimeOrderedId } from '../ids.js';
 import { keys, type AuthContext } from '../model.js';
 import { logger, metrics } from '../observability.js';
 import type { LeadInput } from './schema.js';
@@ -42,7 +42,7 @@ export async function createLead(deps: Deps, auth: AuthContext, input: LeadInput
   const at = new Date(deps.now()).toISOString();
   const { sms_consent_source: consentSource, ...fields } = input;
   const client: Client = {
-    id: newId('cli'),
+    id: newTimeOrderedId('cli', deps.now()), // time-ordered: the inbox reads the newest clients first (notifications.ts)
     organization_id: org.id,
     status: 'lead',
     source: 'api',

@@ -4,14 +4,18 @@
  * that a rejected request writes nothing (tables read back).
  */
 import { describe, it, expect, beforeAll } from '@jest/globals';
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { itemsOf, newTenant, postLead, testStack, type Tenant } from '../support/stack.js';
 import { keys } from '../../../functions/core/model.js';
 import { runIdempotent } from '../../../functions/core/leads/idempotency.js';
 import { clientSchema } from '../../../functions/core/leads/schema.js';
 import { lambdaContext } from '../../../lib/local/lambda-context.js';
 import { listNotifications } from '../../../functions/core/notifications.js';
-import { dailyUsage } from '../../../functions/core/organizations.js';
+import { dailyUsage, requireOrganization } from '../../../functions/core/organizations.js';
+import { createLead } from '../../../functions/core/leads/create-lead.js';
+import { parseLead } from '../../../functions/core/leads/schema.js';
+import { newId } from '../../../functions/core/ids.js';
+import type { Deps } from '../../../functions/core/clients.js';
 
 interface Problem { status: number; title: string; type: string; detail: string; errors?: { field: string; message: string }[] }
 
@@ -269,5 +273,54 @@ describe('billing a prepaid organization', () => {
     const { api } = await testStack();
     expect((await api('/api/webhook/leads', { headers: { 'X-API-Key': paid.key } })).status).toBe(200);
     expect((await writesOf(paid)).wallet).toBe(5_000);
+  });
+});
+
+describe('the notification inbox', () => {
+  /** `count` leads through the domain code, one second apart on the given clock. */
+  async function leadsAt(tenant: Tenant, count: number, startMs: number): Promise<string[]> {
+    const { deps } = await testStack();
+    const auth = { organization: await requireOrganization(deps, tenant.organizationId), key: { keyId: tenant.keyId, name: 'test' } };
+    const ids: string[] = [];
+    for (let i = 0; i < count; i++) {
+      ids.push((await createLead({ ...deps, now: () => startMs + i * 1000 }, auth, parseLead({ name: `Lead ${i}` }), { requestId: `r${i}` })).id);
+    }
+    return ids;
+  }
+
+  /** Deps that count the items the inbox's queries read. */
+  function counting(deps: Deps) {
+    let scanned = 0;
+    const send = deps.doc.send.bind(deps.doc) as (c: unknown) => Promise<{ ScannedCount?: number }>;
+    const doc = Object.create(deps.doc) as Deps['doc'];
+    doc.send = (async (command: unknown) => {
+      const out = await send(command);
+      if (command instanceof QueryCommand) scanned += out.ScannedCount ?? 0;
+      return out;
+    }) as Deps['doc']['send'];
+    return { deps: { ...deps, doc }, scanned: () => scanned };
+  }
+
+  it('lists the newest 50 of 120 leads in order, reading a bounded number of items', async () => {
+    const { deps } = await testStack();
+    const tenant = await newTenant({ name: 'Busy Inbox' });
+    const ids = await leadsAt(tenant, 120, Date.now() - 200_000);
+    const { deps: watched, scanned } = counting(deps);
+    const inbox = await listNotifications(watched, tenant.organizationId);
+    expect(inbox.map((n) => n.clientId)).toEqual(ids.slice(-50).reverse());
+    expect(scanned()).toBeLessThanOrEqual(60); // not the organization's 120 clients
+  });
+
+  it('still lists clients with the older random ids', async () => {
+    const { deps } = await testStack();
+    const tenant = await newTenant({ name: 'Old Inbox' });
+    const legacyId = newId('cli');
+    const at = new Date(Date.now() - 3_600_000).toISOString();
+    await deps.doc.send(new PutCommand({ TableName: deps.tables.clients, Item: {
+      ...keys.client(tenant.organizationId, legacyId), entity: 'client', id: legacyId, organization_id: tenant.organizationId, status: 'lead', first_name: 'Legacy',
+      created_at: at, updated_at: at, notification: { id: newId('ntf'), type: 'lead.created', title: 'New lead: Legacy', createdAt: at },
+    } }));
+    const ids = await leadsAt(tenant, 2, Date.now() - 10_000);
+    expect((await listNotifications(deps, tenant.organizationId)).map((n) => n.clientId)).toEqual([ids[1], ids[0], legacyId]);
   });
 });
