@@ -8,8 +8,9 @@ export interface OutputOptions { json?: boolean }
  * backwards). Human output shows each as a visible escape; JSON escapes what JSON.stringify leaves.
  */
 // eslint-disable-next-line no-control-regex -- matching control characters is the point
-const TERMINAL_UNSAFE = /[\u0000-\u001F\u007F-\u009F\u202A-\u202E\u2066-\u2069]/g;
-const JSON_UNSAFE = /[\u007F-\u009F\u202A-\u202E\u2066-\u2069]/g;
+const TERMINAL_UNSAFE = /[\u0000-\u001F\u007F-\u009F\u061C\u200E\u200F\u2028\u2029\u202A-\u202E\u2066-\u2069]/g;
+// JSON.stringify escapes C0 controls only: C1, bidi marks and overrides, and U+2028/U+2029 are left raw.
+const JSON_UNSAFE = /[\u007F-\u009F\u061C\u200E\u200F\u2028\u2029\u202A-\u202E\u2066-\u2069]/g;
 const escapeChar = (c: string) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`;
 
 /** Text safe to print to a terminal: every control and bidi character as a visible `\uXXXX`. */

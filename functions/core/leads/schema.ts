@@ -23,12 +23,13 @@ const FORBIDDEN_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
  * isolates (U+202A–202E, U+2066–2069): they would be stored and later rendered by an admin's
  * terminal or a UI (a hidden escape sequence, text that reads backwards). They are removed.
  */
+// Bidi marks (U+061C, U+200E, U+200F) reorder text as overrides do; U+2028/U+2029 break lines in UIs and JS.
 // eslint-disable-next-line no-control-regex -- matching control characters is the point
-const UNSAFE = /[\u0000-\u0008\u000B-\u001F\u007F-\u009F\u202A-\u202E\u2066-\u2069]/g;
+const UNSAFE = /[\u0000-\u0008\u000B-\u001F\u007F-\u009F\u061C\u200E\u200F\u2028\u2029\u202A-\u202E\u2066-\u2069]/g;
 /** Single-line fields: tabs and line breaks become a space, other unsafe characters go. */
-export const cleanLine = (s: string) => s.replace(/[\t\r\n]+/g, ' ').replace(UNSAFE, '');
+export const cleanLine = (s: string) => s.replace(/[\t\r\n\u2028\u2029]+/g, ' ').replace(UNSAFE, '');
 /** Multi-line fields (notes, address, custom values): newlines (CRLF normalized) and tabs stay. */
-export const cleanMultiline = (s: string) => s.replace(/\r\n?/g, '\n').replace(UNSAFE, '');
+export const cleanMultiline = (s: string) => s.replace(/\r\n?|[\u2028\u2029]/g, '\n').replace(UNSAFE, '');
 
 const blankToUndefined = (v: unknown) => (typeof v === 'string' && v.trim() === '' ? undefined : v);
 /** `schema` with a description (for the OpenAPI document). */

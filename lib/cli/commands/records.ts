@@ -4,13 +4,13 @@ import {
   createBooking, createClient, createInvoice, createWorkOrder, deleteClient, deleteWorkOrder, recordPayment, sendInvoice, setWorkOrderStatus, updateClient,
   WORK_ORDER_STATUSES,
 } from '../../../functions/core/records.js';
-import { CliError, printResult } from '../output.js';
+import { CliError, printResult, safeText } from '../output.js';
 import { act } from '../run.js';
 
 type Item = Record<string, unknown>;
 const show = (json: boolean, what: string, item: Item) => {
   const { pk: _pk, sk: _sk, entity: _e, ...rest } = item;
-  printResult({ json }, rest, () => console.log(`${what} ${String(rest.id)}: ${JSON.stringify(rest)}`));
+  printResult({ json }, rest, () => console.log(safeText(`${what} ${String(rest.id)}: ${JSON.stringify(rest)}`)));
 };
 const cents = (flag: string, value: string) => {
   if (!/^\d+(\.\d{1,2})?$/.test(value)) throw new CliError(`${flag} must be an amount like 185 or 185.50, got "${value}"`, 2);

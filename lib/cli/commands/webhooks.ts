@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { addEndpoint, listEndpoints, removeEndpoint, rotateSecret, updateEndpoint } from '../../../functions/core/endpoints.js';
 import { sendTestEvent, waitForFirstOutcome } from '../../../functions/core/events/test-event.js';
-import { CliError, printResult, printTable } from '../output.js';
+import { CliError, printResult, printTable, safeText } from '../output.js';
 import { act } from '../run.js';
 
 const shownOnce = (secret: string) => {
@@ -32,7 +32,7 @@ export function register(program: Command): void {
     .action(act<{ org: string; url: string; events: string; description?: string }>(async ({ target, options, json }) => {
       const { endpoint, secret } = await addEndpoint(target.deps, options.org, { url: options.url, events: options.events, description: options.description });
       printResult({ json }, { ...endpoint, secret }, () => {
-        console.log(`Added endpoint ${endpoint.id} → ${endpoint.url} (${endpoint.events.join(', ')})`);
+        console.log(safeText(`Added endpoint ${endpoint.id} → ${endpoint.url} (${endpoint.events.join(', ')})`));
         shownOnce(secret);
       });
     }));
@@ -57,7 +57,7 @@ export function register(program: Command): void {
       const updated = await updateEndpoint(target.deps, options.org, options.endpoint, {
         url: options.url, events: options.events, description: options.description, enabled: bool('--enabled', options.enabled),
       });
-      printResult({ json }, updated, () => console.log(`Updated ${updated.id}: ${updated.url} (${updated.events.join(', ')}), ${updated.enabled ? 'enabled' : 'disabled'}`));
+      printResult({ json }, updated, () => console.log(safeText(`Updated ${updated.id}: ${updated.url} (${updated.events.join(', ')}), ${updated.enabled ? 'enabled' : 'disabled'}`)));
     }));
   webhooks
     .command('remove')
@@ -66,7 +66,7 @@ export function register(program: Command): void {
     .requiredOption('--endpoint <id>', 'endpoint id')
     .action(act<{ org: string; endpoint: string }>(async ({ target, options, json }) => {
       const removed = await removeEndpoint(target.deps, options.org, options.endpoint);
-      printResult({ json }, removed, () => console.log(`Removed ${removed.id} (${removed.url}).`));
+      printResult({ json }, removed, () => console.log(safeText(`Removed ${removed.id} (${removed.url}).`)));
     }));
   webhooks
     .command('rotate-secret')

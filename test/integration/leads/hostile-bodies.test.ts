@@ -6,10 +6,12 @@
  */
 import { describe, it, expect } from '@jest/globals';
 import fc from 'fast-check';
-import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import { PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { itemsOf, newTenant, postLead, runCli, testStack } from '../support/stack.js';
 import { listNotifications } from '../../../functions/core/notifications.js';
 import { getOrganization } from '../../../functions/core/organizations.js';
+import { addEndpoint } from '../../../functions/core/endpoints.js';
+import { keys } from '../../../functions/core/model.js';
 
 const protoKey = fc.constantFrom('__proto__', 'constructor', 'prototype', 'toString', 'hasOwnProperty');
 const text = fc.oneof(
@@ -87,24 +89,53 @@ describe('hostile and random lead bodies', () => {
   }, 120_000);
 });
 
+// eslint-disable-next-line no-control-regex -- looking for raw control characters
+const unsafe = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
+
 describe('stored text printed by the CLI', () => {
   it('shows control characters and bidi overrides as escapes, never raw, in tables and in JSON', async () => {
     const { deps } = await testStack();
     const t = await newTenant();
     // Written by the CRM app, which the lead schema does not clean.
-    const title = 'New lead: \u001b]0;pwned\u0007\u001b[2J\u202Egnp.exe\u009b';
+    const title = 'New lead: \u001b]0;pwned\u0007\u001b[2J\u202Egnp.exe\u009b\u200E\u200F\u061C\u2028\u2029';
     await deps.doc.send(new PutCommand({
       TableName: deps.tables.clients,
       Item: { pk: `ORG#${t.organizationId}`, sk: 'CLIENT#cli_hostile', id: 'cli_hostile', entity: 'client', notification: { id: 'ntf_x', type: 'lead.created', title, createdAt: new Date().toISOString() } },
     }));
-    // eslint-disable-next-line no-control-regex -- looking for raw control characters
-    const unsafe = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/;
     const table = await runCli(['notifications', '--org', t.organizationId], { json: false });
     expect(table.code).toBe(0);
     expect(table.stdout).not.toMatch(unsafe);
-    expect(table.stdout).toContain('\\u001b]0;pwned\\u0007\\u001b[2J\\u202egnp.exe\\u009b');
+    expect(table.stdout).toContain('\\u001b]0;pwned\\u0007\\u001b[2J\\u202egnp.exe\\u009b\\u200e\\u200f\\u061c\\u2028\\u2029');
     const json = await runCli(['notifications', '--org', t.organizationId]);
     expect(json.stdout).not.toMatch(unsafe);
     expect(json.json<{ title: string }[]>()[0].title).toBe(title);
+  });
+
+  it('escapes them in records and webhooks output too', async () => {
+    const { deps } = await testStack();
+    const t = await newTenant();
+    const hostile = 'x\u202Eexe.gnp\u0085\u200E\u2028y';
+    // A client as the CRM app may store it (uncleaned), shown by a records command.
+    await deps.doc.send(new PutCommand({
+      TableName: deps.tables.clients,
+      Item: { ...keys.client(t.organizationId, 'cli_mallory'), entity: 'client', id: 'cli_mallory', organization_id: t.organizationId, status: 'lead', first_name: 'Mallory', notes: hostile, updated_at: new Date().toISOString() },
+    }));
+    const updated = await runCli(['clients', 'update', '--org', t.organizationId, '--client', 'cli_mallory', '--status', 'active'], { json: false });
+    expect(updated.code).toBe(0);
+    expect(updated.stdout).not.toMatch(unsafe);
+    expect(updated.stdout).toContain('\\u202eexe.gnp\\u0085\\u200e\\u2028y');
+
+    // An endpoint row written by hand (or before validation): its URL and description printed safely.
+    const { endpoint } = await addEndpoint(deps, t.organizationId, { url: 'http://127.0.0.1:9/x', events: 'all' });
+    await deps.doc.send(new UpdateCommand({
+      TableName: deps.tables.organizations, Key: keys.endpoint(t.organizationId, endpoint.id),
+      UpdateExpression: 'SET #u = :u, description = :d', ExpressionAttributeNames: { '#u': 'url' }, ExpressionAttributeValues: { ':u': `http://127.0.0.1:9/${hostile}`, ':d': hostile },
+    }));
+    const listed = await runCli(['webhooks', 'list', '--org', t.organizationId], { json: false });
+    expect(listed.stdout).not.toMatch(unsafe);
+    const removed = await runCli(['webhooks', 'remove', '--org', t.organizationId, '--endpoint', endpoint.id], { json: false });
+    expect(removed.code).toBe(0);
+    expect(removed.stdout).not.toMatch(unsafe);
+    expect(removed.stdout).toContain('\\u202eexe.gnp');
   });
 });

@@ -101,15 +101,15 @@ describe('creating a lead', () => {
 
   it('removes control characters and bidi overrides, keeping newlines and tabs only where text is multi-line', async () => {
     const client = await created({
-      first_name: 'Eve\u001b[31m\u202Eyl', last_name: 'Tab\tNew\nLine', service: 'Leak\u0085\u2066fix\u2069',
-      notes: 'line 1\r\nline 2\t\u0007\u0000end', address: '1 Main St\nApt 2\u202D', utm_source: 'ad\u0008s\nnet',
+      first_name: 'Eve\u001b[31m\u202Eyl\u200E', last_name: 'Tab\tNew\u2028Line', service: 'Leak\u0085\u2066fix\u2069\u200F\u061C',
+      notes: 'line 1\r\nline 2\t\u0007\u0000end\u2029more', address: '1 Main St\nApt 2\u202D', utm_source: 'ad\u0008s\nnet',
     });
     expect(client).toMatchObject({
       first_name: 'Eve[31myl', last_name: 'Tab New Line', service: 'Leakfix',
-      notes: 'line 1\nline 2\tend', address: '1 Main St\nApt 2', custom_fields: { utm_source: 'ads\nnet' },
+      notes: 'line 1\nline 2\tend\nmore', address: '1 Main St\nApt 2', custom_fields: { utm_source: 'ads\nnet' },
     });
     const { clients } = await writesOf(t);
-    expect(clients.find((c) => c.id === client.id)).toMatchObject({ first_name: 'Eve[31myl', notes: 'line 1\nline 2\tend' });
+    expect(clients.find((c) => c.id === client.id)).toMatchObject({ first_name: 'Eve[31myl', notes: 'line 1\nline 2\tend\nmore' });
   });
 
   it('counts every maximum length in characters (code points), not UTF-16 units', async () => {
