@@ -207,31 +207,68 @@ export function apiMethodFor(pathname: string, method: string): { resource: stri
   return { resource, method: 'ANY', throttle: catchAllThrottle };
 }
 
+/** WAF text transformations, applied in order to a value before it is matched or counted. */
+export type EdgeTransform = 'LOWERCASE' | 'COMPRESS_WHITE_SPACE';
+export function applyEdgeTransforms(value: string, transforms: EdgeTransform[]): string {
+  return transforms.reduce((v, t) => (t === 'LOWERCASE' ? v.toLowerCase() : v.replace(/[ \f\t\n\r\v\u00a0]+/g, ' ')), value);
+}
+
+/** A header that carries an API key, and the shape of a well-formed one (matched after LOWERCASE). */
+export interface EdgeKeySpec { header: string; pattern: string }
+
 /**
- * WAF rate-based rules on the stage (AWS WAFv2, REGIONAL). A request is counted against every rule
- * whose key it carries; over `limit` requests in the trailing `windowSeconds`, the key is blocked
- * (the WAF_FILTERED answer) until its rate falls back. Keys: a header's value, or the client
- * address for requests that carry neither key header.
+ * The WAF (AWS WAFv2, REGIONAL) in front of the stage: rate-based rules in priority order; the first
+ * that blocks ends the evaluation (later rules do not count that request). Over `limit` requests in
+ * the trailing `windowSeconds` per key (a well-formed key header's value after `transforms`, or the
+ * client address), the key is blocked (the WAF_FILTERED answer) until its rate falls back.
+ * `withoutKey`: only requests carrying no well-formed key; `exceptMethods`: methods never counted.
  */
 export interface EdgeRuleSpec {
   name: string;
-  key: { header: string } | { address: true; withoutHeaders: string[] };
+  key: { header: EdgeKeySpec; transforms: EdgeTransform[] } | { address: true };
+  withoutKey?: boolean;
+  exceptMethods?: string[];
   limit: number;
   windowSeconds: 60 | 120 | 300 | 600;
 }
+
 /**
  * Per key, twice one organization's burst (50 leads/s, docs/capacity.md) and 6 x the highest plan
- * limit (1000/min, functions/core/settings.ts): a key within its limit never meets it.
+ * limit (1000/min, functions/core/settings.ts): a key within its limit never meets it. Per-organization
+ * overrides are capped at it (functions/core/organizations.ts).
  */
 export const edgeKeyLimitPerMinute = 6000;
+/** Per address, all requests: 120/s over 5 minutes, above one key at the edge limit (docs/capacity.md). */
+export const edgeAddressLimitPer5Minutes = 36_000;
+/** functions/core/api-keys.ts: `crm_live_` + base62 (lowercased here); `crm_pub_` keys are coming (DESIGN §15). */
+const keyFormat = 'crm_(live|pub)_[0-9a-z]+';
+/** The function accepts exactly these shapes (functions/core/authenticate.ts), "Bearer" in any case. */
+export const edgeKeys = {
+  apiKey: { header: 'x-api-key', pattern: `^${keyFormat}$` },
+  bearer: { header: 'authorization', pattern: `^bearer ${keyFormat}$` },
+} satisfies Record<string, EdgeKeySpec>;
+// WAF counts exact header values: case and whitespace variants of one key must be one key.
+const keyTransforms: EdgeTransform[] = ['LOWERCASE', 'COMPRESS_WHITE_SPACE'];
 export const edgeRules: EdgeRuleSpec[] = [
-  { name: 'PerApiKey', key: { header: 'x-api-key' }, limit: edgeKeyLimitPerMinute, windowSeconds: 60 },
-  { name: 'PerBearerKey', key: { header: 'authorization' }, limit: edgeKeyLimitPerMinute, windowSeconds: 60 },
-  // Keyless requests only get 401s; a flood of them must not spend the stage throttle either.
-  { name: 'PerAddressWithoutKey', key: { address: true, withoutHeaders: ['x-api-key', 'authorization'] }, limit: 600, windowSeconds: 60 },
+  // Random well-formed keys never trip a per-key rule: one address is bounded whatever it sends.
+  { name: 'PerAddress', key: { address: true }, limit: edgeAddressLimitPer5Minutes, windowSeconds: 300 },
+  { name: 'PerApiKey', key: { header: edgeKeys.apiKey, transforms: keyTransforms }, limit: edgeKeyLimitPerMinute, windowSeconds: 60 },
+  { name: 'PerBearerKey', key: { header: edgeKeys.bearer, transforms: keyTransforms }, limit: edgeKeyLimitPerMinute, windowSeconds: 60 },
+  // Requests with no well-formed key only get 401s (malformed ones are never a key of their own, so
+  // their variants cannot dodge a limit); a flood of them must not spend the lead methods' buckets.
+  // CORS preflights carry no key by design: a NATed office's burst of form posts must not lose them.
+  { name: 'PerAddressWithoutKey', key: { address: true }, withoutKey: true, exceptMethods: ['OPTIONS'], limit: 600, windowSeconds: 60 },
 ];
 
-const retryAfterEdge = edgeRules[0].windowSeconds;
+/** The well-formed key headers a request carries (what the per-key rules count it under). */
+export function wellFormedKeys(header: (name: string) => string | undefined): EdgeKeySpec[] {
+  return Object.values(edgeKeys).filter((k) => {
+    const value = header(k.header);
+    return value !== undefined && new RegExp(k.pattern).test(applyEdgeTransforms(value, ['LOWERCASE']));
+  });
+}
+
+const retryAfterEdge = 60; // the per-key rules' window: a blocked key is let through again within it
 const answer = (e: DomainError): GatewayAnswerSpec => ({ status: e.status, slug: e.slug, title: e.title, detail: e.message, headers: e.extra.headers });
 /**
  * Gateway responses (API Gateway response types), problem+json like the function's own errors.
@@ -241,7 +278,7 @@ const answer = (e: DomainError): GatewayAnswerSpec => ({ status: e.status, slug:
 export const gatewayResponses = {
   MISSING_AUTHENTICATION_TOKEN: answer(notFound('No route for this path.')),
   THROTTLED: answer(tooManyRequests(1)),
-  // The WebACL holds only the rate rules above, so a WAF block always means "this key is flooding".
+  // The WebACL holds only rate rules, so a WAF block always means "this key (or address) is flooding".
   WAF_FILTERED: answer(tooManyRequests(retryAfterEdge)),
   REQUEST_TOO_LARGE: answer(payloadTooLarge(gatewayMaxBodyBytes)),
   // A catch-all mock given a Content-Type it has no request template for (mockRequestContentTypes).

@@ -27,7 +27,9 @@ export function extractApiKey(headers: Headers): string | undefined {
   }
   if (apiKey !== undefined) return apiKey.trim();
   if (authorization !== undefined) {
-    const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
+    // Exactly one space: the WAF counts a key by its header's value (lowercased), so every other
+    // spelling of one key is refused here rather than counted as a key of its own (lib/topology.ts edgeKeys).
+    const match = /^Bearer (\S+)$/i.exec(authorization);
     return match ? match[1] : '';
   }
   return undefined;

@@ -11,7 +11,7 @@ import { randomUUID } from 'node:crypto';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import {
   catchAllAnswers, cors, corsResponseHeaders, edgeRules as defaultEdgeRules, gatewayMaxBodyBytes, gatewayProblemBody,
-  gatewayResponses, lambdaFailure, methodsOn, mockAcceptsContentType, routes, apiMethodFor, catchAllThrottle,
+  gatewayResponses, lambdaFailure, methodsOn, mockAcceptsContentType, routes, apiMethodFor, catchAllThrottle, applyEdgeTransforms, wellFormedKeys,
   type EdgeRuleSpec, type GatewayAnswerSpec, type RouteSpec, type ThrottleSpec,
 } from '../topology.js';
 import { lambdaContext } from './lambda-context.js';
@@ -49,27 +49,34 @@ async function readBody(req: IncomingMessage): Promise<Buffer | 'too-large'> {
   return size > gatewayMaxBodyBytes ? 'too-large' : Buffer.concat(chunks);
 }
 
-/** The WAF's rate-based rules: requests per rule key in the trailing window (blocked ones count too, as in WAF). */
+/**
+ * The WAF's rate-based rules, in priority order: the first that blocks ends the evaluation, as in
+ * WAF. Each counts per key in the trailing window (blocked requests count too, as in WAF).
+ */
 export class EdgeRateRules {
   private readonly seen = new Map<string, number[]>();
   constructor(private readonly rules: EdgeRuleSpec[]) {}
 
-  /** Counts the request; true when any rule's key is over its limit. */
-  blocks(headers: IncomingMessage['headers'], address: string, now = Date.now()): boolean {
-    let blocked = false;
+  /** Counts the request; true when a rule blocks it. */
+  blocks(request: { headers: IncomingMessage['headers']; address: string; method: string }, now = Date.now()): boolean {
+    if (this.seen.size > 10_000) this.sweep(now);
+    const header = (name: string) => {
+      const value = request.headers[name];
+      return Array.isArray(value) ? value.join(',') : value;
+    };
+    const keys = wellFormedKeys(header);
     for (const rule of this.rules) {
-      const key = 'header' in rule.key
-        ? headers[rule.key.header]
-        : rule.key.withoutHeaders.some((h) => headers[h] !== undefined) ? undefined : address;
-      if (key === undefined) continue; // WAF skips a request that lacks the rule's key
-      const id = `${rule.name}\u0000${String(key)}`;
+      if (rule.exceptMethods?.includes(request.method) || (rule.withoutKey && keys.length > 0)) continue;
+      // WAF skips a request that lacks the rule's key (a malformed key header is no key).
+      if ('header' in rule.key && !keys.includes(rule.key.header)) continue;
+      const key = 'header' in rule.key ? applyEdgeTransforms(header(rule.key.header.header)!, rule.key.transforms) : request.address;
+      const id = `${rule.name}\u0000${key}`;
       const times = (this.seen.get(id) ?? []).filter((t) => t > now - rule.windowSeconds * 1000);
       times.push(now);
       this.seen.set(id, times);
-      if (times.length > rule.limit) blocked = true;
+      if (times.length > rule.limit) return true;
     }
-    if (this.seen.size > 10_000) this.sweep(now);
-    return blocked;
+    return false;
   }
 
   private sweep(now: number): void {
@@ -181,7 +188,7 @@ export async function startHttpServer(options: LocalApiOptions): Promise<{ serve
       }
       // In the order AWS applies them: the WAF, the method's throttle, the payload limit, then the integration.
       const address = (req.socket.remoteAddress ?? '127.0.0.1').replace(/^::ffff:/, '');
-      if (edge.blocks(req.headers, address)) return sendAnswer(res, gatewayResponses.WAF_FILTERED, requestId);
+      if (edge.blocks({ headers: req.headers, address, method: req.method ?? 'GET' })) return sendAnswer(res, gatewayResponses.WAF_FILTERED, requestId);
       if (!takeToken(pathname, req.method ?? 'GET')) return sendAnswer(res, gatewayResponses.THROTTLED, requestId);
       const body = await readBody(req);
       if (body === 'too-large') return sendAnswer(res, gatewayResponses.REQUEST_TOO_LARGE, requestId);

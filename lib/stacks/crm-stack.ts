@@ -21,7 +21,7 @@ import * as wafv2 from 'aws-cdk-lib/aws-wafv2';
 import type { Construct } from 'constructs';
 import {
   catchAllAnswers, cors, corsResponseHeaders, edgeRules, functions, gatewayProblemBody, gatewayResponses, methodsOn, metricsNamespace,
-  mockRequestContentTypes, mockRequestTemplate,
+  mockRequestContentTypes, mockRequestTemplate, edgeKeys, type EdgeKeySpec, type EdgeRuleSpec,
   outputKeys, queues, routes, serviceName, settingsParameterName, tables, apiMethodFor, catchAllThrottle,
   type EventSourceSpec, type GatewayAnswerSpec, type GatewayResponseType, type FunctionName, type FunctionSpec, type QueueName, type QueueSpec, type TableName, type TableSpec,
 } from '../topology.js';
@@ -263,21 +263,42 @@ export class CrmStack extends Stack {
   }
 
   /**
-   * The WAF in front of the stage: rate-based rules per API key (and per address for keyless
-   * requests), so one key's flood is blocked before it spends the stage throttle that every
-   * organization shares (docs/capacity.md). Blocks answer the WAF_FILTERED gateway response.
+   * The WAF in front of the stage (`edgeRules`): rate-based rules per address, per well-formed API
+   * key and per address for requests without one, so one caller's flood is blocked before it spends
+   * a method's throttle bucket that every organization shares (docs/capacity.md). Blocks answer the
+   * WAF_FILTERED gateway response.
    */
   private webAcl(stage: apigw.Stage): wafv2.CfnWebACL {
     // No sampled requests: they would show callers' API keys (headers) in the console.
     const visibility = (metricName: string) => ({ cloudWatchMetricsEnabled: true, sampledRequestsEnabled: false, metricName });
-    const none = [{ priority: 0, type: 'NONE' }];
-    const hasHeader = (name: string): wafv2.CfnWebACL.StatementProperty => ({
-      byteMatchStatement: {
-        fieldToMatch: { headers: { matchPattern: { includedHeaders: [name] }, matchScope: 'KEY', oversizeHandling: 'CONTINUE' } },
-        positionalConstraint: 'EXACTLY', searchString: name, textTransformations: [{ priority: 0, type: 'LOWERCASE' }],
-      },
-    });
+    const transforms = (types: string[]) => (types.length ? types : ['NONE']).map((type, priority) => ({ priority, type }));
     const anyOf = (statements: wafv2.CfnWebACL.StatementProperty[]) => (statements.length === 1 ? statements[0] : { orStatement: { statements } });
+    const allOf = (statements: wafv2.CfnWebACL.StatementProperty[]) => (statements.length === 1 ? statements[0] : { andStatement: { statements } });
+    const not = (statement: wafv2.CfnWebACL.StatementProperty) => ({ notStatement: { statement } });
+    // An absent header matches no regex, so "well-formed" also means "present".
+    const wellFormed = (key: EdgeKeySpec): wafv2.CfnWebACL.StatementProperty => ({
+      regexMatchStatement: { fieldToMatch: { singleHeader: { Name: key.header } } /* an untyped L1 field: CloudFormation's casing */, regexString: key.pattern, textTransformations: transforms(['LOWERCASE']) },
+    });
+    const isMethod = (method: string): wafv2.CfnWebACL.StatementProperty => ({
+      byteMatchStatement: { fieldToMatch: { method: {} }, positionalConstraint: 'EXACTLY', searchString: method, textTransformations: transforms([]) },
+    });
+    const statement = (rule: EdgeRuleSpec): wafv2.CfnWebACL.StatementProperty => {
+      const scope = [
+        ...('header' in rule.key ? [wellFormed(rule.key.header)] : []),
+        ...(rule.withoutKey ? [not(anyOf(Object.values(edgeKeys).map(wellFormed)))] : []),
+        ...(rule.exceptMethods ? [not(anyOf(rule.exceptMethods.map(isMethod)))] : []),
+      ];
+      return {
+        rateBasedStatement: {
+          limit: rule.limit,
+          evaluationWindowSec: rule.windowSeconds,
+          ...('header' in rule.key
+            ? { aggregateKeyType: 'CUSTOM_KEYS', customKeys: [{ header: { name: rule.key.header.header, textTransformations: transforms(rule.key.transforms) } }] }
+            : { aggregateKeyType: 'IP' }),
+          ...(scope.length ? { scopeDownStatement: allOf(scope) } : {}),
+        },
+      };
+    };
     const acl = new wafv2.CfnWebACL(this, 'ApiWebAcl', {
       scope: 'REGIONAL',
       defaultAction: { allow: {} },
@@ -287,15 +308,7 @@ export class CrmStack extends Stack {
         priority,
         action: { block: {} },
         visibilityConfig: visibility(`${this.stackName}-${rule.name}`),
-        statement: {
-          rateBasedStatement: {
-            limit: rule.limit,
-            evaluationWindowSec: rule.windowSeconds,
-            ...('header' in rule.key
-              ? { aggregateKeyType: 'CUSTOM_KEYS', customKeys: [{ header: { name: rule.key.header, textTransformations: none } }] }
-              : { aggregateKeyType: 'IP', scopeDownStatement: { notStatement: { statement: anyOf(rule.key.withoutHeaders.map(hasHeader)) } } }),
-          },
-        },
+        statement: statement(rule),
       })),
     });
     new wafv2.CfnWebACLAssociation(this, 'ApiWebAclAssociation', { resourceArn: stage.stageArn, webAclArn: acl.attrArn });

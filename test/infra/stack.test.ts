@@ -11,9 +11,10 @@ import { Match, Template } from 'aws-cdk-lib/assertions';
 import type { CfnRole } from 'aws-cdk-lib/aws-iam';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { buildApp } from '../../lib/stacks/app.js';
+import { generateApiKey } from '../../functions/core/api-keys.js';
 import type { CrmStack } from '../../lib/stacks/crm-stack.js';
 import {
-  cors, edgeKeyLimitPerMinute, edgeRules, functions, gatewayResponses, mockRequestContentTypes, outputKeys, queues, routes, routeThrottle, catchAllThrottle, tables,
+  cors, edgeAddressLimitPer5Minutes, edgeKeyLimitPerMinute, functions, gatewayResponses, mockRequestContentTypes, outputKeys, queues, routes, routeThrottle, catchAllThrottle, tables,
   type FunctionName, type QueueName, type TableName,
 } from '../../lib/topology.js';
 
@@ -180,13 +181,25 @@ describe('the CDK stack', () => {
         ...Object.keys(spec.tables).map((t) => tables[t as TableName].envVar),
         ...Object.keys(spec.queues).map((q) => queues[q as QueueName].envVar),
       ];
-      expect(Object.keys(env).sort()).toEqual([...bound, 'NODE_OPTIONS', 'POWERTOOLS_SERVICE_NAME', 'SETTINGS_PARAMETER', 'STAGE'].sort());
+      expect(Object.keys(env).sort()).toEqual([...bound, 'NODE_OPTIONS', 'POWERTOOLS_SERVICE_NAME', 'SETTINGS_PARAMETER', 'CRM_SETTINGS_SNAPSHOT', 'STAGE'].sort());
       expect(env.SETTINGS_PARAMETER).toEqual({ Ref: logicalId(stack.settings) });
       expect(allActions(name)).toContain('ssm:GetParameter');
     }
     const parameter = template.findResources('AWS::SSM::Parameter')[logicalId(stack.settings)].Properties;
     expect(parameter).toMatchObject({ Name: '/crm/test/settings', Type: 'String' });
     expect(JSON.parse(parameter.Value)).toMatchObject({ stage: 'test', local: false, defaultRateLimitPerMinute: 100 });
+  });
+
+  it('lets every function GetParameter on its settings parameter only, and gives it the deployed document as a snapshot', () => {
+    const document = template.findResources('AWS::SSM::Parameter')[logicalId(stack.settings)].Properties.Value as string;
+    for (const name of Object.keys(functions) as FunctionName[]) {
+      // Exactly one SSM statement: GetParameter (no GetParameters, GetParameterHistory, DescribeParameters) on this ARN.
+      const ssmStatements = statementsOf(name).filter((st) => st.actions.some((a) => a.startsWith('ssm:')));
+      expect(ssmStatements).toEqual([{ actions: ['ssm:GetParameter'], resources: expect.stringContaining(`"${logicalId(stack.settings)}"`) }]);
+      expect(ssmStatements[0].resources).toMatch(/:parameter/);
+      // The snapshot a cold container serves when SSM fails is the very document the stack writes to SSM.
+      expect(functionProps(name).Environment.Variables.CRM_SETTINGS_SNAPSHOT).toBe(document);
+    }
   });
 
   it('serves GET and POST /api/webhook/leads on a regional API with JSON access logs and tracing', () => {
@@ -323,20 +336,45 @@ describe('the CDK stack', () => {
     expect(byType.UNSUPPORTED_MEDIA_TYPE.StatusCode).toBe('415'); // a catch-all mock given a content type it has no template for
   });
 
-  it('puts a WAF in front of the stage that blocks one key\'s flood (X-API-Key, Bearer) and keyless floods per address, above the highest plan limit', () => {
+  it('puts a WAF in front of the stage that blocks one key\'s flood (X-API-Key, Bearer; case and whitespace variants are one key), one address\'s flood, and keyless floods but never preflights', () => {
     const acl = Object.entries(template.findResources('AWS::WAFv2::WebACL'));
     expect(acl).toHaveLength(1);
     const [aclId, { Properties: props }] = acl[0];
     expect(props).toMatchObject({ Scope: 'REGIONAL', DefaultAction: { Allow: {} } });
-    expect(props.Rules.map((r: { Name: string }) => r.Name)).toEqual(edgeRules.map((r) => r.name));
+    expect(props.Rules.map((r: { Name: string }) => r.Name)).toEqual(['PerAddress', 'PerApiKey', 'PerBearerKey', 'PerAddressWithoutKey']);
     const statement = (name: string) => props.Rules.find((r: { Name: string }) => r.Name === name).Statement.RateBasedStatement;
-    for (const [rule, header] of [['PerApiKey', 'x-api-key'], ['PerBearerKey', 'authorization']]) {
+    const wellFormed = (header: string, regex: string) => ({
+      RegexMatchStatement: { FieldToMatch: { SingleHeader: { Name: header } }, RegexString: regex, TextTransformations: [{ Priority: 0, Type: 'LOWERCASE' }] },
+    });
+    const apiKey = wellFormed('x-api-key', '^crm_(live|pub)_[0-9a-z]+$');
+    const bearer = wellFormed('authorization', '^bearer crm_(live|pub)_[0-9a-z]+$');
+    // Every address, every request: random well-formed keys from one caller are bounded too.
+    expect(statement('PerAddress')).toEqual({ Limit: edgeAddressLimitPer5Minutes, EvaluationWindowSec: 300, AggregateKeyType: 'IP' });
+    // One address may send one key at the edge limit and more besides.
+    expect(edgeAddressLimitPer5Minutes).toBeGreaterThan(5 * edgeKeyLimitPerMinute);
+    for (const [rule, header, scope] of [['PerApiKey', 'x-api-key', apiKey], ['PerBearerKey', 'authorization', bearer]] as const) {
       expect(statement(rule)).toEqual({
         Limit: edgeKeyLimitPerMinute, EvaluationWindowSec: 60, AggregateKeyType: 'CUSTOM_KEYS',
-        CustomKeys: [{ Header: { Name: header, TextTransformations: [{ Priority: 0, Type: 'NONE' }] } }],
+        CustomKeys: [{ Header: { Name: header, TextTransformations: [{ Priority: 0, Type: 'LOWERCASE' }, { Priority: 1, Type: 'COMPRESS_WHITE_SPACE' }] } }],
+        ScopeDownStatement: scope,
       });
     }
-    expect(statement('PerAddressWithoutKey')).toMatchObject({ AggregateKeyType: 'IP', ScopeDownStatement: { NotStatement: expect.anything() } });
+    expect(statement('PerAddressWithoutKey')).toEqual({
+      Limit: 600, EvaluationWindowSec: 60, AggregateKeyType: 'IP',
+      ScopeDownStatement: { AndStatement: { Statements: [
+        { NotStatement: { Statement: { OrStatement: { Statements: [apiKey, bearer] } } } },
+        { NotStatement: { Statement: { ByteMatchStatement: { FieldToMatch: { Method: {} }, PositionalConstraint: 'EXACTLY', SearchString: 'OPTIONS', TextTransformations: [{ Priority: 0, Type: 'NONE' }] } } } },
+      ] } },
+    });
+    // The patterns take every key the system issues, in the spellings the function accepts, and nothing else.
+    const { key } = generateApiKey();
+    const matches = (regex: string, value: string) => new RegExp(regex).test(value.toLowerCase());
+    expect(matches(apiKey.RegexMatchStatement.RegexString, key)).toBe(true);
+    expect(matches(apiKey.RegexMatchStatement.RegexString, key.replace('crm_live_', 'crm_pub_'))).toBe(true);
+    for (const spelling of [`Bearer ${key}`, `bearer ${key}`, `BEARER ${key}`]) expect(matches(bearer.RegexMatchStatement.RegexString, spelling)).toBe(true);
+    for (const spelling of [`Bearer  ${key}`, `Bearer\t${key}`, ` Bearer ${key}`, `Bearer ${key} x`, 'Basic dXNlcjpwYXNz', 'Bearer crm_test_abc']) {
+      expect({ spelling, matches: matches(bearer.RegexMatchStatement.RegexString, spelling) }).toEqual({ spelling, matches: false });
+    }
     for (const rule of props.Rules) expect(rule.Action).toEqual({ Block: {} }); // answered by the WAF_FILTERED gateway response
     // No sampled requests: they would show the callers' keys in the console.
     for (const v of [props.VisibilityConfig, ...props.Rules.map((r: { VisibilityConfig: unknown }) => r.VisibilityConfig)]) {

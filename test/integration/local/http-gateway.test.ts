@@ -14,6 +14,7 @@ import { buildApp } from '../../../lib/stacks/app.js';
 import { startHttpServer, type HttpHandler } from '../../../lib/local/http-server.js';
 import { apiMethodFor, catchAllThrottle, edgeRules, lambdaFailure, routeThrottle } from '../../../lib/topology.js';
 import { newTenant, testStack } from '../support/stack.js';
+import { generateApiKey } from '../../../functions/core/api-keys.js';
 
 interface Answer { status: number; headers: Record<string, string>; body: string }
 type Resources = Record<string, { Type: string; Properties: Record<string, any> }>; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -141,6 +142,19 @@ describe('the local API Gateway answers what the deployed stage answers', () => 
     await expectDeployedAnswer(res, (id) => deployedGatewayResponse('REQUEST_TOO_LARGE', id));
   });
 
+  it.each([
+    ['two spaces', (k: string) => `Bearer  ${k}`],
+    ['a tab', (k: string) => `Bearer\t${k}`],
+    ['a trailing word', (k: string) => `Bearer ${k} x`],
+  ])('refuses a Bearer key written with %s (the WAF would count it as a key of its own): 401 problem', async (_what, spell) => {
+    const { api } = await testStack();
+    const t = await newTenant();
+    expect((await api('/api/webhook/leads', { headers: { Authorization: `bearer ${t.key}` } })).status).toBe(200);
+    const res = await api('/api/webhook/leads', { headers: { Authorization: spell(t.key) } });
+    expect(res.status).toBe(401);
+    expect(res.headers.get('content-type')).toBe('application/problem+json');
+  });
+
   it('passes a request on a route to the handler (no key: 401 problem)', async () => {
     const { api } = await testStack();
     const res = await api('/api/webhook/leads');
@@ -194,28 +208,62 @@ describe('the local front door under load and failure', () => {
     expect(apiMethodFor('/x', 'GET').resource).toBe('/{proxy+}');
   });
 
+  /** The deployed rules, some limits shrunk so a few requests reach them. */
+  const rulesWith = (limits: Record<string, number>) => edgeRules.map((r) => ({ ...r, limit: limits[r.name] ?? r.limit }));
+  const newKey = () => generateApiKey().key;
+
   it('blocks a flooding key at the edge while another key is served (one key never refuses another)', async () => {
-    const rules = edgeRules.map((r) => ({ ...r, limit: 3 }));
-    await withServer({ edgeRules: rules }, async (url) => {
-      for (let i = 0; i < 3; i++) expect((await get(url, { 'X-API-Key': 'flood' })).status).toBe(200);
-      const blocked = await get(url, { 'X-API-Key': 'flood' });
+    await withServer({ edgeRules: rulesWith({ PerApiKey: 3, PerBearerKey: 3, PerAddressWithoutKey: 3 }) }, async (url) => {
+      const [flood, calm] = [newKey(), newKey()];
+      for (let i = 0; i < 3; i++) expect((await get(url, { 'X-API-Key': flood })).status).toBe(200);
+      const blocked = await get(url, { 'X-API-Key': flood });
       expect(blocked.status).toBe(429);
       expect(blocked.headers.get('retry-after')).toBe('60');
       await expectDeployedAnswer(blocked, (id) => deployedGatewayResponse('WAF_FILTERED', id));
       // Another key, a Bearer key, and a keyless caller each still get through.
-      expect((await get(url, { 'X-API-Key': 'calm' })).status).toBe(200);
-      expect((await get(url, { Authorization: 'Bearer calm' })).status).toBe(200);
+      expect((await get(url, { 'X-API-Key': calm })).status).toBe(200);
+      expect((await get(url, { Authorization: `Bearer ${calm}` })).status).toBe(200);
       expect((await get(url)).status).toBe(200);
       // Bearer keys are counted the same way.
-      for (let i = 0; i < 2; i++) expect((await get(url, { Authorization: 'Bearer calm' })).status).toBe(200);
-      expect((await get(url, { Authorization: 'Bearer calm' })).status).toBe(429);
+      for (let i = 0; i < 2; i++) expect((await get(url, { Authorization: `Bearer ${calm}` })).status).toBe(200);
+      expect((await get(url, { Authorization: `Bearer ${calm}` })).status).toBe(429);
       // Keyless requests are counted per address.
       for (let i = 0; i < 2; i++) expect((await get(url)).status).toBe(200);
       expect((await get(url)).status).toBe(429);
-      expect((await get(url, { 'X-API-Key': 'calm' })).status).toBe(200);
+      expect((await get(url, { 'X-API-Key': calm })).status).toBe(200);
     });
   });
 
+  it('counts case and whitespace variants of one key as one key', async () => {
+    await withServer({ edgeRules: rulesWith({ PerApiKey: 3, PerBearerKey: 3 }) }, async (url) => {
+      const key = newKey();
+      for (const value of [`Bearer ${key}`, `bearer ${key}`, `BEARER ${key.toUpperCase()}`]) expect((await get(url, { Authorization: value })).status).toBe(200);
+      expect((await get(url, { Authorization: `bEaReR ${key.toLowerCase()}` })).status).toBe(429);
+      const other = newKey();
+      for (const value of [other, other.toLowerCase(), other.toUpperCase()]) expect((await get(url, { 'X-API-Key': value })).status).toBe(200);
+      expect((await get(url, { 'X-API-Key': other })).status).toBe(429);
+    });
+  });
+
+  it('limits random well-formed keys from one address by the per-address rule', async () => {
+    await withServer({ edgeRules: rulesWith({ PerAddress: 5 }) }, async (url) => {
+      for (let i = 0; i < 5; i++) expect((await get(url, { 'X-API-Key': newKey() })).status).toBe(200);
+      const res = await get(url, { Authorization: `Bearer ${newKey()}` });
+      expect(res.status).toBe(429);
+      await expectDeployedAnswer(res, (id) => deployedGatewayResponse('WAF_FILTERED', id));
+    });
+  });
+
+  it('counts malformed keys as no key (their variants are never keys of their own), and never counts preflights', async () => {
+    await withServer({ edgeRules: rulesWith({ PerAddressWithoutKey: 3 }) }, async (url) => {
+      const key = newKey();
+      // A browser's preflights (no key by design) from one NATed address are never refused.
+      for (let i = 0; i < 10; i++) expect((await fetch(`${url}/api/webhook/leads`, { method: 'OPTIONS' })).status).toBe(204);
+      for (const value of [`Bearer  ${key}`, `Bearer\t${key}`, `Bearer ${key} x`]) expect((await get(url, { Authorization: value })).status).toBe(200);
+      expect((await get(url, { 'X-API-Key': 'not-a-key' })).status).toBe(429);
+      expect((await get(url, { 'X-API-Key': key })).status).toBe(200);
+    });
+  });
   it('answers a function that throws 502, as API Gateway does for a failed Lambda proxy integration', async () => {
     const failing: HttpHandler = async () => {
       throw new Error('boom');
