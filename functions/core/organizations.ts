@@ -7,6 +7,7 @@ import type { Deps } from './clients.js';
 import { notFound, validationFailed } from './errors.js';
 import { newId } from './ids.js';
 import { keys, type Billing, type Organization } from './model.js';
+import { edgeKeyLimitPerMinute } from '../../lib/topology.js';
 
 export interface NewOrganization {
   name: string;
@@ -22,6 +23,9 @@ export async function createOrganization(deps: Deps, input: NewOrganization): Pr
   if (!name || name.length > 200) errors.push({ field: 'name', message: 'must be 1 to 200 characters' });
   if (input.rateLimitPerMinute !== undefined && (!Number.isInteger(input.rateLimitPerMinute) || input.rateLimitPerMinute < 1))
     errors.push({ field: 'rate_limit', message: 'must be a positive integer' });
+  // Above the WAF's per-key limit the edge would refuse the key first (docs/capacity.md).
+  else if (input.rateLimitPerMinute !== undefined && input.rateLimitPerMinute > edgeKeyLimitPerMinute)
+    errors.push({ field: 'rate_limit', message: `must be at most ${edgeKeyLimitPerMinute} per minute (the edge's per-key limit)` });
   if (input.walletMicros !== undefined && (!Number.isSafeInteger(input.walletMicros) || input.walletMicros < 0))
     errors.push({ field: 'wallet', message: 'must be zero or more' });
   if (input.billing !== undefined && !['none', 'prepaid'].includes(input.billing)) errors.push({ field: 'billing', message: 'must be none or prepaid' });

@@ -12,8 +12,8 @@ import { Template } from 'aws-cdk-lib/assertions';
 import type { APIGatewayProxyResult } from 'aws-lambda';
 import { buildApp } from '../../../lib/stacks/app.js';
 import { startHttpServer, type HttpHandler } from '../../../lib/local/http-server.js';
-import { apiMethodFor, catchAllThrottle, edgeRules, lambdaFailure, routeThrottle } from '../../../lib/topology.js';
-import { newTenant, testStack } from '../support/stack.js';
+import { apiMethodFor, catchAllThrottle, edgeKeyLimitPerMinute, edgeRules, lambdaFailure, routeThrottle } from '../../../lib/topology.js';
+import { newTenant, runCli, testStack } from '../support/stack.js';
 import { generateApiKey } from '../../../functions/core/api-keys.js';
 
 interface Answer { status: number; headers: Record<string, string>; body: string }
@@ -275,6 +275,17 @@ describe('the local front door under load and failure', () => {
       await expectDeployedAnswer(res, (id) => deployedGatewayResponse(lambdaFailure.type, id, lambdaFailure));
       expect(errors).toHaveLength(1);
     });
+  });
+});
+
+describe('the edge limit bounds per-organization overrides', () => {
+  it('refuses a rate-limit override above the WAF\'s per-key limit, which would refuse the key at the edge first', async () => {
+    const over = await runCli(['org', 'create', '--name', 'Too Fast', '--rate-limit', String(edgeKeyLimitPerMinute + 1)]);
+    expect(over.code).not.toBe(0);
+    expect(over.stderr).toContain(`at most ${edgeKeyLimitPerMinute}`);
+    const at = await runCli(['org', 'create', '--name', 'Fast Enough', '--rate-limit', String(edgeKeyLimitPerMinute)]);
+    expect(at.code).toBe(0);
+    expect(at.json<{ rateLimitPerMinute: number }>().rateLimitPerMinute).toBe(edgeKeyLimitPerMinute);
   });
 });
 
