@@ -28,6 +28,8 @@ import {
 import { defaultSettings } from '../../functions/core/settings.js';
 import { CrmFunction } from './crm-function.js';
 
+/** Ready deliveries the delivery function (10 batches of 10 at a time) should have taken within minutes. */
+const deliveryBacklogThreshold = 100;
 const entries = <K extends string, V>(o: Partial<Record<K, V>>) => Object.entries(o) as [K, V][];
 // The topology's entries, seen through their general shapes.
 const tableSpecs: Record<TableName, TableSpec> = tables;
@@ -329,10 +331,11 @@ export class CrmStack extends Stack {
           usingMetrics: { attempts: this.serviceMetric('DeliveryAttempts'), failures: this.serviceMetric('DeliveryFailures') },
           period: Duration.minutes(15),
         }), { threshold: 25, above: true }),
-      // A message is "oldest" only until its third receive (SQS then skips it): retries scheduled
-      // by ChangeMessageVisibility never reach 30 min here, a backlog nobody consumes does.
-      this.alarm('DeliveryQueueOldestMessage', 'The oldest undelivered webhook has waited over 30 minutes: the delivery function is not keeping up or not consuming.',
-        this.queues.deliveryQueue.metricApproximateAgeOfOldestMessage({ period: fiveMinutes, statistic: 'Maximum' }), { threshold: 30 * 60, above: true }),
+      // Visible = ready and not taken. Not the oldest message's age: a retry parked by
+      // ChangeMessageVisibility (a receiver's Retry-After) is in flight and ages there, so that
+      // metric paged whenever a receiver asked us to wait.
+      this.alarm('DeliveryQueueBacklog', `Over ${deliveryBacklogThreshold} webhook deliveries have waited ready but unconsumed for 15 minutes: the delivery function is not keeping up or not consuming.`,
+        this.queues.deliveryQueue.metricApproximateNumberOfMessagesVisible({ period: fiveMinutes, statistic: 'Maximum' }), { threshold: deliveryBacklogThreshold, above: true, periods: 3 }),
       this.alarm('FanoutIteratorAge', 'The fan-out is more than 5 minutes behind the table streams: events are late (records older than 24 h are lost).',
         this.functions.eventFanout.metric('IteratorAge', { period: fiveMinutes, statistic: 'Maximum' }), { threshold: 5 * 60_000, above: true }),
       this.alarm('Api5xx', 'The API answered 5 or more 5xx in 5 minutes (function errors, 502/504 from the gateway).',

@@ -446,8 +446,11 @@ describe('the CDK stack', () => {
     const stageDimensions = [{ Name: 'ApiName', Value: `crm-integration-test` }, { Name: 'Stage', Value: { Ref: logicalId(stack.api.deploymentStage) } }];
     expect(alarmOn('5XXError', stageDimensions)).toEqual([expect.objectContaining({ Namespace: 'AWS/ApiGateway', Statistic: 'Sum' })]);
     expect(alarmOn('Latency', stageDimensions)).toEqual([expect.objectContaining({ ExtendedStatistic: 'p99', EvaluationPeriods: 3 })]);
-    expect(alarmOn('ApproximateAgeOfOldestMessage', [{ Name: 'QueueName', Value: { 'Fn::GetAtt': [queueRef('deliveryQueue'), 'QueueName'] } }]))
-      .toEqual([expect.objectContaining({ Threshold: 1800 })]);
+    // A backlog is messages ready but not taken; the oldest message's age counts retries parked in flight (a receiver's Retry-After).
+    const deliveryQueue = [{ Name: 'QueueName', Value: { 'Fn::GetAtt': [queueRef('deliveryQueue'), 'QueueName'] } }];
+    expect(alarmOn('ApproximateAgeOfOldestMessage', deliveryQueue)).toEqual([]);
+    expect(alarmOn('ApproximateNumberOfMessagesVisible', deliveryQueue))
+      .toEqual([expect.objectContaining({ Statistic: 'Maximum', Threshold: 100, ComparisonOperator: 'GreaterThanThreshold', EvaluationPeriods: 3, Period: 300 })]);
     // Powertools metrics: the functions' namespace and `service` dimension (functions/core/observability.ts).
     for (const metric of ['RateLimitFailOpen', 'TenantMismatch']) {
       expect(alarmOn(metric, [{ Name: 'service', Value: 'crm-integration-api' }])).toEqual([expect.objectContaining({ Namespace: 'CrmIntegrationApi', Statistic: 'Sum', Threshold: 1 })]);
