@@ -2,7 +2,10 @@
  * Runtime settings of a stage: one JSON document, merged over the defaults below (the production
  * values of DESIGN.md). Handlers read it from the SSM parameter named by SETTINGS_PARAMETER on every
  * invocation through a per-container cache (`settingsMaxAgeSeconds`, 5 minutes by default; its own
- * document sets the age), so a changed parameter reaches warm containers within that age. The local stack runs a
+ * document sets the age, shortened by a random 0-30 % per container so containers born together do
+ * not refresh together), so a changed parameter reaches warm containers within that age. When SSM
+ * fails on a container's first read, the deploy-time snapshot of the document (CRM_SETTINGS_SNAPSHOT,
+ * set by lib/stacks/crm-function.ts) is served instead of failing. The local stack runs a
  * stand-in for SSM (lib/local/ssm-stand-in.ts) and sets the same variables. Without
  * SETTINGS_PARAMETER (the CLI, in-process tests) CRM_SETTINGS (JSON) or the defaults apply.
  */
@@ -12,11 +15,13 @@ import * as z from './zod-mini.js';
 import { settingsParameterEnvVar } from '../../lib/topology.js';
 import type { SSMClient } from '@aws-sdk/client-ssm';
 import { logger } from './observability.js';
-import { cidrProblem } from './delivery/ssrf.js';
+import { cidrProblem, withoutSensitiveAllowEntries } from './delivery/ssrf.js';
 
 const int = () => z.number().check(z.int());
 const positiveInt = () => z.number().check(z.int(), z.positive());
 const nonnegative = () => z.number().check(z.nonnegative());
+/** A bound on a setting that times a security control (how long a revoked key or a removed endpoint lives on). */
+const atMost = (max: number, field: string, why: string) => z.maximum(max, `${field} must be at most ${max} (${why})`);
 
 export const settingsSchema = z.object({
   stage: z._default(z.string(), 'dev'),
@@ -31,9 +36,9 @@ export const settingsSchema = z.object({
   rateLimitFailMode: z._default(z.enum(['open', 'closed']), 'open'),
   pricePerCallMicros: z._default(int().check(z.nonnegative()), 3000),
   /** Warm-container cache of key lookups; bounds how long a revoked key keeps working. */
-  keyCacheTtlSeconds: z._default(nonnegative(), 30),
+  keyCacheTtlSeconds: z._default(nonnegative().check(atMost(300, 'keyCacheTtlSeconds', 'a revoked key keeps working this long')), 30),
   /** Cache of an organization's webhook endpoints in fan-out and delivery. */
-  endpointCacheTtlSeconds: z._default(nonnegative(), 30),
+  endpointCacheTtlSeconds: z._default(nonnegative().check(atMost(300, 'endpointCacheTtlSeconds', 'a disabled or removed endpoint keeps receiving this long')), 30),
   rotationGraceHours: z._default(nonnegative(), 24),
   /** Delays before attempts 2..5, in seconds (DESIGN §11). Tests compress it. */
   retryScheduleSeconds: z._default(z.array(nonnegative()), [60, 600, 6000, 43200]),
@@ -47,7 +52,7 @@ export const settingsSchema = z.object({
   /** Days request records and deliveries are kept (DynamoDB TTL). */
   retentionDays: z._default(positiveInt(), 30),
   /** How long a container serves its cached copy of this document before reading SSM again. */
-  settingsMaxAgeSeconds: z._default(positiveInt(), 300),
+  settingsMaxAgeSeconds: z._default(positiveInt().check(atMost(3600, 'settingsMaxAgeSeconds', 'a changed setting, e.g. a tightened limit, takes this long to apply')), 300),
 });
 export type Settings = z.infer<typeof settingsSchema>;
 
@@ -62,31 +67,87 @@ export function parseSettings(json: unknown): Settings {
 export const localStackMarkerEnvVar = 'CRM_LOCAL_STACK';
 
 /**
- * `local: true` admits loopback receivers and http:// URLs; settings read by a real deployment (on
- * Lambda without the local-stack marker, or by the CLI's AWS target) must never turn it on. Forced
- * off with a warning rather than refused: a stray flag must not take the service down.
+ * Settings as a real deployment (on Lambda without the local-stack marker, or the CLI's AWS target)
+ * may apply them. `local: true` admits loopback receivers and http:// URLs, and allow-list entries
+ * over loopback or link-local (cloud metadata) ranges would re-open them: both are dropped with a
+ * warning rather than refused, so a stray entry does not take the service down.
  */
-export function withoutLocalMode(settings: Settings, where: string, warn: (message: string) => void = (m) => logger.warn(m)): Settings {
-  if (!settings.local) return settings;
-  warn(`settings: "local": true ignored (${where}); the SSRF guard keeps refusing loopback`);
-  return { ...settings, local: false };
+export function asDeployed(settings: Settings, where: string, warn: (message: string) => void = (m) => logger.warn(m)): Settings {
+  let out = settings;
+  if (out.local) {
+    warn(`settings: "local": true ignored (${where}); the SSRF guard keeps refusing loopback`);
+    out = { ...out, local: false };
+  }
+  const allow = withoutSensitiveAllowEntries(out.ssrfAllowList, (m) => warn(`settings: ${m} (${where})`));
+  return allow === out.ssrfAllowList ? out : { ...out, ssrfAllowList: allow };
 }
 
 const onDeployedLambda = () => Boolean(process.env.AWS_LAMBDA_FUNCTION_NAME) && !process.env[localStackMarkerEnvVar];
 
-let ssm: SSMClient | undefined;
+/** Env var holding the settings document as deployed (JSON), served when SSM fails on a cold start. */
+export const settingsSnapshotEnvVar = 'CRM_SETTINGS_SNAPSHOT';
+
+/**
+ * SSM clients by attempts, adaptive retry (it slows down on throttling: GetParameter allows 40 TPS per
+ * account and region, shared by every cold container). A cold read has nothing to serve if it fails,
+ * so it tries harder; a refresh with a copy in hand gives up sooner and serves the copy.
+ */
+const ssmClients = new Map<number, SSMClient>();
+const COLD_ATTEMPTS = 6;
+const REFRESH_ATTEMPTS = 2;
+/**
+ * With a snapshot to fall back on, a cold read gives up after this long: throttled, six adaptive
+ * attempts take ~10 s, the whole time-out of the lead-intake function.
+ */
+const COLD_READ_BUDGET_MS = 2_000;
 /** The document last read and parsed; kept to serve while SSM fails (stale beats down). */
 let current: { raw: string; settings: Settings; readAt: number } | undefined;
 let retryAt = 0;
 let fromEnv: { raw: string | undefined; settings: Settings } | undefined;
-/** While SSM fails and a previous value exists, wait this long between attempts (bounded by the max age). */
+/** While SSM fails and a copy exists, wait this long between attempts (bounded by the max age). */
 const STALE_RETRY_MS = 10_000;
+/** This container's share of the max age, in [0.7, 1): containers born together refresh apart. */
+let ageFactor: number | undefined;
 
 function finish(settings: Settings): Settings {
-  return onDeployedLambda() ? withoutLocalMode(settings, 'read on Lambda') : settings;
+  return onDeployedLambda() ? asDeployed(settings, 'read on Lambda') : settings;
 }
 
-/** The raw settings document; the SDK retries transient errors (3 attempts in all). */
+async function ssmClient(attempts: number): Promise<SSMClient> {
+  let client = ssmClients.get(attempts);
+  if (!client) {
+    // Loaded on first use: the CLI and local tools that never read SSM do not pay for it.
+    const { SSMClient } = await import('@aws-sdk/client-ssm');
+    client = ssmClients.get(attempts) ?? new SSMClient({ maxAttempts: attempts, retryMode: 'adaptive' });
+    ssmClients.set(attempts, client);
+  }
+  return client;
+}
+
+/** The deploy-time document, when SSM cannot give one and nothing is cached; undefined if absent or bad. */
+function snapshot(): { raw: string; settings: Settings } | undefined {
+  const raw = process.env[settingsSnapshotEnvVar];
+  if (!raw) return undefined;
+  try {
+    return { raw, settings: finish(parseSettings(JSON.parse(raw))) };
+  } catch (error) {
+    logger.error('settings: the deploy-time snapshot does not parse', { error: (error as Error).message });
+    return undefined;
+  }
+}
+
+/** `promise`, or a rejection once `ms` have passed (the promise itself runs on, its outcome ignored). */
+function within<T>(promise: Promise<T>, ms: number): Promise<T> {
+  promise.catch(() => undefined);
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+    timer.unref();
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
+
+/** The raw settings document; the client's SDK retries transient errors. */
 export async function readSettingsParameter(client: SSMClient, name: string): Promise<string> {
   const { GetParameterCommand } = await import('@aws-sdk/client-ssm');
   const out = await client.send(new GetParameterCommand({ Name: name }));
@@ -107,29 +168,38 @@ export async function loadSettings(): Promise<Settings> {
     return fromEnv.settings;
   }
   const now = Date.now();
-  if (current && (now - current.readAt < current.settings.settingsMaxAgeSeconds * 1000 || now < retryAt)) return current.settings;
+  ageFactor ??= 0.7 + 0.3 * Math.random();
+  const maxAgeMs = (s: Settings) => s.settingsMaxAgeSeconds * 1000 * ageFactor!;
+  if (current && (now - current.readAt < maxAgeMs(current.settings) || now < retryAt)) return current.settings;
   try {
-    if (!ssm) {
-      // Loaded on first use: the CLI and local tools that never read SSM do not pay for it.
-      const { SSMClient } = await import('@aws-sdk/client-ssm');
-      ssm ??= new SSMClient({ maxAttempts: 3 });
-    }
-    const raw = await readSettingsParameter(ssm, parameter);
+    const read = readSettingsParameter(await ssmClient(current ? REFRESH_ATTEMPTS : COLD_ATTEMPTS), parameter);
+    const raw = await (!current && process.env[settingsSnapshotEnvVar] ? within(read, COLD_READ_BUDGET_MS) : read);
     // Parse (and warn) once per new document, not per read.
     if (!current || raw !== current.raw) current = { raw, settings: finish(parseSettings(JSON.parse(raw))), readAt: now };
     else current.readAt = now;
     return current.settings;
   } catch (error) {
-    if (!current) throw error;
-    retryAt = now + Math.min(STALE_RETRY_MS, current.settings.settingsMaxAgeSeconds * 1000);
-    logger.warn('settings: cannot read the parameter, serving the previous value', { parameter, error: (error as Error).message });
+    const message = (error as Error).message;
+    if (!current) {
+      const deployed = snapshot();
+      if (!deployed) throw error;
+      // Served like a stale copy (never fresh): SSM is tried again after the pause below.
+      current = { ...deployed, readAt: -Infinity };
+      logger.warn('settings: cannot read the parameter and no copy is cached: serving the deploy-time snapshot', { parameter, error: message });
+    } else {
+      logger.warn('settings: cannot read the parameter, serving the previous value', { parameter, error: message });
+    }
+    retryAt = now + Math.min(STALE_RETRY_MS, maxAgeMs(current.settings));
     return current.settings;
   }
 }
 
-/** Forgets every cached copy (tests that switch settings sources in one process). */
+/** Forgets every cached copy and SSM client (tests that switch settings sources in one process). */
 export function resetSettingsCache(): void {
+  for (const client of ssmClients.values()) client.destroy();
+  ssmClients.clear(); // and with them the adaptive rate limiter's state
   current = undefined;
   fromEnv = undefined;
   retryAt = 0;
+  ageFactor = undefined;
 }

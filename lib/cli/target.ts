@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { createDeps, type Deps } from '../../functions/core/clients.js';
-import { parseSettings, readSettingsParameter, withoutLocalMode, type Settings } from '../../functions/core/settings.js';
+import { parseSettings, readSettingsParameter, asDeployed, type Settings } from '../../functions/core/settings.js';
 import { tables, queues, outputKeys, stackName, type TableName, type QueueName } from '../topology.js';
 
 /** What `npm start` writes to .local/stack.json (DESIGN §12), plus the physical names it created. */
@@ -106,8 +106,8 @@ async function awsTarget(stage: string): Promise<Target> {
   };
   const tableNames = Object.fromEntries(Object.keys(tables).map((t) => [t, pick(outputKeys.table(t as TableName))])) as Record<TableName, string>;
   const queueUrls = Object.fromEntries(Object.keys(queues).map((q) => [q, pick(outputKeys.queue(q as QueueName))])) as Record<QueueName, string>;
-  // A deployed stage never runs in local mode, whatever its parameter says.
-  const settings = withoutLocalMode(await readSettings({ region }, pick(outputKeys.settingsParameter)), `stage ${stage} on AWS`, (m) => console.error(`warning: ${m}`));
+  // A deployed stage never runs in local mode nor opens loopback/metadata, whatever its parameter says.
+  const settings = asDeployed(await readSettings({ region }, pick(outputKeys.settingsParameter)), `stage ${stage} on AWS`, (m) => console.error(`warning: ${m}`));
   return {
     kind: 'aws',
     apiUrl: outputs[outputKeys.apiUrl],

@@ -7,26 +7,41 @@
  */
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import { Duration, RemovalPolicy, Stack, Token, Validations } from 'aws-cdk-lib';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
-import type * as ssm from 'aws-cdk-lib/aws-ssm';
+import * as ssm from 'aws-cdk-lib/aws-ssm';
 import type { Construct } from 'constructs';
 import {
   serviceName, settingsParameterEnvVar,
   type FunctionSpec, type QueueAccess, type QueueSpec, type TableAccess, type TableSpec,
 } from '../topology.js';
+import { settingsSnapshotEnvVar } from '../../functions/core/settings.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
 export interface CrmFunctionProps {
   spec: FunctionSpec;
   stage: string;
-  /** The stage's runtime settings (functions/core/settings.ts); read access is granted. */
-  settings: ssm.IStringParameter;
+  /**
+   * The stage's runtime settings (functions/core/settings.ts), a parameter of this stack: read
+   * access is granted, and the document it is created with becomes the function's fallback snapshot.
+   */
+  settings: ssm.StringParameter;
+}
+
+/**
+ * The settings document the stack writes to SSM, as deployed: a cold container serves it when SSM
+ * fails (throttled at 40 TPS by a scale-out) and nothing is cached yet.
+ */
+function deployedSettingsDocument(settings: ssm.StringParameter): string {
+  const value = (settings.node.defaultChild as ssm.CfnParameter).value;
+  if (Token.isUnresolved(value)) throw new Error('CrmFunction: the settings parameter needs a literal value to snapshot it');
+  return value;
 }
 
 export class CrmFunction extends NodejsFunction {
@@ -52,6 +67,7 @@ export class CrmFunction extends NodejsFunction {
         POWERTOOLS_SERVICE_NAME: serviceName,
         NODE_OPTIONS: '--enable-source-maps',
         [settingsParameterEnvVar]: settings.parameterName,
+        [settingsSnapshotEnvVar]: deployedSettingsDocument(settings),
       },
       bundling: {
         format: OutputFormat.ESM,
@@ -65,7 +81,9 @@ export class CrmFunction extends NodejsFunction {
         // (smaller bundles, faster cold starts; docs/decisions.md). Everything else is bundled.
       },
     });
-    settings.grantRead(this);
+    // GetParameter on this one parameter: grantRead would add GetParameters, GetParameterHistory
+    // and DescribeParameters, which the functions never call.
+    this.addToRolePolicy(new iam.PolicyStatement({ actions: ['ssm:GetParameter'], resources: [settings.parameterArn] }));
 
     const streams = spec.events.some((e) => e.kind === 'stream');
     Validations.of(this).acknowledge(

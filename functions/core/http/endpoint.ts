@@ -7,7 +7,7 @@ import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-l
 import { cors } from '../../../lib/topology.js';
 import type { Deps } from '../clients.js';
 import { lambdaDeps } from '../clients.js';
-import { toProblem, payloadTooLarge, unsupportedMediaType, badRequest } from '../errors.js';
+import { toProblem, payloadTooLarge, unsupportedMediaType, badRequest, DomainError } from '../errors.js';
 import { logger, flushMetrics } from '../observability.js';
 import { recordRequest } from '../request-log.js';
 
@@ -27,6 +27,21 @@ const corsHeaders = {
   'Access-Control-Expose-Headers': cors.exposeHeaders.join(','),
 };
 
+/** Seconds a caller waits before retrying when the function cannot get its settings (SSM's pause between attempts). */
+const DEPS_RETRY_AFTER_SECONDS = 10;
+const depsUnavailable = () => new DomainError(503, 'service-unavailable', 'Service unavailable',
+  `The service cannot serve requests right now; retry in ${DEPS_RETRY_AFTER_SECONDS} s.`, { headers: { 'Retry-After': String(DEPS_RETRY_AFTER_SECONDS) } });
+
+/** The problem+json answer for anything thrown (errors.ts maps it), with the edge's headers. */
+function problemResult(error: unknown, requestId: string, headers: Record<string, string> = {}): APIGatewayProxyResult {
+  const { problem, headers: own } = toProblem(error, requestId);
+  return {
+    statusCode: problem.status,
+    headers: { 'Content-Type': 'application/problem+json', ...corsHeaders, 'X-Request-Id': requestId, ...headers, ...own },
+    body: JSON.stringify(problem),
+  };
+}
+
 export function httpEndpoint(route: Route, options: { deps?: () => Promise<Deps> } = {}) {
   const getDeps = options.deps ?? lambdaDeps;
   return middy<APIGatewayProxyEvent, APIGatewayProxyResult, Error, Context>()
@@ -35,7 +50,15 @@ export function httpEndpoint(route: Route, options: { deps?: () => Promise<Deps>
     .handler(async (event, context) => {
     const started = Date.now();
     const requestId = event.requestContext?.requestId ?? context.awsRequestId;
-    const deps = await getDeps();
+    let deps: Deps;
+    try {
+      deps = await getDeps();
+    } catch (error) {
+      // Settings unreadable (SSM throttled or down at a cold start, no snapshot): a problem+json 503
+      // the client can retry, not the gateway's bare 502 for a function that threw.
+      logger.error('request failed: dependencies unavailable', { requestId, error: error as Error });
+      return problemResult(depsUnavailable(), requestId);
+    }
     const scope: RequestScope = { deps, requestId, headers: {} };
     let result: APIGatewayProxyResult;
     try {
@@ -46,13 +69,8 @@ export function httpEndpoint(route: Route, options: { deps?: () => Promise<Deps>
         body: JSON.stringify(out.body),
       };
     } catch (error) {
-      const { problem, headers } = toProblem(error, requestId);
-      if (problem.status >= 500) logger.error('request failed', { requestId, error: error as Error });
-      result = {
-        statusCode: problem.status,
-        headers: { 'Content-Type': 'application/problem+json', ...corsHeaders, 'X-Request-Id': requestId, ...scope.headers, ...headers },
-        body: JSON.stringify(problem),
-      };
+      result = problemResult(error, requestId, scope.headers);
+      if (result.statusCode >= 500) logger.error('request failed', { requestId, error: error as Error });
     }
     await recordRequest(deps, {
       requestId,

@@ -7,11 +7,11 @@
 import { describe, it, expect, beforeAll, afterAll, beforeEach, jest } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import { SSMClient, GetParameterCommand, PutParameterCommand } from '@aws-sdk/client-ssm';
-import type { DynamoDBStreamEvent, Context } from 'aws-lambda';
+import type { APIGatewayProxyEvent, APIGatewayProxyResult, DynamoDBStreamEvent, Context } from 'aws-lambda';
 import { testStack, newTenant, eventually } from '../support/stack.js';
 import { startSsmStandIn, type SsmStandIn } from '../../../lib/local/ssm-stand-in.js';
 import { settingsParameterEnvVar } from '../../../lib/topology.js';
-import { localStackMarkerEnvVar, resetSettingsCache } from '../../../functions/core/settings.js';
+import { localStackMarkerEnvVar, parseSettings, resetSettingsCache, settingsSnapshotEnvVar } from '../../../functions/core/settings.js';
 import { lambdaDeps } from '../../../functions/core/clients.js';
 import { logger } from '../../../functions/core/observability.js';
 
@@ -57,6 +57,7 @@ describe('a handler whose SSM fails', () => {
     await standIn.stop();
   });
   beforeEach(() => {
+    delete process.env[settingsSnapshotEnvVar];
     resetSettingsCache();
     standIn.failWith(undefined);
   });
@@ -109,6 +110,112 @@ describe('a handler whose SSM fails', () => {
       delete process.env.AWS_LAMBDA_FUNCTION_NAME;
       delete process.env[localStackMarkerEnvVar];
       warn.mockRestore();
+    }
+  });
+});
+
+describe('settings under SSM pressure (GetParameter: 40 TPS per account and region, shared by every cold container)', () => {
+  const name = '/crm/pressure/settings';
+  const saved = { ...process.env };
+  let standIn: SsmStandIn;
+  const put = (settings: Record<string, unknown>) => standIn.put(name, JSON.stringify(settings));
+  const throttled = { type: 'ThrottlingException', status: 400, message: 'Rate exceeded' };
+  const unavailable = { type: 'InternalServerError', status: 500 };
+
+  beforeAll(async () => {
+    standIn = await startSsmStandIn();
+    delete process.env.CRM_SETTINGS;
+    delete process.env[localStackMarkerEnvVar];
+    Object.assign(process.env, { AWS_REGION: 'us-east-1', AWS_ACCESS_KEY_ID: 'local', AWS_SECRET_ACCESS_KEY: 'local', AWS_ENDPOINT_URL_SSM: standIn.endpoint, [settingsParameterEnvVar]: name });
+  });
+  afterAll(async () => {
+    process.env = { ...saved };
+    await standIn.stop();
+  });
+  beforeEach(() => {
+    delete process.env[settingsSnapshotEnvVar];
+    resetSettingsCache();
+    standIn.failWith(undefined);
+  });
+
+  it('keeps trying a cold read through five failed answers (six attempts)', async () => {
+    put({ pricePerCallMicros: 1212 });
+    standIn.failWith(unavailable, 5);
+    const before = standIn.requests;
+    expect((await lambdaDeps()).settings.pricePerCallMicros).toBe(1212);
+    expect(standIn.requests - before).toBe(6);
+  });
+
+  it('serves the deploy-time snapshot when SSM throttles a cold start (with a warning), then SSM again once it answers', async () => {
+    put({ pricePerCallMicros: 3434, settingsMaxAgeSeconds: 1 });
+    process.env[settingsSnapshotEnvVar] = JSON.stringify({ pricePerCallMicros: 2323, settingsMaxAgeSeconds: 1 });
+    const warn = jest.spyOn(logger, 'warn').mockImplementation(() => undefined);
+    try {
+      standIn.failWith(throttled);
+      expect((await lambdaDeps()).settings.pricePerCallMicros).toBe(2323);
+      expect(warn).toHaveBeenCalledWith(expect.stringMatching(/deploy-time snapshot/), expect.objectContaining({ parameter: name }));
+      standIn.failWith(undefined);
+      await eventually(async () => (await lambdaDeps()).settings.pricePerCallMicros === 3434, { what: 'the parameter after SSM recovered' });
+    } finally {
+      warn.mockRestore();
+    }
+  });
+
+  it('answers an API request 503 problem+json with Retry-After when a cold container has no settings at all', async () => {
+    put({});
+    standIn.failWith(unavailable);
+    const { handler } = await import('../../../functions/lead-intake/handler.js');
+    const event = { httpMethod: 'GET', path: '/api/webhook/leads', resource: '/api/webhook/leads', headers: {}, requestContext: { requestId: 'req-ssm-down' } } as unknown as APIGatewayProxyEvent;
+    const error = jest.spyOn(logger, 'error').mockImplementation(() => undefined);
+    try {
+      const result = await (handler as unknown as (e: APIGatewayProxyEvent, c: Context) => Promise<APIGatewayProxyResult>)(event, { awsRequestId: 'aws-req' } as Context);
+      expect(result.statusCode).toBe(503);
+      expect(result.headers).toMatchObject({ 'Content-Type': 'application/problem+json', 'Retry-After': expect.stringMatching(/^\d+$/), 'X-Request-Id': 'req-ssm-down' });
+      expect(JSON.parse(result.body)).toMatchObject({ status: 503, request_id: 'req-ssm-down' });
+    } finally {
+      error.mockRestore();
+    }
+  });
+
+  it('refreshes each container after a random 70-100 % of the max age, so containers born together do not read SSM together', async () => {
+    const start = Date.now();
+    jest.useFakeTimers({ now: start, doNotFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'setImmediate', 'clearImmediate', 'nextTick', 'queueMicrotask', 'hrtime', 'performance'] });
+    const random = jest.spyOn(Math, 'random').mockReturnValue(0); // this container draws the shortest age: 70 %
+    try {
+      put({ pricePerCallMicros: 5656, settingsMaxAgeSeconds: 100 });
+      resetSettingsCache();
+      expect((await lambdaDeps()).settings.pricePerCallMicros).toBe(5656);
+      put({ pricePerCallMicros: 6767, settingsMaxAgeSeconds: 100 });
+      jest.setSystemTime(start + 69_000);
+      expect((await lambdaDeps()).settings.pricePerCallMicros).toBe(5656);
+      jest.setSystemTime(start + 71_000);
+      expect((await lambdaDeps()).settings.pricePerCallMicros).toBe(6767);
+    } finally {
+      random.mockRestore();
+      jest.useRealTimers();
+    }
+  });
+
+  it('drops allow-list entries over loopback or cloud metadata from settings read on Lambda, with a warning', async () => {
+    put({ ssrfAllowList: ['127.0.0.0/8', '10.20.0.0/16', '169.254.0.0/16', 'fd00:ec2::254'] });
+    const warn = jest.spyOn(logger, 'warn').mockImplementation(() => undefined);
+    process.env.AWS_LAMBDA_FUNCTION_NAME = 'Crm-prod-webhookDelivery';
+    try {
+      expect((await lambdaDeps()).settings.ssrfAllowList).toEqual(['10.20.0.0/16']);
+      expect(warn).toHaveBeenCalledWith(expect.stringMatching(/"169\.254\.0\.0\/16" ignored: it overlaps link-local/));
+    } finally {
+      delete process.env.AWS_LAMBDA_FUNCTION_NAME;
+      warn.mockRestore();
+    }
+  });
+});
+
+describe('settings that time security controls are bounded', () => {
+  it('refuses keyCacheTtlSeconds or endpointCacheTtlSeconds over 300 s and settingsMaxAgeSeconds over 3600 s, naming the field', () => {
+    const bounds = { keyCacheTtlSeconds: 300, endpointCacheTtlSeconds: 300, settingsMaxAgeSeconds: 3600 };
+    for (const [field, max] of Object.entries(bounds)) {
+      expect(parseSettings({ [field]: max })[field as keyof typeof bounds]).toBe(max);
+      expect(() => parseSettings({ [field]: max + 1 })).toThrow(new RegExp(`${field} must be at most ${max}`));
     }
   });
 });

@@ -85,4 +85,15 @@ describe('crm --stage <stage>: region and local mode', () => {
     expect(target.deps.settings.local).toBe(false);
     expect(warn).toHaveBeenCalledWith(expect.stringMatching(/"local": true ignored/));
   });
+
+  it('drops allow-list entries over loopback or cloud metadata on a deployed stage, with a warning', async () => {
+    process.env.AWS_REGION = 'eu-west-1';
+    const allow = ['127.0.0.0/8', '10.20.0.0/16', '169.254.0.0/16', '::ffff:a9fe:a9fe', 'fd00:1234::/32'];
+    ssm.on(GetParameterCommand).resolves({ Parameter: { Name: '/crm/prod/settings', Value: JSON.stringify({ stage: 'prod', ssrfAllowList: allow }) } });
+    const warn = jest.spyOn(console, 'error').mockImplementation(() => undefined);
+    const target = await resolveTarget({ stage: 'prod', stackFile: '/nonexistent/stack.json' });
+    expect(target.deps.settings.ssrfAllowList).toEqual(['10.20.0.0/16', 'fd00:1234::/32']);
+    const warnings = warn.mock.calls.map((c) => String(c[0]));
+    for (const cidr of ['127.0.0.0/8', '169.254.0.0/16', '::ffff:a9fe:a9fe']) expect(warnings).toContainEqual(expect.stringContaining(`"${cidr}" ignored`));
+  });
 });

@@ -7,7 +7,7 @@ import { describe, it, expect, beforeAll, afterAll } from '@jest/globals';
 import { createServer, type Server } from 'node:http';
 import { Socket, type AddressInfo } from 'node:net';
 import type { LookupAddress } from 'node:dns';
-import { guardedLookup, isBlockedAddress, checkAddress, allowListFor, cidrProblem, type Resolver } from '../../../functions/core/delivery/ssrf.js';
+import { guardedLookup, isBlockedAddress, checkAddress, allowListFor, cidrProblem, sensitiveAllowEntry, type Resolver } from '../../../functions/core/delivery/ssrf.js';
 import { parseSettings } from '../../../functions/core/settings.js';
 import { postWebhook, destroyAgents, type ConnectFunction, type ConnectTarget } from '../../../functions/core/delivery/http-client.js';
 import { installTripwire, type Tripwire } from './support/tripwire.js';
@@ -197,6 +197,29 @@ describe('the SSRF guard', () => {
     expect(cidrProblem('::/0')).toMatch(/every address/);
     for (const bad of ['10.0.0.0/33', '10.0.0.0/-0', '10.0.0.0/8/8', '10.0.0.0/', 'vpc.internal', '', 'fe80::%eth0/64', '2001:db8::/129']) {
       expect(cidrProblem(bad)).toEqual(expect.any(String));
+    }
+  });
+
+  it('refuses allow-list entries wider than /8 (IPv4) or /32 (IPv6): together they would admit everything', () => {
+    for (const wide of ['0.0.0.0/1', '128.0.0.0/1', '10.0.0.0/7', '2001::/16', 'fc00::/7', '::/1']) expect(cidrProblem(wide)).toMatch(/too wide.*\/(8|32) or narrower/);
+    for (const narrow of ['10.0.0.0/8', '2001:db8::/32']) expect(cidrProblem(narrow)).toBeUndefined();
+    expect(() => isBlockedAddress('127.0.0.1', ['0.0.0.0/1', '128.0.0.0/1'])).toThrow(/allow-list: 0\.0\.0\.0\/1 .*too wide/);
+    expect(() => parseSettings({ ssrfAllowList: ['0.0.0.0/1'] })).toThrow(/too wide[\s\S]*"ssrfAllowList",\s*0/);
+  });
+
+  it('names the allow-list entries a deployed stage drops: loopback, link-local and metadata, in any spelling', () => {
+    const dropped: Record<string, RegExp> = {
+      '127.0.0.0/8': /loopback/, '127.0.0.1': /loopback/, '169.254.0.0/16': /link-local/, '169.254.169.254': /metadata/,
+      '0.0.0.0/8': /this network/, '::1': /loopback/, 'fe80::/10': /link-local/, 'fe80::/64': /link-local/, 'fd00:ec2::/32': /EC2 metadata/,
+      'fd00:ec2::254': /EC2 metadata/, '::/96': /loopback|IPv4-compatible/, '64:ff9b:1::/48': /local-use NAT64/,
+      '::ffff:0:0/96': /every IPv4 address/, '::ffff:7f00:0/104': /loopback.*IPv6 form/, '::ffff:a9fe:a9fe': /metadata.*IPv6 form/,
+      '64:ff9b::7f00:1': /loopback.*IPv6 form/, '::ffff:0:a9fe:0/112': /link-local.*IPv6 form/,
+    };
+    for (const [cidr, reason] of Object.entries(dropped)) {
+      expect({ cidr, reason: sensitiveAllowEntry(cidr) ?? '' }).toEqual({ cidr, reason: expect.stringMatching(reason) });
+    }
+    for (const fine of ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', 'fd00:1234::/32', '::ffff:a00:0/104', '64:ff9b::a14:7', '2001:db8::/32']) {
+      expect({ fine, reason: sensitiveAllowEntry(fine) }).toEqual({ fine, reason: undefined });
     }
   });
 
