@@ -269,6 +269,7 @@ export function wellFormedKeys(header: (name: string) => string | undefined): Ed
 }
 
 const retryAfterEdge = 60; // the per-key rules' window: a blocked key is let through again within it
+const mayHaveBeenProcessed = 'The request failed or timed out and may or may not have been processed: retry with the same Idempotency-Key.';
 const answer = (e: DomainError): GatewayAnswerSpec => ({ status: e.status, slug: e.slug, title: e.title, detail: e.message, headers: e.extra.headers });
 /**
  * Gateway responses (API Gateway response types), problem+json like the function's own errors.
@@ -283,10 +284,11 @@ export const gatewayResponses = {
   REQUEST_TOO_LARGE: answer(payloadTooLarge(gatewayMaxBodyBytes)),
   // A catch-all mock given a Content-Type it has no request template for (mockRequestContentTypes).
   UNSUPPORTED_MEDIA_TYPE: answer(unsupportedMediaType('This Content-Type is not accepted here: send application/json.')),
-  INTEGRATION_TIMEOUT: answer(new DomainError(504, 'gateway-timeout', 'Gateway timeout',
-    'The request took too long and may or may not have been processed: retry with the same Idempotency-Key.')),
+  // Never fires for lead intake (10 s time-out, under the 29 s integration limit): kept as a backstop.
+  INTEGRATION_TIMEOUT: answer(new DomainError(504, 'gateway-timeout', 'Gateway timeout', mayHaveBeenProcessed)),
   DEFAULT_4XX: { slug: 'gateway-error', title: 'Request refused' },
-  DEFAULT_5XX: { slug: 'gateway-error', title: 'Bad gateway' },
+  // A function that timed out or crashed (502) may have written the lead already: say how to retry safely.
+  DEFAULT_5XX: { slug: 'gateway-error', title: 'Bad gateway', detail: mayHaveBeenProcessed },
 } satisfies Record<string, GatewayAnswerSpec>;
 export type GatewayResponseType = keyof typeof gatewayResponses;
 

@@ -333,6 +333,8 @@ describe('the CDK stack', () => {
     expect(byType.MISSING_AUTHENTICATION_TOKEN.StatusCode).toBe('404');
     expect(byType.REQUEST_TOO_LARGE.StatusCode).toBe('413');
     expect(byType.INTEGRATION_TIMEOUT.StatusCode).toBe('504');
+    // A Lambda time-out is DEFAULT_5XX (502): it carries the retry advice, not only the 504.
+    expect(JSON.parse(byType.DEFAULT_5XX.ResponseTemplates['application/json']).detail).toContain('retry with the same Idempotency-Key');
     expect(byType.UNSUPPORTED_MEDIA_TYPE.StatusCode).toBe('415'); // a catch-all mock given a content type it has no template for
   });
 

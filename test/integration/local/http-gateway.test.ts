@@ -272,7 +272,10 @@ describe('the local front door under load and failure', () => {
     await withServer({ handlers: { leadIntake: failing }, onError: (e) => errors.push(e) }, async (url) => {
       const res = await get(url);
       expect(res.status).toBe(502);
+      const body = (await res.clone().json()) as { detail: string };
       await expectDeployedAnswer(res, (id) => deployedGatewayResponse(lambdaFailure.type, id, lambdaFailure));
+      // A Lambda time-out is this 502 (never the 504): the retry advice must be here.
+      expect(body.detail).toContain('retry with the same Idempotency-Key');
       expect(errors).toHaveLength(1);
     });
   });
