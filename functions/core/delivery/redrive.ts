@@ -66,7 +66,7 @@ export async function findDelivery(deps: Deps, deliveryId: string): Promise<Item
  * Any delivery by id, whatever its status (a delivered one is sent again: receivers dedupe by
  * webhook-id), except one whose payload was not kept.
  */
-export async function redriveDelivery(deps: Deps, deliveryId: string): Promise<DeliveryMessage> {
+export async function redriveDelivery(deps: Deps, deliveryId: string): Promise<DeliveryMessage & { deadLetters?: SweepResult }> {
   const item = await findDelivery(deps, deliveryId);
   if (!item) throw notFound(`No delivery ${deliveryId}.`);
   const hollow = hollowPayloadReason(item);
@@ -74,8 +74,8 @@ export async function redriveDelivery(deps: Deps, deliveryId: string): Promise<D
   const message = toMessage(item);
   await requeue(deps, [message]);
   // Only an exhausted (failed) delivery has a dead-letter copy.
-  if (item.status === 'failed') await removeDeadLetters(deps, new Set([message.deliveryId]));
-  return message;
+  const deadLetters = item.status === 'failed' ? await removeDeadLetters(deps, new Set([message.deliveryId])) : undefined;
+  return { ...message, ...(deadLetters ? { deadLetters } : {}) };
 }
 
 /** An organization's deliveries, newest first, optionally by status and endpoint and time range. */
@@ -105,24 +105,47 @@ export async function listDeliveries(deps: Deps, organizationId: string, options
  * the dead-letter queue are then removed.
  */
 export async function redriveFailed(
-  deps: Deps, filter: DeliveryFilter & { organizationId: string }, onProgress?: (done: number, total: number) => void,
-): Promise<{ redriven: number; hollow: number }> {
+  deps: Deps, filter: DeliveryFilter & { organizationId: string }, onProgress?: (done: number, total: number) => void, options: { maxMessages?: number } = {},
+): Promise<{ redriven: number; hollow: number; deadLetters?: SweepResult }> {
   const listed = await listDeliveries(deps, filter.organizationId, { ...filter, status: 'failed', limit: Number.MAX_SAFE_INTEGER });
   const failed = listed.filter((item) => !hollowPayloadReason(item));
   for (let i = 0; i < failed.length; i += 10) {
     await requeue(deps, failed.slice(i, i + 10).map(toMessage));
     onProgress?.(Math.min(i + 10, failed.length), failed.length);
   }
-  await removeDeadLetters(deps, new Set(failed.map((item) => item.id as string)));
-  return { redriven: failed.length, hollow: listed.length - failed.length };
+  const deadLetters = await removeDeadLetters(deps, new Set(failed.map((item) => item.id as string)), options.maxMessages);
+  return { redriven: failed.length, hollow: listed.length - failed.length, ...(deadLetters ? { deadLetters } : {}) };
 }
+
+/** What a pass over the dead-letter queue did: `complete` is false when it stopped at its cap. */
+export interface SweepResult {
+  moved: number;
+  /** Messages looked at in this pass. */
+  seen: number;
+  /** Messages in the queue when the pass started (visible and in flight; SQS's approximation). */
+  total: number;
+  complete: boolean;
+  /** Messages still in flight at the end that this pass does not hold (e.g. an earlier capped pass's). */
+  heldElsewhere: number;
+}
+
+/** Dead-letter messages one pass looks at; `--max` changes it. */
+export const SWEEP_PASS_MAX = 1_000;
+/**
+ * How long a looked-at message stays hidden. Long, so that a slow pass never meets its own skipped
+ * messages again (they would crowd out unseen ones); a capped pass leaves them hidden, so running
+ * it again continues with the rest; any other pass makes them visible again at its end.
+ */
+export const SWEEP_HOLD_SECONDS = 15 * 60;
 
 /**
  * Moves dead-letter messages back to the delivery queue. Without a filter, on AWS, SQS's own
  * StartMessageMoveTask does it; otherwise (filters, or the local emulator) receive → send → delete,
  * leaving messages that do not match where they are.
  */
-export async function redriveDeadLetters(deps: Deps, filter: DeliveryFilter = {}, onProgress?: (moved: number, seen: number) => void): Promise<{ moved: number; task?: string }> {
+export async function redriveDeadLetters(
+  deps: Deps, filter: DeliveryFilter = {}, onProgress?: (moved: number, seen: number) => void, options: { maxMessages?: number } = {},
+): Promise<Partial<SweepResult> & { moved: number; task?: string }> {
   const unfiltered = !filter.organizationId && !filter.endpointId && !filter.since && !filter.until;
   if (unfiltered && !deps.settings.local) {
     const arn = async (url: string) => (await deps.sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] }))).Attributes!.QueueArn!;
@@ -132,61 +155,92 @@ export async function redriveDeadLetters(deps: Deps, filter: DeliveryFilter = {}
   return sweepDeadLetters(deps, async (delivery) => {
     const { Item } = await deps.doc.send(new GetCommand({ TableName: deps.tables.deliveries, Key: keys.delivery(delivery.organizationId, delivery.deliveryId) }));
     return matches({ organizationId: delivery.organizationId, endpointId: delivery.endpointId, createdAt: Item?.createdAt }, filter);
-  }, (taken) => requeue(deps, taken), onProgress);
+  }, (taken) => requeue(deps, taken), { onProgress, maxMessages: options.maxMessages });
 }
 
-/** Deletes the dead-letter copies of these deliveries (they were queued again another way). */
-async function removeDeadLetters(deps: Deps, deliveryIds: Set<string>): Promise<void> {
-  if (deliveryIds.size > 0) await sweepDeadLetters(deps, (delivery) => deliveryIds.has(delivery.deliveryId), async () => undefined);
+/** Deletes the dead-letter copies of these deliveries (they were queued again another way); stops once all are found. */
+async function removeDeadLetters(deps: Deps, deliveryIds: Set<string>, maxMessages?: number): Promise<SweepResult | undefined> {
+  if (deliveryIds.size === 0) return undefined;
+  const left = new Set(deliveryIds);
+  return sweepDeadLetters(deps, (delivery) => left.delete(delivery.deliveryId), async () => undefined, { maxMessages, done: () => left.size === 0 });
+}
+
+async function deadLetterDepth(deps: Deps): Promise<{ visible: number; inFlight: number }> {
+  const { Attributes = {} } = await deps.sqs.send(new GetQueueAttributesCommand({
+    QueueUrl: deps.queues.deliveryDlq, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+  }));
+  return { visible: Number(Attributes.ApproximateNumberOfMessages ?? 0), inFlight: Number(Attributes.ApproximateNumberOfMessagesNotVisible ?? 0) };
 }
 
 /**
  * One pass over the dead-letter queue by receive → act → delete (StartMessageMoveTask cannot
  * filter, and the local emulator lacks it): messages `pick` selects are handed to `take`, then
- * deleted; the others are made visible again where they are.
+ * deleted; the others are held (SWEEP_HOLD_SECONDS) and only their id and receipt handle kept.
+ * An empty receive does not mean the end (SQS samples its servers): the pass ends when the queue
+ * reports no visible message, when `done()` says so, or at `maxMessages` (then `complete` is false).
  */
 async function sweepDeadLetters(
   deps: Deps,
   pick: (delivery: DeliveryMessage) => boolean | Promise<boolean>,
   take: (deliveries: DeliveryMessage[]) => Promise<void>,
-  onProgress?: (moved: number, seen: number) => void,
-): Promise<{ moved: number }> {
+  { onProgress, maxMessages = SWEEP_PASS_MAX, done = () => false }: { onProgress?: (moved: number, seen: number) => void; maxMessages?: number; done?: () => boolean } = {},
+): Promise<SweepResult> {
+  const start = await deadLetterDepth(deps);
   let moved = 0;
-  let seen = 0;
-  const skipped: Message[] = [];
-  const seenIds = new Set<string>();
-  // SQS may answer a receive with nothing while messages remain: stop after two empty long polls.
-  for (let empty = 0; empty < 2;) {
-    const { Messages = [] } = await deps.sqs.send(new ReceiveMessageCommand({ QueueUrl: deps.queues.deliveryDlq, MaxNumberOfMessages: 10, WaitTimeSeconds: 1, VisibilityTimeout: 60 }));
-    const fresh = Messages.filter((m) => !seenIds.has(m.MessageId!));
+  const seen = new Set<string>();
+  /** MessageId → latest receipt handle of the messages left in the queue. */
+  const skipped = new Map<string, string>();
+  let stopped: 'empty' | 'done' | 'cap' | 'stalled' = 'cap';
+  for (let stalls = 0; seen.size < maxMessages;) {
+    const { Messages = [] } = await deps.sqs.send(new ReceiveMessageCommand({
+      QueueUrl: deps.queues.deliveryDlq, MaxNumberOfMessages: Math.min(10, maxMessages - seen.size), WaitTimeSeconds: 1, VisibilityTimeout: SWEEP_HOLD_SECONDS,
+    }));
+    // One met again (held longer than the hold): keep its new handle, do not judge it twice.
+    for (const m of Messages) if (skipped.has(m.MessageId!)) skipped.set(m.MessageId!, m.ReceiptHandle!);
+    const fresh = Messages.filter((m) => !seen.has(m.MessageId!));
     if (fresh.length === 0) {
-      empty++;
+      if ((await deadLetterDepth(deps)).visible === 0) {
+        stopped = 'empty';
+        break;
+      }
+      if (++stalls >= 5) {
+        stopped = 'stalled';
+        break;
+      }
       continue;
     }
-    empty = 0;
+    stalls = 0;
     const taken: { message: Message; delivery: DeliveryMessage }[] = [];
     for (const m of fresh) {
-      seenIds.add(m.MessageId!);
-      seen++;
+      seen.add(m.MessageId!);
       const delivery = JSON.parse(m.Body ?? '{}') as DeliveryMessage;
       if (await pick(delivery)) taken.push({ message: m, delivery });
-      else skipped.push(m);
+      else skipped.set(m.MessageId!, m.ReceiptHandle!);
     }
     await take(taken.map((t) => t.delivery));
     if (taken.length > 0) {
       await deps.sqs.send(new DeleteMessageBatchCommand({ QueueUrl: deps.queues.deliveryDlq, Entries: taken.map((t, i) => ({ Id: String(i), ReceiptHandle: t.message.ReceiptHandle! })) }));
     }
     moved += taken.length;
-    onProgress?.(moved, seen);
+    onProgress?.(moved, seen.size);
+    if (done()) {
+      stopped = 'done';
+      break;
+    }
   }
-  // Messages that were not picked go back to being visible in the dead-letter queue.
-  for (let i = 0; i < skipped.length; i += 10) {
-    await deps.sqs.send(new ChangeMessageVisibilityBatchCommand({
-      QueueUrl: deps.queues.deliveryDlq,
-      Entries: skipped.slice(i, i + 10).map((m, n) => ({ Id: String(n), ReceiptHandle: m.ReceiptHandle!, VisibilityTimeout: 0 })),
-    }));
+  const end = await deadLetterDepth(deps);
+  const complete = stopped === 'empty' || stopped === 'done' || (stopped === 'cap' && end.visible === 0);
+  // A capped pass leaves what it looked at hidden, so the next pass reaches the rest; otherwise release it.
+  if (complete) {
+    const handles = [...skipped.values()];
+    for (let i = 0; i < handles.length; i += 10) {
+      await deps.sqs.send(new ChangeMessageVisibilityBatchCommand({
+        QueueUrl: deps.queues.deliveryDlq,
+        Entries: handles.slice(i, i + 10).map((ReceiptHandle, n) => ({ Id: String(n), ReceiptHandle, VisibilityTimeout: 0 })),
+      }));
+    }
   }
-  return { moved };
+  return { moved, seen: seen.size, total: start.visible + start.inFlight, complete, heldElsewhere: Math.max(0, end.inFlight - skipped.size) };
 }
 
 /** Local stack start: deliveries left pending by the last run (the SQS emulator keeps no messages) are queued again. */

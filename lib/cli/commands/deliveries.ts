@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { listDeliveries, redriveDeadLetters, redriveDelivery, redriveFailed } from '../../../functions/core/delivery/redrive.js';
+import { listDeliveries, redriveDeadLetters, redriveDelivery, redriveFailed, SWEEP_HOLD_SECONDS, SWEEP_PASS_MAX, type SweepResult } from '../../../functions/core/delivery/redrive.js';
 import { CliError, printResult, printTable } from '../output.js';
 import { act, positiveInt } from '../run.js';
 
@@ -9,6 +9,17 @@ const isoOption = (flag: string, value: string | undefined) => {
   if (Number.isNaN(t)) throw new CliError(`${flag} must be an ISO 8601 date-time, got "${value}"`, 2);
   return new Date(t).toISOString();
 };
+/** What a human needs to hear about a dead-letter pass that did not cover the whole queue. */
+function sweepNotice(r: Partial<SweepResult>): string | undefined {
+  if (r.complete === false) {
+    return `Looked at ${r.seen} of ~${r.total} dead-letter message(s) (the --max cap): those stay hidden for ${SWEEP_HOLD_SECONDS / 60} min, so running the same command again continues with the rest.`;
+  }
+  if (r.heldElsewhere) return `~${r.heldElsewhere} dead-letter message(s) are hidden by an earlier capped pass (up to ${SWEEP_HOLD_SECONDS / 60} min) and were not looked at: run the command again after that.`;
+  return undefined;
+}
+/** The sweep, in JSON, only when it left something to do (the usual answer stays short). */
+const sweepJson = (r?: SweepResult) => (r && (!r.complete || r.heldElsewhere) ? { deadLetters: r } : {});
+
 const progress = (json: boolean) => (done: number, total: number) => {
   if (!json && process.stderr.isTTY) process.stderr.write(`\r  ${done} / ${total}`);
 };
@@ -45,21 +56,31 @@ export function register(program: Command): void {
     .option('--since <iso>', 'created at or after')
     .option('--until <iso>', 'created at or before')
     .option('--all', 'move the whole dead-letter queue back (with --org/--endpoint/--since: only matching messages)')
-    .action(act<{ delivery?: string; org?: string; endpoint?: string; since?: string; until?: string; all?: boolean }>(async ({ target, options, json }) => {
+    .option('--max <n>', `dead-letter messages to look at in one pass (default ${SWEEP_PASS_MAX})`, positiveInt('--max'))
+    .action(act<{ delivery?: string; org?: string; endpoint?: string; since?: string; until?: string; all?: boolean; max?: number }>(async ({ target, options, json }) => {
       const filter = { organizationId: options.org, endpointId: options.endpoint, since: isoOption('--since', options.since), until: isoOption('--until', options.until) };
       if (options.delivery) {
         const message = await redriveDelivery(target.deps, options.delivery);
-        printResult({ json }, { redriven: 1, deliveryId: message.deliveryId }, () => console.log(`Queued ${message.deliveryId} (${message.payload.type}, webhook-id ${message.payload.id}) again.`));
+        printResult({ json }, { redriven: 1, deliveryId: message.deliveryId, ...sweepJson(message.deadLetters) }, () => {
+          console.log(`Queued ${message.deliveryId} (${message.payload.type}, webhook-id ${message.payload.id}) again.`);
+          const notice = message.deadLetters && sweepNotice(message.deadLetters);
+          if (notice) console.log(notice);
+        });
       } else if (options.all) {
-        const { moved, task } = await redriveDeadLetters(target.deps, filter, progress(json));
+        const result = await redriveDeadLetters(target.deps, filter, progress(json), { maxMessages: options.max });
         if (!json && process.stderr.isTTY) process.stderr.write('\n');
-        printResult({ json }, { moved, ...(task ? { task } : {}) }, () =>
-          console.log(task ? `Started SQS message move task ${task}: the dead-letter queue drains into the delivery queue.` : `Moved ${moved} message(s) from the dead-letter queue back to the delivery queue.`));
+        printResult({ json }, result, () => {
+          console.log(result.task ? `Started SQS message move task ${result.task}: the dead-letter queue drains into the delivery queue.` : `Moved ${result.moved} message(s) from the dead-letter queue back to the delivery queue.`);
+          const notice = sweepNotice(result);
+          if (notice) console.log(notice);
+        });
       } else if (options.org) {
-        const { redriven, hollow } = await redriveFailed(target.deps, { ...filter, organizationId: options.org }, progress(json));
+        const { redriven, hollow, deadLetters } = await redriveFailed(target.deps, { ...filter, organizationId: options.org }, progress(json), { maxMessages: options.max });
         if (!json && process.stderr.isTTY) process.stderr.write('\n');
-        printResult({ json }, { redriven, ...(hollow ? { notRedriven: hollow } : {}) }, () => {
-          console.log(`Queued ${redriven} failed deliveries again; their dead-letter copies were removed.`);
+        printResult({ json }, { redriven, ...(hollow ? { notRedriven: hollow } : {}), ...sweepJson(deadLetters) }, () => {
+          const notice = deadLetters && sweepNotice(deadLetters);
+          console.log(`Queued ${redriven} failed deliveries again; ${notice ? 'not every dead-letter copy was reached:' : 'their dead-letter copies were removed.'}`);
+          if (notice) console.log(notice);
           if (hollow) console.log(`Left ${hollow} failed: their events were too large to queue and were not kept, so they are never sent.`);
         });
       } else {

@@ -5,11 +5,11 @@
  * the same webhook-id.
  */
 import { describe, it, expect, beforeAll, afterAll } from '@jest/globals';
-import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
+import { ChangeMessageVisibilityCommand, DeleteMessageBatchCommand, DeleteMessageCommand, ReceiveMessageCommand, type Message, type SQSClient } from '@aws-sdk/client-sqs';
 import { eventually, newTenant, postLead, runCli, testStack, type Tenant } from '../support/stack.js';
 import { Receiver } from '../support/receiver.js';
 import { addEndpoint, getEndpoint, updateEndpoint } from '../../../functions/core/endpoints.js';
-import { listDeliveries } from '../../../functions/core/delivery/redrive.js';
+import { listDeliveries, redriveDeadLetters } from '../../../functions/core/delivery/redrive.js';
 import { attemptDelivery } from '../../../functions/core/delivery/deliver.js';
 import { MAX_MESSAGE_BYTES, recordDelivery, sendDeliveryMessages } from '../../../functions/core/events/fanout.js';
 import { MAX_VISIBILITY_SECONDS, VISIBILITY_SAFETY_MARGIN_SECONDS } from '../../../functions/core/delivery/schedule.js';
@@ -60,6 +60,63 @@ async function inFlight(): Promise<{ deliveryId: string; visibleAt: number }[]> 
   const res = await fetch(`${info.sqsEndpoint}/_fauxqs/queues/${name}`);
   const { messages } = (await res.json()) as { messages: { inflight: { message: { body: string }; visibilityDeadline: number }[] } };
   return messages.inflight.map((m) => ({ deliveryId: (JSON.parse(m.message.body) as { deliveryId: string }).deliveryId, visibleAt: m.visibilityDeadline }));
+}
+
+/** `count` deliveries of the tenant's endpoint recorded and put straight into the dead-letter queue, as if exhausted. */
+async function deadLettered(tenant: Tenant, endpointId: string, count: number): Promise<string[]> {
+  const { deps } = await testStack();
+  const endpoint = (await getEndpoint(deps, tenant.organizationId, endpointId))!;
+  const messages = [];
+  for (let i = 0; i < count; i++) {
+    const event = { id: `evt_dl_${Date.now()}_${i}`, type: 'client.updated', organization_id: tenant.organizationId, timestamp: new Date().toISOString(), data: { object: { id: `cli_${i}` } } } as unknown as EventPayload;
+    messages.push((await recordDelivery(deps, event, endpoint))!);
+  }
+  await sendDeliveryMessages({ ...deps, queues: { ...deps.queues, deliveryQueue: deps.queues.deliveryDlq } }, messages);
+  return messages.map((m) => m.deliveryId);
+}
+
+/** Removes these deliveries' dead-letter messages, visible or held (held ones through fauxqs's inspection API). */
+async function dropDeadLetters(ids: string[]): Promise<void> {
+  const { deps, info } = await testStack();
+  const ours = (body: string) => ids.includes((JSON.parse(body) as { deliveryId: string }).deliveryId);
+  for (let empty = 0; empty < 2;) {
+    const { Messages = [] } = await deps.sqs.send(new ReceiveMessageCommand({ QueueUrl: deps.queues.deliveryDlq, MaxNumberOfMessages: 10, VisibilityTimeout: 5 }));
+    empty = Messages.length ? 0 : empty + 1;
+    for (const m of Messages) {
+      if (ours(m.Body!)) await deps.sqs.send(new DeleteMessageCommand({ QueueUrl: deps.queues.deliveryDlq, ReceiptHandle: m.ReceiptHandle! }));
+      else await deps.sqs.send(new ChangeMessageVisibilityCommand({ QueueUrl: deps.queues.deliveryDlq, ReceiptHandle: m.ReceiptHandle!, VisibilityTimeout: 0 }));
+    }
+  }
+  const res = await fetch(`${info.sqsEndpoint}/_fauxqs/queues/${deps.queues.deliveryDlq.split('/').at(-1)}`);
+  const { messages } = (await res.json()) as { messages: { inflight: { message: { body: string }; receiptHandle: string }[] } };
+  for (const m of messages.inflight.filter((x) => ours(x.message.body))) {
+    await deps.sqs.send(new DeleteMessageCommand({ QueueUrl: deps.queues.deliveryDlq, ReceiptHandle: m.receiptHandle }));
+  }
+}
+
+/**
+ * The SQS client of a slow dead-letter pass: every receive happens `stepSeconds` later on a virtual
+ * clock, and a message whose visibility has run out on that clock is handed out again first, as SQS
+ * may (its order is arbitrary). Everything else reaches the local SQS.
+ */
+function slowPassSqs(real: SQSClient, stepSeconds: number): SQSClient {
+  let now = 0;
+  const held = new Map<string, { message: Message; until: number }>();
+  const send = async (command: unknown) => {
+    if (command instanceof ReceiveMessageCommand) {
+      now += stepSeconds;
+      const due = [...held.values()].filter((h) => h.until <= now).slice(0, command.input.MaxNumberOfMessages ?? 1).map((h) => h.message);
+      const out = due.length > 0 ? { Messages: due } : await real.send(command);
+      for (const m of out.Messages ?? []) held.set(m.MessageId!, { message: m, until: now + (command.input.VisibilityTimeout ?? 30) });
+      return out;
+    }
+    if (command instanceof DeleteMessageBatchCommand) {
+      const gone = new Set(command.input.Entries!.map((e) => e.ReceiptHandle));
+      for (const [id, h] of held) if (gone.has(h.message.ReceiptHandle)) held.delete(id);
+    }
+    return real.send(command as never);
+  };
+  return { send } as unknown as SQSClient;
 }
 
 async function settled(tenant: Tenant, what: string, predicate: (d: Delivery[]) => boolean, timeoutMs = 20_000): Promise<Delivery[]> {
@@ -289,6 +346,41 @@ describe('webhook delivery', () => {
     expect(bad.code).not.toBe(0);
     expect(bad.stderr).toMatch(/--delivery/);
   });
+
+  it('a selective dead-letter pass slower than SQS visibility still reaches every message, and leaves the other organization’s', async () => {
+    const { deps } = await testStack();
+    const a = await tenantWithEndpoint('/sweep-a', 'all', { status: 204 });
+    const b = await tenantWithEndpoint('/sweep-b', 'all', { status: 204 });
+    const others = await deadLettered(b.tenant, b.endpointId, 40); // first in the queue
+    const ours = await deadLettered(a.tenant, a.endpointId, 2);
+    // 30 s pass between receives: a pass that hid skipped messages for a minute meets them again.
+    const result = await redriveDeadLetters({ ...deps, sqs: slowPassSqs(deps.sqs, 30) }, { organizationId: a.tenant.organizationId });
+    expect(result).toMatchObject({ moved: 2, complete: true });
+    await settled(a.tenant, 'both re-driven deliveries', (d) => d.filter((x) => x.status === 'delivered').length === 2);
+    const left = await deadLetterIds();
+    expect(others.every((id) => left.has(id))).toBe(true); // released at the end of the pass
+    expect(ours.some((id) => left.has(id))).toBe(false);
+    expect(receiver.on('/sweep-b')).toHaveLength(0);
+    await dropDeadLetters(others);
+  }, 60_000);
+
+  it('a capped dead-letter pass says how far it got, and running it again continues with the rest', async () => {
+    const a = await tenantWithEndpoint('/capped-a', 'all', { status: 204 });
+    const b = await tenantWithEndpoint('/capped-b', 'all', { status: 204 });
+    const others = await deadLettered(b.tenant, b.endpointId, 12);
+    const ours = await deadLettered(a.tenant, a.endpointId, 2);
+    const first = await runCli(['deliveries', 'redrive', '--all', '--org', a.tenant.organizationId, '--max', '10']);
+    expect(first.json()).toMatchObject({ moved: 0, seen: 10, complete: false });
+    expect(first.json<{ total: number }>().total).toBeGreaterThanOrEqual(14);
+    const human = await runCli(['deliveries', 'redrive', '--all', '--org', a.tenant.organizationId, '--max', '1'], { json: false });
+    expect(human.stdout).toMatch(/Looked at 1 of ~\d+ dead-letter message\(s\).*running the same command again continues/s);
+    const rest = await runCli(['deliveries', 'redrive', '--all', '--org', a.tenant.organizationId]);
+    expect(rest.json()).toMatchObject({ moved: 2, complete: true });
+    await settled(a.tenant, 'both re-driven deliveries', (d) => d.filter((x) => x.status === 'delivered').length === 2);
+    expect(receiver.on('/capped-b')).toHaveLength(0);
+    expect(ours.length).toBe(2);
+    await dropDeadLetters(others);
+  }, 60_000);
 
   it('crm webhooks test sends webhook.test and prints the outcome', async () => {
     const { tenant } = await tenantWithEndpoint('/test-event', 'invoice.paid');
