@@ -12,13 +12,17 @@ const { values } = parseArgs({
     'dynamodb-port': { type: 'string', default: process.env.DYNAMODB_PORT ?? '0' },
     'sqs-port': { type: 'string', default: process.env.SQS_PORT ?? '0' },
     quiet: { type: 'boolean', default: false },
+    'expose-dynamodb': { type: 'boolean', default: false },
     help: { type: 'boolean', short: 'h', default: false },
   },
 });
 
 if (values.help) {
-  console.log(`Usage: npm start -- [--port 3000] [--dir .local] [--in-memory] [--dynamodb-port N] [--sqs-port N] [--quiet]
+  console.log(`Usage: npm start -- [--port 3000] [--dir .local] [--in-memory] [--dynamodb-port N] [--sqs-port N] [--quiet] [--expose-dynamodb]
 Runs DynamoDB Local, the fauxqs SQS emulator, the API on 127.0.0.1 and the event pollers.
+DynamoDB Local runs in a private network namespace; where the machine cannot give it one, it would
+listen on every interface, and the stack refuses to start unless --expose-dynamodb (or
+CRM_ALLOW_EXPOSED_DYNAMODB=1) accepts that (see docs/local-stack.md).
 Writes <dir>/stack.json for the CLI (npx crm ...). PORT, DYNAMODB_PORT, SQS_PORT env vars also apply;
 CRM_SETTINGS (JSON) is written into the local SSM parameter at start (the handlers read it there).`);
   process.exit(0);
@@ -54,6 +58,7 @@ const stack = await startLocalStack({
   port: port('port', values.port),
   dynamodbPort: port('dynamodb-port', values['dynamodb-port']),
   sqsPort: port('sqs-port', values['sqs-port']),
+  exposeDynamoDb: values['expose-dynamodb'] || undefined, // else CRM_ALLOW_EXPOSED_DYNAMODB decides
   settings: userSettings,
   log: (line) => console.error(line),
 }).catch((error: Error) => {

@@ -6,7 +6,7 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createServer, connect, type AddressInfo } from 'node:net';
-import { readdirSync, mkdirSync, mkdtempSync } from 'node:fs';
+import { readdirSync, mkdirSync, mkdtempSync, chmodSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -61,10 +61,21 @@ function networkIsolation(): { flags: string[] } | { reason: string } {
   return (isolation = { reason });
 }
 
-/** A Unix socket path under `dir`, or under a fresh temp folder when that path would be too long (108 bytes). */
+/** A folder only this user can enter (created or tightened to 0700): what it holds is the user's alone. */
+function privateDir(dir: string): string {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  chmodSync(dir, 0o700); // an older run may have left it open
+  return dir;
+}
+
+/**
+ * A Unix socket path in a 0700 folder (`<dir>/run`, or a fresh temp folder, also 0700, when that path
+ * would be too long: 108 bytes): the socket reaches every table, so no other user may connect to it.
+ */
 function socketPathIn(dir: string | undefined): string {
-  const inDir = dir && path.join(path.resolve(dir), 'dynamodb.sock');
-  return inDir && Buffer.byteLength(inDir) < 100 ? inDir : path.join(mkdtempSync(path.join(tmpdir(), 'crm-ddb-')), 'dynamodb.sock');
+  const inDir = dir && path.join(path.resolve(dir), 'run', 'dynamodb.sock');
+  if (inDir && Buffer.byteLength(inDir) < 100) return path.join(privateDir(path.dirname(inDir)), 'dynamodb.sock');
+  return path.join(mkdtempSync(path.join(tmpdir(), 'crm-ddb-')), 'dynamodb.sock');
 }
 
 /** Bytes of a connection's first request head the bridge reads before judging its Host. */
@@ -116,6 +127,25 @@ async function loopbackToSocket(port: number, socketPath: string): Promise<{ por
   };
 }
 
+/** Set to 1 (or `npm start -- --expose-dynamodb`) to run DynamoDB Local on every interface when it cannot be isolated. */
+export const exposeDynamoDbEnvVar = 'CRM_ALLOW_EXPOSED_DYNAMODB';
+
+export type Exposure = { run: 'isolated'; flags: string[] } | { run: 'exposed'; warning: string } | { refuse: string };
+
+/**
+ * Whether DynamoDB Local may start, and how. Isolated when the machine can; otherwise it would listen
+ * on every interface (anyone who reaches the port reads every table, signing secrets included), so
+ * it starts only when the user said so explicitly, and says why and how otherwise.
+ */
+export function dynamoDbExposure(isolation: { flags: string[] } | { reason: string }, allowExposed: boolean): Exposure {
+  if ('flags' in isolation) return { run: 'isolated', flags: isolation.flags };
+  const risk = `DynamoDB Local has no bind option: without a private network namespace (${isolation.reason}) it listens on every network interface, and anyone who can reach this machine can read every table, signing secrets included.`;
+  if (allowExposed) return { run: 'exposed', warning: `warning: ${risk} Started anyway (--expose-dynamodb / ${exposeDynamoDbEnvVar}=1): firewall the port or stay off shared networks. See docs/local-stack.md.` };
+  return {
+    refuse: `${risk} Refusing to start it that way. Make \`unshare -rn\` (or \`unshare -n\` as root) and \`ip\` work, or accept the exposure explicitly with \`npm start -- --expose-dynamodb\` or ${exposeDynamoDbEnvVar}=1 (firewall the port). See docs/local-stack.md.`,
+  };
+}
+
 const supervisorScript = fileURLToPath(new URL('./netns-supervisor.mjs', import.meta.url));
 /** Java's port inside its private namespace: nothing else listens there. */
 const NAMESPACED_PORT = 8000;
@@ -129,13 +159,19 @@ export interface DynamoDbLocal extends Emulator {
  * Starts DynamoDB Local: persistent under `dbPath`, or in memory. Always -sharedDb (TOOLCHAIN.md),
  * -disableTelemetry and a CORS allow-list no page can match. DynamoDB Local has no bind option and listens on every interface, so it
  * runs in a private network namespace behind a 127.0.0.1 listener when the machine allows it
- * (lib/local/netns-supervisor.mjs); otherwise it falls back to listening everywhere, with `warn`.
+ * (lib/local/netns-supervisor.mjs); otherwise it listens everywhere only if `allowExposed` (default:
+ * CRM_ALLOW_EXPOSED_DYNAMODB=1) says so, with `warn`, and refuses to start if not (dynamoDbExposure).
  * `isolate: false` forces that fallback (measurements).
  */
-export async function startDynamoDbLocal(options: { port?: number; dbPath?: string; inMemory?: boolean; socketDir?: string; isolate?: boolean; warn?: (line: string) => void }): Promise<DynamoDbLocal> {
+export async function startDynamoDbLocal(options: { port?: number; dbPath?: string; inMemory?: boolean; socketDir?: string; isolate?: boolean; allowExposed?: boolean; warn?: (line: string) => void }): Promise<DynamoDbLocal> {
+  const exposure = dynamoDbExposure(
+    options.isolate === false ? { reason: 'isolation turned off' } : networkIsolation(),
+    options.allowExposed ?? process.env[exposeDynamoDbEnvVar] === '1',
+  );
+  if ('refuse' in exposure) throw new Error(exposure.refuse);
   const dir = dynamoDbLocalDir();
   const storage = options.inMemory ? ['-inMemory'] : ['-dbPath', options.dbPath ?? '.local/dynamodb'];
-  if (!options.inMemory) mkdirSync(options.dbPath ?? '.local/dynamodb', { recursive: true });
+  if (!options.inMemory) privateDir(options.dbPath ?? '.local/dynamodb');
   const javaArgs = [
     '-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1', '-Xmx256m',
     `-Djava.library.path=${path.join(dir, 'DynamoDBLocal_lib')}`,
@@ -144,20 +180,19 @@ export async function startDynamoDbLocal(options: { port?: number; dbPath?: stri
     // Its default CORS is '*': any web page open in the developer's browser could read the tables.
     '-cors', 'http://cors-disabled.invalid',
   ];
-  const sandbox = options.isolate === false ? { reason: 'isolation turned off' } : networkIsolation();
   let child: ChildProcess;
   let port: number;
   let bridge: { close(): Promise<void> } | undefined;
-  if ('flags' in sandbox) {
+  if (exposure.run === 'isolated') {
     const socketPath = socketPathIn(options.socketDir);
     const listener = await loopbackToSocket(options.port ?? 0, socketPath);
     ({ port } = listener);
     bridge = listener;
     // stdin stays open: the supervisor stops java when it closes (this process died).
-    child = spawn('unshare', [...sandbox.flags, process.execPath, supervisorScript, socketPath, String(NAMESPACED_PORT), ...javaArgs, '-port', String(NAMESPACED_PORT)], { stdio: ['pipe', 'ignore', 'pipe'] });
+    child = spawn('unshare', [...exposure.flags, process.execPath, supervisorScript, socketPath, String(NAMESPACED_PORT), ...javaArgs, '-port', String(NAMESPACED_PORT)], { stdio: ['pipe', 'ignore', 'pipe'] });
   } else {
     port = await freePort(options.port ?? 0);
-    (options.warn ?? console.warn)(`warning: DynamoDB Local listens on every network interface of this machine on port ${port} (${sandbox.reason}): anyone who can reach this machine can read every table. See docs/local-stack.md.`);
+    (options.warn ?? console.warn)(`${exposure.warning} (port ${port})`);
     child = spawn('java', [...javaArgs, '-port', String(port)], { stdio: ['ignore', 'ignore', 'pipe'] });
   }
   let stderr = '';

@@ -3,7 +3,7 @@
  * tables and queues, the real handlers behind a local API Gateway, and pollers in place of
  * Lambda's event-source mappings.
  */
-import { mkdirSync, writeFileSync, renameSync, rmSync, chmodSync } from 'node:fs';
+import { mkdirSync, writeFileSync, renameSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL, fileURLToPath } from 'node:url';
 import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
@@ -30,6 +30,8 @@ export interface LocalStackOptions {
   port?: number;
   dynamodbPort?: number;
   sqsPort?: number;
+  /** Run DynamoDB Local on every interface when it cannot be isolated (default: CRM_ALLOW_EXPOSED_DYNAMODB=1). */
+  exposeDynamoDb?: boolean;
   /** Settings over the defaults (local: true is always added), written to the SSM stand-in at start. */
   settings?: Record<string, unknown>;
   /** Create the demo organization and key. */
@@ -55,7 +57,8 @@ async function loadHandler(spec: FunctionSpec): Promise<AnyHandler> {
 export async function startLocalStack(options: LocalStackOptions = {}): Promise<LocalStack> {
   const log = options.log ?? (() => undefined);
   const dir = path.resolve(options.dir ?? '.local');
-  mkdirSync(dir, { recursive: true });
+  // Owner-only: it holds the demo API key, the tables (signing secrets) and the bridge's socket.
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
   const cleanups: (() => Promise<void>)[] = [];
   let stopping = false;
   const stopAll = async () => {
@@ -64,7 +67,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     cleanups.length = 0;
   };
   try {
-    const dynamo = await startDynamoDbLocal({ port: options.dynamodbPort, inMemory: options.inMemory, dbPath: path.join(dir, 'dynamodb'), socketDir: dir });
+    const dynamo = await startDynamoDbLocal({ port: options.dynamodbPort, inMemory: options.inMemory, dbPath: path.join(dir, 'dynamodb'), socketDir: dir, allowExposed: options.exposeDynamoDb });
     cleanups.push(() => dynamo.stop());
     const sqsEmulator = await startSqsEmulator({ port: options.sqsPort });
     cleanups.push(() => sqsEmulator.stop());
@@ -162,8 +165,9 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     };
     const stackFile = path.join(dir, 'stack.json');
     const tmp = `${stackFile}.tmp`;
-    writeFileSync(tmp, JSON.stringify(info, null, 2) + '\n');
-    chmodSync(tmp, 0o600); // it holds the demo API key
+    // Created owner-only (it holds the demo API key): never readable by others, not even briefly.
+    rmSync(tmp, { force: true }); // a left-over tmp would keep its old mode
+    writeFileSync(tmp, JSON.stringify(info, null, 2) + '\n', { mode: 0o600 });
     renameSync(tmp, stackFile);
     cleanups.unshift(async () => rmSync(stackFile, { force: true }));
     return { info, deps, stackFile, stop: stopAll };
