@@ -12,13 +12,15 @@
 // zod/mini, not classic zod: its functional API tree-shakes, so a bundle carries only the parts it
 // uses (≈12 KB instead of ≈95 KB, and less to evaluate at cold start). Same validation and messages.
 import * as z from './zod-mini.js';
-import { settingsParameterEnvVar } from '../../lib/topology.js';
+import { edgeKeyLimitPerMinute, settingsParameterEnvVar } from '../../lib/topology.js';
 import type { SSMClient } from '@aws-sdk/client-ssm';
 import { logger } from './observability.js';
 import { cidrProblem, withoutSensitiveAllowEntries } from './delivery/ssrf.js';
 
 const int = () => z.number().check(z.int());
 const positiveInt = () => z.number().check(z.int(), z.positive());
+/** A per-key limit the edge (WAF, docs/capacity.md) never refuses first. */
+const keyLimit = () => z.number().check(z.int(), z.positive(), z.maximum(edgeKeyLimitPerMinute));
 const nonnegative = () => z.number().check(z.nonnegative());
 /** A bound on a setting that times a security control (how long a revoked key or a removed endpoint lives on). */
 const atMost = (max: number, field: string, why: string) => z.maximum(max, `${field} must be at most ${max} (${why})`);
@@ -30,8 +32,8 @@ export const settingsSchema = z.object({
   /** Plans that may use the integration API; 'all' means every plan. */
   allowedPlans: z._default(z.union([z.literal('all'), z.array(z.string())]), 'all'),
   /** Requests per minute per API key, by plan; an organization's own override wins. */
-  planRateLimits: z._default(z.record(z.string(), positiveInt()), { free: 100, starter: 100, pro: 300, enterprise: 1000 }),
-  defaultRateLimitPerMinute: z._default(positiveInt(), 100),
+  planRateLimits: z._default(z.record(z.string(), keyLimit()), { free: 100, starter: 100, pro: 300, enterprise: 1000 }),
+  defaultRateLimitPerMinute: z._default(keyLimit(), 100),
   /** What happens when the rate-limit table cannot be reached: admit (with a metric) or refuse. */
   rateLimitFailMode: z._default(z.enum(['open', 'closed']), 'open'),
   pricePerCallMicros: z._default(int().check(z.nonnegative()), 3000),
