@@ -23,6 +23,7 @@ import { parseLead } from '../functions/core/leads/schema.js';
 import { recordRequest } from '../functions/core/request-log.js';
 import { createDeps, type Deps } from '../functions/core/clients.js';
 import { newId } from '../functions/core/ids.js';
+import { edgeKeyLimitPerMinute } from '../lib/topology.js';
 
 const { values } = parseArgs({ options: { connections: { type: 'string', default: '16' }, seconds: { type: 'string', default: '10' }, keys: { type: 'string', default: '50' } } });
 const connections = Number(values.connections);
@@ -53,7 +54,7 @@ async function writeUnitsPerLead(deps: Deps, billing: 'none' | 'prepaid'): Promi
     }
     return out;
   }, { step: 'initialize', name: 'consumedCapacity' });
-  const org = await createOrganization(deps, { name: `Measured ${billing}`, billing, walletMicros: 1_000_000_000, rateLimitPerMinute: 1_000_000 });
+  const org = await createOrganization(deps, { name: `Measured ${billing}`, billing, walletMicros: 1_000_000_000, rateLimitPerMinute: edgeKeyLimitPerMinute });
   const { key } = await createApiKey(deps, org.id, 'measured');
   const one = async () => {
     const before = units;
@@ -90,7 +91,7 @@ async function main() {
     const { deps } = stack;
     const keys: string[] = [];
     for (let i = 0; i < keyCount; i++) {
-      const org = await createOrganization(deps, { name: `Bench ${i}`, billing: 'prepaid', walletMicros: 1_000_000_000, rateLimitPerMinute: 1_000_000 });
+      const org = await createOrganization(deps, { name: `Bench ${i}`, billing: 'prepaid', walletMicros: 1_000_000_000, rateLimitPerMinute: edgeKeyLimitPerMinute });
       keys.push((await createApiKey(deps, org.id, 'bench')).key);
     }
     const body = JSON.stringify(lead);

@@ -12,6 +12,7 @@ import { listNotifications } from '../../../functions/core/notifications.js';
 import { getOrganization } from '../../../functions/core/organizations.js';
 import { addEndpoint } from '../../../functions/core/endpoints.js';
 import { keys } from '../../../functions/core/model.js';
+import { edgeKeyLimitPerMinute } from '../../../lib/topology.js';
 
 const protoKey = fc.constantFrom('__proto__', 'constructor', 'prototype', 'toString', 'hasOwnProperty');
 const text = fc.oneof(
@@ -55,7 +56,7 @@ const body = fc.oneof(
 
 describe('hostile and random lead bodies', () => {
   it('never cause a 5xx or a partial write', async () => {
-    const t = await newTenant({ rateLimitPerMinute: 1_000_000, billing: 'prepaid', walletMicros: 1_000_000_000 });
+    const t = await newTenant({ rateLimitPerMinute: edgeKeyLimitPerMinute, billing: 'prepaid', walletMicros: 1_000_000_000 });
     const statuses = new Map<number, number>();
     await fc.assert(
       fc.asyncProperty(body, async (raw) => {

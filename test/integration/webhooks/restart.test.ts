@@ -18,6 +18,7 @@ import type { LocalStackInfo } from '../../../lib/cli/target.js';
 import { testSettings } from '../global-setup.js';
 import { eventually } from '../support/stack.js';
 import { Receiver } from '../support/receiver.js';
+import { edgeKeyLimitPerMinute } from '../../../lib/topology.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'crm-restart-'));
 let child: ChildProcess | undefined;
@@ -51,7 +52,7 @@ describe('a restart in the middle of delivering', () => {
   it('loses nothing: every event ends delivered, duplicates share their webhook-id', async () => {
     await receiver.start();
     let { info, deps } = await start();
-    const org = await createOrganization(deps, { name: 'Restart Co', rateLimitPerMinute: 10_000 });
+    const org = await createOrganization(deps, { name: 'Restart Co', rateLimitPerMinute: edgeKeyLimitPerMinute });
     const { key } = await createApiKey(deps, org.id, 'burst');
     const { endpoint, secret } = await addEndpoint(deps, org.id, { url: 'http://127.0.0.1:9/x', events: 'client.created' });
     await updateEndpoint(deps, org.id, endpoint.id, { url: receiver.script('/restart', secret, { status: 200, delayMs: 500 }) });
