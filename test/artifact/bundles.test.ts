@@ -20,7 +20,7 @@ import { createOrganization } from '../../functions/core/organizations.js';
 import { createApiKey } from '../../functions/core/api-keys.js';
 import { addEndpoint } from '../../functions/core/endpoints.js';
 import { listDeliveries } from '../../functions/core/delivery/redrive.js';
-import { startDynamoDbLocal, startSqsEmulator, localCredentials, type Emulator } from '../../lib/local/emulators.js';
+import { startDynamoDbLocal, startSqsEmulator, localCredentials, emulatorEnvironment, type Emulator } from '../../lib/local/emulators.js';
 import { provisionTopology, type Provisioned } from '../../lib/local/provision.js';
 import { startSsmStandIn, type SsmStandIn } from '../../lib/local/ssm-stand-in.js';
 import { startHttpServer, type HttpHandler } from '../../lib/local/http-server.js';
@@ -79,13 +79,7 @@ beforeAll(async () => {
     ssm.put(environment.SETTINGS_PARAMETER, JSON.stringify(settings));
     containers[fn.name] = await LambdaContainer.start(runtimeDir, fn, {
       ...environment,
-      // What the Lambda service adds (region, role credentials), pointed at the emulators.
-      AWS_REGION: REGION,
-      AWS_ACCESS_KEY_ID: localCredentials.accessKeyId,
-      AWS_SECRET_ACCESS_KEY: localCredentials.secretAccessKey,
-      AWS_ENDPOINT_URL_DYNAMODB: dynamo.endpoint,
-      AWS_ENDPOINT_URL_SQS: sqsEmulator.endpoint,
-      AWS_ENDPOINT_URL_SSM: ssm.endpoint,
+      ...emulatorEnvironment(REGION, { dynamodb: dynamo.endpoint, sqs: sqsEmulator.endpoint, ssm: ssm.endpoint }),
     });
     stops.push(() => containers[fn.name].stop());
   }

@@ -17,6 +17,31 @@ import { logger } from '../../../functions/core/observability.js';
 
 const credentials = { accessKeyId: 'local', secretAccessKey: 'local' };
 
+/**
+ * A stand-in of the describe block's own, from which this process's handlers read `name` as a
+ * deployed function would; every test starts with a cold settings cache and a healthy stand-in.
+ */
+function useSettingsStandIn(name: string, started: (standIn: SsmStandIn) => void): void {
+  const saved = { ...process.env };
+  let standIn: SsmStandIn;
+  beforeAll(async () => {
+    standIn = await startSsmStandIn();
+    started(standIn);
+    delete process.env.CRM_SETTINGS;
+    delete process.env[localStackMarkerEnvVar];
+    Object.assign(process.env, { AWS_REGION: 'us-east-1', AWS_ACCESS_KEY_ID: 'local', AWS_SECRET_ACCESS_KEY: 'local', AWS_ENDPOINT_URL_SSM: standIn.endpoint, [settingsParameterEnvVar]: name });
+  });
+  afterAll(async () => {
+    process.env = { ...saved };
+    await standIn.stop();
+  });
+  beforeEach(() => {
+    delete process.env[settingsSnapshotEnvVar];
+    resetSettingsCache();
+    standIn.failWith(undefined);
+  });
+}
+
 describe('the local stack reads settings from its SSM stand-in', () => {
   it('a PutParameter reaches the running handlers after the max age', async () => {
     const { info, api } = await testStack();
@@ -38,28 +63,15 @@ describe('the local stack reads settings from its SSM stand-in', () => {
 
 describe('a handler whose SSM fails', () => {
   const name = '/crm/probe/settings';
-  const saved = { ...process.env };
   let standIn: SsmStandIn;
   let handler: (event: DynamoDBStreamEvent, context: Context) => Promise<unknown>;
   const invoke = () => handler({ Records: [] }, {} as Context);
   const put = (settings: Record<string, unknown>) => standIn.put(name, JSON.stringify({ settingsMaxAgeSeconds: 1, ...settings }));
   const unavailable = { type: 'InternalServerError', status: 500 };
 
+  useSettingsStandIn(name, (started) => (standIn = started));
   beforeAll(async () => {
-    standIn = await startSsmStandIn();
-    delete process.env.CRM_SETTINGS;
-    delete process.env[localStackMarkerEnvVar];
-    Object.assign(process.env, { AWS_REGION: 'us-east-1', AWS_ACCESS_KEY_ID: 'local', AWS_SECRET_ACCESS_KEY: 'local', AWS_ENDPOINT_URL_SSM: standIn.endpoint, [settingsParameterEnvVar]: name });
     ({ handler } = await import('../../../functions/event-fanout/handler.js'));
-  });
-  afterAll(async () => {
-    process.env = { ...saved };
-    await standIn.stop();
-  });
-  beforeEach(() => {
-    delete process.env[settingsSnapshotEnvVar];
-    resetSettingsCache();
-    standIn.failWith(undefined);
   });
 
   it('retries a transient error within the invocation', async () => {
@@ -116,27 +128,12 @@ describe('a handler whose SSM fails', () => {
 
 describe('settings under SSM pressure (GetParameter: 40 TPS per account and region, shared by every cold container)', () => {
   const name = '/crm/pressure/settings';
-  const saved = { ...process.env };
   let standIn: SsmStandIn;
   const put = (settings: Record<string, unknown>) => standIn.put(name, JSON.stringify(settings));
   const throttled = { type: 'ThrottlingException', status: 400, message: 'Rate exceeded' };
   const unavailable = { type: 'InternalServerError', status: 500 };
 
-  beforeAll(async () => {
-    standIn = await startSsmStandIn();
-    delete process.env.CRM_SETTINGS;
-    delete process.env[localStackMarkerEnvVar];
-    Object.assign(process.env, { AWS_REGION: 'us-east-1', AWS_ACCESS_KEY_ID: 'local', AWS_SECRET_ACCESS_KEY: 'local', AWS_ENDPOINT_URL_SSM: standIn.endpoint, [settingsParameterEnvVar]: name });
-  });
-  afterAll(async () => {
-    process.env = { ...saved };
-    await standIn.stop();
-  });
-  beforeEach(() => {
-    delete process.env[settingsSnapshotEnvVar];
-    resetSettingsCache();
-    standIn.failWith(undefined);
-  });
+  useSettingsStandIn(name, (started) => (standIn = started));
 
   it('keeps trying a cold read through five failed answers (six attempts)', async () => {
     put({ pricePerCallMicros: 1212 });
