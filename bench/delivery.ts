@@ -14,10 +14,10 @@ import { parseArgs } from 'node:util';
 import { BatchWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { Webhook } from 'standardwebhooks';
 import { startLocalStack } from '../lib/local/stack.js';
-import { createOrganization } from '../functions/core/organizations.js';
-import { addEndpoint } from '../functions/core/endpoints.js';
-import { keys } from '../functions/core/model.js';
-import { signatureHeaders } from '../functions/core/signing.js';
+import { createOrganization } from '../functions/core/tenancy/organizations.js';
+import { addEndpoint } from '../functions/core/delivery/endpoints.js';
+import { keys } from '../functions/core/platform/model.js';
+import { signatureHeaders } from '../functions/core/delivery/signing.js';
 import { postWebhook } from '../functions/core/delivery/http-client.js';
 import { functions } from '../lib/topology.js';
 

@@ -1,7 +1,7 @@
 /**
  * `npm run bench:ratelimit`: how well does the sliding-window limiter hold the line across a
  * minute boundary? One arrival sequence (a steady client plus bursts timed at the boundary) is
- * fed, on a simulated clock, to the real limiter (functions/core/rate-limit.ts on DynamoDB Local)
+ * fed, on a simulated clock, to the real limiter (functions/core/tenancy/rate-limit.ts on DynamoDB Local)
  * and to a fixed-window counter (the same conditional UpdateItem without the previous window).
  * Prints the most requests each admitted in any 60 s window; the fixed window's worst case is 2×.
  */
@@ -11,8 +11,8 @@ import path from 'node:path';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { startLocalStack } from '../lib/local/stack.js';
-import { checkRateLimit } from '../functions/core/rate-limit.js';
-import type { Deps } from '../functions/core/clients.js';
+import { checkRateLimit } from '../functions/core/tenancy/rate-limit.js';
+import type { Deps } from '../functions/core/platform/deps.js';
 
 const LIMIT = 100;
 const T0 = Math.ceil(Date.now() / 60_000) * 60_000 + 10 * 60_000; // a minute boundary in the future

@@ -3,7 +3,7 @@
  * the HTTP routes. The CDK stack (lib/stacks) and the local stack (lib/local) both loop over it;
  * adding a function or a table is one entry here. Pure data: no CDK or SDK imports.
  */
-import { DomainError, methodNotAllowed, notFound, payloadTooLarge, tooManyRequests, unsupportedMediaType } from '../functions/core/errors.js';
+import { DomainError, methodNotAllowed, notFound, payloadTooLarge, tooManyRequests, unsupportedMediaType } from '../functions/core/platform/errors.js';
 
 export type KeyType = 'S' | 'N';
 export interface KeySpec { name: string; type: KeyType }
@@ -234,15 +234,15 @@ export interface EdgeRuleSpec {
 
 /**
  * Per key, twice one organization's burst (50 leads/s, docs/capacity.md) and 6 x the highest plan
- * limit (1000/min, functions/core/settings.ts): a key within its limit never meets it. Per-organization
- * overrides are capped at it (functions/core/organizations.ts).
+ * limit (1000/min, functions/core/platform/settings.ts): a key within its limit never meets it. Per-organization
+ * overrides are capped at it (functions/core/tenancy/organizations.ts).
  */
 export const edgeKeyLimitPerMinute = 6000;
 /** Per address, all requests: 120/s over 5 minutes, above one key at the edge limit (docs/capacity.md). */
 export const edgeAddressLimitPer5Minutes = 36_000;
-/** functions/core/api-keys.ts: `crm_live_` + base62 (lowercased here); `crm_pub_` keys are coming (DESIGN §15). */
+/** functions/core/tenancy/api-keys.ts: `crm_live_` + base62 (lowercased here); `crm_pub_` keys are coming (DESIGN §15). */
 const keyFormat = 'crm_(live|pub)_[0-9a-z]+';
-/** The function accepts exactly these shapes (functions/core/authenticate.ts), "Bearer" in any case. */
+/** The function accepts exactly these shapes (functions/core/tenancy/authenticate.ts), "Bearer" in any case. */
 export const edgeKeys = {
   apiKey: { header: 'x-api-key', pattern: `^${keyFormat}$` },
   bearer: { header: 'authorization', pattern: `^bearer ${keyFormat}$` },
@@ -326,7 +326,7 @@ export function gatewayProblemBody(spec: GatewayAnswerSpec, requestId: string, m
   return body.replace(JSON.stringify(MESSAGE), typeof message === 'string' ? JSON.stringify(message) : message.json);
 }
 
-/** Env var naming the SSM parameter with the stage's runtime settings (functions/core/settings.ts). */
+/** Env var naming the SSM parameter with the stage's runtime settings (functions/core/platform/settings.ts). */
 export const settingsParameterEnvVar = 'SETTINGS_PARAMETER';
 export const settingsParameterName = (stage: string) => `/crm/${stage}/settings`;
 export const serviceName = 'crm-integration-api';

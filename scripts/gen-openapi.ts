@@ -1,6 +1,6 @@
 /** Writes docs/openapi.json from the zod schemas (`npm run docs:openapi`); a unit test checks it is current. */
 import { writeFileSync } from 'node:fs';
-import { openApiDocument } from '../functions/core/openapi.js';
+import { openApiDocument } from '../functions/core/intake/openapi.js';
 
 export const render = () => JSON.stringify(openApiDocument(), null, 2) + '\n';
 

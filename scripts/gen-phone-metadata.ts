@@ -1,5 +1,5 @@
 /**
- * Writes functions/core/leads/phone-metadata.ts: libphonenumber-js's `min` metadata without the
+ * Writes functions/core/intake/phone-metadata.ts: libphonenumber-js's `min` metadata without the
  * number formats (`npx tsx scripts/gen-phone-metadata.ts`; a unit test checks it is current).
  * Lead intake only parses and validates numbers (E.164 out); formats serve `.format*()` and
  * AsYouType alone and are 60 % of the metadata, so leaving them out keeps the bundle small.
@@ -8,7 +8,7 @@ import { writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 
 const require = createRequire(import.meta.url);
-const target = 'functions/core/leads/phone-metadata.ts';
+const target = 'functions/core/intake/phone-metadata.ts';
 /** Where a numbering plan keeps its formats in metadata v4 (libphonenumber-js metadata.js `_getFormats`). */
 const FORMATS = 4;
 

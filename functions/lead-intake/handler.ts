@@ -1,5 +1,5 @@
-/** POST/GET /api/webhook/leads: the lead endpoint (functions/core/leads/intake.ts). */
-import { httpEndpoint } from '../core/http/endpoint.js';
-import { leadIntake } from '../core/leads/intake.js';
+/** POST/GET /api/webhook/leads: the lead endpoint (functions/core/intake/lead-requests.ts). */
+import { httpEndpoint } from '../edge/http-edge.js';
+import { leadIntake } from '../core/intake/lead-requests.js';
 
 export const handler = httpEndpoint(leadIntake);

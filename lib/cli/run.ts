@@ -3,7 +3,7 @@
  * message and a non-zero exit, never a stack trace).
  */
 import type { Command } from 'commander';
-import { DomainError } from '../../functions/core/errors.js';
+import { DomainError } from '../../functions/core/platform/errors.js';
 import { CliError } from './output.js';
 import { globalOptions } from './program.js';
 import { resolveTarget, type Target } from './target.js';

@@ -6,8 +6,8 @@ import { readFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
-import { createDeps, type Deps } from '../../functions/core/clients.js';
-import { parseSettings, readSettingsParameter, asDeployed, type Settings } from '../../functions/core/settings.js';
+import { createDeps, type Deps } from '../../functions/core/platform/deps.js';
+import { parseSettings, readSettingsParameter, asDeployed, type Settings } from '../../functions/core/platform/settings.js';
 import { tables, queues, outputKeys, stackName, type TableName, type QueueName } from '../topology.js';
 
 /** What `npm start` writes to .local/stack.json (DESIGN §12), plus the physical names it created. */

@@ -4,7 +4,7 @@
  * "same origin". Its requests still carry that name in Host, so every local listener refuses a
  * Host that is not a loopback name with the listener's own port.
  */
-import { forbidden } from '../../functions/core/errors.js';
+import { forbidden } from '../../functions/core/platform/errors.js';
 
 /** True when `host` (a Host header) is `127.0.0.1:<port>`, `localhost:<port>` or `[::1]:<port>`. */
 export function isLoopbackHost(host: string | undefined, port: number): boolean {

@@ -4,9 +4,9 @@
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import type { Deps } from '../../functions/core/clients.js';
-import { createOrganization, getOrganization } from '../../functions/core/organizations.js';
-import { createApiKey } from '../../functions/core/api-keys.js';
+import type { Deps } from '../../functions/core/platform/deps.js';
+import { createOrganization, getOrganization } from '../../functions/core/tenancy/organizations.js';
+import { createApiKey } from '../../functions/core/tenancy/api-keys.js';
 
 export interface Demo { organizationId: string; apiKey: string }
 

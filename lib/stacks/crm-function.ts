@@ -3,7 +3,7 @@
  * bundle with source maps, X-Ray, JSON logs in its own log group, the settings parameter) and
  * offers bindTable()/bindQueue(), which grant access AND set the env var naming the resource in one
  * call: permission and configuration never drift, and a function can never read a name it has no
- * grant for (functions/core/clients.ts throws on names that are not set).
+ * grant for (functions/core/platform/deps.ts throws on names that are not set).
  */
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,7 +20,7 @@ import {
   serviceName, settingsParameterEnvVar,
   type FunctionSpec, type QueueAccess, type QueueSpec, type TableAccess, type TableSpec,
 } from '../topology.js';
-import { settingsSnapshotEnvVar } from '../../functions/core/settings.js';
+import { settingsSnapshotEnvVar } from '../../functions/core/platform/settings.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -28,7 +28,7 @@ export interface CrmFunctionProps {
   spec: FunctionSpec;
   stage: string;
   /**
-   * The stage's runtime settings (functions/core/settings.ts), a parameter of this stack: read
+   * The stage's runtime settings (functions/core/platform/settings.ts), a parameter of this stack: read
    * access is granted, and the document it is created with becomes the function's fallback snapshot.
    */
   settings: ssm.StringParameter;

@@ -25,7 +25,7 @@ import {
   outputKeys, queues, routes, serviceName, settingsParameterName, tables, apiMethodFor, catchAllThrottle,
   type EventSourceSpec, type GatewayAnswerSpec, type GatewayResponseType, type FunctionName, type FunctionSpec, type QueueName, type QueueSpec, type TableName, type TableSpec,
 } from '../topology.js';
-import { defaultSettings } from '../../functions/core/settings.js';
+import { defaultSettings } from '../../functions/core/platform/settings.js';
 import { CrmFunction } from './crm-function.js';
 
 /** Ready deliveries the delivery function (10 batches of 10 at a time) should have taken within minutes. */
@@ -68,7 +68,7 @@ export class CrmStack extends Stack {
     // Runtime settings of the stage (no secrets): edited in SSM, read by the functions (cached 5 min).
     this.settings = new ssm.StringParameter(this, 'Settings', {
       parameterName: settingsParameterName(stage),
-      description: `Runtime settings of the CRM integration API (${stage}); see functions/core/settings.ts`,
+      description: `Runtime settings of the CRM integration API (${stage}); see functions/core/platform/settings.ts`,
       stringValue: JSON.stringify({ ...defaultSettings, stage }),
     });
 

@@ -11,7 +11,7 @@ import { Match, Template } from 'aws-cdk-lib/assertions';
 import type { CfnRole } from 'aws-cdk-lib/aws-iam';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { buildApp } from '../../lib/stacks/app.js';
-import { generateApiKey } from '../../functions/core/api-keys.js';
+import { generateApiKey } from '../../functions/core/tenancy/api-keys.js';
 import type { CrmStack } from '../../lib/stacks/crm-stack.js';
 import {
   cors, edgeAddressLimitPer5Minutes, edgeKeyLimitPerMinute, functions, gatewayResponses, mockRequestContentTypes, outputKeys, queues, routes, routeThrottle, catchAllThrottle, tables,
@@ -453,7 +453,7 @@ describe('the CDK stack', () => {
     expect(alarmOn('ApproximateAgeOfOldestMessage', deliveryQueue)).toEqual([]);
     expect(alarmOn('ApproximateNumberOfMessagesVisible', deliveryQueue))
       .toEqual([expect.objectContaining({ Statistic: 'Maximum', Threshold: 100, ComparisonOperator: 'GreaterThanThreshold', EvaluationPeriods: 3, Period: 300 })]);
-    // Powertools metrics: the functions' namespace and `service` dimension (functions/core/observability.ts).
+    // Powertools metrics: the functions' namespace and `service` dimension (functions/core/platform/observability.ts).
     for (const metric of ['RateLimitFailOpen', 'TenantMismatch']) {
       expect(alarmOn(metric, [{ Name: 'service', Value: 'crm-integration-api' }])).toEqual([expect.objectContaining({ Namespace: 'CrmIntegrationApi', Statistic: 'Sum', Threshold: 1 })]);
     }

@@ -1,7 +1,7 @@
 /** The OpenAPI document is generated from the handler's zod schemas and docs/openapi.json is current. */
 import { describe, it, expect } from '@jest/globals';
 import { readFileSync } from 'node:fs';
-import { openApiDocument } from '../../functions/core/openapi.js';
+import { openApiDocument } from '../../functions/core/intake/openapi.js';
 import { render } from '../../scripts/gen-openapi.js';
 
 describe('the OpenAPI document', () => {

@@ -1,7 +1,7 @@
-/** The sliding-window arithmetic behind Retry-After (functions/core/rate-limit.ts), as properties. */
+/** The sliding-window arithmetic behind Retry-After (functions/core/tenancy/rate-limit.ts), as properties. */
 import { describe, it, expect } from '@jest/globals';
 import fc from 'fast-check';
-import { secondsUntilAdmitted } from '../../functions/core/rate-limit.js';
+import { secondsUntilAdmitted } from '../../functions/core/tenancy/rate-limit.js';
 
 /** Would one more request be admitted at window-relative time `t` (minutes since this window began)? */
 function admits(limit: number, prev: number, current: number, t: number): boolean {

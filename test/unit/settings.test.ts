@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { edgeKeyLimitPerMinute } from '../../lib/topology.js';
-import { defaultSettings, parseSettings } from '../../functions/core/settings.js';
+import { defaultSettings, parseSettings } from '../../functions/core/platform/settings.js';
 
 describe('settings', () => {
   it('keeps every plan limit and the default at or under the edge per-key limit, so the WAF never refuses a key first', () => {

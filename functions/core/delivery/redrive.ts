@@ -10,10 +10,10 @@ import {
   ChangeMessageVisibilityBatchCommand, DeleteMessageBatchCommand, GetQueueAttributesCommand, ReceiveMessageCommand, StartMessageMoveTaskCommand,
   type Message,
 } from '@aws-sdk/client-sqs';
-import type { Deps } from '../clients.js';
-import { conflict, notFound } from '../errors.js';
-import { keys, type DeliveryMessage } from '../model.js';
-import { sendDeliveryMessages } from '../events/fanout.js';
+import type { Deps } from '../platform/deps.js';
+import { conflict, notFound } from '../platform/errors.js';
+import { keys, type DeliveryMessage } from '../platform/model.js';
+import { sendDeliveryMessages } from './queue.js';
 import { hollowPayloadReason } from './deliver.js';
 
 export interface DeliveryFilter {

@@ -6,9 +6,9 @@
 import { createHash } from 'node:crypto';
 // A namespace import, not `{ z }`: esbuild can then drop the parts of zod we do not use (≈85 KB instead of ≈450 KB).
 import * as z from 'zod';
-import { validationFailed } from '../errors.js';
-import { newId } from '../ids.js';
-import type { EventPayload } from '../model.js';
+import { validationFailed } from '../platform/errors.js';
+import { newId } from '../platform/ids.js';
+import type { EventPayload } from '../platform/model.js';
 import { schemas as objectSchemas, toPublic, type Entity } from './public-objects.js';
 
 export { toPublic, type Entity } from './public-objects.js';

@@ -9,7 +9,7 @@ import { isDeepStrictEqual } from 'node:util';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBRecord } from 'aws-lambda';
-import { orgIdOf, type EventPayload } from '../model.js';
+import { orgIdOf, type EventPayload } from '../platform/model.js';
 import { API_VERSION, type EventType } from './catalog.js';
 import { isEntity, toPublic, type Entity } from './public-objects.js';
 

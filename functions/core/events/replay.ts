@@ -7,8 +7,8 @@
  */
 import { DynamoDBStreamsClient, GetRecordsCommand, GetShardIteratorCommand, type _Record } from '@aws-sdk/client-dynamodb-streams';
 import { ChangeMessageVisibilityCommand, DeleteMessageCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
-import type { Deps } from '../clients.js';
-import { logger } from '../observability.js';
+import type { Deps } from '../platform/deps.js';
+import { logger } from '../platform/observability.js';
 import { fanOut } from './fanout.js';
 import { toLambdaRecord } from './stream-records.js';
 

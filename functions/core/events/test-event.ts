@@ -1,10 +1,11 @@
 /** `crm webhooks test`: a `webhook.test` event queued to one endpoint (or all), and its first outcome. */
-import type { Deps } from '../clients.js';
-import { currentEndpoints, requireEndpoint } from '../endpoints.js';
-import { requireOrganization } from '../organizations.js';
+import type { Deps } from '../platform/deps.js';
+import { currentEndpoints, requireEndpoint } from '../delivery/endpoints.js';
+import { requireOrganization } from '../tenancy/organizations.js';
 import { findDelivery } from '../delivery/redrive.js';
 import { webhookTestEvent } from './catalog.js';
-import { deliveryIdFor, fanOutEvent } from './fanout.js';
+import { fanOutEvent } from './fanout.js';
+import { deliveryIdFor } from '../delivery/queue.js';
 
 export async function sendTestEvent(deps: Deps, organizationId: string, endpointId?: string): Promise<{ eventId: string; deliveryIds: string[] }> {
   await requireOrganization(deps, organizationId);

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { createApiKey, listApiKeys, revokeApiKey, rotateApiKey } from '../../../functions/core/api-keys.js';
+import { createApiKey, listApiKeys, revokeApiKey, rotateApiKey } from '../../../functions/core/tenancy/api-keys.js';
 import { CliError, printResult, printTable, safeText } from '../output.js';
 import { act } from '../run.js';
 

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
-import { listRequests } from '../../../functions/core/request-log.js';
-import { listNotifications } from '../../../functions/core/notifications.js';
-import { requireOrganization } from '../../../functions/core/organizations.js';
+import { listRequests } from '../../../functions/core/tenancy/request-log.js';
+import { listNotifications } from '../../../functions/core/crm/notifications.js';
+import { requireOrganization } from '../../../functions/core/tenancy/organizations.js';
 import { printResult, printTable } from '../output.js';
 import { act, positiveInt } from '../run.js';
 

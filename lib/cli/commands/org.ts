@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { createOrganization, listOrganizations } from '../../../functions/core/organizations.js';
+import { createOrganization, listOrganizations } from '../../../functions/core/tenancy/organizations.js';
 import { CliError, printResult, printTable, safeText } from '../output.js';
 import { act, microsToUsd, positiveInt, usdToMicros } from '../run.js';
 

@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import {
   createBooking, createClient, createInvoice, createWorkOrder, deleteClient, deleteWorkOrder, recordPayment, sendInvoice, setWorkOrderStatus, updateClient,
   WORK_ORDER_STATUSES,
-} from '../../../functions/core/records.js';
+} from '../../../functions/core/crm/entities.js';
 import { CliError, printResult, safeText } from '../output.js';
 import { act } from '../run.js';
 

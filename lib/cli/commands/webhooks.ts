@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { addEndpoint, listEndpoints, removeEndpoint, rotateSecret, updateEndpoint } from '../../../functions/core/endpoints.js';
+import { addEndpoint, listEndpoints, removeEndpoint, rotateSecret, updateEndpoint } from '../../../functions/core/delivery/endpoints.js';
 import { sendTestEvent, waitForFirstOutcome } from '../../../functions/core/events/test-event.js';
 import { CliError, printResult, printTable, safeText } from '../output.js';
 import { act } from '../run.js';

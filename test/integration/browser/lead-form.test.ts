@@ -10,9 +10,9 @@ import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { testStack } from '../support/stack.js';
-import { createOrganization } from '../../../functions/core/organizations.js';
-import { createApiKey } from '../../../functions/core/api-keys.js';
-import { keys } from '../../../functions/core/model.js';
+import { createOrganization } from '../../../functions/core/tenancy/organizations.js';
+import { createApiKey } from '../../../functions/core/tenancy/api-keys.js';
+import { keys } from '../../../functions/core/platform/model.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const artifacts = path.resolve('test-artifacts');

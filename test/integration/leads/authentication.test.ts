@@ -6,13 +6,13 @@
 import { describe, it, expect } from '@jest/globals';
 import { GetCommand, QueryCommand, type GetCommandInput } from '@aws-sdk/lib-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
-import { createDeps, type Deps } from '../../../functions/core/clients.js';
-import { keys } from '../../../functions/core/model.js';
-import { hashApiKey } from '../../../functions/core/api-keys.js';
+import { createDeps, type Deps } from '../../../functions/core/platform/deps.js';
+import { keys } from '../../../functions/core/platform/model.js';
+import { hashApiKey } from '../../../functions/core/tenancy/api-keys.js';
 import { eventually, itemsOf, newTenant, postLead, testStack } from '../support/stack.js';
-import { revokeApiKey, rotateApiKey } from '../../../functions/core/api-keys.js';
-import { authenticate, clearAuthCache } from '../../../functions/core/authenticate.js';
-import { DomainError } from '../../../functions/core/errors.js';
+import { revokeApiKey, rotateApiKey } from '../../../functions/core/tenancy/api-keys.js';
+import { authenticate, clearAuthCache } from '../../../functions/core/tenancy/authenticate.js';
+import { DomainError } from '../../../functions/core/platform/errors.js';
 
 const lead = { name: 'Grace Hopper', email: 'grace@example.com' };
 

@@ -8,10 +8,10 @@ import { describe, it, expect } from '@jest/globals';
 import fc from 'fast-check';
 import { PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { itemsOf, newTenant, postLead, runCli, testStack } from '../support/stack.js';
-import { listNotifications } from '../../../functions/core/notifications.js';
-import { getOrganization } from '../../../functions/core/organizations.js';
-import { addEndpoint } from '../../../functions/core/endpoints.js';
-import { keys } from '../../../functions/core/model.js';
+import { listNotifications } from '../../../functions/core/crm/notifications.js';
+import { getOrganization } from '../../../functions/core/tenancy/organizations.js';
+import { addEndpoint } from '../../../functions/core/delivery/endpoints.js';
+import { keys } from '../../../functions/core/platform/model.js';
 import { edgeKeyLimitPerMinute } from '../../../lib/topology.js';
 
 const protoKey = fc.constantFrom('__proto__', 'constructor', 'prototype', 'toString', 'hasOwnProperty');

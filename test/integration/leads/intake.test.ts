@@ -6,16 +6,16 @@
 import { describe, it, expect, beforeAll } from '@jest/globals';
 import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { itemsOf, newTenant, postLead, testStack, type Tenant } from '../support/stack.js';
-import { keys } from '../../../functions/core/model.js';
-import { runIdempotent } from '../../../functions/core/leads/idempotency.js';
-import { clientSchema } from '../../../functions/core/leads/schema.js';
+import { keys } from '../../../functions/core/platform/model.js';
+import { runIdempotent } from '../../../functions/core/intake/idempotency.js';
+import { clientSchema } from '../../../functions/core/intake/lead-schema.js';
 import { lambdaContext } from '../../../lib/local/lambda-context.js';
-import { listNotifications } from '../../../functions/core/notifications.js';
-import { dailyUsage, requireOrganization } from '../../../functions/core/organizations.js';
-import { createLead } from '../../../functions/core/leads/create-lead.js';
-import { parseLead } from '../../../functions/core/leads/schema.js';
-import { newId } from '../../../functions/core/ids.js';
-import type { Deps } from '../../../functions/core/clients.js';
+import { listNotifications } from '../../../functions/core/crm/notifications.js';
+import { dailyUsage, requireOrganization } from '../../../functions/core/tenancy/organizations.js';
+import { createLead } from '../../../functions/core/intake/create-lead.js';
+import { parseLead } from '../../../functions/core/intake/lead-schema.js';
+import { newId } from '../../../functions/core/platform/ids.js';
+import type { Deps } from '../../../functions/core/platform/deps.js';
 
 interface Problem { status: number; title: string; type: string; detail: string; errors?: { field: string; message: string }[] }
 

@@ -5,8 +5,8 @@
  */
 import { describe, it, expect } from '@jest/globals';
 import { newTenant, testStack } from '../support/stack.js';
-import { createApiKey } from '../../../functions/core/api-keys.js';
-import { checkRateLimit } from '../../../functions/core/rate-limit.js';
+import { createApiKey } from '../../../functions/core/tenancy/api-keys.js';
+import { checkRateLimit } from '../../../functions/core/tenancy/rate-limit.js';
 
 /** Starts a burst early enough in a minute that it cannot straddle the window boundary. */
 async function awayFromMinuteEnd(): Promise<void> {

@@ -11,16 +11,16 @@ import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { TransactWriteCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import type { APIGatewayProxyEvent } from 'aws-lambda';
 import { itemsOf, newTenant, testStack, type Tenant } from '../support/stack.js';
-import { createDeps, type Deps } from '../../../functions/core/clients.js';
-import { httpEndpoint } from '../../../functions/core/http/endpoint.js';
-import { leadIntake } from '../../../functions/core/leads/intake.js';
-import { createLead } from '../../../functions/core/leads/create-lead.js';
-import { parseLead } from '../../../functions/core/leads/schema.js';
-import { dailyUsage, getOrganization, listOrganizations, requireOrganization } from '../../../functions/core/organizations.js';
-import { keys } from '../../../functions/core/model.js';
+import { createDeps, type Deps } from '../../../functions/core/platform/deps.js';
+import { httpEndpoint } from '../../../functions/edge/http-edge.js';
+import { leadIntake } from '../../../functions/core/intake/lead-requests.js';
+import { createLead } from '../../../functions/core/intake/create-lead.js';
+import { parseLead } from '../../../functions/core/intake/lead-schema.js';
+import { dailyUsage, getOrganization, listOrganizations, requireOrganization } from '../../../functions/core/tenancy/organizations.js';
+import { keys } from '../../../functions/core/platform/model.js';
 import { DeleteCommand, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { lambdaContext } from '../../../lib/local/lambda-context.js';
-import { metrics } from '../../../functions/core/observability.js';
+import { metrics } from '../../../functions/core/platform/observability.js';
 
 const conflict = () => new TransactionCanceledException({
   message: 'Transaction cancelled, please refer cancellation reasons for specific reasons [None, TransactionConflict]',

@@ -14,7 +14,7 @@ import { buildApp } from '../../../lib/stacks/app.js';
 import { startHttpServer, type HttpHandler } from '../../../lib/local/http-server.js';
 import { apiMethodFor, catchAllThrottle, edgeKeyLimitPerMinute, edgeRules, lambdaFailure, routeThrottle } from '../../../lib/topology.js';
 import { newTenant, runCli, testStack } from '../support/stack.js';
-import { generateApiKey } from '../../../functions/core/api-keys.js';
+import { generateApiKey } from '../../../functions/core/tenancy/api-keys.js';
 
 interface Answer { status: number; headers: Record<string, string>; body: string }
 type Resources = Record<string, { Type: string; Properties: Record<string, any> }>; // eslint-disable-line @typescript-eslint/no-explicit-any

@@ -8,8 +8,8 @@ import { existsSync, mkdtempSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { PutCommand, GetCommand } from '@aws-sdk/lib-dynamodb';
-import { createDeps } from '../../../functions/core/clients.js';
-import { parseSettings } from '../../../functions/core/settings.js';
+import { createDeps } from '../../../functions/core/platform/deps.js';
+import { parseSettings } from '../../../functions/core/platform/settings.js';
 import type { LocalStackInfo } from '../../../lib/cli/target.js';
 import { eventually } from '../support/stack.js';
 

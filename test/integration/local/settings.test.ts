@@ -11,9 +11,9 @@ import type { APIGatewayProxyEvent, APIGatewayProxyResult, DynamoDBStreamEvent, 
 import { testStack, newTenant, eventually } from '../support/stack.js';
 import { startSsmStandIn, type SsmStandIn } from '../../../lib/local/ssm-stand-in.js';
 import { settingsParameterEnvVar } from '../../../lib/topology.js';
-import { localStackMarkerEnvVar, parseSettings, resetSettingsCache, settingsSnapshotEnvVar } from '../../../functions/core/settings.js';
-import { lambdaDeps } from '../../../functions/core/clients.js';
-import { logger } from '../../../functions/core/observability.js';
+import { localStackMarkerEnvVar, parseSettings, resetSettingsCache, settingsSnapshotEnvVar } from '../../../functions/core/platform/settings.js';
+import { lambdaDeps } from '../../../functions/core/platform/deps.js';
+import { logger } from '../../../functions/core/platform/observability.js';
 
 const credentials = { accessKeyId: 'local', secretAccessKey: 'local' };
 

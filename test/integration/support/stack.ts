@@ -5,12 +5,12 @@
 import { readFileSync } from 'node:fs';
 import { execFile } from 'node:child_process';
 import path from 'node:path';
-import { createDeps, type Deps } from '../../../functions/core/clients.js';
-import { parseSettings } from '../../../functions/core/settings.js';
+import { createDeps, type Deps } from '../../../functions/core/platform/deps.js';
+import { parseSettings } from '../../../functions/core/platform/settings.js';
 import type { LocalStackInfo } from '../../../lib/cli/target.js';
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
-import { createOrganization, type NewOrganization } from '../../../functions/core/organizations.js';
-import { createApiKey } from '../../../functions/core/api-keys.js';
+import { createOrganization, type NewOrganization } from '../../../functions/core/tenancy/organizations.js';
+import { createApiKey } from '../../../functions/core/tenancy/api-keys.js';
 
 export interface TestStack {
   info: LocalStackInfo;

@@ -8,12 +8,12 @@ import { describe, it, expect, beforeAll, afterAll } from '@jest/globals';
 import { ChangeMessageVisibilityCommand, DeleteMessageBatchCommand, DeleteMessageCommand, ReceiveMessageCommand, type Message, type SQSClient } from '@aws-sdk/client-sqs';
 import { eventually, newTenant, postLead, runCli, testStack, type Tenant } from '../support/stack.js';
 import { Receiver } from '../support/receiver.js';
-import { addEndpoint, getEndpoint, updateEndpoint } from '../../../functions/core/endpoints.js';
+import { addEndpoint, getEndpoint, updateEndpoint } from '../../../functions/core/delivery/endpoints.js';
 import { listDeliveries, redriveDeadLetters } from '../../../functions/core/delivery/redrive.js';
 import { attemptDelivery } from '../../../functions/core/delivery/deliver.js';
-import { MAX_MESSAGE_BYTES, recordDelivery, sendDeliveryMessages } from '../../../functions/core/events/fanout.js';
+import { MAX_MESSAGE_BYTES, recordDelivery, sendDeliveryMessages } from '../../../functions/core/delivery/queue.js';
 import { MAX_VISIBILITY_SECONDS, VISIBILITY_SAFETY_MARGIN_SECONDS } from '../../../functions/core/delivery/schedule.js';
-import type { EventPayload } from '../../../functions/core/model.js';
+import type { EventPayload } from '../../../functions/core/platform/model.js';
 
 let receiver: Receiver;
 beforeAll(async () => {

@@ -3,8 +3,8 @@ import { describe, it, expect, beforeAll, afterAll } from '@jest/globals';
 import { Webhook } from 'standardwebhooks';
 import { eventually, newTenant, runCli, testStack } from '../support/stack.js';
 import { Receiver } from '../support/receiver.js';
-import { addEndpoint, getEndpoint, recordEndpointHealth, updateEndpoint } from '../../../functions/core/endpoints.js';
-import { deliveryIdFor, recordDelivery } from '../../../functions/core/events/fanout.js';
+import { addEndpoint, getEndpoint, recordEndpointHealth, updateEndpoint } from '../../../functions/core/delivery/endpoints.js';
+import { deliveryIdFor, recordDelivery } from '../../../functions/core/delivery/queue.js';
 import { findDelivery } from '../../../functions/core/delivery/redrive.js';
 import { webhookTestEvent } from '../../../functions/core/events/catalog.js';
 

@@ -11,11 +11,11 @@ import { marshall } from '@aws-sdk/util-dynamodb';
 import type { DynamoDBRecord } from 'aws-lambda';
 import { eventually, newTenant, postLead, runCli, testStack } from '../support/stack.js';
 import { Receiver } from '../support/receiver.js';
-import { addEndpoint, updateEndpoint } from '../../../functions/core/endpoints.js';
+import { addEndpoint, updateEndpoint } from '../../../functions/core/delivery/endpoints.js';
 import { catalog, schemas } from '../../../functions/core/events/catalog.js';
 import { fanOut } from '../../../functions/core/events/fanout.js';
 import { listDeliveries } from '../../../functions/core/delivery/redrive.js';
-import { keys } from '../../../functions/core/model.js';
+import { keys } from '../../../functions/core/platform/model.js';
 import { streamRecord } from '../../unit/events/given-stream.js';
 import { fannedOut, insertOf } from './stream-position.js';
 

@@ -10,7 +10,7 @@ import { DeleteMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { mockClient } from 'aws-sdk-client-mock';
 import { eventually, newTenant, postLead, runCli, testStack } from '../support/stack.js';
 import { Receiver } from '../support/receiver.js';
-import { addEndpoint, updateEndpoint } from '../../../functions/core/endpoints.js';
+import { addEndpoint, updateEndpoint } from '../../../functions/core/delivery/endpoints.js';
 import { listDeliveries } from '../../../functions/core/delivery/redrive.js';
 import { replayFanoutFailures } from '../../../functions/core/events/replay.js';
 import { fannedOut, insertOf, streamsClient, type StreamPosition } from './stream-position.js';

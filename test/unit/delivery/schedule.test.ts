@@ -1,7 +1,7 @@
 /** The retry schedule: 1 min, 10 min, 100 min, 12 h, ±10 % jitter, Retry-After within the 12 h cap. */
 import { describe, it, expect } from '@jest/globals';
 import fc from 'fast-check';
-import { defaultSettings } from '../../../functions/core/settings.js';
+import { defaultSettings } from '../../../functions/core/platform/settings.js';
 import {
   DEFAULT_RETRY_SCHEDULE_SECONDS, MAX_ATTEMPTS, MAX_VISIBILITY_SECONDS, VISIBILITY_SAFETY_MARGIN_SECONDS, nextDelay, parseRetryAfter, receivedAtOf,
   retryDelaySeconds, visibilityLeftSeconds,

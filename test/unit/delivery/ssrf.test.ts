@@ -8,7 +8,7 @@ import { createServer, type Server } from 'node:http';
 import { Socket, type AddressInfo } from 'node:net';
 import type { LookupAddress } from 'node:dns';
 import { guardedLookup, isBlockedAddress, checkAddress, allowListFor, cidrProblem, sensitiveAllowEntry, type Resolver } from '../../../functions/core/delivery/ssrf.js';
-import { parseSettings } from '../../../functions/core/settings.js';
+import { parseSettings } from '../../../functions/core/platform/settings.js';
 import { postWebhook, destroyAgents, type ConnectFunction, type ConnectTarget } from '../../../functions/core/delivery/http-client.js';
 import { installTripwire, type Tripwire } from './support/tripwire.js';
 

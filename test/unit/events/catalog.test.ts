@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import {
   aliases, API_VERSION, catalog, eventTypes, isSubscribed, normalizeEventName, parseSubscription, schemas, toPublic, webhookTestEvent,
 } from '../../../functions/core/events/catalog.js';
-import { DomainError } from '../../../functions/core/errors.js';
+import { DomainError } from '../../../functions/core/platform/errors.js';
 import { render } from '../../../scripts/gen-events-doc.js';
 
 /** DESIGN §10, verbatim. */

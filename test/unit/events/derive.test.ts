@@ -4,7 +4,7 @@ import { marshall } from '@aws-sdk/util-dynamodb';
 import type { DynamoDBRecord } from 'aws-lambda';
 import { deriveEvents, isTtlExpiry } from '../../../functions/core/events/derive.js';
 import { catalog, schemas } from '../../../functions/core/events/catalog.js';
-import { keys } from '../../../functions/core/model.js';
+import { keys } from '../../../functions/core/platform/model.js';
 import { expectedTimestamp, streamRecord, streamArns, type Item, type Shape } from './given-stream.js';
 
 const at = '2026-11-01T10:00:00.000Z';

@@ -4,10 +4,10 @@
  * Such a record needs no table or queue, so none is given.
  */
 import { describe, it, expect, jest, afterEach } from '@jest/globals';
-import type { Deps } from '../../../functions/core/clients.js';
+import type { Deps } from '../../../functions/core/platform/deps.js';
 import { fanOut } from '../../../functions/core/events/fanout.js';
-import { logger, metrics } from '../../../functions/core/observability.js';
-import { keys } from '../../../functions/core/model.js';
+import { logger, metrics } from '../../../functions/core/platform/observability.js';
+import { keys } from '../../../functions/core/platform/model.js';
 import { streamRecord, type Shape } from './given-stream.js';
 
 const noDeps = { now: () => Date.now() } as Deps; // any table or queue access would throw

@@ -1,6 +1,6 @@
 /**
  * Lead intake normalizes phones with libphonenumber-js's `min` metadata minus its formats
- * (functions/core/leads/phone-metadata.ts). The copy must be current, and every number must come
+ * (functions/core/intake/phone-metadata.ts). The copy must be current, and every number must come
  * out exactly as with the full `min` metadata the library ships.
  */
 import { describe, it, expect } from '@jest/globals';
@@ -8,8 +8,8 @@ import { readFileSync } from 'node:fs';
 import { parsePhoneNumberFromString, getCountryCallingCode, type CountryCode, type MetadataJson } from 'libphonenumber-js/core';
 import minMetadata from 'libphonenumber-js/min/metadata';
 import examples from 'libphonenumber-js/examples.mobile.json';
-import { parseLead } from '../../../functions/core/leads/schema.js';
-import { phoneMetadata } from '../../../functions/core/leads/phone-metadata.js';
+import { parseLead } from '../../../functions/core/intake/lead-schema.js';
+import { phoneMetadata } from '../../../functions/core/intake/phone-metadata.js';
 import { render } from '../../../scripts/gen-phone-metadata.js';
 
 const normalized = (raw: string, metadata: MetadataJson) => {
@@ -31,7 +31,7 @@ function numbers(): string[] {
 
 describe('the phone metadata of lead intake', () => {
   it('is committed as generated (run `npx tsx scripts/gen-phone-metadata.ts` after upgrading libphonenumber-js)', () => {
-    expect(readFileSync('functions/core/leads/phone-metadata.ts', 'utf8')).toBe(render());
+    expect(readFileSync('functions/core/intake/phone-metadata.ts', 'utf8')).toBe(render());
   });
 
   it('normalizes every number exactly as the full min metadata does', () => {

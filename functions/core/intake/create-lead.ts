@@ -13,12 +13,12 @@
 import { ConditionalCheckFailedException, TransactionCanceledException, type CancellationReason } from '@aws-sdk/client-dynamodb';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import { PutCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import type { Deps } from '../clients.js';
-import { DomainError, paymentRequired } from '../errors.js';
-import { newId, newTimeOrderedId } from '../ids.js';
-import { keys, type AuthContext } from '../model.js';
-import { logger, metrics } from '../observability.js';
-import type { LeadInput } from './schema.js';
+import type { Deps } from '../platform/deps.js';
+import { DomainError, paymentRequired } from '../platform/errors.js';
+import { newId, newTimeOrderedId } from '../platform/ids.js';
+import { keys, type AuthContext } from '../platform/model.js';
+import { logger, metrics } from '../platform/observability.js';
+import type { LeadInput } from './lead-schema.js';
 
 export interface RequestMeta { requestId: string; ip?: string; userAgent?: string }
 

@@ -4,12 +4,12 @@
  * writes these; the `crm` CLI uses this module to produce every event by hand (docs/data-model.md).
  */
 import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import type { Deps } from './clients.js';
-import { notFound, validationFailed, type FieldError } from './errors.js';
-import { newId } from './ids.js';
-import { keys } from './model.js';
-import { parseLead } from './leads/schema.js';
-import { requireOrganization } from './organizations.js';
+import type { Deps } from '../platform/deps.js';
+import { notFound, validationFailed, type FieldError } from '../platform/errors.js';
+import { newId } from '../platform/ids.js';
+import { keys } from '../platform/model.js';
+import { parseLead } from '../intake/lead-schema.js';
+import { requireOrganization } from '../tenancy/organizations.js';
 
 type Item = Record<string, unknown>;
 export const WORK_ORDER_STATUSES = ['scheduled', 'in_progress', 'completed', 'invoiced'] as const;

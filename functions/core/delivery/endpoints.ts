@@ -5,14 +5,14 @@
  */
 import { isIP } from 'node:net';
 import { DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import type { Deps } from './clients.js';
-import { notFound, validationFailed, type FieldError } from './errors.js';
-import { newId } from './ids.js';
-import { keys, type SigningSecret, type WebhookEndpoint } from './model.js';
-import { parseSubscription } from './events/catalog.js';
+import type { Deps } from '../platform/deps.js';
+import { notFound, validationFailed, type FieldError } from '../platform/errors.js';
+import { newId } from '../platform/ids.js';
+import { keys, type SigningSecret, type WebhookEndpoint } from '../platform/model.js';
+import { parseSubscription } from '../events/catalog.js';
 import { newSigningSecret } from './signing.js';
-import { allowListFor, checkAddress } from './delivery/ssrf.js';
-import { requireOrganization } from './organizations.js';
+import { allowListFor, checkAddress } from './ssrf.js';
+import { requireOrganization } from '../tenancy/organizations.js';
 
 export type EndpointSummary = Omit<WebhookEndpoint, 'secrets'> & { secretCount: number };
 

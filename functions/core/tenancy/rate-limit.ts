@@ -6,10 +6,10 @@
  */
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
-import type { Deps } from './clients.js';
-import type { Organization } from './model.js';
-import { logger, metrics } from './observability.js';
-import { DomainError } from './errors.js';
+import type { Deps } from '../platform/deps.js';
+import type { Organization } from '../platform/model.js';
+import { logger, metrics } from '../platform/observability.js';
+import { DomainError } from '../platform/errors.js';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 
 const WINDOW_MS = 60_000;

@@ -7,7 +7,7 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { tables, type TableName, queues, type QueueName } from '../../lib/topology.js';
+import { tables, type TableName, queues, type QueueName } from '../../../lib/topology.js';
 import { loadSettings, type Settings } from './settings.js';
 
 export interface Deps {
@@ -79,7 +79,7 @@ function namesFromEnv<K extends string>(specs: Record<K, { envVar: string }>, wh
 let container: Omit<Deps, 'settings' | 'now'> | undefined;
 /**
  * The deps of one invocation: SDK clients and names created once per container, settings read per
- * invocation through their cache (functions/core/settings.ts), so a failed read never sticks to
+ * invocation through their cache (functions/core/platform/settings.ts), so a failed read never sticks to
  * the container and a changed parameter is picked up.
  */
 export async function lambdaDeps(): Promise<Deps> {

@@ -4,12 +4,12 @@
  */
 import middy from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
-import { cors } from '../../../lib/topology.js';
-import type { Deps } from '../clients.js';
-import { lambdaDeps } from '../clients.js';
-import { toProblem, payloadTooLarge, unsupportedMediaType, badRequest, DomainError } from '../errors.js';
-import { logger, flushMetrics } from '../observability.js';
-import { recordRequest } from '../request-log.js';
+import { cors } from '../../lib/topology.js';
+import type { Deps } from '../core/platform/deps.js';
+import { lambdaDeps } from '../core/platform/deps.js';
+import { toProblem, payloadTooLarge, unsupportedMediaType, badRequest, DomainError } from '../core/platform/errors.js';
+import { logger, flushMetrics } from '../core/platform/observability.js';
+import { recordRequest } from '../core/tenancy/request-log.js';
 
 export interface RequestScope {
   deps: Deps;

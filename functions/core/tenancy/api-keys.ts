@@ -5,10 +5,10 @@
  */
 import { createHash } from 'node:crypto';
 import { PutCommand, QueryCommand, UpdateCommand, type QueryCommandOutput } from '@aws-sdk/lib-dynamodb';
-import type { Deps } from './clients.js';
-import { notFound, validationFailed } from './errors.js';
-import { randomBase62, newId } from './ids.js';
-import { keys, type ApiKeyRecord } from './model.js';
+import type { Deps } from '../platform/deps.js';
+import { notFound, validationFailed } from '../platform/errors.js';
+import { randomBase62, newId } from '../platform/ids.js';
+import { keys, type ApiKeyRecord } from '../platform/model.js';
 import { requireOrganization } from './organizations.js';
 
 export const API_KEY_PREFIX = 'crm_live_';

@@ -1,13 +1,13 @@
 /**
  * The OpenAPI 3.1 document of the lead endpoint, generated from the zod schemas the handler
- * validates with (functions/core/leads/schema.ts), so the reference cannot drift from the code.
+ * validates with (functions/core/intake/lead-schema.ts), so the reference cannot drift from the code.
  * Served by the local stack at /openapi.json; `npm run docs:openapi` writes docs/openapi.json.
  */
-// zod/mini like the schemas it documents (functions/core/leads/schema.ts). This module is served by
+// zod/mini like the schemas it documents (functions/core/intake/lead-schema.ts). This module is served by
 // the local stack only: no Lambda handler imports it, so z.toJSONSchema stays out of every bundle.
-import * as z from './zod-mini.js';
-import { cors } from '../../lib/topology.js';
-import { clientSchema, leadRequestSchema, MAX_BODY_BYTES } from './leads/schema.js';
+import * as z from '../platform/zod-mini.js';
+import { cors } from '../../../lib/topology.js';
+import { clientSchema, leadRequestSchema, MAX_BODY_BYTES } from './lead-schema.js';
 
 const described = <T extends z.ZodMiniType>(schema: T, description: string) => schema.check(z.describe(description));
 const int = () => z.number().check(z.int());

@@ -1,16 +1,16 @@
 /**
  * The lead contract (DESIGN §6) as zod schemas: the one source for validation and for the OpenAPI
- * document (functions/core/openapi.ts). Form tools send empty strings for blank fields; those count
+ * document (functions/core/intake/openapi.ts). Form tools send empty strings for blank fields; those count
  * as absent.
  */
 // zod/mini, not classic zod: its functional API tree-shakes, so the bundle carries only the parts
 // it uses (settings.ts says why). Same validation and messages as the classic API.
-import * as z from '../zod-mini.js';
+import * as z from '../platform/zod-mini.js';
 // The core API with our own copy of the `min` metadata, formats left out (scripts/gen-phone-metadata.ts).
 import { parsePhoneNumberFromString } from 'libphonenumber-js/core';
 import { phoneMetadata } from './phone-metadata.js';
-import { validationFailed, type FieldError } from '../errors.js';
-import { codePointLength } from '../model.js';
+import { validationFailed, type FieldError } from '../platform/errors.js';
+import { codePointLength } from '../platform/model.js';
 
 export const MAX_BODY_BYTES = 64 * 1024;
 const MAX_CUSTOM_FIELDS = 50;

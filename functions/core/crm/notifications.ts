@@ -10,9 +10,9 @@
  * time-ordered clients than asked for, i.e. only until it has received that many leads.
  */
 import { QueryCommand, type QueryCommandInput } from '@aws-sdk/lib-dynamodb';
-import type { Deps } from './clients.js';
-import { timePart } from './ids.js';
-import { keys } from './model.js';
+import type { Deps } from '../platform/deps.js';
+import { timePart } from '../platform/ids.js';
+import { keys } from '../platform/model.js';
 
 export interface Notification { id: string; type: string; title: string; clientId?: string; createdAt: string }
 

@@ -1,16 +1,16 @@
 /**
  * The lead endpoint's two operations (DESIGN §6, §8, §9) over an authenticated, rate-limited
  * request: GET reports the key and its rate-limit state; POST validates the body and creates the
- * lead, once per Idempotency-Key. The HTTP edge (functions/core/http/endpoint.ts) does the rest.
+ * lead, once per Idempotency-Key. The HTTP edge (functions/edge/http-edge.ts) does the rest.
  */
 import type { APIGatewayProxyEvent, Context } from 'aws-lambda';
-import { authenticate } from '../authenticate.js';
-import { methodNotAllowed, tooManyRequests } from '../errors.js';
-import { header, jsonBody, type RequestScope } from '../http/endpoint.js';
-import { checkRateLimit, rateLimitFor, rateLimitHeaders } from '../rate-limit.js';
+import { authenticate } from '../tenancy/authenticate.js';
+import { methodNotAllowed, tooManyRequests } from '../platform/errors.js';
+import { header, jsonBody, type RequestScope } from '../../edge/http-edge.js';
+import { checkRateLimit, rateLimitFor, rateLimitHeaders } from '../tenancy/rate-limit.js';
 import { createLead } from './create-lead.js';
 import { runIdempotent, validateIdempotencyKey } from './idempotency.js';
-import { MAX_BODY_BYTES, parseLead } from './schema.js';
+import { MAX_BODY_BYTES, parseLead } from './lead-schema.js';
 
 const METHODS = ['GET', 'POST'];
 

@@ -12,10 +12,10 @@
 // zod/mini, not classic zod: its functional API tree-shakes, so a bundle carries only the parts it
 // uses (≈12 KB instead of ≈95 KB, and less to evaluate at cold start). Same validation and messages.
 import * as z from './zod-mini.js';
-import { edgeKeyLimitPerMinute, settingsParameterEnvVar } from '../../lib/topology.js';
+import { edgeKeyLimitPerMinute, settingsParameterEnvVar } from '../../../lib/topology.js';
 import type { SSMClient } from '@aws-sdk/client-ssm';
 import { logger } from './observability.js';
-import { cidrProblem, withoutSensitiveAllowEntries } from './delivery/ssrf.js';
+import { cidrProblem, withoutSensitiveAllowEntries } from '../delivery/ssrf.js';
 
 const int = () => z.number().check(z.int());
 const positiveInt = () => z.number().check(z.int(), z.positive());

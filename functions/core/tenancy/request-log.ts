@@ -3,9 +3,9 @@
  * record kept settings.retentionDays (DESIGN §9). Neither holds the key or any PII value.
  */
 import { PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
-import type { Deps } from './clients.js';
-import { keys } from './model.js';
-import { logger } from './observability.js';
+import type { Deps } from '../platform/deps.js';
+import { keys } from '../platform/model.js';
+import { logger } from '../platform/observability.js';
 
 export interface RequestEntry {
   requestId: string;

@@ -3,11 +3,11 @@
  * request through its API key.
  */
 import { BatchGetCommand, GetCommand, QueryCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
-import type { Deps } from './clients.js';
-import { notFound, validationFailed } from './errors.js';
-import { newId } from './ids.js';
-import { keys, type Billing, type Organization } from './model.js';
-import { edgeKeyLimitPerMinute } from '../../lib/topology.js';
+import type { Deps } from '../platform/deps.js';
+import { notFound, validationFailed } from '../platform/errors.js';
+import { newId } from '../platform/ids.js';
+import { keys, type Billing, type Organization } from '../platform/model.js';
+import { edgeKeyLimitPerMinute } from '../../../lib/topology.js';
 
 export interface NewOrganization {
   name: string;

@@ -8,8 +8,8 @@ import { IdempotencyConfig, makeIdempotent } from '@aws-lambda-powertools/idempo
 import { IdempotencyAlreadyInProgressError, IdempotencyValidationError } from '@aws-lambda-powertools/idempotency';
 import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
 import type { Context } from 'aws-lambda';
-import type { Deps } from '../clients.js';
-import { badRequest, conflict, unprocessable } from '../errors.js';
+import type { Deps } from '../platform/deps.js';
+import { badRequest, conflict, unprocessable } from '../platform/errors.js';
 
 const REPLAY_WINDOW_SECONDS = 24 * 60 * 60;
 const MAX_KEY_LENGTH = 255;

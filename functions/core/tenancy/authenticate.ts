@@ -7,12 +7,12 @@
  */
 import { timingSafeEqual } from 'node:crypto';
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import type { Deps } from './clients.js';
-import { forbidden, unauthorized } from './errors.js';
+import type { Deps } from '../platform/deps.js';
+import { forbidden, unauthorized } from '../platform/errors.js';
 import { API_KEY_PATTERN, hashApiKey } from './api-keys.js';
-import { keys, type AuthContext, type Organization } from './model.js';
+import { keys, type AuthContext, type Organization } from '../platform/model.js';
 import { getOrganization } from './organizations.js';
-import { logger } from './observability.js';
+import { logger } from '../platform/observability.js';
 
 type Headers = Record<string, string | undefined>;
 
