@@ -17,8 +17,3 @@ export function buildProgram(): Command {
   for (const register of commandModules) register(program);
   return program;
 }
-
-/** Global options, read from any subcommand. */
-export function globalOptions(cmd: Command): { local?: boolean; stage?: string; json?: boolean } {
-  return cmd.optsWithGlobals();
-}

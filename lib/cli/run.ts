@@ -1,12 +1,17 @@
 /**
- * Wraps a command's action: resolves the target once, turns domain errors into CLI errors (a clear
- * message and a non-zero exit, never a stack trace).
+ * What every command shares: the action wrapper (resolves the target once, turns domain errors into
+ * CLI errors: a clear message and a non-zero exit, never a stack trace) and flag parsers. It
+ * imports no command and not the program, so commands can import it without a cycle.
  */
 import type { Command } from 'commander';
 import { DomainError } from '../../functions/core/platform/errors.js';
 import { CliError } from './output.js';
-import { globalOptions } from './program.js';
 import { resolveTarget, type Target } from './target.js';
+
+/** Global options (program.ts declares them), read from any subcommand. */
+export function globalOptions(cmd: Command): { local?: boolean; stage?: string; json?: boolean } {
+  return cmd.optsWithGlobals();
+}
 
 export type Action<O> = (context: { target: Target; options: O; json: boolean }) => Promise<void>;
 

@@ -1,8 +1,9 @@
 import type { Command } from 'commander';
 import { addEndpoint, listEndpoints, removeEndpoint, rotateSecret, updateEndpoint } from '../../../functions/core/delivery/endpoints.js';
-import { sendTestEvent, waitForFirstOutcome } from '../../../functions/core/events/test-event.js';
+import { sendTestEvent } from '../../../functions/core/events/test-event.js';
 import { CliError, printResult, printTable, safeText } from '../output.js';
 import { act } from '../run.js';
+import { waitForFirstOutcome } from '../first-outcome.js';
 
 const shownOnce = (secret: string) => {
   console.log(`\n  ${secret}\n`);
