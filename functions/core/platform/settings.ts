@@ -15,7 +15,7 @@ import * as z from './zod-mini.js';
 import { edgeKeyLimitPerMinute, settingsParameterEnvVar } from '../../../lib/topology.js';
 import type { SSMClient } from '@aws-sdk/client-ssm';
 import { logger } from './observability.js';
-import { cidrProblem, withoutSensitiveAllowEntries } from '../delivery/ssrf.js';
+import { cidrProblem, withoutSensitiveAllowEntries } from './ip-ranges.js';
 
 const int = () => z.number().check(z.int());
 const positiveInt = () => z.number().check(z.int(), z.positive());
