@@ -9,7 +9,7 @@ import type { Deps } from '../platform/deps.js';
 import { notFound, validationFailed, type FieldError } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
 import { keys, type SigningSecret, type WebhookEndpoint } from '../platform/model.js';
-import { parseSubscription } from '../events/catalog.js';
+import { parseSubscription } from './subscriptions.js';
 import { newSigningSecret } from './signing.js';
 import { allowListFor, checkAddress } from './ssrf.js';
 import { requireOrganization } from '../tenancy/organizations.js';

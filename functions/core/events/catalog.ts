@@ -1,76 +1,20 @@
 /**
- * The event catalog (DESIGN §10): names and aliases, subscriptions, and one example payload per
- * event. The public shape of each record is in public-objects.ts; how stream records become events
- * is in derive.ts. docs/events.md is generated from these (`npm run docs:events`).
+ * The event catalog (DESIGN §10): one entry per event (names and aliases from
+ * delivery/subscriptions.ts) with its payload schema and an example payload. The public shape of
+ * each record is in public-objects.ts; how stream records become events is in derive.ts. docs/events.md is generated from these (`npm run docs:events`).
  */
 import { createHash } from 'node:crypto';
 // A namespace import, not `{ z }`: esbuild can then drop the parts of zod we do not use (≈85 KB instead of ≈450 KB).
 import * as z from 'zod';
-import { validationFailed } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
 import type { EventPayload } from '../platform/model.js';
+import { aliasOf, type EventType } from '../delivery/subscriptions.js';
 import { schemas as objectSchemas, toPublic, type Entity } from './public-objects.js';
 
 export { toPublic, type Entity } from './public-objects.js';
 
 /** The payload schema of every event sent today; see "Versioning" in docs/events.md. */
 export const API_VERSION = '2026-11-01';
-
-export const eventTypes = [
-  'client.created', 'client.updated', 'client.deleted',
-  'work_order.created', 'work_order.status_changed', 'work_order.completed', 'work_order.deleted',
-  'invoice.created', 'invoice.sent', 'invoice.paid',
-  'booking.received',
-  'webhook.test',
-] as const;
-export type EventType = (typeof eventTypes)[number];
-
-/** Underscore aliases accepted wherever an event is named (DESIGN §10); payloads always carry the dotted name. */
-export const aliases: Readonly<Record<string, EventType>> = {
-  client_created: 'client.created',
-  client_updated: 'client.updated',
-  work_order_created: 'work_order.created',
-  work_order_completed: 'work_order.completed',
-  invoice_sent: 'invoice.sent',
-  invoice_paid: 'invoice.paid',
-  booking_received: 'booking.received',
-};
-
-/** The canonical dotted name of `name` (dotted or alias, surrounding spaces ignored), or undefined. */
-export function normalizeEventName(name: string): EventType | undefined {
-  const trimmed = name.trim();
-  if ((eventTypes as readonly string[]).includes(trimmed)) return trimmed as EventType;
-  return Object.hasOwn(aliases, trimmed) ? aliases[trimmed] : undefined;
-}
-
-/** What a subscription may name, for error messages: `client.created (client_created), …`. */
-const subscribable = eventTypes
-  .filter((t) => t !== 'webhook.test')
-  .map((t) => {
-    const alias = aliasOf(t);
-    return alias ? `${t} (${alias})` : t;
-  })
-  .join(', ');
-
-/**
- * A subscription: `all` (or `*`) → `['*']`, or event names in either form (an array or a comma
- * list) → their canonical names, deduplicated. Unknown names are refused with the valid ones.
- * `webhook.test` is accepted but changes nothing: it is delivered whatever the subscription.
- */
-export function parseSubscription(input: string | readonly string[]): string[] {
-  const names = (typeof input === 'string' ? input.split(',') : [...input]).map((n) => String(n).trim()).filter(Boolean);
-  if (names.length === 0) throw validationFailed([{ field: 'events', message: 'give `all` or at least one event name' }]);
-  if (names.some((n) => n === 'all' || n === '*')) return ['*'];
-  const unknown = names.filter((n) => !normalizeEventName(n));
-  if (unknown.length > 0) {
-    const what = unknown.length === 1 ? `unknown event ${unknown[0]}` : `unknown events ${unknown.join(', ')}`;
-    throw validationFailed([{ field: 'events', message: `${what}; valid: all, ${subscribable}` }]);
-  }
-  return [...new Set(names.map((n) => normalizeEventName(n)!))];
-}
-
-/** Whether an endpoint subscribed to `events` (canonical names or `*`) receives `type`. */
-export const isSubscribed = (events: readonly string[], type: string) => type === 'webhook.test' || events.includes('*') || events.includes(type);
 
 /** `data.object` schemas by the `entity` of catalog entries: the four CRM records and the test event. */
 export const schemas = {
@@ -97,10 +41,6 @@ export interface CatalogEntry {
   /** When it is emitted, for receivers. */
   description: string;
   example: EventPayload;
-}
-
-function aliasOf(type: EventType): string | undefined {
-  return Object.entries(aliases).find(([, t]) => t === type)?.[0];
 }
 
 const org = 'org_8fK2mQ7xLp3T';

@@ -10,7 +10,8 @@ import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBRecord } from 'aws-lambda';
 import { orgIdOf, type EventPayload } from '../platform/model.js';
-import { API_VERSION, type EventType } from './catalog.js';
+import { API_VERSION } from './catalog.js';
+import type { EventType } from '../delivery/subscriptions.js';
 import { isEntity, toPublic, type Entity } from './public-objects.js';
 
 type Item = Record<string, unknown>;

@@ -13,7 +13,7 @@ import { currentEndpoints } from '../delivery/endpoints.js';
 import { queueDeliveries, recordDelivery } from '../delivery/queue.js';
 import { logger, metrics } from '../platform/observability.js';
 import { derive } from './derive.js';
-import { isSubscribed } from './catalog.js';
+import { isSubscribed } from '../delivery/subscriptions.js';
 
 /** Queues the deliveries of one event to those of `endpoints` subscribed to it. */
 export async function fanOutEvent(deps: Deps, event: EventPayload, endpoints: WebhookEndpoint[]): Promise<DeliveryMessage[]> {

@@ -1,9 +1,8 @@
 /** The catalog: names and aliases, subscriptions, public objects, example payloads, and the generated docs. */
 import { describe, it, expect } from '@jest/globals';
 import { readFileSync } from 'node:fs';
-import {
-  aliases, API_VERSION, catalog, eventTypes, isSubscribed, normalizeEventName, parseSubscription, schemas, toPublic, webhookTestEvent,
-} from '../../../functions/core/events/catalog.js';
+import { API_VERSION, catalog, schemas, toPublic, webhookTestEvent } from '../../../functions/core/events/catalog.js';
+import { aliases, eventTypes, isSubscribed, normalizeEventName, parseSubscription } from '../../../functions/core/delivery/subscriptions.js';
 import { DomainError } from '../../../functions/core/platform/errors.js';
 import { render } from '../../../scripts/gen-events-doc.js';
 
