@@ -9,8 +9,8 @@
  * older random ids (and the old inbox items) are read only while the organization has fewer
  * time-ordered clients than asked for, i.e. only until it has received that many leads.
  */
-import { QueryCommand, type QueryCommandInput } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../platform/deps.js';
+import { queryAll, queryNewest } from '../platform/query.js';
 import { timePart } from '../platform/ids.js';
 import { keys } from '../platform/model.js';
 
@@ -21,17 +21,6 @@ const TIME_ORDERED_SINCE = Date.parse('2026-11-01T00:00:00Z');
 /** Pages of the newest-first read; with clients that carry no notification, the inbox may show fewer. */
 const MAX_PAGES = 5;
 const PAGE_SIZE = 100;
-
-async function queryAll(deps: Deps, input: QueryCommandInput): Promise<Record<string, unknown>[]> {
-  const out: Record<string, unknown>[] = [];
-  let start: Record<string, unknown> | undefined;
-  do {
-    const page = await deps.doc.send(new QueryCommand({ ...input, ExclusiveStartKey: start }));
-    out.push(...(page.Items ?? []));
-    start = page.LastEvaluatedKey;
-  } while (start);
-  return out;
-}
 
 const fromClient = ({ id, notification }: Record<string, unknown>): Notification => {
   const n = notification as Record<string, string>;
@@ -47,23 +36,13 @@ export async function listNotifications(deps: Deps, organizationId: string, opti
   const clientQuery = { TableName: deps.tables.clients, FilterExpression: 'attribute_exists(notification)', ProjectionExpression: 'id, notification' };
 
   // Clients with time-ordered ids, newest first, until `limit` notifications or MAX_PAGES pages.
-  const found: Notification[] = [];
-  let start: Record<string, unknown> | undefined;
-  for (let page = 0; page < MAX_PAGES && found.length < limit; page++) {
-    const out = await deps.doc.send(new QueryCommand({
-      ...clientQuery,
-      KeyConditionExpression: 'pk = :p AND sk BETWEEN :lo AND :hi',
-      ExpressionAttributeValues: { ':p': pk, ':lo': low, ':hi': high },
-      ScanIndexForward: false,
-      Limit: Math.min(PAGE_SIZE, limit),
-      ExclusiveStartKey: start,
-    }));
-    found.push(...(out.Items ?? []).map(fromClient));
-    start = out.LastEvaluatedKey;
-    if (!start) break;
-  }
+  const newest = await queryNewest(deps, {
+    table: deps.tables.clients, pk, between: [low, high], limit, pageSize: Math.min(PAGE_SIZE, limit), maxPages: MAX_PAGES,
+    filter: clientQuery.FilterExpression, projection: clientQuery.ProjectionExpression,
+  });
+  const found = newest.items.map(fromClient);
   // Fewer than asked for and the time-ordered range read to its end: the older items may hold the rest.
-  if (found.length < limit && !start) {
+  if (found.length < limit && newest.complete) {
     const older = await Promise.all([
       queryAll(deps, { ...clientQuery, KeyConditionExpression: 'pk = :p AND sk BETWEEN :a AND :lo', ExpressionAttributeValues: { ':p': pk, ':a': clientSk(''), ':lo': low } }),
       queryAll(deps, { ...clientQuery, KeyConditionExpression: 'pk = :p AND sk BETWEEN :hi AND :z', ExpressionAttributeValues: { ':p': pk, ':hi': high, ':z': clientSk('~') } }),

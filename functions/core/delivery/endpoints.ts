@@ -4,10 +4,12 @@
  * organizations table under the organization's partition.
  */
 import { isIP } from 'node:net';
-import { DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../platform/deps.js';
 import { notFound, validationFailed, type FieldError } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
+import { queryAll } from '../platform/query.js';
+import { TtlCache } from '../platform/ttl-cache.js';
 import { keys, type SigningSecret, type WebhookEndpoint } from '../platform/model.js';
 import { parseSubscription } from './subscriptions.js';
 import { newSigningSecret } from './signing.js';
@@ -57,13 +59,13 @@ function toEndpoint(item: Record<string, unknown>): WebhookEndpoint {
 }
 
 async function queryEndpoints(deps: Deps, organizationId: string): Promise<WebhookEndpoint[]> {
-  const { Items = [] } = await deps.doc.send(new QueryCommand({
+  const items = await queryAll(deps, {
     TableName: deps.tables.organizations,
     KeyConditionExpression: 'pk = :pk AND begins_with(sk, :sk)',
     ExpressionAttributeValues: { ':pk': keys.org(organizationId).pk, ':sk': keys.endpointPrefix },
     ConsistentRead: true,
-  }));
-  return Items.map(toEndpoint);
+  });
+  return items.map(toEndpoint);
 }
 
 export async function addEndpoint(deps: Deps, organizationId: string, input: { url: string; events: string | string[]; description?: string; enabled?: boolean }) {
@@ -195,13 +197,12 @@ export const currentEndpoints = (deps: Deps, organizationId: string): Promise<We
  * anyway). A list that lacks `endpointId` (an endpoint added after it was read) is read again, so
  * a new endpoint's first deliveries never find it "removed".
  */
-const endpointCache = new Map<string, { value: WebhookEndpoint[]; until: number }>();
+const endpointCache = new TtlCache<string, WebhookEndpoint[]>(10_000);
 export async function endpointsOf(deps: Deps, organizationId: string, endpointId?: string): Promise<WebhookEndpoint[]> {
   const now = deps.now();
-  const cached = endpointCache.get(organizationId);
-  if (cached && cached.until > now && (!endpointId || cached.value.some((e) => e.id === endpointId))) return cached.value;
+  const cached = endpointCache.get(organizationId, now);
+  if (cached && (!endpointId || cached.value.some((e) => e.id === endpointId))) return cached.value;
   const value = await queryEndpoints(deps, organizationId);
-  if (endpointCache.size > 10_000) endpointCache.clear();
-  endpointCache.set(organizationId, { value, until: now + deps.settings.endpointCacheTtlSeconds * 1000 });
+  endpointCache.set(organizationId, value, now + deps.settings.endpointCacheTtlSeconds * 1000);
   return value;
 }

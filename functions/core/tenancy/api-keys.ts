@@ -4,10 +4,11 @@
  * The key itself is returned once, by create and rotate, and never stored or logged.
  */
 import { createHash } from 'node:crypto';
-import { PutCommand, QueryCommand, UpdateCommand, type QueryCommandOutput } from '@aws-sdk/lib-dynamodb';
+import { PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../platform/deps.js';
 import { notFound, validationFailed } from '../platform/errors.js';
 import { randomBase62, newId } from '../platform/ids.js';
+import { queryAll } from '../platform/query.js';
 import { keys, type ApiKeyRecord } from '../platform/model.js';
 import { requireOrganization } from './organizations.js';
 
@@ -64,20 +65,13 @@ export async function createApiKey(deps: Deps, organizationId: string, name: str
 }
 
 async function queryKeys(deps: Deps, organizationId: string, keyId?: string): Promise<ApiKeyRecord[]> {
-  const out: ApiKeyRecord[] = [];
-  let start: QueryCommandOutput['LastEvaluatedKey'];
-  do {
-    const page = await deps.doc.send(new QueryCommand({
-      TableName: deps.tables.organizations,
-      IndexName: 'gsi1',
-      KeyConditionExpression: keyId ? 'gsi1pk = :p AND gsi1sk = :k' : 'gsi1pk = :p',
-      ExpressionAttributeValues: { ':p': keys.apiKeyIndex(organizationId, '').gsi1pk, ...(keyId ? { ':k': keyId } : {}) },
-      ExclusiveStartKey: start,
-    }));
-    out.push(...(page.Items ?? []).map(toRecord));
-    start = page.LastEvaluatedKey;
-  } while (start);
-  return out;
+  const items = await queryAll(deps, {
+    TableName: deps.tables.organizations,
+    IndexName: 'gsi1',
+    KeyConditionExpression: keyId ? 'gsi1pk = :p AND gsi1sk = :k' : 'gsi1pk = :p',
+    ExpressionAttributeValues: { ':p': keys.apiKeyIndex(organizationId, '').gsi1pk, ...(keyId ? { ':k': keyId } : {}) },
+  });
+  return items.map(toRecord);
 }
 
 export async function listApiKeys(deps: Deps, organizationId: string): Promise<ApiKeySummary[]> {

@@ -13,6 +13,7 @@ import { API_KEY_PATTERN, hashApiKey } from './api-keys.js';
 import { keys, type AuthContext, type Organization } from '../platform/model.js';
 import { getOrganization } from './organizations.js';
 import { logger } from '../platform/observability.js';
+import { TtlCache } from '../platform/ttl-cache.js';
 
 type Headers = Record<string, string | undefined>;
 
@@ -36,32 +37,12 @@ export function extractApiKey(headers: Headers): string | undefined {
 }
 
 interface CachedKey { hash: string; organizationId: string; keyId: string; name: string; expiresAt?: string; revokedAt?: string }
-interface Entry<T> { value: T | undefined; until: number }
-
-/** A small TTL cache with a size bound (oldest entries dropped first). */
-class TtlCache<T> {
-  private map = new Map<string, Entry<T>>();
-  constructor(private readonly maxEntries: number) {}
-  get(key: string, now: number): Entry<T> | undefined {
-    const entry = this.map.get(key);
-    if (entry && entry.until > now) return entry;
-    if (entry) this.map.delete(key);
-    return undefined;
-  }
-  set(key: string, value: T | undefined, until: number): void {
-    if (this.map.size >= this.maxEntries) this.map.delete(this.map.keys().next().value!);
-    this.map.set(key, { value, until });
-  }
-  clear(): void {
-    this.map.clear();
-  }
-}
-
-const keyCache = new TtlCache<CachedKey>(10_000);
+const keyCache = new TtlCache<string, CachedKey>(10_000);
 /** Hashes that matched no key: bounded apart from real keys, so guessing evicts only guesses. */
-const unknownKeyCache = new TtlCache<CachedKey>(1_000);
-const orgCache = new TtlCache<Organization>(10_000);
-const lastUsedWritten = new Map<string, number>();
+const unknownKeyCache = new TtlCache<string, undefined>(1_000);
+const orgCache = new TtlCache<string, Organization | undefined>(10_000);
+/** Keys whose last use was written in the past minute. */
+const lastUsedWritten = new TtlCache<string, true>(10_000);
 
 export function clearAuthCache(): void {
   keyCache.clear();
@@ -78,7 +59,9 @@ async function lookupKey(deps: Deps, hash: string): Promise<CachedKey | undefine
   const value = Item
     ? { hash: Item.hash, organizationId: Item.organizationId, keyId: Item.keyId, name: Item.name, expiresAt: Item.expiresAt, revokedAt: Item.revokedAt }
     : undefined;
-  (value ? keyCache : unknownKeyCache).set(hash, value, now + deps.settings.keyCacheTtlSeconds * 1000);
+  const until = now + deps.settings.keyCacheTtlSeconds * 1000;
+  if (value) keyCache.set(hash, value, until);
+  else unknownKeyCache.set(hash, undefined, until);
   return value;
 }
 
@@ -101,9 +84,8 @@ const LAST_USED_TIMEOUT_MS = 1_000;
  */
 async function touchLastUsed(deps: Deps, key: CachedKey): Promise<void> {
   const now = deps.now();
-  if ((lastUsedWritten.get(key.keyId) ?? 0) > now - 60_000) return;
-  lastUsedWritten.set(key.keyId, now);
-  if (lastUsedWritten.size > 10_000) lastUsedWritten.delete(lastUsedWritten.keys().next().value!);
+  if (lastUsedWritten.get(key.keyId, now)) return;
+  lastUsedWritten.set(key.keyId, true, now + 60_000);
   try {
     await deps.doc.send(new UpdateCommand({
       TableName: deps.tables.organizations,

@@ -2,10 +2,11 @@
  * Organizations: the tenant every stored item is keyed by. Created by admins (CLI); read by every
  * request through its API key.
  */
-import { BatchGetCommand, GetCommand, QueryCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../platform/deps.js';
 import { notFound, validationFailed } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
+import { queryAll } from '../platform/query.js';
 import { keys, type Billing, type Organization } from '../platform/model.js';
 import { edgeKeyLimitPerMinute } from '../../../lib/topology.js';
 
@@ -91,24 +92,14 @@ export async function dailyUsage(deps: Deps, id: string, day: string): Promise<D
 
 /** Oldest first. The index gives the ids (index items, or organization items written before them); the items are then read. */
 export async function listOrganizations(deps: Deps): Promise<Organization[]> {
-  const ids: string[] = [];
-  const seen = new Set<string>();
-  let start: Record<string, unknown> | undefined;
-  do {
-    const page = await deps.doc.send(new QueryCommand({
-      TableName: deps.tables.organizations,
-      IndexName: 'gsi1',
-      KeyConditionExpression: 'gsi1pk = :p',
-      ExpressionAttributeValues: { ':p': 'ORGS' },
-      ProjectionExpression: 'id',
-      ExclusiveStartKey: start,
-    }));
-    for (const { id } of page.Items ?? []) {
-      if (!seen.has(id)) ids.push(id);
-      seen.add(id);
-    }
-    start = page.LastEvaluatedKey;
-  } while (start);
+  const indexed = await queryAll(deps, {
+    TableName: deps.tables.organizations,
+    IndexName: 'gsi1',
+    KeyConditionExpression: 'gsi1pk = :p',
+    ExpressionAttributeValues: { ':p': 'ORGS' },
+    ProjectionExpression: 'id',
+  });
+  const ids = [...new Set(indexed.map((item) => item.id as string))];
   const byId = new Map<string, Organization>();
   for (let i = 0; i < ids.length; i += 100) {
     let request: Record<string, { Keys: Record<string, unknown>[] }> | undefined = { [deps.tables.organizations]: { Keys: ids.slice(i, i + 100).map((id) => keys.org(id)) } };

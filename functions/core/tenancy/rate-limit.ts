@@ -10,6 +10,7 @@ import type { Deps } from '../platform/deps.js';
 import type { Organization } from '../platform/model.js';
 import { logger, metrics } from '../platform/observability.js';
 import { DomainError } from '../platform/errors.js';
+import { TtlCache } from '../platform/ttl-cache.js';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 
 const WINDOW_MS = 60_000;
@@ -33,15 +34,14 @@ export function rateLimitFor(deps: Deps, org: Organization): number {
 const windowKey = (keyId: string, window: number) => ({ pk: `RL#${keyId}#${window}` });
 
 /** Previous-window counts by key: fixed once that window is over, so cached for the whole minute. */
-const previousCounts = new Map<string, { window: number; count: number }>();
+const previousCounts = new TtlCache<string, { window: number; count: number }>(50_000);
 
 async function previousCount(deps: Deps, keyId: string, window: number): Promise<number> {
-  const cached = previousCounts.get(keyId);
-  if (cached?.window === window) return cached.count;
+  const cached = previousCounts.get(keyId, deps.now());
+  if (cached?.value.window === window) return cached.value.count;
   const { Item } = await deps.doc.send(new GetCommand({ TableName: deps.tables.rateWindows, Key: windowKey(keyId, window - 1) }));
   const count = Number(Item?.count ?? 0);
-  if (previousCounts.size > 50_000) previousCounts.clear();
-  previousCounts.set(keyId, { window, count });
+  previousCounts.set(keyId, { window, count }, (window + 1) * WINDOW_MS);
   return count;
 }
 

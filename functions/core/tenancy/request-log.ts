@@ -2,10 +2,11 @@
  * Every API request leaves one structured log line and, when its organization is known, a request
  * record kept settings.retentionDays (DESIGN §9). Neither holds the key or any PII value.
  */
-import { PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../platform/deps.js';
 import { keys } from '../platform/model.js';
 import { logger } from '../platform/observability.js';
+import { queryNewest } from '../platform/query.js';
 
 export interface RequestEntry {
   requestId: string;
@@ -38,12 +39,8 @@ export async function recordRequest(deps: Deps, entry: RequestEntry): Promise<vo
 }
 
 export async function listRequests(deps: Deps, organizationId: string, options: { limit?: number } = {}): Promise<(RequestEntry & { at: string })[]> {
-  const { Items } = await deps.doc.send(new QueryCommand({
-    TableName: deps.tables.requestLog,
-    KeyConditionExpression: 'pk = :p AND begins_with(sk, :s)',
-    ExpressionAttributeValues: { ':p': keys.org(organizationId).pk, ':s': keys.requestPrefix },
-    ScanIndexForward: false,
-    Limit: options.limit ?? 50,
-  }));
-  return (Items ?? []).map(({ pk: _pk, sk: _sk, expiresAt: _e, ...rest }) => rest as RequestEntry & { at: string });
+  const { items } = await queryNewest(deps, {
+    table: deps.tables.requestLog, pk: keys.org(organizationId).pk, skPrefix: keys.requestPrefix, limit: options.limit ?? 50, maxPages: 1,
+  });
+  return items.map(({ pk: _pk, sk: _sk, expiresAt: _e, ...rest }) => rest as RequestEntry & { at: string });
 }

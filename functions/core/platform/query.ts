@@ -1,0 +1,89 @@
+/**
+ * The paginated reads of DynamoDB in one place: every page of a query or scan, and the newest
+ * items under an organization's partition. Items come back as the document client returns them;
+ * the caller maps them to its typed shape.
+ */
+import { QueryCommand, ScanCommand, type QueryCommandInput, type QueryCommandOutput, type ScanCommandInput } from '@aws-sdk/lib-dynamodb';
+import type { Deps } from './deps.js';
+
+/** An item as the document client returns it. */
+export type Item = NonNullable<QueryCommandOutput['Items']>[number];
+type StartKey = Record<string, unknown> | undefined;
+
+/** Each page of a query, in order, until DynamoDB reports no more. */
+export async function* queryPages(deps: Pick<Deps, 'doc'>, input: QueryCommandInput): AsyncGenerator<Item[]> {
+  let start: StartKey;
+  do {
+    const page = await deps.doc.send(new QueryCommand({ ...input, ExclusiveStartKey: start }));
+    yield page.Items ?? [];
+    start = page.LastEvaluatedKey;
+  } while (start);
+}
+
+/** Every item a query matches, all pages read. */
+export async function queryAll(deps: Pick<Deps, 'doc'>, input: QueryCommandInput): Promise<Item[]> {
+  const out: Item[] = [];
+  for await (const items of queryPages(deps, input)) out.push(...items);
+  return out;
+}
+
+/** Every item a scan matches, all pages read (local tools only: a scan reads the whole table). */
+export async function scanAll(deps: Pick<Deps, 'doc'>, input: ScanCommandInput): Promise<Item[]> {
+  const out: Item[] = [];
+  let start: StartKey;
+  do {
+    const page = await deps.doc.send(new ScanCommand({ ...input, ExclusiveStartKey: start }));
+    out.push(...(page.Items ?? []));
+    start = page.LastEvaluatedKey;
+  } while (start);
+  return out;
+}
+
+export interface NewestQuery {
+  table: string;
+  pk: string;
+  /** Sort keys starting with this prefix, or between `between[0]` and `between[1]` (inclusive). */
+  skPrefix?: string;
+  between?: [string, string];
+  /** How many items are wanted. */
+  limit: number;
+  /** Items per page (default `limit`). */
+  pageSize?: number;
+  /** Pages read at most (default: until `limit` items or the end of the range). */
+  maxPages?: number;
+  /** A FilterExpression, a ProjectionExpression and the values they name. */
+  filter?: string;
+  projection?: string;
+  values?: Item;
+}
+
+/**
+ * The newest items of a partition, by descending sort key: pages are read until `limit` items
+ * (a filter may drop some of a page), `maxPages`, or the end of the range. The last page may
+ * bring the total above `limit`. `complete` tells whether the range was read to its end.
+ */
+export async function queryNewest(deps: Pick<Deps, 'doc'>, query: NewestQuery): Promise<{ items: Item[]; complete: boolean }> {
+  const range = query.between
+    ? { condition: 'pk = :pk AND sk BETWEEN :lo AND :hi', values: { ':lo': query.between[0], ':hi': query.between[1] } }
+    : query.skPrefix !== undefined
+      ? { condition: 'pk = :pk AND begins_with(sk, :sk)', values: { ':sk': query.skPrefix } }
+      : { condition: 'pk = :pk', values: {} };
+  const items: Item[] = [];
+  let start: StartKey;
+  for (let page = 0; page < (query.maxPages ?? Infinity) && items.length < query.limit; page++) {
+    const out = await deps.doc.send(new QueryCommand({
+      TableName: query.table,
+      ...(query.filter ? { FilterExpression: query.filter } : {}),
+      ...(query.projection ? { ProjectionExpression: query.projection } : {}),
+      KeyConditionExpression: range.condition,
+      ExpressionAttributeValues: { ':pk': query.pk, ...range.values, ...query.values },
+      ScanIndexForward: false,
+      Limit: query.pageSize ?? query.limit,
+      ExclusiveStartKey: start,
+    }));
+    items.push(...(out.Items ?? []));
+    start = out.LastEvaluatedKey;
+    if (!start) return { items, complete: true };
+  }
+  return { items, complete: false };
+}

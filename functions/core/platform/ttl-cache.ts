@@ -1,0 +1,35 @@
+/**
+ * The one in-container cache: entries expire at a time the caller gives (in its clock, which
+ * tests may pin), and past `maxEntries` the oldest entry is dropped, so a flood of new keys costs
+ * memory only up to the bound.
+ */
+export class TtlCache<K, V> {
+  private readonly entries = new Map<K, { value: V; until: number }>();
+  constructor(private readonly maxEntries: number) {}
+
+  /** The entry while it is fresh at `now` (its value may itself say "not found"); an expired one is dropped. */
+  get(key: K, now: number): { value: V } | undefined {
+    const entry = this.entries.get(key);
+    if (entry && entry.until > now) return entry;
+    if (entry) this.entries.delete(key);
+    return undefined;
+  }
+
+  set(key: K, value: V, until: number): void {
+    this.entries.delete(key);
+    if (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value as K);
+    this.entries.set(key, { value, until });
+  }
+
+  delete(key: K): void {
+    this.entries.delete(key);
+  }
+
+  clear(): void {
+    this.entries.clear();
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+}
