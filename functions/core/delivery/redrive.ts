@@ -13,6 +13,7 @@ import {
 import type { Deps } from '../platform/deps.js';
 import { conflict, notFound } from '../platform/errors.js';
 import { keys, type DeliveryMessage } from '../platform/model.js';
+import { queryAll } from '../platform/query.js';
 import { sendDeliveryMessages } from './queue.js';
 import { hollowPayloadReason } from './deliver.js';
 
@@ -80,22 +81,14 @@ export async function redriveDelivery(deps: Deps, deliveryId: string): Promise<D
 
 /** An organization's deliveries, newest first, optionally by status and endpoint and time range. */
 export async function listDeliveries(deps: Deps, organizationId: string, options: DeliveryFilter & { status?: string; limit?: number } = {}): Promise<Item[]> {
-  const out: Item[] = [];
-  let startKey: Record<string, unknown> | undefined;
+  const items = await queryAll(deps, {
+    TableName: deps.tables.deliveries,
+    KeyConditionExpression: 'pk = :pk AND begins_with(sk, :sk)',
+    ExpressionAttributeValues: { ':pk': keys.org(organizationId).pk, ':sk': keys.deliveryPrefix },
+    ConsistentRead: true,
+  });
   const limit = options.limit ?? 50;
-  do {
-    const page = await deps.doc.send(new QueryCommand({
-      TableName: deps.tables.deliveries,
-      KeyConditionExpression: 'pk = :pk AND begins_with(sk, :sk)',
-      ExpressionAttributeValues: { ':pk': keys.org(organizationId).pk, ':sk': keys.deliveryPrefix },
-      ExclusiveStartKey: startKey,
-      ConsistentRead: true,
-    }));
-    for (const item of page.Items ?? []) {
-      if ((!options.status || item.status === options.status) && matches(item, { ...options, organizationId })) out.push(item);
-    }
-    startKey = page.LastEvaluatedKey;
-  } while (startKey);
+  const out = items.filter((item) => (!options.status || item.status === options.status) && matches(item, { ...options, organizationId }));
   return out.sort((a, b) => String(b.createdAt).localeCompare(String(a.createdAt))).slice(0, limit);
 }
 
