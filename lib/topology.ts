@@ -157,6 +157,17 @@ export const corsResponseHeaders: Record<string, string> = {
   'Access-Control-Expose-Headers': cors.exposeHeaders.join(','),
 };
 
+/**
+ * The answer to a CORS preflight on a path serving `methods`, without a key: what the stage's
+ * OPTIONS mock (rendered by CDK from `cors`) answers, for the local stack to answer the same.
+ */
+export const corsPreflightHeaders = (methods: string[]): Record<string, string> => ({
+  'Access-Control-Allow-Headers': cors.allowHeaders.join(','),
+  'Access-Control-Allow-Origin': corsResponseHeaders['Access-Control-Allow-Origin'],
+  'Access-Control-Max-Age': String(cors.maxAgeSeconds),
+  'Access-Control-Allow-Methods': [...methods, 'OPTIONS'].join(','),
+});
+
 /** Methods served on a route's path (an ANY on the path answers the others 405). */
 export const methodsOn = (path: string) => [...new Set(routes.filter((r) => r.path === path).map((r) => r.method))];
 

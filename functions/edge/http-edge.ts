@@ -1,31 +1,20 @@
 /**
- * The HTTP edge shared by API handlers (middy): request id, CORS and rate-limit headers on every
- * response, errors mapped to problem+json in one place, one request-log entry per request.
+ * The HTTP edge shared by API handlers (middy): parses API Gateway's event into the domain's plain
+ * request, and from the route's outcome builds the response (request id, CORS and the route's
+ * headers on every answer, errors mapped to problem+json in one place) and one request-log entry.
  */
 import middy from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
-import { cors } from '../../lib/topology.js';
+import { corsResponseHeaders } from '../../lib/topology.js';
 import type { Deps } from '../core/platform/deps.js';
 import { lambdaDeps } from '../core/platform/deps.js';
-import { toProblem, payloadTooLarge, unsupportedMediaType, badRequest, DomainError } from '../core/platform/errors.js';
+import { toProblem, DomainError } from '../core/platform/errors.js';
+import type { HttpOutcome, HttpRequest } from '../core/platform/http-request.js';
 import { logger, flushMetrics } from '../core/platform/observability.js';
 import { recordRequest } from '../core/tenancy/request-log.js';
 
-export interface RequestScope {
-  deps: Deps;
-  requestId: string;
-  /** Set by the route once it knows them: they go into headers and the request log. */
-  organizationId?: string;
-  keyId?: string;
-  headers: Record<string, string>;
-}
-
-export type Route = (event: APIGatewayProxyEvent, scope: RequestScope, context?: Context) => Promise<{ status: number; body: unknown; headers?: Record<string, string> }>;
-
-const corsHeaders = {
-  'Access-Control-Allow-Origin': cors.allowOrigins.join(','),
-  'Access-Control-Expose-Headers': cors.exposeHeaders.join(','),
-};
+/** A route of the domain: a plain request in, a plain outcome out (e.g. core/intake/handle-lead-request.ts). */
+export type HttpRoute = (deps: Deps, request: HttpRequest) => Promise<HttpOutcome>;
 
 /** Seconds a caller waits before retrying when the function cannot get its settings (SSM's pause between attempts). */
 const DEPS_RETRY_AFTER_SECONDS = 10;
@@ -37,12 +26,40 @@ function problemResult(error: unknown, requestId: string, headers: Record<string
   const { problem, headers: own } = toProblem(error, requestId);
   return {
     statusCode: problem.status,
-    headers: { 'Content-Type': 'application/problem+json', ...corsHeaders, 'X-Request-Id': requestId, ...headers, ...own },
+    headers: { 'Content-Type': 'application/problem+json', ...corsResponseHeaders, 'X-Request-Id': requestId, ...headers, ...own },
     body: JSON.stringify(problem),
   };
 }
 
-export function httpEndpoint(route: Route, options: { deps?: () => Promise<Deps> } = {}) {
+/** The plain request the domain takes, from API Gateway's event and the Lambda context. */
+function toHttpRequest(event: APIGatewayProxyEvent, requestId: string, context?: Pick<Context, 'getRemainingTimeInMillis'>): HttpRequest {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(event.headers ?? {})) if (typeof value === 'string') headers[name.toLowerCase()] = value;
+  return {
+    method: event.httpMethod,
+    headers,
+    body: event.isBase64Encoded ? Buffer.from(event.body ?? '', 'base64') : (event.body ?? undefined),
+    sourceIp: event.requestContext?.identity?.sourceIp ?? undefined,
+    requestId,
+    remainingTimeMs: context?.getRemainingTimeInMillis(),
+  };
+}
+
+/** API Gateway's result for an outcome: the answer as JSON, or the error as problem+json. */
+function toResult(outcome: HttpOutcome, requestId: string): APIGatewayProxyResult {
+  if (!('status' in outcome)) {
+    const result = problemResult(outcome.error, requestId, outcome.headers);
+    if (result.statusCode >= 500) logger.error('request failed', { requestId, error: outcome.error as Error });
+    return result;
+  }
+  return {
+    statusCode: outcome.status,
+    headers: { 'Content-Type': 'application/json', ...corsResponseHeaders, 'X-Request-Id': requestId, ...outcome.headers },
+    body: JSON.stringify(outcome.body),
+  };
+}
+
+export function httpEndpoint(route: HttpRoute, options: { deps?: () => Promise<Deps> } = {}) {
   const getDeps = options.deps ?? lambdaDeps;
   return middy<APIGatewayProxyEvent, APIGatewayProxyResult, Error, Context>()
     // Every request's metrics (e.g. RateLimitFailOpen) are published, whether it answered or threw.
@@ -59,23 +76,13 @@ export function httpEndpoint(route: Route, options: { deps?: () => Promise<Deps>
       logger.error('request failed: dependencies unavailable', { requestId, error: error as Error });
       return problemResult(depsUnavailable(), requestId);
     }
-    const scope: RequestScope = { deps, requestId, headers: {} };
-    let result: APIGatewayProxyResult;
-    try {
-      const out = await route(event, scope, context);
-      result = {
-        statusCode: out.status,
-        headers: { 'Content-Type': 'application/json', ...corsHeaders, 'X-Request-Id': requestId, ...scope.headers, ...out.headers },
-        body: JSON.stringify(out.body),
-      };
-    } catch (error) {
-      result = problemResult(error, requestId, scope.headers);
-      if (result.statusCode >= 500) logger.error('request failed', { requestId, error: error as Error });
-    }
+    // A route reports its errors in the outcome; one that throws anyway is answered the same way.
+    const outcome = await route(deps, toHttpRequest(event, requestId, context)).catch((error: unknown): HttpOutcome => ({ error, headers: {} }));
+    const result = toResult(outcome, requestId);
     await recordRequest(deps, {
       requestId,
-      organizationId: scope.organizationId,
-      keyId: scope.keyId,
+      organizationId: outcome.organizationId,
+      keyId: outcome.keyId,
       method: event.httpMethod,
       route: event.resource ?? event.path,
       status: result.statusCode,
@@ -83,26 +90,4 @@ export function httpEndpoint(route: Route, options: { deps?: () => Promise<Deps>
     });
     return result;
   });
-}
-
-/** Case-insensitive header read. */
-export function header(event: APIGatewayProxyEvent, name: string): string | undefined {
-  const lower = name.toLowerCase();
-  for (const [k, v] of Object.entries(event.headers ?? {})) if (k.toLowerCase() === lower) return v ?? undefined;
-  return undefined;
-}
-
-/** The JSON body of a request, enforcing content type, size and syntax (415, 413, 400). */
-export function jsonBody(event: APIGatewayProxyEvent, maxBytes: number): unknown {
-  const type = header(event, 'content-type') ?? '';
-  if (!/^application\/([a-z.+-]*\+)?json\s*(;|$)/i.test(type.trim())) {
-    throw unsupportedMediaType(`Send the body as application/json${type ? `, not ${type.split(';')[0]}` : ''}.`);
-  }
-  const raw = event.isBase64Encoded ? Buffer.from(event.body ?? '', 'base64') : Buffer.from(event.body ?? '', 'utf8');
-  if (raw.length > maxBytes) throw payloadTooLarge(maxBytes);
-  try {
-    return JSON.parse(raw.toString('utf8'));
-  } catch (error) {
-    throw badRequest(`The body is not valid JSON: ${(error as Error).message}.`);
-  }
 }

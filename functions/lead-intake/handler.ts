@@ -1,5 +1,5 @@
-/** POST/GET /api/webhook/leads: the lead endpoint (functions/core/intake/lead-requests.ts). */
+/** POST/GET /api/webhook/leads: the lead endpoint (functions/core/intake/handle-lead-request.ts). */
 import { httpEndpoint } from '../edge/http-edge.js';
-import { leadIntake } from '../core/intake/lead-requests.js';
+import { handleLeadRequest } from '../core/intake/handle-lead-request.js';
 
-export const handler = httpEndpoint(leadIntake);
+export const handler = httpEndpoint(handleLeadRequest);

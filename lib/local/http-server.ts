@@ -10,7 +10,7 @@ import { createServer, type IncomingMessage, type ServerResponse, type Server } 
 import { randomUUID } from 'node:crypto';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import {
-  catchAllAnswers, cors, corsResponseHeaders, edgeRules as defaultEdgeRules, gatewayMaxBodyBytes, gatewayProblemBody,
+  catchAllAnswers, corsPreflightHeaders, corsResponseHeaders, edgeRules as defaultEdgeRules, gatewayMaxBodyBytes, gatewayProblemBody,
   gatewayResponses, lambdaFailure, methodsOn, mockAcceptsContentType, routes, apiMethodFor, catchAllThrottle, applyEdgeTransforms, wellFormedKeys,
   type EdgeRuleSpec, type GatewayAnswerSpec, type RouteSpec, type ThrottleSpec,
 } from '../topology.js';
@@ -201,12 +201,7 @@ export async function startHttpServer(options: LocalApiOptions): Promise<{ serve
       if (allowed.length === 0) return mock(catchAllAnswers.notFound);
       if (req.method === 'OPTIONS') {
         // The CORS preflight needs no key (DESIGN §6 Browsers): the headers of the stage's OPTIONS mock.
-        return send(res, 204, {
-          'Access-Control-Allow-Headers': cors.allowHeaders.join(','),
-          'Access-Control-Allow-Origin': corsResponseHeaders['Access-Control-Allow-Origin'],
-          'Access-Control-Max-Age': String(cors.maxAgeSeconds),
-          'Access-Control-Allow-Methods': [...allowed, 'OPTIONS'].join(','),
-        }, '');
+        return send(res, 204, corsPreflightHeaders(allowed), '');
       }
       const route = routes.find((r) => r.path === pathname && r.method === req.method);
       if (!route) return mock(catchAllAnswers.methodNotAllowed(allowed));

@@ -7,12 +7,25 @@
 import { IdempotencyConfig, makeIdempotent } from '@aws-lambda-powertools/idempotency';
 import { IdempotencyAlreadyInProgressError, IdempotencyValidationError } from '@aws-lambda-powertools/idempotency';
 import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
-import type { Context } from 'aws-lambda';
 import type { Deps } from '../platform/deps.js';
 import { badRequest, conflict, unprocessable } from '../platform/errors.js';
 
 const REPLAY_WINDOW_SECONDS = 24 * 60 * 60;
 const MAX_KEY_LENGTH = 255;
+
+/**
+ * What Powertools reads from the Lambda context: the time left, so that an in-flight record expires
+ * with the function that wrote it and a retry is not refused with 409 for the rest of the window.
+ */
+export interface RemainingTime {
+  getRemainingTimeInMillis(): number;
+}
+
+/** A RemainingTime counting down from `ms` left now. */
+export function remainingTimeFrom(ms: number): RemainingTime {
+  const deadline = Date.now() + ms;
+  return { getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()) };
+}
 
 export interface IdempotentCall<T> {
   organizationId: string;
@@ -55,9 +68,10 @@ export function validateIdempotencyKey(value: string | undefined): string | unde
  * Runs `call.run` at most once per (organization, key) within the replay window and returns the
  * first result to every retry. `replayed` tells the caller which of the two happened.
  */
-export async function runIdempotent<T>(deps: Deps, context: Context | undefined, call: IdempotentCall<T>): Promise<{ result: T; replayed: boolean }> {
+export async function runIdempotent<T>(deps: Deps, remainingTime: RemainingTime | undefined, call: IdempotentCall<T>): Promise<{ result: T; replayed: boolean }> {
   const { config, fn } = idempotentRunner(deps);
-  if (context) config.registerLambdaContext(context);
+  // Powertools types it as the whole Lambda context but reads only the time left.
+  if (remainingTime) config.registerLambdaContext(remainingTime as Parameters<IdempotencyConfig['registerLambdaContext']>[0]);
   let executed = false;
   try {
     const result = (await fn({ ...call, run: async () => ((executed = true), call.run()) })) as T;

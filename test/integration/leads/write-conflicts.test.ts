@@ -10,10 +10,10 @@ import { mockClient } from 'aws-sdk-client-mock';
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { TransactWriteCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import type { APIGatewayProxyEvent } from 'aws-lambda';
-import { itemsOf, newTenant, testStack, type Tenant } from '../support/stack.js';
-import { createDeps, type Deps } from '../../../functions/core/platform/deps.js';
+import { itemsOf, newTenant, ownDeps, testStack, type Tenant } from '../support/stack.js';
+import type { Deps } from '../../../functions/core/platform/deps.js';
 import { httpEndpoint } from '../../../functions/edge/http-edge.js';
-import { leadIntake } from '../../../functions/core/intake/lead-requests.js';
+import { handleLeadRequest as leadIntake } from '../../../functions/core/intake/handle-lead-request.js';
 import { createLead } from '../../../functions/core/intake/create-lead.js';
 import { parseLead } from '../../../functions/core/intake/lead-schema.js';
 import { dailyUsage, getOrganization, listOrganizations, requireOrganization } from '../../../functions/core/tenancy/organizations.js';
@@ -30,8 +30,8 @@ const conflict = () => new TransactionCanceledException({
 
 /** Deps on their own document client whose first `failures` TransactWriteItems are cancelled. */
 async function conflictingDeps(failures: number): Promise<{ deps: Deps; transactions: () => number }> {
-  const { info, deps: base } = await testStack();
-  const { doc } = createDeps({ region: info.region, dynamodbEndpoint: info.dynamodbEndpoint, sqsEndpoint: info.sqsEndpoint, tables: info.tables, queues: info.queues, settings: base.settings });
+  const base = await ownDeps();
+  const { doc } = base;
   const realSend = doc.send.bind(doc) as (command: TransactWriteCommand) => Promise<unknown>;
   const mock = mockClient(doc);
   mock.send.callThrough(); // every other command goes to DynamoDB Local
@@ -50,7 +50,7 @@ async function conflictingDeps(failures: number): Promise<{ deps: Deps; transact
  */
 async function lostAnswerDeps(): Promise<{ deps: Deps; puts: () => number }> {
   const { info, deps: base } = await testStack();
-  const { doc } = createDeps({ region: info.region, dynamodbEndpoint: info.dynamodbEndpoint, sqsEndpoint: info.sqsEndpoint, tables: info.tables, queues: info.queues, settings: base.settings });
+  const { doc } = await ownDeps();
   let puts = 0;
   // Below the retry middleware (deserialize step), so the SDK sees a transient network error and retries.
   doc.middlewareStack.add((next, context) => async (args) => {

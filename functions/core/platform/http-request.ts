@@ -1,0 +1,48 @@
+/**
+ * An HTTP request and its outcome as the domain sees them (DESIGN §3): plain values. The HTTP edge
+ * (functions/edge/http-edge.ts) parses API Gateway's event into an HttpRequest, and shapes the
+ * response, its headers and the request-log entry from the HttpOutcome.
+ */
+import { badRequest, payloadTooLarge, unsupportedMediaType } from './errors.js';
+
+export interface HttpRequest {
+  method: string;
+  /** Names lower-cased. */
+  headers: Record<string, string>;
+  /** Raw bytes (a Buffer) or text, as received. */
+  body: Buffer | string | undefined;
+  sourceIp?: string;
+  requestId: string;
+  /** Time left before the function is stopped, when the runtime says (Lambda's context does). */
+  remainingTimeMs?: number;
+}
+
+/** Known once the caller is authenticated: the request log records it, even for a refused request. */
+export interface Caller {
+  organizationId?: string;
+  keyId?: string;
+}
+
+/**
+ * What a request came to: an answer, or the error to answer with as problem+json (platform/errors.ts),
+ * plus the headers owed on either (e.g. rate-limit state) and the caller, once known.
+ */
+export type HttpOutcome = Caller & { headers: Record<string, string> } & (
+  | { status: number; body: unknown }
+  | { error: unknown }
+);
+
+/** The JSON body of a request, enforcing content type, size and syntax (415, 413, 400; DESIGN §7). */
+export function readJsonBody(request: Pick<HttpRequest, 'headers' | 'body'>, maxBytes: number): unknown {
+  const type = request.headers['content-type'] ?? '';
+  if (!/^application\/([a-z.+-]*\+)?json\s*(;|$)/i.test(type.trim())) {
+    throw unsupportedMediaType(`Send the body as application/json${type ? `, not ${type.split(';')[0]}` : ''}.`);
+  }
+  const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.from(request.body ?? '', 'utf8');
+  if (raw.length > maxBytes) throw payloadTooLarge(maxBytes);
+  try {
+    return JSON.parse(raw.toString('utf8'));
+  } catch (error) {
+    throw badRequest(`The body is not valid JSON: ${(error as Error).message}.`);
+  }
+}
