@@ -1,21 +1,18 @@
 /**
- * Stream record → events (DESIGN §10). Pure and total: the same record always yields the same
+ * Stream change → events (DESIGN §10). Pure and total: the same change always yields the same
  * events with the same ids (so a re-read stream batch can never produce a second delivery), and no
- * record makes it throw (a throwing record would block its shard). The rules, and what produces
+ * change makes it throw (a throwing record would block its shard). The rules, and what produces
  * nothing, are listed in docs/events.md.
  */
 import { createHash } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
-import { unmarshall } from '@aws-sdk/util-dynamodb';
-import type { AttributeValue } from '@aws-sdk/client-dynamodb';
-import type { DynamoDBRecord } from 'aws-lambda';
 import { orgIdOf, type EventPayload } from '../platform/model.js';
 import { API_VERSION } from './catalog.js';
 import type { EventType } from '../delivery/subscriptions.js';
 import { isEntity, toPublic, type Entity } from './public-objects.js';
+import type { Item, StreamChange } from './stream-changes.js';
 
-type Item = Record<string, unknown>;
-type Kind = 'INSERT' | 'MODIFY' | 'REMOVE';
+type Kind = Exclude<StreamChange['kind'], 'expire'>;
 
 /** A change as the rules see it: public objects only, so storage and bookkeeping attributes are invisible. */
 interface Change { kind: Kind; before?: Item; after?: Item }
@@ -25,34 +22,14 @@ interface Derived { type: EventType; previous?: Item }
 const BOOKKEEPING = new Set(['updated_at']);
 
 /**
- * True for deletions DynamoDB made itself (TTL). AWS reports them as REMOVE by the DynamoDB service
- * principal; DynamoDB Local (a Java program) with an event name its SDK does not know, which
- * arrives as the string `UNKNOWN_TO_SDK_VERSION`.
- */
-export function isTtlExpiry(record: DynamoDBRecord): boolean {
-  const identity = record.userIdentity as { type?: string; principalId?: string } | undefined;
-  if (record.eventName === 'REMOVE') return identity?.type === 'Service' && identity.principalId === 'dynamodb.amazonaws.com';
-  return !['INSERT', 'MODIFY'].includes(String(record.eventName));
-}
-
-/**
  * `evt_` + 22 base64url characters (132 bits) of SHA-256 over stream, position and type: the
  * sequence number is unique within a stream (on DynamoDB Local too, across restarts), and one
  * record can yield several events of different types.
  */
-export function eventIdFor(record: DynamoDBRecord, type: EventType): string {
-  const stream = record.eventSourceARN ?? record.eventID ?? '';
-  const source = `${stream}|${record.dynamodb?.SequenceNumber ?? ''}|${type}`;
+function eventIdFor(change: StreamChange, type: EventType): string {
+  const source = `${change.stream}|${change.sequenceNumber}|${type}`;
   return 'evt_' + createHash('sha256').update(source).digest('base64url').slice(0, 22);
 }
-
-/** Numbers beyond 2^53 stay strings instead of becoming BigInts, which JSON cannot carry. */
-const safeNumber = (text: string) => {
-  const n = Number(text);
-  return Math.abs(n) <= Number.MAX_SAFE_INTEGER ? n : text;
-};
-const image = (av: Record<string, unknown> | undefined): Item | undefined =>
-  av ? unmarshall(av as Record<string, AttributeValue>, { wrapNumbers: safeNumber }) : undefined;
 
 /** Old values of the visible fields that changed (null where a field was absent). */
 function changedFields(before: Item, after: Item): Item {
@@ -77,28 +54,28 @@ function addedPayments(before: unknown, after: unknown): unknown[] {
 
 const rules: Record<Entity, (change: Change) => Derived[]> = {
   client({ kind, before, after }) {
-    if (kind === 'INSERT') return [{ type: 'client.created' }];
-    if (kind === 'REMOVE') return [{ type: 'client.deleted' }];
+    if (kind === 'insert') return [{ type: 'client.created' }];
+    if (kind === 'remove') return [{ type: 'client.deleted' }];
     const previous = changedFields(before!, after!);
     return Object.keys(previous).length > 0 ? [{ type: 'client.updated', previous }] : [];
   },
   work_order({ kind, before, after }) {
     // Created already completed: subscribers to `completed` still hear of it (no `previous`).
-    if (kind === 'INSERT') return [{ type: 'work_order.created' }, ...(after!.status === 'completed' ? [{ type: 'work_order.completed' as const }] : [])];
-    if (kind === 'REMOVE') return [{ type: 'work_order.deleted' }];
+    if (kind === 'insert') return [{ type: 'work_order.created' }, ...(after!.status === 'completed' ? [{ type: 'work_order.completed' as const }] : [])];
+    if (kind === 'remove') return [{ type: 'work_order.deleted' }];
     if (isDeepStrictEqual(before!.status, after!.status)) return []; // other edits of a work order are not events
     const previous = { status: before!.status ?? null };
     return [{ type: 'work_order.status_changed', previous }, ...(after!.status === 'completed' ? [{ type: 'work_order.completed' as const, previous }] : [])];
   },
   invoice({ kind, before, after }) {
-    if (kind === 'REMOVE') return [];
-    const out: Derived[] = kind === 'INSERT' ? [{ type: 'invoice.created' }] : [];
+    if (kind === 'remove') return [];
+    const out: Derived[] = kind === 'insert' ? [{ type: 'invoice.created' }] : [];
     if (after!.sent_at && !before?.sent_at) out.push({ type: 'invoice.sent' });
     // One event per change that records payments, however many it adds; `previous.payments` lets a receiver diff.
     if (addedPayments(before?.payments, after!.payments).length > 0) out.push({ type: 'invoice.paid', previous: { payments: before?.payments ?? [] } });
     return out;
   },
-  booking: ({ kind }) => (kind === 'INSERT' ? [{ type: 'booking.received' }] : []),
+  booking: ({ kind }) => (kind === 'insert' ? [{ type: 'booking.received' }] : []),
 };
 
 /**
@@ -106,8 +83,8 @@ const rules: Record<Entity, (change: Change) => Derived[]> = {
  * image whose `organization_id` disagrees with the key (or is missing) makes the record a mismatch,
  * which yields no event at all rather than one for either organization.
  */
-function tenantOf(record: DynamoDBRecord, images: Item[]): { organizationId?: string; mismatch: boolean } {
-  const keyPk = (record.dynamodb?.Keys as Record<string, AttributeValue> | undefined)?.pk?.S ?? images[0].pk;
+function tenantOf(change: StreamChange, images: Item[]): { organizationId?: string; mismatch: boolean } {
+  const keyPk = typeof change.keys.pk === 'string' ? change.keys.pk : images[0].pk;
   const organizationId = typeof keyPk === 'string' && keyPk.startsWith('ORG#') && keyPk.length > 4 ? orgIdOf(keyPk) : undefined;
   const agrees = organizationId !== undefined && images.every((i) => i.pk === keyPk && i.organization_id === organizationId);
   return agrees ? { organizationId, mismatch: false } : { organizationId, mismatch: true };
@@ -117,55 +94,40 @@ const storedTime = (item: Item | undefined): number | undefined =>
   [item?.updated_at, item?.created_at].map((v) => (typeof v === 'string' ? Date.parse(v) : NaN)).find((t) => !Number.isNaN(t));
 
 /**
- * When the change happened: the stream record's time, but never earlier than the item's own
+ * When the change happened: the stream's time, but never earlier than the item's own
  * `updated_at` (`created_at` where it has none) — the image the change left (the old one for a
  * deletion). The stream time is approximate (seconds on AWS; on DynamoDB Local rounded down and
  * seen tens of seconds early), so alone it can precede the change it reports.
  */
-function timestampOf(record: DynamoDBRecord, item: Item): string {
-  const seconds = record.dynamodb?.ApproximateCreationDateTime;
-  const stream = typeof seconds === 'number' && Number.isFinite(seconds) ? seconds * 1000 : undefined;
-  const times = [stream, storedTime(item)].filter((t): t is number => t !== undefined);
+function timestampOf(change: StreamChange, item: Item): string {
+  const times = [change.approximateCreationTime, storedTime(item)].filter((t): t is number => t !== undefined);
   // Last resort for a hand-made record without times; real stream records always carry one.
   return new Date(times.length ? Math.max(...times) : Date.now()).toISOString();
 }
 
-/** What one stream record yields; `tenantMismatch` names the key's organization when the record was dropped for that. */
+/** What one change yields; `tenantMismatch` names the key's organization when the change was dropped for that. */
 export interface Derivation { events: EventPayload[]; tenantMismatch?: { organizationId?: string } }
 
-export function deriveEvents(record: DynamoDBRecord): EventPayload[] {
-  return derive(record).events;
-}
-
-export function derive(record: DynamoDBRecord): Derivation {
+export function derive(change: StreamChange): Derivation {
   const none: Derivation = { events: [] };
-  if (isTtlExpiry(record)) return none;
-  const kind = record.eventName as Kind;
-  if (!['INSERT', 'MODIFY', 'REMOVE'].includes(kind)) return none;
-  let newItem: Item | undefined;
-  let oldItem: Item | undefined;
-  try {
-    newItem = image(record.dynamodb?.NewImage);
-    oldItem = image(record.dynamodb?.OldImage);
-  } catch {
-    return none; // not a DynamoDB image: nothing the CRM wrote
-  }
+  const { kind, newImage: newItem, oldImage: oldItem } = change;
+  if (kind === 'expire') return none;
   // The images a change needs (the stream view is NEW_AND_OLD_IMAGES; anything less yields nothing).
-  if ((kind !== 'REMOVE' && !newItem) || (kind !== 'INSERT' && !oldItem)) return none;
+  if ((kind !== 'remove' && !newItem) || (kind !== 'insert' && !oldItem)) return none;
   const item = (newItem ?? oldItem)!;
   const entity = item.entity;
   if (!isEntity(entity) || (oldItem && newItem && oldItem.entity !== newItem.entity)) return none;
-  const tenant = tenantOf(record, [newItem, oldItem].filter((i): i is Item => !!i));
+  const tenant = tenantOf(change, [newItem, oldItem].filter((i): i is Item => !!i));
   if (tenant.mismatch) return { events: [], tenantMismatch: { organizationId: tenant.organizationId } };
   const organizationId = tenant.organizationId!;
 
   const before = oldItem && toPublic(entity, oldItem);
   const after = newItem && toPublic(entity, newItem);
   const object = (after ?? before)!;
-  const timestamp = timestampOf(record, item);
+  const timestamp = timestampOf(change, item);
   return {
     events: rules[entity]({ kind, before, after }).map(({ type, previous }) => ({
-      id: eventIdFor(record, type),
+      id: eventIdFor(change, type),
       type,
       api_version: API_VERSION,
       timestamp,

@@ -1,11 +1,10 @@
 /**
- * Fan-out (DESIGN §10, §11): stream records → events → one delivery per subscribed endpoint of the
+ * Fan-out (DESIGN §10, §11): stream changes → events → one delivery per subscribed endpoint of the
  * event's organization. Each delivery has an id derived from (event id, endpoint id) and is written
  * with a conditional put, so a re-processed batch creates nothing twice; it is then queued. Events
  * for a disabled endpoint are recorded as skipped; payloads too big for the queue are recorded as
  * failed with the reason, never retried in a loop.
  */
-import type { DynamoDBRecord, DynamoDBBatchResponse } from 'aws-lambda';
 import type { Deps } from '../platform/deps.js';
 import type { DeliveryMessage, EventPayload, WebhookEndpoint } from '../platform/model.js';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
@@ -13,6 +12,7 @@ import { currentEndpoints } from '../delivery/endpoints.js';
 import { queueDeliveries, recordDelivery } from '../delivery/queue.js';
 import { logger, metrics } from '../platform/observability.js';
 import { derive } from './derive.js';
+import type { StreamChange } from './stream-changes.js';
 import { isSubscribed } from '../delivery/subscriptions.js';
 
 /** Queues the deliveries of one event to those of `endpoints` subscribed to it. */
@@ -25,30 +25,33 @@ export async function fanOutEvent(deps: Deps, event: EventPayload, endpoints: We
   return messages;
 }
 
-/** A record whose organization_id disagrees with its key is dropped: logged (ids only) and counted for the alarm. */
-function reportTenantMismatch(record: DynamoDBRecord, organizationId: string | undefined): void {
+/** A change whose organization_id disagrees with its key is dropped: logged (ids only) and counted for the alarm. */
+function reportTenantMismatch(change: StreamChange, organizationId: string | undefined): void {
   logger.warn('stream record dropped: its organization_id disagrees with its partition key', {
-    keyOrganizationId: organizationId, sequenceNumber: record.dynamodb?.SequenceNumber, eventName: record.eventName, eventSourceARN: record.eventSourceARN,
+    keyOrganizationId: organizationId, sequenceNumber: change.sequenceNumber, kind: change.kind, stream: change.stream,
   });
   metrics.addMetric('TenantMismatch', MetricUnit.Count, 1);
 }
 
+/** `failedFrom`: the sequence number of the first change whose work did not complete. */
+export interface FanOutResult { failedFrom?: string }
+
 /**
- * The stream handler's work. Events of the whole batch are recorded in parallel (each delivery is
+ * The stream batch's work. Events of the whole batch are recorded in parallel (each delivery is
  * idempotent, and receivers get no ordering guarantee anyway), then queued in batches of 10. If
- * anything fails, the first record whose work did not complete is reported, so the event source
+ * anything fails, the first change whose work did not complete is reported, so the event source
  * retries from there; what was done before it is not redone, and redoing the rest creates nothing
  * twice.
  */
-export async function fanOut(deps: Deps, records: DynamoDBRecord[]): Promise<DynamoDBBatchResponse> {
+export async function fanOut(deps: Deps, changes: StreamChange[]): Promise<FanOutResult> {
   let mismatches = 0;
-  const work = records.map((record) => {
-    const { events, tenantMismatch } = derive(record);
+  const work = changes.map((change) => {
+    const { events, tenantMismatch } = derive(change);
     if (tenantMismatch) {
       mismatches++;
-      reportTenantMismatch(record, tenantMismatch.organizationId);
+      reportTenantMismatch(change, tenantMismatch.organizationId);
     }
-    return { record, events, ok: true };
+    return { change, events, ok: true, messages: [] as DeliveryMessage[] };
   });
   if (mismatches > 0) metrics.publishStoredMetrics();
   // Each organization's endpoints are read fresh, once per batch (never from a cache): an endpoint
@@ -60,26 +63,23 @@ export async function fanOut(deps: Deps, records: DynamoDBRecord[]): Promise<Dyn
   };
   await Promise.all(work.map(async (item) => {
     try {
-      const messages: DeliveryMessage[] = [];
       for (const event of item.events) {
         const endpoints = (await endpointsOf(event.organization_id)).filter((e) => isSubscribed(e.events, event.type));
-        for (const m of await Promise.all(endpoints.map((e) => recordDelivery(deps, event, e)))) if (m) messages.push(m);
+        for (const m of await Promise.all(endpoints.map((e) => recordDelivery(deps, event, e)))) if (m) item.messages.push(m);
       }
-      (item as { messages?: DeliveryMessage[] }).messages = messages;
     } catch (error) {
       item.ok = false;
-      logger.error('fan-out failed', { sequenceNumber: item.record.dynamodb?.SequenceNumber, error: error as Error });
+      logger.error('fan-out failed', { sequenceNumber: item.change.sequenceNumber, error: error as Error });
     }
   }));
-  // Queue what the records before the first failure produced (records after it will be redone).
+  // Queue what the changes before the first failure produced (changes after it will be redone).
   const firstFailed = work.findIndex((w) => !w.ok);
   const done = firstFailed === -1 ? work : work.slice(0, firstFailed);
-  const messages = done.flatMap((w) => (w as { messages?: DeliveryMessage[] }).messages ?? []);
   try {
-    await queueDeliveries(deps, messages);
+    await queueDeliveries(deps, done.flatMap((w) => w.messages));
   } catch (error) {
     logger.error('queuing deliveries failed', { error: error as Error });
-    return { batchItemFailures: records[0] ? [{ itemIdentifier: records[0].dynamodb!.SequenceNumber! }] : [] };
+    return changes[0] ? { failedFrom: changes[0].sequenceNumber } : {};
   }
-  return { batchItemFailures: firstFailed === -1 ? [] : [{ itemIdentifier: records[firstFailed].dynamodb!.SequenceNumber! }] };
+  return firstFailed === -1 ? {} : { failedFrom: changes[firstFailed].sequenceNumber };
 }

@@ -10,7 +10,7 @@ import { ChangeMessageVisibilityCommand, DeleteMessageCommand, ReceiveMessageCom
 import type { Deps } from '../platform/deps.js';
 import { logger } from '../platform/observability.js';
 import { fanOut } from './fanout.js';
-import { toLambdaRecord } from './stream-records.js';
+import { changeFromStreamsApi } from './stream-changes.js';
 
 /** The part of Lambda's on-failure record for stream sources that locates the batch. */
 export interface StreamBatchInfo { shardId: string; startSequenceNumber: string; endSequenceNumber: string; streamArn: string }
@@ -81,11 +81,11 @@ export async function replayFanoutFailures(deps: Deps, streams: DynamoDBStreamsC
       try {
         if (info) {
           const range = await readRange(streams, info, readOptions);
-          const records = range.records.map((r) => toLambdaRecord(r, info.streamArn));
-          const response = await fanOut(deps, records);
+          const changes = range.records.map((r) => changeFromStreamsApi(r, info.streamArn));
+          const { failedFrom } = await fanOut(deps, changes);
           // What was read is fanned out (idempotent); an unfinished read keeps the batch for a later run.
-          ok = range.complete && response.batchItemFailures.length === 0;
-          result.records += records.length;
+          ok = range.complete && failedFrom === undefined;
+          result.records += changes.length;
         }
       } catch (error) {
         // Past the stream's 24 h: this batch cannot be read any more, the others still can.

@@ -13,7 +13,7 @@ import { eventually, newTenant, postLead, runCli, testStack } from '../support/s
 import { Receiver } from '../support/receiver.js';
 import { addEndpoint, updateEndpoint } from '../../../functions/core/delivery/endpoints.js';
 import { catalog, schemas } from '../../../functions/core/events/catalog.js';
-import { fanOut } from '../../../functions/core/events/fanout.js';
+import { fanOutStreamBatch as fanOut } from '../../../functions/event-fanout/stream-batch.js';
 import { listDeliveries } from '../../../functions/core/delivery/redrive.js';
 import { keys } from '../../../functions/core/platform/model.js';
 import { streamRecord } from '../../unit/events/given-stream.js';

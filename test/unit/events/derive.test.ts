@@ -2,10 +2,9 @@
 import { describe, it, expect } from '@jest/globals';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import type { DynamoDBRecord } from 'aws-lambda';
-import { deriveEvents, isTtlExpiry } from '../../../functions/core/events/derive.js';
 import { catalog, schemas } from '../../../functions/core/events/catalog.js';
 import { keys } from '../../../functions/core/platform/model.js';
-import { expectedTimestamp, streamRecord, streamArns, type Item, type Shape } from './given-stream.js';
+import { deriveEvents, expectedTimestamp, isTtlExpiry, streamRecord, streamArns, type Item, type Shape } from './given-stream.js';
 
 const at = '2026-11-01T10:00:00.000Z';
 const later = '2026-11-02T09:00:00.000Z';

@@ -5,7 +5,7 @@
  */
 import { describe, it, expect, jest, afterEach } from '@jest/globals';
 import type { Deps } from '../../../functions/core/platform/deps.js';
-import { fanOut } from '../../../functions/core/events/fanout.js';
+import { fanOutStreamBatch as fanOut } from '../../../functions/event-fanout/stream-batch.js';
 import { logger, metrics } from '../../../functions/core/platform/observability.js';
 import { keys } from '../../../functions/core/platform/model.js';
 import { streamRecord, type Shape } from './given-stream.js';

@@ -5,12 +5,15 @@
  * - `local`: a DynamoDB Local Streams API record (region `ddblocal`, UUID event ids, short sequence
  *   numbers, minute-precision Date timestamps; a TTL expiry has the event name
  *   `UNKNOWN_TO_SDK_VERSION`), converted by `toLambdaRecord` exactly as the local stream poller does.
+ * The domain reads them as the fan-out's edge hands them over (deriveEvents, isTtlExpiry below).
  */
 import { createHash } from 'node:crypto';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import type { _Record } from '@aws-sdk/client-dynamodb-streams';
 import type { DynamoDBRecord } from 'aws-lambda';
-import { toLambdaRecord } from '../../../functions/core/events/stream-records.js';
+import { toLambdaRecord } from '../../../lib/local/stream-poller.js';
+import { changeFromLambda } from '../../../functions/event-fanout/stream-batch.js';
+import { derive } from '../../../functions/core/events/derive.js';
 
 export type Item = Record<string, unknown>;
 export type Shape = 'aws' | 'local';
@@ -76,3 +79,9 @@ export function streamRecord(shape: Shape, change: Change, images: { old?: Item;
 /** The time deriveEvents should report for a record made with `at` in `shape`. */
 export const expectedTimestamp = (shape: Shape, at = new Date('2026-11-02T09:15:00.000Z')) =>
   new Date(shape === 'aws' ? Math.floor(at.getTime() / 1000) * 1000 : Math.floor(at.getTime() / 60_000) * 60_000).toISOString();
+
+/** The events the domain derives from a Lambda-shaped record, converted as the fan-out's edge does. */
+export const deriveEvents = (record: DynamoDBRecord) => derive(changeFromLambda(record)).events;
+
+/** Whether the edge reads a Lambda-shaped record as a TTL expiry. */
+export const isTtlExpiry = (record: DynamoDBRecord) => changeFromLambda(record).kind === 'expire';
