@@ -14,6 +14,7 @@ import autocannon from 'autocannon';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { ConsumedCapacity } from '@aws-sdk/client-dynamodb';
 import { startLocalStack } from '../lib/local/stack.js';
+import { depsFromStackFile, type LocalStackInfo } from '../lib/local/stack-file.js';
 import { createOrganization } from '../functions/core/tenancy/organizations.js';
 import { createApiKey } from '../functions/core/tenancy/api-keys.js';
 import { authenticate } from '../functions/core/tenancy/authenticate.js';
@@ -21,7 +22,7 @@ import { checkRateLimit, rateLimitFor } from '../functions/core/tenancy/rate-lim
 import { createLead } from '../functions/core/intake/create-lead.js';
 import { parseLead } from '../functions/core/intake/lead-schema.js';
 import { recordRequest } from '../functions/core/tenancy/request-log.js';
-import { createDeps, type Deps } from '../functions/core/platform/deps.js';
+import type { Deps } from '../functions/core/platform/deps.js';
 import { newId } from '../functions/core/platform/ids.js';
 import { edgeKeyLimitPerMinute } from '../lib/topology.js';
 
@@ -40,9 +41,10 @@ const WRITES = new Set(['PutItemCommand', 'UpdateItemCommand', 'DeleteItemComman
  * (ReturnConsumedCapacity INDEXES: table and index units). Reads are left out. Returns the first
  * lead of a fresh key (last-used write, prepaid day opened) and the steady state (the next lead).
  */
-async function writeUnitsPerLead(deps: Deps, billing: 'none' | 'prepaid'): Promise<{ first: number; steady: number }> {
+async function writeUnitsPerLead(deps: Deps, info: LocalStackInfo, billing: 'none' | 'prepaid'): Promise<{ first: number; steady: number }> {
   let units = 0;
-  const measured = createDeps({ ...endpoints, tables: deps.tables, queues: deps.queues, settings: deps.settings });
+  // Its own clients, so the middleware below counts only this lead's writes.
+  const measured = depsFromStackFile(info, deps.settings);
   measured.doc.middlewareStack.add((next, context) => async (args) => {
     if (!WRITES.has(context.commandName ?? '')) return next(args);
     (args.input as Record<string, unknown>).ReturnConsumedCapacity = 'INDEXES';
@@ -67,8 +69,6 @@ async function writeUnitsPerLead(deps: Deps, billing: 'none' | 'prepaid'): Promi
   return { first: await one(), steady: await one() };
 }
 
-let endpoints: { region: string; dynamodbEndpoint: string; sqsEndpoint: string };
-
 async function rawPuts(deps: Deps): Promise<{ perSecond: number; p50: number; p99: number }> {
   const latencies: number[] = [];
   const deadline = performance.now() + seconds * 1000;
@@ -86,7 +86,6 @@ async function rawPuts(deps: Deps): Promise<{ perSecond: number; p50: number; p9
 
 async function main() {
   const stack = await startLocalStack({ dir: mkdtempSync(path.join(tmpdir(), 'crm-bench-')), inMemory: true, port: 0, seed: false });
-  endpoints = { region: stack.info.region, dynamodbEndpoint: stack.info.dynamodbEndpoint, sqsEndpoint: stack.info.sqsEndpoint };
   try {
     const { deps } = stack;
     const keys: string[] = [];
@@ -106,8 +105,8 @@ async function main() {
     });
     const non201 = result.non2xx + result.errors;
     const raw = await rawPuts(deps);
-    const prepaid = await writeUnitsPerLead(deps, 'prepaid');
-    const postpaid = await writeUnitsPerLead(deps, 'none');
+    const prepaid = await writeUnitsPerLead(deps, stack.info, 'prepaid');
+    const postpaid = await writeUnitsPerLead(deps, stack.info, 'none');
     const leadsPerSecond = result.requests.average;
     console.log(`connections ${connections}, ${seconds} s, ${keyCount} keys (one per organization, prepaid)`);
     console.log(`POST /api/webhook/leads: ${leadsPerSecond.toFixed(0)} leads/s, p50 ${result.latency.p50} ms, p99 ${result.latency.p99} ms, ${result.requests.total} requests, ${non201} not 2xx`);

@@ -2,33 +2,12 @@
  * Where the CLI acts: the local stack when .local/stack.json exists (or --local), else the AWS stack
  * of --stage, found through its CloudFormation outputs with the standard credential chain.
  */
-import { readFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
-import path from 'node:path';
 import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { createDeps, type Deps } from '../../functions/core/platform/deps.js';
 import { parseSettings, readSettingsParameter, asDeployed, type Settings } from '../../functions/core/platform/settings.js';
 import { tables, queues, outputKeys, stackName, type TableName, type QueueName } from '../topology.js';
-
-/** What `npm start` writes to .local/stack.json (DESIGN §12), plus the physical names it created. */
-export interface LocalStackInfo {
-  apiUrl: string;
-  dynamodbEndpoint: string;
-  /** False when DynamoDB Local could not be put in a private network namespace (it then listens on every interface). */
-  dynamodbIsolated?: boolean;
-  sqsEndpoint: string;
-  /** The SSM stand-in holding the settings parameter (the handlers read them there). */
-  ssmEndpoint?: string;
-  settingsParameter?: string;
-  region: string;
-  demo?: { organizationId: string; apiKey: string };
-  tables: Record<TableName, string>;
-  queues: Record<QueueName, string>;
-  settings: unknown;
-}
-
-export const localDir = (cwd = process.cwd()) => path.join(cwd, '.local');
-export const stackFile = (cwd = process.cwd()) => path.join(localDir(cwd), 'stack.json');
+import { defaultStackFile, depsFromStackFile, readStackFile } from '../local/stack-file.js';
 
 export interface TargetOptions { local?: boolean; stage?: string; stackFile?: string }
 
@@ -42,10 +21,10 @@ export interface Target {
 }
 
 export async function resolveTarget(options: TargetOptions): Promise<Target> {
-  const file = options.stackFile ?? process.env.CRM_STACK_FILE ?? stackFile();
+  const file = options.stackFile ?? process.env.CRM_STACK_FILE ?? defaultStackFile();
   if (options.local || (!options.stage && existsSync(file))) {
     if (!existsSync(file)) throw new Error(`No local stack: ${file} does not exist. Start it with \`npm start\`.`);
-    const info = JSON.parse(await readFile(file, 'utf8')) as LocalStackInfo;
+    const info = readStackFile(file);
     const credentials = { accessKeyId: 'local', secretAccessKey: 'local' };
     // The stand-in holds the current settings (they may have changed since start); stack.json the initial ones.
     const settings = info.ssmEndpoint && info.settingsParameter
@@ -56,14 +35,7 @@ export async function resolveTarget(options: TargetOptions): Promise<Target> {
       apiUrl: info.apiUrl,
       describe: `local stack at ${info.apiUrl}`,
       streams: new DynamoDBStreamsClient({ region: info.region, endpoint: info.dynamodbEndpoint, credentials }),
-      deps: createDeps({
-        region: info.region,
-        dynamodbEndpoint: info.dynamodbEndpoint,
-        sqsEndpoint: info.sqsEndpoint,
-        tables: info.tables,
-        queues: info.queues,
-        settings,
-      }),
+      deps: depsFromStackFile(info, settings),
     };
   }
   const stage = options.stage ?? 'dev';

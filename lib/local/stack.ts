@@ -10,7 +10,7 @@ import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { functions, tables, queues, settingsParameterEnvVar, settingsParameterName, type FunctionSpec, type TableName, type QueueName } from '../topology.js';
 import { createDeps, type Deps } from '../../functions/core/platform/deps.js';
 import { parseSettings, localStackMarkerEnvVar } from '../../functions/core/platform/settings.js';
-import type { LocalStackInfo } from '../cli/target.js';
+import type { LocalStackInfo } from './stack-file.js';
 import { startDynamoDbLocal, startSqsEmulator, localCredentials, emulatorEnvironment } from './emulators.js';
 import { provisionTopology } from './provision.js';
 import { startHttpServer, type HttpHandler } from './http-server.js';

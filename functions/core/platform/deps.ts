@@ -2,7 +2,7 @@
  * The dependencies every domain module takes as its first argument: AWS SDK clients, the physical
  * names of the topology's tables and queues, the stage's settings and a clock. Lambda handlers
  * get it per invocation from env (`lambdaDeps()`); the local stack, the CLI and tests build
- * it from the emulators' endpoints (`createDeps()`). Domain code never reads process.env.
+ * it from the emulators' URLs (`createDeps()`). Domain code never reads process.env.
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
@@ -23,7 +23,8 @@ export interface Deps {
   now: () => number;
 }
 
-export interface Endpoints {
+/** Where the SDK clients connect: the emulators' URLs locally, AWS's defaults when absent. */
+export interface ServiceUrls {
   region?: string;
   dynamodbEndpoint?: string;
   sqsEndpoint?: string;
@@ -33,22 +34,22 @@ export interface Endpoints {
  * Without `region` the SDK resolves it as everywhere else (AWS_REGION, then the profile's config);
  * a caller that resolved it once (the CLI's AWS target) passes it so every client agrees.
  */
-export function createAwsClients(endpoints: Endpoints = {}): Pick<Deps, 'dynamodb' | 'doc' | 'sqs'> {
-  const region = endpoints.region;
+export function createAwsClients(urls: ServiceUrls = {}): Pick<Deps, 'dynamodb' | 'doc' | 'sqs'> {
+  const region = urls.region;
   // Emulators accept any credentials; the local stack and CLI need none configured.
-  const credentials = endpoints.dynamodbEndpoint ? { accessKeyId: 'local', secretAccessKey: 'local' } : undefined;
-  const dynamodb = new DynamoDBClient({ region, endpoint: endpoints.dynamodbEndpoint, credentials });
+  const credentials = urls.dynamodbEndpoint ? { accessKeyId: 'local', secretAccessKey: 'local' } : undefined;
+  const dynamodb = new DynamoDBClient({ region, endpoint: urls.dynamodbEndpoint, credentials });
   const doc = DynamoDBDocumentClient.from(dynamodb, {
     marshallOptions: { removeUndefinedValues: true, convertClassInstanceToMap: false },
   });
   // An emulator's queue URLs name a host that does not resolve (sqs.<region>.localhost): keep
   // talking to the configured endpoint instead of the URL's host.
-  const emulated = Boolean(endpoints.sqsEndpoint ?? process.env.AWS_ENDPOINT_URL_SQS);
-  const sqs = new SQSClient({ region, endpoint: endpoints.sqsEndpoint, credentials, ...(emulated ? { useQueueUrlAsEndpoint: false } : {}) });
+  const emulated = Boolean(urls.sqsEndpoint ?? process.env.AWS_ENDPOINT_URL_SQS);
+  const sqs = new SQSClient({ region, endpoint: urls.sqsEndpoint, credentials, ...(emulated ? { useQueueUrlAsEndpoint: false } : {}) });
   return { dynamodb, doc, sqs };
 }
 
-export function createDeps(input: Endpoints & {
+export function createDeps(input: ServiceUrls & {
   tables: Record<TableName, string>;
   queues: Record<QueueName, string>;
   settings: Settings;

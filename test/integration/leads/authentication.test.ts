@@ -6,10 +6,9 @@
 import { describe, it, expect } from '@jest/globals';
 import { GetCommand, QueryCommand, type GetCommandInput } from '@aws-sdk/lib-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
-import { createDeps, type Deps } from '../../../functions/core/platform/deps.js';
 import { keys } from '../../../functions/core/platform/model.js';
 import { hashApiKey } from '../../../functions/core/tenancy/api-keys.js';
-import { eventually, itemsOf, newTenant, postLead, testStack } from '../support/stack.js';
+import { eventually, itemsOf, newTenant, ownDeps, postLead, testStack } from '../support/stack.js';
 import { revokeApiKey, rotateApiKey } from '../../../functions/core/tenancy/api-keys.js';
 import { authenticate, clearAuthCache } from '../../../functions/core/tenancy/authenticate.js';
 import { DomainError } from '../../../functions/core/platform/errors.js';
@@ -126,13 +125,6 @@ describe('authenticating with an API key', () => {
     await expect(authenticate(deps, { 'X-API-Key': t.key })).resolves.toMatchObject({ organization: { id: t.organizationId } });
   });
 });
-
-/** Deps on their own document client, so a test can watch or delay its calls. */
-async function ownDeps(): Promise<Deps> {
-  const { info, deps } = await testStack();
-  const { doc } = createDeps({ region: info.region, dynamodbEndpoint: info.dynamodbEndpoint, sqsEndpoint: info.sqsEndpoint, tables: info.tables, queues: info.queues, settings: deps.settings });
-  return { ...deps, doc };
-}
 
 describe('the key cache and the last-used write', () => {
   it('keeps a real key cached through a flood of unknown keys', async () => {

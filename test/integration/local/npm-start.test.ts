@@ -4,13 +4,11 @@
  */
 import { describe, it, expect } from '@jest/globals';
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { PutCommand, GetCommand } from '@aws-sdk/lib-dynamodb';
-import { createDeps } from '../../../functions/core/platform/deps.js';
-import { parseSettings } from '../../../functions/core/platform/settings.js';
-import type { LocalStackInfo } from '../../../lib/cli/target.js';
+import { depsFromStackFile, readStackFile } from '../../../lib/local/stack-file.js';
 import { eventually } from '../support/stack.js';
 
 function start(dir: string): ChildProcess {
@@ -41,11 +39,11 @@ describe('npm start', () => {
     const mode = (p: string) => (statSync(p).mode & 0o777).toString(8);
     expect({ dir: mode(dir), data: mode(path.join(dir, 'dynamodb')), socketDir: mode(path.join(dir, 'run')), stackFile: mode(stackFile) })
       .toEqual({ dir: '700', data: '700', socketDir: '700', stackFile: '600' });
-    const info = JSON.parse(readFileSync(stackFile, 'utf8')) as LocalStackInfo;
+    const info = readStackFile(stackFile);
     expect(info).toMatchObject({ apiUrl: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/), region: 'us-east-1' });
     expect((await fetch(`${info.apiUrl}/api/webhook/leads`)).status).toBe(401);
 
-    const deps = createDeps({ ...info, settings: parseSettings(info.settings) });
+    const deps = depsFromStackFile(info);
     await deps.doc.send(new PutCommand({ TableName: info.tables.clients, Item: { pk: 'ORG#persist', sk: 'CLIENT#1', first_name: 'Kept' } }));
     } finally {
       expect(await stop(first)).toBe(0);
@@ -56,8 +54,8 @@ describe('npm start', () => {
     const second = start(dir);
     try {
       await eventually(async () => existsSync(stackFile), { timeoutMs: 60_000, what: 'stack.json again' });
-      const again = JSON.parse(readFileSync(stackFile, 'utf8')) as LocalStackInfo;
-      const deps2 = createDeps({ ...again, settings: parseSettings(again.settings) });
+      const again = readStackFile(stackFile);
+      const deps2 = depsFromStackFile(again);
       const { Item } = await deps2.doc.send(new GetCommand({ TableName: again.tables.clients, Key: { pk: 'ORG#persist', sk: 'CLIENT#1' } }));
       expect(Item?.first_name).toBe('Kept');
     } finally {

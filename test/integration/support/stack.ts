@@ -5,10 +5,9 @@
 import { readFileSync } from 'node:fs';
 import { execFile } from 'node:child_process';
 import path from 'node:path';
-import { createDeps, type Deps } from '../../../functions/core/platform/deps.js';
-import { parseSettings } from '../../../functions/core/platform/settings.js';
-import type { LocalStackInfo } from '../../../lib/cli/target.js';
-import { QueryCommand } from '@aws-sdk/lib-dynamodb';
+import type { Deps } from '../../../functions/core/platform/deps.js';
+import { queryAll } from '../../../functions/core/platform/query.js';
+import { depsFromStackFile, readStackFile, type LocalStackInfo } from '../../../lib/local/stack-file.js';
 import { createOrganization, type NewOrganization } from '../../../functions/core/tenancy/organizations.js';
 import { createApiKey } from '../../../functions/core/tenancy/api-keys.js';
 
@@ -24,19 +23,18 @@ let cached: TestStack | undefined;
 export async function testStack(): Promise<TestStack> {
   if (cached) return cached;
   const stackFile = process.env.CRM_STACK_FILE ?? readFileSync(path.resolve('test-artifacts/stack-file'), 'utf8').trim();
-  const info = JSON.parse(readFileSync(stackFile, 'utf8')) as LocalStackInfo;
+  const info = readStackFile(stackFile);
   process.env.AWS_ACCESS_KEY_ID ??= 'local';
   process.env.AWS_SECRET_ACCESS_KEY ??= 'local';
-  const deps = createDeps({
-    region: info.region,
-    dynamodbEndpoint: info.dynamodbEndpoint,
-    sqsEndpoint: info.sqsEndpoint,
-    tables: info.tables,
-    queues: info.queues,
-    settings: parseSettings(info.settings),
-  });
+  const deps = depsFromStackFile(info);
   cached = { info, deps, stackFile, api: (pathname, init) => fetch(info.apiUrl + pathname, init) };
   return cached;
+}
+
+/** Deps whose document client is their own, so a test can watch, mock or delay its calls. */
+export async function ownDeps(): Promise<Deps> {
+  const { info, deps } = await testStack();
+  return { ...deps, doc: depsFromStackFile(info, deps.settings).doc };
 }
 
 export interface CliResult { code: number; stdout: string; stderr: string; json<T = unknown>(): T }
@@ -92,11 +90,10 @@ export async function postLead(key: string, body: unknown, headers: Record<strin
 /** Every item stored under an organization's partition in a table. */
 export async function itemsOf(table: 'clients' | 'organizations', organizationId: string, skPrefix = ''): Promise<Record<string, unknown>[]> {
   const { deps } = await testStack();
-  const { Items } = await deps.doc.send(new QueryCommand({
+  return queryAll(deps, {
     TableName: deps.tables[table],
     KeyConditionExpression: skPrefix ? 'pk = :pk AND begins_with(sk, :sk)' : 'pk = :pk',
     ExpressionAttributeValues: { ':pk': `ORG#${organizationId}`, ...(skPrefix ? { ':sk': skPrefix } : {}) },
     ConsistentRead: true,
-  }));
-  return Items ?? [];
+  });
 }

@@ -5,16 +5,15 @@
  */
 import { describe, it, expect, afterAll } from '@jest/globals';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { createDeps, type Deps } from '../../../functions/core/platform/deps.js';
-import { parseSettings } from '../../../functions/core/platform/settings.js';
+import type { Deps } from '../../../functions/core/platform/deps.js';
 import { createOrganization } from '../../../functions/core/tenancy/organizations.js';
 import { createApiKey } from '../../../functions/core/tenancy/api-keys.js';
 import { addEndpoint, updateEndpoint } from '../../../functions/core/delivery/endpoints.js';
 import { listDeliveries } from '../../../functions/core/delivery/redrive.js';
-import type { LocalStackInfo } from '../../../lib/cli/target.js';
+import { depsFromStackFile, readStackFile, type LocalStackInfo } from '../../../lib/local/stack-file.js';
 import { testSettings } from '../global-setup.js';
 import { eventually } from '../support/stack.js';
 import { Receiver } from '../support/receiver.js';
@@ -30,9 +29,8 @@ async function start(): Promise<{ info: LocalStackInfo; deps: Deps }> {
     stdio: 'ignore', env: { ...process.env, NODE_OPTIONS: '', CRM_SETTINGS: JSON.stringify(testSettings) },
   });
   await eventually(async () => existsSync(path.join(dir, 'stack.json')), { what: 'the stack to start', timeoutMs: 60_000 });
-  const info = JSON.parse(readFileSync(path.join(dir, 'stack.json'), 'utf8')) as LocalStackInfo;
-  const deps = createDeps({ region: info.region, dynamodbEndpoint: info.dynamodbEndpoint, sqsEndpoint: info.sqsEndpoint, tables: info.tables, queues: info.queues, settings: parseSettings(info.settings) });
-  return { info, deps };
+  const info = readStackFile(path.join(dir, 'stack.json'));
+  return { info, deps: depsFromStackFile(info) };
 }
 
 async function stop(): Promise<void> {
