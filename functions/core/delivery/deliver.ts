@@ -5,21 +5,43 @@
  * starts a fresh count and a crashed attempt still counts.
  */
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { ChangeMessageVisibilityCommand } from '@aws-sdk/client-sqs';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
-import type { SQSRecord, SQSBatchResponse } from 'aws-lambda';
 import type { Deps } from '../platform/deps.js';
 import { keys, type DeliveryAttempt, type DeliveryMessage, type DeliveryStatus, type WebhookEndpoint } from '../platform/model.js';
 import { activeSecrets, endpointsOf, recordEndpointHealth } from './endpoints.js';
 import { logger, metrics } from '../platform/observability.js';
 import { signatureHeaders } from './signing.js';
 import { postWebhook, type PostResult } from './http-client.js';
-import { MAX_ATTEMPTS, parseRetryAfter, receivedAtOf, retryDelaySeconds, visibilityLeftSeconds } from './schedule.js';
+import { MAX_ATTEMPTS, parseRetryAfter, retryDelaySeconds, visibilityLeftSeconds } from './schedule.js';
 import { allowListFor } from './ssrf.js';
+import { readDeliveryMessage, retryQueuedLater } from './queue.js';
 
+/** `exhausted`: the last attempt failed, so the message goes to the dead-letter queue. */
 export type Outcome =
   | { kind: 'delivered' | 'skipped' | 'failed'; attempt: number; result?: PostResult; reason?: string }
+  | { kind: 'exhausted'; attempt: number; result: PostResult; reason: string }
   | { kind: 'retry'; attempt: number; result: PostResult; delaySeconds: number };
+
+/** A message as the delivery queue handed it out. */
+export interface QueuedDelivery {
+  messageId: string;
+  receiptHandle: string;
+  body: string;
+  /** How often the queue handed it out, this time included: the attempt number. */
+  receiveCount: number;
+  /** When it was (at the earliest) received, epoch ms: see schedule.ts receivedAtOf. */
+  receivedAt: number;
+}
+
+/** `error`: the attempt broke off unexpectedly (logged); the message is received again. */
+export type BatchOutcome = { messageId: string } & (Outcome | { kind: 'error' });
+
+/**
+ * Whether the message stays on the queue instead of being consumed: a retry (re-timed by
+ * deliverBatch), an exhausted delivery (visible at once, so its next receive moves it to the
+ * dead-letter queue) and an unexpected error.
+ */
+export const staysQueued = (outcome: BatchOutcome): boolean => ['retry', 'exhausted', 'error'].includes(outcome.kind);
 
 async function updateDelivery(deps: Deps, message: DeliveryMessage, status: DeliveryStatus, extra: { attempt?: DeliveryAttempt; reason?: string; nextAttemptAt?: string } = {}) {
   const now = new Date(deps.now()).toISOString();
@@ -126,7 +148,7 @@ export async function attemptDelivery(deps: Deps, message: DeliveryMessage, atte
   await recordEndpointHealth(deps, endpoint, 'failed');
   if (attempt >= MAX_ATTEMPTS) {
     await updateDelivery(deps, message, 'failed', { attempt: record_, reason: `no success after ${attempt} attempts` });
-    return { kind: 'failed', attempt, result, reason: 'retries exhausted' };
+    return { kind: 'exhausted', attempt, result, reason: 'retries exhausted' };
   }
   const retryAfter = result.status === 429 || result.status === 503 ? parseRetryAfter(result.retryAfter, now) : undefined;
   const wanted = retryDelaySeconds(attempt, { schedule: deps.settings.retryScheduleSeconds, jitter: deps.settings.retryJitter, retryAfterSeconds: retryAfter });
@@ -138,29 +160,23 @@ export async function attemptDelivery(deps: Deps, message: DeliveryMessage, atte
 }
 
 /**
- * The SQS handler's work. A retry re-times its message with ChangeMessageVisibility and reports it
- * failed; an exhausted delivery is made visible at once, so its next receive (the 6th) moves it to
- * the dead-letter queue; everything else is consumed.
+ * The delivery queue batch's work. A retry re-times its message on the queue; an exhausted
+ * delivery is made visible at once, so its next receive (the 6th) moves it to the dead-letter
+ * queue; both stay queued (staysQueued), everything else is consumed.
  */
-export async function deliverBatch(deps: Deps, records: SQSRecord[]): Promise<SQSBatchResponse> {
-  const failures: { itemIdentifier: string }[] = [];
-  const batchStartedAt = deps.now();
-  await Promise.all(records.map(async (record) => {
+export async function deliverBatch(deps: Deps, queued: QueuedDelivery[]): Promise<BatchOutcome[]> {
+  const outcomes = await Promise.all(queued.map(async (item): Promise<BatchOutcome> => {
     try {
-      const message = JSON.parse(record.body) as DeliveryMessage;
-      const attempt = Number(record.attributes.ApproximateReceiveCount ?? 1);
-      const outcome = await attemptDelivery(deps, message, attempt, { receivedAt: receivedAtOf(record.attributes, batchStartedAt) });
-      const exhausted = outcome.kind === 'failed' && outcome.reason === 'retries exhausted';
-      if (outcome.kind === 'retry' || exhausted) {
-        const delay = outcome.kind === 'retry' ? outcome.delaySeconds : 0;
-        await deps.sqs.send(new ChangeMessageVisibilityCommand({ QueueUrl: deps.queues.deliveryQueue, ReceiptHandle: record.receiptHandle, VisibilityTimeout: delay }));
-        failures.push({ itemIdentifier: record.messageId });
+      const outcome = await attemptDelivery(deps, readDeliveryMessage(item.body), item.receiveCount, { receivedAt: item.receivedAt });
+      if (outcome.kind === 'retry' || outcome.kind === 'exhausted') {
+        await retryQueuedLater(deps, item.receiptHandle, outcome.kind === 'retry' ? outcome.delaySeconds : 0);
       }
+      return { messageId: item.messageId, ...outcome };
     } catch (error) {
-      logger.error('delivery failed unexpectedly', { messageId: record.messageId, error: error as Error });
-      failures.push({ itemIdentifier: record.messageId });
+      logger.error('delivery failed unexpectedly', { messageId: item.messageId, error: error as Error });
+      return { messageId: item.messageId, kind: 'error' };
     }
   }));
   metrics.publishStoredMetrics();
-  return { batchItemFailures: failures };
+  return outcomes;
 }

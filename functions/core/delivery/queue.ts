@@ -6,7 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
+import { ChangeMessageVisibilityCommand, SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import type { Deps } from '../platform/deps.js';
 import { keys, type DeliveryMessage, type DeliveryRecord, type EventPayload, type WebhookEndpoint } from '../platform/model.js';
 import { logger } from '../platform/observability.js';
@@ -29,6 +29,17 @@ export async function sendDeliveryMessages(deps: Deps, messages: DeliveryMessage
     }));
     if (out.Failed?.length) throw new Error(`could not queue ${out.Failed.length} deliveries: ${out.Failed.map((f) => f.Code).join(', ')}`);
   }));
+}
+
+/** A message body as sendDeliveryMessages wrote it. */
+export const readDeliveryMessage = (body: string): DeliveryMessage => JSON.parse(body) as DeliveryMessage;
+
+/**
+ * Hides a received message for `delaySeconds` (0: visible at once), counted by SQS from its
+ * receive, so it is handed out again then: how a retry waits on the queue.
+ */
+export async function retryQueuedLater(deps: Deps, receiptHandle: string, delaySeconds: number): Promise<void> {
+  await deps.sqs.send(new ChangeMessageVisibilityCommand({ QueueUrl: deps.queues.deliveryQueue, ReceiptHandle: receiptHandle, VisibilityTimeout: delaySeconds }));
 }
 
 /**
