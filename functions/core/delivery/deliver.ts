@@ -7,7 +7,7 @@
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { Deps } from '../platform/deps.js';
-import { keys, type DeliveryAttempt, type DeliveryMessage, type DeliveryStatus, type WebhookEndpoint } from '../platform/model.js';
+import { keys, type DeliveryAttempt, type DeliveryMessage, type DeliveryRecord, type DeliveryStatus, type WebhookEndpoint } from '../platform/model.js';
 import { activeSecrets, endpointsOf, recordEndpointHealth } from './endpoints.js';
 import { logger, metrics } from '../platform/observability.js';
 import { signatureHeaders } from './signing.js';
@@ -84,8 +84,8 @@ function attemptRecord(deps: Deps, attempt: number, result: PostResult): Deliver
  * payloadOmitted; older records say so in their reason). Sending it would put an empty event under
  * the real webhook-id, which receivers that dedupe then take for the real one.
  */
-export function hollowPayloadReason(record: Record<string, unknown>): string | undefined {
-  const tooBig = record.payloadOmitted === true || /byte queue budget/.test(String(record.reason ?? ''));
+export function hollowPayloadReason(record: Pick<DeliveryRecord, 'payloadOmitted' | 'reason'>): string | undefined {
+  const tooBig = record.payloadOmitted === true || /byte queue budget/.test(record.reason ?? '');
   return tooBig ? 'the event was too large to queue; its payload was not kept, so it is never sent' : undefined;
 }
 
@@ -94,7 +94,8 @@ export function hollowPayloadReason(record: Record<string, unknown>): string | u
  * handed the message out (epoch ms): a retry's delay never exceeds what SQS still allows from there.
  */
 export async function attemptDelivery(deps: Deps, message: DeliveryMessage, attempt: number, { receivedAt = deps.now() }: { receivedAt?: number } = {}): Promise<Outcome> {
-  const { Item: record } = await deps.doc.send(new GetCommand({ TableName: deps.tables.deliveries, Key: keys.delivery(message.organizationId, message.deliveryId), ConsistentRead: true }));
+  const { Item } = await deps.doc.send(new GetCommand({ TableName: deps.tables.deliveries, Key: keys.delivery(message.organizationId, message.deliveryId), ConsistentRead: true }));
+  const record = Item as DeliveryRecord | undefined;
   if (!record) {
     logger.warn('delivery record missing; message dropped', { deliveryId: message.deliveryId });
     return { kind: 'skipped', attempt, reason: 'no delivery record' };

@@ -12,7 +12,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import type { Deps } from '../platform/deps.js';
 import { conflict, notFound } from '../platform/errors.js';
-import { keys, type DeliveryMessage } from '../platform/model.js';
+import { keys, type DeliveryMessage, type DeliveryRecord } from '../platform/model.js';
 import { queryAll } from '../platform/query.js';
 import { sendDeliveryMessages } from './queue.js';
 import { hollowPayloadReason } from './deliver.js';
@@ -25,10 +25,12 @@ export interface DeliveryFilter {
   until?: string;
 }
 
-type Item = Record<string, unknown>;
-const toMessage = (item: Item): DeliveryMessage => ({
-  deliveryId: item.id as string, organizationId: item.organizationId as string, endpointId: item.endpointId as string, payload: item.payload as DeliveryMessage['payload'],
-});
+/** A stored delivery without its storage attributes (keys, index keys, entity). */
+function toDeliveryRecord(item: Record<string, unknown>): DeliveryRecord {
+  const { pk: _pk, sk: _sk, gsi1pk: _g1, gsi1sk: _g2, entity: _e, ...record } = item;
+  return record as unknown as DeliveryRecord;
+}
+const toMessage = (item: DeliveryRecord): DeliveryMessage => ({ deliveryId: item.id, organizationId: item.organizationId, endpointId: item.endpointId, payload: item.payload });
 const matches = (item: { organizationId?: unknown; endpointId?: unknown; createdAt?: unknown }, f: DeliveryFilter) =>
   (!f.organizationId || item.organizationId === f.organizationId) &&
   (!f.endpointId || item.endpointId === f.endpointId) &&
@@ -53,14 +55,14 @@ async function requeue(deps: Deps, messages: DeliveryMessage[]): Promise<void> {
   await sendDeliveryMessages(deps, messages);
 }
 
-export async function findDelivery(deps: Deps, deliveryId: string): Promise<Item | undefined> {
+export async function findDelivery(deps: Deps, deliveryId: string): Promise<DeliveryRecord | undefined> {
   const { Items = [] } = await deps.doc.send(new QueryCommand({
     TableName: deps.tables.deliveries, IndexName: 'gsi1',
     KeyConditionExpression: 'gsi1pk = :pk', ExpressionAttributeValues: { ':pk': keys.deliveryIndex(deliveryId).gsi1pk },
   }));
   if (!Items[0]) return undefined;
   const { Item } = await deps.doc.send(new GetCommand({ TableName: deps.tables.deliveries, Key: { pk: Items[0].pk, sk: Items[0].sk }, ConsistentRead: true }));
-  return Item;
+  return Item && toDeliveryRecord(Item);
 }
 
 /**
@@ -80,7 +82,7 @@ export async function redriveDelivery(deps: Deps, deliveryId: string): Promise<D
 }
 
 /** An organization's deliveries, newest first, optionally by status and endpoint and time range. */
-export async function listDeliveries(deps: Deps, organizationId: string, options: DeliveryFilter & { status?: string; limit?: number } = {}): Promise<Item[]> {
+export async function listDeliveries(deps: Deps, organizationId: string, options: DeliveryFilter & { status?: string; limit?: number } = {}): Promise<DeliveryRecord[]> {
   const items = await queryAll(deps, {
     TableName: deps.tables.deliveries,
     KeyConditionExpression: 'pk = :pk AND begins_with(sk, :sk)',
@@ -88,7 +90,7 @@ export async function listDeliveries(deps: Deps, organizationId: string, options
     ConsistentRead: true,
   });
   const limit = options.limit ?? 50;
-  const out = items.filter((item) => (!options.status || item.status === options.status) && matches(item, { ...options, organizationId }));
+  const out = items.map(toDeliveryRecord).filter((item) => (!options.status || item.status === options.status) && matches(item, { ...options, organizationId }));
   return out.sort((a, b) => String(b.createdAt).localeCompare(String(a.createdAt))).slice(0, limit);
 }
 
@@ -106,7 +108,7 @@ export async function redriveFailed(
     await requeue(deps, failed.slice(i, i + 10).map(toMessage));
     onProgress?.(Math.min(i + 10, failed.length), failed.length);
   }
-  const deadLetters = await removeDeadLetters(deps, new Set(failed.map((item) => item.id as string)), options.maxMessages);
+  const deadLetters = await removeDeadLetters(deps, new Set(failed.map((item) => item.id)), options.maxMessages);
   return { redriven: failed.length, hollow: listed.length - failed.length, ...(deadLetters ? { deadLetters } : {}) };
 }
 
@@ -244,7 +246,7 @@ export async function resumePendingDeliveries(deps: Deps): Promise<number> {
     const page = await deps.doc.send(new ScanCommand({
       TableName: deps.tables.deliveries, FilterExpression: '#s = :p', ExpressionAttributeNames: { '#s': 'status' }, ExpressionAttributeValues: { ':p': 'pending' }, ExclusiveStartKey: startKey,
     }));
-    pending.push(...(page.Items ?? []).filter((i) => i.entity === 'delivery').map(toMessage));
+    pending.push(...(page.Items ?? []).filter((i) => i.entity === 'delivery').map((i) => toMessage(toDeliveryRecord(i))));
     startKey = page.LastEvaluatedKey;
   } while (startKey);
   await sendDeliveryMessages(deps, pending);

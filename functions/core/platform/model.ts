@@ -137,9 +137,15 @@ export interface DeliveryRecord {
   /** Why a delivery was skipped or failed without attempts (endpoint disabled, payload too big). */
   reason?: string;
   payload: EventPayload;
+  /** The event was too big for the queue: `payload` keeps only its envelope and is never sent. */
+  payloadOmitted?: boolean;
   attempts: DeliveryAttempt[];
   createdAt: string;
   updatedAt: string;
+  /** When it was last sent to the delivery queue; absent while a fan-out that recorded it has not queued it yet. */
+  queuedAt?: string;
+  nextAttemptAt?: string;
+  deliveredAt?: string;
 }
 
 /** Body of a delivery-queue message. The payload travels with it; the secret is read at send time. */

@@ -40,9 +40,9 @@ export function register(program: Command): void {
       const list = await listDeliveries(target.deps, options.org, {
         status: options.status, endpointId: options.endpoint, since: isoOption('--since', options.since), until: isoOption('--until', options.until), limit: options.limit,
       });
-      printResult({ json }, list.map(({ pk: _pk, sk: _sk, gsi1pk: _g1, gsi1sk: _g2, entity: _e, ...d }) => d), () =>
+      printResult({ json }, list, () =>
         printTable(list.map((d) => {
-          const attempts = (d.attempts as { statusCode?: number; error?: string }[]) ?? [];
+          const attempts = d.attempts ?? [];
           const last = attempts.at(-1);
           return { id: d.id, event: d.eventType, endpoint: d.endpointId, status: d.status, attempts: attempts.length, last: last ? (last.statusCode ?? last.error) : '', reason: d.reason, created: d.createdAt };
         }), ['id', 'event', 'endpoint', 'status', 'attempts', 'last', 'reason', 'created']));
