@@ -15,10 +15,15 @@ import { derive } from './derive.js';
 import type { StreamChange } from './stream-changes.js';
 import { isSubscribed } from '../delivery/subscriptions.js';
 
+/** Records the deliveries of one event to those of `endpoints` subscribed to it: the messages to queue. */
+async function recordDeliveries(deps: Deps, event: EventPayload, endpoints: WebhookEndpoint[]): Promise<DeliveryMessage[]> {
+  const subscribed = endpoints.filter((e) => isSubscribed(e.events, event.type));
+  return (await Promise.all(subscribed.map((e) => recordDelivery(deps, event, e)))).filter((m): m is DeliveryMessage => !!m);
+}
+
 /** Queues the deliveries of one event to those of `endpoints` subscribed to it. */
 export async function fanOutEvent(deps: Deps, event: EventPayload, endpoints: WebhookEndpoint[]): Promise<DeliveryMessage[]> {
-  const subscribed = endpoints.filter((e) => isSubscribed(e.events, event.type));
-  const messages = (await Promise.all(subscribed.map((e) => recordDelivery(deps, event, e)))).filter((m): m is DeliveryMessage => !!m);
+  const messages = await recordDeliveries(deps, event, endpoints);
   if (messages.length > 0) {
     await queueDeliveries(deps, messages);
   }
@@ -63,10 +68,7 @@ export async function fanOut(deps: Deps, changes: StreamChange[]): Promise<FanOu
   };
   await Promise.all(work.map(async (item) => {
     try {
-      for (const event of item.events) {
-        const endpoints = (await endpointsOf(event.organization_id)).filter((e) => isSubscribed(e.events, event.type));
-        for (const m of await Promise.all(endpoints.map((e) => recordDelivery(deps, event, e)))) if (m) item.messages.push(m);
-      }
+      for (const event of item.events) item.messages.push(...await recordDeliveries(deps, event, await endpointsOf(event.organization_id)));
     } catch (error) {
       item.ok = false;
       logger.error('fan-out failed', { sequenceNumber: item.change.sequenceNumber, error: error as Error });
