@@ -8,11 +8,11 @@ import type { Deps } from '../platform/deps.js';
 import { notFound, validationFailed, type FieldError } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
 import { keys } from '../platform/model.js';
+import { WORK_ORDER_STATUSES, type ClientFields } from '../platform/crm-fields.js';
 import { parseLead } from '../intake/lead-schema.js';
 import { requireOrganization } from '../tenancy/organizations.js';
 
 type Item = Record<string, unknown>;
-export const WORK_ORDER_STATUSES = ['scheduled', 'in_progress', 'completed', 'invoiced'] as const;
 
 const iso = (deps: Deps) => new Date(deps.now()).toISOString();
 const fail = (errors: FieldError[]) => { if (errors.length) throw validationFailed(errors); };
@@ -65,7 +65,7 @@ export async function createClient(deps: Deps, organizationId: string, input: Re
   const { sms_consent_source: _source, ...fields } = lead;
   return put(deps, deps.tables.clients, { ...keys.client(organizationId, id), entity: 'client', id, organization_id: organizationId, status, source: 'crm', ...fields, created_at: at, updated_at: at });
 }
-export async function updateClient(deps: Deps, organizationId: string, clientId: string, fields: { status?: string; email?: string; phone?: string; notes?: string; first_name?: string; last_name?: string }): Promise<Item> {
+export async function updateClient(deps: Deps, organizationId: string, clientId: string, fields: Pick<ClientFields, 'email' | 'phone' | 'notes' | 'first_name' | 'last_name'> & { status?: string }): Promise<Item> {
   await require_(deps, deps.tables.clients, keys.client(organizationId, clientId), `client ${clientId} in ${organizationId}`);
   return patch(deps, deps.tables.clients, keys.client(organizationId, clientId), fields);
 }

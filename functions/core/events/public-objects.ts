@@ -10,14 +10,13 @@
  */
 // A namespace import, not `{ z }`: esbuild can then drop the parts of zod we do not use (≈85 KB instead of ≈450 KB).
 import * as z from 'zod';
+import { WORK_ORDER_STATUSES, type PublicClient, type SameShape } from '../platform/crm-fields.js';
 
 const iso = () => z.iso.datetime();
 const timestamps = {
   created_at: iso().describe('When the record was created (ISO 8601, UTC)'),
   updated_at: iso().describe('When the record last changed'),
 };
-
-export const WORK_ORDER_STATUSES = ['scheduled', 'in_progress', 'completed', 'invoiced'] as const;
 
 export const schemas = {
   client: z.object({
@@ -67,6 +66,10 @@ export const schemas = {
     created_at: iso().describe('When the booking was made'),
   }),
 };
+
+// The public client is the stored one without its consent proof (platform/crm-fields.ts): the build fails if they part.
+const publicClientIsTheClient: SameShape<z.output<typeof schemas.client>, PublicClient> = true;
+void publicClientIsTheClient;
 
 export type Entity = keyof typeof schemas;
 export const entities = Object.keys(schemas) as Entity[];

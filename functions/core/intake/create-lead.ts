@@ -18,30 +18,21 @@ import { DomainError, paymentRequired } from '../platform/errors.js';
 import { newId, newTimeOrderedId } from '../platform/ids.js';
 import { keys, type AuthContext } from '../platform/model.js';
 import { logger, metrics } from '../platform/observability.js';
+import type { Client } from '../platform/crm-fields.js';
 import type { LeadInput } from './lead-schema.js';
 
 export interface RequestMeta { requestId: string; ip?: string; userAgent?: string }
-
-export type Client = LeadInput & {
-  id: string;
-  organization_id: string;
-  status: 'lead';
-  source: 'api';
-  sms_consent_proof?: { source: string; captured_at: string; ip?: string; user_agent?: string; key_id: string };
-  created_at: string;
-  updated_at: string;
-};
 
 /** Attempts of the prepaid transaction before giving up with a 503 (conflicts, day roll-over). */
 const MAX_ATTEMPTS = 8;
 const BACKOFF_BASE_MS = 10;
 const BACKOFF_CAP_MS = 400;
 
-export async function createLead(deps: Deps, auth: AuthContext, input: LeadInput, meta: RequestMeta): Promise<Client> {
+export async function createLead(deps: Deps, auth: AuthContext, input: LeadInput, meta: RequestMeta): Promise<Client<'lead', 'api'>> {
   const org = auth.organization;
   const at = new Date(deps.now()).toISOString();
   const { sms_consent_source: consentSource, ...fields } = input;
-  const client: Client = {
+  const client: Client<'lead', 'api'> = {
     id: newTimeOrderedId('cli', deps.now()), // time-ordered: the inbox reads the newest clients first (notifications.ts)
     organization_id: org.id,
     status: 'lead',

@@ -11,6 +11,7 @@ import { parsePhoneNumberFromString } from 'libphonenumber-js/core';
 import { phoneMetadata } from './phone-metadata.js';
 import { validationFailed, type FieldError } from '../platform/errors.js';
 import { codePointLength } from '../platform/model.js';
+import type { Client, ClientFields, SameShape } from '../platform/crm-fields.js';
 
 export const MAX_BODY_BYTES = 64 * 1024;
 const MAX_CUSTOM_FIELDS = 50;
@@ -89,18 +90,12 @@ export const clientSchema = described(
   'A client with status `lead`',
 );
 
-export interface LeadInput {
-  first_name?: string;
-  last_name?: string;
-  email?: string;
-  phone?: string;
-  notes?: string;
-  address?: string;
-  service?: string;
-  sms_consent: boolean;
-  sms_consent_source?: string;
-  custom_fields?: Record<string, string | number | boolean>;
-}
+/** A validated lead: the client's fields, and where consent was given (kept as the consent proof). */
+export type LeadInput = ClientFields & { sms_consent_source?: string };
+
+// The 201 body is the stored client (platform/crm-fields.ts): the build fails if they part.
+const clientSchemaIsTheClient: SameShape<z.output<typeof clientSchema>, Client<'lead', 'api'>> = true;
+void clientSchemaIsTheClient;
 
 const known = new Set(Object.keys(leadRequestSchema.shape));
 

@@ -2,8 +2,8 @@
 import type { Command } from 'commander';
 import {
   createBooking, createClient, createInvoice, createWorkOrder, deleteClient, deleteWorkOrder, recordPayment, sendInvoice, setWorkOrderStatus, updateClient,
-  WORK_ORDER_STATUSES,
 } from '../../../functions/core/crm/entities.js';
+import { WORK_ORDER_STATUSES } from '../../../functions/core/platform/crm-fields.js';
 import { CliError, printResult, safeText } from '../output.js';
 import { act } from '../run.js';
 
