@@ -1,23 +1,23 @@
 /**
  * The whole system on one machine, built from lib/topology.ts like the CDK stack: emulators,
  * tables and queues, the real handlers behind a local API Gateway, and pollers in place of
- * Lambda's event-source mappings.
+ * Lambda's event-source mappings. `startLocalStack` reads as the steps it takes.
  */
 import { mkdirSync, writeFileSync, renameSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL, fileURLToPath } from 'node:url';
 import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
-import { functions, tables, queues, settingsParameterEnvVar, settingsParameterName, type FunctionSpec, type TableName, type QueueName } from '../topology.js';
+import { functions, settingsParameterName, type FunctionSpec, type TableName, type QueueName } from '../topology.js';
 import { createDeps, type Deps } from '../../functions/core/platform/deps.js';
-import { parseSettings, localStackMarkerEnvVar } from '../../functions/core/platform/settings.js';
+import { parseSettings, type Settings } from '../../functions/core/platform/settings.js';
 import type { LocalStackInfo } from './stack-file.js';
-import { startDynamoDbLocal, startSqsEmulator, localCredentials, emulatorEnvironment } from './emulators.js';
-import { provisionTopology } from './provision.js';
+import { startDynamoDbLocal, startSqsEmulator, localCredentials } from './emulators.js';
+import { provisionTopology, type Provisioned } from './provision.js';
 import { startHttpServer, type HttpHandler } from './http-server.js';
 import { startSsmStandIn } from './ssm-stand-in.js';
-import { StreamPoller } from './stream-poller.js';
-import { QueuePoller } from './queue-poller.js';
-import { lambdaContext } from './lambda-context.js';
+import { startEventSources, type AnyHandler } from './event-sources.js';
+import { lambdaEnvironment, applyToProcessEnvironment } from './lambda-environment.js';
+import { resumePendingDeliveries } from './resume-deliveries.js';
 import { seedDemo } from './seed.js';
 
 const REGION = 'us-east-1';
@@ -46,12 +46,35 @@ export interface LocalStack {
   stop(): Promise<void>;
 }
 
-type AnyHandler = (event: unknown, context: unknown) => Promise<unknown>;
+type Log = (line: string) => void;
 
-async function loadHandler(spec: FunctionSpec): Promise<AnyHandler> {
-  const module = await import(pathToFileURL(path.join(root, 'functions', spec.entry, 'handler.ts')).href);
-  if (typeof module.handler !== 'function') throw new Error(`functions/${spec.entry}/handler.ts exports no handler`);
-  return module.handler;
+/** What was started, stopped in reverse order (`last` ones after everything else). */
+class Running {
+  private readonly stops: (() => Promise<void>)[] = [];
+  private readonly lastStops: (() => Promise<void>)[] = [];
+  stopping = false;
+
+  constructor(private readonly log: Log) {}
+
+  add(stop: () => Promise<void>): void {
+    this.stops.push(stop);
+  }
+
+  last(stop: () => Promise<void>): void {
+    this.lastStops.push(stop);
+  }
+
+  readonly stopAll = async (): Promise<void> => {
+    this.stopping = true;
+    const all = [...this.stops.reverse(), ...this.lastStops.reverse()];
+    this.stops.length = 0;
+    this.lastStops.length = 0;
+    for (const stop of all) await stop().catch((e) => this.log(`shutdown: ${(e as Error).message}`));
+  };
+
+  /** Logs a background error, unless it comes from stopping. */
+  readonly onError = (where: string) => (error: unknown) =>
+    this.stopping || this.log(`${where}: ${error instanceof Error ? error.stack ?? error.message : String(error)}`);
 }
 
 export async function startLocalStack(options: LocalStackOptions = {}): Promise<LocalStack> {
@@ -59,115 +82,98 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   const dir = path.resolve(options.dir ?? '.local');
   // Owner-only: it holds the demo API key, the tables (signing secrets) and the bridge's socket.
   mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const cleanups: (() => Promise<void>)[] = [];
-  let stopping = false;
-  const stopAll = async () => {
-    stopping = true;
-    for (const cleanup of cleanups.reverse()) await cleanup().catch((e) => log(`shutdown: ${(e as Error).message}`));
-    cleanups.length = 0;
-  };
+  const running = new Running(log);
   try {
-    const dynamo = await startDynamoDbLocal({ port: options.dynamodbPort, inMemory: options.inMemory, dbPath: path.join(dir, 'dynamodb'), socketDir: dir, allowExposed: options.exposeDynamoDb });
-    cleanups.push(() => dynamo.stop());
-    const sqsEmulator = await startSqsEmulator({ port: options.sqsPort });
-    cleanups.push(() => sqsEmulator.stop());
-    // Settings live in an SSM parameter as on AWS; the handlers read (and re-read) them from there.
+    const emulators = await startEmulators(options, dir, running);
     const settings = parseSettings({ ...options.settings, stage: 'local', local: true });
-    const settingsParameter = settingsParameterName(settings.stage);
-    const ssm = await startSsmStandIn({ parameters: { [settingsParameter]: JSON.stringify(settings) } });
-    cleanups.push(() => ssm.stop());
-    log(`DynamoDB Local on ${dynamo.endpoint}${dynamo.isolated ? ' (in a private network namespace)' : ''}, SQS (fauxqs) on ${sqsEmulator.endpoint}, SSM stand-in on ${ssm.endpoint}`);
+    const standIn = await startSettingsStandIn(settings, running);
+    log(`DynamoDB Local on ${emulators.dynamodb}${emulators.isolated ? ' (in a private network namespace)' : ''}, SQS (fauxqs) on ${emulators.sqs}, SSM stand-in on ${standIn.endpoint}`);
 
-    // Handlers read the same variables as on Lambda: names bound by the topology, endpoints by the SDK.
-    delete process.env.CRM_SETTINGS; // an input of the stand-in only: the handlers must read SSM
-    Object.assign(process.env, {
-      ...emulatorEnvironment(REGION, { dynamodb: dynamo.endpoint, sqs: sqsEmulator.endpoint, ssm: ssm.endpoint }),
-      [settingsParameterEnvVar]: settingsParameter,
-      [localStackMarkerEnvVar]: '1',
-      POWERTOOLS_METRICS_DISABLED: 'true',
-    });
-    const deps = createDeps({ region: REGION, dynamodbEndpoint: dynamo.endpoint, sqsEndpoint: sqsEmulator.endpoint, tables: {} as Record<TableName, string>, queues: {} as Record<QueueName, string>, settings });
-    const provisioned = await provisionTopology(deps.dynamodb, deps.sqs);
-    Object.assign(deps.tables, provisioned.tables);
-    Object.assign(deps.queues, provisioned.queues);
-    for (const [name, spec] of Object.entries(tables)) process.env[spec.envVar] = provisioned.tables[name as TableName];
-    for (const [name, spec] of Object.entries(queues)) process.env[spec.envVar] = provisioned.queues[name as QueueName];
+    const { deps, provisioned } = await provision(emulators, settings);
+    applyToProcessEnvironment(lambdaEnvironment({
+      region: REGION,
+      endpoints: { dynamodb: emulators.dynamodb, sqs: emulators.sqs, ssm: standIn.endpoint },
+      tables: provisioned.tables,
+      queues: provisioned.queues,
+      settingsParameter: standIn.parameter,
+    }));
+    const handlers = await loadHandlers();
+    const streams = new DynamoDBStreamsClient({ region: REGION, endpoint: emulators.dynamodb, credentials: localCredentials });
+    running.add(startEventSources({ handlers, provisioned, streams, sqs: deps.sqs, dir, onError: running.onError }).stop);
 
-    const handlers: Record<string, AnyHandler> = {};
-    for (const [name, spec] of Object.entries(functions) as [string, FunctionSpec][]) handlers[name] = await loadHandler(spec);
+    const resumed = await resumePendingDeliveries(deps);
+    if (resumed > 0) log(`resumed ${resumed} pending deliveries`);
 
-    const onError = (where: string) => (error: unknown) => stopping || log(`${where}: ${error instanceof Error ? error.stack ?? error.message : String(error)}`);
-    const streams = new DynamoDBStreamsClient({ region: REGION, endpoint: dynamo.endpoint, credentials: localCredentials });
-    const pollers: { stop(): Promise<void> }[] = [];
-    for (const [name, spec] of Object.entries(functions) as [string, FunctionSpec][]) {
-      const invoke = (event: unknown) => handlers[name](event, lambdaContext(name, spec.timeoutSeconds));
-      for (const source of spec.events) {
-        if (source.kind === 'stream') {
-          const poller = new StreamPoller({
-            streams,
-            streamArn: provisioned.streams[source.table]!,
-            handler: invoke as never,
-            batchSize: source.batchSize,
-            maxRetries: source.maxRetries,
-            bisectOnError: source.bisectOnError,
-            onFailure: { sqs: deps.sqs, queueUrl: provisioned.queues[source.onFailure] },
-            checkpointFile: path.join(dir, `checkpoint-${name}-${source.table}.json`),
-            onError: onError(`${name} (${source.table} stream)`),
-          });
-          poller.start();
-          pollers.push(poller);
-        } else {
-          const poller = new QueuePoller({
-            sqs: deps.sqs,
-            queueUrl: provisioned.queues[source.queue],
-            queueArn: provisioned.queueArns[source.queue],
-            handler: invoke as never,
-            batchSize: source.batchSize,
-            concurrency: Math.min(source.maxConcurrency, 4),
-            onError: onError(`${name} (${source.queue} queue)`),
-          });
-          poller.start();
-          pollers.push(poller);
-        }
-      }
-    }
-    cleanups.push(async () => void (await Promise.all(pollers.map((p) => p.stop()))));
-
-    // Deliveries still pending when the stack stopped (fauxqs keeps no messages) are queued again.
-    const redriveModule = '../../functions/core/delivery/redrive.js'; // lands with the delivery work
-    const resume = await import(redriveModule).catch(() => undefined);
-    if (resume && 'resumePendingDeliveries' in resume) {
-      const count = await (resume.resumePendingDeliveries as (d: Deps) => Promise<number>)(deps);
-      if (count > 0) log(`resumed ${count} pending deliveries`);
-    }
-
-    const http = await startHttpServer({ port: options.port ?? 3000, handlers: handlers as Record<string, HttpHandler>, onError: onError('http') });
-    cleanups.push(() => http.close());
+    const http = await startHttpServer({ port: options.port ?? 3000, handlers: handlers as Record<string, HttpHandler>, onError: running.onError('http') });
+    running.add(() => http.close());
 
     const demo = options.seed === false ? undefined : await seedDemo(deps, { dir });
     const info: LocalStackInfo = {
       apiUrl: http.url,
-      dynamodbEndpoint: dynamo.endpoint,
-      dynamodbIsolated: dynamo.isolated,
-      sqsEndpoint: sqsEmulator.endpoint,
-      ssmEndpoint: ssm.endpoint,
-      settingsParameter,
+      dynamodbEndpoint: emulators.dynamodb,
+      dynamodbIsolated: emulators.isolated,
+      sqsEndpoint: emulators.sqs,
+      ssmEndpoint: standIn.endpoint,
+      settingsParameter: standIn.parameter,
       region: REGION,
       ...(demo ? { demo } : {}),
       tables: provisioned.tables,
       queues: provisioned.queues,
       settings,
     };
-    const stackFile = path.join(dir, 'stack.json');
-    const tmp = `${stackFile}.tmp`;
-    // Created owner-only (it holds the demo API key): never readable by others, not even briefly.
-    rmSync(tmp, { force: true }); // a left-over tmp would keep its old mode
-    writeFileSync(tmp, JSON.stringify(info, null, 2) + '\n', { mode: 0o600 });
-    renameSync(tmp, stackFile);
-    cleanups.unshift(async () => rmSync(stackFile, { force: true }));
-    return { info, deps, stackFile, stop: stopAll };
+    const stackFile = writeStackFile(dir, info);
+    running.last(async () => rmSync(stackFile, { force: true }));
+    return { info, deps, stackFile, stop: running.stopAll };
   } catch (error) {
-    await stopAll();
+    await running.stopAll();
     throw error;
   }
+}
+
+/** DynamoDB Local (persisted under `dir` unless in memory) and the SQS emulator. */
+async function startEmulators(options: LocalStackOptions, dir: string, running: Running): Promise<{ dynamodb: string; isolated: boolean; sqs: string }> {
+  const dynamo = await startDynamoDbLocal({ port: options.dynamodbPort, inMemory: options.inMemory, dbPath: path.join(dir, 'dynamodb'), socketDir: dir, allowExposed: options.exposeDynamoDb });
+  running.add(() => dynamo.stop());
+  const sqs = await startSqsEmulator({ port: options.sqsPort });
+  running.add(() => sqs.stop());
+  return { dynamodb: dynamo.endpoint, isolated: dynamo.isolated, sqs: sqs.endpoint };
+}
+
+/** Settings live in an SSM parameter as on AWS; the handlers read (and re-read) them from there. */
+async function startSettingsStandIn(settings: Settings, running: Running): Promise<{ endpoint: string; parameter: string }> {
+  const parameter = settingsParameterName(settings.stage);
+  const ssm = await startSsmStandIn({ parameters: { [parameter]: JSON.stringify(settings) } });
+  running.add(() => ssm.stop());
+  return { endpoint: ssm.endpoint, parameter };
+}
+
+/** The topology's tables and queues, and the deps the local stack itself uses (resume, seed). */
+async function provision(emulators: { dynamodb: string; sqs: string }, settings: Settings): Promise<{ deps: Deps; provisioned: Provisioned }> {
+  const deps = createDeps({ region: REGION, dynamodbEndpoint: emulators.dynamodb, sqsEndpoint: emulators.sqs, tables: {} as Record<TableName, string>, queues: {} as Record<QueueName, string>, settings });
+  const provisioned = await provisionTopology(deps.dynamodb, deps.sqs);
+  Object.assign(deps.tables, provisioned.tables);
+  Object.assign(deps.queues, provisioned.queues);
+  return { deps, provisioned };
+}
+
+/** Each function's real handler module, by the topology's entry folder. */
+async function loadHandlers(): Promise<Record<string, AnyHandler>> {
+  const handlers: Record<string, AnyHandler> = {};
+  for (const [name, spec] of Object.entries(functions) as [string, FunctionSpec][]) {
+    const module = await import(pathToFileURL(path.join(root, 'functions', spec.entry, 'handler.ts')).href);
+    if (typeof module.handler !== 'function') throw new Error(`functions/${spec.entry}/handler.ts exports no handler`);
+    handlers[name] = module.handler;
+  }
+  return handlers;
+}
+
+/** `<dir>/stack.json` for the CLI and tests, written whole (tmp + rename). */
+function writeStackFile(dir: string, info: LocalStackInfo): string {
+  const stackFile = path.join(dir, 'stack.json');
+  const tmp = `${stackFile}.tmp`;
+  // Created owner-only (it holds the demo API key): never readable by others, not even briefly.
+  rmSync(tmp, { force: true }); // a left-over tmp would keep its old mode
+  writeFileSync(tmp, JSON.stringify(info, null, 2) + '\n', { mode: 0o600 });
+  renameSync(tmp, stackFile);
+  return stackFile;
 }

@@ -5,7 +5,7 @@
  * delivery whose event was too large to keep is never re-driven (it would go out hollow), and a
  * re-driven delivery's copy in the dead-letter queue is removed, so it cannot be sent twice.
  */
-import { GetCommand, QueryCommand, ScanCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import {
   ChangeMessageVisibilityBatchCommand, DeleteMessageBatchCommand, GetQueueAttributesCommand, ReceiveMessageCommand, StartMessageMoveTaskCommand,
   type Message,
@@ -236,19 +236,4 @@ async function sweepDeadLetters(
     }
   }
   return { moved, seen: seen.size, total: start.visible + start.inFlight, complete, heldElsewhere: Math.max(0, end.inFlight - skipped.size) };
-}
-
-/** Local stack start: deliveries left pending by the last run (the SQS emulator keeps no messages) are queued again. */
-export async function resumePendingDeliveries(deps: Deps): Promise<number> {
-  const pending: DeliveryMessage[] = [];
-  let startKey: Record<string, unknown> | undefined;
-  do {
-    const page = await deps.doc.send(new ScanCommand({
-      TableName: deps.tables.deliveries, FilterExpression: '#s = :p', ExpressionAttributeNames: { '#s': 'status' }, ExpressionAttributeValues: { ':p': 'pending' }, ExclusiveStartKey: startKey,
-    }));
-    pending.push(...(page.Items ?? []).filter((i) => i.entity === 'delivery').map((i) => toMessage(toDeliveryRecord(i))));
-    startKey = page.LastEvaluatedKey;
-  } while (startKey);
-  await sendDeliveryMessages(deps, pending);
-  return pending.length;
 }
