@@ -9,7 +9,7 @@ import { CliError } from './output.js';
 import { resolveTarget, type Target } from './target.js';
 
 /** Global options (program.ts declares them), read from any subcommand. */
-export function globalOptions(cmd: Command): { local?: boolean; stage?: string; json?: boolean } {
+function globalOptions(cmd: Command): { local?: boolean; stage?: string; json?: boolean } {
   return cmd.optsWithGlobals();
 }
 

@@ -19,7 +19,7 @@ const LOCAL_REGION = 'us-east-1';
 export const localCredentials = { accessKeyId: 'local', secretAccessKey: 'local' };
 
 /** A free TCP port on 127.0.0.1 (0 → pick one), or the requested one after checking it is free. */
-export async function freePort(requested = 0): Promise<number> {
+async function freePort(requested = 0): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.once('error', (error: NodeJS.ErrnoException) =>

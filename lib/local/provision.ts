@@ -9,7 +9,7 @@ import {
 import { CreateQueueCommand, GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { tables, queues, type TableSpec, type QueueSpec, type TableName, type QueueName } from '../topology.js';
 
-export const localTableName = (name: string, prefix = 'crm-local') => `${prefix}-${name}`;
+const localTableName = (name: string, prefix = 'crm-local') => `${prefix}-${name}`;
 
 export async function createTable(dynamodb: DynamoDBClient, physicalName: string, spec: TableSpec): Promise<{ streamArn?: string }> {
   const attributes = new Map<string, AttributeDefinition>();
