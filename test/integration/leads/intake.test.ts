@@ -221,8 +221,11 @@ describe('Idempotency-Key', () => {
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
     const call = { organizationId: t.organizationId, idempotencyKey: 'in-flight', payload: { name: 'Slow' } };
-    const first = runIdempotent(deps, lambdaContext('leadIntake'), { ...call, run: async () => (await gate, 'done') });
-    await new Promise((r) => setTimeout(r, 300)); // let the first call write its in-progress record
+    let running!: () => void;
+    const started = new Promise<void>((r) => (running = r));
+    // The wrapped function runs only once the in-progress record is written.
+    const first = runIdempotent(deps, lambdaContext('leadIntake'), { ...call, run: async () => (running(), await gate, 'done') });
+    await started;
     await expect(runIdempotent(deps, lambdaContext('leadIntake'), { ...call, run: async () => 'second' })).rejects.toMatchObject({ status: 409 });
     release();
     await expect(first).resolves.toEqual({ result: 'done', replayed: false });

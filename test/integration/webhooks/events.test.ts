@@ -18,6 +18,7 @@ import { listDeliveries } from '../../../functions/core/delivery/redrive.js';
 import { keys } from '../../../functions/core/platform/model.js';
 import { streamRecord } from '../../unit/events/given-stream.js';
 import { fannedOut, insertOf } from './stream-position.js';
+import { deliveriesSettled } from './settled.js';
 
 let receiver: Receiver;
 beforeAll(async () => {
@@ -66,7 +67,7 @@ describe('events from CRM records', () => {
     const expected = ['client.created', 'client.created', 'client.updated', 'work_order.created', 'work_order.status_changed', 'work_order.status_changed', 'work_order.completed',
       'invoice.created', 'invoice.sent', 'invoice.paid', 'booking.received', 'work_order.deleted', 'client.deleted'];
     const received = await waitFor('/all', expected.length, 'every event');
-    await new Promise((r) => setTimeout(r, 1000)); // nothing more may arrive
+    await deliveriesSettled(receiver, org, '/all'); // nothing more may arrive
     expect(typesOn('/all').sort()).toEqual([...expected].sort());
     for (const r of received) {
       expect(r.verifyError).toBeUndefined();
@@ -88,7 +89,7 @@ describe('events from CRM records', () => {
     await cli('work-orders', 'set-status', '--org', org, '--work-order', wo.id, '--status', 'completed');
     await postLead(tenant.key, { name: 'Not Subscribed' });
     await waitFor('/alias', 1, 'the completed event');
-    await new Promise((r) => setTimeout(r, 1000));
+    await deliveriesSettled(receiver, org, '/alias');
     expect(typesOn('/alias')).toEqual(['work_order.completed']);
   });
 
@@ -104,7 +105,7 @@ describe('events from CRM records', () => {
     expect(await fanOut(deps, [record])).toEqual({ batchItemFailures: [] });
     expect(await fanOut(deps, [record])).toEqual({ batchItemFailures: [] });
     await waitFor('/replay', 1, 'the delivery');
-    await new Promise((r) => setTimeout(r, 1500));
+    await deliveriesSettled(receiver, tenant.organizationId, '/replay');
     expect(receiver.on('/replay')).toHaveLength(1);
     expect(await listDeliveries(deps, tenant.organizationId)).toHaveLength(1);
   });

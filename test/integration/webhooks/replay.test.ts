@@ -14,6 +14,7 @@ import { addEndpoint, updateEndpoint } from '../../../functions/core/delivery/en
 import { listDeliveries } from '../../../functions/core/delivery/redrive.js';
 import { replayFanoutFailures } from '../../../functions/core/events/replay.js';
 import { fannedOut, insertOf, streamsClient, type StreamPosition } from './stream-position.js';
+import { deliveriesSettled } from './settled.js';
 
 let receiver: Receiver;
 beforeAll(async () => {
@@ -67,7 +68,7 @@ describe('replaying failed fan-out batches', () => {
 
     await park();
     expect((await runCli(['events', 'replay-failures'])).code).toBe(0);
-    await new Promise((r) => setTimeout(r, 1500));
+    await deliveriesSettled(receiver, tenant.organizationId, '/replay');
     expect(receiver.on('/replay')).toHaveLength(1);
     expect(await listDeliveries(deps, tenant.organizationId)).toHaveLength(1);
   });
