@@ -1,29 +1,31 @@
 import type { Command } from 'commander';
+import type { Deps } from '../../../functions/core/platform/deps.js';
 import { listRequests } from '../../../functions/core/tenancy/request-log.js';
 import { listNotifications } from '../../../functions/core/crm/notifications.js';
 import { requireOrganization } from '../../../functions/core/tenancy/organizations.js';
 import { printResult, printTable } from '../output.js';
 import { act, positiveInt } from '../run.js';
 
+/** A command that prints an organization's newest rows of one kind. */
+function newestCommand<Row extends object>(
+  program: Command, name: string, description: string,
+  list: (deps: Deps, organizationId: string, options: { limit: number }) => Promise<Row[]>, columns: (keyof Row & string)[],
+): void {
+  program
+    .command(name)
+    .description(description)
+    .requiredOption('--org <id>', 'organization id')
+    .option('--limit <n>', 'how many', positiveInt('--limit'), 50)
+    .action(act<{ org: string; limit: number }>(async ({ target, options, json }) => {
+      await requireOrganization(target.deps, options.org);
+      const rows = await list(target.deps, options.org, { limit: options.limit });
+      printResult({ json }, rows, () => printTable(rows, columns));
+    }));
+}
+
 export function register(program: Command): void {
-  program
-    .command('logs')
-    .description("an organization's API request log (newest first, kept 30 days)")
-    .requiredOption('--org <id>', 'organization id')
-    .option('--limit <n>', 'how many', positiveInt('--limit'), 50)
-    .action(act<{ org: string; limit: number }>(async ({ target, options, json }) => {
-      await requireOrganization(target.deps, options.org);
-      const rows = await listRequests(target.deps, options.org, { limit: options.limit });
-      printResult({ json }, rows, () => printTable(rows, ['at', 'requestId', 'keyId', 'method', 'route', 'status', 'latencyMs']));
-    }));
-  program
-    .command('notifications')
-    .description("an organization's team notifications (new leads)")
-    .requiredOption('--org <id>', 'organization id')
-    .option('--limit <n>', 'how many', positiveInt('--limit'), 50)
-    .action(act<{ org: string; limit: number }>(async ({ target, options, json }) => {
-      await requireOrganization(target.deps, options.org);
-      const rows = await listNotifications(target.deps, options.org, { limit: options.limit });
-      printResult({ json }, rows, () => printTable(rows, ['createdAt', 'type', 'title', 'clientId']));
-    }));
+  newestCommand(program, 'logs', "an organization's API request log (newest first, kept 30 days)", listRequests,
+    ['at', 'requestId', 'keyId', 'method', 'route', 'status', 'latencyMs']);
+  newestCommand(program, 'notifications', "an organization's team notifications (new leads)", listNotifications,
+    ['createdAt', 'type', 'title', 'clientId']);
 }
