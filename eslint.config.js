@@ -12,6 +12,11 @@ export default tseslint.config(
     },
   },
   {
+    // CommonJS config files of tools (dependency-cruiser reads .cjs).
+    files: ['**/*.cjs'],
+    languageOptions: { sourceType: 'commonjs', globals: { module: 'writable', require: 'readonly' } },
+  },
+  {
     files: ['examples/**/*.{js,mjs}', 'bin/*.mjs'],
     languageOptions: { globals: { console: 'readonly', process: 'readonly', fetch: 'readonly', document: 'readonly', window: 'readonly' } },
   },
