@@ -41,7 +41,8 @@ function toHttpRequest(event: APIGatewayProxyEvent, requestId: string, context?:
     body: event.isBase64Encoded ? Buffer.from(event.body ?? '', 'base64') : (event.body ?? undefined),
     sourceIp: event.requestContext?.identity?.sourceIp ?? undefined,
     requestId,
-    remainingTimeMs: context?.getRemainingTimeInMillis(),
+    // Taken now, at the edge: the time left shrinks while the domain authenticates and rate-limits.
+    deadline: context ? Date.now() + context.getRemainingTimeInMillis() : undefined,
   };
 }
 
@@ -59,7 +60,7 @@ function toResult(outcome: HttpOutcome, requestId: string): APIGatewayProxyResul
   };
 }
 
-export function httpEndpoint(route: HttpRoute, options: { deps?: () => Promise<Deps> } = {}) {
+export function httpEdge(route: HttpRoute, options: { deps?: () => Promise<Deps> } = {}) {
   const getDeps = options.deps ?? lambdaDeps;
   return middy<APIGatewayProxyEvent, APIGatewayProxyResult, Error, Context>()
     // Every request's metrics (e.g. RateLimitFailOpen) are published, whether it answered or threw.

@@ -1,5 +1,5 @@
 /** POST/GET /api/webhook/leads: the lead endpoint (functions/core/intake/handle-lead-request.ts). */
-import { httpEndpoint } from '../edge/http-edge.js';
+import { httpEdge } from '../edge/http-edge.js';
 import { handleLeadRequest } from '../core/intake/handle-lead-request.js';
 
-export const handler = httpEndpoint(handleLeadRequest);
+export const handler = httpEdge(handleLeadRequest);

@@ -14,7 +14,7 @@ export async function waitForFirstOutcome(deps: Deps, deliveryId: string, timeou
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     const item = await findDelivery(deps, deliveryId);
-    if (item && ((item.attempts as unknown[] | undefined)?.length || item.status !== 'pending')) return item;
+    if (item && (item.attempts?.length || item.status !== 'pending')) return item;
     await new Promise((r) => setTimeout(r, POLL_MS));
   }
   return findDelivery(deps, deliveryId);

@@ -4,9 +4,9 @@
  * the queue keeps them; this full-table scan exists only here.
  */
 import type { Deps } from '../../functions/core/platform/deps.js';
-import type { DeliveryMessage } from '../../functions/core/platform/model.js';
 import { scanAll } from '../../functions/core/platform/query.js';
 import { sendDeliveryMessages } from '../../functions/core/delivery/queue.js';
+import { toDeliveryRecord, toMessage } from '../../functions/core/delivery/redrive.js';
 
 /** Queues every pending delivery again; returns how many. */
 export async function resumePendingDeliveries(deps: Deps): Promise<number> {
@@ -16,9 +16,7 @@ export async function resumePendingDeliveries(deps: Deps): Promise<number> {
     ExpressionAttributeNames: { '#s': 'status', '#e': 'entity' },
     ExpressionAttributeValues: { ':p': 'pending', ':delivery': 'delivery' },
   });
-  const pending = items.map((item): DeliveryMessage => ({
-    deliveryId: item.id as string, organizationId: item.organizationId as string, endpointId: item.endpointId as string, payload: item.payload as DeliveryMessage['payload'],
-  }));
+  const pending = items.map((item) => toMessage(toDeliveryRecord(item)));
   await sendDeliveryMessages(deps, pending);
   return pending.length;
 }

@@ -26,11 +26,12 @@ export interface DeliveryFilter {
 }
 
 /** A stored delivery without its storage attributes (keys, index keys, entity). */
-function toDeliveryRecord(item: Record<string, unknown>): DeliveryRecord {
+export function toDeliveryRecord(item: Record<string, unknown>): DeliveryRecord {
   const { pk: _pk, sk: _sk, gsi1pk: _g1, gsi1sk: _g2, entity: _e, ...record } = item;
   return record as unknown as DeliveryRecord;
 }
-const toMessage = (item: DeliveryRecord): DeliveryMessage => ({ deliveryId: item.id, organizationId: item.organizationId, endpointId: item.endpointId, payload: item.payload });
+/** The queue message that (re)sends a stored delivery. */
+export const toMessage = (item: DeliveryRecord): DeliveryMessage => ({ deliveryId: item.id, organizationId: item.organizationId, endpointId: item.endpointId, payload: item.payload });
 const matches = (item: { organizationId?: unknown; endpointId?: unknown; createdAt?: unknown }, f: DeliveryFilter) =>
   (!f.organizationId || item.organizationId === f.organizationId) &&
   (!f.endpointId || item.endpointId === f.endpointId) &&

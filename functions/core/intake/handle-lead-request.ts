@@ -11,7 +11,7 @@ import type { AuthContext } from '../platform/model.js';
 import { authenticate } from '../tenancy/authenticate.js';
 import { checkRateLimit, rateLimitFor, rateLimitHeaders, type RateLimitState } from '../tenancy/rate-limit.js';
 import { createLead } from './create-lead.js';
-import { remainingTimeFrom, runIdempotent, validateIdempotencyKey } from './idempotency.js';
+import { remainingTimeUntil, runIdempotent, validateIdempotencyKey } from './idempotency.js';
 import { MAX_BODY_BYTES, parseLead } from './lead-schema.js';
 
 const METHODS = ['GET', 'POST'];
@@ -59,7 +59,7 @@ async function createLeadOnce(deps: Deps, request: HttpRequest, auth: AuthContex
   const create = () => createLead(deps, auth, input, meta);
   if (!idempotencyKey) return { status: 201, body: await create() };
 
-  const remainingTime = request.remainingTimeMs === undefined ? undefined : remainingTimeFrom(request.remainingTimeMs);
+  const remainingTime = request.deadline === undefined ? undefined : remainingTimeUntil(request.deadline);
   const { result, replayed } = await runIdempotent(deps, remainingTime, {
     organizationId: auth.organization.id,
     idempotencyKey,

@@ -21,9 +21,8 @@ export interface RemainingTime {
   getRemainingTimeInMillis(): number;
 }
 
-/** A RemainingTime counting down from `ms` left now. */
-export function remainingTimeFrom(ms: number): RemainingTime {
-  const deadline = Date.now() + ms;
+/** A RemainingTime counting down to `deadline` (epoch ms). */
+export function remainingTimeUntil(deadline: number): RemainingTime {
   return { getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()) };
 }
 

@@ -13,8 +13,8 @@ export interface HttpRequest {
   body: Buffer | string | undefined;
   sourceIp?: string;
   requestId: string;
-  /** Time left before the function is stopped, when the runtime says (Lambda's context does). */
-  remainingTimeMs?: number;
+  /** When the function will be stopped (epoch ms), when the runtime says (Lambda's context does). */
+  deadline?: number;
 }
 
 /** Known once the caller is authenticated: the request log records it, even for a refused request. */
