@@ -1,7 +1,6 @@
 /** DynamoDB Streams (clients, work orders) → events → queued deliveries (functions/core/events/fanout.ts). */
 import type { DynamoDBStreamEvent, DynamoDBBatchResponse } from 'aws-lambda';
 import { lambdaDeps } from '../core/platform/deps.js';
-import { withMetrics } from '../core/platform/observability.js';
 import { fanOutStreamBatch } from './stream-batch.js';
 
-export const handler = withMetrics(async (event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> => fanOutStreamBatch(await lambdaDeps(), event.Records));
+export const handler = async (event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> => fanOutStreamBatch(await lambdaDeps(), event.Records);

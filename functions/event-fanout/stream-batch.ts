@@ -8,6 +8,7 @@ import type { DynamoDBBatchResponse, DynamoDBRecord } from 'aws-lambda';
 import type { Deps } from '../core/platform/deps.js';
 import { fanOut } from '../core/events/fanout.js';
 import { toStreamChange, type StreamChange } from '../core/events/stream-changes.js';
+import { withMetrics } from '../core/platform/observability.js';
 
 type AttributeMap = Record<string, AttributeValue>;
 
@@ -26,7 +27,8 @@ export function changeFromLambda(record: DynamoDBRecord): StreamChange {
   });
 }
 
-export async function fanOutStreamBatch(deps: Deps, records: DynamoDBRecord[]): Promise<DynamoDBBatchResponse> {
+/** The batch's metrics (e.g. TenantMismatch) are published when it ends, as every invocation's are. */
+export const fanOutStreamBatch = withMetrics(async (deps: Deps, records: DynamoDBRecord[]): Promise<DynamoDBBatchResponse> => {
   const { failedFrom } = await fanOut(deps, records.map(changeFromLambda));
   return { batchItemFailures: failedFrom === undefined ? [] : [{ itemIdentifier: failedFrom }] };
-}
+});

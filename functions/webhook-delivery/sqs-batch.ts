@@ -8,6 +8,7 @@ import type { SQSBatchResponse, SQSRecord } from 'aws-lambda';
 import type { Deps } from '../core/platform/deps.js';
 import { deliverBatch, staysQueued, type QueuedDelivery } from '../core/delivery/deliver.js';
 import { receivedAtOf } from '../core/delivery/schedule.js';
+import { withMetrics } from '../core/platform/observability.js';
 
 const queuedDelivery = (record: SQSRecord, batchStartedAt: number): QueuedDelivery => ({
   messageId: record.messageId,
@@ -17,8 +18,9 @@ const queuedDelivery = (record: SQSRecord, batchStartedAt: number): QueuedDelive
   receivedAt: receivedAtOf(record.attributes, batchStartedAt),
 });
 
-export async function deliverSqsBatch(deps: Deps, records: SQSRecord[]): Promise<SQSBatchResponse> {
+/** The batch's metrics (attempts, failures, latency) are published when it ends, as every invocation's are. */
+export const deliverSqsBatch = withMetrics(async (deps: Deps, records: SQSRecord[]): Promise<SQSBatchResponse> => {
   const batchStartedAt = deps.now();
   const outcomes = await deliverBatch(deps, records.map((r) => queuedDelivery(r, batchStartedAt)));
   return { batchItemFailures: outcomes.filter(staysQueued).map((o) => ({ itemIdentifier: o.messageId })) };
-}
+});

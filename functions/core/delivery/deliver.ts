@@ -178,6 +178,5 @@ export async function deliverBatch(deps: Deps, queued: QueuedDelivery[]): Promis
       return { messageId: item.messageId, kind: 'error' };
     }
   }));
-  metrics.publishStoredMetrics();
   return outcomes;
 }

@@ -49,16 +49,11 @@ export interface FanOutResult { failedFrom?: string }
  * twice.
  */
 export async function fanOut(deps: Deps, changes: StreamChange[]): Promise<FanOutResult> {
-  let mismatches = 0;
   const work = changes.map((change) => {
     const { events, tenantMismatch } = derive(change);
-    if (tenantMismatch) {
-      mismatches++;
-      reportTenantMismatch(change, tenantMismatch.organizationId);
-    }
+    if (tenantMismatch) reportTenantMismatch(change, tenantMismatch.organizationId);
     return { change, events, ok: true, messages: [] as DeliveryMessage[] };
   });
-  if (mismatches > 0) metrics.publishStoredMetrics();
   // Each organization's endpoints are read fresh, once per batch (never from a cache): an endpoint
   // added before a change was written hears of it, however recently it was added.
   const endpointsByOrg = new Map<string, Promise<WebhookEndpoint[]>>();

@@ -18,11 +18,11 @@ export function flushMetrics(): void {
   if (metrics.hasStoredMetrics()) metrics.publishStoredMetrics();
 }
 
-/** A Lambda handler that flushes its metrics at the end of every invocation. */
-export function withMetrics<E, R>(handler: (event: E) => Promise<R>): (event: E) => Promise<R> {
-  return async (event) => {
+/** An edge's work that flushes its metrics at the end of every invocation, answered or thrown. */
+export function withMetrics<A extends unknown[], R>(work: (...args: A) => Promise<R>): (...args: A) => Promise<R> {
+  return async (...args) => {
     try {
-      return await handler(event);
+      return await work(...args);
     } finally {
       flushMetrics();
     }
