@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { ChangeMessageVisibilityCommand, SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import type { Deps } from '../platform/deps.js';
+import { inBatches } from '../platform/batches.js';
 import { keys, type DeliveryMessage, type DeliveryRecord, type EventPayload, type WebhookEndpoint } from '../platform/model.js';
 import { logger } from '../platform/observability.js';
 
@@ -20,9 +21,7 @@ export const deliveryIdFor = (eventId: string, endpointId: string) =>
 const expiresAt = (deps: Deps) => Math.floor(deps.now() / 1000) + deps.settings.retentionDays * 86_400;
 
 export async function sendDeliveryMessages(deps: Deps, messages: DeliveryMessage[]): Promise<void> {
-  const batches: DeliveryMessage[][] = [];
-  for (let i = 0; i < messages.length; i += 10) batches.push(messages.slice(i, i + 10));
-  await Promise.all(batches.map(async (batch) => {
+  await Promise.all(inBatches(messages, 10).map(async (batch) => {
     const out = await deps.sqs.send(new SendMessageBatchCommand({
       QueueUrl: deps.queues.deliveryQueue,
       Entries: batch.map((m, n) => ({ Id: String(n), MessageBody: JSON.stringify(m) })),

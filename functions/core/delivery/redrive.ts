@@ -16,6 +16,7 @@ import { keys, type DeliveryMessage, type DeliveryRecord } from '../platform/mod
 import { queryAll } from '../platform/query.js';
 import { sendDeliveryMessages } from './queue.js';
 import { hollowPayloadReason } from './deliver.js';
+import { inBatches } from '../platform/batches.js';
 
 export interface DeliveryFilter {
   organizationId?: string;
@@ -105,9 +106,10 @@ export async function redriveFailed(
 ): Promise<{ redriven: number; hollow: number; deadLetters?: SweepResult }> {
   const listed = await listDeliveries(deps, filter.organizationId, { ...filter, status: 'failed', limit: Number.MAX_SAFE_INTEGER });
   const failed = listed.filter((item) => !hollowPayloadReason(item));
-  for (let i = 0; i < failed.length; i += 10) {
-    await requeue(deps, failed.slice(i, i + 10).map(toMessage));
-    onProgress?.(Math.min(i + 10, failed.length), failed.length);
+  let done = 0;
+  for (const batch of inBatches(failed, 10)) {
+    await requeue(deps, batch.map(toMessage));
+    onProgress?.((done += batch.length), failed.length);
   }
   const deadLetters = await removeDeadLetters(deps, new Set(failed.map((item) => item.id)), options.maxMessages);
   return { redriven: failed.length, hollow: listed.length - failed.length, ...(deadLetters ? { deadLetters } : {}) };
@@ -228,11 +230,10 @@ async function sweepDeadLetters(
   const complete = stopped === 'empty' || stopped === 'done' || (stopped === 'cap' && end.visible === 0);
   // A capped pass leaves what it looked at hidden, so the next pass reaches the rest; otherwise release it.
   if (complete) {
-    const handles = [...skipped.values()];
-    for (let i = 0; i < handles.length; i += 10) {
+    for (const handles of inBatches([...skipped.values()], 10)) {
       await deps.sqs.send(new ChangeMessageVisibilityBatchCommand({
         QueueUrl: deps.queues.deliveryDlq,
-        Entries: handles.slice(i, i + 10).map((ReceiptHandle, n) => ({ Id: String(n), ReceiptHandle, VisibilityTimeout: 0 })),
+        Entries: handles.map((ReceiptHandle, n) => ({ Id: String(n), ReceiptHandle, VisibilityTimeout: 0 })),
       }));
     }
   }

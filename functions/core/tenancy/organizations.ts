@@ -9,6 +9,7 @@ import { newId } from '../platform/ids.js';
 import { queryAll } from '../platform/query.js';
 import { keys, type Billing, type Organization } from '../platform/model.js';
 import { edgeKeyLimitPerMinute } from '../../../lib/topology.js';
+import { inBatches } from '../platform/batches.js';
 
 export interface NewOrganization {
   name: string;
@@ -101,8 +102,8 @@ export async function listOrganizations(deps: Deps): Promise<Organization[]> {
   });
   const ids = [...new Set(indexed.map((item) => item.id as string))];
   const byId = new Map<string, Organization>();
-  for (let i = 0; i < ids.length; i += 100) {
-    let request: Record<string, { Keys: Record<string, unknown>[] }> | undefined = { [deps.tables.organizations]: { Keys: ids.slice(i, i + 100).map((id) => keys.org(id)) } };
+  for (const batch of inBatches(ids, 100)) {
+    let request: Record<string, { Keys: Record<string, unknown>[] }> | undefined = { [deps.tables.organizations]: { Keys: batch.map((id) => keys.org(id)) } };
     while (request && Object.keys(request).length > 0) {
       const out = await deps.doc.send(new BatchGetCommand({ RequestItems: request }));
       for (const item of out.Responses?.[deps.tables.organizations] ?? []) byId.set(item.id as string, toOrganization(item));
