@@ -4,7 +4,7 @@
  */
 import { existsSync } from 'node:fs';
 import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
-import { createDeps, type Deps } from '../../functions/core/platform/deps.js';
+import { createDeps, emulatorCredentials, type Deps } from '../../functions/core/platform/deps.js';
 import { parseSettings, readSettingsParameter, asDeployed, type Settings } from '../../functions/core/platform/settings.js';
 import { tables, queues, outputKeys, stackName, type TableName, type QueueName } from '../topology.js';
 import { defaultStackFile, depsFromStackFile, readStackFile } from '../local/stack-file.js';
@@ -25,7 +25,7 @@ export async function resolveTarget(options: TargetOptions): Promise<Target> {
   if (options.local || (!options.stage && existsSync(file))) {
     if (!existsSync(file)) throw new Error(`No local stack: ${file} does not exist. Start it with \`npm start\`.`);
     const info = readStackFile(file);
-    const credentials = { accessKeyId: 'local', secretAccessKey: 'local' };
+    const credentials = emulatorCredentials;
     // The stand-in holds the current settings (they may have changed since start); stack.json the initial ones.
     const settings = info.ssmEndpoint && info.settingsParameter
       ? await readSettings({ region: info.region, endpoint: info.ssmEndpoint, credentials }, info.settingsParameter).catch(() => parseSettings(info.settings))

@@ -14,9 +14,11 @@ import { fileURLToPath } from 'node:url';
 import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { enforceVisibilityLimit } from './sqs-strict.js';
 import { isLoopbackHost, hostOfRequestHead, foreignHostResponse, foreignHostMessage } from './loopback-host.js';
+import { emulatorCredentials } from '../../functions/core/platform/deps.js';
 
 const LOCAL_REGION = 'us-east-1';
-export const localCredentials = { accessKeyId: 'local', secretAccessKey: 'local' };
+/** The emulators' credentials (any are accepted): the same the SDK clients of deps.ts give them. */
+export const localCredentials = emulatorCredentials;
 
 /** A free TCP port on 127.0.0.1 (0 → pick one), or the requested one after checking it is free. */
 async function freePort(requested = 0): Promise<number> {

@@ -34,10 +34,12 @@ export interface ServiceUrls {
  * Without `region` the SDK resolves it as everywhere else (AWS_REGION, then the profile's config);
  * a caller that resolved it once (the CLI's AWS target) passes it so every client agrees.
  */
+/** What the emulators are given: they accept any credentials, and the local stack and CLI need none configured. */
+export const emulatorCredentials = { accessKeyId: 'local', secretAccessKey: 'local' };
+
 export function createAwsClients(urls: ServiceUrls = {}): Pick<Deps, 'dynamodb' | 'doc' | 'sqs'> {
   const region = urls.region;
-  // Emulators accept any credentials; the local stack and CLI need none configured.
-  const credentials = urls.dynamodbEndpoint ? { accessKeyId: 'local', secretAccessKey: 'local' } : undefined;
+  const credentials = urls.dynamodbEndpoint ? emulatorCredentials : undefined;
   const dynamodb = new DynamoDBClient({ region, endpoint: urls.dynamodbEndpoint, credentials });
   const doc = DynamoDBDocumentClient.from(dynamodb, {
     marshallOptions: { removeUndefinedValues: true, convertClassInstanceToMap: false },
