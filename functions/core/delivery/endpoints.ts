@@ -10,15 +10,17 @@ import { notFound, validationFailed, type FieldError } from '../platform/errors.
 import { newId } from '../platform/ids.js';
 import { queryAll } from '../platform/query.js';
 import { TtlCache } from '../platform/ttl-cache.js';
-import { keys, type SigningSecret, type WebhookEndpoint } from '../platform/model.js';
+import { keys, type CircuitState, type SigningSecret, type WebhookEndpoint } from '../platform/model.js';
+import { circuitAttributes, circuitOf, circuitView } from './circuit-breaker.js';
 import { parseSubscription } from './subscriptions.js';
 import { newSigningSecret } from './signing.js';
 import { allowListFor, checkAddress } from './ssrf.js';
 import { requireOrganization } from '../tenancy/organizations.js';
 
-export type EndpointSummary = Omit<WebhookEndpoint, 'secrets'> & { secretCount: number };
+/** What an endpoint shows its owner: never its secrets; its circuit as a state (DESIGN §16). */
+export type EndpointSummary = Omit<WebhookEndpoint, 'secrets' | 'circuit'> & { secretCount: number; circuit: { state: CircuitState; until?: string } };
 
-const summary = ({ secrets, ...rest }: WebhookEndpoint): EndpointSummary => ({ ...rest, secretCount: secrets.length });
+const summary = ({ secrets, circuit, ...rest }: WebhookEndpoint, now: number): EndpointSummary => ({ ...rest, secretCount: secrets.length, circuit: circuitView(circuit, now) });
 
 /** https only (http on the local stack); no credentials in the URL; IP literals checked now, names at connect time. */
 export function validateUrl(deps: Deps, raw: string): string {
@@ -55,6 +57,7 @@ function toEndpoint(item: Record<string, unknown>): WebhookEndpoint {
     createdAt: item.createdAt as string,
     ...(item.failingSince ? { failingSince: item.failingSince as string } : {}),
     ...(item.disabledReason ? { disabledReason: item.disabledReason as string } : {}),
+    ...(circuitOf(item) ? { circuit: circuitOf(item) } : {}),
   };
 }
 
@@ -88,12 +91,12 @@ export async function addEndpoint(deps: Deps, organizationId: string, input: { u
     ConditionExpression: 'attribute_not_exists(pk)',
   }));
   endpointCache.delete(organizationId);
-  return { endpoint: summary(endpoint), secret };
+  return { endpoint: summary(endpoint, deps.now()), secret };
 }
 
 export async function listEndpoints(deps: Deps, organizationId: string): Promise<EndpointSummary[]> {
   await requireOrganization(deps, organizationId);
-  return (await queryEndpoints(deps, organizationId)).map(summary);
+  return (await queryEndpoints(deps, organizationId)).map((e) => summary(e, deps.now()));
 }
 
 export async function getEndpoint(deps: Deps, organizationId: string, endpointId: string): Promise<WebhookEndpoint | undefined> {
@@ -116,25 +119,28 @@ export async function updateEndpoint(deps: Deps, organizationId: string, endpoin
     ...(input.description !== undefined ? { description: input.description } : {}),
     ...(input.enabled !== undefined ? { enabled: input.enabled } : {}),
   };
-  // Re-enabling clears the health state that disabled it.
+  // Re-enabling clears the health state that disabled it; a new URL or a re-enable also closes the
+  // circuit (the operator says the receiver is fixed: the next delivery tries it at once).
   if (input.enabled === true) {
     delete next.failingSince;
     delete next.disabledReason;
   }
+  if (input.enabled === true || next.url !== current.url) delete next.circuit;
+  const { circuit, ...stored } = next;
   await deps.doc.send(new PutCommand({
     TableName: deps.tables.organizations,
-    Item: { ...keys.endpoint(organizationId, endpointId), entity: 'endpoint', ...next },
+    Item: { ...keys.endpoint(organizationId, endpointId), entity: 'endpoint', ...stored, ...circuitAttributes(circuit) },
     ConditionExpression: 'attribute_exists(pk)',
   }));
   endpointCache.delete(organizationId);
-  return summary(next);
+  return summary(next, deps.now());
 }
 
 export async function removeEndpoint(deps: Deps, organizationId: string, endpointId: string): Promise<EndpointSummary> {
   const current = await requireEndpoint(deps, organizationId, endpointId);
   await deps.doc.send(new DeleteCommand({ TableName: deps.tables.organizations, Key: keys.endpoint(organizationId, endpointId) }));
   endpointCache.delete(organizationId);
-  return summary(current);
+  return summary(current, deps.now());
 }
 
 /** A new secret; the previous ones keep signing for `graceHours` (default 24), so receivers can switch. */
@@ -158,7 +164,7 @@ export async function rotateSecret(deps: Deps, organizationId: string, endpointI
     ExpressionAttributeValues: { ':s': secrets },
   }));
   endpointCache.delete(organizationId);
-  return { endpoint: summary({ ...current, secrets }), secret };
+  return { endpoint: summary({ ...current, secrets }, deps.now()), secret };
 }
 
 /** The secrets that sign right now: the newest first, then any still inside their rotation grace. */
@@ -198,6 +204,8 @@ export const currentEndpoints = (deps: Deps, organizationId: string): Promise<We
  * a new endpoint's first deliveries never find it "removed".
  */
 const endpointCache = new TtlCache<string, WebhookEndpoint[]>(10_000);
+/** Drops an organization's cached endpoints: the next delivery reads them again (after this container changed them). */
+export const forgetEndpoints = (organizationId: string) => endpointCache.delete(organizationId);
 export async function endpointsOf(deps: Deps, organizationId: string, endpointId?: string): Promise<WebhookEndpoint[]> {
   const now = deps.now();
   const cached = endpointCache.get(organizationId, now);

@@ -30,8 +30,13 @@ export const keys = {
   deliveryPrefix: 'DELIVERY#',
   /** gsi1 entry: find a delivery by id alone (redrive --delivery). */
   deliveryIndex: (deliveryId: string) => ({ gsi1pk: `DELIVERY#${deliveryId}`, gsi1sk: 'DELIVERY' }),
+  /** An event's payload, stored once for all its deliveries (deliveries table). */
+  event: (orgId: string, eventId: string) => ({ pk: `ORG#${orgId}`, sk: `EVENT#${eventId}` }),
   request: (orgId: string, at: string, requestId: string) => ({ pk: `ORG#${orgId}`, sk: `REQUEST#${at}#${requestId}` }),
   requestPrefix: 'REQUEST#',
+  /** Audit entries of the organization settings (request-log table, kept retentionDays): who changed what. */
+  audit: (orgId: string, at: string, id: string) => ({ pk: `ORG#${orgId}`, sk: `AUDIT#${at}#${id}` }),
+  auditPrefix: 'AUDIT#',
 };
 
 /**
@@ -59,7 +64,11 @@ export interface Organization {
   /** Prepaid balance in integer micro-dollars (1 USD = 1_000_000). */
   walletMicros: number;
   createdAt: string;
+  /** CAPTCHA checked on publishable-key leads (DESIGN §15); its secret is stored apart from this shape, never shown. */
+  captchaProvider?: CaptchaProvider;
 }
+
+export type CaptchaProvider = 'turnstile' | 'hcaptcha' | 'recaptcha';
 
 export interface ApiKeyRecord {
   /** Public id, safe for display and logs (e.g. `key_3fa9c2d1`). */
@@ -73,12 +82,29 @@ export interface ApiKeyRecord {
   expiresAt?: string;
   revokedAt?: string;
   lastUsedAt?: string;
+  /** `secret` (`crm_live_`, servers) or `publishable` (`crm_pub_`, public pages; DESIGN §15). Absent: secret. */
+  kind?: ApiKeyKind;
+  /** Publishable keys: the exact origins (`https://shop.example`) a page may call from. */
+  origins?: string[];
+  /** Publishable keys: where a no-script form post is redirected (303) after a lead is created. */
+  thankYouUrl?: string;
+  /** Publishable keys: leads (billed calls) per UTC day through this key; absent: no cap. */
+  dailyCap?: number;
+  /** Publishable keys: leads per minute per client address (IPv6: per /64); absent: the default, 5. */
+  perIpLimit?: number;
+  /** Publishable keys: the honeypot field's name; absent: `website`. */
+  honeypotField?: string;
 }
+
+export type ApiKeyKind = 'secret' | 'publishable';
+
+/** The publishable-key settings authentication hands on (absent on secret keys). */
+export type PublishableKeyPolicy = Required<Pick<ApiKeyRecord, 'origins' | 'perIpLimit' | 'honeypotField'>> & Pick<ApiKeyRecord, 'thankYouUrl' | 'dailyCap'>;
 
 /** What authentication hands to the rest of a request: everything is scoped to this organization. */
 export interface AuthContext {
   organization: Organization;
-  key: Pick<ApiKeyRecord, 'keyId' | 'name'>;
+  key: Pick<ApiKeyRecord, 'keyId' | 'name'> & { kind?: ApiKeyKind; publishable?: PublishableKeyPolicy };
 }
 
 export interface SigningSecret {
@@ -102,6 +128,21 @@ export interface WebhookEndpoint {
   /** Set at the first failure after a success; the endpoint is disabled when it gets too old. */
   failingSince?: string;
   disabledReason?: string;
+  /** The endpoint's circuit breaker (functions/core/delivery/circuit-breaker.ts); absent: closed, no failures counted. */
+  circuit?: CircuitRecord;
+}
+
+export type CircuitState = 'closed' | 'open' | 'half-open';
+/** Stored on the endpoint item as circuitFailures, circuitUntil, circuitOpens, circuitProbing. */
+export interface CircuitRecord {
+  /** Failed attempts in a row (time-outs included); a success clears them. */
+  failures: number;
+  /** Openings in a row without a success: each doubles the wait. */
+  opens: number;
+  /** While set: nothing is attempted before it (open), or a claimed probe runs until it (probing). */
+  until?: string;
+  /** A half-open probe claimed the circuit until `until`. */
+  probing?: boolean;
 }
 
 /** The event envelope sent to receivers (DESIGN §10). */
@@ -145,6 +186,8 @@ export interface DeliveryRecord {
   /** When it was last sent to the delivery queue; absent while a fan-out that recorded it has not queued it yet. */
   queuedAt?: string;
   nextAttemptAt?: string;
+  /** Why the next attempt waits beyond the schedule (e.g. the endpoint's circuit is open). */
+  deferredReason?: string;
   deliveredAt?: string;
 }
 
@@ -154,4 +197,9 @@ export interface DeliveryMessage {
   organizationId: string;
   endpointId: string;
   payload: EventPayload;
+  /**
+   * Attempts made before this message was sent (absent: none). A retry is a new message, so the
+   * attempt number is this plus the message's own receive count (a crashed receive still counts).
+   */
+  priorAttempts?: number;
 }

@@ -45,9 +45,25 @@ export const settingsSchema = z.object({
   /** Delays before attempts 2..5, in seconds (DESIGN §11). Tests compress it. */
   retryScheduleSeconds: z._default(z.array(nonnegative()), [60, 600, 6000, 43200]),
   retryJitter: z._default(z.number().check(z.minimum(0), z.maximum(1)), 0.1),
+  /**
+   * A retry (or a deferral) waiting at most this long stays on the delivery queue as a delayed
+   * message; a longer one leaves the queue for the due-time index until the sweeper re-queues it
+   * (DESIGN §16). At most 900 s, SQS's DelaySeconds maximum. Tests shorten it.
+   */
+  queueDelayMaxSeconds: z._default(int().check(z.nonnegative(), atMost(900, 'queueDelayMaxSeconds', 'SQS delays a message by at most 900 s')), 900),
+  /** The due-index sweeper re-queues what falls due within this many seconds (as delayed messages): one schedule period. */
+  dueSweepLookaheadSeconds: z._default(int().check(z.nonnegative(), atMost(900, 'dueSweepLookaheadSeconds', 'SQS delays a message by at most 900 s')), 60),
   deliveryTimeoutMs: z._default(positiveInt(), 10_000),
   /** An endpoint failing without a success for this long is disabled. */
   disableAfterFailingHours: z._default(z.number().check(z.positive()), 120),
+  /** Failed attempts in a row (time-outs included) that open an endpoint's circuit (DESIGN §16). */
+  circuitFailureThreshold: z._default(positiveInt(), 5),
+  /** How long a circuit first stays open; each failed probe doubles it, up to circuitMaxOpenSeconds. */
+  circuitOpenSeconds: z._default(positiveInt(), 30),
+  circuitMaxOpenSeconds: z._default(positiveInt(), 3600),
+  /** Attempts in flight per endpoint per container; more wait up to endpointBusyWaitMs, then are re-scheduled. */
+  maxInFlightPerEndpoint: z._default(positiveInt(), 4),
+  endpointBusyWaitMs: z._default(nonnegative(), 1000),
   /** CIDRs the SSRF guard admits even though they are private (e.g. a VPC receiver). */
   ssrfAllowList: z._default(z.array(z.string().check(z.superRefine((cidr, ctx) => { const problem = cidrProblem(cidr); if (problem) ctx.addIssue({ code: 'custom', message: `not a valid CIDR: ${problem}` }); }))), []),
   maxEndpointsPerOrganization: z._default(positiveInt(), 10),
@@ -55,6 +71,13 @@ export const settingsSchema = z.object({
   retentionDays: z._default(positiveInt(), 30),
   /** How long a container serves its cached copy of this document before reading SSM again. */
   settingsMaxAgeSeconds: z._default(positiveInt().check(atMost(3600, 'settingsMaxAgeSeconds', 'a changed setting, e.g. a tightened limit, takes this long to apply')), 300),
+  /**
+   * CAPTCHA siteverify URLs by provider (DESIGN §15), over the providers' own (functions/core/intake/captcha.ts);
+   * tests point them at a loopback stub. On a deployed stage a non-https URL is dropped (asDeployed).
+   */
+  captchaVerifyUrls: z._default(z.partialRecord(z.enum(['turnstile', 'hcaptcha', 'recaptcha']), z.url()), {}),
+  /** How long a siteverify call may take before the lead is refused (fail closed, 503). */
+  captchaTimeoutMs: z._default(positiveInt().check(atMost(10_000, 'captchaTimeoutMs', 'the lead function times out at 10 s')), 3000),
 });
 export type Settings = z.infer<typeof settingsSchema>;
 
@@ -81,7 +104,14 @@ export function asDeployed(settings: Settings, where: string, warn: (message: st
     out = { ...out, local: false };
   }
   const allow = withoutSensitiveAllowEntries(out.ssrfAllowList, (m) => warn(`settings: ${m} (${where})`));
-  return allow === out.ssrfAllowList ? out : { ...out, ssrfAllowList: allow };
+  if (allow !== out.ssrfAllowList) out = { ...out, ssrfAllowList: allow };
+  // A CAPTCHA secret travels to the verify URL: never in clear text from a deployed stage.
+  const plain = Object.entries(out.captchaVerifyUrls).filter(([, url]) => url && !url.startsWith('https://'));
+  if (plain.length) {
+    for (const [provider] of plain) warn(`settings: captchaVerifyUrls.${provider} is not https: ignored (${where}); the provider's own URL applies`);
+    out = { ...out, captchaVerifyUrls: Object.fromEntries(Object.entries(out.captchaVerifyUrls).filter(([, url]) => url?.startsWith('https://'))) };
+  }
+  return out;
 }
 
 const onDeployedLambda = () => Boolean(process.env.AWS_LAMBDA_FUNCTION_NAME) && !process.env[localStackMarkerEnvVar];

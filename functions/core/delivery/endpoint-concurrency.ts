@@ -1,0 +1,41 @@
+/**
+ * Attempts in flight per endpoint, in this container (DESIGN §16): at most `bound` POSTs to one
+ * endpoint at once. One more waits for a slot up to `waitMs` (a healthy receiver frees one within
+ * milliseconds, so a burst to one endpoint is only spaced out); past that the caller re-schedules
+ * the delivery instead of attempting it, so a hanging receiver holds at most `bound` attempts of
+ * a container, never its whole batch. No shared state, no write: the breaker (circuit-breaker.ts)
+ * is what stops a hanging endpoint across containers.
+ */
+interface Slots { inFlight: number; waiting: (() => void)[] }
+
+const slotsByEndpoint = new Map<string, Slots>();
+
+/** How many attempts to `endpointId` this container has in flight now. */
+export const inFlightTo = (endpointId: string): number => slotsByEndpoint.get(endpointId)?.inFlight ?? 0;
+
+/** A slot for one attempt to `endpointId`: its release function, or undefined when none freed within `waitMs`. */
+export async function acquireSlot(endpointId: string, bound: number, waitMs: number): Promise<(() => void) | undefined> {
+  let slots = slotsByEndpoint.get(endpointId);
+  if (!slots) slotsByEndpoint.set(endpointId, (slots = { inFlight: 0, waiting: [] }));
+  if (slots.inFlight >= bound) {
+    const s = slots;
+    const woken = await new Promise<boolean>((resolve) => {
+      const wake = () => { clearTimeout(timer); resolve(true); };
+      const timer = setTimeout(() => { s.waiting.splice(s.waiting.indexOf(wake), 1); resolve(false); }, waitMs);
+      s.waiting.push(wake);
+    });
+    // A woken waiter was handed the releaser's slot (inFlight unchanged).
+    if (!woken) return undefined;
+  } else {
+    slots.inFlight += 1;
+  }
+  let released = false;
+  return () => {
+    if (released) return;
+    released = true;
+    const next = slots.waiting.shift();
+    if (next) return next();
+    slots.inFlight -= 1;
+    if (slots.inFlight === 0) slotsByEndpoint.delete(endpointId);
+  };
+}
