@@ -1,8 +1,11 @@
 /**
- * One delivery attempt (DESIGN §11): sign, POST, record the attempt, and decide what happens next:
- * done, retry after the scheduled delay, or failed for good (the message then reaches the
- * dead-letter queue). The attempt number is the message's receive count, so a re-driven message
- * starts a fresh count and a crashed attempt still counts.
+ * One delivery attempt (DESIGN §11, §16): sign, POST, record the attempt, and decide what happens
+ * next: done, retry after the scheduled delay, or failed for good (the message then goes to the
+ * dead-letter queue). The attempt number travels in the message (queue.ts attemptNumberOf): the
+ * attempts before it plus its receive count, so a crashed attempt still counts; a re-driven
+ * delivery starts a fresh count. A retry never waits in flight: it is a new delayed message, or,
+ * beyond queueDelayMaxSeconds, parked in the due index (written with the attempt, in one update)
+ * until the sweeper re-queues it; only then is the received message deleted.
  */
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
@@ -12,41 +15,60 @@ import { activeSecrets, endpointsOf, recordEndpointHealth } from './endpoints.js
 import { logger, metrics } from '../platform/observability.js';
 import { signatureHeaders } from './signing.js';
 import { postWebhook, type PostResult } from './http-client.js';
-import { MAX_ATTEMPTS, parseRetryAfter, retryDelaySeconds, visibilityLeftSeconds } from './schedule.js';
+import { MAX_ATTEMPTS, parseRetryAfter, retryDelaySeconds } from './schedule.js';
 import { allowListFor } from './ssrf.js';
-import { readDeliveryMessage, retryQueuedLater } from './queue.js';
+import { attemptNumberOf, deferDelivery, readDeliveryMessage, sendDeliveryMessages, sendToDeadLetters } from './queue.js';
+import { dueKeys } from './store.js';
 
-/** `exhausted`: the last attempt failed, so the message goes to the dead-letter queue. */
+/**
+ * `exhausted`: the last attempt failed (or the message kept crashing past it): it goes to the
+ * dead-letter queue. `retry`: `parked` when it waits in the due index, else it is re-sent delayed.
+ * `deferred`: not attempted (isolation: the endpoint's circuit is open or its bound is full), to
+ * be tried again at `untilMs` without consuming an attempt (queue.ts deferDelivery).
+ */
 export type Outcome =
   | { kind: 'delivered' | 'skipped' | 'failed'; attempt: number; result?: PostResult; reason?: string }
-  | { kind: 'exhausted'; attempt: number; result: PostResult; reason: string }
-  | { kind: 'retry'; attempt: number; result: PostResult; delaySeconds: number };
+  | { kind: 'exhausted'; attempt: number; result?: PostResult; reason: string }
+  | { kind: 'retry'; attempt: number; result: PostResult; delaySeconds: number; parked: boolean }
+  | { kind: 'deferred'; attempt: number; untilMs: number; reason: string };
 
 /** A message as the delivery queue handed it out. */
 export interface QueuedDelivery {
   messageId: string;
   receiptHandle: string;
   body: string;
-  /** How often the queue handed it out, this time included: the attempt number. */
+  /** How often the queue handed this message out, this time included (crashed receives count as attempts). */
   receiveCount: number;
-  /** When it was (at the earliest) received, epoch ms: see schedule.ts receivedAtOf. */
-  receivedAt: number;
 }
 
 /** `error`: the attempt broke off unexpectedly (logged); the message is received again. */
 export type BatchOutcome = { messageId: string } & (Outcome | { kind: 'error' });
 
 /**
- * Whether the message stays on the queue instead of being consumed: a retry (re-timed by
- * deliverBatch), an exhausted delivery (visible at once, so its next receive moves it to the
- * dead-letter queue) and an unexpected error.
+ * Whether the received message stays on the queue instead of being consumed: only after an
+ * unexpected error (visible again after the visibility timeout, its receive counted). Retries,
+ * deferrals and exhausted deliveries were sent on (or parked) by deliverBatch before this.
  */
-export const staysQueued = (outcome: BatchOutcome): boolean => ['retry', 'exhausted', 'error'].includes(outcome.kind);
+export const staysQueued = (outcome: BatchOutcome): boolean => outcome.kind === 'error';
 
-async function updateDelivery(deps: Deps, message: DeliveryMessage, status: DeliveryStatus, extra: { attempt?: DeliveryAttempt; reason?: string; nextAttemptAt?: string } = {}) {
+/**
+ * One UpdateItem per outcome (the record is small and its indexes keys-only: 1 write unit unless
+ * a response body makes it bigger). `park` writes the due index's keys with it; any other update
+ * clears them (a delivery attempted is no longer parked).
+ */
+async function updateDelivery(deps: Deps, message: DeliveryMessage, status: DeliveryStatus, extra: { attempt?: DeliveryAttempt; reason?: string; nextAttemptAt?: string; park?: { untilMs: number; priorAttempts: number } } = {}) {
   const now = new Date(deps.now()).toISOString();
   const sets = ['#s = :s', 'updatedAt = :now'];
   const values: Record<string, unknown> = { ':s': status, ':now': now };
+  const removes = ['deferredReason'];
+  if (extra.park) {
+    const due = dueKeys(message.deliveryId, extra.park.untilMs);
+    sets.push('duePk = :dpk', 'dueAt = :due', 'duePriorAttempts = :prior');
+    Object.assign(values, { ':dpk': due.duePk, ':due': due.dueAt, ':prior': extra.park.priorAttempts });
+  } else {
+    removes.push('duePk', 'dueAt', 'duePriorAttempts');
+  }
+  if (status === 'delivered') removes.push('nextAttemptAt');
   if (extra.attempt) {
     sets.push('attempts = list_append(if_not_exists(attempts, :empty), :a)');
     values[':a'] = [extra.attempt];
@@ -64,7 +86,7 @@ async function updateDelivery(deps: Deps, message: DeliveryMessage, status: Deli
   await deps.doc.send(new UpdateCommand({
     TableName: deps.tables.deliveries,
     Key: keys.delivery(message.organizationId, message.deliveryId),
-    UpdateExpression: `SET ${sets.join(', ')}${status === 'delivered' ? ' REMOVE nextAttemptAt' : ''}`,
+    UpdateExpression: `SET ${sets.join(', ')} REMOVE ${removes.join(', ')}`,
     ExpressionAttributeNames: { '#s': 'status' },
     ExpressionAttributeValues: values,
   }));
@@ -90,12 +112,15 @@ export function hollowPayloadReason(record: Pick<DeliveryRecord, 'payloadOmitted
 }
 
 /**
- * Signs and sends one delivery to its endpoint, and records the outcome. `receivedAt` is when SQS
- * handed the message out (epoch ms): a retry's delay never exceeds what SQS still allows from there.
+ * Signs and sends one delivery to its endpoint, and records the outcome. `attempt` is the attempt
+ * number (queue.ts attemptNumberOf).
  */
-export async function attemptDelivery(deps: Deps, message: DeliveryMessage, attempt: number, { receivedAt = deps.now() }: { receivedAt?: number } = {}): Promise<Outcome> {
-  const { Item } = await deps.doc.send(new GetCommand({ TableName: deps.tables.deliveries, Key: keys.delivery(message.organizationId, message.deliveryId), ConsistentRead: true }));
-  const record = Item as DeliveryRecord | undefined;
+export async function attemptDelivery(deps: Deps, message: DeliveryMessage, attempt: number): Promise<Outcome> {
+  const { Item } = await deps.doc.send(new GetCommand({
+    TableName: deps.tables.deliveries, Key: keys.delivery(message.organizationId, message.deliveryId), ConsistentRead: true,
+    ProjectionExpression: '#s, payloadOmitted, reason', ExpressionAttributeNames: { '#s': 'status' },
+  }));
+  const record = Item as Pick<DeliveryRecord, 'status' | 'payloadOmitted' | 'reason'> | undefined;
   if (!record) {
     logger.warn('delivery record missing; message dropped', { deliveryId: message.deliveryId });
     return { kind: 'skipped', attempt, reason: 'no delivery record' };
@@ -105,6 +130,12 @@ export async function attemptDelivery(deps: Deps, message: DeliveryMessage, atte
   if (hollow) {
     await updateDelivery(deps, message, 'failed', { reason: hollow });
     return { kind: 'failed', attempt, reason: hollow };
+  }
+  if (attempt > MAX_ATTEMPTS) {
+    // Its receives kept crashing (no outcome recorded) past the last attempt the schedule allows.
+    const reason = `no success after ${MAX_ATTEMPTS} attempts (the last ones broke off without an answer)`;
+    await updateDelivery(deps, message, 'failed', { reason });
+    return { kind: 'exhausted', attempt, reason };
   }
   // The organization's endpoints, cached for endpointCacheTtlSeconds: a disable or a secret
   // rotation reaches deliveries within that TTL (the old secret signs for 24 h anyway).
@@ -126,10 +157,20 @@ export async function attemptDelivery(deps: Deps, message: DeliveryMessage, atte
     return { kind: 'failed', attempt, reason };
   }
 
+  // ISOLATION GATE (DESIGN §16, delivery-isolation): the endpoint is loaded, nothing is sent yet.
+  // An attempt the gate does not admit returns { kind: 'deferred', attempt, untilMs, reason }:
+  // deliverBatch parks it with deferDelivery (no attempt consumed) and consumes the message.
+
   const now = deps.now();
   const body = JSON.stringify(message.payload);
   const headers = signatureHeaders({ id: message.payload.id, timestamp: Math.floor(now / 1000), body, secrets: activeSecrets(endpoint, now) });
   const result = await postWebhook({ url: endpoint.url, headers, body, timeoutMs: deps.settings.deliveryTimeoutMs, allow: allowListFor(deps.settings) });
+  // ISOLATION REPORT (delivery-isolation): the attempt's result (result.ok, result.errorCode) goes to the breaker here.
+  return recordOutcome(deps, message, endpoint, attempt, result);
+}
+
+/** Records an attempt's result and decides what follows (delivered, disabled, exhausted, or when to retry). */
+async function recordOutcome(deps: Deps, message: DeliveryMessage, endpoint: WebhookEndpoint, attempt: number, result: PostResult): Promise<Outcome> {
   const record_ = attemptRecord(deps, attempt, result);
   metrics.addMetric('DeliveryAttempts', MetricUnit.Count, 1);
   metrics.addMetric('DeliveryLatency', MetricUnit.Milliseconds, result.latencyMs);
@@ -151,32 +192,46 @@ export async function attemptDelivery(deps: Deps, message: DeliveryMessage, atte
     await updateDelivery(deps, message, 'failed', { attempt: record_, reason: `no success after ${attempt} attempts` });
     return { kind: 'exhausted', attempt, result, reason: 'retries exhausted' };
   }
-  const retryAfter = result.status === 429 || result.status === 503 ? parseRetryAfter(result.retryAfter, now) : undefined;
-  const wanted = retryDelaySeconds(attempt, { schedule: deps.settings.retryScheduleSeconds, jitter: deps.settings.retryJitter, retryAfterSeconds: retryAfter });
-  // SQS counts its 12 h from the receive: the delay actually applied, and recorded, is what is left.
   const decidedAt = deps.now();
-  const delaySeconds = Math.min(wanted, visibilityLeftSeconds(receivedAt, decidedAt));
-  await updateDelivery(deps, message, 'pending', { attempt: record_, nextAttemptAt: new Date(decidedAt + delaySeconds * 1000).toISOString() });
-  return { kind: 'retry', attempt, result, delaySeconds };
+  const retryAfter = result.status === 429 || result.status === 503 ? parseRetryAfter(result.retryAfter, decidedAt) : undefined;
+  const delaySeconds = retryDelaySeconds(attempt, { schedule: deps.settings.retryScheduleSeconds, jitter: deps.settings.retryJitter, retryAfterSeconds: retryAfter });
+  const untilMs = decidedAt + delaySeconds * 1000;
+  // Beyond a queue delay, the retry leaves the queue: parked in the due index with this very write.
+  const parked = delaySeconds > deps.settings.queueDelayMaxSeconds;
+  await updateDelivery(deps, message, 'pending', { attempt: record_, nextAttemptAt: new Date(untilMs).toISOString(), ...(parked ? { park: { untilMs, priorAttempts: attempt } } : {}) });
+  if (parked) metrics.addMetric('DeliveryRetriesParked', MetricUnit.Count, 1);
+  return { kind: 'retry', attempt, result, delaySeconds, parked };
 }
 
 /**
- * The delivery queue batch's work. A retry re-times its message on the queue; an exhausted
- * delivery is made visible at once, so its next receive (the 6th) moves it to the dead-letter
- * queue; both stay queued (staysQueued), everything else is consumed.
+ * What follows an outcome on the queue, before the received message is consumed: a retry that is
+ * not parked is re-sent delayed (carrying the attempts made), a deferred delivery is parked
+ * without consuming an attempt, an exhausted one is sent to the dead-letter queue.
+ */
+async function sendOn(deps: Deps, message: DeliveryMessage, outcome: Outcome): Promise<void> {
+  if (outcome.kind === 'retry' && !outcome.parked) {
+    await sendDeliveryMessages(deps, [{ ...message, priorAttempts: outcome.attempt }], { delaySeconds: () => outcome.delaySeconds });
+  } else if (outcome.kind === 'deferred') {
+    await deferDelivery(deps, message, outcome.attempt, outcome.untilMs, { reason: outcome.reason });
+  } else if (outcome.kind === 'exhausted') {
+    await sendToDeadLetters(deps, message);
+  }
+}
+
+/**
+ * The delivery queue batch's work, every message at once. Each outcome's follow-up (sendOn) is done
+ * before its message is reported consumed; an unexpected error leaves the message on the queue.
  */
 export async function deliverBatch(deps: Deps, queued: QueuedDelivery[]): Promise<BatchOutcome[]> {
-  const outcomes = await Promise.all(queued.map(async (item): Promise<BatchOutcome> => {
+  return Promise.all(queued.map(async (item): Promise<BatchOutcome> => {
     try {
-      const outcome = await attemptDelivery(deps, readDeliveryMessage(item.body), item.receiveCount, { receivedAt: item.receivedAt });
-      if (outcome.kind === 'retry' || outcome.kind === 'exhausted') {
-        await retryQueuedLater(deps, item.receiptHandle, outcome.kind === 'retry' ? outcome.delaySeconds : 0);
-      }
+      const message = readDeliveryMessage(item.body);
+      const outcome = await attemptDelivery(deps, message, attemptNumberOf(message, item.receiveCount));
+      await sendOn(deps, message, outcome);
       return { messageId: item.messageId, ...outcome };
     } catch (error) {
       logger.error('delivery failed unexpectedly', { messageId: item.messageId, error: error as Error });
       return { messageId: item.messageId, kind: 'error' };
     }
   }));
-  return outcomes;
 }

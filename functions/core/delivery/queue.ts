@@ -1,30 +1,58 @@
 /**
- * The delivery queue's one producer (DESIGN §3: each queue has one owner). A delivery is recorded
- * once per (event, endpoint), with an id derived from both, so a re-processed stream batch creates
- * nothing twice; then it is queued and marked queued. Fan-out, test events and re-drives all queue
- * through here.
+ * The delivery queue's one producer (DESIGN §3: each queue has one owner), and where a delivery
+ * waits between attempts (DESIGN §16). Fan-out, test events, re-drives, retries, deferrals and the
+ * due-index sweeper all queue through here.
+ *
+ * A delivery is recorded once per (event, endpoint), with an id derived from both; the records of
+ * a whole stream batch go out in BatchWriteItem calls after one BatchGetItem that finds those an
+ * earlier run of the batch already wrote (a BatchWrite put cannot be conditional). Then the
+ * messages are sent. A record written but never queued (a run that died in between) is pending
+ * with no attempt: the re-run queues it again, at the price of a possible duplicate message
+ * (receivers dedupe by webhook-id; the delivery function skips a delivered one).
+ *
+ * Waiting: a retry never sits in flight. Up to `queueDelayMaxSeconds` (≤ 900 s, SQS's DelaySeconds
+ * maximum) it is a new, delayed message; longer, it leaves the queue: the record carries the keys
+ * of the sparse `due` index, and the sweeper (delivery-sweeper.ts) re-queues it when due. The
+ * received message is deleted only after either is done (at-least-once). A retry is a new
+ * message, so SQS's receive count restarts: the attempts made so far travel in the message
+ * (`priorAttempts`); the attempt number is that plus the receive count, so a receive that crashed
+ * (no answer, visible again after the visibility timeout) still counts, and the queue's
+ * maxReceiveCount still moves a message that keeps crashing to the dead-letter queue.
  */
 import { createHash } from 'node:crypto';
-import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { ChangeMessageVisibilityCommand, SendMessageBatchCommand } from '@aws-sdk/client-sqs';
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { SendMessageBatchCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import type { Deps } from '../platform/deps.js';
 import { inBatches } from '../platform/batches.js';
 import { keys, type DeliveryMessage, type DeliveryRecord, type EventPayload, type WebhookEndpoint } from '../platform/model.js';
 import { logger } from '../platform/observability.js';
+import { dueKeys, eventItem, getAll, putAll } from './store.js';
 
 /** SQS takes 256 KiB per message; keep room for attributes and the envelope. */
 export const MAX_MESSAGE_BYTES = 240 * 1024;
+/** SQS's DelaySeconds maximum. */
+export const MAX_QUEUE_DELAY_SECONDS = 900;
 
 export const deliveryIdFor = (eventId: string, endpointId: string) =>
   'dlv_' + createHash('sha256').update(`${eventId}|${endpointId}`).digest('base64url').slice(0, 22);
 
 const expiresAt = (deps: Deps) => Math.floor(deps.now() / 1000) + deps.settings.retentionDays * 86_400;
 
-export async function sendDeliveryMessages(deps: Deps, messages: DeliveryMessage[]): Promise<void> {
+/**
+ * Sends delivery messages (10 per SendMessageBatch, in parallel), each after `delaySeconds(m)`
+ * (0..900; default 0), to the delivery queue or, for exhausted ones, to its dead-letter queue.
+ */
+export async function sendDeliveryMessages(
+  deps: Deps, messages: DeliveryMessage[], options: { delaySeconds?: (m: DeliveryMessage) => number; queue?: 'deliveryQueue' | 'deliveryDlq' } = {},
+): Promise<void> {
+  const queueUrl = deps.queues[options.queue ?? 'deliveryQueue'];
   await Promise.all(inBatches(messages, 10).map(async (batch) => {
     const out = await deps.sqs.send(new SendMessageBatchCommand({
-      QueueUrl: deps.queues.deliveryQueue,
-      Entries: batch.map((m, n) => ({ Id: String(n), MessageBody: JSON.stringify(m) })),
+      QueueUrl: queueUrl,
+      Entries: batch.map((m, n) => {
+        const delay = Math.min(MAX_QUEUE_DELAY_SECONDS, Math.max(0, Math.ceil(options.delaySeconds?.(m) ?? 0)));
+        return { Id: String(n), MessageBody: JSON.stringify(m), ...(delay > 0 ? { DelaySeconds: delay } : {}) };
+      }),
     }));
     if (out.Failed?.length) throw new Error(`could not queue ${out.Failed.length} deliveries: ${out.Failed.map((f) => f.Code).join(', ')}`);
   }));
@@ -33,57 +61,109 @@ export async function sendDeliveryMessages(deps: Deps, messages: DeliveryMessage
 /** A message body as sendDeliveryMessages wrote it. */
 export const readDeliveryMessage = (body: string): DeliveryMessage => JSON.parse(body) as DeliveryMessage;
 
-/**
- * Hides a received message for `delaySeconds` (0: visible at once), counted by SQS from its
- * receive, so it is handed out again then: how a retry waits on the queue.
- */
-export async function retryQueuedLater(deps: Deps, receiptHandle: string, delaySeconds: number): Promise<void> {
-  await deps.sqs.send(new ChangeMessageVisibilityCommand({ QueueUrl: deps.queues.deliveryQueue, ReceiptHandle: receiptHandle, VisibilityTimeout: delaySeconds }));
-}
+/** The attempt a received message stands for: the attempts before it plus its receives (crashed ones count). */
+export const attemptNumberOf = (message: DeliveryMessage, receiveCount: number): number => (message.priorAttempts ?? 0) + Math.max(1, receiveCount);
+
+/** The message as a fresh send of the delivery (re-drives, the dead-letter queue): no attempt counted. */
+export const freshMessage = ({ priorAttempts: _p, ...message }: DeliveryMessage): DeliveryMessage => message;
 
 /**
- * Records the delivery of `event` to `endpoint` once. Returns the message to queue, or nothing when
- * there is nothing to send (skipped, too big, or already queued by an earlier run).
+ * Parks a received delivery until `untilMs` WITHOUT consuming an attempt (unless `consumeAttempt`):
+ * what the circuit breaker and the per-endpoint bound do with a delivery they do not attempt now.
+ * `attempt` is the attempt number the received message stands for (attemptNumberOf). A short wait
+ * is a delayed message; a longer one (over queueDelayMaxSeconds) is written to the due index.
+ * The caller then consumes the received message (deliverBatch does, for a `deferred` outcome).
+ * Returns where it waits.
  */
-export async function recordDelivery(deps: Deps, event: EventPayload, endpoint: WebhookEndpoint): Promise<DeliveryMessage | undefined> {
-  const id = deliveryIdFor(event.id, endpoint.id);
-  const now = new Date(deps.now()).toISOString();
-  const message: DeliveryMessage = { deliveryId: id, organizationId: event.organization_id, endpointId: endpoint.id, payload: event };
-  const size = Buffer.byteLength(JSON.stringify(message));
-  const [status, reason] = !endpoint.enabled
-    ? ['skipped', `endpoint disabled${endpoint.disabledReason ? `: ${endpoint.disabledReason}` : ''}`] as const
-    : size > MAX_MESSAGE_BYTES ? ['failed', `payload of ${size} bytes exceeds the ${MAX_MESSAGE_BYTES}-byte queue budget`] as const
-      : ['pending', undefined] as const;
-  const record: DeliveryRecord & Record<string, unknown> = {
-    ...keys.delivery(event.organization_id, id), ...keys.deliveryIndex(id), entity: 'delivery',
-    id, organizationId: event.organization_id, endpointId: endpoint.id, eventId: event.id, eventType: event.type,
-    status, ...(reason ? { reason } : {}), payload: size > MAX_MESSAGE_BYTES ? { ...event, data: { object: {} } } : event, ...(size > MAX_MESSAGE_BYTES ? { payloadOmitted: true } : {}), // never sent: see deliver.ts hollowPayloadReason
-    attempts: [], createdAt: now, updatedAt: now, expiresAt: expiresAt(deps),
-  };
-  try {
-    await deps.doc.send(new PutCommand({ TableName: deps.tables.deliveries, Item: record, ConditionExpression: 'attribute_not_exists(pk)' }));
-  } catch (error) {
-    if ((error as Error).name !== 'ConditionalCheckFailedException') throw error;
-    // Written by an earlier run of this batch: queue it only if that run died before queuing.
-    const { Item } = await deps.doc.send(new GetCommand({ TableName: deps.tables.deliveries, Key: keys.delivery(event.organization_id, id), ConsistentRead: true }));
-    return Item?.status === 'pending' && !Item.queuedAt ? message : undefined;
+export async function deferDelivery(
+  deps: Deps, message: DeliveryMessage, attempt: number, untilMs: number, options: { reason: string; consumeAttempt?: boolean },
+): Promise<'queued' | 'parked'> {
+  const priorAttempts = options.consumeAttempt ? attempt : attempt - 1;
+  const delaySeconds = Math.max(0, (untilMs - deps.now()) / 1000);
+  if (delaySeconds <= deps.settings.queueDelayMaxSeconds) {
+    await sendDeliveryMessages(deps, [{ ...message, priorAttempts }], { delaySeconds: () => delaySeconds });
+    return 'queued';
   }
-  if (size > MAX_MESSAGE_BYTES) logger.warn('delivery payload too large', { deliveryId: id, eventType: event.type, size });
-  return status === 'pending' ? message : undefined;
-}
-
-export async function markQueued(deps: Deps, messages: DeliveryMessage[]): Promise<void> {
-  const at = new Date(deps.now()).toISOString();
-  await Promise.all(messages.map((m) => deps.doc.send(new UpdateCommand({
+  const now = new Date(deps.now()).toISOString();
+  await deps.doc.send(new UpdateCommand({
     TableName: deps.tables.deliveries,
-    Key: keys.delivery(m.organizationId, m.deliveryId),
-    UpdateExpression: 'SET queuedAt = :at',
-    ExpressionAttributeValues: { ':at': at },
-  }))));
+    Key: keys.delivery(message.organizationId, message.deliveryId),
+    UpdateExpression: 'SET duePk = :dpk, dueAt = :due, duePriorAttempts = :prior, nextAttemptAt = :next, deferredReason = :why, updatedAt = :now',
+    ConditionExpression: 'attribute_exists(pk)',
+    ExpressionAttributeValues: {
+      ':dpk': dueKeys(message.deliveryId, untilMs).duePk, ':due': Math.round(untilMs), ':prior': priorAttempts,
+      ':next': new Date(untilMs).toISOString(), ':why': options.reason, ':now': now,
+    },
+  }));
+  return 'parked';
 }
 
-/** Sends the messages and marks their records queued (a record left unmarked is queued again on a re-run). */
+/**
+ * An exhausted delivery's message goes to the dead-letter queue (a retry is a new message, so the
+ * queue's maxReceiveCount no longer gets it there). It is sent fresh (no attempts counted): moved
+ * back by StartMessageMoveTask, it starts a new round of 5, like every re-drive.
+ */
+export async function sendToDeadLetters(deps: Deps, message: DeliveryMessage): Promise<void> {
+  await deps.sqs.send(new SendMessageCommand({ QueueUrl: deps.queues.deliveryDlq, MessageBody: JSON.stringify(freshMessage(message)) }));
+}
+
+/** A delivery record as stored: its payload is its event's (store.ts). */
+type StoredDelivery = Omit<DeliveryRecord, 'payload'> & Record<string, unknown>;
+
+/** One delivery to record: an event for one endpoint subscribed to it. */
+export interface PlannedDelivery { event: EventPayload; endpoint: WebhookEndpoint }
+
+/**
+ * Records each planned delivery once (see the module comment): one BatchGetItem for the records a
+ * previous run may have written, BatchWriteItem for the new ones and their events' payloads.
+ * Returns the messages to queue: the new pending deliveries, and those an earlier run recorded
+ * but may not have queued. Nothing for skipped (endpoint disabled) or too-big ones.
+ */
+export async function recordDeliveries(deps: Deps, planned: PlannedDelivery[]): Promise<DeliveryMessage[]> {
+  if (planned.length === 0) return [];
+  const now = new Date(deps.now()).toISOString();
+  const expiry = expiresAt(deps);
+  const byId = new Map<string, { record: StoredDelivery; message: DeliveryMessage; event: EventPayload; stored: EventPayload }>();
+  for (const { event, endpoint } of planned) {
+    const id = deliveryIdFor(event.id, endpoint.id);
+    if (byId.has(id)) continue;
+    const message: DeliveryMessage = { deliveryId: id, organizationId: event.organization_id, endpointId: endpoint.id, payload: event };
+    const size = Buffer.byteLength(JSON.stringify(message));
+    const tooBig = size > MAX_MESSAGE_BYTES;
+    const [status, reason] = !endpoint.enabled
+      ? ['skipped', `endpoint disabled${endpoint.disabledReason ? `: ${endpoint.disabledReason}` : ''}`] as const
+      : tooBig ? ['failed', `payload of ${size} bytes exceeds the ${MAX_MESSAGE_BYTES}-byte queue budget`] as const
+        : ['pending', undefined] as const;
+    if (tooBig) logger.warn('delivery payload too large', { deliveryId: id, eventType: event.type, size });
+    const record = {
+      ...keys.delivery(event.organization_id, id), ...keys.deliveryIndex(id), entity: 'delivery',
+      id, organizationId: event.organization_id, endpointId: endpoint.id, eventId: event.id, eventType: event.type,
+      status, ...(reason ? { reason } : {}), ...(tooBig ? { payloadOmitted: true } : {}), // never sent: see deliver.ts hollowPayloadReason
+      attempts: [], createdAt: now, updatedAt: now, expiresAt: expiry,
+    } satisfies StoredDelivery;
+    byId.set(id, { record, message, event, stored: tooBig ? { ...event, data: { object: {} } } : event });
+  }
+  const all = [...byId.values()];
+  const existing = new Map((await getAll(deps, deps.tables.deliveries, all.map((d) => keys.delivery(d.record.organizationId, d.record.id)), {
+    consistent: true, projection: ['id', 'status', 'attempts', 'dueAt'],
+  })).map((item) => [item.id as string, item]));
+  const fresh = all.filter((d) => !existing.has(d.record.id));
+  // One payload item per event (a re-write by a re-run is the same item).
+  const events = new Map(fresh.map((d) => [d.event.id, eventItem(d.event, d.stored, expiry)]));
+  await putAll(deps, deps.tables.deliveries, [...events.values(), ...fresh.map((d) => d.record)]);
+  const unqueued = all.filter((d) => {
+    const found = existing.get(d.record.id);
+    return found && found.status === 'pending' && (found.attempts as unknown[] | undefined)?.length === 0 && found.dueAt === undefined;
+  });
+  return [...fresh.filter((d) => d.record.status === 'pending'), ...unqueued].map((d) => d.message);
+}
+
+/** Records the delivery of one event to one endpoint: the message to queue, or nothing (see recordDeliveries). */
+export async function recordDelivery(deps: Deps, event: EventPayload, endpoint: WebhookEndpoint): Promise<DeliveryMessage | undefined> {
+  return (await recordDeliveries(deps, [{ event, endpoint }]))[0];
+}
+
+/** Sends the messages (their records are already written). */
 export async function queueDeliveries(deps: Deps, messages: DeliveryMessage[]): Promise<void> {
   await sendDeliveryMessages(deps, messages);
-  await markQueued(deps, messages);
 }

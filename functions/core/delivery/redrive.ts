@@ -14,7 +14,8 @@ import type { Deps } from '../platform/deps.js';
 import { conflict, notFound } from '../platform/errors.js';
 import { keys, type DeliveryMessage, type DeliveryRecord } from '../platform/model.js';
 import { queryAll } from '../platform/query.js';
-import { sendDeliveryMessages } from './queue.js';
+import { freshMessage, sendDeliveryMessages } from './queue.js';
+import { withPayloads } from './store.js';
 import { hollowPayloadReason } from './deliver.js';
 import { inBatches } from '../platform/batches.js';
 
@@ -28,7 +29,7 @@ export interface DeliveryFilter {
 
 /** A stored delivery without its storage attributes (keys, index keys, entity). */
 export function toDeliveryRecord(item: Record<string, unknown>): DeliveryRecord {
-  const { pk: _pk, sk: _sk, gsi1pk: _g1, gsi1sk: _g2, entity: _e, ...record } = item;
+  const { pk: _pk, sk: _sk, gsi1pk: _g1, gsi1sk: _g2, entity: _e, duePk: _d1, dueAt: _d2, duePriorAttempts: _d3, ...record } = item;
   return record as unknown as DeliveryRecord;
 }
 /** The queue message that (re)sends a stored delivery. */
@@ -44,7 +45,8 @@ async function markRequeued(deps: Deps, message: DeliveryMessage): Promise<void>
   await deps.doc.send(new UpdateCommand({
     TableName: deps.tables.deliveries,
     Key: keys.delivery(message.organizationId, message.deliveryId),
-    UpdateExpression: 'SET #s = :p, queuedAt = :now, redrivenAt = :now, updatedAt = :now REMOVE reason, nextAttemptAt',
+    // A parked one leaves the due index: it is sent now.
+    UpdateExpression: 'SET #s = :p, queuedAt = :now, redrivenAt = :now, updatedAt = :now REMOVE reason, nextAttemptAt, deferredReason, duePk, dueAt, duePriorAttempts',
     ConditionExpression: 'attribute_exists(pk)',
     ExpressionAttributeNames: { '#s': 'status' },
     ExpressionAttributeValues: { ':p': 'pending', ':now': now },
@@ -54,7 +56,8 @@ async function markRequeued(deps: Deps, message: DeliveryMessage): Promise<void>
 async function requeue(deps: Deps, messages: DeliveryMessage[]): Promise<void> {
   if (messages.length === 0) return;
   await Promise.all(messages.map((m) => markRequeued(deps, m)));
-  await sendDeliveryMessages(deps, messages);
+  // A fresh count of attempts, whatever the message carried (a dead-letter copy may carry some).
+  await sendDeliveryMessages(deps, messages.map(freshMessage));
 }
 
 export async function findDelivery(deps: Deps, deliveryId: string): Promise<DeliveryRecord | undefined> {
@@ -64,7 +67,7 @@ export async function findDelivery(deps: Deps, deliveryId: string): Promise<Deli
   }));
   if (!Items[0]) return undefined;
   const { Item } = await deps.doc.send(new GetCommand({ TableName: deps.tables.deliveries, Key: { pk: Items[0].pk, sk: Items[0].sk }, ConsistentRead: true }));
-  return Item && toDeliveryRecord(Item);
+  return Item && (await withPayloads(deps, [toDeliveryRecord(Item)]))[0];
 }
 
 /**
@@ -93,7 +96,7 @@ export async function listDeliveries(deps: Deps, organizationId: string, options
   });
   const limit = options.limit ?? 50;
   const out = items.map(toDeliveryRecord).filter((item) => (!options.status || item.status === options.status) && matches(item, { ...options, organizationId }));
-  return out.sort((a, b) => String(b.createdAt).localeCompare(String(a.createdAt))).slice(0, limit);
+  return withPayloads(deps, out.sort((a, b) => String(b.createdAt).localeCompare(String(a.createdAt))).slice(0, limit));
 }
 
 /**

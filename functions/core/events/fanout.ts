@@ -1,29 +1,28 @@
 /**
  * Fan-out (DESIGN §10, §11): stream changes → events → one delivery per subscribed endpoint of the
- * event's organization. Each delivery has an id derived from (event id, endpoint id) and is written
- * with a conditional put, so a re-processed batch creates nothing twice; it is then queued. Events
- * for a disabled endpoint are recorded as skipped; payloads too big for the queue are recorded as
- * failed with the reason, never retried in a loop.
+ * event's organization. Each delivery has an id derived from (event id, endpoint id); a whole
+ * batch's records are written together (delivery/queue.ts recordDeliveries: BatchWriteItem after
+ * one BatchGetItem, so a re-processed batch creates nothing twice), then queued. Events for a
+ * disabled endpoint are recorded as skipped; payloads too big for the queue are recorded as failed
+ * with the reason, never retried in a loop.
  */
 import type { Deps } from '../platform/deps.js';
 import type { DeliveryMessage, EventPayload, WebhookEndpoint } from '../platform/model.js';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import { currentEndpoints } from '../delivery/endpoints.js';
-import { queueDeliveries, recordDelivery } from '../delivery/queue.js';
+import { queueDeliveries, recordDeliveries, type PlannedDelivery } from '../delivery/queue.js';
 import { logger, metrics } from '../platform/observability.js';
 import { derive } from './derive.js';
 import type { StreamChange } from './stream-changes.js';
 import { isSubscribed } from '../delivery/subscriptions.js';
 
-/** Records the deliveries of one event to those of `endpoints` subscribed to it: the messages to queue. */
-async function recordDeliveries(deps: Deps, event: EventPayload, endpoints: WebhookEndpoint[]): Promise<DeliveryMessage[]> {
-  const subscribed = endpoints.filter((e) => isSubscribed(e.events, event.type));
-  return (await Promise.all(subscribed.map((e) => recordDelivery(deps, event, e)))).filter((m): m is DeliveryMessage => !!m);
-}
+/** The deliveries of one event: one per endpoint of `endpoints` subscribed to it. */
+const plan = (event: EventPayload, endpoints: WebhookEndpoint[]): PlannedDelivery[] =>
+  endpoints.filter((e) => isSubscribed(e.events, event.type)).map((endpoint) => ({ event, endpoint }));
 
-/** Queues the deliveries of one event to those of `endpoints` subscribed to it. */
+/** Records and queues the deliveries of one event to those of `endpoints` subscribed to it. */
 export async function fanOutEvent(deps: Deps, event: EventPayload, endpoints: WebhookEndpoint[]): Promise<DeliveryMessage[]> {
-  const messages = await recordDeliveries(deps, event, endpoints);
+  const messages = await recordDeliveries(deps, plan(event, endpoints));
   if (messages.length > 0) {
     await queueDeliveries(deps, messages);
   }
@@ -42,17 +41,17 @@ function reportTenantMismatch(change: StreamChange, organizationId: string | und
 export interface FanOutResult { failedFrom?: string }
 
 /**
- * The stream batch's work. Events of the whole batch are recorded in parallel (each delivery is
- * idempotent, and receivers get no ordering guarantee anyway), then queued in batches of 10. If
- * anything fails, the first change whose work did not complete is reported, so the event source
- * retries from there; what was done before it is not redone, and redoing the rest creates nothing
- * twice.
+ * The stream batch's work. Each organization's endpoints are read once; the deliveries of every
+ * change up to the first whose endpoints could not be read are recorded together and queued in
+ * batches of 10. If that fails, the whole batch is reported failed (the event source retries it;
+ * redoing it creates nothing twice); if an endpoint read failed, the batch is reported failed
+ * from that change on.
  */
 export async function fanOut(deps: Deps, changes: StreamChange[]): Promise<FanOutResult> {
   const work = changes.map((change) => {
     const { events, tenantMismatch } = derive(change);
     if (tenantMismatch) reportTenantMismatch(change, tenantMismatch.organizationId);
-    return { change, events, ok: true, messages: [] as DeliveryMessage[] };
+    return { change, events, ok: true, planned: [] as PlannedDelivery[] };
   });
   // Each organization's endpoints are read fresh, once per batch (never from a cache): an endpoint
   // added before a change was written hears of it, however recently it was added.
@@ -63,19 +62,19 @@ export async function fanOut(deps: Deps, changes: StreamChange[]): Promise<FanOu
   };
   await Promise.all(work.map(async (item) => {
     try {
-      for (const event of item.events) item.messages.push(...await recordDeliveries(deps, event, await endpointsOf(event.organization_id)));
+      for (const event of item.events) item.planned.push(...plan(event, await endpointsOf(event.organization_id)));
     } catch (error) {
       item.ok = false;
       logger.error('fan-out failed', { sequenceNumber: item.change.sequenceNumber, error: error as Error });
     }
   }));
-  // Queue what the changes before the first failure produced (changes after it will be redone).
+  // Record and queue what the changes before the first failure produced (changes after it will be redone).
   const firstFailed = work.findIndex((w) => !w.ok);
   const done = firstFailed === -1 ? work : work.slice(0, firstFailed);
   try {
-    await queueDeliveries(deps, done.flatMap((w) => w.messages));
+    await queueDeliveries(deps, await recordDeliveries(deps, done.flatMap((w) => w.planned)));
   } catch (error) {
-    logger.error('queuing deliveries failed', { error: error as Error });
+    logger.error('recording or queuing deliveries failed', { error: error as Error });
     return changes[0] ? { failedFrom: changes[0].sequenceNumber } : {};
   }
   return firstFailed === -1 ? {} : { failedFrom: changes[firstFailed].sequenceNumber };
