@@ -43,7 +43,19 @@ function toHttpRequest(event: APIGatewayProxyEvent, requestId: string, context?:
     requestId,
     // Taken now, at the edge: the time left shrinks while the domain authenticates and rate-limits.
     deadline: context ? Date.now() + context.getRemainingTimeInMillis() : undefined,
+    resource: event.resource,
+    pathParameters: Object.fromEntries(Object.entries(event.pathParameters ?? {}).filter((e): e is [string, string] => typeof e[1] === 'string')),
+    query: Object.fromEntries(Object.entries(event.queryStringParameters ?? {}).filter((e): e is [string, string] => typeof e[1] === 'string')),
+    baseUrl: baseUrlOf(event, headers),
   };
+}
+
+/** The API's base URL as the caller reached it: the stage prefixes paths on an execute-api host only. */
+function baseUrlOf(event: APIGatewayProxyEvent, headers: Record<string, string>): string | undefined {
+  if (!headers.host) return undefined;
+  const proto = headers['x-forwarded-proto'] ?? 'http';
+  const domain = event.requestContext?.domainName ?? '';
+  return `${proto}://${headers.host}${domain.includes('.execute-api.') ? `/${event.requestContext.stage}` : ''}`;
 }
 
 /** API Gateway's result for an outcome: the answer as JSON, or the error as problem+json. */
@@ -53,10 +65,12 @@ function toResult(outcome: HttpOutcome, requestId: string): APIGatewayProxyResul
     if (result.statusCode >= 500) logger.error('request failed', { requestId, error: outcome.error as Error });
     return result;
   }
+  // A text answer (an HTML page, a redirect's empty body) goes as is; anything else as JSON.
+  const text = outcome.contentType !== undefined && typeof outcome.body === 'string';
   return {
     statusCode: outcome.status,
-    headers: { 'Content-Type': 'application/json', ...corsResponseHeaders, 'X-Request-Id': requestId, ...outcome.headers },
-    body: JSON.stringify(outcome.body),
+    headers: { 'Content-Type': text ? outcome.contentType! : 'application/json', ...corsResponseHeaders, 'X-Request-Id': requestId, ...outcome.headers },
+    body: text ? (outcome.body as string) : JSON.stringify(outcome.body),
   };
 }
 
@@ -87,6 +101,7 @@ export function httpEdge(route: HttpRoute, options: { deps?: () => Promise<Deps>
       method: event.httpMethod,
       route: event.resource ?? event.path,
       status: result.statusCode,
+      ...(outcome.outcome ? { outcome: outcome.outcome } : {}),
       latencyMs: Date.now() - started,
     });
     return result;

@@ -1,44 +1,79 @@
 /**
- * The lead endpoint's two operations (DESIGN §6, §8, §9) over an authenticated, rate-limited
+ * The lead endpoint's two operations (DESIGN §6, §8, §9, §15) over an authenticated, rate-limited
  * request: GET reports the key and its rate-limit state; POST validates the body and creates the
- * lead, once per Idempotency-Key. Takes a plain request and returns a plain outcome; the HTTP edge
+ * lead, once per Idempotency-Key. A publishable key (a page's key) may only POST, from an origin
+ * listed on it, within its per-address window, past the honeypot and the organization's CAPTCHA;
+ * it may send a no-script form (url-encoded, answered with a redirect or an HTML page). Takes a plain request and returns a plain outcome; the HTTP edge
  * (functions/edge/http-edge.ts) shapes the response and the request log from it.
  */
 import type { Deps } from '../platform/deps.js';
-import { methodNotAllowed, tooManyRequests } from '../platform/errors.js';
+import { methodNotAllowed, toProblem, tooManyRequests, unsupportedMediaType } from '../platform/errors.js';
 import { readJsonBody, type Caller, type HttpOutcome, type HttpRequest } from '../platform/http-request.js';
 import type { AuthContext } from '../platform/model.js';
+import { logger } from '../platform/observability.js';
 import { authenticate } from '../tenancy/authenticate.js';
-import { checkRateLimit, rateLimitFor, rateLimitHeaders, type RateLimitState } from '../tenancy/rate-limit.js';
+import { checkAddressRateLimit, checkRateLimit, rateLimitFor, rateLimitHeaders, reserveDailyCall, type RateLimitState } from '../tenancy/rate-limit.js';
 import { createLead } from './create-lead.js';
 import { remainingTimeUntil, runIdempotent, validateIdempotencyKey } from './idempotency.js';
 import { MAX_BODY_BYTES, parseLead } from './lead-schema.js';
+import { verifyCaptcha, captchaProvidersSpec } from './captcha.js';
+import {
+  FORM_KEY_FIELD, addressRateLimited, admitPublishable, dailyCapReached, formErrorPage, formSuccess, honeypotAnswer, htmlPage,
+  isFormPost, readFormBody, takeSpamFields, wantsHtml,
+} from './public-form.js';
 
 const METHODS = ['GET', 'POST'];
 
-type Answer = { status: number; body: unknown; headers?: Record<string, string> };
+type Answer = { status: number; body: unknown; headers?: Record<string, string>; contentType?: string; outcome?: string };
 
 export async function handleLeadRequest(deps: Deps, request: HttpRequest): Promise<HttpOutcome> {
   // What is known so far goes with the answer or the error: the caller once authenticated, the
-  // rate-limit headers once counted (they go on every answer from there on).
+  // rate-limit and CORS headers once decided (they go on every answer from there on).
   let known: Caller & { headers: Record<string, string> } = { headers: {} };
   try {
     if (!METHODS.includes(request.method)) throw methodNotAllowed(METHODS);
-    const auth = await authenticate(deps, request.headers);
+    // A plain HTML form cannot set headers: its (publishable) key comes as a field of its body.
+    const form = isFormPost(request) ? readFormBody(request, MAX_BODY_BYTES) : undefined;
+    const auth = await authenticate(deps, request.headers, { formKey: form?.[FORM_KEY_FIELD], allowPublishable: true });
     known = { organizationId: auth.organization.id, keyId: auth.key.keyId, headers: {} };
+    if (form && !auth.key.publishable) {
+      throw unsupportedMediaType('application/x-www-form-urlencoded bodies are accepted from publishable keys only: send application/json.');
+    }
+
+    const policy = auth.key.publishable;
+    if (policy) {
+      // The answer depends on Origin: shared caches must not hand one origin's answer to another.
+      known.headers = { Vary: 'Origin' };
+      const origin = admitPublishable(policy, request);
+      known.headers = { Vary: 'Origin', 'Access-Control-Allow-Origin': origin };
+      // Per client address first: one address's flood is refused before it spends the key's minute.
+      const perAddress = await checkAddressRateLimit(deps, auth.key.keyId, request.sourceIp, policy.perIpLimit);
+      if (!perAddress.allowed) {
+        known.headers = { ...known.headers, ...rateLimitHeaders(perAddress) };
+        throw addressRateLimited(policy.perIpLimit, perAddress.retryAfterSeconds ?? 1);
+      }
+    }
 
     // Both methods count against the key's limit.
     const limit = await checkRateLimit(deps, auth.key.keyId, rateLimitFor(deps, auth.organization));
-    known = { ...known, headers: rateLimitHeaders(limit) };
+    known = { ...known, headers: { ...known.headers, ...rateLimitHeaders(limit) } };
     if (!limit.allowed) throw tooManyRequests(limit.retryAfterSeconds ?? 1);
 
-    const answer = request.method === 'GET' ? describeKey(auth, limit) : await createLeadOnce(deps, request, auth);
-    return { ...known, ...answer, headers: { ...known.headers, ...answer.headers } };
+    const answer = request.method === 'GET' ? describeKey(auth, limit) : await createLeadOnce(deps, request, auth, form);
+    const { outcome, ...rest } = answer;
+    return { ...known, ...rest, headers: { ...known.headers, ...answer.headers }, ...(outcome ? { outcome } : {}) };
   } catch (error) {
+    if (wantsHtml(request)) return errorPage(error, request, known);
     return { ...known, error };
   }
 }
 
+/** A no-script post's error as the page its visitor sees: the problem (errors.ts, the one mapping) as HTML, same status. */
+function errorPage(error: unknown, request: HttpRequest, known: Caller & { headers: Record<string, string> }): HttpOutcome {
+  const { problem, headers } = toProblem(error, request.requestId);
+  if (problem.status >= 500) logger.error('request failed', { requestId: request.requestId, error: error as Error });
+  return { ...known, status: problem.status, body: formErrorPage(problem), contentType: htmlPage.contentType, headers: { ...known.headers, ...htmlPage.headers, ...headers } };
+}
 /** GET: the connectivity test. */
 function describeKey(auth: AuthContext, limit: RateLimitState): Answer {
   return {
@@ -51,12 +86,44 @@ function describeKey(auth: AuthContext, limit: RateLimitState): Answer {
   };
 }
 
-/** POST: the lead, created once per Idempotency-Key when the request has one. */
-async function createLeadOnce(deps: Deps, request: HttpRequest, auth: AuthContext): Promise<Answer> {
+/**
+ * POST: the lead, created once per Idempotency-Key when the request has one. A publishable key's
+ * post first passes the spam defences (honeypot, then the organization's CAPTCHA) and its daily cap.
+ */
+async function createLeadOnce(deps: Deps, request: HttpRequest, auth: AuthContext, form: Record<string, string> | undefined): Promise<Answer> {
   const idempotencyKey = validateIdempotencyKey(request.headers['idempotency-key']);
-  const input = parseLead(readJsonBody(request, MAX_BODY_BYTES));
+  let body = form ?? readJsonBody(request, MAX_BODY_BYTES);
+  const policy = auth.key.publishable;
+  if (policy) {
+    const { lead, honeypot, tokens } = takeSpamFields(body, policy);
+    if (honeypot) {
+      const fake = honeypotAnswer(deps, auth);
+      return { ...(form ? formSuccess(policy) : fake), outcome: 'honeypot' };
+    }
+    const provider = auth.organization.captchaProvider;
+    if (provider) {
+      await verifyCaptcha(deps, { organizationId: auth.organization.id, provider, token: tokens[captchaProvidersSpec[provider].field], remoteIp: request.sourceIp });
+    }
+    body = lead;
+  }
+  const input = parseLead(body);
   const meta = { requestId: request.requestId, ip: request.sourceIp, userAgent: request.headers['user-agent'] };
-  const create = () => createLead(deps, auth, input, meta);
+  const cap = policy?.dailyCap;
+  const create = async () => {
+    if (cap === undefined) return createLead(deps, auth, input, meta);
+    const reservation = await reserveDailyCall(deps, auth.key.keyId, cap);
+    if (!reservation.allowed) throw dailyCapReached(cap, reservation.retryAfterSeconds ?? 1);
+    try {
+      return await createLead(deps, auth, input, meta);
+    } catch (error) {
+      await reservation.release();
+      throw error;
+    }
+  };
+  if (form && policy) {
+    await create();
+    return formSuccess(policy);
+  }
   if (!idempotencyKey) return { status: 201, body: await create() };
 
   const remainingTime = request.deadline === undefined ? undefined : remainingTimeUntil(request.deadline);

@@ -15,6 +15,12 @@ export interface HttpRequest {
   requestId: string;
   /** When the function will be stopped (epoch ms), when the runtime says (Lambda's context does). */
   deadline?: number;
+  /** The API resource matched (`/api/settings/keys/{id}`), its path parameters and the query string. */
+  resource?: string;
+  pathParameters?: Record<string, string>;
+  query?: Record<string, string>;
+  /** The API's base URL as the caller reached it (scheme, host and, on an execute-api host, the stage). */
+  baseUrl?: string;
 }
 
 /** Known once the caller is authenticated: the request log records it, even for a refused request. */
@@ -25,10 +31,12 @@ export interface Caller {
 
 /**
  * What a request came to: an answer, or the error to answer with as problem+json (platform/errors.ts),
- * plus the headers owed on either (e.g. rate-limit state) and the caller, once known.
+ * plus the headers owed on either (e.g. rate-limit state) and the caller, once known. `contentType`:
+ * the body is that text as is (an HTML page, an empty redirect), not JSON. `outcome`: what the request
+ * log records beyond the status (e.g. `honeypot`: answered 201, nothing created).
  */
-export type HttpOutcome = Caller & { headers: Record<string, string> } & (
-  | { status: number; body: unknown }
+export type HttpOutcome = Caller & { headers: Record<string, string>; outcome?: string } & (
+  | { status: number; body: unknown; contentType?: string }
   | { error: unknown }
 );
 

@@ -1,27 +1,148 @@
 /**
- * API keys (DESIGN §5): `crm_live_` + 32 base62 characters (~190 bits from the CSPRNG). Only the
- * SHA-256 hash is stored, as the partition key of a lookup item, so authenticating is one GetItem.
- * The key itself is returned once, by create and rotate, and never stored or logged.
+ * API keys (DESIGN §5, §15): `crm_live_` (secret, for servers) or `crm_pub_` (publishable, for public
+ * pages) + 32 base62 characters (~190 bits from the CSPRNG). Only the SHA-256 hash is stored, as the
+ * partition key of a lookup item, so authenticating is one GetItem. The key itself is returned once,
+ * by create and rotate, and never stored or logged. A publishable key carries its own policy: the
+ * exact origins it may be used from, an optional thank-you URL, daily cap, per-address limit and
+ * honeypot field name.
  */
 import { createHash } from 'node:crypto';
+import { isIP } from 'node:net';
 import { PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../platform/deps.js';
-import { notFound, validationFailed } from '../platform/errors.js';
+import { notFound, validationFailed, type FieldError } from '../platform/errors.js';
 import { randomBase62, newId } from '../platform/ids.js';
 import { queryAll } from '../platform/query.js';
-import { keys, type ApiKeyRecord } from '../platform/model.js';
+import { keys, type ApiKeyKind, type ApiKeyRecord } from '../platform/model.js';
 import { requireOrganization } from './organizations.js';
 
 export const API_KEY_PREFIX = 'crm_live_';
+export const PUBLISHABLE_KEY_PREFIX = 'crm_pub_';
+const prefixOf = (kind: ApiKeyKind) => (kind === 'publishable' ? PUBLISHABLE_KEY_PREFIX : API_KEY_PREFIX);
 const SECRET_LENGTH = 32;
-/** The shape of a well-formed key: checked before any table read. */
-export const API_KEY_PATTERN = new RegExp(`^${API_KEY_PREFIX}[0-9A-Za-z]{${SECRET_LENGTH}}$`);
+/** The shape of a well-formed key of either kind: checked before any table read. */
+export const API_KEY_PATTERN = new RegExp(`^(${API_KEY_PREFIX}|${PUBLISHABLE_KEY_PREFIX})[0-9A-Za-z]{${SECRET_LENGTH}}$`);
+
+/** Defaults of a publishable key's policy (DESIGN §15). */
+export const DEFAULT_PER_IP_LIMIT = 5;
+export const DEFAULT_HONEYPOT_FIELD = 'website';
+const MAX_ORIGINS = 20;
 
 export const hashApiKey = (key: string) => createHash('sha256').update(key, 'utf8').digest('hex');
 
-export function generateApiKey(): { key: string; keyId: string; hash: string } {
-  const key = API_KEY_PREFIX + randomBase62(SECRET_LENGTH);
+export function generateApiKey(kind: ApiKeyKind = 'secret'): { key: string; keyId: string; hash: string } {
+  const key = prefixOf(kind) + randomBase62(SECRET_LENGTH);
   return { key, keyId: newId('key', 10), hash: hashApiKey(key) };
+}
+
+const isLoopbackHostname = (hostname: string) => {
+  const bare = hostname.replace(/^\[|\]$/g, '');
+  return bare === 'localhost' || bare === '::1' || (isIP(bare) === 4 && bare.startsWith('127.'));
+};
+
+/**
+ * A web origin as browsers send it in `Origin` (`https://shop.example`, `https://shop.example:8443`),
+ * or the reason it is not one. https only; http only on loopback (a page under development).
+ */
+export function parseOrigin(value: string): { origin: string } | { problem: string } {
+  let url: URL;
+  try {
+    url = new URL(value.trim());
+  } catch {
+    return { problem: `"${value}" is not an origin such as https://shop.example` };
+  }
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && isLoopbackHostname(url.hostname))) {
+    return { problem: `"${value}" must use https (http only for localhost / 127.0.0.1)` };
+  }
+  if (url.username || url.password || url.search || url.hash || (url.pathname !== '/' && url.pathname !== '')) {
+    return { problem: `"${value}" must be an origin only: scheme, host and port, no path, query or credentials` };
+  }
+  if (url.hostname.includes('*')) return { problem: `"${value}": wildcards are not allowed, list each origin` };
+  return { origin: url.origin };
+}
+
+/** The key's origin equal to the request's `Origin` header, if any (exact match of the serialized origin). */
+export function matchOrigin(origins: readonly string[], header: string | undefined): string | undefined {
+  if (!header) return undefined;
+  const presented = header.trim().toLowerCase();
+  return origins.find((o) => o === presented);
+}
+
+/** An absolute https URL (http only on loopback) a browser may be redirected to. */
+function thankYouUrlProblem(value: string): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return 'must be an absolute URL such as https://shop.example/thanks';
+  }
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && isLoopbackHostname(url.hostname))) return 'must use https (http only for localhost / 127.0.0.1)';
+  if (url.username || url.password) return 'must not carry credentials';
+  if (value.length > 2000) return 'must be at most 2000 characters';
+  return undefined;
+}
+
+export interface NewApiKeyOptions {
+  /** Default `secret`. */
+  kind?: ApiKeyKind;
+  /** Required (at least one) for a publishable key; refused on a secret key. */
+  origins?: string[];
+  thankYouUrl?: string;
+  dailyCap?: number;
+  perIpLimit?: number;
+  honeypotField?: string;
+}
+
+type KeyPolicy = Pick<ApiKeyRecord, 'kind' | 'origins' | 'thankYouUrl' | 'dailyCap' | 'perIpLimit' | 'honeypotField'>;
+
+/** The stored policy of a new key, or 422 with every bad field named. */
+export function keyPolicy(options: NewApiKeyOptions = {}): KeyPolicy {
+  const kind = options.kind ?? 'secret';
+  const errors: FieldError[] = [];
+  if (kind !== 'secret' && kind !== 'publishable') {
+    throw validationFailed([{ field: 'kind', message: 'must be secret or publishable' }]);
+  }
+  const publishableOnly = ['origins', 'thankYouUrl', 'dailyCap', 'perIpLimit', 'honeypotField'] as const;
+  if (kind === 'secret') {
+    for (const field of publishableOnly) {
+      const value = options[field];
+      if (value !== undefined && !(Array.isArray(value) && value.length === 0)) errors.push({ field, message: 'applies to publishable keys only' });
+    }
+    if (errors.length) throw validationFailed(errors);
+    return {};
+  }
+  const origins: string[] = [];
+  if (!options.origins?.length) errors.push({ field: 'origins', message: 'a publishable key needs at least one origin, e.g. https://shop.example' });
+  else if (options.origins.length > MAX_ORIGINS) errors.push({ field: 'origins', message: `at most ${MAX_ORIGINS} origins` });
+  else {
+    for (const value of options.origins) {
+      const parsed = parseOrigin(String(value));
+      if ('problem' in parsed) errors.push({ field: 'origins', message: parsed.problem });
+      else if (!origins.includes(parsed.origin)) origins.push(parsed.origin);
+    }
+  }
+  if (options.thankYouUrl !== undefined) {
+    const problem = thankYouUrlProblem(options.thankYouUrl);
+    if (problem) errors.push({ field: 'thankYouUrl', message: problem });
+  }
+  const positive = (field: 'dailyCap' | 'perIpLimit', max: number) => {
+    const value = options[field];
+    if (value !== undefined && (!Number.isInteger(value) || value < 1 || value > max)) errors.push({ field, message: `must be an integer from 1 to ${max}` });
+  };
+  positive('dailyCap', 1_000_000);
+  positive('perIpLimit', 1000);
+  if (options.honeypotField !== undefined && !/^[A-Za-z0-9_.-]{1,64}$/.test(options.honeypotField)) {
+    errors.push({ field: 'honeypotField', message: 'must be 1 to 64 of A-Z a-z 0-9 _ . -' });
+  }
+  if (errors.length) throw validationFailed(errors);
+  return {
+    kind,
+    origins,
+    ...(options.thankYouUrl !== undefined ? { thankYouUrl: options.thankYouUrl } : {}),
+    ...(options.dailyCap !== undefined ? { dailyCap: options.dailyCap } : {}),
+    ...(options.perIpLimit !== undefined ? { perIpLimit: options.perIpLimit } : {}),
+    ...(options.honeypotField !== undefined ? { honeypotField: options.honeypotField } : {}),
+  };
 }
 
 /** What list and the CLI show: never the hash, never the key. */
@@ -34,6 +155,12 @@ function toRecord(item: Record<string, unknown>): ApiKeyRecord {
     name: item.name as string,
     hash: item.hash as string,
     createdAt: item.createdAt as string,
+    kind: (item.kind as ApiKeyKind | undefined) ?? 'secret',
+    ...(item.origins ? { origins: item.origins as string[] } : {}),
+    ...(item.thankYouUrl ? { thankYouUrl: item.thankYouUrl as string } : {}),
+    ...(item.dailyCap !== undefined ? { dailyCap: Number(item.dailyCap) } : {}),
+    ...(item.perIpLimit !== undefined ? { perIpLimit: Number(item.perIpLimit) } : {}),
+    ...(item.honeypotField ? { honeypotField: item.honeypotField as string } : {}),
     ...(item.expiresAt ? { expiresAt: item.expiresAt as string } : {}),
     ...(item.revokedAt ? { revokedAt: item.revokedAt as string } : {}),
     ...(item.lastUsedAt ? { lastUsedAt: item.lastUsedAt as string } : {}),
@@ -46,9 +173,10 @@ export function keyStatus(record: Pick<ApiKeyRecord, 'expiresAt' | 'revokedAt'>,
   return 'active';
 }
 
-async function putKey(deps: Deps, organizationId: string, name: string): Promise<{ key: string; record: ApiKeyRecord }> {
-  const { key, keyId, hash } = generateApiKey();
-  const record: ApiKeyRecord = { keyId, organizationId, name, hash, createdAt: new Date(deps.now()).toISOString() };
+async function putKey(deps: Deps, organizationId: string, name: string, policy: KeyPolicy = {}): Promise<{ key: string; record: ApiKeyRecord }> {
+  const kind = policy.kind ?? 'secret';
+  const { key, keyId, hash } = generateApiKey(kind);
+  const record: ApiKeyRecord = { keyId, organizationId, name, hash, createdAt: new Date(deps.now()).toISOString(), ...policy, kind };
   await deps.doc.send(new PutCommand({
     TableName: deps.tables.organizations,
     Item: { ...keys.apiKeyByHash(hash), ...keys.apiKeyIndex(organizationId, keyId), entity: 'api_key', ...record },
@@ -57,11 +185,16 @@ async function putKey(deps: Deps, organizationId: string, name: string): Promise
   return { key, record };
 }
 
-export async function createApiKey(deps: Deps, organizationId: string, name: string): Promise<{ key: string; record: ApiKeyRecord }> {
+/**
+ * A new key of the organization (secret unless `options.kind` says publishable), printed once by the
+ * caller. The call shape without options is the secret key of DESIGN §5.
+ */
+export async function createApiKey(deps: Deps, organizationId: string, name: string, options: NewApiKeyOptions = {}): Promise<{ key: string; record: ApiKeyRecord }> {
   const trimmed = name?.trim() ?? '';
   if (!trimmed || trimmed.length > 100) throw validationFailed([{ field: 'name', message: 'must be 1 to 100 characters' }]);
+  const policy = keyPolicy(options);
   await requireOrganization(deps, organizationId);
-  return putKey(deps, organizationId, trimmed);
+  return putKey(deps, organizationId, trimmed, policy);
 }
 
 async function queryKeys(deps: Deps, organizationId: string, keyId?: string): Promise<ApiKeyRecord[]> {
@@ -112,7 +245,9 @@ export async function rotateApiKey(deps: Deps, organizationId: string, keyId: st
   if (!Number.isFinite(grace) || grace < 0) throw validationFailed([{ field: 'grace', message: 'must be zero or more hours' }]);
   const old = await requireKey(deps, organizationId, keyId);
   if (old.revokedAt) throw validationFailed([{ field: 'key', message: `${keyId} is revoked; create a new key instead` }]);
-  const created = await putKey(deps, organizationId, old.name);
+  // The new key is of the same kind, with the same policy (origins, limits): a drop-in replacement.
+  const { kind, origins, thankYouUrl, dailyCap, perIpLimit, honeypotField } = old;
+  const created = await putKey(deps, organizationId, old.name, { kind, origins, thankYouUrl, dailyCap, perIpLimit, honeypotField });
   const now = deps.now();
   const until = new Date(now + grace * 3_600_000).toISOString();
   // A shorter grace never extends an expiry already set by an earlier rotation.

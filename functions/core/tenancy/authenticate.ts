@@ -1,6 +1,6 @@
 /**
- * Authenticates a request by its API key (DESIGN §5): `X-API-Key: <key>` or `Authorization: Bearer
- * <key>`. A malformed key is refused before any read; a well-formed one costs one GetItem by hash,
+ * Authenticates a request by its API key (DESIGN §5, §15): `X-API-Key: <key>` or `Authorization: Bearer
+ * <key>`, secret (`crm_live_`) or publishable (`crm_pub_`; what it may do is checked by the route). A malformed key is refused before any read; a well-formed one costs one GetItem by hash,
  * cached in the container for settings.keyCacheTtlSeconds (which bounds how long a revoked key keeps
  * working). Unknown keys go to a separate, smaller cache, so a flood of random keys cannot evict the
  * real ones. The resolved organization scopes everything the request does.
@@ -9,8 +9,8 @@ import { timingSafeEqual } from 'node:crypto';
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../platform/deps.js';
 import { forbidden, unauthorized } from '../platform/errors.js';
-import { API_KEY_PATTERN, hashApiKey } from './api-keys.js';
-import { keys, type AuthContext, type Organization } from '../platform/model.js';
+import { API_KEY_PATTERN, DEFAULT_HONEYPOT_FIELD, DEFAULT_PER_IP_LIMIT, hashApiKey } from './api-keys.js';
+import { keys, type ApiKeyKind, type AuthContext, type Organization, type PublishableKeyPolicy } from '../platform/model.js';
 import { getOrganization } from './organizations.js';
 import { logger } from '../platform/observability.js';
 import { TtlCache } from '../platform/ttl-cache.js';
@@ -36,7 +36,10 @@ export function extractApiKey(headers: Headers): string | undefined {
   return undefined;
 }
 
-interface CachedKey { hash: string; organizationId: string; keyId: string; name: string; expiresAt?: string; revokedAt?: string }
+interface CachedKey {
+  hash: string; organizationId: string; keyId: string; name: string; expiresAt?: string; revokedAt?: string;
+  kind: ApiKeyKind; publishable?: PublishableKeyPolicy;
+}
 const keyCache = new TtlCache<string, CachedKey>(10_000);
 /** Hashes that matched no key: bounded apart from real keys, so guessing evicts only guesses. */
 const unknownKeyCache = new TtlCache<string, undefined>(1_000);
@@ -56,13 +59,28 @@ async function lookupKey(deps: Deps, hash: string): Promise<CachedKey | undefine
   const cached = keyCache.get(hash, now) ?? unknownKeyCache.get(hash, now);
   if (cached) return cached.value;
   const { Item } = await deps.doc.send(new GetCommand({ TableName: deps.tables.organizations, Key: keys.apiKeyByHash(hash) }));
-  const value = Item
-    ? { hash: Item.hash, organizationId: Item.organizationId, keyId: Item.keyId, name: Item.name, expiresAt: Item.expiresAt, revokedAt: Item.revokedAt }
+  const value: CachedKey | undefined = Item
+    ? {
+        hash: Item.hash, organizationId: Item.organizationId, keyId: Item.keyId, name: Item.name, expiresAt: Item.expiresAt, revokedAt: Item.revokedAt,
+        kind: Item.kind === 'publishable' ? 'publishable' : 'secret',
+        ...(Item.kind === 'publishable' ? { publishable: publishablePolicy(Item) } : {}),
+      }
     : undefined;
   const until = now + deps.settings.keyCacheTtlSeconds * 1000;
   if (value) keyCache.set(hash, value, until);
   else unknownKeyCache.set(hash, undefined, until);
   return value;
+}
+
+/** A publishable key's policy with its defaults filled in. */
+function publishablePolicy(item: Record<string, unknown>): PublishableKeyPolicy {
+  return {
+    origins: (item.origins as string[] | undefined) ?? [],
+    perIpLimit: item.perIpLimit === undefined ? DEFAULT_PER_IP_LIMIT : Number(item.perIpLimit),
+    honeypotField: (item.honeypotField as string | undefined) ?? DEFAULT_HONEYPOT_FIELD,
+    ...(item.thankYouUrl ? { thankYouUrl: item.thankYouUrl as string } : {}),
+    ...(item.dailyCap !== undefined ? { dailyCap: Number(item.dailyCap) } : {}),
+  };
 }
 
 async function lookupOrganization(deps: Deps, id: string): Promise<Organization | undefined> {
@@ -99,8 +117,15 @@ async function touchLastUsed(deps: Deps, key: CachedKey): Promise<void> {
   }
 }
 
-export async function authenticate(deps: Deps, headers: Headers): Promise<AuthContext> {
-  const presented = extractApiKey(headers);
+/**
+ * `formKey`: the key sent as a field of a no-script form's body (a plain form cannot set headers,
+ * DESIGN §15); used when no header carries one, and then only a publishable key is accepted.
+ * `allowPublishable`: publishable keys are refused (403) unless the route says it takes them; the
+ * route then enforces what they may do (the lead endpoint: POST only, from a listed origin).
+ */
+export async function authenticate(deps: Deps, headers: Headers, options: { formKey?: string; allowPublishable?: boolean } = {}): Promise<AuthContext> {
+  const fromHeader = extractApiKey(headers);
+  const presented = fromHeader ?? options.formKey?.trim();
   if (presented === undefined) throw unauthorized('An API key is required: send it as `X-API-Key: <key>` or `Authorization: Bearer <key>`.');
   if (!API_KEY_PATTERN.test(presented)) throw unauthorized('The API key is malformed.');
   const hash = hashApiKey(presented);
@@ -111,6 +136,11 @@ export async function authenticate(deps: Deps, headers: Headers): Promise<AuthCo
   const now = deps.now();
   if (key.revokedAt && Date.parse(key.revokedAt) <= now) throw unauthorized('The API key has been revoked.');
   if (key.expiresAt && Date.parse(key.expiresAt) <= now) throw unauthorized('The API key has expired.');
+  // A secret key in a page's form is a leaked key: refuse it (the owner should revoke it) rather than use it.
+  if (fromHeader === undefined && key.kind !== 'publishable') {
+    throw forbidden('Only a publishable key (crm_pub_...) may be sent in a form body; this secret key is now exposed: revoke it and create a publishable one.');
+  }
+  if (key.kind === 'publishable' && !options.allowPublishable) throw forbidden('A publishable key (crm_pub_...) may only POST leads to /api/webhook/leads.');
   const organization = await lookupOrganization(deps, key.organizationId);
   if (!organization) throw unauthorized('The API key is not valid.');
   const { allowedPlans } = deps.settings;
@@ -118,5 +148,5 @@ export async function authenticate(deps: Deps, headers: Headers): Promise<AuthCo
     throw forbidden(`The ${organization.plan} plan does not include the integration API. Upgrade to one of: ${allowedPlans.join(', ')}.`);
   }
   await touchLastUsed(deps, key);
-  return { organization, key: { keyId: key.keyId, name: key.name } };
+  return { organization, key: { keyId: key.keyId, name: key.name, kind: key.kind, ...(key.publishable ? { publishable: key.publishable } : {}) } };
 }

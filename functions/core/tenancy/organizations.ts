@@ -2,12 +2,12 @@
  * Organizations: the tenant every stored item is keyed by. Created by admins (CLI); read by every
  * request through its API key.
  */
-import { BatchGetCommand, GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, GetCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../platform/deps.js';
 import { notFound, validationFailed } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
 import { queryAll } from '../platform/query.js';
-import { keys, type Billing, type Organization } from '../platform/model.js';
+import { keys, type Billing, type CaptchaProvider, type Organization } from '../platform/model.js';
 import { edgeKeyLimitPerMinute } from '../../../lib/topology.js';
 import { inBatches } from '../platform/batches.js';
 
@@ -59,7 +59,41 @@ const toOrganization = (item: Record<string, unknown>): Organization => ({
   billing: item.billing as Billing,
   walletMicros: Number(item.walletMicros ?? 0),
   createdAt: item.createdAt as string,
+  // The provider only: the CAPTCHA secret is read apart (captchaSecret) and never leaves the domain.
+  ...(item.captchaProvider ? { captchaProvider: item.captchaProvider as CaptchaProvider } : {}),
 });
+
+export const captchaProviders: readonly CaptchaProvider[] = ['turnstile', 'hcaptcha', 'recaptcha'];
+
+/**
+ * Sets (or, with provider `none`, removes) the CAPTCHA publishable-key leads of the organization
+ * must pass (DESIGN §15). The secret is stored on the organization item, readable only by the
+ * lead function and the operators' CLI; it is never returned, printed or logged.
+ */
+export async function setOrganizationCaptcha(deps: Deps, id: string, input: { provider: CaptchaProvider | 'none'; secret?: string }): Promise<Organization> {
+  const errors = [];
+  if (input.provider !== 'none' && !captchaProviders.includes(input.provider)) errors.push({ field: 'provider', message: `must be one of ${captchaProviders.join(', ')} or none` });
+  const secret = input.secret?.trim() ?? '';
+  if (input.provider !== 'none' && (!secret || secret.length > 500 || /\s/.test(secret))) errors.push({ field: 'secret', message: 'the provider\'s secret key is required (1 to 500 characters, no spaces)' });
+  if (input.provider === 'none' && input.secret !== undefined) errors.push({ field: 'secret', message: 'not used with provider none' });
+  if (errors.length) throw validationFailed(errors);
+  await requireOrganization(deps, id);
+  const { Attributes } = await deps.doc.send(new UpdateCommand({
+    TableName: deps.tables.organizations,
+    Key: keys.org(id),
+    UpdateExpression: input.provider === 'none' ? 'REMOVE captchaProvider, captchaSecret' : 'SET captchaProvider = :p, captchaSecret = :s',
+    ConditionExpression: 'attribute_exists(pk)',
+    ...(input.provider === 'none' ? {} : { ExpressionAttributeValues: { ':p': input.provider, ':s': secret } }),
+    ReturnValues: 'ALL_NEW',
+  }));
+  return toOrganization(Attributes!);
+}
+
+/** The organization's CAPTCHA secret (one read by key); undefined when none is set. */
+export async function captchaSecret(deps: Deps, id: string): Promise<string | undefined> {
+  const { Item } = await deps.doc.send(new GetCommand({ TableName: deps.tables.organizations, Key: keys.org(id), ProjectionExpression: 'captchaSecret' }));
+  return Item?.captchaSecret as string | undefined;
+}
 
 export async function getOrganization(deps: Deps, id: string): Promise<Organization | undefined> {
   const { Item } = await deps.doc.send(new GetCommand({ TableName: deps.tables.organizations, Key: keys.org(id) }));

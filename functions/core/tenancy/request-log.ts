@@ -15,6 +15,8 @@ export interface RequestEntry {
   method: string;
   route: string;
   status: number;
+  /** What the status does not say, e.g. `honeypot` (a 201 that created nothing, DESIGN §15). */
+  outcome?: string;
   latencyMs: number;
 }
 

@@ -1,7 +1,10 @@
 import type { Command } from 'commander';
 import { createApiKey, listApiKeys, revokeApiKey, rotateApiKey } from '../../../functions/core/tenancy/api-keys.js';
 import { CliError, printResult, printTable, safeText } from '../output.js';
-import { act } from '../run.js';
+import { act, positiveInt } from '../run.js';
+
+/** A repeatable option's values. */
+const collect = (value: string, previous: string[]) => [...previous, value];
 
 const shownOnce = (key: string) => {
   console.log(`\n  ${key}\n`);
@@ -15,12 +18,26 @@ export function register(program: Command): void {
     .description('create a key (printed once)')
     .requiredOption('--org <id>', 'organization id')
     .option('--name <name>', 'a name to tell keys apart', 'default')
-    .action(act<{ org: string; name: string }>(async ({ target, options, json }) => {
-      const { key, record } = await createApiKey(target.deps, options.org, options.name);
+    .option('--publishable', 'a key for public web pages (crm_pub_...): POST leads only, from the --origin(s) listed')
+    .option('--origin <origin>', 'an origin the page is served from, e.g. https://shop.example (repeatable; publishable keys)', collect, [] as string[])
+    .option('--thank-you-url <url>', 'where a no-script form post is redirected after the lead is created (publishable keys)')
+    .option('--daily-cap <n>', 'at most this many leads a UTC day through this key (publishable keys)', positiveInt('--daily-cap'))
+    .option('--per-ip-limit <n>', 'leads a minute per client address (publishable keys; default 5)', positiveInt('--per-ip-limit'))
+    .option('--honeypot-field <name>', 'the hidden field bots fill in (publishable keys; default website)')
+    .action(act<{ org: string; name: string; publishable?: boolean; origin: string[]; thankYouUrl?: string; dailyCap?: number; perIpLimit?: number; honeypotField?: string }>(async ({ target, options, json }) => {
+      const publishableFlags = options.origin.length > 0 || [options.thankYouUrl, options.dailyCap, options.perIpLimit, options.honeypotField].some((v) => v !== undefined);
+      if (!options.publishable && publishableFlags) throw new CliError('--origin, --thank-you-url, --daily-cap, --per-ip-limit and --honeypot-field need --publishable', 2);
+      if (options.publishable && options.origin.length === 0) throw new CliError('--publishable needs at least one --origin, e.g. --origin https://shop.example', 2);
+      const { key, record } = await createApiKey(target.deps, options.org, options.name, options.publishable
+        ? { kind: 'publishable', origins: options.origin, thankYouUrl: options.thankYouUrl, dailyCap: options.dailyCap, perIpLimit: options.perIpLimit, honeypotField: options.honeypotField }
+        : {});
       const { hash: _hash, ...shown } = record;
       printResult({ json }, { ...shown, key }, () => {
-        console.log(`Created key ${record.keyId} (${safeText(record.name)}) for ${record.organizationId}:`);
+        console.log(`Created ${record.kind === 'publishable' ? 'publishable ' : ''}key ${record.keyId} (${safeText(record.name)}) for ${record.organizationId}:`);
         shownOnce(key);
+        if (record.kind === 'publishable') {
+          console.log(`It may only POST leads, from ${record.origins!.map(safeText).join(', ')}; at most ${record.perIpLimit ?? 5} a minute per visitor address.`);
+        }
       });
     }));
   keys
@@ -29,7 +46,10 @@ export function register(program: Command): void {
     .requiredOption('--org <id>', 'organization id')
     .action(act<{ org: string }>(async ({ target, options, json }) => {
       const list = await listApiKeys(target.deps, options.org);
-      printResult({ json }, list, () => printTable(list, ['keyId', 'name', 'status', 'createdAt', 'lastUsedAt', 'expiresAt']));
+      printResult({ json }, list, () => printTable(
+        list.map((k) => ({ ...k, kind: k.kind ?? 'secret', origins: k.origins?.join(' ') ?? '' })),
+        ['keyId', 'name', 'kind', 'origins', 'status', 'createdAt', 'lastUsedAt', 'expiresAt'],
+      ));
     }));
   keys
     .command('rotate')

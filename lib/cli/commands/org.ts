@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
-import { createOrganization, listOrganizations } from '../../../functions/core/tenancy/organizations.js';
+import { captchaProviders, createOrganization, listOrganizations, setOrganizationCaptcha } from '../../../functions/core/tenancy/organizations.js';
+import type { CaptchaProvider } from '../../../functions/core/platform/model.js';
 import { CliError, printResult, printTable, safeText } from '../output.js';
 import { act, microsToUsd, positiveInt, usdToMicros } from '../run.js';
 
@@ -30,6 +31,24 @@ export function register(program: Command): void {
       });
     }));
   org
+    .command('set-captcha')
+    .description('require a CAPTCHA on leads sent with publishable keys (provider none removes it); the secret is never printed')
+    .requiredOption('--org <id>', 'organization id')
+    .requiredOption('--provider <name>', `${captchaProviders.join(' | ')} | none`)
+    .option('--secret <secret>', 'the provider\'s secret key; "-" reads it from stdin (keeps it out of shell history)')
+    .action(act<{ org: string; provider: string; secret?: string }>(async ({ target, options, json }) => {
+      const provider = options.provider as CaptchaProvider | 'none';
+      if (provider !== 'none' && !captchaProviders.includes(provider)) throw new CliError(`--provider must be one of ${captchaProviders.join(', ')} or none, got "${options.provider}"`, 2);
+      if (provider !== 'none' && options.secret === undefined) throw new CliError(`--secret is required with --provider ${provider} ("-" reads it from stdin)`, 2);
+      const secret = options.secret === '-' ? await readStdin() : options.secret;
+      const updated = await setOrganizationCaptcha(target.deps, options.org, { provider, secret });
+      printResult({ json }, { id: updated.id, captchaProvider: updated.captchaProvider ?? 'none' }, () =>
+        console.log(updated.captchaProvider
+          ? `Leads sent with publishable keys of ${updated.id} must now pass ${updated.captchaProvider} (secret stored, not shown). Warm containers apply it within ${target.deps.settings.keyCacheTtlSeconds} s.`
+          : `No CAPTCHA is required for ${updated.id} any more.`),
+      );
+    }));
+  org
     .command('list')
     .description('list organizations')
     .action(act(async ({ target, json }) => {
@@ -38,4 +57,10 @@ export function register(program: Command): void {
         printTable(orgs.map((o) => ({ ...o, rateLimit: o.rateLimitPerMinute, wallet: o.billing === 'prepaid' ? microsToUsd(o.walletMicros) : '' })), ['id', 'name', 'plan', 'rateLimit', 'billing', 'wallet', 'createdAt']),
       );
     }));
+}
+
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8').trim();
 }
