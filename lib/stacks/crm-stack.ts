@@ -30,6 +30,8 @@ import { CrmFunction } from './crm-function.js';
 
 /** Ready deliveries the delivery function (10 batches of 10 at a time) should have taken within minutes. */
 const deliveryBacklogThreshold = 100;
+/** Webhook endpoints whose circuit opened in 15 minutes that page: one is a customer's receiver down; many at once is usually ours (egress, DNS, TLS). */
+const circuitsOpenedThreshold = 10;
 const entries = <K extends string, V>(o: Partial<Record<K, V>>) => Object.entries(o) as [K, V][];
 // The topology's entries, seen through their general shapes.
 const tableSpecs: Record<TableName, TableSpec> = tables;
@@ -344,6 +346,8 @@ export class CrmStack extends Stack {
         stage.metricLatency({ period: fiveMinutes, statistic: 'p99' }), { threshold: 3000, above: true, periods: 3 }),
       this.alarm('RateLimitFailOpen', 'The rate limiter could not reach its table and admitted requests unchecked (rateLimitFailMode "open").',
         this.serviceMetric('RateLimitFailOpen', fiveMinutes), { threshold: 1 }),
+      this.alarm('CircuitsOpened', `${circuitsOpenedThreshold} or more webhook endpoints' circuits opened in 15 minutes (their deliveries are re-scheduled, not attempted): check the delivery function's egress, DNS and TLS before blaming receivers; \`crm webhooks list\` shows each endpoint's circuit.`,
+        this.serviceMetric('CircuitOpened'), { threshold: circuitsOpenedThreshold }),
       this.alarm('TenantMismatch', 'A stream record\'s organization attribute disagreed with its partition key: it was dropped, not delivered. Inspect the item the fan-out logged.',
         this.serviceMetric('TenantMismatch', fiveMinutes), { threshold: 1 }),
       ...entries(this.functions).flatMap(([name, fn]) => [

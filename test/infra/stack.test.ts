@@ -457,6 +457,9 @@ describe('the CDK stack', () => {
     for (const metric of ['RateLimitFailOpen', 'TenantMismatch']) {
       expect(alarmOn(metric, [{ Name: 'service', Value: 'crm-integration-api' }])).toEqual([expect.objectContaining({ Namespace: 'CrmIntegrationApi', Statistic: 'Sum', Threshold: 1 })]);
     }
+    // Open circuits (DESIGN §16): many endpoints opening at once is more likely our egress than their receivers.
+    expect(alarmOn('CircuitOpened', [{ Name: 'service', Value: 'crm-integration-api' }]))
+      .toEqual([expect.objectContaining({ Namespace: 'CrmIntegrationApi', Statistic: 'Sum', Threshold: 10, Period: 900, ComparisonOperator: 'GreaterThanOrEqualToThreshold' })]);
   });
 
   it('makes EVERY alarm notify the TLS-only alarm topic, and documents every alarm in the runbook', () => {

@@ -1,6 +1,8 @@
 import type { Command } from 'commander';
 import { listDeliveries, redriveDeadLetters, redriveDelivery, redriveFailed, SWEEP_HOLD_SECONDS, SWEEP_PASS_MAX, type SweepResult } from '../../../functions/core/delivery/redrive.js';
+import { listEndpoints } from '../../../functions/core/delivery/endpoints.js';
 import { CliError, printResult, printTable } from '../output.js';
+import { circuitText } from './webhooks.js';
 import { act, positiveInt } from '../run.js';
 
 const isoOption = (flag: string, value: string | undefined) => {
@@ -40,12 +42,15 @@ export function register(program: Command): void {
       const list = await listDeliveries(target.deps, options.org, {
         status: options.status, endpointId: options.endpoint, since: isoOption('--since', options.since), until: isoOption('--until', options.until), limit: options.limit,
       });
-      printResult({ json }, list, () =>
+      // The endpoints' circuits: a pending delivery of an open circuit is re-scheduled, not attempted, until it half-opens.
+      const circuits = new Map((await listEndpoints(target.deps, options.org)).map((e) => [e.id, e.circuit]));
+      printResult({ json }, list.map((d) => ({ ...d, circuit: circuits.get(d.endpointId) })), () =>
         printTable(list.map((d) => {
           const attempts = d.attempts ?? [];
           const last = attempts.at(-1);
-          return { id: d.id, event: d.eventType, endpoint: d.endpointId, status: d.status, attempts: attempts.length, last: last ? (last.statusCode ?? last.error) : '', reason: d.reason, created: d.createdAt };
-        }), ['id', 'event', 'endpoint', 'status', 'attempts', 'last', 'reason', 'created']));
+          const circuit = circuits.get(d.endpointId);
+          return { id: d.id, event: d.eventType, endpoint: d.endpointId, status: d.status, attempts: attempts.length, last: last ? (last.statusCode ?? last.error) : '', circuit: circuit ? circuitText(circuit) : 'removed', reason: d.reason, created: d.createdAt };
+        }), ['id', 'event', 'endpoint', 'status', 'attempts', 'last', 'circuit', 'reason', 'created']));
     }));
   deliveries
     .command('redrive')

@@ -1,10 +1,15 @@
 import type { Command } from 'commander';
-import { addEndpoint, listEndpoints, removeEndpoint, rotateSecret, updateEndpoint } from '../../../functions/core/delivery/endpoints.js';
+import { addEndpoint, listEndpoints, removeEndpoint, rotateSecret, updateEndpoint, type EndpointSummary } from '../../../functions/core/delivery/endpoints.js';
 import { sendTestEvent } from '../../../functions/core/events/test-event.js';
 import { CliError, printResult, printTable, safeText } from '../output.js';
 import { act } from '../run.js';
-import { waitForFirstOutcome } from '../first-outcome.js';
+import { waitForFirstOutcome } from '../../../functions/core/delivery/first-outcome.js';
 
+/** An endpoint's circuit in a table cell: `closed`, `open until …` (deliveries re-scheduled, not attempted) or `half-open (probing)`. */
+export const circuitText = (c: EndpointSummary['circuit'] | undefined): string => {
+  if (!c || c.state === 'closed') return 'closed';
+  return c.state === 'open' ? `open until ${c.until}` : 'half-open (probing)';
+};
 const shownOnce = (secret: string) => {
   console.log(`\n  ${secret}\n`);
   console.log('Copy the signing secret now: it will not be shown again. Receivers verify with it (docs/webhooks.md).');
@@ -43,7 +48,7 @@ export function register(program: Command): void {
     .requiredOption('--org <id>', 'organization id')
     .action(act<{ org: string }>(async ({ target, options, json }) => {
       const list = await listEndpoints(target.deps, options.org);
-      printResult({ json }, list, () => printTable(list.map((e) => ({ ...e, events: e.events.join(',') })), ['id', 'url', 'events', 'enabled', 'description', 'failingSince', 'disabledReason']));
+      printResult({ json }, list, () => printTable(list.map((e) => ({ ...e, events: e.events.join(','), circuit: circuitText(e.circuit) })), ['id', 'url', 'events', 'enabled', 'circuit', 'description', 'failingSince', 'disabledReason']));
     }));
   webhooks
     .command('update')
