@@ -20,4 +20,12 @@ export default tseslint.config(
     files: ['examples/**/*.{js,mjs}', 'bin/*.mjs'],
     languageOptions: { globals: { console: 'readonly', process: 'readonly', fetch: 'readonly', document: 'readonly', window: 'readonly' } },
   },
+  {
+    // Scripts served to browsers (the settings page): browser globals only.
+    files: ['functions/*/page/**/*.js'],
+    languageOptions: {
+      globals: Object.fromEntries(['document', 'location', 'history', 'sessionStorage', 'navigator', 'fetch', 'URL', 'URLSearchParams',
+        'Node', 'setTimeout', 'atob'].map((name) => [name, 'readonly'])),
+    },
+  },
 );
