@@ -1,0 +1,28 @@
+/**
+ * What happened to a delivery's first attempt, waited for by polling its record: `crm webhooks
+ * test` and the settings API's "Send test event" (POST /api/settings/webhooks/{id}/test) both wait
+ * here, so the two report a test the same way. The wait is bounded: a receiver that is slow or a
+ * queue that is backed up leaves the delivery "pending", and the caller says so.
+ */
+import type { Deps } from '../platform/deps.js';
+import type { DeliveryRecord } from '../platform/model.js';
+import { findDelivery } from './redrive.js';
+
+const POLL_MS = 250;
+
+/** The delivery if it belongs to `organizationId` (findDelivery looks it up by id alone). */
+export async function findOrganizationDelivery(deps: Deps, organizationId: string, deliveryId: string): Promise<DeliveryRecord | undefined> {
+  const delivery = await findDelivery(deps, deliveryId);
+  return delivery?.organizationId === organizationId ? delivery : undefined;
+}
+
+/** Polls a delivery until its first attempt is recorded (or it was skipped/failed without one), at most `timeoutMs`. */
+export async function waitForFirstOutcome(deps: Deps, deliveryId: string, timeoutMs = 30_000): Promise<DeliveryRecord | undefined> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const item = await findDelivery(deps, deliveryId);
+    if (item && (item.attempts?.length || item.status !== 'pending')) return item;
+    await new Promise((r) => setTimeout(r, Math.min(POLL_MS, Math.max(0, deadline - Date.now()))));
+  }
+  return findDelivery(deps, deliveryId);
+}
