@@ -74,6 +74,7 @@ CRM integration API running (ready in ${((Date.now() - started) / 1000).toFixed(
   DynamoDB Local ${info.dynamodbEndpoint}${info.dynamodbIsolated ? '' : '   (listening on every interface: see docs/local-stack.md)'}
   SQS (fauxqs)   ${info.sqsEndpoint}
   SSM stand-in   ${info.ssmEndpoint}   settings: ${info.settingsParameter}
+  Secrets stand-in ${info.secretsEndpoint}   (secrets in ${values.dir}/*.secret)
   stack file     ${stack.stackFile}`);
 if (info.demo) {
   log(`
@@ -88,6 +89,9 @@ Send a lead:
     -H "Authorization: Bearer ${info.demo.apiKey}" \\
     -H "Content-Type: application/json" \\
     -d '{"name":"Ada Lovelace","email":"ada@example.com","phone":"+1 415 555 0100","service":"Leaky faucet"}'
+
+Organization settings (keys, webhooks, deliveries; link valid 1 h, a new one: npx crm settings-link --org ${info.demo.organizationId}):
+  ${info.demo.settingsUrl ?? '(not available)'}
 
 Admin CLI: npx crm --help   (e.g. npx crm logs --org ${info.demo.organizationId})`);
 }

@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs';
 import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { createDeps, emulatorCredentials, type Deps } from '../../functions/core/platform/deps.js';
 import { parseSettings, readSettingsParameter, asDeployed, type Settings } from '../../functions/core/platform/settings.js';
-import { tables, queues, outputKeys, stackName, type TableName, type QueueName } from '../topology.js';
+import { tables, queues, outputKeys, stackName, type TableName, type QueueName, type SecretName } from '../topology.js';
 import { defaultStackFile, depsFromStackFile, readStackFile } from '../local/stack-file.js';
 
 export interface TargetOptions { local?: boolean; stage?: string; stackFile?: string }
@@ -18,6 +18,22 @@ export interface Target {
   streams: DynamoDBStreamsClient;
   apiUrl?: string;
   describe: string;
+  /** A secret of the topology, read from Secrets Manager (the local stack's stand-in, or the stage's secret). */
+  readSecret(name: SecretName): Promise<string>;
+}
+
+/** GetSecretValue once, through a client made for the call. */
+async function getSecret(config: { region: string; endpoint?: string; credentials?: { accessKeyId: string; secretAccessKey: string } }, secretId: string | undefined, name: string): Promise<string> {
+  if (!secretId) throw new Error(`The stack has no ${name} secret; restart or redeploy it.`);
+  const { SecretsManagerClient, GetSecretValueCommand } = await import('@aws-sdk/client-secrets-manager');
+  const client = new SecretsManagerClient(config);
+  try {
+    const out = await client.send(new GetSecretValueCommand({ SecretId: secretId }));
+    if (!out.SecretString) throw new Error(`Secret ${secretId} has no value.`);
+    return out.SecretString;
+  } finally {
+    client.destroy();
+  }
 }
 
 export async function resolveTarget(options: TargetOptions): Promise<Target> {
@@ -36,6 +52,7 @@ export async function resolveTarget(options: TargetOptions): Promise<Target> {
       describe: `local stack at ${info.apiUrl}`,
       streams: new DynamoDBStreamsClient({ region: info.region, endpoint: info.dynamodbEndpoint, credentials }),
       deps: depsFromStackFile(info, settings),
+      readSecret: (name) => getSecret({ region: info.region, endpoint: info.secretsEndpoint, credentials }, info.secrets?.[name], name),
     };
   }
   const stage = options.stage ?? 'dev';
@@ -86,5 +103,6 @@ async function awsTarget(stage: string): Promise<Target> {
     describe: `AWS stack ${name} (${region})`,
     streams: new DynamoDBStreamsClient({ region }),
     deps: createDeps({ region, tables: tableNames, queues: queueUrls, settings }),
+    readSecret: (secret) => getSecret({ region }, outputs[outputKeys.secret(secret)], secret),
   };
 }

@@ -11,7 +11,7 @@ import { randomUUID } from 'node:crypto';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import {
   catchAllAnswers, corsPreflightHeaders, corsResponseHeaders, edgeRules as defaultEdgeRules, gatewayMaxBodyBytes, gatewayProblemBody,
-  gatewayResponses, lambdaFailure, methodsOn, mockAcceptsContentType, routes, apiMethodFor, catchAllThrottle, applyEdgeTransforms, wellFormedKeys,
+  gatewayResponses, lambdaFailure, methodsOn, mockAcceptsContentType, routes, apiMethodFor, resourceFor, catchAllThrottle, applyEdgeTransforms, wellFormedKeys,
   type EdgeRuleSpec, type GatewayAnswerSpec, type RouteSpec, type ThrottleSpec,
 } from '../topology.js';
 import { lambdaContext } from './lambda-context.js';
@@ -102,7 +102,7 @@ export class TokenBucket {
   }
 }
 
-export function toProxyEvent(req: IncomingMessage, route: RouteSpec, body: Buffer, requestId: string): APIGatewayProxyEvent {
+export function toProxyEvent(req: IncomingMessage, route: RouteSpec, body: Buffer, requestId: string, pathParameters: Record<string, string> = {}): APIGatewayProxyEvent {
   const url = new URL(req.url ?? '/', 'http://local');
   const headers: Record<string, string> = {};
   const multiValueHeaders: Record<string, string[]> = {};
@@ -127,7 +127,7 @@ export function toProxyEvent(req: IncomingMessage, route: RouteSpec, body: Buffe
     multiValueHeaders,
     queryStringParameters: hasQuery ? query : null,
     multiValueQueryStringParameters: hasQuery ? multiQuery : null,
-    pathParameters: null,
+    pathParameters: Object.keys(pathParameters).length > 0 ? pathParameters : null,
     stageVariables: null,
     body: body.length > 0 ? body.toString('utf8') : null,
     isBase64Encoded: false,
@@ -193,7 +193,9 @@ export async function startHttpServer(options: LocalApiOptions): Promise<{ serve
       const body = await readBody(req);
       if (body === 'too-large') return sendAnswer(res, gatewayResponses.REQUEST_TOO_LARGE, requestId);
 
-      const allowed = methodsOn(pathname);
+      // The resource the path lands on (`/api/settings/keys/{id}` for `/api/settings/keys/key_1`), as on API Gateway.
+      const resource = resourceFor(pathname);
+      const allowed = resource.proxy ? [] : methodsOn(resource.resource);
       // A catch-all mock refuses a content type it has no request template for (passthrough NEVER).
       const mock = (spec: GatewayAnswerSpec) => mockAcceptsContentType(req.headers['content-type'])
         ? sendAnswer(res, spec, requestId, { fromMock: true })
@@ -203,12 +205,12 @@ export async function startHttpServer(options: LocalApiOptions): Promise<{ serve
         // The CORS preflight needs no key (DESIGN §6 Browsers): the headers of the stage's OPTIONS mock.
         return send(res, 204, corsPreflightHeaders(allowed), '');
       }
-      const route = routes.find((r) => r.path === pathname && r.method === req.method);
+      const route = routes.find((r) => r.path === resource.resource && r.method === req.method);
       if (!route) return mock(catchAllAnswers.methodNotAllowed(allowed));
       const handler = options.handlers[route.function];
       let result: APIGatewayProxyResult;
       try {
-        result = await handler(toProxyEvent(req, route, body, requestId), lambdaContext(route.function));
+        result = await handler(toProxyEvent(req, route, body, requestId, resource.parameters), lambdaContext(route.function));
       } catch (error) {
         // A function that throws (or answers nothing usable) is a 502 from API Gateway, not a problem of ours.
         options.onError?.(error);

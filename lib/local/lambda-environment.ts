@@ -3,7 +3,7 @@
  * credentials, the SDK's endpoint variables pointed at the emulators) plus what the topology binds
  * (table names, queue URLs, the settings parameter), as on AWS.
  */
-import { tables, queues, settingsParameterEnvVar, type TableName, type QueueName } from '../topology.js';
+import { tables, queues, secrets, settingsParameterEnvVar, type TableName, type QueueName, type SecretName } from '../topology.js';
 import { localStackMarkerEnvVar } from '../../functions/core/platform/settings.js';
 import { emulatorEnvironment } from './emulators.js';
 
@@ -16,12 +16,18 @@ export function lambdaEnvironment(input: {
   tables: Record<TableName, string>;
   queues: Record<QueueName, string>;
   settingsParameter: string;
+  /** The Secrets Manager stand-in and the secrets' names in it (as the stack binds each secret's name). */
+  secretsManager?: { endpoint: string; names: Record<SecretName, string> };
 }): Environment {
   return {
     ...emulatorEnvironment(input.region, input.endpoints),
     ...Object.fromEntries(Object.entries(tables).map(([name, spec]) => [spec.envVar, input.tables[name as TableName]])),
     ...Object.fromEntries(Object.entries(queues).map(([name, spec]) => [spec.envVar, input.queues[name as QueueName]])),
     [settingsParameterEnvVar]: input.settingsParameter,
+    ...(input.secretsManager ? {
+      AWS_ENDPOINT_URL_SECRETS_MANAGER: input.secretsManager.endpoint,
+      ...Object.fromEntries(Object.entries(secrets).map(([name, spec]) => [spec.envVar, input.secretsManager!.names[name as SecretName]])),
+    } : {}),
     [localStackMarkerEnvVar]: '1',
     POWERTOOLS_METRICS_DISABLED: 'true',
     CRM_SETTINGS: undefined, // an input of the SSM stand-in only: the handlers must read SSM

@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { createDeps, type Deps } from '../../functions/core/platform/deps.js';
 import { parseSettings, type Settings } from '../../functions/core/platform/settings.js';
-import type { TableName, QueueName } from '../topology.js';
+import type { TableName, QueueName, SecretName } from '../topology.js';
 
 /** What `npm start` writes to .local/stack.json, plus the physical names it created. */
 export interface LocalStackInfo {
@@ -18,8 +18,12 @@ export interface LocalStackInfo {
   /** The SSM stand-in holding the settings parameter (the handlers read them there). */
   ssmEndpoint?: string;
   settingsParameter?: string;
+  /** The Secrets Manager stand-in (lib/local/secrets-stand-in.ts) and the secrets' names in it. */
+  secretsEndpoint?: string;
+  secrets?: Partial<Record<SecretName, string>>;
   region: string;
-  demo?: { organizationId: string; apiKey: string };
+  /** `settingsUrl`: a settings link for the demo organization, minted at start (valid 1 h). */
+  demo?: { organizationId: string; apiKey: string; settingsUrl?: string };
   tables: Record<TableName, string>;
   queues: Record<QueueName, string>;
   settings: unknown;

@@ -3,11 +3,11 @@
  * tables and queues, the real handlers behind a local API Gateway, and pollers in place of
  * Lambda's event-source mappings. `startLocalStack` reads as the steps it takes.
  */
-import { mkdirSync, writeFileSync, renameSync, rmSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync, renameSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL, fileURLToPath } from 'node:url';
 import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
-import { functions, settingsParameterName, type FunctionSpec, type TableName, type QueueName } from '../topology.js';
+import { functions, secretName, settingsParameterName, type FunctionSpec, type TableName, type QueueName, type SecretName } from '../topology.js';
 import { createDeps, type Deps } from '../../functions/core/platform/deps.js';
 import { parseSettings, type Settings } from '../../functions/core/platform/settings.js';
 import type { LocalStackInfo } from './stack-file.js';
@@ -15,6 +15,8 @@ import { startDynamoDbLocal, startSqsEmulator, localCredentials } from './emulat
 import { provisionTopology, type Provisioned } from './provision.js';
 import { startHttpServer, type HttpHandler } from './http-server.js';
 import { startSsmStandIn } from './ssm-stand-in.js';
+import { ensureSecretFile, startSecretsStandIn } from './secrets-stand-in.js';
+import { mintSessionToken, MAX_SESSION_TTL_SECONDS } from '../../functions/core/settings/session-token.js';
 import { startEventSources, type AnyHandler } from './event-sources.js';
 import { lambdaEnvironment, applyToProcessEnvironment } from './lambda-environment.js';
 import { resumePendingDeliveries } from './resume-deliveries.js';
@@ -88,6 +90,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     const settings = parseSettings({ ...options.settings, stage: 'local', local: true });
     const standIn = await startSettingsStandIn(settings, running);
     log(`DynamoDB Local on ${emulators.dynamodb}${emulators.isolated ? ' (in a private network namespace)' : ''}, SQS (fauxqs) on ${emulators.sqs}, SSM stand-in on ${standIn.endpoint}`);
+    const secretsManager = await startSecretStore(dir, settings.stage, running);
 
     const { deps, provisioned } = await provision(emulators, settings);
     applyToProcessEnvironment(lambdaEnvironment({
@@ -96,6 +99,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       tables: provisioned.tables,
       queues: provisioned.queues,
       settingsParameter: standIn.parameter,
+      secretsManager,
     }));
     const handlers = await loadHandlers();
     const streams = new DynamoDBStreamsClient({ region: REGION, endpoint: emulators.dynamodb, credentials: localCredentials });
@@ -107,7 +111,12 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     const http = await startHttpServer({ port: options.port ?? 3000, handlers: handlers as Record<string, HttpHandler>, onError: running.onError('http') });
     running.add(() => http.close());
 
-    const demo = options.seed === false ? undefined : await seedDemo(deps, { dir });
+    const seeded = options.seed === false ? undefined : await seedDemo(deps, { dir });
+    // A settings link for the demo organization (DESIGN §14), signed like the CRM app would.
+    const demo = seeded && {
+      ...seeded,
+      settingsUrl: `${http.url}/settings#token=${await mintSessionToken(readFileSync(secretsManager.files.settingsToken, 'utf8').trim(), { organizationId: seeded.organizationId, userId: 'demo-admin', ttlSeconds: MAX_SESSION_TTL_SECONDS })}`,
+    };
     const info: LocalStackInfo = {
       apiUrl: http.url,
       dynamodbEndpoint: emulators.dynamodb,
@@ -115,6 +124,8 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       sqsEndpoint: emulators.sqs,
       ssmEndpoint: standIn.endpoint,
       settingsParameter: standIn.parameter,
+      secretsEndpoint: secretsManager.endpoint,
+      secrets: secretsManager.names,
       region: REGION,
       ...(demo ? { demo } : {}),
       tables: provisioned.tables,
@@ -145,6 +156,18 @@ async function startSettingsStandIn(settings: Settings, running: Running): Promi
   const ssm = await startSsmStandIn({ parameters: { [parameter]: JSON.stringify(settings) } });
   running.add(() => ssm.stop());
   return { endpoint: ssm.endpoint, parameter };
+}
+
+/**
+ * The topology's secrets, each a generated file under `dir` (mode 0600, kept across restarts),
+ * served by the Secrets Manager stand-in under the name the stack gives it on AWS.
+ */
+async function startSecretStore(dir: string, stage: string, running: Running): Promise<{ endpoint: string; names: Record<SecretName, string>; files: Record<SecretName, string> }> {
+  const files = { settingsToken: ensureSecretFile(path.join(dir, 'settings-token.secret')) } satisfies Record<SecretName, string>;
+  const names = Object.fromEntries(Object.keys(files).map((name) => [name, secretName(stage, name as SecretName)])) as Record<SecretName, string>;
+  const standIn = await startSecretsStandIn({ secrets: Object.fromEntries(Object.entries(files).map(([name, file]) => [names[name as SecretName], file])) });
+  running.add(() => standIn.stop());
+  return { endpoint: standIn.endpoint, names, files };
 }
 
 /** The topology's tables and queues, and the deps the local stack itself uses (resume, seed). */

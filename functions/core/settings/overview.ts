@@ -1,0 +1,72 @@
+/**
+ * GET /api/settings: the organization as its admin sees it (plan, billing, wallet), its usage today
+ * and this month, the API's base URL and copy-paste cURL examples (with a placeholder, never a key).
+ */
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import type { Deps } from '../platform/deps.js';
+import { keys, type Organization } from '../platform/model.js';
+import { queryNewest } from '../platform/query.js';
+
+const MICROS_PER_USD = 1_000_000;
+const usd = (micros: number) => Math.round(micros / 10_000) / 100;
+
+export interface Usage { calls: number; billed: number }
+
+/**
+ * Lead calls and billed USD of today and of this month (UTC). Closed days are `USAGE#<day>` items;
+ * a prepaid organization's open day is counted on its own item (organizations.ts dailyUsage).
+ */
+export async function usageOf(deps: Deps, organizationId: string): Promise<{ today: Usage; month: Usage }> {
+  const today = new Date(deps.now()).toISOString().slice(0, 10);
+  const month = today.slice(0, 7);
+  const [{ items }, { Item: org }] = await Promise.all([
+    queryNewest(deps, { table: deps.tables.organizations, pk: keys.org(organizationId).pk, between: [keys.usage(organizationId, `${month}-01`).sk, keys.usage(organizationId, `${month}-31`).sk], limit: 31 }),
+    deps.doc.send(new GetCommand({ TableName: deps.tables.organizations, Key: keys.org(organizationId), ConsistentRead: true })),
+  ]);
+  const byDay = new Map<string, { calls: number; micros: number }>();
+  const add = (day: string, calls: number, micros: number) => {
+    const d = byDay.get(day) ?? { calls: 0, micros: 0 };
+    byDay.set(day, { calls: d.calls + calls, micros: d.micros + micros });
+  };
+  for (const item of items) add(String(item.sk).slice(keys.usagePrefix.length), Number(item.calls ?? 0), Number(item.billed_micros ?? 0));
+  const openDay = typeof org?.usageDay === 'string' ? org.usageDay : undefined;
+  if (openDay?.startsWith(month)) add(openDay, Number(org?.usageCalls ?? 0), Number(org?.usageBilledMicros ?? 0));
+  const t = byDay.get(today) ?? { calls: 0, micros: 0 };
+  const m = [...byDay.values()].reduce((a, d) => ({ calls: a.calls + d.calls, micros: a.micros + d.micros }), { calls: 0, micros: 0 });
+  return { today: { calls: t.calls, billed: usd(t.micros) }, month: { calls: m.calls, billed: usd(m.micros) } };
+}
+
+export function curlExamples(baseUrl: string): { title: string; command: string }[] {
+  const url = `${baseUrl}/api/webhook/leads`;
+  return [
+    { title: 'Check your key', command: `curl -s ${url} -H "X-API-Key: $CRM_API_KEY"` },
+    {
+      title: 'Send a lead',
+      command: [
+        `curl -s ${url} \\`,
+        '  -H "Authorization: Bearer $CRM_API_KEY" \\',
+        '  -H "Content-Type: application/json" \\',
+        '  -H "Idempotency-Key: $(uuidgen)" \\',
+        `  -d '{"name":"Ada Lovelace","email":"ada@example.com","phone":"+1 415 555 0100","service":"Leaky faucet"}'`,
+      ].join('\n'),
+    },
+  ];
+}
+
+export async function settingsOverview(deps: Deps, org: Organization, baseUrl: string, userId: string) {
+  return {
+    organization: {
+      id: org.id,
+      name: org.name,
+      plan: org.plan,
+      billing: org.billing === 'prepaid' ? 'prepaid' : 'postpaid',
+      walletBalance: org.billing === 'prepaid' ? org.walletMicros / MICROS_PER_USD : null,
+      currency: 'USD',
+    },
+    usage: await usageOf(deps, org.id),
+    baseUrl,
+    leadEndpoint: `${baseUrl}/api/webhook/leads`,
+    curlExamples: curlExamples(baseUrl),
+    user: { id: userId },
+  };
+}

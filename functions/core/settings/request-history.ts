@@ -1,0 +1,47 @@
+/**
+ * GET /api/settings/requests: the organization's request log (the lead endpoint's calls, kept
+ * retentionDays; tenancy/request-log.ts writes it), newest first, a page at a time.
+ */
+import type { Deps } from '../platform/deps.js';
+import { validationFailed } from '../platform/errors.js';
+import { keys } from '../platform/model.js';
+import { queryNewest } from '../platform/query.js';
+
+export interface RequestView {
+  at: string;
+  method: string;
+  path: string;
+  status: number;
+  keyId: string | null;
+  requestId: string;
+  durationMs: number | null;
+  detail: string | null;
+}
+
+export async function listRequestHistory(deps: Deps, organizationId: string, options: { cursor?: string; limit: number }): Promise<{ requests: RequestView[]; nextCursor: string | null }> {
+  const pk = keys.org(organizationId).pk;
+  let upper = `${keys.requestPrefix}\uffff`;
+  if (options.cursor) {
+    const sk = Buffer.from(options.cursor, 'base64url').toString('utf8');
+    if (!sk.startsWith(keys.requestPrefix)) throw validationFailed([{ field: 'cursor', message: 'is not a cursor this API returned' }]);
+    upper = sk;
+  }
+  const { items, complete } = await queryNewest(deps, { table: deps.tables.requestLog, pk, between: [keys.requestPrefix, upper], limit: options.limit + 1 });
+  // BETWEEN includes its bounds: the previous page's last item is dropped here.
+  const rest = items.filter((item) => item.sk !== upper);
+  const page = rest.slice(0, options.limit);
+  const more = rest.length > options.limit || (!complete && page.length === options.limit);
+  return {
+    requests: page.map((item) => ({
+      at: String(item.at),
+      method: String(item.method),
+      path: String(item.route),
+      status: Number(item.status),
+      keyId: typeof item.keyId === 'string' ? item.keyId : null,
+      requestId: String(item.requestId),
+      durationMs: typeof item.latencyMs === 'number' ? item.latencyMs : null,
+      detail: typeof item.detail === 'string' ? item.detail : null,
+    })),
+    nextCursor: more && page.length ? Buffer.from(String(page.at(-1)!.sk)).toString('base64url') : null,
+  };
+}

@@ -1,0 +1,126 @@
+/**
+ * The management API's shapes (the contract of DESIGN §14, /api/settings/...): keys, endpoints and
+ * deliveries as an organization's admin sees them. Never a key, a hash or a signing secret: those
+ * appear only in the responses that create them (handle-settings-request.ts adds them there).
+ */
+import type { ApiKeySummary } from '../tenancy/api-keys.js';
+import { API_KEY_PREFIX, PUBLISHABLE_KEY_PREFIX } from '../tenancy/api-keys.js';
+import type { EndpointSummary } from '../delivery/endpoints.js';
+import type { DeliveryRecord } from '../platform/model.js';
+
+export interface KeyView {
+  id: string;
+  name: string;
+  kind: 'secret' | 'publishable';
+  /** What the key starts with, for telling keys apart (only the hash is stored, so no characters of the key itself). */
+  prefix: string;
+  status: ApiKeySummary['status'];
+  createdAt: string;
+  lastUsedAt: string | null;
+  expiresAt: string | null;
+  origins?: string[];
+}
+
+export function keyView(key: Omit<ApiKeySummary, 'status'> & { status?: ApiKeySummary['status'] }, status: ApiKeySummary['status'] = key.status ?? 'active'): KeyView {
+  const kind = key.kind === 'publishable' ? 'publishable' : 'secret';
+  return {
+    id: key.keyId,
+    name: key.name,
+    kind,
+    prefix: `${kind === 'publishable' ? PUBLISHABLE_KEY_PREFIX : API_KEY_PREFIX}…`,
+    status,
+    createdAt: key.createdAt,
+    lastUsedAt: key.lastUsedAt ?? null,
+    // A revoked key ends at its revocation.
+    expiresAt: key.revokedAt ?? key.expiresAt ?? null,
+    ...(kind === 'publishable' ? { origins: key.origins ?? [] } : {}),
+  };
+}
+
+export interface EndpointView {
+  id: string;
+  url: string;
+  events: string[];
+  enabled: boolean;
+  description: string | null;
+  createdAt: string;
+  updatedAt: string;
+  secretCount: number;
+  disabledReason?: string;
+  failingSince?: string;
+  circuit?: { state: 'closed' | 'open' | 'half-open'; until?: string };
+}
+
+export function endpointView(endpoint: EndpointSummary & { updatedAt?: string; circuit?: EndpointView['circuit'] }): EndpointView {
+  return {
+    id: endpoint.id,
+    url: endpoint.url,
+    events: endpoint.events,
+    enabled: endpoint.enabled,
+    description: endpoint.description ?? null,
+    createdAt: endpoint.createdAt,
+    updatedAt: endpoint.updatedAt ?? endpoint.createdAt,
+    secretCount: endpoint.secretCount,
+    ...(endpoint.disabledReason ? { disabledReason: endpoint.disabledReason } : {}),
+    ...(endpoint.failingSince ? { failingSince: endpoint.failingSince } : {}),
+    ...(endpoint.circuit ? { circuit: endpoint.circuit } : {}),
+  };
+}
+
+export type DeliveryStatusView = 'pending' | 'delivered' | 'retrying' | 'failed' | 'skipped';
+
+export interface DeliverySummaryView {
+  id: string;
+  eventId: string;
+  eventType: string;
+  endpointId: string;
+  url: string | null;
+  status: DeliveryStatusView;
+  attemptCount: number;
+  lastStatusCode: number | null;
+  createdAt: string;
+  updatedAt: string;
+  nextAttemptAt: string | null;
+  /** Why it was skipped or failed without an attempt. */
+  reason: string | null;
+}
+
+export interface DeliveryDetailView extends DeliverySummaryView {
+  payload: object;
+  attempts: { attempt: number; at: string; statusCode: number | null; durationMs: number; error: string | null; responseExcerpt: string | null }[];
+}
+
+/** A pending delivery that was already attempted is waiting for its next try: "retrying". */
+export function deliverySummary(record: DeliveryRecord, urls: ReadonlyMap<string, string>): DeliverySummaryView {
+  const attempts = record.attempts ?? [];
+  const last = attempts.at(-1);
+  return {
+    id: record.id,
+    eventId: record.eventId,
+    eventType: record.eventType,
+    endpointId: record.endpointId,
+    url: urls.get(record.endpointId) ?? null,
+    status: record.status === 'pending' && attempts.length > 0 ? 'retrying' : record.status,
+    attemptCount: attempts.length,
+    lastStatusCode: last?.statusCode ?? null,
+    createdAt: record.createdAt,
+    updatedAt: record.updatedAt ?? record.createdAt,
+    nextAttemptAt: record.nextAttemptAt ?? null,
+    reason: record.reason ?? null,
+  };
+}
+
+export function deliveryDetail(record: DeliveryRecord, urls: ReadonlyMap<string, string>): DeliveryDetailView {
+  return {
+    ...deliverySummary(record, urls),
+    payload: record.payload,
+    attempts: (record.attempts ?? []).map((a) => ({
+      attempt: a.attempt,
+      at: a.at,
+      statusCode: a.statusCode ?? null,
+      durationMs: a.latencyMs,
+      error: a.error ?? null,
+      responseExcerpt: a.responseBody ?? null,
+    })),
+  };
+}

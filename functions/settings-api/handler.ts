@@ -1,0 +1,36 @@
+/**
+ * The organization settings (DESIGN §14): GET /settings and its assets (page.ts), and the management
+ * API under /api/settings (functions/core/settings/handle-settings-request.ts) behind the shared
+ * HTTP edge. The session-token secret is read from Secrets Manager through the secret the topology
+ * binds (its name in SETTINGS_TOKEN_SECRET; on the local stack the stand-in serves it), cached.
+ */
+import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
+import { secrets } from '../../lib/topology.js';
+import { httpEdge } from '../edge/http-edge.js';
+import { settingsApi } from '../core/settings/handle-settings-request.js';
+import { secretsManagerSource, type SecretSource } from '../core/settings/token-secret.js';
+import { servePage } from './page.js';
+
+let tokenSecret: SecretSource | undefined;
+function readTokenSecret(): Promise<string> {
+  const name = process.env[secrets.settingsToken.envVar];
+  if (!name) throw new Error(`${secrets.settingsToken.envVar} is not set: this function is not bound to the settingsToken secret`);
+  tokenSecret ??= secretsManagerSource(name);
+  return tokenSecret();
+}
+
+const api = httpEdge(settingsApi({ tokenSecret: readTokenSecret }));
+
+/** The page path from the matched resource (the stage prefix of event.path differs between hosts). */
+function pagePath(event: APIGatewayProxyEvent): string | undefined {
+  if (event.resource === '/settings') return '/settings';
+  if (event.resource === '/settings/{asset}') return `/settings/${event.pathParameters?.asset ?? ''}`;
+  return undefined;
+}
+
+export async function handler(event: APIGatewayProxyEvent, context: Context): Promise<APIGatewayProxyResult> {
+  const path = pagePath(event);
+  const page = path === undefined ? undefined : servePage(path);
+  if (page) return { statusCode: page.status, headers: page.headers, body: page.body };
+  return api(event, context);
+}
