@@ -6,53 +6,13 @@
  * stops at its daily cap, and takes plain no-script form posts.
  */
 import { describe, it, expect } from '@jest/globals';
-import { request as httpRequest } from 'node:http';
-import { createOrganization, dailyUsage, getOrganization, type NewOrganization } from '../../../functions/core/tenancy/organizations.js';
-import { createApiKey, type NewApiKeyOptions } from '../../../functions/core/tenancy/api-keys.js';
+import { createOrganization, dailyUsage, getOrganization } from '../../../functions/core/tenancy/organizations.js';
+import { createApiKey } from '../../../functions/core/tenancy/api-keys.js';
 import { listRequests } from '../../../functions/core/tenancy/request-log.js';
 import { eventually, itemsOf, postLead, runCli, testStack } from '../support/stack.js';
+import { givenPublishableKey, postFromPage, send, type PublicTenant } from '../support/public-forms.js';
 
 const SHOP = 'https://shop.example';
-
-export interface Sent { status: number; headers: Record<string, string | string[] | undefined>; text: string; json<T = Record<string, unknown>>(): T }
-
-/** One request to the local stack from a chosen loopback address (the client IP the gateway sees). */
-export async function send(
-  method: string,
-  headers: Record<string, string>,
-  body?: string,
-  from = '127.0.0.1',
-  path = '/api/webhook/leads',
-): Promise<Sent> {
-  const { info } = await testStack();
-  const url = new URL(path, info.apiUrl);
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(url, { method, headers: { ...headers, ...(body !== undefined ? { 'Content-Length': String(Buffer.byteLength(body)) } : {}) }, localAddress: from, agent: false }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json: () => JSON.parse(text) });
-      });
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
-}
-
-/** A JSON lead posted as a page on `origin` would (no Origin header when origin is undefined). */
-export const postFromPage = (key: string, lead: unknown, options: { origin?: string; from?: string; headers?: Record<string, string> } = {}) =>
-  send('POST', { 'Content-Type': 'application/json', 'X-API-Key': key, ...(options.origin ? { Origin: options.origin } : {}), ...options.headers }, JSON.stringify(lead), options.from);
-
-export interface PublicTenant { organizationId: string; key: string; keyId: string }
-
-/** An organization with one publishable key listing `origins`. */
-export async function givenPublishableKey(options: Partial<NewApiKeyOptions> = {}, org: Partial<NewOrganization> = {}): Promise<PublicTenant> {
-  const { deps } = await testStack();
-  const created = await createOrganization(deps, { name: 'Shop Plumbing', ...org });
-  const { key, record } = await createApiKey(deps, created.id, 'website', { kind: 'publishable', origins: [SHOP], ...options });
-  return { organizationId: created.id, key, keyId: record.keyId };
-}
 
 /** Nothing written (no client) and nothing billed (wallet and usage unchanged) for the organization. */
 async function expectNothingWrittenOrBilled(t: PublicTenant, walletMicros: number): Promise<void> {

@@ -1,0 +1,176 @@
+/**
+ * Spam defences of publishable-key leads (DESIGN §15) against the local stack: a filled honeypot
+ * answers 201 and creates and bills nothing (and is counted in the request log); an organization's
+ * CAPTCHA is verified server-side against a loopback siteverify stub that plays the provider, set
+ * as the stage's verify URL through the settings parameter, failing closed when it cannot answer.
+ */
+import { describe, it, expect, beforeAll, afterAll } from '@jest/globals';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { SSMClient, GetParameterCommand, PutParameterCommand } from '@aws-sdk/client-ssm';
+import { dailyUsage, getOrganization } from '../../../functions/core/tenancy/organizations.js';
+import { listRequests } from '../../../functions/core/tenancy/request-log.js';
+import { eventually, itemsOf, newTenant, runCli, testStack } from '../support/stack.js';
+import { givenPublishableKey, postFromPage, send } from '../support/public-forms.js';
+
+const SHOP = 'https://shop.example';
+let nextAddress = 100;
+const freshAddress = () => `127.0.0.${nextAddress++}`;
+
+describe('the honeypot field', () => {
+  it('filled: 201 as if accepted, nothing created, nothing billed, counted in the request log', async () => {
+    const { deps } = await testStack();
+    const t = await givenPublishableKey({}, { billing: 'prepaid', walletMicros: 100_000 });
+    const res = await postFromPage(t.key, { name: 'Bot', email: 'bot@example.com', website: 'https://spam.example' }, { origin: SHOP, from: freshAddress() });
+    expect(res.status).toBe(201);
+    expect(res.json()).toMatchObject({ id: expect.stringMatching(/^cli_/), status: 'lead' });
+
+    expect(await itemsOf('clients', t.organizationId)).toEqual([]);
+    expect((await getOrganization(deps, t.organizationId))?.walletMicros).toBe(100_000);
+    expect(await dailyUsage(deps, t.organizationId, new Date().toISOString().slice(0, 10))).toEqual({ calls: 0, billedMicros: 0 });
+    const logged = await eventually(async () => (await listRequests(deps, t.organizationId))[0], { what: 'the request record' });
+    expect(logged).toMatchObject({ status: 201, outcome: 'honeypot', keyId: t.keyId });
+  });
+
+  it('filled in a no-script form: the same redirect a person gets, nothing created', async () => {
+    const t = await givenPublishableKey({ thankYouUrl: `${SHOP}/thanks` });
+    const body = new URLSearchParams({ api_key: t.key, name: 'Bot', website: 'x' }).toString();
+    const res = await send('POST', { 'Content-Type': 'application/x-www-form-urlencoded', Origin: SHOP }, body, freshAddress());
+    expect(res.status).toBe(303);
+    expect(res.headers.location).toBe(`${SHOP}/thanks`);
+    expect(await itemsOf('clients', t.organizationId)).toEqual([]);
+  });
+
+  it('empty: the lead is created, and the field is not stored as a custom field; a key may name its own field', async () => {
+    const t = await givenPublishableKey({ honeypotField: 'fax_number' });
+    const from = freshAddress();
+    expect((await postFromPage(t.key, { name: 'Person', fax_number: '' }, { origin: SHOP, from })).status).toBe(201);
+    expect((await postFromPage(t.key, { name: 'Bot', fax_number: '555' }, { origin: SHOP, from })).status).toBe(201);
+    // With its own name set, `website` is an ordinary (custom) field of that key's leads.
+    expect((await postFromPage(t.key, { name: 'Web Person', website: 'https://me.example' }, { origin: SHOP, from })).status).toBe(201);
+    const clients = await itemsOf('clients', t.organizationId);
+    expect(clients.map((c) => c.first_name).sort()).toEqual(['Person', 'Web']);
+    expect(clients.find((c) => c.first_name === 'Person')?.custom_fields).toBeUndefined();
+    expect(clients.find((c) => c.first_name === 'Web')?.custom_fields).toEqual({ website: 'https://me.example' });
+  });
+
+  it('does not apply to secret keys: `website` stays an ordinary field of a server’s lead', async () => {
+    const t = await newTenant();
+    const res = await send('POST', { 'Content-Type': 'application/json', 'X-API-Key': t.key }, JSON.stringify({ name: 'Zap Lead', website: 'https://client.example' }));
+    expect(res.status).toBe(201);
+    expect(res.json()).toMatchObject({ custom_fields: { website: 'https://client.example' } });
+  });
+});
+
+describe('CAPTCHA verification against a loopback siteverify stub', () => {
+  const SECRET = '0x4AAAAAAA-test-secret';
+  let stub: Server;
+  const calls: URLSearchParams[] = [];
+  let ssm: SSMClient;
+  let parameter: string;
+
+  /** Changes the running stack's settings and waits until its handlers serve the new document (a probe plan's limit). */
+  async function putSettings(change: (current: Record<string, unknown>) => Record<string, unknown>): Promise<void> {
+    const { api } = await testStack();
+    const current = JSON.parse((await ssm.send(new GetParameterCommand({ Name: parameter }))).Parameter!.Value!) as Record<string, unknown>;
+    const probe = `captcha-probe-${Math.random().toString(36).slice(2, 8)}`;
+    const next = change(current);
+    next.planRateLimits = { ...(current.planRateLimits as Record<string, number>), [probe]: 9 };
+    await ssm.send(new PutParameterCommand({ Name: parameter, Value: JSON.stringify(next), Type: 'String', Overwrite: true }));
+    const tenant = await newTenant({ plan: probe });
+    await eventually(async () => (await api('/api/webhook/leads', { headers: { 'X-API-Key': tenant.key } })).headers.get('X-RateLimit-Limit') === '9', { what: 'the new settings served' });
+  }
+
+  beforeAll(async () => {
+    // The provider: a token passes when it is `pass-<anything>` and the secret is the organization's;
+    // `slow-` tokens are answered after the function's time-out; `broken-` with a 500.
+    stub = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const form = new URLSearchParams(Buffer.concat(chunks).toString('utf8'));
+        calls.push(form);
+        const token = form.get('response') ?? '';
+        const answer = (status: number, body: unknown) => res.writeHead(status, { 'Content-Type': 'application/json' }).end(JSON.stringify(body));
+        if (token.startsWith('slow-')) return void setTimeout(() => answer(200, { success: true }), 2500);
+        if (token.startsWith('broken-')) return answer(500, {});
+        const ok = form.get('secret') === SECRET && token.startsWith('pass-');
+        answer(200, ok ? { success: true } : { success: false, 'error-codes': ['invalid-input-response'] });
+      });
+    });
+    await new Promise<void>((resolve) => stub.listen(0, '127.0.0.1', resolve));
+    const { info } = await testStack();
+    ssm = new SSMClient({ region: info.region, endpoint: info.ssmEndpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+    parameter = info.settingsParameter!;
+    const url = `http://127.0.0.1:${(stub.address() as AddressInfo).port}/turnstile/v0/siteverify`;
+    await putSettings((s) => ({ ...s, captchaVerifyUrls: { turnstile: url }, captchaTimeoutMs: 1000 }));
+  });
+
+  afterAll(async () => {
+    if (ssm) {
+      await putSettings(({ captchaVerifyUrls: _u, captchaTimeoutMs: _t, ...rest }) => rest).catch(() => undefined);
+      ssm.destroy();
+    }
+    await new Promise((resolve) => stub?.close(resolve));
+  });
+
+  /** A publishable key of an organization that requires Turnstile (set with the CLI, as an operator does). */
+  async function givenCaptchaOrganization() {
+    const t = await givenPublishableKey({ perIpLimit: 100 }, { billing: 'prepaid', walletMicros: 100_000 });
+    const set = await runCli(['org', 'set-captcha', '--org', t.organizationId, '--provider', 'turnstile', '--secret', SECRET], { json: false });
+    expect(set.code).toBe(0);
+    expect(set.stdout).toContain('turnstile');
+    expect(set.stdout + set.stderr).not.toContain(SECRET);
+    const listed = await runCli(['org', 'list']);
+    expect(listed.stdout).not.toContain(SECRET);
+    // Warm containers learn the organization's provider within the key cache TTL (1 s here).
+    const from = freshAddress();
+    await eventually(async () => (await postFromPage(t.key, { name: 'Probe' }, { origin: SHOP, from })).status === 403, { what: 'the CAPTCHA required' });
+    return { ...t, from };
+  }
+
+  it('a token the provider accepts creates the lead; the secret, token and visitor address went to siteverify', async () => {
+    const t = await givenCaptchaOrganization();
+    const res = await postFromPage(t.key, { name: 'Real Person', 'cf-turnstile-response': 'pass-abc' }, { origin: SHOP, from: t.from });
+    expect(res.status).toBe(201);
+    const call = calls.find((c) => c.get('response') === 'pass-abc');
+    expect(call?.get('secret')).toBe(SECRET);
+    expect(call?.get('remoteip')).toBe(t.from);
+    const [client] = await itemsOf('clients', t.organizationId);
+    expect(client.first_name).toBe('Real');
+    expect(JSON.stringify(client)).not.toContain('pass-abc'); // the token is not a custom field
+  });
+
+  it.each([
+    ['no token', {}, 403, 'captcha-failed'],
+    ['a token the provider rejects', { 'cf-turnstile-response': 'forged' }, 403, 'captcha-failed'],
+    ['a provider that does not answer in time (fail closed)', { 'cf-turnstile-response': 'slow-1' }, 503, 'captcha-unavailable'],
+    ['a provider that fails (fail closed)', { 'cf-turnstile-response': 'broken-1' }, 503, 'captcha-unavailable'],
+  ])('%s: refused, nothing written or billed', async (_what, token, status, slug) => {
+    const { deps } = await testStack();
+    const t = await givenCaptchaOrganization();
+    const res = await postFromPage(t.key, { name: 'Maybe Bot', ...token }, { origin: SHOP, from: t.from });
+    expect(res.status).toBe(status);
+    expect(res.headers['content-type']).toBe('application/problem+json');
+    expect(res.json()).toMatchObject({ type: expect.stringContaining(slug) });
+    if (status === 503) expect(res.headers['retry-after']).toBeDefined();
+    expect(await itemsOf('clients', t.organizationId)).toEqual([]);
+    expect((await getOrganization(deps, t.organizationId))?.walletMicros).toBe(100_000);
+  });
+
+  it('the no-script form sends the widget’s field like any other; a failure is an HTML page', async () => {
+    const t = await givenCaptchaOrganization();
+    const post = (fields: Record<string, string>) =>
+      send('POST', { 'Content-Type': 'application/x-www-form-urlencoded', Origin: SHOP }, new URLSearchParams({ api_key: t.key, name: 'Form Person', ...fields }).toString(), t.from);
+    const failed = await post({ 'cf-turnstile-response': 'forged' });
+    expect(failed.status).toBe(403);
+    expect(failed.text).toContain('CAPTCHA verification failed');
+    expect((await post({ 'cf-turnstile-response': 'pass-form' })).status).toBe(201);
+  });
+
+  it('removing the provider lets leads through without a token again', async () => {
+    const t = await givenCaptchaOrganization();
+    expect((await runCli(['org', 'set-captcha', '--org', t.organizationId, '--provider', 'none'])).code).toBe(0);
+    await eventually(async () => (await postFromPage(t.key, { name: 'After' }, { origin: SHOP, from: t.from })).status === 201, { what: 'no CAPTCHA required' });
+  });
+});
