@@ -109,6 +109,11 @@ export interface FunctionSpec {
   events: EventSourceSpec[];
   /** Secrets the function reads (GetSecretValue only). */
   secrets?: Partial<Record<SecretName, 'read'>>;
+  /**
+   * A folder under functions/<entry>/ of static files the function reads at run time (relative to
+   * its module, `new URL('./<folder>/...', import.meta.url)`): the bundling copies it next to index.mjs.
+   */
+  assets?: string;
 }
 
 export const functions = {
@@ -153,6 +158,8 @@ export const functions = {
     queues: { deliveryQueue: 'send', deliveryDlq: 'consume' },
     events: [],
     secrets: { settingsToken: 'read' },
+    // The settings page's HTML, CSS and script (functions/settings-api/page.ts serves them).
+    assets: 'page',
   },
 } satisfies Record<string, FunctionSpec>;
 export type FunctionName = keyof typeof functions;

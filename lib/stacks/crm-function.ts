@@ -11,7 +11,7 @@ import { Duration, RemovalPolicy, Stack, Token, Validations } from 'aws-cdk-lib'
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
-import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { NodejsFunction, OutputFormat, type ICommandHooks } from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import * as ssm from 'aws-cdk-lib/aws-ssm';
@@ -42,6 +42,15 @@ function deployedSettingsDocument(settings: ssm.StringParameter): string {
   const value = (settings.node.defaultChild as ssm.CfnParameter).value;
   if (Token.isUnresolved(value)) throw new Error('CrmFunction: the settings parameter needs a literal value to snapshot it');
   return value;
+}
+
+/** Bundling hooks copying `source` (relative to the project root) to `target` in the bundle folder. */
+function copyAssets(source: string, target: string): ICommandHooks {
+  return {
+    beforeBundling: () => [],
+    beforeInstall: () => [],
+    afterBundling: (inputDir, outputDir) => [`cp -R "${path.join(inputDir, source)}" "${path.join(outputDir, target)}"`],
+  };
 }
 
 export class CrmFunction extends NodejsFunction {
@@ -79,6 +88,9 @@ export class CrmFunction extends NodejsFunction {
         banner: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);",
         // The default externals stay: @aws-sdk/* comes from the Node 24 runtime's own SDK v3
         // (smaller bundles, faster cold starts; docs/decisions.md). Everything else is bundled.
+        // Static files the function reads at run time go next to index.mjs, where its
+        // import.meta.url-relative reads find them (a local shell command: no Docker, offline).
+        ...(spec.assets ? { commandHooks: copyAssets(path.join('functions', spec.entry, spec.assets), spec.assets) } : {}),
       },
     });
     // GetParameter on this one parameter: grantRead would add GetParameters, GetParameterHistory
