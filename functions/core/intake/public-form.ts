@@ -25,10 +25,13 @@ export const isFormPost = (request: Pick<HttpRequest, 'method' | 'headers'>) =>
 
 /**
  * Whether errors go back as an HTML page: a browser's no-script post shows the page to the visitor,
- * where problem+json would be unreadable. A caller asking for JSON (Accept) gets problem+json.
+ * where problem+json would be unreadable. A plain form cannot set headers, so a request carrying a
+ * key header is a program's (problem+json), and so is one asking for JSON (Accept).
  */
 export const wantsHtml = (request: Pick<HttpRequest, 'method' | 'headers'>) =>
-  isFormPost(request) && !/application\/(problem\+)?json/i.test(request.headers.accept ?? '');
+  isFormPost(request)
+  && request.headers['x-api-key'] === undefined && request.headers.authorization === undefined
+  && !/application\/(problem\+)?json/i.test(request.headers.accept ?? '');
 
 /**
  * The fields of a url-encoded body; a repeated name keeps its first value (a form has one input

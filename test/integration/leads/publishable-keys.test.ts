@@ -182,8 +182,10 @@ describe('no-script forms: application/x-www-form-urlencoded', () => {
     const { deps } = await testStack();
     const org = await createOrganization(deps, { name: 'Secret Only' });
     const { key } = await createApiKey(deps, org.id, 'server');
-    const withHeader = await postForm({ name: 'X' }, { 'X-API-Key': key, Accept: 'application/json' });
+    // A key header means a program, not a plain form: problem+json, not a page.
+    const withHeader = await postForm({ name: 'X' }, { 'X-API-Key': key });
     expect(withHeader.status).toBe(415);
+    expect(withHeader.headers['content-type']).toBe('application/problem+json');
     const inForm = await postForm({ api_key: key, name: 'X' }, { Accept: 'application/json' });
     expect(inForm.status).toBe(403);
     expect(inForm.json()).toMatchObject({ detail: expect.stringContaining('revoke it') });
