@@ -90,15 +90,30 @@ export function openApiDocument(serverUrl?: string) {
           summary: 'Create a lead',
           description:
             `Creates a client with status \`lead\` and notifies the team. Body at most ${MAX_BODY_BYTES} bytes. ` +
-            'Unknown top-level scalar properties are kept as custom fields. Prepaid organizations are billed per created lead.',
+            'Unknown top-level scalar properties are kept as custom fields. Prepaid organizations are billed per created lead. ' +
+            'A publishable key (`crm_pub_…`, for web pages) may only POST, with an `Origin` listed on the key, within its per-address window ' +
+            'and daily cap; its posts pass a honeypot field and the organization’s CAPTCHA, if set, and may be url-encoded (a no-script form; ' +
+            'the key in `api_key`; errors then come back as a small HTML page unless JSON is asked for).',
           parameters: [{
             name: 'Idempotency-Key', in: 'header', required: false,
             description: 'Retries with the same key and body within 24 h return the original response (with `Idempotent-Replayed: true`).',
             schema: { type: 'string', minLength: 1, maxLength: 255 },
           }],
-          requestBody: { required: true, content: { 'application/json': { schema: { $ref: '#/components/schemas/LeadRequest' } } } },
+          requestBody: {
+            required: true,
+            content: {
+              'application/json': { schema: { $ref: '#/components/schemas/LeadRequest' } },
+              // A plain HTML form's post (no script): publishable keys only, the key in `api_key` (DESIGN §15).
+              'application/x-www-form-urlencoded': { schema: { $ref: '#/components/schemas/LeadFormRequest' } },
+            },
+          },
           responses: {
-            201: { description: 'The lead was created', headers: rateLimitHeaders, content: { 'application/json': { schema: { $ref: '#/components/schemas/Client' } } } },
+            201: {
+              description: 'The lead was created (a filled honeypot gets the same answer and creates nothing). A no-script form post of a key without a thank-you URL gets a small HTML page.',
+              headers: rateLimitHeaders,
+              content: { 'application/json': { schema: { $ref: '#/components/schemas/Client' } }, 'text/html': { schema: { type: 'string' } } },
+            },
+            303: { description: 'No-script form post: the lead was created; go to the publishable key’s thank-you URL', headers: { Location: header('The key’s thank-you URL') } },
             400: problem('Malformed JSON or a bad Idempotency-Key'),
             402: problem('The prepaid wallet cannot pay for the call; nothing was written'),
             409: problem('A request with this Idempotency-Key is still in flight'),
@@ -106,6 +121,9 @@ export function openApiDocument(serverUrl?: string) {
             415: problem('Content-Type is not application/json'),
             422: problem('Invalid fields (`errors[]`), or an Idempotency-Key reused with another body'),
             ...authProblems,
+            403: problem('The plan does not include the integration API; or a publishable key’s refusal: no or another `Origin` (`origin-required`, `origin-not-allowed`), the CAPTCHA missing or rejected (`captcha-failed`), a secret key in a form body'),
+            429: problem('Rate limit exceeded: the key’s (`rate-limited`), a publishable key’s per-address window (`rate-limited-address`) or daily cap (`daily-cap-reached`)', { 'Retry-After': header('Seconds to wait (at least 1)', 'integer') }),
+            503: problem('The CAPTCHA could not be verified (`captcha-unavailable`; fails closed): retry', { 'Retry-After': header('Seconds to wait', 'integer') }),
           },
         },
       },
@@ -117,6 +135,23 @@ export function openApiDocument(serverUrl?: string) {
       },
       schemas: {
         LeadRequest: jsonSchema(leadRequestSchema, 'input'),
+        LeadFormRequest: {
+          description: 'A no-script form: the lead fields as strings, plus the publishable key and the spam-defence fields (never stored)',
+          allOf: [
+            { $ref: '#/components/schemas/LeadRequest' },
+            {
+              type: 'object',
+              required: ['api_key'],
+              properties: {
+                api_key: { type: 'string', description: 'A publishable key (`crm_pub_…`); a secret key here is refused' },
+                website: { type: 'string', description: 'The honeypot (the key may name another field): leave empty; filled, the post is dropped' },
+                'cf-turnstile-response': { type: 'string', description: 'Cloudflare Turnstile token, when the organization requires it' },
+                'h-captcha-response': { type: 'string', description: 'hCaptcha token, when the organization requires it' },
+                'g-recaptcha-response': { type: 'string', description: 'reCAPTCHA token, when the organization requires it' },
+              },
+            },
+          ],
+        },
         Client: jsonSchema(clientSchema, 'output'),
         KeyCheck: jsonSchema(keyCheckSchema, 'output'),
         Problem: jsonSchema(problemSchema, 'output'),
