@@ -195,6 +195,7 @@ export const routes: RouteSpec[] = [
   settingsRoute('GET', '/api/settings/deliveries/{id}'),
   settingsRoute('POST', '/api/settings/deliveries/{id}/redeliver'),
   settingsRoute('GET', '/api/settings/requests'),
+  settingsRoute('GET', '/api/settings/audit'),
 ];
 
 /** Headers a browser may send cross-origin, and the ones it may read back (DESIGN §6 Browsers). */

@@ -17,11 +17,11 @@ import { listDeliveries, redriveDelivery, redriveFailed } from '../delivery/redr
 import { findOrganizationDelivery, waitForFirstOutcome } from '../delivery/first-outcome.js';
 import { sendTestEvent } from '../events/test-event.js';
 import { catalog } from '../events/catalog.js';
-import { recordChange, type AuditAction } from './audit-log.js';
+import { listAudit, recordChange, type AuditAction } from './audit-log.js';
 import { bearerToken, verifySessionToken, type Session } from './session-token.js';
 import { settingsOverview } from './overview.js';
 import { listRequestHistory } from './request-history.js';
-import { deliveryDetail, deliverySummary, endpointView, keyView } from './views.js';
+import { deliveryDetail, deliverySummary, endpointView, isRetrying, keyView } from './views.js';
 
 /** Management requests per organization per minute (all of its admins together). */
 export const SETTINGS_RATE_LIMIT_PER_MINUTE = 300;
@@ -141,7 +141,7 @@ const operations: Record<string, Operation> = {
     if (endpoint && !(await getEndpoint(c.deps, c.organization.id, endpoint))) throw notFound(`No endpoint ${endpoint}.`);
     const after = cursor ? decodeCursor(cursor) : undefined;
     const all = await listDeliveries(c.deps, c.organization.id, { status: status === 'retrying' ? 'pending' : status || undefined, endpointId: endpoint || undefined, since: timeOf('since', since), until: timeOf('until', until), limit: Number.MAX_SAFE_INTEGER });
-    const filtered = status === 'retrying' ? all.filter((d) => d.attempts?.length) : status === 'pending' ? all.filter((d) => !d.attempts?.length) : all;
+    const filtered = status === 'retrying' ? all.filter(isRetrying) : status === 'pending' ? all.filter((d) => !isRetrying(d)) : all;
     // Newest first by (createdAt, id): the cursor is the last item of the previous page.
     const ordered = filtered.sort((a, b) => b.createdAt.localeCompare(a.createdAt) || b.id.localeCompare(a.id));
     const rest = after ? ordered.filter((d) => d.createdAt < after.createdAt || (d.createdAt === after.createdAt && d.id < after.id)) : ordered;
@@ -176,6 +176,7 @@ const operations: Record<string, Operation> = {
     return { status: 202, body: { count: redriven, ...(hollow ? { notRedeliverable: hollow } : {}) } };
   },
 
+  'GET /api/settings/audit': async (c) => ({ status: 200, body: { entries: await listAudit(c.deps, c.organization.id, { limit: limitOf(c.query.limit) }) } }),
   'GET /api/settings/requests': async (c) => ({ status: 200, body: await listRequestHistory(c.deps, c.organization.id, { cursor: c.query.cursor, limit: limitOf(c.query.limit) }) }),
 };
 

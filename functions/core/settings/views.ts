@@ -90,7 +90,10 @@ export interface DeliveryDetailView extends DeliverySummaryView {
   attempts: { attempt: number; at: string; statusCode: number | null; durationMs: number; error: string | null; responseExcerpt: string | null }[];
 }
 
-/** A pending delivery that was already attempted is waiting for its next try: "retrying". */
+/** A pending delivery with a next attempt scheduled is "retrying" (a re-queued one is pending again). */
+export const isRetrying = (record: Pick<DeliveryRecord, 'status' | 'nextAttemptAt'>) => record.status === 'pending' && Boolean(record.nextAttemptAt);
+
+
 export function deliverySummary(record: DeliveryRecord, urls: ReadonlyMap<string, string>): DeliverySummaryView {
   const attempts = record.attempts ?? [];
   const last = attempts.at(-1);
@@ -100,7 +103,7 @@ export function deliverySummary(record: DeliveryRecord, urls: ReadonlyMap<string
     eventType: record.eventType,
     endpointId: record.endpointId,
     url: urls.get(record.endpointId) ?? null,
-    status: record.status === 'pending' && attempts.length > 0 ? 'retrying' : record.status,
+    status: isRetrying(record) ? 'retrying' : record.status,
     attemptCount: attempts.length,
     lastStatusCode: last?.statusCode ?? null,
     createdAt: record.createdAt,
