@@ -17,7 +17,8 @@ export interface TableSpec {
   ttlAttribute?: string;
   /** Tables whose changes become events carry a NEW_AND_OLD_IMAGES stream. */
   stream?: 'NEW_AND_OLD_IMAGES';
-  globalIndexes?: { name: string; partitionKey: KeySpec; sortKey?: KeySpec }[];
+  /** `projection` absent: ALL (every attribute copied: each write of the item writes the index too). */
+  globalIndexes?: { name: string; partitionKey: KeySpec; sortKey?: KeySpec; projection?: 'KEYS_ONLY' }[];
 }
 
 const pk: KeySpec = { name: 'pk', type: 'S' };
@@ -34,7 +35,12 @@ export const tables = {
   /** Work orders, invoices and bookings as typed items; its stream feeds the event fan-out. */
   workOrders: { envVar: 'WORK_ORDERS_TABLE', partitionKey: pk, sortKey: sk, stream: 'NEW_AND_OLD_IMAGES', ttlAttribute: 'expiresAt' },
   /** One record per (event, endpoint) with every attempt; kept 30 days. */
-  deliveries: { envVar: 'DELIVERIES_TABLE', partitionKey: pk, sortKey: sk, ttlAttribute: 'expiresAt', globalIndexes: [gsi1] },
+  // Both indexes keys-only: a record's updates (attempts, status) write no index; `due` is sparse,
+  // written only while a retry is parked out of the queue (docs/capacity.md).
+  deliveries: {
+    envVar: 'DELIVERIES_TABLE', partitionKey: pk, sortKey: sk, ttlAttribute: 'expiresAt',
+    globalIndexes: [{ ...gsi1, projection: 'KEYS_ONLY' }, { name: 'due', partitionKey: { name: 'duePk', type: 'S' }, sortKey: { name: 'dueAt', type: 'N' }, projection: 'KEYS_ONLY' }],
+  },
   /** Per-organization request records, kept 30 days. */
   requestLog: { envVar: 'REQUEST_LOG_TABLE', partitionKey: pk, sortKey: sk, ttlAttribute: 'expiresAt' },
   /** Powertools idempotency records (its default attribute names). */
@@ -55,11 +61,27 @@ export interface QueueSpec {
 export const queues = {
   /** Dead-letter queue of the delivery queue: deliveries that used all 5 attempts. */
   deliveryDlq: { envVar: 'DELIVERY_DLQ_URL', visibilityTimeoutSeconds: 30, retentionDays: 14 },
-  /** One message per queued delivery; retries re-time it with ChangeMessageVisibility. */
+  /**
+   * One message per attempt to make. A retry is a new message (DelaySeconds up to 15 min) or, when
+   * longer, leaves the queue for the deliveries table's due index (DESIGN §16): nothing waits in flight.
+   */
   deliveryQueue: {
     envVar: 'DELIVERY_QUEUE_URL',
     // AWS recommends >= 6 x the consuming function's time-out (30 s) for an SQS event source, so
     // Lambda's own retries of a throttled batch fit in; a crashed attempt is retried after this.
+    visibilityTimeoutSeconds: 180,
+    retentionDays: 14,
+    // Exhausted deliveries are sent to the dead-letter queue by the delivery function; this moves a
+    // message whose receives keep crashing (each counts as an attempt: queue.ts attemptNumberOf).
+    deadLetter: { queue: 'deliveryDlq', maxReceiveCount: 5 },
+  },
+  /**
+   * The slow lane (DESIGN §16): deliveries of endpoints that fail, time out or answer slowly, moved
+   * here by the delivery function (functions/core/delivery/circuit-store.ts) and attempted with a
+   * concurrency of their own (slowLaneMaxConcurrency), so they never hold the main lane's.
+   */
+  deliverySlowQueue: {
+    envVar: 'DELIVERY_SLOW_QUEUE_URL',
     visibilityTimeoutSeconds: 180,
     retentionDays: 14,
     deadLetter: { queue: 'deliveryDlq', maxReceiveCount: 5 },
@@ -96,7 +118,22 @@ export type EventSourceSpec =
       bisectOnError: boolean;
       onFailure: QueueName;
     }
-  | { kind: 'queue'; queue: QueueName; batchSize: number; maxConcurrency: number };
+  | { kind: 'queue'; queue: QueueName; batchSize: number; maxConcurrency: number }
+  /** Invoked on a fixed rate: an EventBridge rule on AWS, a timer in the local stack (same handler). */
+  | { kind: 'schedule'; rateMinutes: number };
+
+/**
+ * Delivery batches (of 10) attempted at once, all organizations together: sized in
+ * docs/capacity.md ("Delivery concurrency") for 200 deliveries/s with 1% of endpoints hanging;
+ * a deploy may set another (`-c deliveryMaxConcurrency=N`, 2..1000).
+ */
+export const deliveryMaxConcurrency = 50;
+/**
+ * Slow-lane batches attempted at once (Lambda's minimum, 2): everything failing, hanging or slow
+ * shares it; an open circuit parks its deliveries instead of attempting them, so it holds only
+ * the endpoints still being tried (docs/decisions.md "Fair delivery").
+ */
+export const slowLaneMaxConcurrency = 2;
 
 export interface FunctionSpec {
   /** Folder under functions/ holding handler.ts (exports `handler`). */
@@ -144,8 +181,22 @@ export const functions = {
     timeoutSeconds: 30,
     memoryMb: 512,
     tables: { organizations: 'readWrite', deliveries: 'readWrite' },
-    queues: { deliveryQueue: 'consume' },
-    events: [{ kind: 'queue', queue: 'deliveryQueue', batchSize: 10, maxConcurrency: 10 }],
+    // A retry is re-sent as a delayed message; an exhausted delivery is sent to the dead-letter queue.
+    // The slow lane: an unhealthy endpoint's deliveries are moved there (and parked there by an open circuit).
+    queues: { deliveryQueue: 'sendAndConsume', deliveryDlq: 'send', deliverySlowQueue: 'sendAndConsume' },
+    events: [
+      { kind: 'queue', queue: 'deliveryQueue', batchSize: 10, maxConcurrency: deliveryMaxConcurrency },
+      { kind: 'queue', queue: 'deliverySlowQueue', batchSize: 10, maxConcurrency: slowLaneMaxConcurrency },
+    ],
+  },
+  deliverySweeper: {
+    entry: 'delivery-sweeper',
+    description: 'Every minute: re-queues the deliveries parked in the due index whose retry falls due',
+    timeoutSeconds: 60,
+    memoryMb: 256,
+    tables: { deliveries: 'readWrite' },
+    queues: { deliveryQueue: 'send' },
+    events: [{ kind: 'schedule', rateMinutes: 1 }],
   },
   settingsApi: {
     entry: 'settings-api',
@@ -337,7 +388,7 @@ export interface EdgeRuleSpec {
 export const edgeKeyLimitPerMinute = 6000;
 /** Per address, all requests: 120/s over 5 minutes, above one key at the edge limit (docs/capacity.md). */
 export const edgeAddressLimitPer5Minutes = 36_000;
-/** functions/core/tenancy/api-keys.ts: `crm_live_` + base62 (lowercased here); `crm_pub_` keys are coming (DESIGN §15). */
+/** functions/core/tenancy/api-keys.ts: `crm_live_` (secret) or `crm_pub_` (publishable, DESIGN §15) + base62 (lowercased here). */
 const keyFormat = 'crm_(live|pub)_[0-9a-z]+';
 /** The function accepts exactly these shapes (functions/core/tenancy/authenticate.ts), "Bearer" in any case. */
 export const edgeKeys = {
@@ -351,8 +402,10 @@ export const edgeRules: EdgeRuleSpec[] = [
   { name: 'PerAddress', key: { address: true }, limit: edgeAddressLimitPer5Minutes, windowSeconds: 300 },
   { name: 'PerApiKey', key: { header: edgeKeys.apiKey, transforms: keyTransforms }, limit: edgeKeyLimitPerMinute, windowSeconds: 60 },
   { name: 'PerBearerKey', key: { header: edgeKeys.bearer, transforms: keyTransforms }, limit: edgeKeyLimitPerMinute, windowSeconds: 60 },
-  // Requests with no well-formed key only get 401s (malformed ones are never a key of their own, so
+  // Requests with no well-formed key header get 401s (malformed ones are never a key of their own, so
   // their variants cannot dodge a limit); a flood of them must not spend the lead methods' buckets.
+  // No-script form posts carry their publishable key in the body (WAF cannot key on a body field):
+  // they count here, 600/min per address, far above the function's per-address window (5/min).
   // CORS preflights carry no key by design: a NATed office's burst of form posts must not lose them.
   { name: 'PerAddressWithoutKey', key: { address: true }, withoutKey: true, exceptMethods: ['OPTIONS'], limit: 600, windowSeconds: 60 },
 ];
