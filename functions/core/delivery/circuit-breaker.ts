@@ -5,18 +5,38 @@
  * `until` passes, one delivery claims the probe (half-open); its success closes the circuit, its
  * failure re-opens it for twice as long (capped at circuitMaxOpenSeconds).
  *
+ * Two lanes (two queues, topology.ts): the main lane attempts healthy endpoints with a short
+ * budget (slowLaneAfterMs); an endpoint with failures counted, a circuit not closed, or marked slow
+ * (an answer slower than the budget) is attempted in the slow lane only, with the full time-out and
+ * a small concurrency of its own, so it can never occupy the healthy endpoints' concurrency.
+ *
  * This module decides (pure); circuit-store.ts keeps the state on the endpoint item.
  */
 import type { Settings } from '../platform/settings.js';
 import type { CircuitRecord, CircuitState } from '../platform/model.js';
 
-export type CircuitSettings = Pick<Settings, 'circuitFailureThreshold' | 'circuitOpenSeconds' | 'circuitMaxOpenSeconds' | 'deliveryTimeoutMs'>;
+export type CircuitSettings = Pick<Settings, 'circuitFailureThreshold' | 'circuitOpenSeconds' | 'circuitMaxOpenSeconds' | 'deliveryTimeoutMs' | 'slowLaneHoldSeconds'>;
 
-/** What an operator sees (CLI, settings page): the state now and, unless closed, until when. */
-export function circuitView(circuit: CircuitRecord | undefined, now: number): { state: CircuitState; until?: string } {
-  if (!circuit?.until) return { state: 'closed' };
+/**
+ * What an operator sees (CLI, settings page): the state now and, unless closed, until when. A
+ * closed circuit says `slowLane` while the endpoint's deliveries are attempted apart (failures
+ * counted or slow answers); an open or half-open one always is.
+ */
+export function circuitView(circuit: CircuitRecord | undefined, now: number): { state: CircuitState; until?: string; slowLane?: true } {
+  if (!circuit?.until) return laneFor(circuit, now, false) === 'slow' ? { state: 'closed', slowLane: true } : { state: 'closed' };
   if (circuit.probing || Date.parse(circuit.until) <= now) return { state: 'half-open', until: circuit.until };
   return { state: 'open', until: circuit.until };
+}
+
+export type Lane = 'main' | 'slow';
+
+/**
+ * Where an endpoint's deliveries are attempted: the slow lane while it has failures counted, a
+ * circuit not closed, or a slow mark not yet expired (or this container saw it fail or time out).
+ */
+export function laneFor(circuit: CircuitRecord | undefined, now: number, unhealthyHere: boolean): Lane {
+  const slow = unhealthyHere || Boolean(circuit?.until) || (circuit?.failures ?? 0) > 0 || (circuit?.slowUntil !== undefined && Date.parse(circuit.slowUntil) > now);
+  return slow ? 'slow' : 'main';
 }
 
 /** Before an attempt: go ahead, go ahead as the half-open probe (claim it first), or park until a time (epoch ms). */
@@ -43,15 +63,24 @@ export function openSeconds(opens: number, settings: Pick<Settings, 'circuitOpen
 /** What an attempt's outcome does to the stored state. */
 export type Transition =
   | { kind: 'none' }
-  /** Success after failures, an open circuit or a probe: back to closed, counters cleared. */
-  | { kind: 'close' }
+  /** Success after failures, an open circuit or a probe, or a change of speed: back to closed, counters cleared; `slowUntil`: (still) slow. */
+  | { kind: 'close'; slowUntil?: number }
   /** A failure while closed: count it (the write that reaches the threshold opens the circuit). */
   | { kind: 'count' }
   /** A failed probe: open again, for longer. */
   | { kind: 'reopen'; opens: number; until: number };
 
-export function afterAttempt(circuit: CircuitRecord | undefined, outcome: { ok: boolean; probe: boolean; failedHere: boolean }, now: number, settings: CircuitSettings): Transition {
-  if (outcome.ok) return outcome.probe || circuit?.until || (circuit?.failures ?? 0) > 0 || outcome.failedHere ? { kind: 'close' } : { kind: 'none' };
+/**
+ * `slow`: the answer came later than slowLaneAfterMs (only possible in the slow lane). A slow
+ * success keeps the endpoint in the slow lane; a fast one takes it back to the main lane.
+ */
+export function afterAttempt(circuit: CircuitRecord | undefined, outcome: { ok: boolean; probe: boolean; failedHere: boolean; slow?: boolean }, now: number, settings: CircuitSettings): Transition {
+  if (outcome.ok) {
+    const unhealthy = outcome.probe || Boolean(circuit?.until) || (circuit?.failures ?? 0) > 0 || outcome.failedHere;
+    const markedSlow = circuit?.slowUntil !== undefined && Date.parse(circuit.slowUntil) > now;
+    if (outcome.slow) return unhealthy || !markedSlow ? { kind: 'close', slowUntil: now + settings.slowLaneHoldSeconds * 1000 } : { kind: 'none' };
+    return unhealthy || circuit?.slowUntil ? { kind: 'close' } : { kind: 'none' };
+  }
   if (outcome.probe) {
     const opens = (circuit?.opens ?? 1) + 1;
     return { kind: 'reopen', opens, until: now + openSeconds(opens, settings) * 1000 };
@@ -65,12 +94,13 @@ export const reachesThreshold = (failures: number, settings: Pick<Settings, 'cir
 /** Stored attributes → the endpoint's circuit (undefined: closed with nothing counted). */
 export function circuitOf(item: Record<string, unknown>): CircuitRecord | undefined {
   const failures = Number(item.circuitFailures ?? 0);
-  if (!item.circuitUntil && !failures) return undefined;
+  if (!item.circuitUntil && !failures && !item.circuitSlowUntil) return undefined;
   return {
     failures,
     opens: Number(item.circuitOpens ?? 0),
     ...(item.circuitUntil ? { until: item.circuitUntil as string } : {}),
     ...(item.circuitProbing ? { probing: true } : {}),
+    ...(item.circuitSlowUntil ? { slowUntil: item.circuitSlowUntil as string } : {}),
   };
 }
 
@@ -80,4 +110,5 @@ export const circuitAttributes = (circuit: CircuitRecord | undefined): Record<st
   ...(circuit.opens ? { circuitOpens: circuit.opens } : {}),
   ...(circuit.until ? { circuitUntil: circuit.until } : {}),
   ...(circuit.probing ? { circuitProbing: true } : {}),
+  ...(circuit.slowUntil ? { circuitSlowUntil: circuit.slowUntil } : {}),
 } : {});

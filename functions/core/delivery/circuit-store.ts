@@ -1,9 +1,10 @@
 /**
- * The circuit breaker's state, kept on the endpoint item (circuitFailures, circuitUntil,
- * circuitOpens, circuitProbing) and read with the endpoint through the per-container endpoint
- * cache: a healthy endpoint's deliveries never write it. It is written on a failed attempt (one
- * ADD), on a state change (open, probe claimed, close) and on the first success after failures.
- * Decisions: circuit-breaker.ts.
+ * The isolation of one endpoint from the others (DESIGN §16), around each attempt: the lane, the
+ * circuit, the bound on attempts in flight. The circuit's state is kept on the endpoint item
+ * (circuitFailures, circuitUntil, circuitOpens, circuitProbing, circuitSlowUntil) and read with
+ * the endpoint through the per-container endpoint cache: a healthy endpoint's deliveries never
+ * write it. It is written on a failed attempt (one ADD), on a state change (open, probe claimed,
+ * close, slow mark) and on the first success after failures. Decisions: circuit-breaker.ts.
  */
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
@@ -11,15 +12,15 @@ import type { Deps } from '../platform/deps.js';
 import { keys, type WebhookEndpoint } from '../platform/model.js';
 import { logger, metrics } from '../platform/observability.js';
 import { forgetEndpoints } from './endpoints.js';
-import { afterAttempt, gate, openSeconds, reachesThreshold, type Gate } from './circuit-breaker.js';
+import { afterAttempt, gate, laneFor, openSeconds, reachesThreshold, type Gate, type Lane } from './circuit-breaker.js';
+import { acquireSlot, oldestInFlightMs } from './endpoint-concurrency.js';
 
-// Conditional writes on the endpoint item, so containers racing on one endpoint agree.
-
-/** Endpoints this container saw fail since it last closed their circuit (a success then clears the count even if its cached copy shows none). */
+/** Endpoints this container saw fail or time out, until their next success here (its cached copy may not show it yet). */
 const failedHere = new Set<string>();
 
 const isConditionFailure = (error: unknown) => (error as Error).name === 'ConditionalCheckFailedException';
 
+// Conditional writes on the endpoint item, so containers racing on one endpoint agree.
 async function update(deps: Deps, endpoint: WebhookEndpoint, input: { expression: string; condition: string; values?: Record<string, unknown> }) {
   try {
     return await deps.doc.send(new UpdateCommand({
@@ -39,10 +40,10 @@ async function update(deps: Deps, endpoint: WebhookEndpoint, input: { expression
 }
 
 /**
- * Before an attempt: the gate, with the half-open probe claimed (one container wins it: the claim
- * moves `until` to the probe's deadline; the others park until then).
+ * The circuit's gate, with the half-open probe claimed (one container wins it: the claim moves
+ * `until` to the probe's deadline; the others park until then).
  */
-export async function admit(deps: Deps, endpoint: WebhookEndpoint): Promise<Gate> {
+async function claimGate(deps: Deps, endpoint: WebhookEndpoint): Promise<Gate> {
   const now = deps.now();
   const decided = gate(endpoint.circuit, now, deps.settings);
   if (decided.kind !== 'probe') return decided;
@@ -56,15 +57,89 @@ export async function admit(deps: Deps, endpoint: WebhookEndpoint): Promise<Gate
   return decided;
 }
 
-/** After an attempt: records what it means for the circuit (no write for a success on a healthy endpoint). */
-export async function recordAttempt(deps: Deps, endpoint: WebhookEndpoint, outcome: { ok: boolean; probe: boolean }): Promise<void> {
+/**
+ * What to do with a delivery instead of, or before, attempting it:
+ * - `attempt`: POST it with `timeoutMs`, then release the slot and report (recordAttempt);
+ * - `move`: not attempted here: re-queue it, now, in the slow lane (no attempt used);
+ * - `park`: not attempted: re-schedule it at `until` in this lane (no attempt used).
+ */
+export type Admission =
+  | { kind: 'attempt'; probe: boolean; timeoutMs: number; release: () => void }
+  | { kind: 'move'; reason: string }
+  | { kind: 'park'; until: number; reason: string };
+
+/**
+ * The isolation gate before an attempt in `lane`. Main lane: an unhealthy or slow endpoint moves
+ * to the slow lane; a healthy one gets a slot and the short budget. Slow lane: the circuit (open:
+ * park until it half-opens), then a slot (none within endpointBusyWaitMs: park for about one
+ * time-out, when a hanging attempt has ended), then the probe's claim; the full time-out.
+ */
+export async function admitAttempt(deps: Deps, endpoint: WebhookEndpoint, lane: Lane): Promise<Admission> {
+  const { settings } = deps;
+  if (lane === 'main' && laneFor(endpoint.circuit, deps.now(), failedHere.has(endpoint.id)) === 'slow') {
+    return count({ kind: 'move', reason: 'the endpoint is failing or slow: attempted in the slow lane' }, 'DeliveriesMovedToSlowLane');
+  }
+  // An attempt to it here is already waiting longer than a healthy receiver takes: do not start
+  // another batch's on the main lane (a receiver that just began to hang would hold them all).
+  if (lane === 'main' && oldestInFlightMs(endpoint.id, deps.now()) > settings.slowSuspectMs) {
+    return count({ kind: 'move', reason: `an attempt to this endpoint has waited over ${settings.slowSuspectMs} ms: attempted in the slow lane` }, 'DeliveriesMovedToSlowLane');
+  }
+  if (lane === 'slow') {
+    const first = gate(endpoint.circuit, deps.now(), settings);
+    if (first.kind === 'park') return count({ kind: 'park', until: first.until, reason: first.reason }, 'DeliveriesDeferredByCircuit');
+  }
+  const release = await acquireSlot(endpoint.id, settings.maxInFlightPerEndpoint, settings.endpointBusyWaitMs, deps.now);
+  if (!release) {
+    const reason = `${settings.maxInFlightPerEndpoint} attempts to this endpoint already in flight`;
+    if (lane === 'main') return count({ kind: 'move', reason }, 'DeliveriesMovedToSlowLane');
+    return count({ kind: 'park', until: deps.now() + settings.deliveryTimeoutMs * (1 + Math.random() * 0.2), reason }, 'DeliveriesDeferredEndpointBusy');
+  }
+  if (lane === 'main') return { kind: 'attempt', probe: false, timeoutMs: Math.min(settings.slowLaneAfterMs, settings.deliveryTimeoutMs), release };
+  const claimed = await claimGate(deps, endpoint).catch((error: unknown) => { release(); throw error; });
+  if (claimed.kind === 'park') {
+    release();
+    return count({ kind: 'park', until: claimed.until, reason: claimed.reason }, 'DeliveriesDeferredByCircuit');
+  }
+  return { kind: 'attempt', probe: claimed.kind === 'probe', timeoutMs: settings.deliveryTimeoutMs, release };
+}
+
+function count<A extends Admission>(admission: A, metric: string): A {
+  metrics.addMetric(metric, MetricUnit.Count, 1);
+  return admission;
+}
+
+/**
+ * A main-lane attempt that got no answer within its short budget (it was cut off: not an attempt,
+ * the delivery moves to the slow lane): marks the endpoint slow, so its next deliveries go there
+ * straight away (this container at once; the others when their endpoint cache refreshes).
+ */
+export async function markSlow(deps: Deps, endpoint: WebhookEndpoint): Promise<void> {
+  failedHere.add(endpoint.id);
   const now = deps.now();
-  const transition = afterAttempt(endpoint.circuit, { ...outcome, failedHere: failedHere.has(endpoint.id) }, now, deps.settings);
+  const slowUntil = new Date(now + deps.settings.slowLaneHoldSeconds * 1000).toISOString();
+  const marked = await update(deps, endpoint, {
+    expression: 'SET circuitSlowUntil = :s',
+    condition: 'attribute_exists(pk) AND (attribute_not_exists(circuitSlowUntil) OR circuitSlowUntil < :now)',
+    values: { ':s': slowUntil, ':now': new Date(now).toISOString() },
+  });
+  if (marked) logger.warn('endpoint slower than the main lane allows: moved to the slow lane', { endpointId: endpoint.id, until: slowUntil });
+}
+
+/** After an attempt: records what it means for the circuit (no write for a success on a healthy endpoint). */
+export async function recordAttempt(deps: Deps, endpoint: WebhookEndpoint, outcome: { ok: boolean; probe: boolean; latencyMs: number }): Promise<void> {
+  const now = deps.now();
+  const slow = outcome.latencyMs > deps.settings.slowLaneAfterMs;
+  const transition = afterAttempt(endpoint.circuit, { ok: outcome.ok, probe: outcome.probe, slow, failedHere: failedHere.has(endpoint.id) }, now, deps.settings);
   if (transition.kind === 'none') return;
   if (transition.kind === 'close') {
     failedHere.delete(endpoint.id);
-    await update(deps, endpoint, { expression: 'REMOVE circuitFailures, circuitUntil, circuitOpens, circuitProbing', condition: 'attribute_exists(pk)' });
-    if (endpoint.circuit?.until) logger.info('circuit closed', { endpointId: endpoint.id });
+    const slowUntil = transition.slowUntil ? new Date(transition.slowUntil).toISOString() : undefined;
+    await update(deps, endpoint, {
+      expression: `REMOVE circuitFailures, circuitUntil, circuitOpens, circuitProbing${slowUntil ? ' SET circuitSlowUntil = :s' : ', circuitSlowUntil'}`,
+      condition: 'attribute_exists(pk)',
+      ...(slowUntil ? { values: { ':s': slowUntil } } : {}),
+    });
+    if (endpoint.circuit?.until) logger.info('circuit closed', { endpointId: endpoint.id, slowLane: Boolean(slowUntil) });
     return;
   }
   failedHere.add(endpoint.id);
@@ -94,3 +169,8 @@ export async function recordAttempt(deps: Deps, endpoint: WebhookEndpoint, outco
   }
 }
 
+/** The lane a queue batch came from: its event source's ARN ends with the queue's name, as its URL does. */
+export function laneOf(deps: Pick<Deps, 'queues'>, eventSourceArn: string | undefined): Lane {
+  const slowName = deps.queues.deliverySlowQueue?.split('/').pop();
+  return slowName && eventSourceArn?.split(':').pop() === slowName ? 'slow' : 'main';
+}

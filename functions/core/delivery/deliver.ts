@@ -17,6 +17,8 @@ import { signatureHeaders } from './signing.js';
 import { postWebhook, type PostResult } from './http-client.js';
 import { MAX_ATTEMPTS, parseRetryAfter, retryDelaySeconds } from './schedule.js';
 import { allowListFor } from './ssrf.js';
+import { admitAttempt, markSlow, recordAttempt } from './circuit-store.js';
+import type { Lane } from './circuit-breaker.js';
 import { attemptNumberOf, deferDelivery, readDeliveryMessage, sendDeliveryMessages, sendToDeadLetters } from './queue.js';
 import { dueKeys } from './store.js';
 
@@ -30,7 +32,7 @@ export type Outcome =
   | { kind: 'delivered' | 'skipped' | 'failed'; attempt: number; result?: PostResult; reason?: string }
   | { kind: 'exhausted'; attempt: number; result?: PostResult; reason: string }
   | { kind: 'retry'; attempt: number; result: PostResult; delaySeconds: number; parked: boolean }
-  | { kind: 'deferred'; attempt: number; untilMs: number; reason: string };
+  | { kind: 'deferred'; attempt: number; untilMs: number; reason: string; lane: Lane };
 
 /** A message as the delivery queue handed it out. */
 export interface QueuedDelivery {
@@ -39,6 +41,8 @@ export interface QueuedDelivery {
   body: string;
   /** How often the queue handed this message out, this time included (crashed receives count as attempts). */
   receiveCount: number;
+  /** The queue it came from: the main lane or the slow lane (circuit-store.ts laneOf). */
+  lane?: Lane;
 }
 
 /** `error`: the attempt broke off unexpectedly (logged); the message is received again. */
@@ -115,7 +119,7 @@ export function hollowPayloadReason(record: Pick<DeliveryRecord, 'payloadOmitted
  * Signs and sends one delivery to its endpoint, and records the outcome. `attempt` is the attempt
  * number (queue.ts attemptNumberOf).
  */
-export async function attemptDelivery(deps: Deps, message: DeliveryMessage, attempt: number): Promise<Outcome> {
+export async function attemptDelivery(deps: Deps, message: DeliveryMessage, attempt: number, { lane = 'main' }: { lane?: Lane } = {}): Promise<Outcome> {
   const { Item } = await deps.doc.send(new GetCommand({
     TableName: deps.tables.deliveries, Key: keys.delivery(message.organizationId, message.deliveryId), ConsistentRead: true,
     ProjectionExpression: '#s, payloadOmitted, reason', ExpressionAttributeNames: { '#s': 'status' },
@@ -160,12 +164,27 @@ export async function attemptDelivery(deps: Deps, message: DeliveryMessage, atte
   // ISOLATION GATE (DESIGN §16, delivery-isolation): the endpoint is loaded, nothing is sent yet.
   // An attempt the gate does not admit returns { kind: 'deferred', attempt, untilMs, reason }:
   // deliverBatch parks it with deferDelivery (no attempt consumed) and consumes the message.
+  // `move`: to the slow lane now; `park`: in this lane until the circuit half-opens or a slot frees.
+  const admission = await admitAttempt(deps, endpoint, lane);
+  if (admission.kind === 'move') return { kind: 'deferred', attempt, untilMs: deps.now(), reason: admission.reason, lane: 'slow' };
+  if (admission.kind === 'park') return { kind: 'deferred', attempt, untilMs: admission.until, reason: admission.reason, lane };
 
   const now = deps.now();
   const body = JSON.stringify(message.payload);
   const headers = signatureHeaders({ id: message.payload.id, timestamp: Math.floor(now / 1000), body, secrets: activeSecrets(endpoint, now) });
-  const result = await postWebhook({ url: endpoint.url, headers, body, timeoutMs: deps.settings.deliveryTimeoutMs, allow: allowListFor(deps.settings) });
+  let result: PostResult;
+  try {
+    result = await postWebhook({ url: endpoint.url, headers, body, timeoutMs: admission.timeoutMs, allow: allowListFor(deps.settings) });
+  } finally {
+    admission.release();
+  }
   // ISOLATION REPORT (delivery-isolation): the attempt's result (result.ok, result.errorCode) goes to the breaker here.
+  // A main-lane POST cut off at its short budget is not an attempt: it moves to the slow lane (full time-out), its endpoint too.
+  if (result.errorCode === 'ETIMEDOUT' && admission.timeoutMs < deps.settings.deliveryTimeoutMs) {
+    await markSlow(deps, endpoint);
+    return { kind: 'deferred', attempt, untilMs: deps.now(), reason: `no answer within ${admission.timeoutMs} ms: moved to the slow lane`, lane: 'slow' };
+  }
+  await recordAttempt(deps, endpoint, { ok: result.ok, probe: admission.probe, latencyMs: result.latencyMs });
   return recordOutcome(deps, message, endpoint, attempt, result);
 }
 
@@ -212,7 +231,7 @@ async function sendOn(deps: Deps, message: DeliveryMessage, outcome: Outcome): P
   if (outcome.kind === 'retry' && !outcome.parked) {
     await sendDeliveryMessages(deps, [{ ...message, priorAttempts: outcome.attempt }], { delaySeconds: () => outcome.delaySeconds });
   } else if (outcome.kind === 'deferred') {
-    await deferDelivery(deps, message, outcome.attempt, outcome.untilMs, { reason: outcome.reason });
+    await deferDelivery(deps, message, outcome.attempt, outcome.untilMs, { reason: outcome.reason, queue: outcome.lane === 'slow' ? 'deliverySlowQueue' : 'deliveryQueue' });
   } else if (outcome.kind === 'exhausted') {
     await sendToDeadLetters(deps, message);
   }
@@ -226,7 +245,7 @@ export async function deliverBatch(deps: Deps, queued: QueuedDelivery[]): Promis
   return Promise.all(queued.map(async (item): Promise<BatchOutcome> => {
     try {
       const message = readDeliveryMessage(item.body);
-      const outcome = await attemptDelivery(deps, message, attemptNumberOf(message, item.receiveCount));
+      const outcome = await attemptDelivery(deps, message, attemptNumberOf(message, item.receiveCount), { lane: item.lane });
       await sendOn(deps, message, outcome);
       return { messageId: item.messageId, ...outcome };
     } catch (error) {

@@ -6,17 +6,26 @@
  * a container, never its whole batch. No shared state, no write: the breaker (circuit-breaker.ts)
  * is what stops a hanging endpoint across containers.
  */
-interface Slots { inFlight: number; waiting: (() => void)[] }
+interface Slots { inFlight: number; waiting: (() => void)[]; started: Set<{ at: number }> }
 
 const slotsByEndpoint = new Map<string, Slots>();
 
 /** How many attempts to `endpointId` this container has in flight now. */
 export const inFlightTo = (endpointId: string): number => slotsByEndpoint.get(endpointId)?.inFlight ?? 0;
 
+/** How long the oldest attempt to `endpointId` in flight here has been waiting for its answer (0: none). */
+export function oldestInFlightMs(endpointId: string, now: number): number {
+  const slots = slotsByEndpoint.get(endpointId);
+  if (!slots) return 0;
+  let oldest = now;
+  for (const s of slots.started) oldest = Math.min(oldest, s.at);
+  return now - oldest;
+}
+
 /** A slot for one attempt to `endpointId`: its release function, or undefined when none freed within `waitMs`. */
-export async function acquireSlot(endpointId: string, bound: number, waitMs: number): Promise<(() => void) | undefined> {
+export async function acquireSlot(endpointId: string, bound: number, waitMs: number, now: () => number = Date.now): Promise<(() => void) | undefined> {
   let slots = slotsByEndpoint.get(endpointId);
-  if (!slots) slotsByEndpoint.set(endpointId, (slots = { inFlight: 0, waiting: [] }));
+  if (!slots) slotsByEndpoint.set(endpointId, (slots = { inFlight: 0, waiting: [], started: new Set() }));
   if (slots.inFlight >= bound) {
     const s = slots;
     const woken = await new Promise<boolean>((resolve) => {
@@ -30,9 +39,12 @@ export async function acquireSlot(endpointId: string, bound: number, waitMs: num
     slots.inFlight += 1;
   }
   let released = false;
+  const start = { at: now() };
+  slots.started.add(start);
   return () => {
     if (released) return;
     released = true;
+    slots.started.delete(start);
     const next = slots.waiting.shift();
     if (next) return next();
     slots.inFlight -= 1;

@@ -18,7 +18,7 @@ import { allowListFor, checkAddress } from './ssrf.js';
 import { requireOrganization } from '../tenancy/organizations.js';
 
 /** What an endpoint shows its owner: never its secrets; its circuit as a state (DESIGN §16). */
-export type EndpointSummary = Omit<WebhookEndpoint, 'secrets' | 'circuit'> & { secretCount: number; circuit: { state: CircuitState; until?: string } };
+export type EndpointSummary = Omit<WebhookEndpoint, 'secrets' | 'circuit'> & { secretCount: number; circuit: { state: CircuitState; until?: string; slowLane?: true } };
 
 const summary = ({ secrets, circuit, ...rest }: WebhookEndpoint, now: number): EndpointSummary => ({ ...rest, secretCount: secrets.length, circuit: circuitView(circuit, now) });
 

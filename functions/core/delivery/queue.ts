@@ -43,7 +43,7 @@ const expiresAt = (deps: Deps) => Math.floor(deps.now() / 1000) + deps.settings.
  * (0..900; default 0), to the delivery queue or, for exhausted ones, to its dead-letter queue.
  */
 export async function sendDeliveryMessages(
-  deps: Deps, messages: DeliveryMessage[], options: { delaySeconds?: (m: DeliveryMessage) => number; queue?: 'deliveryQueue' | 'deliveryDlq' } = {},
+  deps: Deps, messages: DeliveryMessage[], options: { delaySeconds?: (m: DeliveryMessage) => number; queue?: 'deliveryQueue' | 'deliverySlowQueue' | 'deliveryDlq' } = {},
 ): Promise<void> {
   const queueUrl = deps.queues[options.queue ?? 'deliveryQueue'];
   await Promise.all(inBatches(messages, 10).map(async (batch) => {
@@ -76,12 +76,12 @@ export const freshMessage = ({ priorAttempts: _p, ...message }: DeliveryMessage)
  * Returns where it waits.
  */
 export async function deferDelivery(
-  deps: Deps, message: DeliveryMessage, attempt: number, untilMs: number, options: { reason: string; consumeAttempt?: boolean },
+  deps: Deps, message: DeliveryMessage, attempt: number, untilMs: number, options: { reason: string; consumeAttempt?: boolean; queue?: 'deliveryQueue' | 'deliverySlowQueue' },
 ): Promise<'queued' | 'parked'> {
   const priorAttempts = options.consumeAttempt ? attempt : attempt - 1;
   const delaySeconds = Math.max(0, (untilMs - deps.now()) / 1000);
   if (delaySeconds <= deps.settings.queueDelayMaxSeconds) {
-    await sendDeliveryMessages(deps, [{ ...message, priorAttempts }], { delaySeconds: () => delaySeconds });
+    await sendDeliveryMessages(deps, [{ ...message, priorAttempts }], { delaySeconds: () => delaySeconds, queue: options.queue });
     return 'queued';
   }
   const now = new Date(deps.now()).toISOString();

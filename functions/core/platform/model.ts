@@ -133,7 +133,7 @@ export interface WebhookEndpoint {
 }
 
 export type CircuitState = 'closed' | 'open' | 'half-open';
-/** Stored on the endpoint item as circuitFailures, circuitUntil, circuitOpens, circuitProbing. */
+/** Stored on the endpoint item as circuitFailures, circuitUntil, circuitOpens, circuitProbing, circuitSlowUntil. */
 export interface CircuitRecord {
   /** Failed attempts in a row (time-outs included); a success clears them. */
   failures: number;
@@ -143,6 +143,8 @@ export interface CircuitRecord {
   until?: string;
   /** A half-open probe claimed the circuit until `until`. */
   probing?: boolean;
+  /** Answered (or timed out) slower than slowLaneAfterMs: attempted in the slow lane until then. */
+  slowUntil?: string;
 }
 
 /** The event envelope sent to receivers (DESIGN §10). */

@@ -5,9 +5,9 @@ import { CliError, printResult, printTable, safeText } from '../output.js';
 import { act } from '../run.js';
 import { waitForFirstOutcome } from '../../../functions/core/delivery/first-outcome.js';
 
-/** An endpoint's circuit in a table cell: `closed`, `open until …` (deliveries re-scheduled, not attempted) or `half-open (probing)`. */
+/** An endpoint's circuit in a table cell: `closed` (or `closed (slow lane)`: failing or slow, attempted apart), `open until …` (deliveries re-scheduled, not attempted) or `half-open (probing)`. */
 export const circuitText = (c: EndpointSummary['circuit'] | undefined): string => {
-  if (!c || c.state === 'closed') return 'closed';
+  if (!c || c.state === 'closed') return c?.slowLane ? 'closed (slow lane)' : 'closed';
   return c.state === 'open' ? `open until ${c.until}` : 'half-open (probing)';
 };
 const shownOnce = (secret: string) => {

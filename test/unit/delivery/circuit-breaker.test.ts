@@ -3,9 +3,10 @@ import { describe, it, expect } from '@jest/globals';
 import { defaultSettings } from '../../../functions/core/platform/settings.js';
 import type { CircuitRecord } from '../../../functions/core/platform/model.js';
 import {
-  afterAttempt, circuitAttributes, circuitOf, circuitView, gate, openSeconds, probeWindowMs, reachesThreshold,
+  afterAttempt, circuitAttributes, circuitOf, circuitView, gate, laneFor, openSeconds, probeWindowMs, reachesThreshold,
 } from '../../../functions/core/delivery/circuit-breaker.js';
-import { acquireSlot, inFlightTo } from '../../../functions/core/delivery/endpoint-concurrency.js';
+import { laneOf } from '../../../functions/core/delivery/circuit-store.js';
+import { acquireSlot, inFlightTo, oldestInFlightMs } from '../../../functions/core/delivery/endpoint-concurrency.js';
 
 const settings = defaultSettings;
 const t0 = Date.parse('2026-11-23T02:00:00.000Z');
@@ -91,6 +92,34 @@ describe('the circuit breaker', () => {
   });
 });
 
+describe('the lanes', () => {
+  it('attempt a healthy endpoint in the main lane; failures, a circuit not closed or a slow mark send it to the slow lane', () => {
+    expect(laneFor(undefined, t0, false)).toBe('main');
+    expect(laneFor(undefined, t0, true)).toBe('slow'); // this container saw it fail or time out
+    expect(laneFor({ failures: 1, opens: 0 }, t0, false)).toBe('slow');
+    expect(laneFor({ failures: 5, opens: 1, until: iso(t0 - 1) }, t0, false)).toBe('slow');
+    expect(laneFor({ failures: 0, opens: 0, slowUntil: iso(t0 + 1) }, t0, false)).toBe('slow');
+    expect(laneFor({ failures: 0, opens: 0, slowUntil: iso(t0) }, t0, false)).toBe('main');
+    expect(circuitView({ failures: 0, opens: 0, slowUntil: iso(t0 + 1) }, t0)).toEqual({ state: 'closed', slowLane: true });
+  });
+
+  it('a slow success keeps the endpoint in the slow lane (one write when that changes); a fast one takes it back', () => {
+    const marked = { failures: 0, opens: 0, slowUntil: iso(t0 + 60_000) };
+    expect(afterAttempt(marked, { ok: true, probe: false, failedHere: false, slow: true }, t0, settings)).toEqual({ kind: 'none' });
+    expect(afterAttempt(undefined, { ok: true, probe: false, failedHere: false, slow: true }, t0, settings)).toEqual({ kind: 'close', slowUntil: t0 + settings.slowLaneHoldSeconds * 1000 });
+    expect(afterAttempt({ failures: 5, opens: 1, until: iso(t0), probing: true }, { ok: true, probe: true, failedHere: false, slow: true }, t0, settings))
+      .toEqual({ kind: 'close', slowUntil: t0 + settings.slowLaneHoldSeconds * 1000 });
+    expect(afterAttempt(marked, { ok: true, probe: false, failedHere: false, slow: false }, t0, settings)).toEqual({ kind: 'close' });
+  });
+
+  it('tell the slow lane’s batches from the main lane’s by their event source', () => {
+    const deps = { queues: { deliveryQueue: 'http://sqs.local:1/000000000000/crm-deliveryQueue', deliverySlowQueue: 'http://sqs.local:1/000000000000/crm-deliverySlowQueue' } } as never;
+    expect(laneOf(deps, 'arn:aws:sqs:us-east-1:000000000000:crm-deliverySlowQueue')).toBe('slow');
+    expect(laneOf(deps, 'arn:aws:sqs:us-east-1:000000000000:crm-deliveryQueue')).toBe('main');
+    expect(laneOf(deps, undefined)).toBe('main');
+  });
+});
+
 describe('attempts in flight per endpoint', () => {
   it('admits `bound` at once; one more waits for a slot, or gives up after the wait', async () => {
     const releases = await Promise.all([acquireSlot('ep_a', 2, 0), acquireSlot('ep_a', 2, 0)]);
@@ -109,5 +138,18 @@ describe('attempts in flight per endpoint', () => {
     third!();
     third!(); // releasing twice frees one slot only
     expect(inFlightTo('ep_a')).toBe(0);
+  });
+
+  it('knows how long the oldest attempt in flight has waited (the main lane sends the next ones to the slow lane past slowSuspectMs)', async () => {
+    let clock = 1_000;
+    const first = await acquireSlot('ep_c', 4, 0, () => clock);
+    clock = 1_400;
+    const second = await acquireSlot('ep_c', 4, 0, () => clock);
+    clock = 1_700;
+    expect(oldestInFlightMs('ep_c', clock)).toBe(700);
+    first!();
+    expect(oldestInFlightMs('ep_c', clock)).toBe(300);
+    second!();
+    expect(oldestInFlightMs('ep_c', clock)).toBe(0);
   });
 });
