@@ -204,11 +204,17 @@ describe('the CLI', () => {
     expect(listed.stdout).toMatch(/KIND\s+ORIGINS/);
     expect(listed.stdout).toContain('publishable  https://a.example https://b.example');
 
+    // Rotation issues a drop-in replacement: the same kind and policy.
+    const keyId = created.json<{ keyId: string }>().keyId;
+    const rotated = await runCli(['keys', 'rotate', '--org', org.id, '--key', keyId, '--grace', '0']);
+    expect(rotated.code).toBe(0);
+    expect(rotated.json()).toMatchObject({ key: expect.stringMatching(/^crm_pub_/), kind: 'publishable', origins: ['https://a.example', 'https://b.example'], dailyCap: 50 });
+
     const bad = await runCli(['keys', 'create', '--org', org.id, '--publishable', '--origin', 'http://shop.example']);
     expect(bad.code).not.toBe(0);
     expect(bad.stderr).toContain('must use https');
     const noOrigin = await runCli(['keys', 'create', '--org', org.id, '--publishable']);
     expect(noOrigin.code).toBe(2);
     expect(noOrigin.stderr).toContain('--origin');
-  });
+  }, 120_000); // five CLI processes
 });
