@@ -25,7 +25,7 @@ function newestCommand<Row extends object>(
 
 export function register(program: Command): void {
   newestCommand(program, 'logs', "an organization's API request log (newest first, kept 30 days)", listRequests,
-    ['at', 'requestId', 'keyId', 'method', 'route', 'status', 'latencyMs']);
+    ['at', 'requestId', 'keyId', 'method', 'route', 'status', 'outcome', 'latencyMs']);
   newestCommand(program, 'notifications', "an organization's team notifications (new leads)", listNotifications,
     ['createdAt', 'type', 'title', 'clientId']);
 }
