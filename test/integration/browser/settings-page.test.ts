@@ -1,0 +1,342 @@
+/**
+ * The organization settings page (DESIGN §14) in real headless Chromium against the local stack,
+ * opened from a settings link as an admin would (`crm settings-link`). Keys made on the page are
+ * used on the lead endpoint; webhooks go to a loopback receiver that verifies each request with
+ * `standardwebhooks`. The tests run in the order an admin acts, sharing one organization.
+ * Screenshots land in test-artifacts/settings/ (git-ignored).
+ */
+import { describe, it, expect, beforeAll, afterAll } from '@jest/globals';
+import { existsSync, mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { chromium, type Browser, type BrowserContext, type Locator, type Page } from 'playwright-core';
+import { eventually, runCli, testStack } from '../support/stack.js';
+import { Receiver } from '../support/receiver.js';
+import { createOrganization } from '../../../functions/core/tenancy/organizations.js';
+import { createApiKey } from '../../../functions/core/tenancy/api-keys.js';
+import { addEndpoint } from '../../../functions/core/delivery/endpoints.js';
+import { expiredSettingsLink } from './settings-links.js';
+
+// Browser globals used inside page.evaluate callbacks (the project's tsconfig has no DOM library).
+declare const sessionStorage: { getItem(key: string): string | null };
+declare const navigator: { clipboard: { readText(): Promise<string> } };
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const shots = path.resolve('test-artifacts/settings');
+
+let browser: Browser;
+let context: BrowserContext;
+const receiver = new Receiver();
+/** The admin's organization (A) and another one (B) whose data A's link must never reach. */
+let orgA: string;
+let orgB: { id: string; key: string; keyId: string; endpointId: string; endpointUrl: string };
+
+/** A settings link minted the way operators and demos do: `crm settings-link --org <id>`. */
+async function settingsLink(organizationId: string): Promise<string> {
+  const result = await runCli(['settings-link', '--org', organizationId, '--user', 'owner-1', '--ttl', '15m']);
+  expect({ code: result.code, stderr: result.stderr }).toEqual({ code: 0, stderr: '' });
+  return result.json<{ url: string }>().url;
+}
+
+async function openSettings(url: string): Promise<Page> {
+  const page = await context.newPage();
+  page.on('pageerror', (error) => { throw error; });
+  await page.goto(url);
+  return page;
+}
+
+async function screenshot(page: Page, name: string, fullPage = true): Promise<void> {
+  await page.screenshot({ path: path.join(shots, `${name}.png`), fullPage });
+}
+
+const button = (scope: Page | Locator, name: string) => scope.getByRole('button', { name, exact: true });
+const shownOnce = (page: Page, section: string) => page.locator(`#${section} [data-testid="shown-once"]`);
+const keyRow = (page: Page, name: string) => page.locator('#keys tbody tr', { has: page.getByRole('rowheader', { name: new RegExp(`^${name}`) }) });
+const endpointCard = (page: Page, url: string) => page.getByRole('article', { name: url, exact: true });
+
+async function leadEndpointStatus(key: string): Promise<number> {
+  const { api } = await testStack();
+  return (await api('/api/webhook/leads', { headers: { 'X-API-Key': key } })).status;
+}
+
+/** The token the page keeps for this tab (the link's fragment is gone from the address bar). */
+const pageToken = (page: Page) => page.evaluate(() => sessionStorage.getItem('crm-settings-token'));
+
+/** A management API call made from the page's own origin with its own token, as its script does. */
+async function fetchFromPage(page: Page, pathname: string, method = 'GET', body?: unknown) {
+  return page.evaluate(async ({ pathname, method, body }) => {
+    const res = await fetch(pathname, {
+      method,
+      headers: { Authorization: `Bearer ${sessionStorage.getItem('crm-settings-token')}`, 'Content-Type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: res.status, text: await res.text() };
+  }, { pathname, method, body });
+}
+
+beforeAll(async () => {
+  if (!existsSync(CHROMIUM)) {
+    throw new Error(`Chromium not found at ${CHROMIUM}: install it (apt-get install chromium) or set CHROMIUM_PATH.`);
+  }
+  const { deps, info } = await testStack();
+  await receiver.start();
+  orgA = (await createOrganization(deps, { name: 'Rosa’s Plumbing & Heating', plan: 'pro' })).id;
+  const b = await createOrganization(deps, { name: 'Other Tenant Roofing' });
+  const bKey = await createApiKey(deps, b.id, 'other tenant key');
+  const bEndpoint = await addEndpoint(deps, b.id, { url: `${receiver.url}/other-tenant`, events: 'client.created' });
+  orgB = { id: b.id, key: bKey.key, keyId: bKey.record.keyId, endpointId: bEndpoint.endpoint.id, endpointUrl: bEndpoint.endpoint.url };
+
+  mkdirSync(shots, { recursive: true });
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  // The copy buttons write to the clipboard; the test reads it back.
+  context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: new URL(info.apiUrl).origin });
+}, 60_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await receiver.stop();
+});
+
+describe('the settings page, opened from a settings link', () => {
+  let page: Page;
+  let firstKey: string;
+  let rotatedKey: string;
+
+  it('given a link, it shows the organization and takes the token out of the address bar, under a strict CSP', async () => {
+    const link = await settingsLink(orgA);
+    page = await context.newPage();
+    page.on('pageerror', (error) => { throw error; });
+    const response = await page.goto(link);
+    expect(response?.status()).toBe(200);
+    const headers = response!.headers();
+    expect(headers['content-security-policy']).toBe(
+      "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'");
+    expect(headers).toMatchObject({ 'x-content-type-options': 'nosniff', 'referrer-policy': 'no-referrer', 'cache-control': 'no-store' });
+
+    await page.locator('#org-name', { hasText: 'Rosa’s Plumbing & Heating' }).waitFor();
+    expect(page.url()).not.toContain('token');
+    expect(page.url()).toMatch(/\/settings$/);
+    await page.locator('#overview .stat').first().waitFor();
+    expect(await page.textContent('#overview')).toContain('Pro');
+    // The quick start uses the real base URL and a placeholder, never a key.
+    const { info } = await testStack();
+    const quickstart = await page.locator('#quickstart-body').innerText();
+    expect(quickstart).toContain(`${info.apiUrl}/api/webhook/leads`);
+    expect(quickstart).toContain('$CRM_API_KEY');
+    expect(quickstart).not.toMatch(/crm_(live|pub)_[0-9A-Za-z]{8,}/);
+    await page.getByText('No webhooks yet — add an endpoint to get events').waitFor();
+    await screenshot(page, 'overview');
+
+    // A reload keeps working: the token stays in this tab's session storage.
+    await page.reload();
+    await page.locator('#org-name', { hasText: 'Rosa’s Plumbing & Heating' }).waitFor();
+  });
+
+  it('Generate API key shows the key once, with a copy button; the key answers 200 on the lead endpoint', async () => {
+    await button(page, 'Generate API key').click();
+    await page.getByLabel('Name').fill('Website backend');
+    await page.locator('#key-form [type=submit]').click();
+    const revealed = shownOnce(page, 'keys');
+    await revealed.waitFor();
+    firstKey = (await revealed.textContent())!.trim();
+    expect(firstKey).toMatch(/^crm_live_[0-9A-Za-z]+$/);
+
+    await button(page.locator('#keys .reveal'), 'Copy').click();
+    expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(firstKey);
+    await keyRow(page, 'Website backend').waitFor();
+    await screenshot(page, 'key-shown-once');
+
+    expect(await leadEndpointStatus(firstKey)).toBe(200);
+
+    // Shown once: after a reload the key is listed, never shown again.
+    await page.reload();
+    await keyRow(page, 'Website backend').waitFor();
+    expect(await page.locator('[data-testid="shown-once"]').count()).toBe(0);
+    expect(await page.content()).not.toContain(firstKey);
+  });
+
+  it('rotating with a grace period shows the new key once; old and new both work during the grace', async () => {
+    await button(keyRow(page, 'Website backend'), 'Rotate').click();
+    await page.getByLabel('Keep the old one working for').selectOption('24');
+    await page.locator('#rotate-submit').click();
+    const revealed = shownOnce(page, 'keys');
+    await revealed.waitFor();
+    rotatedKey = (await revealed.textContent())!.trim();
+    expect(rotatedKey).toMatch(/^crm_live_/);
+    expect(rotatedKey).not.toBe(firstKey);
+    await page.locator('#keys tbody .badge', { hasText: 'expiring' }).waitFor();
+    await screenshot(page, 'key-rotated');
+
+    expect(await leadEndpointStatus(rotatedKey)).toBe(200);
+    expect(await leadEndpointStatus(firstKey)).toBe(200);
+  });
+
+  it('revoking asks for confirmation; afterwards the key is refused (401)', async () => {
+    const activeRow = page.locator('#keys tbody tr', { has: page.locator('.badge', { hasText: 'active' }) })
+      .filter({ has: page.getByRole('rowheader', { name: /^Website backend/ }) });
+    await button(activeRow, 'Revoke').click();
+    const dialog = page.getByRole('dialog', { name: /Revoke/ });
+    await dialog.waitFor();
+    await screenshot(page, 'key-revoke-confirm', false);
+    await button(dialog, 'Revoke key').click();
+    await page.locator('#keys-status', { hasText: 'revoked' }).waitFor();
+    await page.locator('#keys tbody .badge', { hasText: 'revoked' }).waitFor();
+
+    // Key lookups are cached for a second on the test stack (keyCacheTtlSeconds).
+    await eventually(async () => (await leadEndpointStatus(rotatedKey)) === 401, { what: 'the revoked key refused' });
+    expect(await leadEndpointStatus(firstKey)).toBe(200); // still in its grace period
+  });
+
+  it('Add endpoint: events grouped with both name forms, the secret shown once; Send test event shows the outcome, the receiver verifies it', async () => {
+    const url = `${receiver.url}/hooks/ok`;
+    await button(page, 'Add endpoint').click();
+    const dialog = page.getByRole('dialog', { name: 'Add endpoint' });
+    await dialog.getByLabel('Endpoint URL').fill(url);
+    // Each event once, with its alias: `client.created` / `client_created`.
+    const option = dialog.locator('.event-option', { has: page.locator('input[value="client.created"]') });
+    await option.waitFor();
+    expect(await option.innerText()).toContain('client_created');
+    expect(await dialog.locator('input[value="client.created"]').count()).toBe(1);
+    expect(await dialog.locator('.event-group-title').allTextContents()).toEqual(expect.arrayContaining(['Clients']));
+    await option.locator('input').check();
+    await screenshot(page, 'endpoint-add', false);
+    await button(dialog, 'Save endpoint').click();
+
+    const secret = (await shownOnce(page, 'webhooks').textContent())!.trim();
+    expect(secret).toMatch(/^whsec_/);
+    // The receiver answers slowly enough for the progress indication to be seen.
+    receiver.script('/hooks/ok', secret, { status: 204, delayMs: 600 });
+
+    const card = endpointCard(page, url);
+    await card.waitFor();
+    await button(card, 'Send test event').click();
+    await card.locator('button[aria-busy="true"]', { hasText: 'Sending…' }).waitFor();
+    await card.locator('.test-outcome .loading').waitFor();
+    const outcome = card.locator('.outcome');
+    await outcome.waitFor({ timeout: 15_000 });
+    expect(await outcome.innerText()).toMatch(/Test event delivered\s*204\s*in [\d,]+ ms/);
+    await screenshot(page, 'test-event-delivered');
+
+    const [received] = receiver.on('/hooks/ok');
+    expect(received.verifyError).toBeUndefined();
+    expect(received.event).toMatchObject({ type: 'webhook.test', organization_id: orgA });
+  });
+
+  it('a failing endpoint: its attempts are shown; after the receiver recovers, Re-deliver and Re-deliver all failed send them again', async () => {
+    const url = `${receiver.url}/hooks/failing`;
+    await button(page, 'Add endpoint').click();
+    const dialog = page.getByRole('dialog', { name: 'Add endpoint' });
+    await dialog.getByLabel('Endpoint URL').fill(url);
+    await dialog.locator('input[value="client.created"]').check();
+    await button(dialog, 'Save endpoint').click();
+    const secret = (await shownOnce(page, 'webhooks').textContent())!.trim();
+    receiver.script('/hooks/failing', secret, { status: 500, body: 'database unavailable' });
+
+    // Two test events, both refused.
+    const card = endpointCard(page, url);
+    for (let i = 0; i < 2; i++) {
+      await button(card, 'Send test event').click();
+      await card.locator('.outcome', { hasText: 'not delivered' }).waitFor({ timeout: 15_000 });
+    }
+    expect(await card.locator('.outcome').innerText()).toContain('500');
+
+    // The retries (1 s apart on the test stack) run out: both deliveries end up failed.
+    await page.locator('#filter-endpoint').selectOption({ label: url });
+    await page.locator('#filter-status').selectOption('failed');
+    await eventually(async () => {
+      await button(page, 'Refresh').first().click();
+      return (await page.locator('#deliveries tbody tr').count()) === 2;
+    }, { what: 'two failed deliveries listed', timeoutMs: 30_000, intervalMs: 1000 });
+    await screenshot(page, 'deliveries-failed');
+
+    // One delivery's detail: every attempt with its status code and the response excerpt.
+    await page.locator('#deliveries tbody tr').first().getByRole('button', { name: /^Details/ }).click();
+    const detail = page.getByRole('dialog', { name: /Delivery of webhook\.test/ });
+    await detail.locator('.attempt').first().waitFor();
+    const attempts = await detail.locator('.attempt').count();
+    expect(attempts).toBeGreaterThanOrEqual(2);
+    expect(await detail.locator('.attempt').first().innerText()).toMatch(/#1\s*500/);
+    expect(await detail.locator('.excerpt').first().innerText()).toContain('database unavailable');
+    await screenshot(page, 'delivery-attempts', false);
+
+    receiver.script('/hooks/failing', secret, { status: 200, body: 'ok' });
+    const before = receiver.on('/hooks/failing').length;
+    await button(detail, 'Re-deliver').click();
+    await detail.locator('.flash', { hasText: 'Re-delivered.' }).waitFor({ timeout: 20_000 });
+    expect(await detail.locator('.attempt').last().innerText()).toMatch(/200/);
+    await screenshot(page, 'delivery-redelivered', false);
+    await button(detail, 'Close').click();
+    const redelivered = receiver.on('/hooks/failing').slice(before);
+    expect(redelivered.length).toBeGreaterThanOrEqual(1);
+    expect(redelivered.every((r) => r.verifyError === undefined)).toBe(true);
+
+    // The other one, with the button for all failed ones (of the filtered endpoint).
+    await button(page, 'Re-deliver all failed').click();
+    const confirm = page.getByRole('dialog', { name: /Re-deliver all failed/ });
+    await button(confirm, 'Re-deliver').click();
+    await page.locator('#deliveries-status', { hasText: '1 failed delivery queued for re-delivery' }).waitFor();
+    await page.locator('#filter-status').selectOption('delivered');
+    await eventually(async () => {
+      await button(page, 'Refresh').first().click();
+      return (await page.locator('#deliveries tbody tr').count()) === 2;
+    }, { what: 'both deliveries delivered', timeoutMs: 20_000, intervalMs: 1000 });
+    await screenshot(page, 'deliveries-redelivered');
+  }, 120_000);
+
+  it('the request log lists the lead endpoint calls made with the keys', async () => {
+    await button(page, 'Refresh').nth(1).click();
+    await page.locator('#requests tbody tr').first().waitFor();
+    expect(await page.locator('#requests').innerText()).toContain('/api/webhook/leads');
+    await page.locator('#requests').screenshot({ path: path.join(shots, 'request-log.png') });
+    await page.setViewportSize({ width: 390, height: 844 });
+    await screenshot(page, 'mobile');
+    await page.setViewportSize({ width: 1280, height: 900 });
+  });
+
+  it("organization A's link never reaches organization B: B's data is not shown, and B's ids answer 404", async () => {
+    const text = await page.locator('body').innerText();
+    expect(text).not.toContain(orgB.endpointUrl);
+    expect(text).not.toContain('Other Tenant Roofing');
+    expect(await pageToken(page)).toBeTruthy();
+
+    expect((await fetchFromPage(page, `api/settings/webhooks/${orgB.endpointId}`, 'PATCH', { enabled: false })).status).toBe(404);
+    expect((await fetchFromPage(page, `api/settings/webhooks/${orgB.endpointId}/test`, 'POST', {})).status).toBe(404);
+    expect((await fetchFromPage(page, `api/settings/keys/${orgB.keyId}`, 'DELETE')).status).toBe(404);
+    expect((await fetchFromPage(page, `api/settings/deliveries?endpoint=${orgB.endpointId}`)).status).toBe(404);
+    // B's key and endpoint are untouched.
+    expect(await leadEndpointStatus(orgB.key)).toBe(200);
+    expect(receiver.on('/other-tenant')).toHaveLength(0);
+  });
+});
+
+describe('the settings page without a valid link', () => {
+  const expiredText = 'This link has expired or is invalid — ask for a new settings link';
+
+  it('an expired link shows the expired state and no data', async () => {
+    const page = await openSettings(await expiredSettingsLink(orgA));
+    await page.getByText(expiredText).waitFor();
+    expect(await page.locator('#layout').isHidden()).toBe(true);
+    expect(page.url()).not.toContain('token');
+    expect(await pageToken(page)).toBeNull();
+    await screenshot(page, 'expired-link', false);
+    await page.close();
+  });
+
+  it('a tampered link, and no token at all, show the same state', async () => {
+    const link = await settingsLink(orgA);
+    const tampered = link.replace(/(#token=[^.]+\.)([^.]+)/, (_, head: string, claims: string) =>
+      head + Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(claims, 'base64url').toString()), org_id: orgB.id })).toString('base64url'));
+    expect(tampered).not.toBe(link);
+    const page = await openSettings(tampered);
+    await page.getByText(expiredText).waitFor();
+    expect(await page.locator('body').innerText()).not.toContain('Other Tenant Roofing');
+    await page.close();
+
+    const bare = await openSettings(link.replace(/#.*$/, ''));
+    await bare.getByText(expiredText).waitFor();
+    await bare.close();
+  });
+});
