@@ -1,9 +1,12 @@
 /**
  * `npm run bench:delivery`: events end to end on the local stack. N client items are written to
  * the clients table; the stream → fan-out → queue → delivery pipeline signs and POSTs them to a
- * receiver on loopback that verifies every request with `standardwebhooks`. In the same run, a
- * plain loop signs and POSTs the same number of payloads at the same concurrency. Prints
- * deliveries/s, write-to-receipt p50/p99 and the ratio. Flags: --events N (500).
+ * receiver on loopback that verifies every request with `standardwebhooks`. In the same run, at
+ * the same concurrency, a plain loop of raw PutItem calls (the floor every durable step pays on
+ * this machine) and a plain signed-POST loop. Prints deliveries/s ÷ PutItem/s (target ≥ 0.25,
+ * docs/benchmarks.md), write-to-receipt p50/p99, and the write units per delivery as DynamoDB
+ * reports them (ReturnConsumedCapacity on every call of the pipeline, the CRM's own client write
+ * excluded; target ≤ 5, docs/capacity.md). Flags: --events N (500).
  */
 import { mkdtempSync } from 'node:fs';
 import { createServer } from 'node:http';
@@ -11,7 +14,8 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { BatchWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchWriteCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { Webhook } from 'standardwebhooks';
 import { startLocalStack } from '../lib/local/stack.js';
 import { createOrganization } from '../functions/core/tenancy/organizations.js';
@@ -29,7 +33,35 @@ const concurrency = Math.min(source.kind === 'queue' ? source.maxConcurrency : 1
 
 const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))];
 
+/**
+ * Counts the capacity DynamoDB reports for every call made in this process (the handlers run
+ * in-process on the local stack): each request asks for ReturnConsumedCapacity INDEXES, and the
+ * answer's units are summed per table, writes and reads apart. Installed on the SDK's client base
+ * class, so the handlers' own clients count too.
+ */
+const capacity = { counting: false, write: new Map<string, number>(), read: new Map<string, number>() };
+type Consumed = { TableName?: string; CapacityUnits?: number; WriteCapacityUnits?: number; ReadCapacityUnits?: number };
+function countCapacity(): void {
+  const proto = Object.getPrototypeOf(DynamoDBClient.prototype) as { send: (this: { config?: { serviceId?: string } }, command: { input?: Record<string, unknown>; constructor: { name: string } }, ...rest: unknown[]) => Promise<unknown> };
+  const send = proto.send;
+  proto.send = function (command, ...rest) {
+    if (!capacity.counting || this.config?.serviceId !== 'DynamoDB' || !command.input || /Stream|Describe|Create|List/.test(command.constructor.name)) return send.call(this, command, ...rest);
+    command.input.ReturnConsumedCapacity = 'INDEXES';
+    return send.call(this, command, ...rest).then((out) => {
+      const consumed = (out as { ConsumedCapacity?: Consumed | Consumed[] }).ConsumedCapacity;
+      const isWrite = /Put|Update|Delete|BatchWrite|TransactWrite/.test(command.constructor.name);
+      for (const c of [consumed ?? []].flat()) {
+        const units = (isWrite ? c.WriteCapacityUnits : c.ReadCapacityUnits) ?? c.CapacityUnits ?? 0;
+        const tally = isWrite ? capacity.write : capacity.read;
+        tally.set(c.TableName ?? '?', (tally.get(c.TableName ?? '?') ?? 0) + units);
+      }
+      return out;
+    });
+  };
+}
+
 async function main() {
+  countCapacity();
   const stack = await startLocalStack({ dir: mkdtempSync(path.join(tmpdir(), 'crm-bench-')), inMemory: true, port: 0, seed: false });
   let secret = '';
   const latencies: number[] = [];
@@ -59,6 +91,7 @@ async function main() {
     secret = (await addEndpoint(deps, org.id, { url: `${base}/pipeline`, events: 'client.created' })).secret;
 
     const done = new Promise<void>((r) => (onDone = r));
+    capacity.counting = true;
     const started = Date.now();
     for (let i = 0; i < total; i += 25) {
       const at = new Date().toISOString();
@@ -69,6 +102,24 @@ async function main() {
     }
     await done;
     const pipelineSeconds = (Date.now() - started) / 1000;
+    // Deliveries whose record update is still under way when the last POST lands: let them finish.
+    await new Promise((r) => setTimeout(r, 1000));
+    capacity.counting = false;
+    const sum = (m: Map<string, number>, skip: string) => [...m].filter(([t]) => t !== skip).reduce((a, [, v]) => a + v, 0);
+    const writeUnits = sum(capacity.write, deps.tables.clients);
+    const readUnits = sum(capacity.read, deps.tables.clients);
+
+    // The floor: raw PutItem calls of a delivery-sized item, at the same concurrency.
+    let nextPut = 0;
+    const item = { entity: 'bench', status: 'pending', payload: 'x'.repeat(400), createdAt: new Date().toISOString() };
+    const putStarted = Date.now();
+    await Promise.all(Array.from({ length: concurrency }, async () => {
+      while (nextPut < total) {
+        const n = nextPut++;
+        await deps.doc.send(new PutCommand({ TableName: deps.tables.requestLog, Item: { pk: 'BENCH#put', sk: String(n), ...item } }));
+      }
+    }));
+    const putSeconds = (Date.now() - putStarted) / 1000;
     latencies.sort((a, b) => a - b);
 
     // The same work without the pipeline: sign and POST at the same concurrency.
@@ -87,8 +138,12 @@ async function main() {
 
     console.log(`${total} events, delivery concurrency ${concurrency}; ${verified} requests verified, ${rejected} rejected`);
     console.log(`pipeline (table write → stream → fan-out → SQS → signed POST): ${(total / pipelineSeconds).toFixed(0)} deliveries/s, write-to-receipt p50 ${pct(latencies, 0.5)} ms, p99 ${pct(latencies, 0.99)} ms`);
+    console.log(`raw PutItem loop: ${(total / putSeconds).toFixed(0)} puts/s`);
     console.log(`plain signed-POST loop: ${(total / plainSeconds).toFixed(0)} POSTs/s`);
-    console.log(`ratio pipeline ÷ plain: ${(plainSeconds / pipelineSeconds).toFixed(2)}`);
+    console.log(`ratio deliveries/s ÷ PutItem/s: ${(putSeconds / pipelineSeconds).toFixed(2)} (target ≥ 0.25)`);
+    console.log(`ratio pipeline ÷ plain POST: ${(plainSeconds / pipelineSeconds).toFixed(2)}`);
+    console.log(`write units per delivery: ${(writeUnits / total).toFixed(2)} (target ≤ 5); read units per delivery: ${(readUnits / total).toFixed(2)}`);
+    console.log(`  write units by table: ${[...capacity.write].map(([t, v]) => `${t.replace(/^.*?-/, '')} ${v}`).join(', ')}`);
   } finally {
     server.closeAllConnections();
     server.close();

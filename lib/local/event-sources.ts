@@ -9,6 +9,7 @@ import { functions, type FunctionSpec } from '../topology.js';
 import type { Provisioned } from './provision.js';
 import { StreamPoller } from './stream-poller.js';
 import { QueuePoller } from './queue-poller.js';
+import { ScheduleTimer } from './schedule-timer.js';
 import { lambdaContext } from './lambda-context.js';
 
 export type AnyHandler = (event: unknown, context: unknown) => Promise<unknown>;
@@ -24,12 +25,23 @@ export function startEventSources(input: {
   /** Where stream checkpoints are kept across restarts. */
   dir: string;
   onError: (where: string) => (error: unknown) => void;
+  /** A schedule source's period, by default its rate (tests compress it). */
+  scheduleIntervalMs?: (rateMinutes: number) => number;
 }): { stop(): Promise<void> } {
   const { handlers, provisioned, onError } = input;
   const pollers: { start(): void; stop(): Promise<void> }[] = [];
   for (const [name, spec] of Object.entries(functions) as [string, FunctionSpec][]) {
     const invoke = (event: unknown) => handlers[name](event, lambdaContext(name, spec.timeoutSeconds));
     for (const source of spec.events) {
+      if (source.kind === 'schedule') {
+        pollers.push(new ScheduleTimer({
+          name,
+          intervalMs: input.scheduleIntervalMs?.(source.rateMinutes) ?? source.rateMinutes * 60_000,
+          handler: invoke as never,
+          onError: onError(`${name} (schedule)`),
+        }));
+        continue;
+      }
       pollers.push(source.kind === 'stream'
         ? new StreamPoller({
           streams: input.streams,

@@ -38,6 +38,8 @@ export interface LocalStackOptions {
   settings?: Record<string, unknown>;
   /** Create the demo organization and key. */
   seed?: boolean;
+  /** Period of the schedule sources (the due-index sweeper), in ms; default their rate (1 min). Tests compress it. */
+  scheduleIntervalMs?: number;
   log?: (line: string) => void;
 }
 
@@ -103,7 +105,10 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     }));
     const handlers = await loadHandlers();
     const streams = new DynamoDBStreamsClient({ region: REGION, endpoint: emulators.dynamodb, credentials: localCredentials });
-    running.add(startEventSources({ handlers, provisioned, streams, sqs: deps.sqs, dir, onError: running.onError }).stop);
+    // A sweep re-queues what falls due within dueSweepLookaheadSeconds: a shorter look-ahead (tests) runs the timer that often.
+    const period = options.scheduleIntervalMs ?? (settings.dueSweepLookaheadSeconds < 60 ? Math.max(200, settings.dueSweepLookaheadSeconds * 1000) : undefined);
+    const scheduleIntervalMs = period === undefined ? undefined : () => period;
+    running.add(startEventSources({ handlers, provisioned, streams, sqs: deps.sqs, dir, onError: running.onError, scheduleIntervalMs }).stop);
 
     const resumed = await resumePendingDeliveries(deps);
     if (resumed > 0) log(`resumed ${resumed} pending deliveries`);

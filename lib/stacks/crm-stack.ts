@@ -9,6 +9,8 @@ import * as apigw from 'aws-cdk-lib/aws-apigateway';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as events from 'aws-cdk-lib/aws-events';
+import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { DynamoEventSource, SqsDlq, SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
@@ -16,13 +18,14 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
+import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as ssm from 'aws-cdk-lib/aws-ssm';
 import * as wafv2 from 'aws-cdk-lib/aws-wafv2';
 import type { Construct } from 'constructs';
 import {
   catchAllAnswers, cors, corsResponseHeaders, edgeRules, functions, gatewayProblemBody, gatewayResponses, methodsOn, metricsNamespace,
   mockRequestContentTypes, mockRequestTemplate, edgeKeys, type EdgeKeySpec, type EdgeRuleSpec,
-  outputKeys, queues, routes, serviceName, settingsParameterName, tables, apiMethodFor, catchAllThrottle,
+  outputKeys, queues, routes, secrets, hasParameterChild, type SecretName, type SecretSpec, serviceName, settingsParameterName, tables, apiMethodFor, catchAllThrottle,
   type EventSourceSpec, type GatewayAnswerSpec, type GatewayResponseType, type FunctionName, type FunctionSpec, type QueueName, type QueueSpec, type TableName, type TableSpec,
 } from '../topology.js';
 import { defaultSettings } from '../../functions/core/platform/settings.js';
@@ -30,6 +33,8 @@ import { CrmFunction } from './crm-function.js';
 
 /** Ready deliveries the delivery function (10 batches of 10 at a time) should have taken within minutes. */
 const deliveryBacklogThreshold = 100;
+/** Delivery messages in flight: the attempts under way are ≤ 10 × maxConcurrency (500); SQS's ceiling is ~120,000. */
+const deliveryInFlightThreshold = 5_000;
 /** Webhook endpoints whose circuit opened in 15 minutes that page: one is a customer's receiver down; many at once is usually ours (egress, DNS, TLS). */
 const circuitsOpenedThreshold = 10;
 const entries = <K extends string, V>(o: Partial<Record<K, V>>) => Object.entries(o) as [K, V][];
@@ -37,6 +42,7 @@ const entries = <K extends string, V>(o: Partial<Record<K, V>>) => Object.entrie
 const tableSpecs: Record<TableName, TableSpec> = tables;
 const queueSpecs: Record<QueueName, QueueSpec> = queues;
 const functionSpecs: Record<FunctionName, FunctionSpec> = functions;
+const secretSpecs: Record<SecretName, SecretSpec> = secrets;
 /** API Gateway header mappings take static values in single quotes. */
 const quotedHeaders = (headers: Record<string, string>) => Object.fromEntries(Object.entries(headers).map(([k, v]) => [k, `'${v}'`]));
 const keyType = (t: 'S' | 'N') => (t === 'S' ? dynamodb.AttributeType.STRING : dynamodb.AttributeType.NUMBER);
@@ -45,12 +51,21 @@ export interface CrmStackProps extends StackProps {
   stage: string;
   /** Subscribed to the alarm topic when given (`-c alarmEmail=ops@example.com`). */
   alarmEmail?: string;
+  /** The delivery function's maximum concurrency (`-c deliveryMaxConcurrency=N`); default: the topology's, sized in docs/capacity.md. */
+  deliveryMaxConcurrency?: number;
+  /**
+   * Concurrency reserved for lead intake (`-c leadIntakeReservedConcurrency=N`, 0 for none): deliveries
+   * and everything else in the account can never take it (it is also lead intake's ceiling). Default 100;
+   * an account whose concurrency limit is below ~200 (new accounts start at 10) must lower it (docs/capacity.md).
+   */
+  leadIntakeReservedConcurrency?: number;
 }
 
 export class CrmStack extends Stack {
   readonly tables = {} as Record<TableName, dynamodb.Table>;
   readonly queues = {} as Record<QueueName, sqs.Queue>;
   readonly functions = {} as Record<FunctionName, CrmFunction>;
+  readonly secrets = {} as Record<SecretName, secretsmanager.Secret>;
   readonly settings: ssm.StringParameter;
   readonly api: apigw.RestApi;
   /** Every alarm notifies this topic; subscribe a mailbox, a pager or a chat bridge to it. */
@@ -74,13 +89,25 @@ export class CrmStack extends Stack {
       stringValue: JSON.stringify({ ...defaultSettings, stage }),
     });
 
+    for (const [name, spec] of entries(secretSpecs)) this.secrets[name] = this.secret(name, spec, stage);
+
     for (const [name, spec] of entries(functionSpecs)) {
       const fn = new CrmFunction(this, `${name}Function`, { spec, stage, settings: this.settings });
+      for (const [secret] of entries(spec.secrets ?? {})) fn.bindSecret(this.secrets[secret], secretSpecs[secret]);
       for (const [table, access] of entries(spec.tables)) fn.bindTable(this.tables[table], tableSpecs[table], access);
       for (const [queue, access] of entries(spec.queues)) fn.bindQueue(this.queues[queue], queueSpecs[queue], access);
-      for (const source of spec.events) fn.addEventSource(this.eventSource(source));
+      for (const source of spec.events) {
+        if (source.kind === 'schedule') {
+          new events.Rule(this, `${name}Schedule`, { schedule: events.Schedule.rate(Duration.minutes(source.rateMinutes)), targets: [new LambdaFunction(fn, { retryAttempts: 0 })] });
+        } else {
+          fn.addEventSource(this.eventSource(source, props));
+        }
+      }
       this.functions[name] = fn;
     }
+    // Lead intake keeps its headroom whatever deliveries do (docs/capacity.md).
+    const reserved = props.leadIntakeReservedConcurrency ?? 100;
+    if (reserved > 0) (this.functions.leadIntake.node.defaultChild as lambda.CfnFunction).reservedConcurrentExecutions = reserved;
 
     this.api = this.restApi(stage);
 
@@ -113,6 +140,8 @@ export class CrmStack extends Stack {
     for (const [name, table] of entries(this.tables)) new CfnOutput(this, outputKeys.table(name), { value: table.tableName });
     for (const [name, queue] of entries(this.queues)) new CfnOutput(this, outputKeys.queue(name), { value: queue.queueUrl });
     new CfnOutput(this, outputKeys.settingsParameter, { value: this.settings.parameterName });
+    // The secrets' ARNs, never their values (`crm settings-link --stage` reads the value with GetSecretValue).
+    for (const [name, secret] of entries(this.secrets)) new CfnOutput(this, outputKeys.secret(name), { value: secret.secretArn });
   }
 
   private table(name: TableName, spec: TableSpec, stage: string): dynamodb.Table {
@@ -130,9 +159,30 @@ export class CrmStack extends Stack {
       deletionProtection: stage === 'prod',
     });
     for (const index of spec.globalIndexes ?? []) {
-      table.addGlobalSecondaryIndex({ indexName: index.name, partitionKey: key(index.partitionKey), sortKey: index.sortKey && key(index.sortKey) });
+      table.addGlobalSecondaryIndex({
+        indexName: index.name, partitionKey: key(index.partitionKey), sortKey: index.sortKey && key(index.sortKey),
+        projectionType: index.projection === 'KEYS_ONLY' ? dynamodb.ProjectionType.KEYS_ONLY : dynamodb.ProjectionType.ALL,
+      });
     }
     return table;
+  }
+
+  /**
+   * A secret generated by Secrets Manager at creation: its value is never in the template, the
+   * outputs or the functions' environment (they get its ARN and read it, cached). Deleted with the
+   * stack: it signs only short-lived tokens, so a new stack's new secret costs nothing but new links.
+   */
+  private secret(name: SecretName, spec: SecretSpec, stage: string): secretsmanager.Secret {
+    const secret = new secretsmanager.Secret(this, `${name}Secret`, {
+      description: `${spec.description} (${stage})`,
+      generateSecretString: { passwordLength: 64, excludePunctuation: true, includeSpace: false },
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+    Validations.of(secret).acknowledge({
+      id: 'AwsSolutions-SMG4',
+      reason: 'Rotated by hand (put-secret-value, docs/settings.md): the functions re-read it within 5 minutes and the tokens it signs live at most 1 hour, so a rotation Lambda would add moving parts for no gain.',
+    });
+    return secret;
   }
 
   private queue(name: QueueName, spec: QueueSpec): sqs.Queue {
@@ -153,7 +203,7 @@ export class CrmStack extends Stack {
     return queue;
   }
 
-  private eventSource(source: EventSourceSpec): lambda.IEventSource {
+  private eventSource(source: Exclude<EventSourceSpec, { kind: 'schedule' }>, props: CrmStackProps): lambda.IEventSource {
     if (source.kind === 'stream') {
       return new DynamoEventSource(this.tables[source.table], {
         startingPosition: lambda.StartingPosition.TRIM_HORIZON,
@@ -167,7 +217,7 @@ export class CrmStack extends Stack {
     return new SqsEventSource(this.queues[source.queue], {
       batchSize: source.batchSize,
       reportBatchItemFailures: true,
-      maxConcurrency: source.maxConcurrency,
+      maxConcurrency: source.queue === 'deliveryQueue' ? props.deliveryMaxConcurrency ?? source.maxConcurrency : source.maxConcurrency,
     });
   }
 
@@ -211,7 +261,9 @@ export class CrmStack extends Stack {
 
     const integrations = new Map<FunctionName, apigw.LambdaIntegration>();
     for (const route of routes) {
-      if (!integrations.has(route.function)) integrations.set(route.function, new apigw.LambdaIntegration(this.functions[route.function]));
+      // No test-invoke permissions: each method would add a second statement to the function's
+      // resource policy (20 KB at most), and the settings function serves some twenty methods.
+      if (!integrations.has(route.function)) integrations.set(route.function, new apigw.LambdaIntegration(this.functions[route.function], { allowTestInvoke: false }));
       api.root.resourceForPath(route.path).addMethod(route.method, integrations.get(route.function));
     }
     // Catch-alls, so no request ever meets API Gateway's 403 "Missing Authentication Token":
@@ -231,13 +283,14 @@ export class CrmStack extends Stack {
       } else {
         resource.addMethod('ANY', ...this.answerWithoutFunction(catchAllAnswers.notFound));
       }
-      resource.addResource('{proxy+}').addMethod('ANY', ...this.answerWithoutFunction(catchAllAnswers.notFound));
+      // API Gateway allows one variable child: where a route has a path parameter here (`{id}`), it takes the proxy's place.
+      if (!hasParameterChild(resource.path)) resource.addResource('{proxy+}').addMethod('ANY', ...this.answerWithoutFunction(catchAllAnswers.notFound));
     }
     this.webAcl(api.deploymentStage);
 
     Validations.of(api).acknowledge(
       { id: 'AwsSolutions-APIG2', reason: 'The function validates every body (zod) and answers 422 problem+json with per-field errors (DESIGN §6-7); a gateway validator would answer a different 400 shape first.' },
-      { id: 'AwsSolutions-APIG4', reason: 'Callers authenticate with organization API keys, checked in the function (hashed lookup, constant-time compare); an authorizer cannot reach that key store. CORS preflights and the catch-all 404/405 answers are open by design.' },
+      { id: 'AwsSolutions-APIG4', reason: 'Callers authenticate with organization API keys, checked in the function (hashed lookup, constant-time compare); an authorizer cannot reach that key store. The settings API checks its session tokens (JWT) in its function, the settings page is static. CORS preflights and the catch-all 404/405 answers are open by design.' },
       { id: 'AwsSolutions-COG4', reason: 'Callers are web forms and automation tools holding an organization API key, not Cognito users.' },
       { id: 'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs]', reason: 'The AWS-managed role API Gateway needs to write execution logs (logs only).' },
     );
@@ -333,11 +386,19 @@ export class CrmStack extends Stack {
           usingMetrics: { attempts: this.serviceMetric('DeliveryAttempts'), failures: this.serviceMetric('DeliveryFailures') },
           period: Duration.minutes(15),
         }), { threshold: 25, above: true }),
-      // Visible = ready and not taken. Not the oldest message's age: a retry parked by
-      // ChangeMessageVisibility (a receiver's Retry-After) is in flight and ages there, so that
-      // metric paged whenever a receiver asked us to wait.
+      // Visible = ready and not taken.
       this.alarm('DeliveryQueueBacklog', `Over ${deliveryBacklogThreshold} webhook deliveries have waited ready but unconsumed for 15 minutes: the delivery function is not keeping up or not consuming.`,
         this.queues.deliveryQueue.metricApproximateNumberOfMessagesVisible({ period: fiveMinutes, statistic: 'Maximum' }), { threshold: deliveryBacklogThreshold, above: true, periods: 3 }),
+      // Retries never wait in flight (DESIGN §16): in flight are only the attempts under way (at most
+      // maxConcurrency × 10) and crashed ones awaiting their visibility time-out. SQS stops handing
+      // out messages at ~120,000 in flight, for every organization.
+      this.alarm('DeliveryInFlight', `Over ${deliveryInFlightThreshold} delivery messages have been in flight for 15 minutes (SQS stalls the whole queue at ~120,000): attempts are crashing or hanging.`,
+        this.queues.deliveryQueue.metricApproximateNumberOfMessagesNotVisible({ period: fiveMinutes, statistic: 'Maximum' }), { threshold: deliveryInFlightThreshold, above: true, periods: 3 }),
+      // A message waits at most 15 min delayed, then is taken within seconds: older means stuck.
+      this.alarm('DeliveryOldestMessageAge', 'The oldest delivery message is over 30 minutes old: deliveries are not being consumed (or keep crashing).',
+        this.queues.deliveryQueue.metricApproximateAgeOfOldestMessage({ period: fiveMinutes, statistic: 'Maximum' }), { threshold: 30 * 60, above: true }),
+      this.alarm('DueSweepLag', 'Parked webhook retries are re-queued more than 5 minutes late: the delivery sweeper is failing, throttled or capped (see its log group).',
+        this.serviceMetric('DueSweepLagSeconds', fiveMinutes).with({ statistic: 'Maximum' }), { threshold: 300, above: true }),
       this.alarm('FanoutIteratorAge', 'The fan-out is more than 5 minutes behind the table streams: events are late (records older than 24 h are lost).',
         this.functions.eventFanout.metric('IteratorAge', { period: fiveMinutes, statistic: 'Maximum' }), { threshold: 5 * 60_000, above: true }),
       this.alarm('Api5xx', 'The API answered 5 or more 5xx in 5 minutes (function errors, 502/504 from the gateway).',

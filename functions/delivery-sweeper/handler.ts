@@ -1,0 +1,6 @@
+/** Every minute (EventBridge rule; a timer locally): parked retries that fall due go back to the delivery queue (functions/core/delivery/sweep.ts). */
+import { lambdaDeps } from '../core/platform/deps.js';
+import { sweepDueDeliveries, type SweepOutcome } from '../core/delivery/sweep.js';
+import { withMetrics } from '../core/platform/observability.js';
+
+export const handler = withMetrics(async (): Promise<SweepOutcome> => sweepDueDeliveries(await lambdaDeps()));
