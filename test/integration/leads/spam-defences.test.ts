@@ -4,8 +4,12 @@
  * CAPTCHA is verified server-side against a loopback siteverify stub that plays the provider, set
  * as the stage's verify URL through the settings parameter, failing closed when it cannot answer.
  */
-import { describe, it, expect, beforeAll, afterAll } from '@jest/globals';
+import { describe, it, expect, beforeAll, afterAll, jest } from '@jest/globals';
+import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
+import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
+import { tables, queues, settingsParameterEnvVar, metricsNamespace, type TableName, type QueueName } from '../../../lib/topology.js';
+import { lambdaContext } from '../../../lib/local/lambda-context.js';
 import type { AddressInfo } from 'node:net';
 import { SSMClient, GetParameterCommand, PutParameterCommand } from '@aws-sdk/client-ssm';
 import { dailyUsage, getOrganization } from '../../../functions/core/tenancy/organizations.js';
@@ -52,6 +56,55 @@ describe('the honeypot field', () => {
     expect(clients.map((c) => c.first_name).sort()).toEqual(['Person', 'Web']);
     expect(clients.find((c) => c.first_name === 'Person')?.custom_fields).toBeUndefined();
     expect(clients.find((c) => c.first_name === 'Web')?.custom_fields).toEqual({ website: 'https://me.example' });
+  });
+
+  it('filled: publishes the HoneypotTripped metric (the real handler in this process, metrics on, as on Lambda)', async () => {
+    // The local stack runs with metrics disabled: invoke lead intake here with Lambda's environment.
+    const { info } = await testStack();
+    const saved = { ...process.env };
+    delete process.env.POWERTOOLS_METRICS_DISABLED;
+    delete process.env.CRM_SETTINGS;
+    Object.assign(process.env, {
+      AWS_REGION: info.region, AWS_ACCESS_KEY_ID: 'local', AWS_SECRET_ACCESS_KEY: 'local',
+      AWS_ENDPOINT_URL_DYNAMODB: info.dynamodbEndpoint, AWS_ENDPOINT_URL_SQS: info.sqsEndpoint, AWS_ENDPOINT_URL_SSM: info.ssmEndpoint,
+      [settingsParameterEnvVar]: info.settingsParameter,
+    });
+    for (const [name, spec] of Object.entries(tables)) process.env[spec.envVar] = info.tables[name as TableName];
+    for (const [name, spec] of Object.entries(queues)) process.env[spec.envVar] = info.queues[name as QueueName];
+    const lines: string[] = [];
+    try {
+      const { handler } = (await import('../../../functions/lead-intake/handler.js')) as { handler: (e: APIGatewayProxyEvent, c: Context) => Promise<APIGatewayProxyResult> };
+      const t = await givenPublishableKey();
+      const headers = { 'Content-Type': 'application/json', 'X-API-Key': t.key, Origin: SHOP };
+      const write = jest.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
+        lines.push(...String(chunk).split('\n').filter(Boolean));
+        return true;
+      });
+      let result: APIGatewayProxyResult;
+      try {
+        result = await handler({
+          resource: '/api/webhook/leads', path: '/api/webhook/leads', httpMethod: 'POST', headers,
+          multiValueHeaders: Object.fromEntries(Object.entries(headers).map(([k, v]) => [k, [v]])),
+          queryStringParameters: null, multiValueQueryStringParameters: null, pathParameters: null, stageVariables: null,
+          body: JSON.stringify({ name: 'Bot', website: 'https://spam.example' }), isBase64Encoded: false,
+          requestContext: { requestId: randomUUID(), identity: { sourceIp: '192.0.2.10' } } as APIGatewayProxyEvent['requestContext'],
+        }, lambdaContext('leadIntake', 10));
+      } finally {
+        write.mockRestore();
+      }
+      expect(result.statusCode).toBe(201);
+      expect(await itemsOf('clients', t.organizationId)).toEqual([]);
+    } finally {
+      process.env = saved;
+    }
+    const emf = lines.map((l) => { try { return JSON.parse(l); } catch { return undefined; } }).filter((o) => o?._aws?.CloudWatchMetrics);
+    const tripped = emf.find((o) => o.HoneypotTripped !== undefined);
+    expect(tripped?.HoneypotTripped).toBe(1);
+    expect(tripped._aws.CloudWatchMetrics[0]).toMatchObject({ Namespace: metricsNamespace, Metrics: [expect.objectContaining({ Name: 'HoneypotTripped' })] });
+    // The request's log line says so too, without the body's values.
+    const logged = lines.map((l) => { try { return JSON.parse(l); } catch { return undefined; } }).find((o) => o?.message === 'request');
+    expect(logged).toMatchObject({ status: 201, outcome: 'honeypot' });
+    expect(lines.join('\n')).not.toContain('spam.example');
   });
 
   it('does not apply to secret keys: `website` stays an ordinary field of a server’s lead', async () => {
