@@ -13,12 +13,13 @@ import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat, type ICommandHooks } from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
+import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import * as ssm from 'aws-cdk-lib/aws-ssm';
 import type { Construct } from 'constructs';
 import {
   serviceName, settingsParameterEnvVar,
-  type FunctionSpec, type QueueAccess, type QueueSpec, type TableAccess, type TableSpec,
+  type FunctionSpec, type QueueAccess, type SecretSpec, type QueueSpec, type TableAccess, type TableSpec,
 } from '../topology.js';
 import { settingsSnapshotEnvVar } from '../../functions/core/platform/settings.js';
 
@@ -124,6 +125,13 @@ export class CrmFunction extends NodejsFunction {
         reason: `Queries on the table's own indexes (${spec.globalIndexes.map((i) => i.name).join(', ')}); scoped to that one table.`,
       });
     }
+    return this;
+  }
+
+  /** Grants GetSecretValue on this one secret (grantRead would add DescribeSecret) and sets the env var holding its ARN. */
+  bindSecret(secret: secretsmanager.ISecret, spec: SecretSpec): this {
+    this.addToRolePolicy(new iam.PolicyStatement({ actions: ['secretsmanager:GetSecretValue'], resources: [secret.secretArn] }));
+    this.addEnvironment(spec.envVar, secret.secretArn);
     return this;
   }
 

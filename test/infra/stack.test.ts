@@ -14,6 +14,7 @@ import { buildApp } from '../../lib/stacks/app.js';
 import { generateApiKey } from '../../functions/core/tenancy/api-keys.js';
 import type { CrmStack } from '../../lib/stacks/crm-stack.js';
 import {
+  secrets, hasParameterChild, type SecretName,
   cors, edgeAddressLimitPer5Minutes, edgeKeyLimitPerMinute, functions, gatewayResponses, mockRequestContentTypes, outputKeys, queues, routes, routeThrottle, catchAllThrottle, tables,
   type FunctionName, type QueueName, type TableName,
 } from '../../lib/topology.js';
@@ -180,6 +181,7 @@ describe('the CDK stack', () => {
       const bound = [
         ...Object.keys(spec.tables).map((t) => tables[t as TableName].envVar),
         ...Object.keys(spec.queues).map((q) => queues[q as QueueName].envVar),
+        ...Object.keys((spec as { secrets?: object }).secrets ?? {}).map((n) => secrets[n as SecretName].envVar),
       ];
       expect(Object.keys(env).sort()).toEqual([...bound, 'NODE_OPTIONS', 'POWERTOOLS_SERVICE_NAME', 'SETTINGS_PARAMETER', 'CRM_SETTINGS_SNAPSHOT', 'STAGE'].sort());
       expect(env.SETTINGS_PARAMETER).toEqual({ Ref: logicalId(stack.settings) });
@@ -200,6 +202,34 @@ describe('the CDK stack', () => {
       // The snapshot a cold container serves when SSM fails is the very document the stack writes to SSM.
       expect(functionProps(name).Environment.Variables.CRM_SETTINGS_SNAPSHOT).toBe(document);
     }
+  });
+
+  it('generates the session-token secret in Secrets Manager (no value in the template) and lets only the settings function GetSecretValue on it', () => {
+    const secretId = logicalId(stack.secrets.settingsToken);
+    const secret = template.findResources('AWS::SecretsManager::Secret')[secretId];
+    expect(secret.Properties.GenerateSecretString).toMatchObject({ PasswordLength: 64, ExcludePunctuation: true });
+    expect(secret.Properties.SecretString).toBeUndefined();
+    expect(JSON.stringify(template.toJSON())).not.toMatch(/resolve:secretsmanager/);
+    for (const name of Object.keys(functions) as FunctionName[]) {
+      const statements = statementsOf(name).filter((st) => st.actions.some((a) => a.startsWith('secretsmanager:')));
+      if (name === 'settingsApi') expect(statements).toEqual([{ actions: ['secretsmanager:GetSecretValue'], resources: JSON.stringify({ Ref: secretId }) }]);
+      else expect(statements).toEqual([]);
+    }
+    expect(functionProps('settingsApi').Environment.Variables[secrets.settingsToken.envVar]).toEqual({ Ref: secretId });
+  });
+
+  it('lets the settings function manage keys, endpoints and deliveries, but never touch clients, work orders or idempotency records, nor consume the delivery queue', () => {
+    expect(actionsOn('settingsApi', tableRef('organizations'))).toEqual(expect.arrayContaining(['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:Query']));
+    for (const table of ['clients', 'workOrders', 'idempotency'] as const) expect(actionsOn('settingsApi', tableRef(table))).toEqual([]);
+    expect(actionsOn('settingsApi', queueRef('deliveryQueue'))).toContain('sqs:SendMessage');
+    expect(actionsOn('settingsApi', queueRef('deliveryQueue'))).not.toContain('sqs:ReceiveMessage');
+    expect(actionsOn('settingsApi', queueRef('fanoutFailures'))).toEqual([]);
+    // Every settings route reaches the settings function through a Lambda proxy integration.
+    const pathOf = resourcePaths();
+    const settingsMethods = Object.values(template.findResources('AWS::ApiGateway::Method'))
+      .filter((m) => m.Properties.Integration?.Type === 'AWS_PROXY' && JSON.stringify(m.Properties.Integration.Uri).includes(logicalId(stack.functions.settingsApi)))
+      .map((m) => `${m.Properties.HttpMethod} ${pathOf(m.Properties.ResourceId)}`);
+    expect(settingsMethods.sort()).toEqual(routes.filter((r) => r.function === 'settingsApi').map((r) => `${r.method} ${r.path}`).sort());
   });
 
   it('serves GET and POST /api/webhook/leads on a regional API with JSON access logs and tracing', () => {
@@ -223,12 +253,16 @@ describe('the CDK stack', () => {
     const settings = Object.fromEntries((stage.Properties.MethodSettings as { ResourcePath: string; HttpMethod: string; ThrottlingRateLimit: number; ThrottlingBurstLimit: number; LoggingLevel: string }[])
       .map((m) => [`${m.ResourcePath === '/*' ? '/*' : m.ResourcePath.slice(1).replaceAll('~1', '/')} ${m.HttpMethod}`, { rate: m.ThrottlingRateLimit, burst: m.ThrottlingBurstLimit, logging: m.LoggingLevel }]));
     const sized = { rate: routeThrottle.rateLimit, burst: routeThrottle.burstLimit, logging: 'ERROR' };
-    expect(settings).toEqual({
+    expect(settings).toMatchObject({
       '/* *': { rate: catchAllThrottle.rateLimit, burst: catchAllThrottle.burstLimit, logging: 'ERROR' },
       '/api/webhook/leads GET': sized,
       '/api/webhook/leads POST': sized,
       '/api/webhook/leads OPTIONS': sized,
     });
+    // Every routed method and its path's preflight (the settings routes included, `{id}` paths too), nothing else.
+    const routed = [...new Set(routes.flatMap((r) => [`${r.path} ${r.method}`, `${r.path} OPTIONS`]))];
+    expect(Object.keys(settings).sort()).toEqual(['/* *', ...routed].sort());
+    for (const key of routed) expect(settings[key]).toEqual(sized);
     // Low enough that scanners cannot claim the account's API Gateway quota (docs/capacity.md).
     expect(catchAllThrottle.rateLimit * 20).toBeLessThanOrEqual(routeThrottle.rateLimit);
   });
@@ -277,7 +311,8 @@ describe('the CDK stack', () => {
     const allPaths = ['/', ...Object.keys(template.findResources('AWS::ApiGateway::Resource')).map((id) => pathOf({ Ref: id }))];
     for (const path of allPaths) {
       expect(byPath.has(path)).toBe(true);
-      if (!path.endsWith('{proxy+}')) expect(byPath.has(`${path === '/' ? '' : path}/{proxy+}`)).toBe(true);
+      // Where a route has a path parameter, `{id}` is the one variable child API Gateway allows.
+      if (!path.endsWith('{proxy+}')) expect(byPath.has(`${path === '/' ? '' : path}/{proxy+}`)).toBe(!hasParameterChild(path));
     }
     for (const [path, method] of byPath) {
       const integration = method.Integration;
@@ -308,7 +343,7 @@ describe('the CDK stack', () => {
     }
     // Preflights only where a route is (elsewhere OPTIONS is a 404 like any method).
     const options = Object.values(template.findResources('AWS::ApiGateway::Method')).filter((m) => m.Properties.HttpMethod === 'OPTIONS');
-    expect(options.map((m) => pathOf(m.Properties.ResourceId))).toEqual(routePaths);
+    expect(options.map((m) => pathOf(m.Properties.ResourceId)).sort()).toEqual([...routePaths].sort());
   });
 
   it('answers its own errors (throttle, WAF block, 413, 504, unknown route, any other 4xx/5xx) as problem+json with the request id, CORS, and Retry-After on 429s', () => {
@@ -485,9 +520,14 @@ describe('the CDK stack', () => {
       outputKeys.apiUrl, outputKeys.settingsParameter,
       ...Object.keys(tables).map((t) => outputKeys.table(t as TableName)),
       ...Object.keys(queues).map((q) => outputKeys.queue(q as QueueName)),
+      ...Object.keys(secrets).map((n) => outputKeys.secret(n as SecretName)),
     ];
     expect(Object.keys(outputs).sort()).toEqual(expected.sort());
-    expect(JSON.stringify(outputs)).not.toMatch(/crm_live_|whsec_|secret|password|token|AKIA/i);
+    // A secret's output is its ARN (Ref), never its value.
+    for (const name of Object.keys(secrets) as SecretName[]) expect(outputs[outputKeys.secret(name)].Value).toEqual({ Ref: logicalId(stack.secrets[name]) });
+    const others = Object.fromEntries(Object.entries(outputs).filter(([key]) => !Object.keys(secrets).map((n) => outputKeys.secret(n as SecretName)).includes(key)));
+    expect(JSON.stringify(others)).not.toMatch(/crm_live_|whsec_|secret|password|token|AKIA/i);
+    expect(JSON.stringify(outputs)).not.toMatch(/crm_live_|whsec_|SecretString|resolve:secretsmanager|password|AKIA/i);
     // The base URL, no trailing slash (like the local stack's apiUrl): https://<api>.execute-api.<region>.<suffix>/<stage>
     template.hasOutput(outputKeys.apiUrl, {
       Value: { 'Fn::Join': ['', ['https://', { Ref: logicalId(stack.api) }, '.execute-api.', { Ref: 'AWS::Region' }, '.', { Ref: 'AWS::URLSuffix' }, '/', { Ref: Match.anyValue() }]] },
