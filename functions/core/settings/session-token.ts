@@ -39,7 +39,7 @@ export async function mintSessionToken(secret: string | Uint8Array, input: { org
   if (!ID_PATTERN.test(input.userId)) errors.push({ field: 'user', message: 'must be 1 to 128 letters, digits or _.:@-' });
   if (!Number.isInteger(input.ttlSeconds) || input.ttlSeconds < 1 || input.ttlSeconds > MAX_SESSION_TTL_SECONDS)
     errors.push({ field: 'ttl', message: `must be 1 s to ${MAX_SESSION_TTL_SECONDS / 60} min` });
-  if (errors.length) throw validationFailed(errors);
+  if (errors.length) throw validationFailed(errors, 'A session token cannot be minted with these values.');
   const iat = Math.floor((input.now ?? Date.now()) / 1000);
   return new SignJWT({ org_id: input.organizationId })
     .setProtectedHeader({ alg: ALGORITHM, typ: 'JWT' })
@@ -86,6 +86,6 @@ export function bearerToken(headers: Record<string, string | undefined>): string
 /** `15m`, `1h`, `900s`, `900` → seconds. */
 export function parseTtl(text: string): number {
   const match = /^(\d+)\s*(s|m|h)?$/.exec(text.trim());
-  if (!match) throw validationFailed([{ field: 'ttl', message: `must look like 15m, 1h or 900s, got "${text}"` }]);
+  if (!match) throw validationFailed([{ field: 'ttl', message: `must look like 15m, 1h or 900s, got "${text}"` }], 'The time-to-live is not valid.');
   return Number(match[1]) * { s: 1, m: 60, h: 3600 }[(match[2] ?? 's') as 's' | 'm' | 'h'];
 }

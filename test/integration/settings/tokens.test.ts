@@ -54,7 +54,7 @@ describe('session tokens on the settings API', () => {
     const { organizationId } = await newTenant();
     const token = await sessionToken(organizationId);
     const { api } = await testStack();
-    for (const headers of [{ Authorization: `Bearer ${token}` }, { 'X-API-Key': token }]) {
+    for (const headers of [{ Authorization: `Bearer ${token}` }, { 'X-API-Key': token }] as Record<string, string>[]) {
       const response = await api('/api/webhook/leads', { headers });
       expect(response.status).toBe(401);
       expect(response.headers.get('content-type')).toBe('application/problem+json');

@@ -1,0 +1,70 @@
+/**
+ * Every management route is scoped to the token's organization (DESIGN §14 Separation): with a valid
+ * token of organization A, every id of organization B is simply not found (404) on every route that
+ * takes one, in the path, the query or the body, and nothing of B changes.
+ */
+import { describe, it, expect, beforeAll, afterAll } from '@jest/globals';
+import { newTenant, testStack, type Tenant } from '../support/stack.js';
+import { Receiver } from '../support/receiver.js';
+import { routes } from '../../../lib/topology.js';
+import { settingsClient, settingsCall } from './support.js';
+
+let receiver: Receiver;
+let a: Tenant;
+let b: { tenant: Tenant; keyId: string; key: string; endpointId: string; deliveryId: string; secret: string };
+beforeAll(async () => {
+  receiver = await new Receiver().start();
+  a = await newTenant({ name: 'A Plumbing' });
+  const tenant = await newTenant({ name: 'B Heating' });
+  const adminB = await settingsClient(tenant.organizationId);
+  const { endpoint, secret } = (await adminB.post('/api/settings/webhooks', { url: `${receiver.url}/isolation-b`, events: ['client.created'] })).json<{ endpoint: { id: string }; secret: string }>();
+  receiver.script('/isolation-b', secret, { status: 204 });
+  const { delivery } = (await adminB.post(`/api/settings/webhooks/${endpoint.id}/test`)).json<{ delivery: { id: string; status: string } }>();
+  expect(delivery.status).toBe('delivered');
+  b = { tenant, keyId: tenant.keyId, key: tenant.key, endpointId: endpoint.id, deliveryId: delivery.id, secret };
+});
+afterAll(async () => {
+  await receiver.stop();
+});
+
+/** Each route with an id, and what it is called with: B's id, in the place the route takes it. */
+const withIds = (): [string, string, string, unknown][] => [
+  ['DELETE', '/api/settings/keys/{id}', `/api/settings/keys/${b.keyId}`, undefined],
+  ['POST', '/api/settings/keys/{id}/rotate', `/api/settings/keys/${b.keyId}/rotate`, { grace_hours: 0 }],
+  ['PATCH', '/api/settings/webhooks/{id}', `/api/settings/webhooks/${b.endpointId}`, { url: `${receiver.url}/stolen`, enabled: false }],
+  ['DELETE', '/api/settings/webhooks/{id}', `/api/settings/webhooks/${b.endpointId}`, undefined],
+  ['POST', '/api/settings/webhooks/{id}/rotate-secret', `/api/settings/webhooks/${b.endpointId}/rotate-secret`, { grace_hours: 0 }],
+  ['POST', '/api/settings/webhooks/{id}/test', `/api/settings/webhooks/${b.endpointId}/test`, {}],
+  ['GET', '/api/settings/deliveries/{id}', `/api/settings/deliveries/${b.deliveryId}`, undefined],
+  ['POST', '/api/settings/deliveries/{id}/redeliver', `/api/settings/deliveries/${b.deliveryId}/redeliver`, {}],
+  ['GET', '/api/settings/deliveries', `/api/settings/deliveries?endpoint=${b.endpointId}`, undefined],
+  ['POST', '/api/settings/deliveries/redeliver', '/api/settings/deliveries/redeliver', { endpoint: b.endpointId }],
+];
+
+describe('organization scoping of the settings API', () => {
+  it('covers every route of the settings function that takes an id in its path', () => {
+    const parameterized = routes.filter((r) => r.function === 'settingsApi' && r.path.startsWith('/api/') && r.path.includes('{')).map((r) => `${r.method} ${r.path}`);
+    expect(withIds().map(([method, route]) => `${method} ${route}`)).toEqual(expect.arrayContaining(parameterized));
+  });
+
+  it("answers 404 for every one of another organization's ids, and changes nothing of it", async () => {
+    const token = (await settingsClient(a.organizationId, 'intruder')).token;
+    for (const [method, route, pathname, body] of withIds()) {
+      const call = await settingsCall(token, method, pathname, body);
+      expect({ route: `${method} ${route}`, status: call.status, type: call.headers.get('content-type') }).toEqual({ route: `${method} ${route}`, status: 404, type: 'application/problem+json' });
+      expect(call.text).not.toContain(b.tenant.organizationId);
+    }
+    // B is as it was: its key works, its endpoint and secret are unchanged, its delivery was not re-sent.
+    const { api } = await testStack();
+    expect((await api('/api/webhook/leads', { headers: { 'X-API-Key': b.key } })).status).toBe(200);
+    const adminB = await settingsClient(b.tenant.organizationId);
+    expect((await adminB.get('/api/settings/webhooks')).json()).toMatchObject({ endpoints: [{ id: b.endpointId, url: `${receiver.url}/isolation-b`, enabled: true, secretCount: 1 }] });
+    expect((await adminB.get(`/api/settings/deliveries/${b.deliveryId}`)).json()).toMatchObject({ delivery: { status: 'delivered', attemptCount: 1 } });
+    expect(receiver.on('/isolation-b')).toHaveLength(1);
+    expect(receiver.on('/stolen')).toHaveLength(0);
+    // A's own lists do not show B's things.
+    const adminA = await settingsClient(a.organizationId);
+    expect(JSON.stringify((await adminA.get('/api/settings/keys')).json())).not.toContain(b.keyId);
+    expect((await adminA.get('/api/settings/deliveries')).json()).toEqual({ deliveries: [], nextCursor: null });
+  });
+});
