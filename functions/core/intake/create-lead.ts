@@ -28,13 +28,16 @@ const MAX_ATTEMPTS = 8;
 const BACKOFF_BASE_MS = 10;
 const BACKOFF_CAP_MS = 400;
 
-export async function createLead(deps: Deps, auth: AuthContext, input: LeadInput, meta: RequestMeta): Promise<Client<'lead', 'api'>> {
-  const org = auth.organization;
+/**
+ * The client a lead creates, as stored and answered (not written here). The honeypot's fake answer
+ * (public-form.ts) is built by the same function, so a bot cannot tell it from a real one.
+ */
+export function newLeadClient(deps: Deps, auth: AuthContext, input: LeadInput, meta: RequestMeta): Client<'lead', 'api'> {
   const at = new Date(deps.now()).toISOString();
   const { sms_consent_source: consentSource, ...fields } = input;
-  const client: Client<'lead', 'api'> = {
+  return {
     id: newTimeOrderedId('cli', deps.now()), // time-ordered: the inbox reads the newest clients first (notifications.ts)
-    organization_id: org.id,
+    organization_id: auth.organization.id,
     status: 'lead',
     source: 'api',
     ...fields,
@@ -44,6 +47,12 @@ export async function createLead(deps: Deps, auth: AuthContext, input: LeadInput
     created_at: at,
     updated_at: at,
   };
+}
+
+export async function createLead(deps: Deps, auth: AuthContext, input: LeadInput, meta: RequestMeta): Promise<Client<'lead', 'api'>> {
+  const org = auth.organization;
+  const client = newLeadClient(deps, auth, input, meta);
+  const at = client.created_at;
   const name = [client.first_name, client.last_name].filter(Boolean).join(' ');
   const item = {
     ...keys.client(org.id, client.id),

@@ -92,22 +92,25 @@ function describeKey(auth: AuthContext, limit: RateLimitState): Answer {
  */
 async function createLeadOnce(deps: Deps, request: HttpRequest, auth: AuthContext, form: Record<string, string> | undefined): Promise<Answer> {
   const idempotencyKey = validateIdempotencyKey(request.headers['idempotency-key']);
-  let body = form ?? readJsonBody(request, MAX_BODY_BYTES);
+  const body = form ?? readJsonBody(request, MAX_BODY_BYTES);
   const policy = auth.key.publishable;
+  const meta = { requestId: request.requestId, ip: request.sourceIp, userAgent: request.headers['user-agent'] };
+  let input;
   if (policy) {
     const { lead, honeypot, tokens } = takeSpamFields(body, policy);
+    // Validated before the honeypot: an invalid post gets the 422 a person would, filled or not.
+    input = parseLead(lead);
     if (honeypot) {
-      const fake = honeypotAnswer(deps, auth);
+      const fake = honeypotAnswer(deps, auth, input, meta);
       return { ...(form ? formSuccess(policy) : fake), outcome: 'honeypot' };
     }
     const provider = auth.organization.captchaProvider;
     if (provider) {
       await verifyCaptcha(deps, { organizationId: auth.organization.id, provider, token: tokens[captchaProvidersSpec[provider].field], remoteIp: request.sourceIp });
     }
-    body = lead;
+  } else {
+    input = parseLead(body);
   }
-  const input = parseLead(body);
-  const meta = { requestId: request.requestId, ip: request.sourceIp, userAgent: request.headers['user-agent'] };
   const cap = policy?.dailyCap;
   const create = async () => {
     if (cap === undefined) return createLead(deps, auth, input, meta);

@@ -8,11 +8,12 @@ import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { Deps } from '../platform/deps.js';
 import { DomainError, payloadTooLarge, type Problem } from '../platform/errors.js';
 import type { HttpOutcome, HttpRequest } from '../platform/http-request.js';
-import { newTimeOrderedId } from '../platform/ids.js';
 import type { AuthContext, PublishableKeyPolicy } from '../platform/model.js';
 import { metrics } from '../platform/observability.js';
 import { matchOrigin } from '../tenancy/api-keys.js';
 import { captchaTokenFields } from './captcha.js';
+import { newLeadClient, type RequestMeta } from './create-lead.js';
+import type { LeadInput } from './lead-schema.js';
 
 /** The form field a no-script form carries its publishable key in. */
 export const FORM_KEY_FIELD = 'api_key';
@@ -94,11 +95,14 @@ export function takeSpamFields(body: unknown, policy: PublishableKeyPolicy): { l
   return { lead, honeypot, tokens };
 }
 
-/** A filled honeypot: counted, and answered as if accepted (a bot learns nothing), with nothing written or billed. */
-export function honeypotAnswer(deps: Deps, auth: AuthContext): { status: number; body: unknown } {
+/**
+ * A filled honeypot: counted, and answered as if accepted, with nothing written or billed. The body
+ * is the client a real lead of this input would have been (the same builder), so a bot comparing
+ * answers learns nothing; the input was validated first, so an invalid one gets the same 422.
+ */
+export function honeypotAnswer(deps: Deps, auth: AuthContext, input: LeadInput, meta: RequestMeta): { status: number; body: unknown } {
   metrics.addMetric('HoneypotTripped', MetricUnit.Count, 1);
-  const at = new Date(deps.now()).toISOString();
-  return { status: 201, body: { id: newTimeOrderedId('cli', deps.now()), organization_id: auth.organization.id, status: 'lead', source: 'api', sms_consent: false, created_at: at, updated_at: at } };
+  return { status: 201, body: newLeadClient(deps, auth, input, meta) };
 }
 
 const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);

@@ -36,6 +36,27 @@ describe('the honeypot field', () => {
     expect(logged).toMatchObject({ status: 201, outcome: 'honeypot', keyId: t.keyId });
   });
 
+  it('filled: the answer is the one a person gets for the same input (same fields; an invalid body the same 422)', async () => {
+    const t = await givenPublishableKey({ perIpLimit: 100 });
+    const from = freshAddress();
+    const lead = { name: 'Ada Lovelace', email: 'ada@example.com', phone: '+14155550123', notes: 'Leaky tap', sms_consent: true, sms_consent_source: 'web form' };
+    const person = await postFromPage(t.key, lead, { origin: SHOP, from });
+    const bot = await postFromPage(t.key, { ...lead, website: 'https://spam.example' }, { origin: SHOP, from });
+    expect(person.status).toBe(201);
+    expect(bot.status).toBe(201);
+    const shape = (body: Record<string, unknown>) => Object.keys(body).sort();
+    expect(shape(bot.json())).toEqual(shape(person.json()));
+    expect(bot.json()).toMatchObject({ first_name: 'Ada', last_name: 'Lovelace', email: 'ada@example.com', notes: 'Leaky tap', sms_consent: true });
+    expect(Object.keys(bot.headers).sort()).toEqual(Object.keys(person.headers).sort());
+
+    const invalid = { name: 'Bot', email: 'not-an-email' };
+    const refused = await postFromPage(t.key, invalid, { origin: SHOP, from });
+    const tripped = await postFromPage(t.key, { ...invalid, website: 'x' }, { origin: SHOP, from });
+    expect(refused.status).toBe(422);
+    expect(tripped.status).toBe(422);
+    expect((await itemsOf('clients', t.organizationId)).map((c) => c.id)).toEqual([person.json().id]);
+  });
+
   it('filled in a no-script form: the same redirect a person gets, nothing created', async () => {
     const t = await givenPublishableKey({ thankYouUrl: `${SHOP}/thanks` });
     const body = new URLSearchParams({ api_key: t.key, name: 'Bot', website: 'x' }).toString();
