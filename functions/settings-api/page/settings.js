@@ -431,7 +431,9 @@ function renderEndpoint(endpoint) {
         h('p', { class: 'cell-sub' }, statusBadge(endpoint.enabled ? 'enabled' : 'disabled'), ' ',
           endpoint.description ? h('span', { text: endpoint.description }) : null,
           endpoint.description ? ' · ' : null, 'Added ', when(endpoint.createdAt)),
-        circuit),
+        circuit,
+        endpoint.disabledReason ? h('p', { class: 'cell-sub warn-text', text: `Disabled automatically: ${endpoint.disabledReason}` }) : null,
+        endpoint.failingSince && !endpoint.disabledReason ? h('p', { class: 'cell-sub warn-text' }, 'Failing since ', when(endpoint.failingSince)) : null),
       h('div', { class: 'endpoint-actions' },
         testButton,
         h('button', { type: 'button', class: 'btn subtle small', onclick: () => editEndpoint(endpoint) }, 'Edit'),
@@ -476,7 +478,7 @@ function renderEventsPicker(selected) {
     h('p', { class: 'event-group-title', text: group }),
     events.map((event) => h('label', { class: 'event-option' },
       h('input', { type: 'checkbox', name: 'events', value: event.name, checked: selected.has(event.name) }),
-      h('span', { class: 'event-names' }, h('code', { text: event.name }), h('span', { class: 'alias' }, 'also ', h('code', { text: event.alias }))),
+      h('span', { class: 'event-names' }, h('code', { text: event.name }), event.alias ? h('span', { class: 'alias' }, 'also ', h('code', { text: event.alias })) : null),
       event.description ? h('span', { class: 'event-description', text: event.description }) : null)))));
 }
 
@@ -556,6 +558,8 @@ function deleteEndpoint(endpoint) {
 // Deliveries
 
 let deliveryCursor = null;
+// Filters change faster than answers come back: only the latest request's answer is shown.
+let deliveriesRequest = 0;
 
 function renderEndpointFilter() {
   const select = $('filter-endpoint');
@@ -576,12 +580,17 @@ function deliveryQuery(cursor) {
 async function loadDeliveries({ more = false } = {}) {
   const body = $('deliveries-body');
   if (!more && !body.querySelector('table')) fill(body, loading('Loading deliveries…'));
+  const request = ++deliveriesRequest;
+  body.setAttribute('aria-busy', 'true');
   try {
     const page = await api(deliveryQuery(more ? deliveryCursor : null));
+    if (request !== deliveriesRequest) return;
     deliveryCursor = page.nextCursor;
     renderDeliveries(page.deliveries, more);
   } catch (error) {
-    if (error.status !== 401) fill(body, problemAlert(error));
+    if (error.status !== 401 && request === deliveriesRequest) fill(body, problemAlert(error));
+  } finally {
+    if (request === deliveriesRequest) body.setAttribute('aria-busy', 'false');
   }
 }
 
@@ -591,7 +600,8 @@ function deliveryRow(d) {
     h('th', { scope: 'row', 'data-label': 'Event' }, h('code', { text: d.eventType })),
     h('td', { 'data-label': 'Endpoint', class: 'truncate', title: d.url, text: d.url }),
     h('td', { 'data-label': 'Status' }, statusBadge(d.status),
-      d.nextAttemptAt && d.status !== 'delivered' ? h('span', { class: 'cell-sub' }, 'next try ', when(d.nextAttemptAt, timeOnly)) : null),
+      d.nextAttemptAt && d.status !== 'delivered' ? h('span', { class: 'cell-sub' }, 'next try ', when(d.nextAttemptAt, timeOnly)) : null,
+      d.reason ? h('span', { class: 'cell-sub', text: d.reason }) : null),
     h('td', { 'data-label': 'Attempts', class: 'num', text: String(d.attemptCount) }),
     h('td', { 'data-label': 'Last answer' }, d.attemptCount ? httpBadge(d.lastStatusCode) : h('span', { class: 'muted', text: '—' })),
     h('td', { class: 'actions' }, h('button', { type: 'button', class: 'btn subtle small', 'aria-label': `Details of ${d.eventType} delivery to ${d.url}`, onclick: () => openDelivery(d.id) }, 'Details')));
@@ -651,7 +661,7 @@ function renderDelivery(d, note) {
   const attempts = d.attempts || [];
   fill($('delivery-detail'),
     h('dl', { class: 'facts compact' },
-      h('div', {}, h('dt', { text: 'Status' }), h('dd', {}, statusBadge(d.status))),
+      h('div', {}, h('dt', { text: 'Status' }), h('dd', {}, statusBadge(d.status), d.reason ? h('span', { class: 'cell-sub', text: d.reason }) : null)),
       h('div', {}, h('dt', { text: 'Endpoint' }), h('dd', {}, h('code', { text: d.url }))),
       h('div', {}, h('dt', { text: 'Event ID' }), h('dd', {}, h('code', { text: d.eventId }))),
       h('div', {}, h('dt', { text: 'Created' }), h('dd', {}, when(d.createdAt))),
@@ -697,8 +707,9 @@ function redeliverAllFailed() {
       : 'Every failed delivery to any of your endpoints will be sent again.',
     action: 'Re-deliver',
     run: async () => {
-      const { count: queued } = await api('/deliveries/redeliver', { method: 'POST', body: endpointId ? { endpoint: endpointId } : {} });
-      flash($('deliveries-status'), queued ? `${count.format(queued)} failed ${queued === 1 ? 'delivery' : 'deliveries'} queued for re-delivery.` : 'There were no failed deliveries to send again.', queued ? 'ok' : 'info');
+      const { count: queued, notRedeliverable } = await api('/deliveries/redeliver', { method: 'POST', body: endpointId ? { endpoint: endpointId } : {} });
+      const skipped = notRedeliverable ? ` ${count.format(notRedeliverable)} could not be sent again: their content is no longer kept.` : '';
+      flash($('deliveries-status'), (queued ? `${count.format(queued)} failed ${queued === 1 ? 'delivery' : 'deliveries'} queued for re-delivery.` : 'There were no failed deliveries to send again.') + skipped, queued ? 'ok' : 'info');
       await loadDeliveries();
     },
   });
