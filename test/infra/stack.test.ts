@@ -15,7 +15,7 @@ import { generateApiKey } from '../../functions/core/tenancy/api-keys.js';
 import type { CrmStack } from '../../lib/stacks/crm-stack.js';
 import {
   secrets, hasParameterChild, type SecretName,
-  cors, edgeAddressLimitPer5Minutes, edgeKeyLimitPerMinute, functions, gatewayResponses, mockRequestContentTypes, outputKeys, queues, routes, routeThrottle, catchAllThrottle, tables,
+  cors, deliveryMaxConcurrency, slowLaneMaxConcurrency, edgeAddressLimitPer5Minutes, edgeKeyLimitPerMinute, functions, gatewayResponses, mockRequestContentTypes, outputKeys, queues, routes, routeThrottle, catchAllThrottle, tables,
   type FunctionName, type QueueName, type TableName,
 } from '../../lib/topology.js';
 
@@ -142,9 +142,21 @@ describe('the CDK stack', () => {
       EventSourceArn: { 'Fn::GetAtt': [queueRef('deliveryQueue'), 'Arn'] },
       FunctionResponseTypes: ['ReportBatchItemFailures'],
       BatchSize: 10,
-      ScalingConfig: { MaximumConcurrency: 10 },
+      ScalingConfig: { MaximumConcurrency: deliveryMaxConcurrency },
     });
-    template.resourceCountIs('AWS::Lambda::EventSourceMapping', 3);
+    // The slow lane (DESIGN §16): failing, hanging or slow endpoints' deliveries, with a concurrency of their own.
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      FunctionName: { Ref: logicalId(stack.functions.webhookDelivery) },
+      EventSourceArn: { 'Fn::GetAtt': [queueRef('deliverySlowQueue'), 'Arn'] },
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+      BatchSize: 10,
+      ScalingConfig: { MaximumConcurrency: slowLaneMaxConcurrency },
+    });
+    template.hasResourceProperties('AWS::SQS::Queue', {
+      VisibilityTimeout: queues.deliverySlowQueue.visibilityTimeoutSeconds,
+      RedrivePolicy: { deadLetterTargetArn: { 'Fn::GetAtt': [queueRef('deliveryDlq'), 'Arn'] }, maxReceiveCount: 5 },
+    });
+    template.resourceCountIs('AWS::Lambda::EventSourceMapping', 4);
   });
 
   it('lets lead intake write clients but never send to a queue or touch deliveries', () => {
@@ -166,13 +178,16 @@ describe('the CDK stack', () => {
     expect(actionsOn('eventFanout', queueRef('deliveryQueue'))).not.toContain('sqs:DeleteMessage');
   });
 
-  it('lets delivery consume and re-time its queue, but never touch the clients table or send elsewhere', () => {
-    expect(actionsOn('webhookDelivery', queueRef('deliveryQueue'))).toEqual(
-      expect.arrayContaining(['sqs:ReceiveMessage', 'sqs:ChangeMessageVisibility', 'sqs:DeleteMessage']),
-    );
+  it('lets delivery consume both lanes and send only to them (retries, moves to the slow lane) and to its dead-letter queue, never touch the clients table', () => {
+    for (const lane of ['deliveryQueue', 'deliverySlowQueue'] as const) {
+      expect(actionsOn('webhookDelivery', queueRef(lane))).toEqual(expect.arrayContaining(['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:SendMessage']));
+    }
     expect(actionsOn('webhookDelivery', tableRef('clients'))).toEqual([]);
     expect(actionsOn('webhookDelivery', tableRef('workOrders'))).toEqual([]);
-    expect(allActions('webhookDelivery')).not.toContain('sqs:SendMessage');
+    const named = ['deliveryDlq', 'deliveryQueue', 'deliverySlowQueue'] as const;
+    const sendsTo = statementsOf('webhookDelivery').filter((st) => st.actions.includes('sqs:SendMessage'))
+      .map((st) => named.filter((q) => st.resources.includes(`"${queueRef(q)}"`)).join() || st.resources);
+    expect(sendsTo.sort()).toEqual([...named]);
   });
 
   it('names exactly the bound tables and queues in env vars, and points every function at the settings parameter it may read', () => {
