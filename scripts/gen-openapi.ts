@@ -1,6 +1,6 @@
-/** Writes docs/openapi.json from the zod schemas (`npm run docs:openapi`); a unit test checks it is current. */
+/** Writes docs/openapi.json (the lead endpoint from its zod schemas, and the settings API) (`npm run docs:openapi`); a unit test checks it is current. */
 import { writeFileSync } from 'node:fs';
-import { openApiDocument } from '../functions/core/intake/openapi.js';
+import { openApiDocument } from '../functions/core/settings/openapi.js';
 
 export const render = () => JSON.stringify(openApiDocument(), null, 2) + '\n';
 

@@ -16,7 +16,7 @@ import {
 } from '../topology.js';
 import { lambdaContext } from './lambda-context.js';
 import { isLoopbackHost, foreignHostProblem } from './loopback-host.js';
-import { openApiDocument } from '../../functions/core/intake/openapi.js';
+import { openApiDocument } from '../../functions/core/settings/openapi.js';
 
 export type HttpHandler = (event: APIGatewayProxyEvent, context: ReturnType<typeof lambdaContext>) => Promise<APIGatewayProxyResult>;
 

@@ -1,0 +1,162 @@
+/**
+ * The whole API's OpenAPI document: the lead endpoint's (functions/core/intake/openapi.ts) and the
+ * management API of the organization settings, every /api/settings route of lib/topology.ts with
+ * the shapes of views.ts and the session token. The local stack serves it at /openapi.json and
+ * `npm run docs:openapi` writes docs/openapi.json; test/unit/settings/openapi.test.ts checks that
+ * each route of the topology is documented.
+ */
+import { openApiDocument as leadEndpointDocument } from '../intake/openapi.js';
+
+export function openApiDocument(serverUrl?: string) {
+  const lead = leadEndpointDocument(serverUrl);
+  return {
+    ...lead,
+    info: { ...lead.info, description: `${lead.info.description} Organization admins manage keys and webhooks through the settings API (/api/settings, session tokens).` },
+    paths: { ...lead.paths, ...settingsPaths },
+    components: {
+      ...lead.components,
+      securitySchemes: { ...lead.components.securitySchemes, ...settingsSecurityScheme },
+      schemas: { ...lead.components.schemas, ...settingsSchemas },
+    },
+  };
+}
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+const str = { type: 'string' };
+const time = { type: 'string', format: 'date-time' };
+const nullable = (schema: object) => ({ anyOf: [schema, { type: 'null' }] });
+const obj = (properties: Record<string, unknown>, required = Object.keys(properties)) => ({ type: 'object', properties, required });
+const json = (schema: unknown, description: string) => ({ description, content: { 'application/json': { schema } } });
+const problem = (description: string) => ({ description, content: { 'application/problem+json': { schema: ref('Problem') } } });
+const common = {
+  401: problem('Missing, expired, tampered or wrong-audience session token, or an API key'),
+  429: { ...problem('The organization made over 300 management calls in a minute'), headers: { 'Retry-After': { description: 'Seconds to wait', schema: { type: 'integer' } } } },
+  500: problem('Unexpected fault; quote the request id'),
+};
+const notFound = { 404: problem('No such id in the token’s organization (another organization’s ids are not found either)') };
+const invalid = { 422: problem('Invalid fields (`errors[]`)'), 400: problem('Malformed JSON'), 415: problem('Content-Type is not application/json') };
+const id = { name: 'id', in: 'path', required: true, schema: str };
+const grace = (max: number, def: number) => ({ required: false, content: { 'application/json': { schema: obj({ grace_hours: { type: 'number', minimum: 0, maximum: max, default: def, description: 'Hours the old one keeps working' } }, []) } } });
+const body = (schema: unknown) => ({ required: true, content: { 'application/json': { schema } } });
+const op = (operationId: string, summary: string, responses: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
+  ({ operationId, summary, tags: ['Organization settings'], security: [{ sessionToken: [] }], ...extra, responses: { ...responses, ...common } });
+
+export const settingsSecurityScheme = {
+  sessionToken: {
+    type: 'http', scheme: 'bearer', bearerFormat: 'JWT',
+    description: 'A session token the CRM app mints for a signed-in admin (HS256; org_id, sub, aud "crm-settings", exp ≤ 1 h): docs/settings.md. API keys are refused.',
+  },
+};
+
+export const settingsSchemas = {
+  KeySummary: obj({
+    id: str, name: str, kind: { enum: ['secret', 'publishable'] }, prefix: { type: 'string', description: 'What the key starts with (only its hash is stored)' },
+    status: { enum: ['active', 'expiring', 'expired', 'revoked'] }, createdAt: time, lastUsedAt: nullable(time), expiresAt: nullable(time),
+    origins: { type: 'array', items: str, description: 'Publishable keys only' },
+  }, ['id', 'name', 'kind', 'prefix', 'status', 'createdAt', 'lastUsedAt', 'expiresAt']),
+  Endpoint: obj({
+    id: str, url: str, events: { type: 'array', items: str, description: 'Canonical dotted names, or ["*"]' }, enabled: { type: 'boolean' },
+    description: nullable(str), createdAt: time, updatedAt: time, secretCount: { type: 'integer' },
+    disabledReason: str, failingSince: time,
+    circuit: obj({ state: { enum: ['closed', 'open', 'half-open'] }, until: time }, ['state']),
+  }, ['id', 'url', 'events', 'enabled', 'description', 'createdAt', 'updatedAt', 'secretCount']),
+  DeliverySummary: obj({
+    id: str, eventId: str, eventType: str, endpointId: str, url: nullable(str), status: { enum: ['pending', 'delivered', 'retrying', 'failed', 'skipped'] },
+    attemptCount: { type: 'integer' }, lastStatusCode: nullable({ type: 'integer' }), createdAt: time, updatedAt: time, nextAttemptAt: nullable(time), reason: nullable(str),
+  }),
+  DeliveryDetail: {
+    allOf: [ref('DeliverySummary'), obj({
+      payload: { type: 'object', description: 'The event as sent' },
+      attempts: { type: 'array', items: obj({ attempt: { type: 'integer' }, at: time, statusCode: nullable({ type: 'integer' }), durationMs: { type: 'integer' }, error: nullable(str), responseExcerpt: nullable(str) }) },
+    })],
+  },
+};
+
+export const settingsPaths = {
+  '/api/settings': {
+    get: op('getSettings', 'The organization, its usage, base URL and cURL examples', {
+      200: json(obj({
+        organization: obj({ id: str, name: str, plan: str, billing: { enum: ['prepaid', 'postpaid'] }, walletBalance: nullable({ type: 'number' }), currency: { const: 'USD' } }),
+        usage: obj({ today: obj({ calls: { type: 'integer' }, billed: { type: 'number' } }), month: obj({ calls: { type: 'integer' }, billed: { type: 'number' } }) }),
+        baseUrl: str, leadEndpoint: str, curlExamples: { type: 'array', items: obj({ title: str, command: str }) }, user: obj({ id: str }),
+      }), 'The settings overview'),
+    }),
+  },
+  '/api/settings/keys': {
+    get: op('listKeys', 'API keys (never the keys themselves)', { 200: json(obj({ keys: { type: 'array', items: ref('KeySummary') } }), 'The keys') }),
+    post: op('createKey', 'Generate an API key (the only response that shows it)', {
+      201: json(obj({ key: ref('KeySummary'), secret: { type: 'string', description: 'The key: shown once' } }), 'Created'), ...invalid,
+    }, { requestBody: body(obj({ name: { type: 'string', minLength: 1, maxLength: 100 }, kind: { enum: ['secret', 'publishable'] }, origins: { type: 'array', items: str } }, ['name'])) }),
+  },
+  '/api/settings/keys/{id}': {
+    delete: op('revokeKey', 'Revoke a key now', { 200: json(obj({ key: ref('KeySummary') }), 'Revoked'), ...notFound }, { parameters: [id] }),
+  },
+  '/api/settings/keys/{id}/rotate': {
+    post: op('rotateKey', 'Issue a new key; the old one works for the grace', {
+      201: json(obj({ key: ref('KeySummary'), secret: str, previous: ref('KeySummary') }), 'The new key (shown once) and the old one, now expiring'), ...notFound, ...invalid,
+    }, { parameters: [id], requestBody: grace(168, 24) }),
+  },
+  '/api/settings/events': {
+    get: op('listEvents', 'The events an endpoint can subscribe to, with both name forms', {
+      200: json(obj({ events: { type: 'array', items: obj({ name: str, alias: nullable(str), description: str, group: str }) } }), 'The catalog'),
+    }),
+  },
+  '/api/settings/webhooks': {
+    get: op('listEndpoints', 'Webhook endpoints (never their secrets)', { 200: json(obj({ endpoints: { type: 'array', items: ref('Endpoint') } }), 'The endpoints') }),
+    post: op('addEndpoint', 'Add an endpoint (the only response that shows its signing secret)', {
+      201: json(obj({ endpoint: ref('Endpoint'), secret: { type: 'string', description: '`whsec_…`: shown once' } }), 'Added'), ...invalid,
+    }, { requestBody: body(obj({ url: str, events: { type: 'array', items: str, minItems: 1 }, description: str }, ['url', 'events'])) }),
+  },
+  '/api/settings/webhooks/{id}': {
+    patch: op('updateEndpoint', 'Change the URL, events, description or enabled flag (enabling closes the circuit)', { 200: json(obj({ endpoint: ref('Endpoint') }), 'Updated'), ...notFound, ...invalid }, {
+      parameters: [id], requestBody: body(obj({ url: str, events: { type: 'array', items: str, minItems: 1 }, enabled: { type: 'boolean' }, description: nullable(str) }, [])),
+    }),
+    delete: op('deleteEndpoint', 'Remove an endpoint', { 200: json(obj({ endpoint: ref('Endpoint') }), 'Removed'), ...notFound }, { parameters: [id] }),
+  },
+  '/api/settings/webhooks/{id}/rotate-secret': {
+    post: op('rotateEndpointSecret', 'A new signing secret; the old ones keep signing for the grace', {
+      200: json(obj({ endpoint: ref('Endpoint'), secret: str }), 'The new secret (shown once)'), ...notFound, ...invalid,
+    }, { parameters: [id], requestBody: grace(168, 24) }),
+  },
+  '/api/settings/webhooks/{id}/test': {
+    post: op('sendTestEvent', 'Send a webhook.test event and wait (up to 10 s) for the first attempt', {
+      200: json(obj({ delivery: ref('DeliveryDetail') }), 'The delivery: delivered, retrying, failed, or still pending after the wait'), ...notFound,
+    }, { parameters: [id] }),
+  },
+  '/api/settings/deliveries': {
+    get: op('listDeliveries', 'Deliveries, newest first', { 200: json(obj({ deliveries: { type: 'array', items: ref('DeliverySummary') }, nextCursor: nullable(str) }), 'A page'), ...notFound, ...invalid }, {
+      parameters: [
+        { name: 'status', in: 'query', schema: { enum: ['pending', 'delivered', 'retrying', 'failed', 'skipped'] } },
+        { name: 'endpoint', in: 'query', schema: str },
+        { name: 'since', in: 'query', schema: time }, { name: 'until', in: 'query', schema: time },
+        { name: 'cursor', in: 'query', schema: str, description: 'nextCursor of the previous page' },
+        { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 200, default: 50 } },
+      ],
+    }),
+  },
+  '/api/settings/deliveries/{id}': {
+    get: op('getDelivery', 'A delivery with its payload and every attempt', { 200: json(obj({ delivery: ref('DeliveryDetail') }), 'The delivery'), ...notFound }, { parameters: [id] }),
+  },
+  '/api/settings/deliveries/{id}/redeliver': {
+    post: op('redeliver', 'Send a delivery again (same webhook-id: receivers dedupe)', {
+      202: json(obj({ delivery: ref('DeliverySummary') }), 'Queued'), ...notFound, 409: problem('Its payload was too large to keep: it cannot be sent again'),
+    }, { parameters: [id] }),
+  },
+  '/api/settings/deliveries/redeliver': {
+    post: op('redeliverFailed', 'Send every failed delivery again (of one endpoint, in a time range)', {
+      202: json(obj({ count: { type: 'integer' }, notRedeliverable: { type: 'integer' } }, ['count']), 'How many were queued'), ...notFound, ...invalid,
+    }, { requestBody: { required: false, content: { 'application/json': { schema: obj({ endpoint: str, since: time, until: time }, []) } } } }),
+  },
+  '/api/settings/requests': {
+    get: op('listRequests', 'The lead endpoint’s request log, newest first (kept 30 days)', {
+      200: json(obj({
+        requests: { type: 'array', items: obj({ at: time, method: str, path: str, status: { type: 'integer' }, keyId: nullable(str), requestId: str, durationMs: nullable({ type: 'integer' }), detail: nullable(str) }) },
+        nextCursor: nullable(str),
+      }), 'A page'), ...invalid,
+    }, { parameters: [{ name: 'cursor', in: 'query', schema: str }, { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 200, default: 50 } }] }),
+  },
+  '/api/settings/audit': {
+    get: op('listAudit', 'Changes made in the settings, with the acting user, newest first (kept 30 days)', {
+      200: json(obj({ entries: { type: 'array', items: obj({ id: str, at: time, userId: str, action: str, targetId: str, detail: { type: 'object' }, requestId: str }, ['id', 'at', 'userId', 'action']) } }), 'The entries'),
+    }, { parameters: [{ name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 200, default: 50 } }] }),
+  },
+};
