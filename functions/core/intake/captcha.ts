@@ -4,10 +4,10 @@
  * checked server-side with the provider's siteverify API before anything is written.
  *
  * Fail closed: a token the provider rejects is a 403; a provider that cannot be asked (time-out,
- * network error, a non-2xx or unparsable answer) is a 503 with Retry-After, never an admission,
- * since admitting unverified posts while the provider is down is what a spam run would wait for.
- * The secret goes only to the verify URL, over https on a deployed stage (settings.asDeployed), and
- * is never logged.
+ * network error, a non-2xx, redirected or unparsable answer, or one blaming the organization's
+ * secret) is a 503 with Retry-After, never an admission, since admitting unverified posts while the
+ * provider is down is what a spam run would wait for. The secret goes only to the verify URL, over
+ * https on a deployed stage (settings.asDeployed), never to a redirect's target, and is never logged.
  */
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { Deps } from '../platform/deps.js';
@@ -26,6 +26,9 @@ export const captchaProvidersSpec: Record<CaptchaProvider, { verifyUrl: string; 
 
 /** Every provider's token field: none of them is ever stored as a custom field. */
 export const captchaTokenFields = Object.values(captchaProvidersSpec).map((p) => p.field);
+
+/** The providers' siteverify error codes that blame the secret (the organization's setting), not the token. */
+const SECRET_ERRORS = new Set(['missing-input-secret', 'invalid-input-secret', 'sitekey-secret-mismatch']);
 
 /** Providers' tokens are about 2 KB; anything much longer is not one and is not forwarded. */
 const MAX_TOKEN_LENGTH = 4096;
@@ -79,6 +82,8 @@ export async function verifyCaptcha(deps: Deps, input: { organizationId: string;
       method: 'POST',
       headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
       body: form,
+      // Never follow a redirect: fetch would re-send the body, the secret with it, to wherever it points (http too).
+      redirect: 'error',
       signal: AbortSignal.timeout(deps.settings.captchaTimeoutMs),
     });
     if (!res.ok) throw new Error(`siteverify answered ${res.status}`);
@@ -89,8 +94,15 @@ export async function verifyCaptcha(deps: Deps, input: { organizationId: string;
     throw captchaUnavailable();
   }
   if (answer.success !== true) {
+    const codes = Array.isArray(answer['error-codes']) ? answer['error-codes'].filter((c): c is string => typeof c === 'string').slice(0, 5) : [];
+    if (codes.some((c) => SECRET_ERRORS.has(c))) {
+      // The organization's secret is wrong, not the visitor's token: every lead would fail. The
+      // operator hears of it (error log, CaptchaUnavailable and its alarm); the visitor is not told why.
+      logger.error('captcha provider rejected the organization\'s secret', { organizationId: input.organizationId, provider: input.provider, codes });
+      metrics.addMetric('CaptchaUnavailable', MetricUnit.Count, 1);
+      throw captchaUnavailable();
+    }
     metrics.addMetric('CaptchaRejected', MetricUnit.Count, 1);
-    const codes = Array.isArray(answer['error-codes']) ? answer['error-codes'].filter((c) => typeof c === 'string').slice(0, 5) : [];
     throw captchaFailed(`The CAPTCHA was not passed${codes.length ? ` (${codes.join(', ')})` : ''}; nothing was recorded. Complete it and send the form again.`);
   }
 }

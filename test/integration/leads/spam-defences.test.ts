@@ -140,6 +140,9 @@ describe('CAPTCHA verification against a loopback siteverify stub', () => {
   const SECRET = '0x4AAAAAAA-test-secret';
   let stub: Server;
   const calls: URLSearchParams[] = [];
+  // Where a `redirect-` token's answer points: it must never receive anything (the secret least of all).
+  let elsewhere: Server;
+  const redirected: string[] = [];
   let ssm: SSMClient;
   let parameter: string;
 
@@ -168,11 +171,23 @@ describe('CAPTCHA verification against a loopback siteverify stub', () => {
         const answer = (status: number, body: unknown) => res.writeHead(status, { 'Content-Type': 'application/json' }).end(JSON.stringify(body));
         if (token.startsWith('slow-')) return void setTimeout(() => answer(200, { success: true }), 2500);
         if (token.startsWith('broken-')) return answer(500, {});
-        const ok = form.get('secret') === SECRET && token.startsWith('pass-');
-        answer(200, ok ? { success: true } : { success: false, 'error-codes': ['invalid-input-response'] });
+        if (token.startsWith('redirect-')) {
+          return void res.writeHead(307, { Location: `http://127.0.0.1:${(elsewhere.address() as AddressInfo).port}/collect` }).end();
+        }
+        if (form.get('secret') !== SECRET) return answer(200, { success: false, 'error-codes': ['invalid-input-secret'] });
+        answer(200, token.startsWith('pass-') ? { success: true } : { success: false, 'error-codes': ['invalid-input-response'] });
       });
     });
     await new Promise<void>((resolve) => stub.listen(0, '127.0.0.1', resolve));
+    elsewhere = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        redirected.push(Buffer.concat(chunks).toString('utf8'));
+        res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify({ success: true }));
+      });
+    });
+    await new Promise<void>((resolve) => elsewhere.listen(0, '127.0.0.1', resolve));
     const { info } = await testStack();
     ssm = new SSMClient({ region: info.region, endpoint: info.ssmEndpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
     parameter = info.settingsParameter!;
@@ -186,15 +201,16 @@ describe('CAPTCHA verification against a loopback siteverify stub', () => {
       ssm.destroy();
     }
     await new Promise((resolve) => stub?.close(resolve));
+    await new Promise((resolve) => elsewhere?.close(resolve));
   });
 
   /** A publishable key of an organization that requires Turnstile (set with the CLI, as an operator does). */
-  async function givenCaptchaOrganization() {
+  async function givenCaptchaOrganization(secret = SECRET) {
     const t = await givenPublishableKey({ perIpLimit: 100 }, { billing: 'prepaid', walletMicros: 100_000 });
-    const set = await runCli(['org', 'set-captcha', '--org', t.organizationId, '--provider', 'turnstile', '--secret', SECRET], { json: false });
+    const set = await runCli(['org', 'set-captcha', '--org', t.organizationId, '--provider', 'turnstile', '--secret', secret], { json: false });
     expect(set.code).toBe(0);
     expect(set.stdout).toContain('turnstile');
-    expect(set.stdout + set.stderr).not.toContain(SECRET);
+    expect(set.stdout + set.stderr).not.toContain(secret);
     const listed = await runCli(['org', 'list']);
     expect(listed.stdout).not.toContain(SECRET);
     // Warm containers learn the organization's provider within the key cache TTL (1 s here).
@@ -230,6 +246,25 @@ describe('CAPTCHA verification against a loopback siteverify stub', () => {
     if (status === 503) expect(res.headers['retry-after']).toBeDefined();
     expect(await itemsOf('clients', t.organizationId)).toEqual([]);
     expect((await getOrganization(deps, t.organizationId))?.walletMicros).toBe(100_000);
+  });
+
+  it('a verify URL that redirects: fail closed, and the secret is not re-sent to the redirect’s target', async () => {
+    const t = await givenCaptchaOrganization();
+    const res = await postFromPage(t.key, { name: 'Maybe Bot', 'cf-turnstile-response': 'redirect-1' }, { origin: SHOP, from: t.from });
+    expect(res.status).toBe(503);
+    expect(res.json()).toMatchObject({ type: expect.stringContaining('captcha-unavailable') });
+    expect(calls.some((c) => c.get('response') === 'redirect-1')).toBe(true);
+    expect(redirected).toEqual([]);
+    expect(await itemsOf('clients', t.organizationId)).toEqual([]);
+  });
+
+  it('a secret the provider rejects is the organization’s problem, not the visitor’s: 503, the visitor is not told why', async () => {
+    const t = await givenCaptchaOrganization('0x4AAAAAAA-wrong-secret');
+    const res = await postFromPage(t.key, { name: 'Real Person', 'cf-turnstile-response': 'pass-but-wrong-secret' }, { origin: SHOP, from: t.from });
+    expect(res.status).toBe(503);
+    expect(res.json()).toMatchObject({ type: expect.stringContaining('captcha-unavailable') });
+    expect(res.text).not.toContain('secret');
+    expect(await itemsOf('clients', t.organizationId)).toEqual([]);
   });
 
   it('the no-script form sends the widget’s field like any other; a failure is an HTML page', async () => {
