@@ -1,7 +1,7 @@
 /** `crm settings-link`: a working settings link for an organization, signed with the stack's secret. */
 import { describe, it, expect } from '@jest/globals';
 import { decodeJwt } from 'jose';
-import { newTenant, runCli } from '../support/stack.js';
+import { newTenant, runCli, testStack } from '../support/stack.js';
 import { settingsCall } from './support.js';
 
 describe('crm settings-link', () => {
@@ -32,6 +32,15 @@ describe('crm settings-link', () => {
     const result = await runCli(['settings-link', '--org', organizationId, ...args], { json: false });
     expect(result.code).not.toBe(0);
     expect(result.stderr).toMatch(message);
+  });
+
+  it('npm start wrote a working settings link for the demo organization to the stack file', async () => {
+    const { info } = await testStack();
+    const [page, token] = info.demo!.settingsUrl!.split('#token=');
+    expect(page).toBe(`${info.apiUrl}/settings`);
+    const call = await settingsCall(token, 'GET', '/api/settings');
+    expect(call.status).toBe(200);
+    expect(call.json()).toMatchObject({ organization: { id: info.demo!.organizationId }, user: { id: 'demo-admin' } });
   });
 
   it('refuses an organization that does not exist', async () => {
