@@ -411,6 +411,8 @@ export class CrmStack extends Stack {
         this.serviceMetric('CircuitOpened'), { threshold: circuitsOpenedThreshold }),
       this.alarm('TenantMismatch', 'A stream record\'s organization attribute disagreed with its partition key: it was dropped, not delivered. Inspect the item the fan-out logged.',
         this.serviceMetric('TenantMismatch', fiveMinutes), { threshold: 1 }),
+      this.alarm('CaptchaUnavailable', 'A CAPTCHA could not be verified (provider down or slow, or an organization\'s secret rejected): publishable-key leads were refused with 503 (fail closed). See lead intake\'s log.',
+        this.serviceMetric('CaptchaUnavailable', fiveMinutes), { threshold: 1 }),
       ...entries(this.functions).flatMap(([name, fn]) => [
         this.alarm(`${name}Errors`, `The ${name} function is failing (unhandled errors or timeouts): see its log group.`,
           fn.metricErrors({ period: fiveMinutes }), { threshold: 5 }),

@@ -512,6 +512,11 @@ describe('the CDK stack', () => {
       .toEqual([expect.objectContaining({ Namespace: 'CrmIntegrationApi', Statistic: 'Sum', Threshold: 10, Period: 900, ComparisonOperator: 'GreaterThanOrEqualToThreshold' })]);
   });
 
+  it('alarms on CaptchaUnavailable: publishable-key leads refused because no CAPTCHA could be verified (DESIGN §15)', () => {
+    expect(alarmOn('CaptchaUnavailable', [{ Name: 'service', Value: 'crm-integration-api' }]))
+      .toEqual([expect.objectContaining({ Namespace: 'CrmIntegrationApi', Statistic: 'Sum', Threshold: 1, Period: 300, ComparisonOperator: 'GreaterThanOrEqualToThreshold' })]);
+  });
+
   it('makes EVERY alarm notify the TLS-only alarm topic, and documents every alarm in the runbook', () => {
     const topicRef = { Ref: logicalId(stack.alarmTopic) };
     const alarms = alarmsOf();
