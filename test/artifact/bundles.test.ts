@@ -12,7 +12,7 @@ import path from 'node:path';
 import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import type { DynamoDBBatchResponse } from 'aws-lambda';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
-import { functions, type FunctionName, type QueueName, type TableName } from '../../lib/topology.js';
+import { functions, secretName, secrets, type FunctionName, type QueueName, type SecretName, type TableName } from '../../lib/topology.js';
 import { createDeps, type Deps } from '../../functions/core/platform/deps.js';
 import { keys } from '../../functions/core/platform/model.js';
 import { parseSettings } from '../../functions/core/platform/settings.js';
@@ -20,9 +20,11 @@ import { createOrganization } from '../../functions/core/tenancy/organizations.j
 import { createApiKey } from '../../functions/core/tenancy/api-keys.js';
 import { addEndpoint } from '../../functions/core/delivery/endpoints.js';
 import { listDeliveries } from '../../functions/core/delivery/redrive.js';
+import { mintSessionToken } from '../../functions/core/settings/session-token.js';
 import { startDynamoDbLocal, startSqsEmulator, localCredentials, emulatorEnvironment, type Emulator } from '../../lib/local/emulators.js';
 import { provisionTopology, type Provisioned } from '../../lib/local/provision.js';
 import { startSsmStandIn, type SsmStandIn } from '../../lib/local/ssm-stand-in.js';
+import { ensureSecretFile, startSecretsStandIn, type SecretsStandIn } from '../../lib/local/secrets-stand-in.js';
 import { startHttpServer, type HttpHandler } from '../../lib/local/http-server.js';
 import { StreamPoller } from '../../lib/local/stream-poller.js';
 import { QueuePoller } from '../../lib/local/queue-poller.js';
@@ -49,6 +51,8 @@ let bundles: SynthesizedFunction[];
 let dynamo: Emulator;
 let sqsEmulator: Emulator;
 let ssm: SsmStandIn;
+let secretsManager: SecretsStandIn;
+let secretFiles: Record<string, string>;
 let provisioned: Provisioned;
 let deps: Deps;
 const containers = {} as Record<FunctionName, LambdaContainer>;
@@ -57,8 +61,13 @@ const stops: (() => Promise<unknown>)[] = [];
 beforeAll(async () => {
   // Synth (bundling) and the emulators start in parallel: together ~10 s.
   const synth = synthesize(cdkOut);
-  [dynamo, sqsEmulator, ssm] = await Promise.all([startDynamoDbLocal({ inMemory: true }), startSqsEmulator({}), startSsmStandIn()]);
-  stops.push(() => dynamo.stop(), () => sqsEmulator.stop(), () => ssm.stop());
+  // The secrets the stack generates, served from files by the local Secrets Manager stand-in.
+  const secretNames = Object.fromEntries(Object.keys(secrets).map((name) => [name, secretName('artifact', name as SecretName)])) as Record<SecretName, string>;
+  secretFiles = Object.fromEntries(Object.keys(secrets).map((name) => [secretNames[name as SecretName], ensureSecretFile(path.join(work, `${name}.secret`))]));
+  [dynamo, sqsEmulator, ssm, secretsManager] = await Promise.all([
+    startDynamoDbLocal({ inMemory: true }), startSqsEmulator({}), startSsmStandIn(), startSecretsStandIn({ secrets: secretFiles }),
+  ]);
+  stops.push(() => dynamo.stop(), () => sqsEmulator.stop(), () => ssm.stop(), () => secretsManager.stop());
   const settings = parseSettings({ local: true, endpointCacheTtlSeconds: 0, keyCacheTtlSeconds: 0, retryJitter: 0 });
   deps = createDeps({
     region: REGION, dynamodbEndpoint: dynamo.endpoint, sqsEndpoint: sqsEmulator.endpoint, settings,
@@ -74,12 +83,15 @@ beforeAll(async () => {
   linkRuntimeModules(runtimeDir);
   for (const fn of bundles) {
     taskFolder(runtimeDir, fn);
-    const environment = resolveEnvironment(template, fn.environment, provisioned);
+    // A secret's env var is a Ref to the stack's secret: here, the stand-in's secret of that name.
+    const secretEnv = Object.fromEntries(Object.entries(secrets).filter(([, spec]) => spec.envVar in fn.environment).map(([name, spec]) => [spec.envVar, secretNames[name as SecretName]]));
+    const environment = { ...resolveEnvironment(template, Object.fromEntries(Object.entries(fn.environment).filter(([key]) => !(key in secretEnv))), provisioned), ...secretEnv };
     // The settings document is read from the parameter the template names, as on Lambda.
     ssm.put(environment.SETTINGS_PARAMETER, JSON.stringify(settings));
     containers[fn.name] = await LambdaContainer.start(runtimeDir, fn, {
       ...environment,
       ...emulatorEnvironment(REGION, { dynamodb: dynamo.endpoint, sqs: sqsEmulator.endpoint, ssm: ssm.endpoint }),
+      AWS_ENDPOINT_URL_SECRETS_MANAGER: secretsManager.endpoint,
     });
     stops.push(() => containers[fn.name].stop());
   }
@@ -132,7 +144,13 @@ describe('the bundles against the local emulators', () => {
   beforeAll(async () => {
     await receiver.start();
     stops.push(() => receiver.stop());
-    const http = await startHttpServer({ port: 0, handlers: { leadIntake: ((event) => containers.leadIntake.invoke(event)) as HttpHandler } });
+    const http = await startHttpServer({
+      port: 0,
+      handlers: {
+        leadIntake: ((event) => containers.leadIntake.invoke(event)) as HttpHandler,
+        settingsApi: ((event) => containers.settingsApi.invoke(event)) as HttpHandler,
+      },
+    });
     stops.push(() => http.close());
     apiUrl = http.url;
     const org = await createOrganization(deps, { name: 'Artifact Plumbing', plan: 'pro' });
@@ -140,6 +158,33 @@ describe('the bundles against the local emulators', () => {
     apiKey = (await createApiKey(deps, org.id, 'artifact')).key;
     const { secret } = await addEndpoint(deps, org.id, { url: receiver.url + '/hook', events: 'client.created' });
     endpointPath = new URL(receiver.script('/hook', secret, { status: 204 })).pathname;
+  });
+
+  it('GET /settings serves the settings page and its assets from the files copied next to index.mjs', async () => {
+    const settingsBundle = bundles.find((b) => b.name === 'settingsApi')!;
+    expect(existsSync(path.join(settingsBundle.assetDir, 'page', 'settings.html'))).toBe(true);
+    const page = await fetch(`${apiUrl}/settings`);
+    const html = await page.text();
+    expect({ status: page.status, type: page.headers.get('content-type') }).toEqual({ status: 200, type: 'text/html; charset=utf-8' });
+    expect(page.headers.get('content-security-policy')).toContain("script-src 'self'");
+    // The HTML names its assets with a content hash (page.ts); otherwise the file as written.
+    const unversioned = (text: string) => text.replace(/\?v=(\{\{\w+\}\}|[0-9a-f]+)/g, '?v=');
+    expect(unversioned(html)).toBe(unversioned(readFileSync('functions/settings-api/page/settings.html', 'utf8')));
+    const assets = [...html.matchAll(/"(settings\/(settings\.(?:js|css))\?v=[0-9a-f]+)"/g)];
+    expect(assets.map(([, , file]) => file).sort()).toEqual(['settings.css', 'settings.js']);
+    for (const [, src, file] of assets) {
+      const res = await fetch(new URL(src, `${apiUrl}/settings`));
+      expect(res.status).toBe(200);
+      expect(await res.text()).toBe(readFileSync(`functions/settings-api/page/${file}`, 'utf8'));
+    }
+  });
+
+  it('GET /api/settings answers a session token signed with the secret the bundle reads from Secrets Manager', async () => {
+    const secret = readFileSync(secretFiles[secretName('artifact', 'settingsToken')], 'utf8');
+    const token = await mintSessionToken(secret, { organizationId, userId: 'artifact', ttlSeconds: 300 });
+    const res = await fetch(`${apiUrl}/api/settings`, { headers: { Authorization: `Bearer ${token}` } });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ organization: { id: organizationId } });
   });
 
   it('GET /api/webhook/leads answers 200 for the key', async () => {
