@@ -68,18 +68,25 @@ export function matchOrigin(origins: readonly string[], header: string | undefin
   return origins.find((o) => o === presented);
 }
 
-/** An absolute https URL (http only on loopback) a browser may be redirected to. */
-function thankYouUrlProblem(value: string): string | undefined {
+/**
+ * An absolute https URL (http only on loopback) a browser may be redirected to, as it goes in
+ * `Location`: serialized by the URL parser. Whitespace and control characters are refused, not
+ * dropped: the parser silently strips tabs and line breaks, and the raw value in a header would
+ * break every answer of the key (an invalid header is a 502 on API Gateway).
+ */
+function thankYouUrl(value: string): { url: string } | { problem: string } {
+  // eslint-disable-next-line no-control-regex
+  if (/[\s\u0000-\u001f\u007f]/.test(value)) return { problem: 'must not contain spaces, line breaks or control characters' };
   let url: URL;
   try {
     url = new URL(value);
   } catch {
-    return 'must be an absolute URL such as https://shop.example/thanks';
+    return { problem: 'must be an absolute URL such as https://shop.example/thanks' };
   }
-  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && isLoopbackHostname(url.hostname))) return 'must use https (http only for localhost / 127.0.0.1)';
-  if (url.username || url.password) return 'must not carry credentials';
-  if (value.length > 2000) return 'must be at most 2000 characters';
-  return undefined;
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && isLoopbackHostname(url.hostname))) return { problem: 'must use https (http only for localhost / 127.0.0.1)' };
+  if (url.username || url.password) return { problem: 'must not carry credentials' };
+  if (url.href.length > 2000) return { problem: 'must be at most 2000 characters' };
+  return { url: url.href };
 }
 
 export interface NewApiKeyOptions {
@@ -121,9 +128,11 @@ export function keyPolicy(options: NewApiKeyOptions = {}): KeyPolicy {
       else if (!origins.includes(parsed.origin)) origins.push(parsed.origin);
     }
   }
+  let thankYou: string | undefined;
   if (options.thankYouUrl !== undefined) {
-    const problem = thankYouUrlProblem(options.thankYouUrl);
-    if (problem) errors.push({ field: 'thankYouUrl', message: problem });
+    const checked = thankYouUrl(String(options.thankYouUrl));
+    if ('problem' in checked) errors.push({ field: 'thankYouUrl', message: checked.problem });
+    else thankYou = checked.url;
   }
   const positive = (field: 'dailyCap' | 'perIpLimit', max: number) => {
     const value = options[field];
@@ -138,7 +147,7 @@ export function keyPolicy(options: NewApiKeyOptions = {}): KeyPolicy {
   return {
     kind,
     origins,
-    ...(options.thankYouUrl !== undefined ? { thankYouUrl: options.thankYouUrl } : {}),
+    ...(thankYou !== undefined ? { thankYouUrl: thankYou } : {}),
     ...(options.dailyCap !== undefined ? { dailyCap: options.dailyCap } : {}),
     ...(options.perIpLimit !== undefined ? { perIpLimit: options.perIpLimit } : {}),
     ...(options.honeypotField !== undefined ? { honeypotField: options.honeypotField } : {}),

@@ -75,6 +75,15 @@ describe('a key’s policy', () => {
       .toEqual({ kind: 'publishable', origins: ['https://shop.example'], thankYouUrl: 'https://shop.example/thanks', dailyCap: 50 });
   });
 
+  it('a thank-you URL is stored as it goes in Location: line breaks and spaces refused (the URL parser would drop them silently)', () => {
+    const base = { kind: 'publishable' as const, origins: ['https://shop.example'] };
+    for (const bad of ['https://shop.example/thanks\r\nSet-Cookie:a=b', 'https://shop.example/tha\tnks', ' https://shop.example/thanks', 'https://shop.example/thank you']) {
+      expect(fields(() => keyPolicy({ ...base, thankYouUrl: bad }))).toEqual(['thankYouUrl']);
+    }
+    expect(keyPolicy({ ...base, thankYouUrl: 'https://Shop.Example/thanks?from=form#top' }).thankYouUrl).toBe('https://shop.example/thanks?from=form#top');
+    expect(keyPolicy({ ...base, thankYouUrl: 'https://bücher.example/danke' }).thankYouUrl).toBe('https://xn--bcher-kva.example/danke');
+  });
+
   it('each kind has its prefix, and both are well-formed keys', () => {
     const pub = generateApiKey('publishable').key;
     const live = generateApiKey().key;
