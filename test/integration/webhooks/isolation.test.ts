@@ -7,7 +7,7 @@
  * the circuit and every event arrives, with its webhook-id, none failed.
  */
 import { describe, it, expect, afterAll } from '@jest/globals';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -104,6 +104,11 @@ async function stop(): Promise<void> {
   await exited;
 }
 
+/** The admin CLI against this test's stack: its stdout. */
+const crm = (args: string[]) => new Promise<string>((resolve, reject) => execFile(process.execPath, ['--no-warnings', 'bin/crm.mjs', ...args], {
+  env: { ...process.env, NODE_OPTIONS: '', CRM_STACK_FILE: path.join(dir, 'stack.json') }, timeout: 60_000,
+}, (error, stdout, stderr) => (error ? reject(new Error(`${error.message}\n${stderr}`)) : resolve(stdout))));
+
 afterAll(async () => {
   await stop();
   await healthy.stop();
@@ -152,6 +157,10 @@ describe('a hanging receiver', () => {
     await stop();
     ({ info, deps } = await start());
     expect((await listEndpoints(deps, bad.org.id))[0].circuit).toEqual(opened); // the state is on the endpoint item
+    // Operators see it: the endpoints list and the deliveries list name the circuit.
+    expect(await crm(['webhooks', 'list', '--org', bad.org.id])).toContain(`open until ${opened.until}`);
+    const listed = JSON.parse(await crm(['--json', 'deliveries', 'list', '--org', bad.org.id])) as { circuit: unknown }[];
+    expect(listed.map((d) => d.circuit)).toEqual(Array(total).fill(opened));
 
     // While open: nothing is sent to it and no attempt is used.
     const seenWhileOpen = hanging.requests.length;
