@@ -6,9 +6,12 @@
  * A delivery is recorded once per (event, endpoint), with an id derived from both; the records of
  * a whole stream batch go out in BatchWriteItem calls after one BatchGetItem that finds those an
  * earlier run of the batch already wrote (a BatchWrite put cannot be conditional). Then the
- * messages are sent. A record written but never queued (a run that died in between) is pending
- * with no attempt: the re-run queues it again, at the price of a possible duplicate message
- * (receivers dedupe by webhook-id; the delivery function skips a delivered one).
+ * messages are sent, and only then the events' payload items are written: an event item is the
+ * mark that its deliveries were queued, at no extra write. A re-run finds the records; it queues
+ * again only those of an event without its item (the run died between writing and queuing) that
+ * are still pending and unattempted, so a re-processed batch sends nothing twice unless a run
+ * died half-way through sending (then receivers dedupe by webhook-id, and the delivery function
+ * skips one already delivered).
  *
  * Waiting: a retry never sits in flight. Up to `queueDelayMaxSeconds` (≤ 900 s, SQS's DelaySeconds
  * maximum) it is a new, delayed message; longer, it leaves the queue: the record carries the keys
@@ -113,14 +116,18 @@ type StoredDelivery = Omit<DeliveryRecord, 'payload'> & Record<string, unknown>;
 /** One delivery to record: an event for one endpoint subscribed to it. */
 export interface PlannedDelivery { event: EventPayload; endpoint: WebhookEndpoint }
 
+/** Recorded deliveries: the messages to send, then the events' payload items to write (queueDeliveries). */
+export interface RecordedDeliveries { messages: DeliveryMessage[]; events: Record<string, unknown>[] }
+
 /**
  * Records each planned delivery once (see the module comment): one BatchGetItem for the records a
  * previous run may have written, BatchWriteItem for the new ones and their events' payloads.
- * Returns the messages to queue: the new pending deliveries, and those an earlier run recorded
- * but may not have queued. Nothing for skipped (endpoint disabled) or too-big ones.
+ * Returns the messages to queue (the new pending deliveries, and those an earlier run recorded but
+ * did not queue; nothing for skipped or too-big ones) and the event items queueDeliveries writes
+ * once they are sent.
  */
-export async function recordDeliveries(deps: Deps, planned: PlannedDelivery[]): Promise<DeliveryMessage[]> {
-  if (planned.length === 0) return [];
+export async function recordDeliveries(deps: Deps, planned: PlannedDelivery[]): Promise<RecordedDeliveries> {
+  if (planned.length === 0) return { messages: [], events: [] };
   const now = new Date(deps.now()).toISOString();
   const expiry = expiresAt(deps);
   const byId = new Map<string, { record: StoredDelivery; message: DeliveryMessage; event: EventPayload; stored: EventPayload }>();
@@ -144,26 +151,36 @@ export async function recordDeliveries(deps: Deps, planned: PlannedDelivery[]): 
     byId.set(id, { record, message, event, stored: tooBig ? { ...event, data: { object: {} } } : event });
   }
   const all = [...byId.values()];
-  const existing = new Map((await getAll(deps, deps.tables.deliveries, all.map((d) => keys.delivery(d.record.organizationId, d.record.id)), {
-    consistent: true, projection: ['id', 'status', 'attempts', 'dueAt'],
-  })).map((item) => [item.id as string, item]));
-  const fresh = all.filter((d) => !existing.has(d.record.id));
-  // One payload item per event (a re-write by a re-run is the same item).
-  const events = new Map(fresh.map((d) => [d.event.id, eventItem(d.event, d.stored, expiry)]));
-  await putAll(deps, deps.tables.deliveries, [...events.values(), ...fresh.map((d) => d.record)]);
-  const unqueued = all.filter((d) => {
-    const found = existing.get(d.record.id);
-    return found && found.status === 'pending' && (found.attempts as unknown[] | undefined)?.length === 0 && found.dueAt === undefined;
+  const eventKeys = [...new Map(all.map((d) => [d.event.id, keys.event(d.event.organization_id, d.event.id)])).values()];
+  const found = await getAll(deps, deps.tables.deliveries, [...all.map((d) => keys.delivery(d.record.organizationId, d.record.id)), ...eventKeys], {
+    consistent: true, projection: ['sk', 'id', 'eventId', 'status', 'attempts', 'dueAt'],
   });
-  return [...fresh.filter((d) => d.record.status === 'pending'), ...unqueued].map((d) => d.message);
+  const existing = new Map(found.filter((i) => String(i.sk).startsWith(keys.deliveryPrefix)).map((item) => [item.id as string, item]));
+  const queuedEvents = new Set(found.filter((i) => !String(i.sk).startsWith(keys.deliveryPrefix)).map((i) => i.eventId as string));
+  const fresh = all.filter((d) => !existing.has(d.record.id));
+  await putAll(deps, deps.tables.deliveries, fresh.map((d) => d.record));
+  // Recorded by a run that died before its event item (so before queuing, or while): queued again.
+  const unqueued = all.filter((d) => {
+    const was = existing.get(d.record.id);
+    return was && !queuedEvents.has(d.event.id) && was.status === 'pending' && (was.attempts as unknown[] | undefined)?.length === 0 && was.dueAt === undefined;
+  });
+  // One payload item per event (a re-write by a re-run is the same item).
+  const events = [...new Map(all.filter((d) => !queuedEvents.has(d.event.id)).map((d) => [d.event.id, eventItem(d.event, d.stored, expiry)])).values()];
+  return { messages: [...fresh.filter((d) => d.record.status === 'pending'), ...unqueued].map((d) => d.message), events };
 }
 
-/** Records the delivery of one event to one endpoint: the message to queue, or nothing (see recordDeliveries). */
+/** Sends the messages, then writes their events' payload items (the mark that they were queued). */
+export async function queueDeliveries(deps: Deps, recorded: RecordedDeliveries): Promise<void> {
+  await sendDeliveryMessages(deps, recorded.messages);
+  await putAll(deps, deps.tables.deliveries, recorded.events);
+}
+
+/**
+ * Records the delivery of one event to one endpoint without queuing it (tests, and tools that send
+ * by hand): the message, or nothing (see recordDeliveries). Its event item is written at once.
+ */
 export async function recordDelivery(deps: Deps, event: EventPayload, endpoint: WebhookEndpoint): Promise<DeliveryMessage | undefined> {
-  return (await recordDeliveries(deps, [{ event, endpoint }]))[0];
-}
-
-/** Sends the messages (their records are already written). */
-export async function queueDeliveries(deps: Deps, messages: DeliveryMessage[]): Promise<void> {
-  await sendDeliveryMessages(deps, messages);
+  const recorded = await recordDeliveries(deps, [{ event, endpoint }]);
+  await putAll(deps, deps.tables.deliveries, recorded.events);
+  return recorded.messages[0];
 }

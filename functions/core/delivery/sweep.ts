@@ -60,12 +60,13 @@ export async function sweepDueDeliveries(deps: Deps, { maxItems = SWEEP_MAX_ITEM
   }));
   await sendDeliveryMessages(deps, messages, { delaySeconds: (m) => (dueAtById.get(m.deliveryId)! - now) / 1000 });
   // Only now (sent) is the entry cleared; one a writer re-parked since (another due time) stays.
-  await Promise.all((due as Parked[]).map((r) => deps.doc.send(new UpdateCommand({
+  await Promise.all((sendable as Parked[]).map((r) => deps.doc.send(new UpdateCommand({
     TableName: deps.tables.deliveries, Key: { pk: r.pk, sk: r.sk },
     UpdateExpression: 'REMOVE duePk, dueAt, duePriorAttempts',
     ConditionExpression: 'dueAt = :seen', ExpressionAttributeValues: { ':seen': r.dueAt },
   })).catch((error: Error) => { if (error.name !== 'ConditionalCheckFailedException') throw error; })));
-  if (sendable.length < due.length) logger.warn('parked deliveries without a payload to send were dropped from the due index', { count: due.length - sendable.length });
+  // Left in the index (and counted in the lag): nothing is dropped silently.
+  if (sendable.length < due.length) logger.error('parked deliveries without a payload to send: left in the due index', { deliveryIds: records.filter((r) => !sendable.includes(r)).map((r) => r.id) });
   const oldest = Math.min(...due.map((r) => (r as Parked).dueAt!));
   const lagSeconds = due.length > 0 ? Math.max(0, Math.round((now - oldest) / 1000)) : 0;
   metrics.addMetric('DueSweepRequeued', MetricUnit.Count, messages.length);

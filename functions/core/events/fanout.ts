@@ -22,11 +22,9 @@ const plan = (event: EventPayload, endpoints: WebhookEndpoint[]): PlannedDeliver
 
 /** Records and queues the deliveries of one event to those of `endpoints` subscribed to it. */
 export async function fanOutEvent(deps: Deps, event: EventPayload, endpoints: WebhookEndpoint[]): Promise<DeliveryMessage[]> {
-  const messages = await recordDeliveries(deps, plan(event, endpoints));
-  if (messages.length > 0) {
-    await queueDeliveries(deps, messages);
-  }
-  return messages;
+  const recorded = await recordDeliveries(deps, plan(event, endpoints));
+  await queueDeliveries(deps, recorded);
+  return recorded.messages;
 }
 
 /** A change whose organization_id disagrees with its key is dropped: logged (ids only) and counted for the alarm. */
