@@ -8,7 +8,8 @@ import { keys, type Organization } from '../platform/model.js';
 import { queryNewest } from '../platform/query.js';
 
 const MICROS_PER_USD = 1_000_000;
-const usd = (micros: number) => Math.round(micros / 10_000) / 100;
+/** Exact: a call costs fractions of a cent (pricePerCallMicros), so no rounding to cents here. */
+const usd = (micros: number) => micros / MICROS_PER_USD;
 
 export interface Usage { calls: number; billed: number }
 
