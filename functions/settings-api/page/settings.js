@@ -107,6 +107,9 @@ function h(tag, attrs = {}, ...children) {
   return el;
 }
 
+/** Text whose `backticked` parts become <code>: the catalog's descriptions are written that way. */
+const withCode = (text) => text.split(/`([^`]+)`/).map((part, i) => (i % 2 ? h('code', { text: part }) : part));
+
 const fill = (container, ...children) => container.replaceChildren(...children.flat().filter(Boolean));
 
 const dateTime = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
@@ -479,7 +482,7 @@ function renderEventsPicker(selected) {
     events.map((event) => h('label', { class: 'event-option' },
       h('input', { type: 'checkbox', name: 'events', value: event.name, checked: selected.has(event.name) }),
       h('span', { class: 'event-names' }, h('code', { text: event.name }), event.alias ? h('span', { class: 'alias' }, 'also ', h('code', { text: event.alias })) : null),
-      event.description ? h('span', { class: 'event-description', text: event.description }) : null)))));
+      event.description ? h('span', { class: 'event-description' }, withCode(event.description)) : null)))));
 }
 
 async function endpointDialog(endpoint) {
