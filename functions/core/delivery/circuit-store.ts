@@ -13,7 +13,7 @@ import { keys, type WebhookEndpoint } from '../platform/model.js';
 import { logger, metrics } from '../platform/observability.js';
 import { forgetEndpoints } from './endpoints.js';
 import { afterAttempt, gate, laneFor, openSeconds, reachesThreshold, type Gate, type Lane } from './circuit-breaker.js';
-import { acquireSlot, oldestInFlightMs } from './endpoint-concurrency.js';
+import { acquireSlot, stalledMs } from './endpoint-concurrency.js';
 
 /** Endpoints this container saw fail or time out, until their next success here (its cached copy may not show it yet). */
 const failedHere = new Set<string>();
@@ -79,10 +79,11 @@ export async function admitAttempt(deps: Deps, endpoint: WebhookEndpoint, lane: 
   if (lane === 'main' && laneFor(endpoint.circuit, deps.now(), failedHere.has(endpoint.id)) === 'slow') {
     return count({ kind: 'move', reason: 'the endpoint is failing or slow: attempted in the slow lane' }, 'DeliveriesMovedToSlowLane');
   }
-  // An attempt to it here is already waiting longer than a healthy receiver takes: do not start
-  // another batch's on the main lane (a receiver that just began to hang would hold them all).
-  if (lane === 'main' && oldestInFlightMs(endpoint.id, deps.now()) > settings.slowSuspectMs) {
-    return count({ kind: 'move', reason: `an attempt to this endpoint has waited over ${settings.slowSuspectMs} ms: attempted in the slow lane` }, 'DeliveriesMovedToSlowLane');
+  // Its attempts here have stalled (the oldest waits longer than slowSuspectMs and none ended
+  // since): do not start another batch's on the main lane (a receiver that just began to hang
+  // would hold them all).
+  if (lane === 'main' && stalledMs(endpoint.id, deps.now()) > settings.slowSuspectMs) {
+    return count({ kind: 'move', reason: `attempts to this endpoint have had no answer for over ${settings.slowSuspectMs} ms: attempted in the slow lane` }, 'DeliveriesMovedToSlowLane');
   }
   if (lane === 'slow') {
     const first = gate(endpoint.circuit, deps.now(), settings);

@@ -6,26 +6,30 @@
  * a container, never its whole batch. No shared state, no write: the breaker (circuit-breaker.ts)
  * is what stops a hanging endpoint across containers.
  */
-interface Slots { inFlight: number; waiting: (() => void)[]; started: Set<{ at: number }> }
+interface Slots { inFlight: number; waiting: (() => void)[]; started: Set<{ at: number }>; lastEndedAt: number }
 
 const slotsByEndpoint = new Map<string, Slots>();
 
 /** How many attempts to `endpointId` this container has in flight now. */
 export const inFlightTo = (endpointId: string): number => slotsByEndpoint.get(endpointId)?.inFlight ?? 0;
 
-/** How long the oldest attempt to `endpointId` in flight here has been waiting for its answer (0: none). */
-export function oldestInFlightMs(endpointId: string, now: number): number {
+/**
+ * How long attempts to `endpointId` here have been stalled: the age of the oldest one in flight,
+ * if no attempt to it has ended since that one started (0 otherwise). A slow but answering
+ * receiver keeps ending attempts, so it never looks stalled; one that has just begun to hang does.
+ */
+export function stalledMs(endpointId: string, now: number): number {
   const slots = slotsByEndpoint.get(endpointId);
   if (!slots) return 0;
   let oldest = now;
   for (const s of slots.started) oldest = Math.min(oldest, s.at);
-  return now - oldest;
+  return slots.lastEndedAt >= oldest ? 0 : now - oldest;
 }
 
 /** A slot for one attempt to `endpointId`: its release function, or undefined when none freed within `waitMs`. */
 export async function acquireSlot(endpointId: string, bound: number, waitMs: number, now: () => number = Date.now): Promise<(() => void) | undefined> {
   let slots = slotsByEndpoint.get(endpointId);
-  if (!slots) slotsByEndpoint.set(endpointId, (slots = { inFlight: 0, waiting: [], started: new Set() }));
+  if (!slots) slotsByEndpoint.set(endpointId, (slots = { inFlight: 0, waiting: [], started: new Set(), lastEndedAt: 0 }));
   if (slots.inFlight >= bound) {
     const s = slots;
     const woken = await new Promise<boolean>((resolve) => {
@@ -45,6 +49,7 @@ export async function acquireSlot(endpointId: string, bound: number, waitMs: num
     if (released) return;
     released = true;
     slots.started.delete(start);
+    slots.lastEndedAt = now();
     const next = slots.waiting.shift();
     if (next) return next();
     slots.inFlight -= 1;

@@ -67,7 +67,7 @@ export const settingsSchema = z.object({
   /** A main-lane attempt unanswered after this long is moved to the slow lane (no attempt used) with its endpoint, for slowLaneHoldSeconds. */
   slowLaneAfterMs: z._default(positiveInt(), 2000),
   slowLaneHoldSeconds: z._default(positiveInt(), 300),
-  /** While a main-lane attempt to an endpoint has waited this long, its other deliveries go to the slow lane at once. */
+  /** While attempts to an endpoint have had no answer for this long (none ended), its other deliveries go to the slow lane at once. */
   slowSuspectMs: z._default(positiveInt(), 500),
   /** CIDRs the SSRF guard admits even though they are private (e.g. a VPC receiver). */
   ssrfAllowList: z._default(z.array(z.string().check(z.superRefine((cidr, ctx) => { const problem = cidrProblem(cidr); if (problem) ctx.addIssue({ code: 'custom', message: `not a valid CIDR: ${problem}` }); }))), []),

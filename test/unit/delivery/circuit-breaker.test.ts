@@ -6,7 +6,7 @@ import {
   afterAttempt, circuitAttributes, circuitOf, circuitView, gate, laneFor, openSeconds, probeWindowMs, reachesThreshold,
 } from '../../../functions/core/delivery/circuit-breaker.js';
 import { laneOf } from '../../../functions/core/delivery/circuit-store.js';
-import { acquireSlot, inFlightTo, oldestInFlightMs } from '../../../functions/core/delivery/endpoint-concurrency.js';
+import { acquireSlot, inFlightTo, stalledMs } from '../../../functions/core/delivery/endpoint-concurrency.js';
 
 const settings = defaultSettings;
 const t0 = Date.parse('2026-11-23T02:00:00.000Z');
@@ -140,16 +140,22 @@ describe('attempts in flight per endpoint', () => {
     expect(inFlightTo('ep_a')).toBe(0);
   });
 
-  it('knows how long the oldest attempt in flight has waited (the main lane sends the next ones to the slow lane past slowSuspectMs)', async () => {
+  it('knows when attempts to an endpoint have stalled: the oldest in flight is old and none ended since (a slow receiver that answers never looks stalled)', async () => {
     let clock = 1_000;
-    const first = await acquireSlot('ep_c', 4, 0, () => clock);
+    const now = () => clock;
+    const first = await acquireSlot('ep_c', 4, 0, now);
     clock = 1_400;
-    const second = await acquireSlot('ep_c', 4, 0, () => clock);
+    const second = await acquireSlot('ep_c', 4, 0, now);
     clock = 1_700;
-    expect(oldestInFlightMs('ep_c', clock)).toBe(700);
-    first!();
-    expect(oldestInFlightMs('ep_c', clock)).toBe(300);
+    expect(stalledMs('ep_c', clock)).toBe(700);
+    first!(); // an answer (or a time-out) at 1 700: not stalled, though the second has waited 300 ms
+    expect(stalledMs('ep_c', clock)).toBe(0);
     second!();
-    expect(oldestInFlightMs('ep_c', clock)).toBe(0);
+    clock = 2_000;
+    const third = await acquireSlot('ep_c', 4, 0, now);
+    clock = 2_900;
+    expect(stalledMs('ep_c', clock)).toBe(900); // nothing ended since the third started
+    third!();
+    expect(stalledMs('ep_c', clock)).toBe(0);
   });
 });
