@@ -5,7 +5,7 @@
  * `standardwebhooks`. The tests run in the order an admin acts, sharing one organization.
  * Screenshots land in test-artifacts/settings/ (git-ignored).
  */
-import { describe, it, expect, beforeAll, afterAll } from '@jest/globals';
+import { describe, it, expect, beforeAll, afterAll, afterEach } from '@jest/globals';
 import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Locator, type Page } from 'playwright-core';
@@ -37,9 +37,18 @@ async function settingsLink(organizationId: string): Promise<string> {
   return result.json<{ url: string }>().url;
 }
 
+/** Script errors and Content-Security-Policy violations of every page: each test ends without any. */
+const pageProblems: string[] = [];
+function watch(page: Page): Page {
+  page.on('pageerror', (error) => pageProblems.push(`script error: ${error.message}`));
+  page.on('console', (message) => {
+    if (message.type() === 'error' && /Content Security Policy/i.test(message.text())) pageProblems.push(message.text());
+  });
+  return page;
+}
+
 async function openSettings(url: string): Promise<Page> {
-  const page = await context.newPage();
-  page.on('pageerror', (error) => { throw error; });
+  const page = watch(await context.newPage());
   await page.goto(url);
   return page;
 }
@@ -109,6 +118,10 @@ beforeAll(async () => {
   await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: new URL(info.apiUrl).origin });
 }, 60_000);
 
+afterEach(() => {
+  expect(pageProblems.splice(0)).toEqual([]);
+});
+
 afterAll(async () => {
   await browser?.close();
   await receiver.stop();
@@ -121,8 +134,7 @@ describe('the settings page, opened from a settings link', () => {
 
   it('given a link, it shows the organization and takes the token out of the address bar, under a strict CSP', async () => {
     const link = await settingsLink(orgA);
-    page = await context.newPage();
-    page.on('pageerror', (error) => { throw error; });
+    page = watch(await context.newPage());
     const response = await page.goto(link);
     expect(response?.status()).toBe(200);
     const headers = response!.headers();
