@@ -737,18 +737,24 @@ function renderQuickstart() {
 }
 
 let requestCursor = null;
+let requestsRequest = 0;
 
 async function loadRequests({ more = false } = {}) {
   const body = $('requests-body');
   if (!more && !body.querySelector('table')) fill(body, loading('Loading requests…'));
+  const request = ++requestsRequest;
+  body.setAttribute('aria-busy', 'true');
   try {
     const params = new URLSearchParams({ limit: '25' });
     if (more && requestCursor) params.set('cursor', requestCursor);
     const page = await api(`/requests?${params}`);
+    if (request !== requestsRequest) return;
     requestCursor = page.nextCursor;
     renderRequests(page.requests, more);
   } catch (error) {
-    if (error.status !== 401) fill(body, problemAlert(error));
+    if (error.status !== 401 && request === requestsRequest) fill(body, problemAlert(error));
+  } finally {
+    if (request === requestsRequest) body.setAttribute('aria-busy', 'false');
   }
 }
 

@@ -306,8 +306,11 @@ describe('the settings page, opened from a settings link', () => {
 
   it('the request log lists the lead endpoint calls made with the keys', async () => {
     await button(page.locator('#requests'), 'Refresh').click();
-    await page.locator('#requests tbody tr').first().waitFor();
-    expect(await page.locator('#requests').innerText()).toContain('/api/webhook/leads');
+    await page.locator('#requests-body[aria-busy="false"]').waitFor();
+    // At least the four 200s of the keys above (GET /api/webhook/leads), each with its key id.
+    const rows = page.locator('#requests tbody tr', { hasText: 'GET /api/webhook/leads' }).filter({ has: page.locator('.badge', { hasText: /^200$/ }) });
+    expect(await rows.count()).toBeGreaterThanOrEqual(4);
+    expect(await rows.first().innerText()).toMatch(/key_\w+/);
     await page.locator('#requests').screenshot({ path: path.join(shots, 'request-log.png') });
     await page.setViewportSize({ width: 390, height: 844 });
     await screenshot(page, 'mobile');
