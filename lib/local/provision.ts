@@ -28,7 +28,7 @@ export async function createTable(dynamodb: DynamoDBClient, physicalName: string
       AttributeDefinitions: [...attributes.values()],
       KeySchema: keySchema(spec.partitionKey, spec.sortKey),
       GlobalSecondaryIndexes: spec.globalIndexes?.map((g) => ({
-        IndexName: g.name, KeySchema: keySchema(g.partitionKey, g.sortKey), Projection: { ProjectionType: 'ALL' },
+        IndexName: g.name, KeySchema: keySchema(g.partitionKey, g.sortKey), Projection: { ProjectionType: g.projection ?? 'ALL' },
       })),
       StreamSpecification: spec.stream ? { StreamEnabled: true, StreamViewType: spec.stream } : undefined,
     }));

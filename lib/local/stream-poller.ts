@@ -39,6 +39,14 @@ export function toLambdaRecord(r: _Record, streamArn: string): DynamoDBRecord {
   };
 }
 
+/**
+ * Pause after a poll that found nothing. Short: a record written just after a poll waits at most
+ * this long, well under DESIGN §16's "well under a second" (Lambda polls a shard about 4 times a
+ * second; locally a stream read is a loopback call).
+ */
+const IDLE_DELAY_MS = 20;
+const SHARD_REFRESH_MS = 1000;
+
 export type StreamHandler = (event: DynamoDBStreamEvent) => Promise<DynamoDBBatchResponse | void>;
 
 export interface StreamPollerOptions {
@@ -64,6 +72,7 @@ export class StreamPoller {
   private shards = new Map<string, ShardState>();
   private checkpoints: Record<string, string> = {};
   private wake?: () => void;
+  private shardsReadAt = 0;
 
   constructor(private readonly options: StreamPollerOptions) {
     if (options.checkpointFile) {
@@ -91,7 +100,11 @@ export class StreamPoller {
     while (this.running) {
       let progressed = false;
       try {
-        await this.refreshShards();
+        // New shards appear rarely (a split every few hours on AWS): look for them once a second, not every poll.
+        if (Date.now() - this.shardsReadAt >= SHARD_REFRESH_MS || this.readyShards().length === 0) {
+          await this.refreshShards();
+          this.shardsReadAt = Date.now();
+        }
         for (const state of this.readyShards()) {
           if (!this.running) break;
           progressed = (await this.pollShard(state)) || progressed;
@@ -99,7 +112,7 @@ export class StreamPoller {
       } catch (error) {
         this.options.onError?.(error);
       }
-      if (!progressed && this.running) await this.sleep(this.options.idleDelayMs ?? 150);
+      if (!progressed && this.running) await this.sleep(this.options.idleDelayMs ?? IDLE_DELAY_MS);
     }
   }
 
