@@ -156,6 +156,8 @@ const statusTone = {
   expired: 'neutral', revoked: 'neutral', skipped: 'neutral', disabled: 'neutral',
   failed: 'bad', open: 'bad',
 };
+/** Only a delivery still being retried has a next attempt worth showing. */
+const stillTrying = (d) => d.status === 'pending' || d.status === 'retrying';
 const statusBadge = (status) => badge(status, statusTone[status] || 'neutral');
 
 function httpBadge(code) {
@@ -603,7 +605,7 @@ function deliveryRow(d) {
     h('th', { scope: 'row', 'data-label': 'Event' }, h('code', { text: d.eventType })),
     h('td', { 'data-label': 'Endpoint', class: 'truncate', title: d.url, text: d.url }),
     h('td', { 'data-label': 'Status' }, statusBadge(d.status),
-      d.nextAttemptAt && d.status !== 'delivered' ? h('span', { class: 'cell-sub' }, 'next try ', when(d.nextAttemptAt, timeOnly)) : null,
+      d.nextAttemptAt && stillTrying(d) ? h('span', { class: 'cell-sub' }, 'next try ', when(d.nextAttemptAt, timeOnly)) : null,
       d.reason ? h('span', { class: 'cell-sub', text: d.reason }) : null),
     h('td', { 'data-label': 'Attempts', class: 'num', text: String(d.attemptCount) }),
     h('td', { 'data-label': 'Last answer' }, d.attemptCount ? httpBadge(d.lastStatusCode) : h('span', { class: 'muted', text: '—' })),
@@ -668,7 +670,7 @@ function renderDelivery(d, note) {
       h('div', {}, h('dt', { text: 'Endpoint' }), h('dd', {}, h('code', { text: d.url }))),
       h('div', {}, h('dt', { text: 'Event ID' }), h('dd', {}, h('code', { text: d.eventId }))),
       h('div', {}, h('dt', { text: 'Created' }), h('dd', {}, when(d.createdAt))),
-      d.nextAttemptAt && d.status !== 'delivered' ? h('div', {}, h('dt', { text: 'Next attempt' }), h('dd', {}, when(d.nextAttemptAt))) : null),
+      d.nextAttemptAt && stillTrying(d) ? h('div', {}, h('dt', { text: 'Next attempt' }), h('dd', {}, when(d.nextAttemptAt))) : null),
     h('div', { class: 'row-actions' }, redeliver),
     status,
     h('h3', { text: `Attempts (${attempts.length})` }),
