@@ -339,6 +339,15 @@ export interface ThrottleSpec { rateLimit: number; burstLimit: number }
 export const routeThrottle: ThrottleSpec = { rateLimit: 1000, burstLimit: 2000 };
 /** Each catch-all MOCK method (the stage default): scanners' 404s must not claim the account's API Gateway quota. */
 export const catchAllThrottle: ThrottleSpec = { rateLimit: 50, burstLimit: 100 };
+/**
+ * Each settings method and its preflight: a few admins per organization (300 calls/min each, the
+ * function's own limit), not lead traffic. Sized like the catch-alls so the ~30 settings methods
+ * (keyless floods of them reach the function as 401s) cannot claim the account's API Gateway quota
+ * or the Lambda concurrency the lead endpoint needs (docs/capacity.md).
+ */
+export const settingsThrottle: ThrottleSpec = { rateLimit: 50, burstLimit: 100 };
+/** The bucket of each routed method, by the function serving its path (routeThrottle unless named here). */
+const functionThrottles: Partial<Record<FunctionName, ThrottleSpec>> = { settingsApi: settingsThrottle };
 
 /** The REST API's resources: the root and every prefix of a route's path (each also has a `{proxy+}` child). */
 export const apiResourcePaths = (): string[] => [...new Set(['/', ...routes.flatMap((r) =>
@@ -351,7 +360,10 @@ export const apiResourcePaths = (): string[] => [...new Set(['/', ...routes.flat
 export function apiMethodFor(pathname: string, method: string): { resource: string; method: string; throttle: ThrottleSpec } {
   const { resource, proxy } = resourceFor(pathname);
   const served = proxy ? [] : methodsOn(resource);
-  if (served.includes(method as RouteSpec['method']) || (served.length > 0 && method === 'OPTIONS')) return { resource, method, throttle: routeThrottle };
+  if (served.includes(method as RouteSpec['method']) || (served.length > 0 && method === 'OPTIONS')) {
+    const fn = routes.find((r) => r.path === resource)!.function;
+    return { resource, method, throttle: functionThrottles[fn] ?? routeThrottle };
+  }
   return { resource, method: 'ANY', throttle: catchAllThrottle };
 }
 

@@ -1,6 +1,6 @@
 /** Paths with parameters land on the resource API Gateway would pick (lib/topology.ts resourceFor), for the local server and the stack alike. */
 import { describe, it, expect } from '@jest/globals';
-import { apiMethodFor, catchAllThrottle, hasParameterChild, resourceFor, routeThrottle } from '../../../lib/topology.js';
+import { apiMethodFor, catchAllThrottle, hasParameterChild, resourceFor, routeThrottle, settingsThrottle } from '../../../lib/topology.js';
 
 describe('resourceFor', () => {
   it.each([
@@ -21,8 +21,11 @@ describe('resourceFor', () => {
     expect(resourceFor('/api/webhook/leads/x/y')).toMatchObject({ resource: '/api/webhook/leads/{proxy+}', proxy: true });
   });
 
-  it('gives routed methods on parameterized paths the sized throttle, other methods the catch-all one', () => {
-    expect(apiMethodFor('/api/settings/keys/key_1', 'DELETE')).toEqual({ resource: '/api/settings/keys/{id}', method: 'DELETE', throttle: routeThrottle });
+  it('gives routed settings methods (parameterized paths too) the settings throttle, lead methods the sized one, other methods the catch-all one', () => {
+    expect(apiMethodFor('/api/settings/keys/key_1', 'DELETE')).toEqual({ resource: '/api/settings/keys/{id}', method: 'DELETE', throttle: settingsThrottle });
+    expect(apiMethodFor('/api/settings/keys/key_1', 'OPTIONS')).toEqual({ resource: '/api/settings/keys/{id}', method: 'OPTIONS', throttle: settingsThrottle });
+    expect(apiMethodFor('/settings', 'GET').throttle).toBe(settingsThrottle);
+    expect(apiMethodFor('/api/webhook/leads', 'POST')).toEqual({ resource: '/api/webhook/leads', method: 'POST', throttle: routeThrottle });
     expect(apiMethodFor('/api/settings/keys/key_1', 'GET')).toEqual({ resource: '/api/settings/keys/{id}', method: 'ANY', throttle: catchAllThrottle });
   });
 
