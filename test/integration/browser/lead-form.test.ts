@@ -33,7 +33,9 @@ async function servePages(pages: () => Record<string, string>): Promise<{ server
   const server = createServer((req, res) => {
     const page = pages()[new URL(req.url ?? '/', 'http://x').pathname];
     if (page === undefined) return void res.writeHead(404).end();
-    res.writeHead(200, { 'Content-Type': 'text/html; charset=utf-8' }).end(page);
+    // ?referrer=no-referrer: the site sends that policy for every page (helmet's default, a common hardening).
+    const policy = new URL(req.url ?? '/', 'http://x').searchParams.get('referrer');
+    res.writeHead(200, { 'Content-Type': 'text/html; charset=utf-8', ...(policy ? { 'Referrer-Policy': policy } : {}) }).end(page);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return { server, origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
@@ -212,6 +214,21 @@ describe('the no-script form (a plain <form method=post>), from another origin',
     expect(stored).toMatchObject({ first_name: 'Katherine', last_name: 'Johnson', service: 'Hedge trimming', sms_consent: true, phone: '+14155550142' });
     expect(stored?.sms_consent_proof).toMatchObject({ source: expect.stringContaining('Reply STOP'), user_agent: expect.stringContaining('Chrome') });
     expect(stored?.custom_fields).toBeUndefined(); // not the key, not the honeypot
+    await page.close();
+  });
+
+  it('on a site that sends Referrer-Policy: no-referrer, the form still sends its Origin (else `Origin: null`, refused) and the lead is created', async () => {
+    const page = await openForm(`${noScriptUrl}?referrer=no-referrer`);
+    await page.fill('#name', 'Hardened Site');
+    await page.fill('#email', 'hardened@example.com');
+    const [response] = await Promise.all([
+      page.waitForResponse((r) => r.url().endsWith('/api/webhook/leads') && r.request().method() === 'POST'),
+      page.click('button[type=submit]'),
+    ]);
+    expect(await response.request().headerValue('origin')).toBe(formOrigin);
+    expect(response.status()).toBe(303);
+    await page.waitForURL(`${formOrigin}/thanks`);
+    expect((await clientsOfOrganization()).some((c) => c.email === 'hardened@example.com')).toBe(true);
     await page.close();
   });
 
