@@ -466,6 +466,20 @@ describe('the CDK stack', () => {
     }
   });
 
+  it('sweeps the due index every minute with an EventBridge rule, reserves lead intake\'s concurrency, and keeps the deliveries indexes keys-only', () => {
+    template.hasResourceProperties('AWS::Events::Rule', {
+      ScheduleExpression: 'rate(1 minute)',
+      Targets: [Match.objectLike({ Arn: { 'Fn::GetAtt': [logicalId(stack.functions.deliverySweeper), 'Arn'] } })],
+    });
+    template.hasResourceProperties('AWS::Lambda::Function', { ReservedConcurrentExecutions: 100, Description: functions.leadIntake.description });
+    template.hasResourceProperties('AWS::DynamoDB::Table', {
+      GlobalSecondaryIndexes: [
+        Match.objectLike({ IndexName: 'gsi1', Projection: { ProjectionType: 'KEYS_ONLY' } }),
+        Match.objectLike({ IndexName: 'due', KeySchema: [{ AttributeName: 'duePk', KeyType: 'HASH' }, { AttributeName: 'dueAt', KeyType: 'RANGE' }], Projection: { ProjectionType: 'KEYS_ONLY' } }),
+      ],
+    });
+  });
+
   it('protects the prod tables from deletion (other stages: retained, deletable by hand)', () => {
     const prod = build({ stage: 'prod' });
     const tablesOf = (t: Template) => Object.values(t.findResources('AWS::DynamoDB::Table'));
@@ -504,9 +518,12 @@ describe('the CDK stack', () => {
     const stageDimensions = [{ Name: 'ApiName', Value: `crm-integration-test` }, { Name: 'Stage', Value: { Ref: logicalId(stack.api.deploymentStage) } }];
     expect(alarmOn('5XXError', stageDimensions)).toEqual([expect.objectContaining({ Namespace: 'AWS/ApiGateway', Statistic: 'Sum' })]);
     expect(alarmOn('Latency', stageDimensions)).toEqual([expect.objectContaining({ ExtendedStatistic: 'p99', EvaluationPeriods: 3 })]);
-    // A backlog is messages ready but not taken; the oldest message's age counts retries parked in flight (a receiver's Retry-After).
+    // Retries never wait in flight (DESIGN §16): the in-flight count and the oldest message's age mean stuck deliveries.
     const deliveryQueue = [{ Name: 'QueueName', Value: { 'Fn::GetAtt': [queueRef('deliveryQueue'), 'QueueName'] } }];
-    expect(alarmOn('ApproximateAgeOfOldestMessage', deliveryQueue)).toEqual([]);
+    expect(alarmOn('ApproximateAgeOfOldestMessage', deliveryQueue))
+      .toEqual([expect.objectContaining({ Statistic: 'Maximum', Threshold: 1800, ComparisonOperator: 'GreaterThanThreshold', Period: 300 })]);
+    expect(alarmOn('ApproximateNumberOfMessagesNotVisible', deliveryQueue))
+      .toEqual([expect.objectContaining({ Statistic: 'Maximum', Threshold: 5000, ComparisonOperator: 'GreaterThanThreshold', EvaluationPeriods: 3 })]);
     expect(alarmOn('ApproximateNumberOfMessagesVisible', deliveryQueue))
       .toEqual([expect.objectContaining({ Statistic: 'Maximum', Threshold: 100, ComparisonOperator: 'GreaterThanThreshold', EvaluationPeriods: 3, Period: 300 })]);
     // Powertools metrics: the functions' namespace and `service` dimension (functions/core/platform/observability.ts).
