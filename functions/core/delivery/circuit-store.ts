@@ -60,12 +60,12 @@ async function claimGate(deps: Deps, endpoint: WebhookEndpoint): Promise<Gate> {
 /**
  * What to do with a delivery instead of, or before, attempting it:
  * - `attempt`: POST it with `timeoutMs`, then release the slot and report (recordAttempt);
- * - `move`: not attempted here: re-queue it, now, in the slow lane (no attempt used);
+ * - `move`: not attempted here: re-queue it in the slow lane, now or (open circuit) at `until` (no attempt used);
  * - `park`: not attempted: re-schedule it at `until` in this lane (no attempt used).
  */
 export type Admission =
   | { kind: 'attempt'; probe: boolean; timeoutMs: number; release: () => void }
-  | { kind: 'move'; reason: string }
+  | { kind: 'move'; reason: string; until?: number }
   | { kind: 'park'; until: number; reason: string };
 
 /**
@@ -77,6 +77,9 @@ export type Admission =
 export async function admitAttempt(deps: Deps, endpoint: WebhookEndpoint, lane: Lane): Promise<Admission> {
   const { settings } = deps;
   if (lane === 'main' && laneFor(endpoint.circuit, deps.now(), failedHere.has(endpoint.id)) === 'slow') {
+    // An open circuit: straight to the slow lane's wait, not via a second hop.
+    const open = gate(endpoint.circuit, deps.now(), settings);
+    if (open.kind === 'park') return count({ kind: 'move', reason: open.reason, until: open.until }, 'DeliveriesDeferredByCircuit');
     return count({ kind: 'move', reason: 'the endpoint is failing or slow: attempted in the slow lane' }, 'DeliveriesMovedToSlowLane');
   }
   // Its attempts here have stalled (the oldest waits longer than slowSuspectMs and none ended

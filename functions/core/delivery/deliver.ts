@@ -166,7 +166,7 @@ export async function attemptDelivery(deps: Deps, message: DeliveryMessage, atte
   // deliverBatch parks it with deferDelivery (no attempt consumed) and consumes the message.
   // `move`: to the slow lane now; `park`: in this lane until the circuit half-opens or a slot frees.
   const admission = await admitAttempt(deps, endpoint, lane);
-  if (admission.kind === 'move') return { kind: 'deferred', attempt, untilMs: deps.now(), reason: admission.reason, lane: 'slow' };
+  if (admission.kind === 'move') return { kind: 'deferred', attempt, untilMs: admission.until ?? deps.now(), reason: admission.reason, lane: 'slow' };
   if (admission.kind === 'park') return { kind: 'deferred', attempt, untilMs: admission.until, reason: admission.reason, lane };
 
   const now = deps.now();
