@@ -22,6 +22,7 @@ import { edgeKeyLimitPerMinute } from '../../../lib/topology.js';
 const dir = mkdtempSync(path.join(tmpdir(), 'crm-restart-'));
 let child: ChildProcess | undefined;
 const receiver = new Receiver();
+let receiverStarted = false;
 
 async function start(): Promise<{ info: LocalStackInfo; deps: Deps }> {
   rmSync(path.join(dir, 'stack.json'), { force: true });
@@ -49,6 +50,7 @@ afterAll(async () => {
 describe('a restart in the middle of delivering', () => {
   it('loses nothing: every event ends delivered, duplicates share their webhook-id', async () => {
     await receiver.start();
+    receiverStarted = true;
     let { info, deps } = await start();
     const org = await createOrganization(deps, { name: 'Restart Co', rateLimitPerMinute: edgeKeyLimitPerMinute });
     const { key } = await createApiKey(deps, org.id, 'burst');
@@ -80,4 +82,34 @@ describe('a restart in the middle of delivering', () => {
     for (const r of requests) (clientsPerId.get(String(r.headers['webhook-id'])) ?? clientsPerId.set(String(r.headers['webhook-id']), new Set()).get(String(r.headers['webhook-id']))!).add(r.event!.data.object.id);
     expect([...clientsPerId.values()].every((s) => s.size === 1)).toBe(true);
   }, 150_000);
+
+  it('a retry parked in the due index (out of the queue) outlives a restart and goes out when due, with its webhook-id and attempt number', async () => {
+    await stop();
+    if (!receiverStarted) await receiver.start();
+    receiverStarted = true;
+    let { info, deps } = await start();
+    const org = await createOrganization(deps, { name: 'Parked Co' });
+    const { key } = await createApiKey(deps, org.id, 'parked');
+    const { endpoint, secret } = await addEndpoint(deps, org.id, { url: 'http://127.0.0.1:9/x', events: 'client.created' });
+    // Retry-After 6 s: longer than the test stack's queue delay (2 s), so the retry leaves the queue.
+    await updateEndpoint(deps, org.id, endpoint.id, { url: receiver.script('/parked', secret, { status: 503, headers: { 'Retry-After': '6' } }, { status: 204 }) });
+    await fetch(`${info.apiUrl}/api/webhook/leads`, { method: 'POST', headers: { 'X-API-Key': key, 'Content-Type': 'application/json' }, body: JSON.stringify({ name: 'Parked Lead' }) });
+    const [parked] = await eventually(async () => {
+      const list = await listDeliveries(deps, org.id);
+      return list[0]?.attempts.length === 1 && list[0].status === 'pending' ? list : undefined;
+    }, { what: 'the first, failed attempt', timeoutMs: 30_000 });
+    await stop(); // the queue's messages are gone with the emulator; the parked retry is in DynamoDB only
+    await new Promise((r) => setTimeout(r, Math.max(0, Date.parse(parked.nextAttemptAt!) - Date.now())));
+
+    ({ info, deps } = await start());
+    const [delivered] = await eventually(async () => {
+      const list = await listDeliveries(deps, org.id);
+      return list[0]?.status === 'delivered' ? list : undefined;
+    }, { what: 'the parked retry, delivered after the restart', timeoutMs: 30_000, intervalMs: 300 });
+    expect(delivered.attempts.map((a) => [a.attempt, a.statusCode])).toEqual([[1, 503], [2, 204]]);
+    const requests = receiver.on('/parked');
+    expect(requests).toHaveLength(2);
+    expect(new Set(requests.map((r) => r.headers['webhook-id']))).toEqual(new Set([parked.payload.id]));
+    expect(requests.every((r) => !r.verifyError)).toBe(true);
+  }, 120_000);
 });
