@@ -96,6 +96,7 @@ async function createLeadOnce(deps: Deps, request: HttpRequest, auth: AuthContex
   const policy = auth.key.publishable;
   const meta = { requestId: request.requestId, ip: request.sourceIp, userAgent: request.headers['user-agent'] };
   let input;
+  let verify: (() => Promise<void>) | undefined;
   if (policy) {
     const { lead, honeypot, tokens } = takeSpamFields(body, policy);
     // Validated before the honeypot: an invalid post gets the 422 a person would, filled or not.
@@ -106,13 +107,16 @@ async function createLeadOnce(deps: Deps, request: HttpRequest, auth: AuthContex
     }
     const provider = auth.organization.captchaProvider;
     if (provider) {
-      await verifyCaptcha(deps, { organizationId: auth.organization.id, provider, token: tokens[captchaProvidersSpec[provider].field], remoteIp: request.sourceIp });
+      // Checked when the lead is created, not again on an Idempotency-Key replay: a provider accepts
+      // a token once, so a client's retry of a lost answer would be refused instead of replayed.
+      verify = () => verifyCaptcha(deps, { organizationId: auth.organization.id, provider, token: tokens[captchaProvidersSpec[provider].field], remoteIp: request.sourceIp });
     }
   } else {
     input = parseLead(body);
   }
   const cap = policy?.dailyCap;
   const create = async () => {
+    await verify?.();
     if (cap === undefined) return createLead(deps, auth, input, meta);
     const reservation = await reserveDailyCall(deps, auth.key.keyId, cap);
     if (!reservation.allowed) throw dailyCapReached(cap, reservation.retryAfterSeconds ?? 1);

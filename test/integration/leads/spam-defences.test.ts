@@ -143,6 +143,7 @@ describe('CAPTCHA verification against a loopback siteverify stub', () => {
   // Where a `redirect-` token's answer points: it must never receive anything (the secret least of all).
   let elsewhere: Server;
   const redirected: string[] = [];
+  const spent = new Set<string>();
   let ssm: SSMClient;
   let parameter: string;
 
@@ -175,6 +176,9 @@ describe('CAPTCHA verification against a loopback siteverify stub', () => {
           return void res.writeHead(307, { Location: `http://127.0.0.1:${(elsewhere.address() as AddressInfo).port}/collect` }).end();
         }
         if (form.get('secret') !== SECRET) return answer(200, { success: false, 'error-codes': ['invalid-input-secret'] });
+        // As the providers do, a token passes once.
+        if (spent.has(token)) return answer(200, { success: false, 'error-codes': ['timeout-or-duplicate'] });
+        spent.add(token);
         answer(200, token.startsWith('pass-') ? { success: true } : { success: false, 'error-codes': ['invalid-input-response'] });
       });
     });
@@ -246,6 +250,23 @@ describe('CAPTCHA verification against a loopback siteverify stub', () => {
     if (status === 503) expect(res.headers['retry-after']).toBeDefined();
     expect(await itemsOf('clients', t.organizationId)).toEqual([]);
     expect((await getOrganization(deps, t.organizationId))?.walletMicros).toBe(100_000);
+  });
+
+  it('a retry with the same Idempotency-Key (a lost answer) is replayed, not verified again (a token passes once)', async () => {
+    const t = await givenCaptchaOrganization();
+    const lead = { name: 'Retrying Person', email: 'retry@example.com', 'cf-turnstile-response': 'pass-once' };
+    const headers = { 'Idempotency-Key': `form-${randomUUID()}` };
+    const first = await postFromPage(t.key, lead, { origin: SHOP, from: t.from, headers });
+    expect(first.status).toBe(201);
+    const retry = await postFromPage(t.key, lead, { origin: SHOP, from: t.from, headers });
+    expect(retry.status).toBe(201);
+    expect(retry.headers['idempotent-replayed']).toBe('true');
+    expect(retry.json().id).toBe(first.json().id);
+    expect(calls.filter((c) => c.get('response') === 'pass-once')).toHaveLength(1);
+    // A new post with the spent token is refused as the provider says.
+    const reused = await postFromPage(t.key, { ...lead, email: 'other@example.com' }, { origin: SHOP, from: t.from });
+    expect(reused.status).toBe(403);
+    expect(await itemsOf('clients', t.organizationId)).toHaveLength(1);
   });
 
   it('a verify URL that redirects: fail closed, and the secret is not re-sent to the redirect’s target', async () => {
