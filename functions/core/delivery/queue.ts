@@ -48,6 +48,7 @@ const expiresAt = (deps: Deps) => Math.floor(deps.now() / 1000) + deps.settings.
 export async function sendDeliveryMessages(
   deps: Deps, messages: DeliveryMessage[], options: { delaySeconds?: (m: DeliveryMessage) => number; queue?: 'deliveryQueue' | 'deliverySlowQueue' | 'deliveryDlq' } = {},
 ): Promise<void> {
+  if (messages.length === 0) return;
   const queueUrl = deps.queues[options.queue ?? 'deliveryQueue'];
   await Promise.all(inBatches(messages, 10).map(async (batch) => {
     const out = await deps.sqs.send(new SendMessageBatchCommand({
@@ -171,6 +172,7 @@ export async function recordDeliveries(deps: Deps, planned: PlannedDelivery[]): 
 
 /** Sends the messages, then writes their events' payload items (the mark that they were queued). */
 export async function queueDeliveries(deps: Deps, recorded: RecordedDeliveries): Promise<void> {
+  if (recorded.messages.length === 0 && recorded.events.length === 0) return;
   await sendDeliveryMessages(deps, recorded.messages);
   await putAll(deps, deps.tables.deliveries, recorded.events);
 }

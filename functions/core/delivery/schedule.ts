@@ -1,8 +1,10 @@
 /**
  * The retry schedule (DESIGN §11): 5 attempts in all; the delays before attempts 2..5 are 1 min,
  * 10 min, 100 min and 12 h, each with ±10 % jitter (so retries of many deliveries that failed
- * together spread out), never more than SQS's 12 h visibility-timeout maximum. SQS counts that
- * maximum from the message's receive, so deliver.ts further caps a delay with visibilityLeftSeconds.
+ * together spread out), never more than 12 h. A retry does not wait in flight (DESIGN §16): up to
+ * settings.queueDelayMaxSeconds it is a delayed message, longer it is parked in the due index
+ * (deliver.ts, sweep.ts). visibilityLeftSeconds / receivedAtOf remain for code that still hides a
+ * received message (the dead-letter passes in redrive.ts, lib/local/sqs-strict.ts).
  *
  * Retry-After (from a 429 or 503) is honoured *within the schedule*: the next attempt waits
  * max(scheduled delay, Retry-After), capped at 12 h. A receiver can push an attempt later, never
