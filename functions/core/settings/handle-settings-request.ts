@@ -13,7 +13,7 @@ import { createApiKey, listApiKeys, revokeApiKey, rotateApiKey, type NewApiKeyOp
 import { getOrganization } from '../tenancy/organizations.js';
 import { checkRateLimit, rateLimitHeaders } from '../tenancy/rate-limit.js';
 import { activeSecrets, addEndpoint, getEndpoint, listEndpoints, removeEndpoint, rotateSecret, updateEndpoint } from '../delivery/endpoints.js';
-import { listDeliveries, redriveDelivery, redriveFailed } from '../delivery/redrive.js';
+import { redriveDelivery, redriveFailed } from '../delivery/redrive.js';
 import { findOrganizationDelivery, waitForFirstOutcome } from '../delivery/first-outcome.js';
 import { sendTestEvent } from '../events/test-event.js';
 import { catalog } from '../events/catalog.js';
@@ -21,6 +21,7 @@ import { listAudit, recordChange, type AuditAction } from './audit-log.js';
 import { bearerToken, verifySessionToken, type Session } from './session-token.js';
 import { settingsOverview } from './overview.js';
 import { listRequestHistory } from './request-history.js';
+import { listDeliverySummaries } from './delivery-summaries.js';
 import { deliveryDetail, deliverySummary, endpointView, isRetrying, keyView } from './views.js';
 
 /** Management requests per organization per minute (all of its admins together). */
@@ -155,8 +156,13 @@ const operations: Record<string, Operation> = {
     const limit = limitOf(c.query.limit);
     if (endpoint && !(await getEndpoint(c.deps, c.organization.id, endpoint))) throw notFound(`No endpoint ${endpoint}.`);
     const after = cursor ? decodeCursor(cursor) : undefined;
-    const all = await listDeliveries(c.deps, c.organization.id, { status: status === 'retrying' ? 'pending' : status || undefined, endpointId: endpoint || undefined, since: timeOf('since', since), until: timeOf('until', until), limit: Number.MAX_SAFE_INTEGER });
-    const filtered = status === 'retrying' ? all.filter(isRetrying) : status === 'pending' ? all.filter((d) => !isRetrying(d)) : all;
+    const [from, to] = [timeOf('since', since), timeOf('until', until)];
+    // Summaries only (no payloads): see delivery-summaries.ts.
+    const all = (await listDeliverySummaries(c.deps, c.organization.id))
+      .filter((d) => (!endpoint || d.endpointId === endpoint) && (!from || d.createdAt >= from) && (!to || d.createdAt <= to));
+    const filtered = status === 'retrying' ? all.filter(isRetrying)
+      : status === 'pending' ? all.filter((d) => d.status === 'pending' && !isRetrying(d))
+        : status ? all.filter((d) => d.status === status) : all;
     // Newest first by (createdAt, id): the cursor is the last item of the previous page.
     const ordered = filtered.sort((a, b) => b.createdAt.localeCompare(a.createdAt) || b.id.localeCompare(a.id));
     const rest = after ? ordered.filter((d) => d.createdAt < after.createdAt || (d.createdAt === after.createdAt && d.id < after.id)) : ordered;

@@ -94,7 +94,7 @@ export interface DeliveryDetailView extends DeliverySummaryView {
 export const isRetrying = (record: Pick<DeliveryRecord, 'status' | 'nextAttemptAt'>) => record.status === 'pending' && Boolean(record.nextAttemptAt);
 
 
-export function deliverySummary(record: DeliveryRecord, urls: ReadonlyMap<string, string>): DeliverySummaryView {
+export function deliverySummary(record: Omit<DeliveryRecord, 'payload'>, urls: ReadonlyMap<string, string>): DeliverySummaryView {
   const attempts = record.attempts ?? [];
   const last = attempts.at(-1);
   return {

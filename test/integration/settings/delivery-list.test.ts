@@ -1,0 +1,54 @@
+/**
+ * The settings list of deliveries reads summaries, never payloads: an organization's events (up to
+ * 240 KiB each) are not fetched on every page of the list. The route runs here on the test stack's
+ * DynamoDB Local with a document client of its own, whose commands the test watches.
+ */
+import { describe, it, expect, afterAll } from '@jest/globals';
+import { newTenant, ownDeps } from '../support/stack.js';
+import { Receiver } from '../support/receiver.js';
+import { settingsApi } from '../../../functions/core/settings/handle-settings-request.js';
+import { settingsClient, tokenSecret } from './support.js';
+
+const receiver = new Receiver();
+afterAll(() => receiver.stop());
+
+describe('GET /api/settings/deliveries', () => {
+  it('lists summaries without reading any event payload', async () => {
+    await receiver.start();
+    const { organizationId } = await newTenant();
+    const admin = await settingsClient(organizationId);
+    const { endpoint } = (await admin.post('/api/settings/webhooks', { url: `${receiver.url}/list`, events: ['client.created'] })).json<{ endpoint: { id: string } }>();
+    const tested: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const answer = await admin.post(`/api/settings/webhooks/${endpoint.id}/test`);
+      expect(answer.status).toBe(200);
+      tested.push(answer.json<{ delivery: { id: string } }>().delivery.id);
+    }
+
+    const deps = await ownDeps();
+    const commands: string[] = [];
+    const send = deps.doc.send.bind(deps.doc);
+    deps.doc.send = ((command: object) => {
+      commands.push(command.constructor.name);
+      return send(command as Parameters<typeof send>[0]);
+    }) as typeof deps.doc.send;
+    const route = settingsApi({ tokenSecret });
+    const outcome = await route(deps, {
+      method: 'GET', headers: { authorization: `Bearer ${admin.token}` }, body: undefined, requestId: 'req-list',
+      resource: '/api/settings/deliveries', pathParameters: {}, query: { limit: '2' },
+    });
+
+    expect(outcome).toMatchObject({ status: 200 });
+    const { deliveries, nextCursor } = (outcome as { body: { deliveries: { id: string; endpointId: string; status: string; payload?: unknown }[]; nextCursor: string | null } }).body;
+    expect(deliveries).toHaveLength(2);
+    expect(nextCursor).toEqual(expect.any(String));
+    for (const d of deliveries) {
+      expect(tested).toContain(d.id);
+      expect(d).toMatchObject({ endpointId: endpoint.id, status: 'delivered' });
+      expect(d).not.toHaveProperty('payload');
+    }
+    // Organization, rate limit, deliveries, endpoint URLs: queries and gets, no batch read of event items.
+    expect(commands).not.toContain('BatchGetCommand');
+    expect(commands).toContain('QueryCommand');
+  });
+});
