@@ -2,7 +2,7 @@
  * Organizations: the tenant every stored item is keyed by. Created by admins (CLI); read by every
  * request through its API key.
  */
-import { BatchGetCommand, GetCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../platform/deps.js';
 import { notFound, validationFailed } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
@@ -66,9 +66,16 @@ const toOrganization = (item: Record<string, unknown>): Organization => ({
 export const captchaProviders: readonly CaptchaProvider[] = ['turnstile', 'hcaptcha', 'recaptcha'];
 
 /**
+ * The organization's CAPTCHA secret, an item of its own next to the organization item: the
+ * organization item is read on every key-cache miss and comes back whole in failed prepaid
+ * transactions' cancellation reasons (which error logs print), so the secret stays off it.
+ */
+const captchaSecretKey = (id: string) => ({ pk: keys.org(id).pk, sk: 'CAPTCHA' });
+
+/**
  * Sets (or, with provider `none`, removes) the CAPTCHA publishable-key leads of the organization
- * must pass (DESIGN §15). The secret is stored on the organization item, readable only by the
- * lead function and the operators' CLI; it is never returned, printed or logged.
+ * must pass (DESIGN §15). The provider goes on the organization item, the secret on an item of its
+ * own (captchaSecretKey), both in one transaction; the secret is never returned, printed or logged.
  */
 export async function setOrganizationCaptcha(deps: Deps, id: string, input: { provider: CaptchaProvider | 'none'; secret?: string }): Promise<Organization> {
   const errors = [];
@@ -78,21 +85,31 @@ export async function setOrganizationCaptcha(deps: Deps, id: string, input: { pr
   if (input.provider === 'none' && input.secret !== undefined) errors.push({ field: 'secret', message: 'not used with provider none' });
   if (errors.length) throw validationFailed(errors);
   await requireOrganization(deps, id);
-  const { Attributes } = await deps.doc.send(new UpdateCommand({
-    TableName: deps.tables.organizations,
-    Key: keys.org(id),
-    UpdateExpression: input.provider === 'none' ? 'REMOVE captchaProvider, captchaSecret' : 'SET captchaProvider = :p, captchaSecret = :s',
-    ConditionExpression: 'attribute_exists(pk)',
-    ...(input.provider === 'none' ? {} : { ExpressionAttributeValues: { ':p': input.provider, ':s': secret } }),
-    ReturnValues: 'ALL_NEW',
+  const TableName = deps.tables.organizations;
+  await deps.doc.send(new TransactWriteCommand({
+    TransactItems: [
+      {
+        Update: {
+          TableName,
+          Key: keys.org(id),
+          // captchaSecret: where a secret was once kept on the organization item, removed with any change.
+          UpdateExpression: input.provider === 'none' ? 'REMOVE captchaProvider, captchaSecret' : 'SET captchaProvider = :p REMOVE captchaSecret',
+          ConditionExpression: 'attribute_exists(pk)',
+          ...(input.provider === 'none' ? {} : { ExpressionAttributeValues: { ':p': input.provider } }),
+        },
+      },
+      input.provider === 'none'
+        ? { Delete: { TableName, Key: captchaSecretKey(id) } }
+        : { Put: { TableName, Item: { ...captchaSecretKey(id), entity: 'captcha_secret', secret } } },
+    ],
   }));
-  return toOrganization(Attributes!);
+  return requireOrganization(deps, id);
 }
 
-/** The organization's CAPTCHA secret (one read by key); undefined when none is set. */
+/** The organization's CAPTCHA secret (one GetItem of its own item); undefined when none is set. */
 export async function captchaSecret(deps: Deps, id: string): Promise<string | undefined> {
-  const { Item } = await deps.doc.send(new GetCommand({ TableName: deps.tables.organizations, Key: keys.org(id), ProjectionExpression: 'captchaSecret' }));
-  return Item?.captchaSecret as string | undefined;
+  const { Item } = await deps.doc.send(new GetCommand({ TableName: deps.tables.organizations, Key: captchaSecretKey(id) }));
+  return Item?.secret as string | undefined;
 }
 
 export async function getOrganization(deps: Deps, id: string): Promise<Organization | undefined> {

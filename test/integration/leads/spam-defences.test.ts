@@ -12,6 +12,8 @@ import { tables, queues, settingsParameterEnvVar, metricsNamespace, type TableNa
 import { lambdaContext } from '../../../lib/local/lambda-context.js';
 import type { AddressInfo } from 'node:net';
 import { SSMClient, GetParameterCommand, PutParameterCommand } from '@aws-sdk/client-ssm';
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { keys } from '../../../functions/core/platform/model.js';
 import { dailyUsage, getOrganization } from '../../../functions/core/tenancy/organizations.js';
 import { listRequests } from '../../../functions/core/tenancy/request-log.js';
 import { eventually, itemsOf, newTenant, runCli, testStack } from '../support/stack.js';
@@ -216,7 +218,12 @@ describe('CAPTCHA verification against a loopback siteverify stub', () => {
     expect(set.stdout).toContain('turnstile');
     expect(set.stdout + set.stderr).not.toContain(secret);
     const listed = await runCli(['org', 'list']);
-    expect(listed.stdout).not.toContain(SECRET);
+    expect(listed.stdout).not.toContain(secret);
+    // Not on the organization item, which is read on every key-cache miss and returned whole by failed prepaid transactions.
+    const { deps } = await testStack();
+    const orgItem = await deps.doc.send(new GetCommand({ TableName: deps.tables.organizations, Key: keys.org(t.organizationId), ConsistentRead: true }));
+    expect(orgItem.Item).toMatchObject({ captchaProvider: 'turnstile' });
+    expect(JSON.stringify(orgItem.Item)).not.toContain(secret);
     // Warm containers learn the organization's provider within the key cache TTL (1 s here).
     const from = freshAddress();
     await eventually(async () => (await postFromPage(t.key, { name: 'Probe' }, { origin: SHOP, from })).status === 403, { what: 'the CAPTCHA required' });
