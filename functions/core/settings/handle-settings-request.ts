@@ -22,7 +22,7 @@ import { bearerToken, verifySessionToken, type Session } from './session-token.j
 import { settingsOverview } from './overview.js';
 import { listRequestHistory } from './request-history.js';
 import { listDeliverySummaries } from './delivery-summaries.js';
-import { deliveryDetail, deliverySummary, endpointView, isRetrying, keyView } from './views.js';
+import { deliveryDetail, deliverySummary, endpointView, isRetrying, keyView, type DeliveryStatusView } from './views.js';
 
 /** Management requests per organization per minute (all of its admins together). */
 export const SETTINGS_RATE_LIMIT_PER_MINUTE = 300;
@@ -30,6 +30,8 @@ const MAX_BODY_BYTES = 16 * 1024;
 /** How long "Send test event" waits for the first attempt before answering with the delivery still pending. */
 export const TEST_EVENT_WAIT_MS = 10_000;
 const MAX_GRACE_HOURS = 168;
+/** The statuses the deliveries list filters by (an unknown one is a 422, not an empty list). */
+const DELIVERY_STATUSES: DeliveryStatusView[] = ['pending', 'retrying', 'delivered', 'failed', 'skipped'];
 /**
  * Keys an organization may hold live (active, or expiring in a rotation's grace) through this API:
  * a session (or a leaked link) cannot mint keys without bound at the rate limit, and the list stays short.
@@ -154,6 +156,7 @@ const operations: Record<string, Operation> = {
   'GET /api/settings/deliveries': async (c) => {
     const { status, endpoint, since, until, cursor } = c.query;
     const limit = limitOf(c.query.limit);
+    if (status && !DELIVERY_STATUSES.includes(status as DeliveryStatusView)) throw validationFailed([{ field: 'status', message: `must be one of ${DELIVERY_STATUSES.join(', ')}` }]);
     if (endpoint && !(await getEndpoint(c.deps, c.organization.id, endpoint))) throw notFound(`No endpoint ${endpoint}.`);
     const after = cursor ? decodeCursor(cursor) : undefined;
     const [from, to] = [timeOf('since', since), timeOf('until', until)];

@@ -50,5 +50,13 @@ describe('GET /api/settings/deliveries', () => {
     // Organization, rate limit, deliveries, endpoint URLs: queries and gets, no batch read of event items.
     expect(commands).not.toContain('BatchGetCommand');
     expect(commands).toContain('QueryCommand');
+
+    // Filters: a known status narrows the list; an unknown one is a 422, not an empty list.
+    const delivered = await admin.get('/api/settings/deliveries?status=delivered');
+    expect(delivered.json<{ deliveries: { id: string }[] }>().deliveries.map((d) => d.id).sort()).toEqual([...tested].sort());
+    expect((await admin.get('/api/settings/deliveries?status=failed')).json<{ deliveries: unknown[] }>().deliveries).toEqual([]);
+    const bogus = await admin.get('/api/settings/deliveries?status=deliverd');
+    expect(bogus.status).toBe(422);
+    expect(bogus.json()).toMatchObject({ errors: [expect.objectContaining({ field: 'status' })] });
   });
 });
