@@ -6,7 +6,8 @@
  * calls the same ones): api-keys.ts, endpoints.ts, test-event.ts, redrive.ts.
  */
 import type { Deps } from '../platform/deps.js';
-import { methodNotAllowed, notFound, tooManyRequests, unauthorized, validationFailed, type FieldError } from '../platform/errors.js';
+import { DomainError, methodNotAllowed, notFound, tooManyRequests, unauthorized, validationFailed, type FieldError } from '../platform/errors.js';
+import { logger } from '../platform/observability.js';
 import { readJsonBody, type HttpOutcome, type HttpRequest } from '../platform/http-request.js';
 import type { Organization } from '../platform/model.js';
 import { createApiKey, listApiKeys, revokeApiKey, rotateApiKey, type NewApiKeyOptions } from '../tenancy/api-keys.js';
@@ -30,6 +31,8 @@ const MAX_BODY_BYTES = 16 * 1024;
 /** How long "Send test event" waits for the first attempt before answering with the delivery still pending. */
 export const TEST_EVENT_WAIT_MS = 10_000;
 const MAX_GRACE_HOURS = 168;
+/** Seconds a caller waits before retrying when the session-token secret cannot be read. */
+export const SECRET_RETRY_AFTER_SECONDS = 5;
 /** The statuses the deliveries list filters by (an unknown one is a 422, not an empty list). */
 const DELIVERY_STATUSES: DeliveryStatusView[] = ['pending', 'retrying', 'delivered', 'failed', 'skipped'];
 /**
@@ -250,7 +253,18 @@ async function authenticateSession(deps: Deps, request: HttpRequest, options: Se
   const token = bearerToken(request.headers);
   // An API key authorizes the integration API only, never the management of keys and webhooks.
   if (!token && request.headers['x-api-key'] !== undefined) throw unauthorized('API keys do not authorize the settings API: open the settings page from the CRM.');
-  return verifySessionToken(await options.tokenSecret(), token, deps.now());
+  if (!token) return verifySessionToken('', token, deps.now()); // the 401 for a missing token, no secret needed
+  let secret: string;
+  try {
+    secret = await options.tokenSecret();
+  } catch (error) {
+    // Secrets Manager throttled or unreachable (a failed read is not cached): a 503 the page may
+    // retry, not a 500; the cause is logged for the operator.
+    logger.error('settings: cannot read the session-token secret', { error: error as Error });
+    throw new DomainError(503, 'service-unavailable', 'Service unavailable',
+      `The settings cannot be opened right now; retry in ${SECRET_RETRY_AFTER_SECONDS} s.`, { headers: { 'Retry-After': String(SECRET_RETRY_AFTER_SECONDS) } });
+  }
+  return verifySessionToken(secret, token, deps.now());
 }
 
 function objectBody(request: HttpRequest, optional = false): Record<string, unknown> {
