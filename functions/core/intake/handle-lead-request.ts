@@ -11,7 +11,7 @@ import { methodNotAllowed, toProblem, tooManyRequests, unsupportedMediaType } fr
 import { readJsonBody, type Caller, type HttpOutcome, type HttpRequest } from '../platform/http-request.js';
 import type { AuthContext } from '../platform/model.js';
 import { logger } from '../platform/observability.js';
-import { authenticate } from '../tenancy/authenticate.js';
+import { authenticate, ExposedSecretKeyError } from '../tenancy/authenticate.js';
 import { checkAddressRateLimit, checkRateLimit, rateLimitFor, rateLimitHeaders, reserveDailyCall, type RateLimitState } from '../tenancy/rate-limit.js';
 import { createLead } from './create-lead.js';
 import { remainingTimeUntil, runIdempotent, validateIdempotencyKey } from './idempotency.js';
@@ -29,7 +29,7 @@ type Answer = { status: number; body: unknown; headers?: Record<string, string>;
 export async function handleLeadRequest(deps: Deps, request: HttpRequest): Promise<HttpOutcome> {
   // What is known so far goes with the answer or the error: the caller once authenticated, the
   // rate-limit and CORS headers once decided (they go on every answer from there on).
-  let known: Caller & { headers: Record<string, string> } = { headers: {} };
+  let known: Caller & { headers: Record<string, string>; outcome?: string } = { headers: {} };
   try {
     if (!METHODS.includes(request.method)) throw methodNotAllowed(METHODS);
     // A plain HTML form cannot set headers: its (publishable) key comes as a field of its body.
@@ -63,13 +63,15 @@ export async function handleLeadRequest(deps: Deps, request: HttpRequest): Promi
     const { outcome, ...rest } = answer;
     return { ...known, ...rest, headers: { ...known.headers, ...answer.headers }, ...(outcome ? { outcome } : {}) };
   } catch (error) {
+    // Recorded under the key's organization, so its owner sees that a secret key sits in a page.
+    if (error instanceof ExposedSecretKeyError) known = { ...known, organizationId: error.organizationId, keyId: error.keyId, outcome: 'secret-key-exposed' };
     if (wantsHtml(request)) return errorPage(error, request, known);
     return { ...known, error };
   }
 }
 
 /** A no-script post's error as the page its visitor sees: the problem (errors.ts, the one mapping) as HTML, same status. */
-function errorPage(error: unknown, request: HttpRequest, known: Caller & { headers: Record<string, string> }): HttpOutcome {
+function errorPage(error: unknown, request: HttpRequest, known: Caller & { headers: Record<string, string>; outcome?: string }): HttpOutcome {
   const { problem, headers } = toProblem(error, request.requestId);
   if (problem.status >= 500) logger.error('request failed', { requestId: request.requestId, error: error as Error });
   return { ...known, status: problem.status, body: formErrorPage(problem), contentType: htmlPage.contentType, headers: { ...known.headers, ...htmlPage.headers, ...headers } };

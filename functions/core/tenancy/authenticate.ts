@@ -8,7 +8,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../platform/deps.js';
-import { forbidden, unauthorized } from '../platform/errors.js';
+import { DomainError, forbidden, unauthorized } from '../platform/errors.js';
 import { API_KEY_PATTERN, DEFAULT_HONEYPOT_FIELD, DEFAULT_PER_IP_LIMIT, hashApiKey } from './api-keys.js';
 import { keys, type ApiKeyKind, type AuthContext, type Organization, type PublishableKeyPolicy } from '../platform/model.js';
 import { getOrganization } from './organizations.js';
@@ -34,6 +34,17 @@ export function extractApiKey(headers: Headers): string | undefined {
     return match ? match[1] : '';
   }
   return undefined;
+}
+
+/**
+ * A secret key sent in a page's form (DESIGN §15): refused, and named (organization and key) so the
+ * route records the refusal under that organization, where its owner sees it (`crm logs`), and the
+ * log says which key to revoke. The answer itself names neither.
+ */
+export class ExposedSecretKeyError extends DomainError {
+  constructor(readonly organizationId: string, readonly keyId: string) {
+    super(403, 'forbidden', 'Forbidden', 'Only a publishable key (crm_pub_...) may be sent in a form body; this secret key is now exposed: revoke it and create a publishable one.');
+  }
 }
 
 interface CachedKey {
@@ -138,7 +149,8 @@ export async function authenticate(deps: Deps, headers: Headers, options: { form
   if (key.expiresAt && Date.parse(key.expiresAt) <= now) throw unauthorized('The API key has expired.');
   // A secret key in a page's form is a leaked key: refuse it (the owner should revoke it) rather than use it.
   if (fromHeader === undefined && key.kind !== 'publishable') {
-    throw forbidden('Only a publishable key (crm_pub_...) may be sent in a form body; this secret key is now exposed: revoke it and create a publishable one.');
+    logger.warn('secret key sent in a form body: refused; it is exposed and should be revoked', { keyId: key.keyId, organizationId: key.organizationId });
+    throw new ExposedSecretKeyError(key.organizationId, key.keyId);
   }
   if (key.kind === 'publishable' && !options.allowPublishable) throw forbidden('A publishable key (crm_pub_...) may only POST leads to /api/webhook/leads.');
   const organization = await lookupOrganization(deps, key.organizationId);

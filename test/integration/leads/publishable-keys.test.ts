@@ -181,7 +181,7 @@ describe('no-script forms: application/x-www-form-urlencoded', () => {
   it('is refused from secret keys: 415 with a header key, 403 when the secret key sits in the form', async () => {
     const { deps } = await testStack();
     const org = await createOrganization(deps, { name: 'Secret Only' });
-    const { key } = await createApiKey(deps, org.id, 'server');
+    const { key, record } = await createApiKey(deps, org.id, 'server');
     // A key header means a program, not a plain form: problem+json, not a page.
     const withHeader = await postForm({ name: 'X' }, { 'X-API-Key': key });
     expect(withHeader.status).toBe(415);
@@ -190,6 +190,10 @@ describe('no-script forms: application/x-www-form-urlencoded', () => {
     expect(inForm.status).toBe(403);
     expect(inForm.json()).toMatchObject({ detail: expect.stringContaining('revoke it') });
     expect(await itemsOf('clients', org.id)).toEqual([]);
+    // Its owner sees it: the refusal is recorded under the organization, naming the exposed key.
+    const logged = await eventually(async () => (await listRequests(deps, org.id)).find((r) => r.status === 403), { what: 'the refusal in the request log' });
+    expect(logged).toMatchObject({ keyId: record.keyId, outcome: 'secret-key-exposed' });
+    expect(JSON.stringify(inForm.json())).not.toContain(record.keyId);
   });
 });
 
