@@ -397,6 +397,9 @@ export class CrmStack extends Stack {
       // A message waits at most 15 min delayed, then is taken within seconds: older means stuck.
       this.alarm('DeliveryOldestMessageAge', 'The oldest delivery message is over 30 minutes old: deliveries are not being consumed (or keep crashing).',
         this.queues.deliveryQueue.metricApproximateAgeOfOldestMessage({ period: fiveMinutes, statistic: 'Maximum' }), { threshold: 30 * 60, above: true }),
+      // The slow lane has a small concurrency of its own: its backlog grows unseen by the main lane's alarms.
+      this.alarm('DeliverySlowLaneOldestMessageAge', 'The oldest slow-lane delivery message is over 30 minutes old: the slow lane (failing, hanging or slow endpoints) is not keeping up or not consuming. Healthy endpoints are not affected.',
+        this.queues.deliverySlowQueue.metricApproximateAgeOfOldestMessage({ period: fiveMinutes, statistic: 'Maximum' }), { threshold: 30 * 60, above: true }),
       this.alarm('DueSweepLag', 'Parked webhook retries are re-queued more than 5 minutes late: the delivery sweeper is failing, throttled or capped (see its log group).',
         this.serviceMetric('DueSweepLagSeconds', fiveMinutes).with({ statistic: 'Maximum' }), { threshold: 300, above: true }),
       this.alarm('FanoutIteratorAge', 'The fan-out is more than 5 minutes behind the table streams: events are late (records older than 24 h are lost).',

@@ -190,6 +190,16 @@ describe('the CDK stack', () => {
     expect(sendsTo.sort()).toEqual([...named]);
   });
 
+  it('lets the sweeper re-queue parked deliveries and clear their due entries, nothing more: no other table, no consuming, no dead-letter or slow-lane queue', () => {
+    const deliveries = actionsOn('deliverySweeper', tableRef('deliveries'));
+    expect(deliveries).toEqual(expect.arrayContaining(['dynamodb:Query', 'dynamodb:BatchGetItem', 'dynamodb:UpdateItem']));
+    for (const table of ['clients', 'workOrders', 'organizations', 'rateWindows', 'requestLog', 'idempotency'] as const) expect(actionsOn('deliverySweeper', tableRef(table))).toEqual([]);
+    const sqs = statementsOf('deliverySweeper').filter((st) => st.actions.some((a) => a.startsWith('sqs:')));
+    expect(sqs.map((st) => st.resources)).toEqual([JSON.stringify({ 'Fn::GetAtt': [queueRef('deliveryQueue'), 'Arn'] })]);
+    expect(sqs.flatMap((st) => st.actions).every((a) => ['sqs:SendMessage', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl'].includes(a))).toBe(true);
+    expect(allActions('deliverySweeper').filter((a) => /^(sqs:(Receive|Delete|ChangeMessage)|secretsmanager:|kms:Decrypt$)/.test(a))).toEqual([]);
+  });
+
   it('names exactly the bound tables and queues in env vars, and points every function at the settings parameter it may read', () => {
     for (const [name, spec] of Object.entries(functions) as [FunctionName, (typeof functions)[FunctionName]][]) {
       const env = functionProps(name).Environment.Variables as Record<string, unknown>;
@@ -524,6 +534,10 @@ describe('the CDK stack', () => {
       .toEqual([expect.objectContaining({ Statistic: 'Maximum', Threshold: 1800, ComparisonOperator: 'GreaterThanThreshold', Period: 300 })]);
     expect(alarmOn('ApproximateNumberOfMessagesNotVisible', deliveryQueue))
       .toEqual([expect.objectContaining({ Statistic: 'Maximum', Threshold: 5000, ComparisonOperator: 'GreaterThanThreshold', EvaluationPeriods: 3 })]);
+    // The slow lane's own backlog (its small concurrency can fall behind while the main lane is fine).
+    const slowLane = [{ Name: 'QueueName', Value: { 'Fn::GetAtt': [queueRef('deliverySlowQueue'), 'QueueName'] } }];
+    expect(alarmOn('ApproximateAgeOfOldestMessage', slowLane))
+      .toEqual([expect.objectContaining({ Statistic: 'Maximum', Threshold: 1800, ComparisonOperator: 'GreaterThanThreshold', Period: 300 })]);
     expect(alarmOn('ApproximateNumberOfMessagesVisible', deliveryQueue))
       .toEqual([expect.objectContaining({ Statistic: 'Maximum', Threshold: 100, ComparisonOperator: 'GreaterThanThreshold', EvaluationPeriods: 3, Period: 300 })]);
     // Powertools metrics: the functions' namespace and `service` dimension (functions/core/platform/observability.ts).
