@@ -67,6 +67,7 @@ const operations: Record<string, Operation> = {
     if (typeof body.name !== 'string') errors.push({ field: 'name', message: 'is required: 1 to 100 characters' });
     if (body.kind !== undefined && body.kind !== 'secret' && body.kind !== 'publishable') errors.push({ field: 'kind', message: 'must be secret or publishable' });
     if (body.origins !== undefined && !(Array.isArray(body.origins) && body.origins.every((o) => typeof o === 'string'))) errors.push({ field: 'origins', message: 'must be a list of origins' });
+    errors.push(...unknownFields(body, ['name', 'kind', 'origins']));
     if (errors.length) throw validationFailed(errors);
     await requireRoomForKey(c);
     const options: NewApiKeyOptions = { ...(body.kind ? { kind: body.kind as NewApiKeyOptions['kind'] } : {}), ...(body.origins ? { origins: body.origins as string[] } : {}) };
@@ -103,6 +104,7 @@ const operations: Record<string, Operation> = {
     if (typeof body.url !== 'string') errors.push({ field: 'url', message: 'is required' });
     if (!Array.isArray(body.events) || body.events.length === 0 || !body.events.every((e) => typeof e === 'string')) errors.push({ field: 'events', message: 'must be a non-empty list of event names' });
     if (body.description !== undefined && typeof body.description !== 'string') errors.push({ field: 'description', message: 'must be text' });
+    errors.push(...unknownFields(body, ['url', 'events', 'description']));
     if (errors.length) throw validationFailed(errors);
     const { endpoint, secret } = await addEndpoint(c.deps, c.organization.id, { url: body.url as string, events: body.events as string[], description: body.description as string | undefined });
     await c.audit('endpoint.created', endpoint.id, { url: endpoint.url, events: endpoint.events });
@@ -194,6 +196,7 @@ const operations: Record<string, Operation> = {
     const body = objectBody(c.request, true);
     const errors: FieldError[] = [];
     for (const field of ['endpoint', 'since', 'until']) if (body[field] !== undefined && typeof body[field] !== 'string') errors.push({ field, message: 'must be text' });
+    errors.push(...unknownFields(body, ['endpoint', 'since', 'until']));
     if (errors.length) throw validationFailed(errors);
     const endpointId = body.endpoint as string | undefined;
     if (endpointId && !(await getEndpoint(c.deps, c.organization.id, endpointId))) throw notFound(`No endpoint ${endpointId}.`);
@@ -277,9 +280,18 @@ function objectBody(request: HttpRequest, optional = false): Record<string, unkn
 
 function graceOf(body: Record<string, unknown>): number | undefined {
   const grace = body.grace_hours;
-  if (grace === undefined) return undefined;
-  if (typeof grace !== 'number' || !Number.isFinite(grace) || grace < 0 || grace > MAX_GRACE_HOURS) throw validationFailed([{ field: 'grace_hours', message: `must be 0 to ${MAX_GRACE_HOURS} hours` }]);
-  return grace;
+  const errors = unknownFields(body, ['grace_hours']);
+  if (grace !== undefined && (typeof grace !== 'number' || !Number.isFinite(grace) || grace < 0 || grace > MAX_GRACE_HOURS)) errors.push({ field: 'grace_hours', message: `must be 0 to ${MAX_GRACE_HOURS} hours` });
+  if (errors.length) throw validationFailed(errors);
+  return grace as number | undefined;
+}
+
+/**
+ * Fields a body may not carry: a misspelt one is a 422, never ignored (`{"grace": 0}` meant to cut
+ * a leaked key off now must not leave it working for the default grace).
+ */
+function unknownFields(body: Record<string, unknown>, known: string[]): FieldError[] {
+  return Object.keys(body).filter((k) => !known.includes(k)).map((field) => ({ field, message: 'is not a field of this request' }));
 }
 
 function limitOf(value: string | undefined): number {
