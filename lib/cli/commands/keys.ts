@@ -37,6 +37,10 @@ export function register(program: Command): void {
         shownOnce(key);
         if (record.kind === 'publishable') {
           console.log(`It may only POST leads, from ${record.origins!.map(safeText).join(', ')}; at most ${record.perIpLimit ?? 5} a minute per visitor address.`);
+          // Origins stop other sites' pages, not scripts (they can send any Origin): say what bounds a day's cost.
+          console.log(record.dailyCap !== undefined
+            ? `At most ${record.dailyCap} leads a UTC day through it.`
+            : 'No daily cap: a script with this key is bounded only by the per-address and per-key limits. A key created with --daily-cap <n> bounds what a day can cost.');
         }
       });
     }));

@@ -217,8 +217,13 @@ describe('the CLI', () => {
     const bad = await runCli(['keys', 'create', '--org', org.id, '--publishable', '--origin', 'http://shop.example']);
     expect(bad.code).not.toBe(0);
     expect(bad.stderr).toContain('must use https');
+    // Without a daily cap, the human output says what bounds a day's cost and how to set one.
+    const uncapped = await runCli(['keys', 'create', '--org', org.id, '--name', 'site2', '--publishable', '--origin', 'https://a.example'], { json: false });
+    expect(uncapped.code).toBe(0);
+    expect(uncapped.stdout).toContain('No daily cap');
+    expect(uncapped.stdout).toContain('--daily-cap <n>');
     const noOrigin = await runCli(['keys', 'create', '--org', org.id, '--publishable']);
     expect(noOrigin.code).toBe(2);
     expect(noOrigin.stderr).toContain('--origin');
-  }, 120_000); // five CLI processes
+  }, 120_000); // six CLI processes
 });
