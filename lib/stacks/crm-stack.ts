@@ -99,6 +99,9 @@ export class CrmStack extends Stack {
       for (const source of spec.events) {
         if (source.kind === 'schedule') {
           new events.Rule(this, `${name}Schedule`, { schedule: events.Schedule.rate(Duration.minutes(source.rateMinutes)), targets: [new LambdaFunction(fn, { retryAttempts: 0 })] });
+          // No Lambda retries of a failed run either (2 by default): the next period's run redoes its
+          // work, and a retry would overlap it (two sweeps sending the same parked deliveries).
+          fn.configureAsyncInvoke({ retryAttempts: 0, maxEventAge: Duration.seconds(source.rateMinutes * 60) });
         } else {
           fn.addEventSource(this.eventSource(source, props));
         }

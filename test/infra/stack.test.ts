@@ -481,6 +481,10 @@ describe('the CDK stack', () => {
       ScheduleExpression: 'rate(1 minute)',
       Targets: [Match.objectLike({ Arn: { 'Fn::GetAtt': [logicalId(stack.functions.deliverySweeper), 'Arn'] } })],
     });
+    // A failed sweep is not retried by Lambda (it would overlap the next minute's run).
+    template.hasResourceProperties('AWS::Lambda::EventInvokeConfig', {
+      FunctionName: { Ref: logicalId(stack.functions.deliverySweeper) }, MaximumRetryAttempts: 0, MaximumEventAgeInSeconds: 60,
+    });
     template.hasResourceProperties('AWS::Lambda::Function', { ReservedConcurrentExecutions: 100, Description: functions.leadIntake.description });
     template.hasResourceProperties('AWS::DynamoDB::Table', {
       GlobalSecondaryIndexes: [
