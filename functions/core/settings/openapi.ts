@@ -31,6 +31,7 @@ const common = {
   401: problem('Missing, expired, tampered or wrong-audience session token, or an API key'),
   429: { ...problem('The organization made over 300 management calls in a minute'), headers: { 'Retry-After': { description: 'Seconds to wait', schema: { type: 'integer' } } } },
   500: problem('Unexpected fault; quote the request id'),
+  503: { ...problem('The session-token secret cannot be read right now (Secrets Manager throttled or unreachable)'), headers: { 'Retry-After': { description: 'Seconds to wait', schema: { type: 'integer' } } } },
 };
 const notFound = { 404: problem('No such id in the token’s organization (another organization’s ids are not found either)') };
 const invalid = { 422: problem('Invalid fields (`errors[]`)'), 400: problem('Malformed JSON'), 415: problem('Content-Type is not application/json') };

@@ -12,7 +12,7 @@ describe('the settings API in the OpenAPI document', () => {
     for (const [p, ops] of Object.entries(paths).filter(([k]) => k.startsWith('/api/settings'))) {
       for (const operation of Object.values(ops)) {
         expect({ p, security: operation.security }).toEqual({ p, security: [{ sessionToken: [] }] });
-        expect(Object.keys(operation.responses)).toEqual(expect.arrayContaining(['401', '429']));
+        expect(Object.keys(operation.responses)).toEqual(expect.arrayContaining(['401', '429', '503']));
         if (p.includes('{id}')) expect(Object.keys(operation.responses)).toContain('404');
       }
     }
