@@ -26,7 +26,6 @@ import { createHash } from 'node:crypto';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { SendMessageBatchCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import type { Deps } from '../platform/deps.js';
-import { inBatches } from '../platform/batches.js';
 import { keys, type DeliveryMessage, type DeliveryRecord, type EventPayload, type WebhookEndpoint } from '../platform/model.js';
 import { logger } from '../platform/observability.js';
 import { dueKeys, eventItem, getAll, putAll } from './store.js';
@@ -41,8 +40,29 @@ export const deliveryIdFor = (eventId: string, endpointId: string) =>
 
 const expiresAt = (deps: Deps) => Math.floor(deps.now() / 1000) + deps.settings.retentionDays * 86_400;
 
+/** SendMessageBatch takes at most 10 messages and 256 KiB of bodies (with attributes) in all (BatchRequestTooLong). */
+const MAX_BATCH_BYTES = 256 * 1024;
+
+/** Messages in consecutive SendMessageBatch groups: at most 10 each, and within the batch payload limit. */
+function sqsBatches(messages: DeliveryMessage[]): DeliveryMessage[][] {
+  const batches: DeliveryMessage[][] = [];
+  let size = 0;
+  for (const m of messages) {
+    const bytes = Buffer.byteLength(JSON.stringify(m)) + 64; // + the entry's id and delay
+    const last = batches.at(-1);
+    if (!last || last.length >= 10 || size + bytes > MAX_BATCH_BYTES) {
+      batches.push([m]);
+      size = bytes;
+    } else {
+      last.push(m);
+      size += bytes;
+    }
+  }
+  return batches;
+}
+
 /**
- * Sends delivery messages (10 per SendMessageBatch, in parallel), each after `delaySeconds(m)`
+ * Sends delivery messages (SendMessageBatch calls of up to 10 within its payload limit, in parallel), each after `delaySeconds(m)`
  * (0..900; default 0), to the delivery queue or, for exhausted ones, to its dead-letter queue.
  */
 export async function sendDeliveryMessages(
@@ -50,7 +70,7 @@ export async function sendDeliveryMessages(
 ): Promise<void> {
   if (messages.length === 0) return;
   const queueUrl = deps.queues[options.queue ?? 'deliveryQueue'];
-  await Promise.all(inBatches(messages, 10).map(async (batch) => {
+  await Promise.all(sqsBatches(messages).map(async (batch) => {
     const out = await deps.sqs.send(new SendMessageBatchCommand({
       QueueUrl: queueUrl,
       Entries: batch.map((m, n) => {
