@@ -67,10 +67,18 @@ const operations: Record<string, Operation> = {
     if (typeof body.name !== 'string') errors.push({ field: 'name', message: 'is required: 1 to 100 characters' });
     if (body.kind !== undefined && body.kind !== 'secret' && body.kind !== 'publishable') errors.push({ field: 'kind', message: 'must be secret or publishable' });
     if (body.origins !== undefined && !(Array.isArray(body.origins) && body.origins.every((o) => typeof o === 'string'))) errors.push({ field: 'origins', message: 'must be a list of origins' });
-    errors.push(...unknownFields(body, ['name', 'kind', 'origins']));
+    // A publishable key's policy (DESIGN §15), named as the rest of this API names fields; the domain validates the values.
+    const policyFields = { thank_you_url: 'thankYouUrl', daily_cap: 'dailyCap', per_ip_limit: 'perIpLimit', honeypot_field: 'honeypotField' } as const;
+    for (const [field, option] of Object.entries(policyFields)) {
+      const value = body[field];
+      const want = option === 'dailyCap' || option === 'perIpLimit' ? 'number' : 'string';
+      if (value !== undefined && typeof value !== want) errors.push({ field, message: `must be a ${want}` });
+    }
+    errors.push(...unknownFields(body, ['name', 'kind', 'origins', ...Object.keys(policyFields)]));
     if (errors.length) throw validationFailed(errors);
     await requireRoomForKey(c);
     const options: NewApiKeyOptions = { ...(body.kind ? { kind: body.kind as NewApiKeyOptions['kind'] } : {}), ...(body.origins ? { origins: body.origins as string[] } : {}) };
+    for (const [field, option] of Object.entries(policyFields)) if (body[field] !== undefined) Object.assign(options, { [option]: body[field] });
     const { key, record } = await createApiKey(c.deps, c.organization.id, body.name as string, options);
     await c.audit('key.created', record.keyId, { name: record.name, kind: record.kind ?? 'secret' });
     return { status: 201, body: { key: keyView(record, 'active'), secret: key } };

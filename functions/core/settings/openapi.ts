@@ -53,6 +53,10 @@ export const settingsSchemas = {
     id: str, name: str, kind: { enum: ['secret', 'publishable'] }, prefix: { type: 'string', description: 'What the key starts with (only its hash is stored)' },
     status: { enum: ['active', 'expiring', 'expired', 'revoked'] }, createdAt: time, lastUsedAt: nullable(time), expiresAt: nullable(time),
     origins: { type: 'array', items: str, description: 'Publishable keys only' },
+    thankYouUrl: { ...nullable(str), description: 'Publishable keys only: where a no-script form post is sent (303)' },
+    dailyCap: { ...nullable({ type: 'integer' }), description: 'Publishable keys only: billed calls a day (null: none)' },
+    perIpLimit: { ...nullable({ type: 'integer' }), description: 'Publishable keys only: leads a minute per client address (null: the default, 5)' },
+    honeypotField: { ...nullable(str), description: 'Publishable keys only (null: "website")' },
   }, ['id', 'name', 'kind', 'prefix', 'status', 'createdAt', 'lastUsedAt', 'expiresAt']),
   Endpoint: obj({
     id: str, url: str, events: { type: 'array', items: str, description: 'Canonical dotted names, or ["*"]' }, enabled: { type: 'boolean' },
@@ -86,7 +90,9 @@ export const settingsPaths = {
     get: op('listKeys', 'API keys (never the keys themselves)', { 200: json(obj({ keys: { type: 'array', items: ref('KeySummary') } }), 'The keys') }),
     post: op('createKey', 'Generate an API key (the only response that shows it)', {
       201: json(obj({ key: ref('KeySummary'), secret: { type: 'string', description: 'The key: shown once' } }), 'Created'), ...invalid,
-    }, { requestBody: body(obj({ name: { type: 'string', minLength: 1, maxLength: 100 }, kind: { enum: ['secret', 'publishable'] }, origins: { type: 'array', items: str } }, ['name'])) }),
+    }, { requestBody: body(obj({ name: { type: 'string', minLength: 1, maxLength: 100 }, kind: { enum: ['secret', 'publishable'] }, origins: { type: 'array', items: str },
+      thank_you_url: { type: 'string', format: 'uri' }, daily_cap: { type: 'integer', minimum: 1 }, per_ip_limit: { type: 'integer', minimum: 1 }, honeypot_field: str,
+    }, ['name'])) }),
   },
   '/api/settings/keys/{id}': {
     delete: op('revokeKey', 'Revoke a key now', { 200: json(obj({ key: ref('KeySummary') }), 'Revoked'), ...notFound }, { parameters: [id] }),

@@ -18,7 +18,12 @@ export interface KeyView {
   createdAt: string;
   lastUsedAt: string | null;
   expiresAt: string | null;
+  /** Publishable keys only (DESIGN §15); null: not set (no cap, the default per-address limit and honeypot field). */
   origins?: string[];
+  thankYouUrl?: string | null;
+  dailyCap?: number | null;
+  perIpLimit?: number | null;
+  honeypotField?: string | null;
 }
 
 export function keyView(key: Omit<ApiKeySummary, 'status'> & { status?: ApiKeySummary['status'] }, status: ApiKeySummary['status'] = key.status ?? 'active'): KeyView {
@@ -33,7 +38,13 @@ export function keyView(key: Omit<ApiKeySummary, 'status'> & { status?: ApiKeySu
     lastUsedAt: key.lastUsedAt ?? null,
     // A revoked key ends at its revocation.
     expiresAt: key.revokedAt ?? key.expiresAt ?? null,
-    ...(kind === 'publishable' ? { origins: key.origins ?? [] } : {}),
+    ...(kind === 'publishable' ? {
+      origins: key.origins ?? [],
+      thankYouUrl: key.thankYouUrl ?? null,
+      dailyCap: key.dailyCap ?? null,
+      perIpLimit: key.perIpLimit ?? null,
+      honeypotField: key.honeypotField ?? null,
+    } : {}),
   };
 }
 

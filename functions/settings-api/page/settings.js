@@ -335,11 +335,14 @@ function generateKey() {
   const form = $('key-form');
   form.reset();
   $('key-origins-field').hidden = true;
+  $('key-thanks-field').hidden = true;
   openForm($('key-dialog'), async () => {
     const kind = form.elements.kind.value;
     const name = form.elements.name.value.trim();
     const origins = form.elements.origins.value.split(/\s+/).map((s) => s.trim()).filter(Boolean);
-    const created = await api('/keys', { method: 'POST', body: kind === 'publishable' ? { name, kind, origins } : { name, kind } });
+    const thankYouUrl = form.elements.thankYouUrl.value.trim();
+    const publishable = { name, kind, origins, ...(thankYouUrl ? { thank_you_url: thankYouUrl } : {}) };
+    const created = await api('/keys', { method: 'POST', body: kind === 'publishable' ? publishable : { name, kind } });
     shownOnce($('keys-reveal'), {
       title: `Your new key “${created.key.name || name}”`,
       secret: created.secret,
@@ -802,7 +805,11 @@ function wire() {
   $('delivery-filters').addEventListener('submit', (e) => e.preventDefault());
   $('delivery-dialog').addEventListener('close', () => { openDeliveryId = null; });
   for (const radio of document.querySelectorAll('#key-form input[name=kind]')) {
-    radio.addEventListener('change', () => { $('key-origins-field').hidden = $('key-form').elements.kind.value !== 'publishable'; });
+    radio.addEventListener('change', () => {
+      const secret = $('key-form').elements.kind.value !== 'publishable';
+      $('key-origins-field').hidden = secret;
+      $('key-thanks-field').hidden = secret;
+    });
   }
   $('events-all').addEventListener('click', () => { for (const box of document.querySelectorAll('#events-groups input')) box.checked = true; });
   $('events-none').addEventListener('click', () => { for (const box of document.querySelectorAll('#events-groups input')) box.checked = false; });

@@ -90,4 +90,22 @@ describe('API keys in the settings API', () => {
     expect(call.json()).toMatchObject({ key: { kind: 'publishable', prefix: 'crm_pub_…', origins: ['https://shop.example'] }, secret: expect.stringMatching(/^crm_pub_/) });
     expect((await admin.post('/api/settings/keys', { name: 'No origins', kind: 'publishable' })).status).toBe(422);
   });
+
+  it('creates a publishable key with its no-script thank-you page, daily cap, per-address limit and honeypot field', async () => {
+    const { organizationId } = await newTenant();
+    const admin = await settingsClient(organizationId);
+    const policy = { thank_you_url: 'https://shop.example/thanks', daily_cap: 200, per_ip_limit: 3, honeypot_field: 'fax' };
+    const call = await admin.post('/api/settings/keys', { name: 'Contact form', kind: 'publishable', origins: ['https://shop.example'], ...policy });
+    expect(call.status).toBe(201);
+    const shown = { thankYouUrl: 'https://shop.example/thanks', dailyCap: 200, perIpLimit: 3, honeypotField: 'fax' };
+    expect(call.json()).toMatchObject({ key: shown });
+    const listed = async () => (await admin.get('/api/settings/keys')).json<{ keys: KeyView[] }>().keys;
+    const before = await listed();
+    expect(before.filter((k) => k.kind === 'publishable')).toEqual([expect.objectContaining(shown)]);
+
+    // Wrong types, and a policy on a secret key, are 422 with nothing written.
+    expect((await admin.post('/api/settings/keys', { name: 'Bad cap', kind: 'publishable', origins: ['https://shop.example'], daily_cap: '200' })).status).toBe(422);
+    expect((await admin.post('/api/settings/keys', { name: 'Server', thank_you_url: 'https://shop.example/thanks' })).status).toBe(422);
+    expect(await listed()).toEqual(before);
+  });
 });
