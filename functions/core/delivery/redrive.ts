@@ -71,10 +71,19 @@ export async function findDelivery(deps: Deps, deliveryId: string): Promise<Deli
 }
 
 /**
+ * `sweepDeadLetters: false` leaves a re-driven delivery's dead-letter copy in place: what a tenant's
+ * click does (settings API), so it never pages through the dead-letter queue every organization
+ * shares, nor holds other organizations' messages hidden if its function times out mid-pass. A
+ * left copy is harmless: when an operator re-drives it later, the delivery function finds the
+ * record delivered and skips it, or attempts a still-failing one again under the same webhook-id.
+ */
+export interface RedriveOptions { sweepDeadLetters?: boolean }
+
+/**
  * Any delivery by id, whatever its status (a delivered one is sent again: receivers dedupe by
  * webhook-id), except one whose payload was not kept.
  */
-export async function redriveDelivery(deps: Deps, deliveryId: string): Promise<DeliveryMessage & { deadLetters?: SweepResult }> {
+export async function redriveDelivery(deps: Deps, deliveryId: string, options: RedriveOptions = {}): Promise<DeliveryMessage & { deadLetters?: SweepResult }> {
   const item = await findDelivery(deps, deliveryId);
   if (!item) throw notFound(`No delivery ${deliveryId}.`);
   const hollow = hollowPayloadReason(item);
@@ -82,7 +91,7 @@ export async function redriveDelivery(deps: Deps, deliveryId: string): Promise<D
   const message = toMessage(item);
   await requeue(deps, [message]);
   // Only an exhausted (failed) delivery has a dead-letter copy.
-  const deadLetters = item.status === 'failed' ? await removeDeadLetters(deps, new Set([message.deliveryId])) : undefined;
+  const deadLetters = item.status === 'failed' && options.sweepDeadLetters !== false ? await removeDeadLetters(deps, new Set([message.deliveryId])) : undefined;
   return { ...message, ...(deadLetters ? { deadLetters } : {}) };
 }
 
@@ -105,17 +114,19 @@ export async function listDeliveries(deps: Deps, organizationId: string, options
  * the dead-letter queue are then removed.
  */
 export async function redriveFailed(
-  deps: Deps, filter: DeliveryFilter & { organizationId: string }, onProgress?: (done: number, total: number) => void, options: { maxMessages?: number } = {},
-): Promise<{ redriven: number; hollow: number; deadLetters?: SweepResult }> {
+  deps: Deps, filter: DeliveryFilter & { organizationId: string }, onProgress?: (done: number, total: number) => void,
+  options: RedriveOptions & { maxMessages?: number; /** At most this many per call (newest first); the rest are counted in `remaining`. */ limit?: number } = {},
+): Promise<{ redriven: number; hollow: number; remaining: number; deadLetters?: SweepResult }> {
   const listed = await listDeliveries(deps, filter.organizationId, { ...filter, status: 'failed', limit: Number.MAX_SAFE_INTEGER });
-  const failed = listed.filter((item) => !hollowPayloadReason(item));
+  const redrivable = listed.filter((item) => !hollowPayloadReason(item));
+  const failed = redrivable.slice(0, options.limit ?? redrivable.length);
   let done = 0;
   for (const batch of inBatches(failed, 10)) {
     await requeue(deps, batch.map(toMessage));
     onProgress?.((done += batch.length), failed.length);
   }
-  const deadLetters = await removeDeadLetters(deps, new Set(failed.map((item) => item.id)), options.maxMessages);
-  return { redriven: failed.length, hollow: listed.length - failed.length, ...(deadLetters ? { deadLetters } : {}) };
+  const deadLetters = options.sweepDeadLetters === false ? undefined : await removeDeadLetters(deps, new Set(failed.map((item) => item.id)), options.maxMessages);
+  return { redriven: failed.length, hollow: listed.length - redrivable.length, remaining: redrivable.length - failed.length, ...(deadLetters ? { deadLetters } : {}) };
 }
 
 /** What a pass over the dead-letter queue did: `complete` is false when it stopped at its cap. */
@@ -146,17 +157,24 @@ export const SWEEP_HOLD_SECONDS = 15 * 60;
  */
 export async function redriveDeadLetters(
   deps: Deps, filter: DeliveryFilter = {}, onProgress?: (moved: number, seen: number) => void, options: { maxMessages?: number } = {},
-): Promise<Partial<SweepResult> & { moved: number; task?: string }> {
+): Promise<Partial<SweepResult> & { moved: number; task?: string; alreadyDelivered?: number }> {
   const unfiltered = !filter.organizationId && !filter.endpointId && !filter.since && !filter.until;
   if (unfiltered && !deps.settings.local) {
     const arn = async (url: string) => (await deps.sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] }))).Attributes!.QueueArn!;
     const out = await deps.sqs.send(new StartMessageMoveTaskCommand({ SourceArn: await arn(deps.queues.deliveryDlq), DestinationArn: await arn(deps.queues.deliveryQueue) }));
     return { moved: 0, task: out.TaskHandle };
   }
-  return sweepDeadLetters(deps, async (delivery) => {
+  // A dead letter whose delivery has since been delivered (re-delivered from the settings page,
+  // which leaves the copy) is only removed: sending it again would repeat a delivered webhook.
+  // (The move task's messages meet the same rule in deliver.ts, which skips delivered records.)
+  const delivered = new Set<string>();
+  const result = await sweepDeadLetters(deps, async (delivery) => {
     const { Item } = await deps.doc.send(new GetCommand({ TableName: deps.tables.deliveries, Key: keys.delivery(delivery.organizationId, delivery.deliveryId) }));
-    return matches({ organizationId: delivery.organizationId, endpointId: delivery.endpointId, createdAt: Item?.createdAt }, filter);
-  }, (taken) => requeue(deps, taken), { onProgress, maxMessages: options.maxMessages });
+    const picked = matches({ organizationId: delivery.organizationId, endpointId: delivery.endpointId, createdAt: Item?.createdAt }, filter);
+    if (picked && Item?.status === 'delivered') delivered.add(delivery.deliveryId);
+    return picked;
+  }, (taken) => requeue(deps, taken.filter((m) => !delivered.has(m.deliveryId))), { onProgress, maxMessages: options.maxMessages });
+  return { ...result, ...(delivered.size ? { alreadyDelivered: delivered.size } : {}) };
 }
 
 /** Deletes the dead-letter copies of these deliveries (they were queued again another way); stops once all are found. */

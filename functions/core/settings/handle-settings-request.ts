@@ -42,6 +42,8 @@ const DELIVERY_STATUSES: DeliveryStatusView[] = ['pending', 'retrying', 'deliver
 export const MAX_LIVE_KEYS = 25;
 /** Signing secrets an endpoint may hold at once (the newest and those in a grace): each signs every delivery. */
 export const MAX_SIGNING_SECRETS = 5;
+/** Failed deliveries one "Re-deliver all failed" re-queues (newest first); the answer's `remaining` counts the rest. */
+export const REDELIVER_ALL_MAX = 500;
 
 interface Context {
   deps: Deps;
@@ -195,7 +197,8 @@ const operations: Record<string, Operation> = {
   },
   'POST /api/settings/deliveries/{id}/redeliver': async (c) => {
     await requireDelivery(c);
-    await redriveDelivery(c.deps, c.params.id);
+    // A tenant's click never sweeps the shared dead-letter queue (redrive.ts RedriveOptions).
+    await redriveDelivery(c.deps, c.params.id, { sweepDeadLetters: false });
     await c.audit('delivery.redelivered', c.params.id);
     const delivery = await requireDelivery(c);
     return { status: 202, body: { delivery: deliverySummary(delivery, await endpointUrls(c)) } };
@@ -209,9 +212,10 @@ const operations: Record<string, Operation> = {
     const endpointId = body.endpoint as string | undefined;
     if (endpointId && !(await getEndpoint(c.deps, c.organization.id, endpointId))) throw notFound(`No endpoint ${endpointId}.`);
     const filter = { organizationId: c.organization.id, endpointId, since: timeOf('since', body.since as string | undefined), until: timeOf('until', body.until as string | undefined) };
-    const { redriven, hollow } = await redriveFailed(c.deps, filter);
+    // Bounded per call so it ends well inside the function's time-out; the answer says what is left.
+    const { redriven, hollow, remaining } = await redriveFailed(c.deps, filter, undefined, { sweepDeadLetters: false, limit: REDELIVER_ALL_MAX });
     await c.audit('deliveries.redelivered', endpointId, { count: redriven, since: filter.since, until: filter.until });
-    return { status: 202, body: { count: redriven, ...(hollow ? { notRedeliverable: hollow } : {}) } };
+    return { status: 202, body: { count: redriven, ...(remaining ? { remaining } : {}), ...(hollow ? { notRedeliverable: hollow } : {}) } };
   },
 
   'GET /api/settings/audit': async (c) => ({ status: 200, body: { entries: await listAudit(c.deps, c.organization.id, { limit: limitOf(c.query.limit) }) } }),

@@ -150,7 +150,7 @@ export const settingsPaths = {
   },
   '/api/settings/deliveries/redeliver': {
     post: op('redeliverFailed', 'Send every failed delivery again (of one endpoint, in a time range)', {
-      202: json(obj({ count: { type: 'integer' }, notRedeliverable: { type: 'integer' } }, ['count']), 'How many were queued'), ...notFound, ...invalid,
+      202: json(obj({ count: { type: 'integer' }, remaining: { type: 'integer', description: 'Failed deliveries left for another call (at most 500 are queued per call, newest first)' }, notRedeliverable: { type: 'integer' } }, ['count']), 'How many were queued'), ...notFound, ...invalid,
     }, { requestBody: { required: false, content: { 'application/json': { schema: obj({ endpoint: str, since: time, until: time }, []) } } } }),
   },
   '/api/settings/requests': {

@@ -715,8 +715,9 @@ function redeliverAllFailed() {
       : 'Every failed delivery to any of your endpoints will be sent again.',
     action: 'Re-deliver',
     run: async () => {
-      const { count: queued, notRedeliverable } = await api('/deliveries/redeliver', { method: 'POST', body: endpointId ? { endpoint: endpointId } : {} });
-      const skipped = notRedeliverable ? ` ${count.format(notRedeliverable)} could not be sent again: their content is no longer kept.` : '';
+      const { count: queued, notRedeliverable, remaining } = await api('/deliveries/redeliver', { method: 'POST', body: endpointId ? { endpoint: endpointId } : {} });
+      const skipped = (notRedeliverable ? ` ${count.format(notRedeliverable)} could not be sent again: their content is no longer kept.` : '')
+        + (remaining ? ` ${count.format(remaining)} more are waiting: press “Re-deliver all failed” again to queue them.` : '');
       flash($('deliveries-status'), (queued ? `${count.format(queued)} failed ${queued === 1 ? 'delivery' : 'deliveries'} queued for re-delivery.` : 'There were no failed deliveries to send again.') + skipped, queued ? 'ok' : 'info');
       await loadDeliveries();
     },

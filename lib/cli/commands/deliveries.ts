@@ -75,7 +75,7 @@ export function register(program: Command): void {
         const result = await redriveDeadLetters(target.deps, filter, progress(json), { maxMessages: options.max });
         if (!json && process.stderr.isTTY) process.stderr.write('\n');
         printResult({ json }, result, () => {
-          console.log(result.task ? `Started SQS message move task ${result.task}: the dead-letter queue drains into the delivery queue.` : `Moved ${result.moved} message(s) from the dead-letter queue back to the delivery queue.`);
+          console.log(result.task ? `Started SQS message move task ${result.task}: the dead-letter queue drains into the delivery queue.` : `Moved ${result.moved} message(s) from the dead-letter queue back to the delivery queue${result.alreadyDelivered ? ` (${result.alreadyDelivered} of them already delivered since, so only removed)` : ''}.`);
           const notice = sweepNotice(result);
           if (notice) console.log(notice);
         });
