@@ -7,6 +7,10 @@
  * clear is conditional on the due time it saw (a re-park in between is kept). A sweep that dies
  * half-way leaves its entries in the index: the next one sends them again (a duplicate, which the
  * delivery function skips once delivered; receivers dedupe by webhook-id).
+ *
+ * The entries are handled in chunks, oldest due first (read, send, clear, then the next chunk): a
+ * sweep holds at most one chunk's payloads (up to 240 KiB each) in memory, and one that dies late
+ * keeps what its earlier chunks re-queued.
  */
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
@@ -14,11 +18,14 @@ import type { Deps } from '../platform/deps.js';
 import type { DeliveryMessage, DeliveryRecord } from '../platform/model.js';
 import { logger, metrics } from '../platform/observability.js';
 import { queryPages } from '../platform/query.js';
+import { inBatches } from '../platform/batches.js';
 import { sendDeliveryMessages } from './queue.js';
 import { dueShards, getAll, withPayloads } from './store.js';
 
 /** Entries one sweep re-queues at most (a Lambda run of 60 s; the rest waits one period, and the lag metric shows it). */
 export const SWEEP_MAX_ITEMS = 20_000;
+/** Entries read, re-queued and cleared together: at most ~50 MB of payloads in memory (the function has 256 MB). */
+export const SWEEP_CHUNK_ITEMS = 200;
 
 export interface SweepOutcome {
   requeued: number;
@@ -29,28 +36,23 @@ export interface SweepOutcome {
 }
 
 type Parked = DeliveryRecord & { pk: string; sk: string; dueAt?: number; duePriorAttempts?: number };
+type DueKey = { pk: string; sk: string; dueAt: number };
 
-async function dueKeysIn(deps: Deps, shard: string, horizon: number, cap: number): Promise<{ keys: { pk: string; sk: string }[]; complete: boolean }> {
-  const keys: { pk: string; sk: string }[] = [];
+async function dueKeysIn(deps: Deps, shard: string, horizon: number, cap: number): Promise<{ keys: DueKey[]; complete: boolean }> {
+  const keys: DueKey[] = [];
   for await (const page of queryPages(deps, {
     TableName: deps.tables.deliveries, IndexName: 'due',
     KeyConditionExpression: 'duePk = :s AND dueAt <= :h', ExpressionAttributeValues: { ':s': shard, ':h': horizon },
   })) {
-    keys.push(...page.map((i) => ({ pk: i.pk as string, sk: i.sk as string })));
+    keys.push(...page.map((i) => ({ pk: i.pk as string, sk: i.sk as string, dueAt: Number(i.dueAt) })));
     if (keys.length >= cap) return { keys: keys.slice(0, cap), complete: false };
   }
   return { keys, complete: true };
 }
 
-/** One sweep: everything due within `dueSweepLookaheadSeconds` goes back to the delivery queue. */
-export async function sweepDueDeliveries(deps: Deps, { maxItems = SWEEP_MAX_ITEMS }: { maxItems?: number } = {}): Promise<SweepOutcome> {
-  const now = deps.now();
-  const horizon = now + deps.settings.dueSweepLookaheadSeconds * 1000;
-  const shards = dueShards();
-  const found = await Promise.all(shards.map((s) => dueKeysIn(deps, s, horizon, Math.ceil(maxItems / shards.length))));
-  const keyList = found.flatMap((f) => f.keys);
-  // The index is keys-only and eventually consistent: read the records themselves, consistently.
-  const items = (await getAll(deps, deps.tables.deliveries, keyList, { consistent: true })) as unknown as Parked[];
+/** One chunk: read the records (the index is keys-only and eventually consistent), send the due ones, then clear their entries. */
+async function sweepChunk(deps: Deps, chunk: DueKey[], now: number, horizon: number): Promise<{ requeued: number; oldest: number; unsendable: string[] }> {
+  const items = (await getAll(deps, deps.tables.deliveries, chunk.map(({ pk, sk }) => ({ pk, sk })), { consistent: true })) as unknown as Parked[];
   const due = items.filter((r) => typeof r.dueAt === 'number' && r.dueAt <= horizon);
   const records = await withPayloads(deps, due);
   const sendable = records.filter((r) => r.payload && !r.payloadOmitted);
@@ -65,13 +67,36 @@ export async function sweepDueDeliveries(deps: Deps, { maxItems = SWEEP_MAX_ITEM
     UpdateExpression: 'REMOVE duePk, dueAt, duePriorAttempts',
     ConditionExpression: 'dueAt = :seen', ExpressionAttributeValues: { ':seen': r.dueAt },
   })).catch((error: Error) => { if (error.name !== 'ConditionalCheckFailedException') throw error; })));
+  return {
+    requeued: messages.length,
+    oldest: Math.min(...due.map((r) => (r as Parked).dueAt!)),
+    unsendable: records.filter((r) => !sendable.includes(r)).map((r) => r.id),
+  };
+}
+
+/** One sweep: everything due within `dueSweepLookaheadSeconds` goes back to the delivery queue. */
+export async function sweepDueDeliveries(deps: Deps, { maxItems = SWEEP_MAX_ITEMS, chunkItems = SWEEP_CHUNK_ITEMS }: { maxItems?: number; chunkItems?: number } = {}): Promise<SweepOutcome> {
+  const now = deps.now();
+  const horizon = now + deps.settings.dueSweepLookaheadSeconds * 1000;
+  const shards = dueShards();
+  const found = await Promise.all(shards.map((s) => dueKeysIn(deps, s, horizon, Math.ceil(maxItems / shards.length))));
+  // Oldest due first, across the shards.
+  const keyList = found.flatMap((f) => f.keys).sort((a, b) => a.dueAt - b.dueAt);
+  let requeued = 0;
+  let oldest = Infinity;
+  const unsendable: string[] = [];
+  for (const chunk of inBatches(keyList, chunkItems)) {
+    const done = await sweepChunk(deps, chunk, now, horizon);
+    requeued += done.requeued;
+    oldest = Math.min(oldest, done.oldest);
+    unsendable.push(...done.unsendable);
+  }
   // Left in the index (and counted in the lag): nothing is dropped silently.
-  if (sendable.length < due.length) logger.error('parked deliveries without a payload to send: left in the due index', { deliveryIds: records.filter((r) => !sendable.includes(r)).map((r) => r.id) });
-  const oldest = Math.min(...due.map((r) => (r as Parked).dueAt!));
-  const lagSeconds = due.length > 0 ? Math.max(0, Math.round((now - oldest) / 1000)) : 0;
-  metrics.addMetric('DueSweepRequeued', MetricUnit.Count, messages.length);
+  if (unsendable.length > 0) logger.error('parked deliveries without a payload to send: left in the due index', { deliveryIds: unsendable });
+  const lagSeconds = Number.isFinite(oldest) ? Math.max(0, Math.round((now - oldest) / 1000)) : 0;
+  metrics.addMetric('DueSweepRequeued', MetricUnit.Count, requeued);
   metrics.addMetric('DueSweepLagSeconds', MetricUnit.Seconds, lagSeconds);
   const complete = found.every((f) => f.complete);
-  if (messages.length > 0 || !complete) logger.info('due deliveries re-queued', { requeued: messages.length, lagSeconds, complete });
-  return { requeued: messages.length, lagSeconds, complete };
+  if (requeued > 0 || !complete) logger.info('due deliveries re-queued', { requeued, lagSeconds, complete });
+  return { requeued, lagSeconds, complete };
 }
