@@ -171,8 +171,8 @@ export const functions = {
     tables: { organizations: 'read', deliveries: 'readWrite' },
     queues: { deliveryQueue: 'send' },
     events: [
-      { kind: 'stream', table: 'clients', batchSize: 100, maxRetries: 10, bisectOnError: true, onFailure: 'fanoutFailures' },
-      { kind: 'stream', table: 'workOrders', batchSize: 100, maxRetries: 10, bisectOnError: true, onFailure: 'fanoutFailures' },
+      { kind: 'stream', table: 'clients', batchSize: 400, maxRetries: 10, bisectOnError: true, onFailure: 'fanoutFailures' },
+      { kind: 'stream', table: 'workOrders', batchSize: 400, maxRetries: 10, bisectOnError: true, onFailure: 'fanoutFailures' },
     ],
   },
   webhookDelivery: {

@@ -129,7 +129,7 @@ describe('the CDK stack', () => {
         FunctionResponseTypes: ['ReportBatchItemFailures'],
         BisectBatchOnFunctionError: true,
         MaximumRetryAttempts: 10,
-        BatchSize: 100,
+        BatchSize: 400,
         StartingPosition: 'TRIM_HORIZON',
         DestinationConfig: { OnFailure: { Destination: { 'Fn::GetAtt': [queueRef('fanoutFailures'), 'Arn'] } } },
       });

@@ -20,7 +20,7 @@ import { allowListFor } from './ssrf.js';
 import { admitAttempt, markSlow, recordAttempt } from './circuit-store.js';
 import type { Lane } from './circuit-breaker.js';
 import { attemptNumberOf, deferDelivery, readDeliveryMessage, sendDeliveryMessages, sendToDeadLetters } from './queue.js';
-import { dueKeys } from './store.js';
+import { dueKeys, getAll } from './store.js';
 
 /**
  * `exhausted`: the last attempt failed (or the message kept crashing past it): it goes to the
@@ -115,16 +115,36 @@ export function hollowPayloadReason(record: Pick<DeliveryRecord, 'payloadOmitted
   return tooBig ? 'the event was too large to queue; its payload was not kept, so it is never sent' : undefined;
 }
 
+/** What an attempt needs of the delivery record before sending: whether it is still to be sent. */
+type RecordState = Pick<DeliveryRecord, 'status' | 'payloadOmitted' | 'reason'> | undefined;
+const RECORD_STATE = ['status', 'payloadOmitted', 'reason'];
+
+/**
+ * The records of a batch's deliveries, read in one strongly consistent BatchGetItem (10 GetItems
+ * before): a delivered one (a duplicate message) is not sent again.
+ */
+async function recordStates(deps: Deps, messages: DeliveryMessage[]): Promise<Map<string, RecordState>> {
+  const items = await getAll(deps, deps.tables.deliveries, messages.map((m) => keys.delivery(m.organizationId, m.deliveryId)), { consistent: true, projection: ['pk', 'sk', ...RECORD_STATE] });
+  const byKey = new Map(items.map((i) => [`${i.pk as string}|${i.sk as string}`, i as RecordState]));
+  return new Map(messages.map((m) => {
+    const key = keys.delivery(m.organizationId, m.deliveryId);
+    return [m.deliveryId, byKey.get(`${key.pk}|${key.sk}`)];
+  }));
+}
+
 /**
  * Signs and sends one delivery to its endpoint, and records the outcome. `attempt` is the attempt
  * number (queue.ts attemptNumberOf).
  */
-export async function attemptDelivery(deps: Deps, message: DeliveryMessage, attempt: number, { lane = 'main' }: { lane?: Lane } = {}): Promise<Outcome> {
-  const { Item } = await deps.doc.send(new GetCommand({
+export async function attemptDelivery(
+  deps: Deps, message: DeliveryMessage, attempt: number,
+  options: { lane?: Lane; /** Read already (deliverBatch reads a batch's records in one call); absent: read here. */ record?: RecordState } = {},
+): Promise<Outcome> {
+  const lane = options.lane ?? 'main';
+  const record = 'record' in options ? options.record : (await deps.doc.send(new GetCommand({
     TableName: deps.tables.deliveries, Key: keys.delivery(message.organizationId, message.deliveryId), ConsistentRead: true,
     ProjectionExpression: '#s, payloadOmitted, reason', ExpressionAttributeNames: { '#s': 'status' },
-  }));
-  const record = Item as Pick<DeliveryRecord, 'status' | 'payloadOmitted' | 'reason'> | undefined;
+  }))).Item as RecordState;
   if (!record) {
     logger.warn('delivery record missing; message dropped', { deliveryId: message.deliveryId });
     return { kind: 'skipped', attempt, reason: 'no delivery record' };
@@ -242,10 +262,24 @@ async function sendOn(deps: Deps, message: DeliveryMessage, outcome: Outcome): P
  * before its message is reported consumed; an unexpected error leaves the message on the queue.
  */
 export async function deliverBatch(deps: Deps, queued: QueuedDelivery[]): Promise<BatchOutcome[]> {
-  return Promise.all(queued.map(async (item): Promise<BatchOutcome> => {
+  const parsed = queued.map((item) => {
     try {
-      const message = readDeliveryMessage(item.body);
-      const outcome = await attemptDelivery(deps, message, attemptNumberOf(message, item.receiveCount), { lane: item.lane });
+      return readDeliveryMessage(item.body);
+    } catch {
+      return undefined; // reported below, with the item
+    }
+  });
+  // One read for the batch; if it fails, each attempt reads its own record.
+  const records = await recordStates(deps, parsed.filter((m): m is DeliveryMessage => m !== undefined)).catch((error: unknown) => {
+    logger.warn('reading the batch’s delivery records failed; reading them one by one', { error: error as Error });
+    return undefined;
+  });
+  return Promise.all(queued.map(async (item, n): Promise<BatchOutcome> => {
+    try {
+      const message = parsed[n] ?? readDeliveryMessage(item.body);
+      const outcome = await attemptDelivery(deps, message, attemptNumberOf(message, item.receiveCount), {
+        lane: item.lane, ...(records ? { record: records.get(message.deliveryId) } : {}),
+      });
       await sendOn(deps, message, outcome);
       return { messageId: item.messageId, ...outcome };
     } catch (error) {

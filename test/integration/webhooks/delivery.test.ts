@@ -10,14 +10,14 @@ import { eventually, newTenant, postLead, runCli, testStack, type Tenant } from 
 import { Receiver } from '../support/receiver.js';
 import { addEndpoint, getEndpoint, updateEndpoint } from '../../../functions/core/delivery/endpoints.js';
 import { listDeliveries, redriveDeadLetters } from '../../../functions/core/delivery/redrive.js';
-import { attemptDelivery } from '../../../functions/core/delivery/deliver.js';
+import { attemptDelivery, deliverBatch } from '../../../functions/core/delivery/deliver.js';
 import { MAX_MESSAGE_BYTES, deferDelivery, recordDelivery, sendDeliveryMessages } from '../../../functions/core/delivery/queue.js';
 import { MAX_VISIBILITY_SECONDS } from '../../../functions/core/delivery/schedule.js';
 import { dueKeys } from '../../../functions/core/delivery/store.js';
 import { sweepDueDeliveries } from '../../../functions/core/delivery/sweep.js';
-import { keys, type EventPayload } from '../../../functions/core/platform/model.js';
+import { keys, type DeliveryMessage, type EventPayload } from '../../../functions/core/platform/model.js';
 import type { Deps } from '../../../functions/core/platform/deps.js';
-import { QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 
 let receiver: Receiver;
 beforeAll(async () => {
@@ -355,6 +355,26 @@ describe('webhook delivery', () => {
     expect(outcome).toMatchObject({ kind: 'failed', reason: expect.stringContaining('not https') });
     expect(receiver.on('/cleartext')).toHaveLength(0);
     expect((await deliveriesOf(tenant))[0]).toMatchObject({ status: 'failed', reason: expect.stringContaining('not https'), attempts: [] });
+  });
+
+  it('a batch reads its records in one call: a duplicate of a delivered message is not sent again, even when that read fails', async () => {
+    const { deps } = await testStack();
+    const { tenant, endpointId } = await tenantWithEndpoint('/batch-guard');
+    const endpoint = (await getEndpoint(deps, tenant.organizationId, endpointId))!;
+    const event = (n: number) => ({ id: `evt_guard_${n}_${Date.now()}`, type: 'client.updated', organization_id: tenant.organizationId, timestamp: new Date().toISOString(), data: { object: { id: `cli_${n}` } } }) as unknown as EventPayload;
+    const [first, second] = [(await recordDelivery(deps, event(1), endpoint))!, (await recordDelivery(deps, event(2), endpoint))!]; // recorded, not queued
+    const queued = (message: DeliveryMessage, n: number) => ({ messageId: `m${n}`, receiptHandle: `r${n}`, body: JSON.stringify(message), receiveCount: 1 });
+
+    expect(await deliverBatch(deps, [queued(first, 1)])).toEqual([expect.objectContaining({ kind: 'delivered' })]);
+    const outcomes = await deliverBatch(deps, [queued(first, 2), queued(second, 3)]);
+    expect(outcomes).toEqual([expect.objectContaining({ kind: 'delivered', reason: 'already delivered' }), expect.objectContaining({ kind: 'delivered', result: expect.anything() })]);
+
+    // The batch read broken (throttled, say): each attempt reads its own record, with the same guard.
+    const broken = { ...deps, doc: { send: (command: unknown) => (command instanceof BatchGetCommand ? Promise.reject(new Error('throttled')) : deps.doc.send(command as never)) } } as unknown as Deps;
+    expect(await deliverBatch(broken, [queued(first, 4), queued(second, 5)])).toEqual([
+      expect.objectContaining({ kind: 'delivered', reason: 'already delivered' }), expect.objectContaining({ kind: 'delivered', reason: 'already delivered' }),
+    ]);
+    expect(receiver.on('/batch-guard').map((r) => r.event?.id)).toEqual([first.payload.id, second.payload.id]);
   });
 
   it('records a refused connection as a failed attempt and retries it', async () => {
