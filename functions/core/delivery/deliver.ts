@@ -189,11 +189,13 @@ export async function attemptDelivery(
   if (admission.kind === 'move') return { kind: 'deferred', attempt, untilMs: admission.until ?? deps.now(), reason: admission.reason, lane: 'slow' };
   if (admission.kind === 'park') return { kind: 'deferred', attempt, untilMs: admission.until, reason: admission.reason, lane };
 
-  const now = deps.now();
-  const body = JSON.stringify(message.payload);
-  const headers = signatureHeaders({ id: message.payload.id, timestamp: Math.floor(now / 1000), body, secrets: activeSecrets(endpoint, now) });
   let result: PostResult;
+  // Everything after the gate gives the slot back, signing included: a slot never released stays
+  // taken for the container's life (after maxInFlightPerEndpoint of them, the endpoint is "busy" there for good).
   try {
+    const now = deps.now();
+    const body = JSON.stringify(message.payload);
+    const headers = signatureHeaders({ id: message.payload.id, timestamp: Math.floor(now / 1000), body, secrets: activeSecrets(endpoint, now) });
     result = await postWebhook({ url: endpoint.url, headers, body, timeoutMs: admission.timeoutMs, allow: allowListFor(deps.settings) });
   } finally {
     admission.release();
