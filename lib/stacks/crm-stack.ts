@@ -405,6 +405,14 @@ export class CrmStack extends Stack {
         this.queues.deliverySlowQueue.metricApproximateAgeOfOldestMessage({ period: fiveMinutes, statistic: 'Maximum' }), { threshold: 30 * 60, above: true }),
       this.alarm('DueSweepLag', 'Parked webhook retries are re-queued more than 5 minutes late: the delivery sweeper is failing, throttled or capped (see its log group).',
         this.serviceMetric('DueSweepLagSeconds', fiveMinutes).with({ statistic: 'Maximum' }), { threshold: 300, above: true }),
+      // A sweeper that does not run at all publishes no lag: missing invocations are the alarm here.
+      new cloudwatch.Alarm(this, 'DueSweepNotRunning', {
+        alarmDescription: 'The delivery sweeper has not run for 15 minutes (its schedule rule disabled or its invoke permission gone): parked webhook retries are not being re-queued.',
+        metric: this.functions.deliverySweeper.metricInvocations({ period: Duration.minutes(15), statistic: 'Sum' }),
+        threshold: 1, evaluationPeriods: 1,
+        comparisonOperator: cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
+        treatMissingData: cloudwatch.TreatMissingData.BREACHING,
+      }),
       this.alarm('FanoutIteratorAge', 'The fan-out is more than 5 minutes behind the table streams: events are late (records older than 24 h are lost).',
         this.functions.eventFanout.metric('IteratorAge', { period: fiveMinutes, statistic: 'Maximum' }), { threshold: 5 * 60_000, above: true }),
       this.alarm('Api5xx', 'The API answered 5 or more 5xx in 5 minutes (function errors, 502/504 from the gateway).',

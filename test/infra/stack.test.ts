@@ -481,6 +481,9 @@ describe('the CDK stack', () => {
       ScheduleExpression: 'rate(1 minute)',
       Targets: [Match.objectLike({ Arn: { 'Fn::GetAtt': [logicalId(stack.functions.deliverySweeper), 'Arn'] } })],
     });
+    // A sweeper that never runs publishes no lag metric: its missing invocations alarm.
+    expect(alarmOn('Invocations', [{ Name: 'FunctionName', Value: { Ref: logicalId(stack.functions.deliverySweeper) } }]))
+      .toEqual([expect.objectContaining({ Threshold: 1, ComparisonOperator: 'LessThanThreshold', TreatMissingData: 'breaching', Period: 900 })]);
     // A failed sweep is not retried by Lambda (it would overlap the next minute's run).
     template.hasResourceProperties('AWS::Lambda::EventInvokeConfig', {
       FunctionName: { Ref: logicalId(stack.functions.deliverySweeper) }, MaximumRetryAttempts: 0, MaximumEventAgeInSeconds: 60,
