@@ -5,7 +5,7 @@
  * machine allows it (see startDynamoDbLocal).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { createServer, connect, type AddressInfo } from 'node:net';
+import { createServer, connect } from 'node:net';
 import { readdirSync, mkdirSync, mkdtempSync, chmodSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { createRequire } from 'node:module';
@@ -13,7 +13,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { enforceVisibilityLimit } from './sqs-strict.js';
-import { isLoopbackHost, hostOfRequestHead, foreignHostResponse, foreignHostMessage } from './loopback-host.js';
+import { isLoopbackHost, hostOfRequestHead, foreignHostResponse, foreignHostMessage, listenOnLoopback } from './loopback-host.js';
 import { emulatorCredentials } from '../../functions/core/platform/deps.js';
 
 const LOCAL_REGION = 'us-east-1';
@@ -131,13 +131,7 @@ async function loopbackToSocket(port: number, socketPath: string): Promise<{ por
     };
     client.on('data', onData);
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', (error: NodeJS.ErrnoException) =>
-      reject(error.code === 'EADDRINUSE' ? new Error(`Port ${port} on 127.0.0.1 is in use; choose another.`) : error),
-    );
-    server.listen(port, '127.0.0.1', () => resolve());
-  });
-  listening = (server.address() as AddressInfo).port;
+  listening = await listenOnLoopback(server, port);
   return {
     port: listening,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),

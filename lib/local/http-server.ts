@@ -15,7 +15,7 @@ import {
   type EdgeRuleSpec, type GatewayAnswerSpec, type RouteSpec, type ThrottleSpec,
 } from '../topology.js';
 import { lambdaContext } from './lambda-context.js';
-import { isLoopbackHost, foreignHostProblem } from './loopback-host.js';
+import { isLoopbackHost, foreignHostProblem, listenOnLoopback } from './loopback-host.js';
 import { openApiDocument } from '../../functions/core/settings/openapi.js';
 
 export type HttpHandler = (event: APIGatewayProxyEvent, context: ReturnType<typeof lambdaContext>) => Promise<APIGatewayProxyResult>;
@@ -230,13 +230,7 @@ export async function startHttpServer(options: LocalApiOptions): Promise<{ serve
   // Longer than any client's idle time-out (undici: 4 s), so the client always drops an idle socket
   // first: at 5 s, a client whose event loop was blocked reused a socket the server was closing.
   server.keepAliveTimeout = 65_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', (e: NodeJS.ErrnoException) =>
-      reject(e.code === 'EADDRINUSE' ? new Error(`Port ${options.port} on 127.0.0.1 is in use: set PORT or --port to another.`) : e),
-    );
-    server.listen(options.port, '127.0.0.1', resolve);
-  });
-  const { port } = server.address() as { port: number };
+  const port = await listenOnLoopback(server, options.port, 'set PORT or --port to another');
   return {
     server,
     url: `http://127.0.0.1:${port}`,

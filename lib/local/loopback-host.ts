@@ -4,7 +4,22 @@
  * "same origin". Its requests still carry that name in Host, so every local listener refuses a
  * Host that is not a loopback name with the listener's own port.
  */
+import type { Server as NetServer, AddressInfo } from 'node:net';
 import { forbidden } from '../../functions/core/platform/errors.js';
+
+/**
+ * Starts `server` on 127.0.0.1 only (never every interface) at `port` (0: a free one) and returns
+ * the port it got; a taken port is a clear error naming how to choose another.
+ */
+export async function listenOnLoopback(server: NetServer, port: number, howToChoose = 'choose another'): Promise<number> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', (error: NodeJS.ErrnoException) =>
+      reject(error.code === 'EADDRINUSE' ? new Error(`Port ${port} on 127.0.0.1 is in use; ${howToChoose}.`) : error),
+    );
+    server.listen(port, '127.0.0.1', () => resolve());
+  });
+  return (server.address() as AddressInfo).port;
+}
 
 /** True when `host` (a Host header) is `127.0.0.1:<port>`, `localhost:<port>` or `[::1]:<port>`. */
 export function isLoopbackHost(host: string | undefined, port: number): boolean {

@@ -7,11 +7,10 @@
  * Errors have AWS's shape (`{"__type":"ResourceNotFoundException",…}`, HTTP 400). Signatures are not checked.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { randomBase62 } from '../../functions/core/platform/ids.js';
-import { isLoopbackHost, foreignHostMessage } from './loopback-host.js';
+import { isLoopbackHost, foreignHostMessage, listenOnLoopback } from './loopback-host.js';
 
 export interface SecretsStandIn {
   /** http://127.0.0.1:PORT: the value of AWS_ENDPOINT_URL_SECRETS_MANAGER. */
@@ -64,11 +63,7 @@ export async function startSecretsStandIn(options: { secrets: Record<string, str
     });
   };
   const server = createServer((req, res) => void handle(req, res).catch((e: Error) => answer(res, 500, { __type: 'InternalServiceError', message: e.message }, 'InternalServiceError')));
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 0, '127.0.0.1', () => resolve());
-  });
-  ({ port } = server.address() as AddressInfo);
+  port = await listenOnLoopback(server, options.port ?? 0);
   return {
     endpoint: `http://127.0.0.1:${port}`,
     requests: () => requests,

@@ -7,8 +7,7 @@
  * (`{"__type":"ParameterNotFound","message":…}`, HTTP 400). Signatures are not checked.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { isLoopbackHost, foreignHostMessage } from './loopback-host.js';
+import { isLoopbackHost, foreignHostMessage, listenOnLoopback } from './loopback-host.js';
 
 const REGION = 'us-east-1';
 const ACCOUNT = '000000000000';
@@ -118,11 +117,7 @@ export async function startSsmStandIn(options: { port?: number; parameters?: Rec
   };
 
   const server = createServer((req, res) => void handle(req, res));
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 0, '127.0.0.1', () => resolve());
-  });
-  ({ port } = server.address() as AddressInfo);
+  port = await listenOnLoopback(server, options.port ?? 0);
   return {
     endpoint: `http://127.0.0.1:${port}`,
     port,

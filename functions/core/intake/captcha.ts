@@ -44,14 +44,8 @@ export function clearCaptchaCache(): void {
   secrets.clear();
 }
 
-async function secretOf(deps: Deps, organizationId: string): Promise<string | undefined> {
-  const now = deps.now();
-  const cached = secrets.get(organizationId, now);
-  if (cached) return cached.value;
-  const secret = await captchaSecret(deps, organizationId);
-  secrets.set(organizationId, secret, now + deps.settings.keyCacheTtlSeconds * 1000);
-  return secret;
-}
+const secretOf = (deps: Deps, organizationId: string): Promise<string | undefined> =>
+  secrets.getOrLoad(organizationId, deps.now(), deps.settings.keyCacheTtlSeconds * 1000, () => captchaSecret(deps, organizationId));
 
 /**
  * Verifies `token` (taken from the provider's field of the body) with the provider; returns when it

@@ -15,6 +15,15 @@ export class TtlCache<K, V> {
     return undefined;
   }
 
+  /** The fresh entry's value, else `load()`'s, kept for `ttlMs` from `now` (a "not found" is kept too). */
+  async getOrLoad(key: K, now: number, ttlMs: number, load: () => Promise<V>): Promise<V> {
+    const cached = this.get(key, now);
+    if (cached) return cached.value;
+    const value = await load();
+    this.set(key, value, now + ttlMs);
+    return value;
+  }
+
   set(key: K, value: V, until: number): void {
     this.entries.delete(key);
     if (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value as K);

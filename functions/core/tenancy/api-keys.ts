@@ -89,18 +89,14 @@ function thankYouUrl(value: string): { url: string } | { problem: string } {
   return { url: url.href };
 }
 
-export interface NewApiKeyOptions {
-  /** Default `secret`. */
-  kind?: ApiKeyKind;
-  /** Required (at least one) for a publishable key; refused on a secret key. */
-  origins?: string[];
-  thankYouUrl?: string;
-  dailyCap?: number;
-  perIpLimit?: number;
-  honeypotField?: string;
-}
-
 type KeyPolicy = Pick<ApiKeyRecord, 'kind' | 'origins' | 'thankYouUrl' | 'dailyCap' | 'perIpLimit' | 'honeypotField'>;
+/**
+ * A new key's kind (default `secret`) and, for a publishable key, its policy (model.ts ApiKeyRecord
+ * says what each field means); `origins` is required (at least one) for a publishable key, and
+ * every policy field is refused on a secret key.
+ */
+export type NewApiKeyOptions = Partial<KeyPolicy>;
+
 
 /** The stored policy of a new key, or 422 with every bad field named. */
 export function keyPolicy(options: NewApiKeyOptions = {}): KeyPolicy {

@@ -94,14 +94,8 @@ function publishablePolicy(item: Record<string, unknown>): PublishableKeyPolicy 
   };
 }
 
-async function lookupOrganization(deps: Deps, id: string): Promise<Organization | undefined> {
-  const now = deps.now();
-  const cached = orgCache.get(id, now);
-  if (cached) return cached.value;
-  const org = await getOrganization(deps, id);
-  orgCache.set(id, org, now + deps.settings.keyCacheTtlSeconds * 1000);
-  return org;
-}
+const lookupOrganization = (deps: Deps, id: string): Promise<Organization | undefined> =>
+  orgCache.getOrLoad(id, deps.now(), deps.settings.keyCacheTtlSeconds * 1000, () => getOrganization(deps, id));
 
 /** How long the last-used write may delay a request before it is given up. */
 const LAST_USED_TIMEOUT_MS = 1_000;
