@@ -9,7 +9,7 @@ import { ChangeMessageVisibilityCommand, DeleteMessageBatchCommand, DeleteMessag
 import { eventually, newTenant, postLead, runCli, testStack, type Tenant } from '../support/stack.js';
 import { Receiver } from '../support/receiver.js';
 import { addEndpoint, getEndpoint, updateEndpoint } from '../../../functions/core/delivery/endpoints.js';
-import { listDeliveries, redriveDeadLetters } from '../../../functions/core/delivery/redrive.js';
+import { listDeliveries, redriveDeadLetters, redriveDelivery } from '../../../functions/core/delivery/redrive.js';
 import { attemptDelivery, deliverBatch } from '../../../functions/core/delivery/deliver.js';
 import { MAX_MESSAGE_BYTES, deferDelivery, recordDelivery, sendDeliveryMessages } from '../../../functions/core/delivery/queue.js';
 import { MAX_VISIBILITY_SECONDS } from '../../../functions/core/delivery/schedule.js';
@@ -451,6 +451,19 @@ describe('webhook delivery', () => {
     expect(ours.length).toBe(2);
     await dropDeadLetters(others);
   }, 60_000);
+
+  it('a dead letter re-delivered without its copy removed (as the settings page does) is removed, not sent again, by a later pass', async () => {
+    const { deps } = await testStack();
+    const a = await tenantWithEndpoint('/stale-copy', 'all', { status: 204 });
+    const [id] = await deadLettered(a.tenant, a.endpointId, 1);
+    await redriveDelivery(deps, id, { sweepDeadLetters: false });
+    await settled(a.tenant, 'the re-delivery', (d) => d[0]?.status === 'delivered');
+    expect(await redriveDeadLetters(deps, { organizationId: a.tenant.organizationId })).toMatchObject({ moved: 1, alreadyDelivered: 1 });
+    expect(await deadLetterIds()).not.toContain(id);
+    await new Promise((resolve) => setTimeout(resolve, 2_000)); // a wrongly re-queued copy would arrive by now
+    expect(receiver.on('/stale-copy')).toHaveLength(1);
+    expect((await deliveriesOf(a.tenant))[0].status).toBe('delivered');
+  });
 
   it('crm webhooks test sends webhook.test and prints the outcome', async () => {
     const { tenant } = await tenantWithEndpoint('/test-event', 'invoice.paid');
