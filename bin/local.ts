@@ -74,7 +74,7 @@ CRM integration API running (ready in ${((Date.now() - started) / 1000).toFixed(
   DynamoDB Local ${info.dynamodbEndpoint}${info.dynamodbIsolated ? '' : '   (listening on every interface: see docs/local-stack.md)'}
   SQS (fauxqs)   ${info.sqsEndpoint}
   SSM stand-in   ${info.ssmEndpoint}   settings: ${info.settingsParameter}
-  Secrets stand-in ${info.secretsEndpoint}   (secrets in ${values.dir}/*.secret)
+  Secrets        ${info.secretsEndpoint}   Secrets Manager stand-in: ${values.dir}/*.secret
   stack file     ${stack.stackFile}`);
 if (info.demo) {
   log(`
