@@ -7,8 +7,8 @@
  * the circuit and every event arrives, with its webhook-id, none failed.
  */
 import { describe, it, expect, afterAll } from '@jest/globals';
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -19,8 +19,9 @@ import { createOrganization } from '../../../functions/core/tenancy/organization
 import { createApiKey } from '../../../functions/core/tenancy/api-keys.js';
 import { addEndpoint, listEndpoints, updateEndpoint } from '../../../functions/core/delivery/endpoints.js';
 import { listDeliveries } from '../../../functions/core/delivery/redrive.js';
-import { depsFromStackFile, readStackFile, type LocalStackInfo } from '../../../lib/local/stack-file.js';
+import type { LocalStackInfo } from '../../../lib/local/stack-file.js';
 import { eventually } from '../support/stack.js';
+import { RestartableStack } from '../support/restartable-stack.js';
 import { Receiver } from '../support/receiver.js';
 import { edgeKeyLimitPerMinute } from '../../../lib/topology.js';
 
@@ -41,7 +42,6 @@ const settings = {
 };
 
 const dir = mkdtempSync(path.join(tmpdir(), 'crm-isolation-'));
-let child: ChildProcess | undefined;
 const healthy = new Receiver();
 
 /** A receiver that accepts and never answers (until healed), counting its concurrent open requests. */
@@ -87,26 +87,13 @@ class HangingReceiver {
 }
 const hanging = new HangingReceiver();
 
-async function start(): Promise<{ info: LocalStackInfo; deps: Deps }> {
-  rmSync(path.join(dir, 'stack.json'), { force: true });
-  child = spawn(process.execPath, ['--no-warnings', '--import', 'tsx', 'bin/local.ts', '--port', '0', '--dir', dir, '--quiet'], {
-    stdio: 'ignore', env: { ...process.env, NODE_OPTIONS: '', CRM_SETTINGS: JSON.stringify(settings) },
-  });
-  await eventually(async () => existsSync(path.join(dir, 'stack.json')), { what: 'the stack to start', timeoutMs: 60_000 });
-  const info = readStackFile(path.join(dir, 'stack.json'));
-  return { info, deps: depsFromStackFile(info) };
-}
-
-async function stop(): Promise<void> {
-  if (!child || child.exitCode !== null) return;
-  const exited = new Promise((resolve) => child!.once('exit', resolve));
-  child.kill('SIGTERM');
-  await exited;
-}
+const stack = new RestartableStack(dir, settings);
+const start = () => stack.start();
+const stop = () => stack.stop();
 
 /** The admin CLI against this test's stack: its stdout. */
 const crm = (args: string[]) => new Promise<string>((resolve, reject) => execFile(process.execPath, ['--no-warnings', 'bin/crm.mjs', ...args], {
-  env: { ...process.env, NODE_OPTIONS: '', CRM_STACK_FILE: path.join(dir, 'stack.json') }, timeout: 60_000,
+  env: { ...process.env, NODE_OPTIONS: '', CRM_STACK_FILE: stack.stackFile }, timeout: 60_000,
 }, (error, stdout, stderr) => (error ? reject(new Error(`${error.message}\n${stderr}`)) : resolve(stdout))));
 
 afterAll(async () => {

@@ -4,42 +4,26 @@
  * none lost; duplicates, if any, carry the same webhook-id.
  */
 import { describe, it, expect, afterAll } from '@jest/globals';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import type { Deps } from '../../../functions/core/platform/deps.js';
 import { createOrganization } from '../../../functions/core/tenancy/organizations.js';
 import { createApiKey } from '../../../functions/core/tenancy/api-keys.js';
 import { addEndpoint, updateEndpoint } from '../../../functions/core/delivery/endpoints.js';
 import { listDeliveries } from '../../../functions/core/delivery/redrive.js';
-import { depsFromStackFile, readStackFile, type LocalStackInfo } from '../../../lib/local/stack-file.js';
 import { testSettings } from '../global-setup.js';
 import { eventually } from '../support/stack.js';
+import { RestartableStack } from '../support/restartable-stack.js';
 import { Receiver } from '../support/receiver.js';
 import { edgeKeyLimitPerMinute } from '../../../lib/topology.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'crm-restart-'));
-let child: ChildProcess | undefined;
 const receiver = new Receiver();
 let receiverStarted = false;
 
-async function start(): Promise<{ info: LocalStackInfo; deps: Deps }> {
-  rmSync(path.join(dir, 'stack.json'), { force: true });
-  child = spawn(process.execPath, ['--no-warnings', '--import', 'tsx', 'bin/local.ts', '--port', '0', '--dir', dir, '--quiet'], {
-    stdio: 'ignore', env: { ...process.env, NODE_OPTIONS: '', CRM_SETTINGS: JSON.stringify(testSettings) },
-  });
-  await eventually(async () => existsSync(path.join(dir, 'stack.json')), { what: 'the stack to start', timeoutMs: 60_000 });
-  const info = readStackFile(path.join(dir, 'stack.json'));
-  return { info, deps: depsFromStackFile(info) };
-}
-
-async function stop(): Promise<void> {
-  if (!child || child.exitCode !== null) return;
-  const exited = new Promise((resolve) => child!.once('exit', resolve));
-  child.kill('SIGTERM');
-  await exited;
-}
+const stack = new RestartableStack(dir, testSettings);
+const start = () => stack.start();
+const stop = () => stack.stop();
 
 afterAll(async () => {
   await stop();
