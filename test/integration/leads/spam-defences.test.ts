@@ -4,12 +4,10 @@
  * CAPTCHA is verified server-side against a loopback siteverify stub that plays the provider, set
  * as the stage's verify URL through the settings parameter, failing closed when it cannot answer.
  */
-import { describe, it, expect, beforeAll, afterAll, jest } from '@jest/globals';
+import { describe, it, expect, beforeAll, afterAll } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
-import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
-import { tables, queues, settingsParameterEnvVar, metricsNamespace, type TableName, type QueueName } from '../../../lib/topology.js';
-import { lambdaContext } from '../../../lib/local/lambda-context.js';
+import { metricsNamespace } from '../../../lib/topology.js';
 import type { AddressInfo } from 'node:net';
 import { SSMClient, GetParameterCommand, PutParameterCommand } from '@aws-sdk/client-ssm';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
@@ -18,6 +16,7 @@ import { dailyUsage, getOrganization } from '../../../functions/core/tenancy/org
 import { listRequests } from '../../../functions/core/tenancy/request-log.js';
 import { eventually, itemsOf, newTenant, runCli, testStack } from '../support/stack.js';
 import { givenPublishableKey, postFromPage, send } from '../support/public-forms.js';
+import { importLeadIntake, invokeLeadIntake, useStackEnvironment } from '../support/in-process-lambda.js';
 
 const SHOP = 'https://shop.example';
 let nextAddress = 100;
@@ -85,49 +84,28 @@ describe('the honeypot field', () => {
     // The local stack runs with metrics disabled: invoke lead intake here with Lambda's environment.
     const { info } = await testStack();
     const saved = { ...process.env };
-    delete process.env.POWERTOOLS_METRICS_DISABLED;
-    delete process.env.CRM_SETTINGS;
-    Object.assign(process.env, {
-      AWS_REGION: info.region, AWS_ACCESS_KEY_ID: 'local', AWS_SECRET_ACCESS_KEY: 'local',
-      AWS_ENDPOINT_URL_DYNAMODB: info.dynamodbEndpoint, AWS_ENDPOINT_URL_SQS: info.sqsEndpoint, AWS_ENDPOINT_URL_SSM: info.ssmEndpoint,
-      [settingsParameterEnvVar]: info.settingsParameter,
-    });
-    for (const [name, spec] of Object.entries(tables)) process.env[spec.envVar] = info.tables[name as TableName];
-    for (const [name, spec] of Object.entries(queues)) process.env[spec.envVar] = info.queues[name as QueueName];
-    const lines: string[] = [];
+    useStackEnvironment(info);
+    let captured: Awaited<ReturnType<typeof invokeLeadIntake>>;
+    let organizationId: string;
     try {
-      const { handler } = (await import('../../../functions/lead-intake/handler.js')) as { handler: (e: APIGatewayProxyEvent, c: Context) => Promise<APIGatewayProxyResult> };
+      const handler = await importLeadIntake();
       const t = await givenPublishableKey();
-      const headers = { 'Content-Type': 'application/json', 'X-API-Key': t.key, Origin: SHOP };
-      const write = jest.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
-        lines.push(...String(chunk).split('\n').filter(Boolean));
-        return true;
+      organizationId = t.organizationId;
+      captured = await invokeLeadIntake(handler, {
+        method: 'POST', headers: { 'Content-Type': 'application/json', 'X-API-Key': t.key, Origin: SHOP },
+        body: JSON.stringify({ name: 'Bot', website: 'https://spam.example' }), sourceIp: '192.0.2.10',
       });
-      let result: APIGatewayProxyResult;
-      try {
-        result = await handler({
-          resource: '/api/webhook/leads', path: '/api/webhook/leads', httpMethod: 'POST', headers,
-          multiValueHeaders: Object.fromEntries(Object.entries(headers).map(([k, v]) => [k, [v]])),
-          queryStringParameters: null, multiValueQueryStringParameters: null, pathParameters: null, stageVariables: null,
-          body: JSON.stringify({ name: 'Bot', website: 'https://spam.example' }), isBase64Encoded: false,
-          requestContext: { requestId: randomUUID(), identity: { sourceIp: '192.0.2.10' } } as APIGatewayProxyEvent['requestContext'],
-        }, lambdaContext('leadIntake', 10));
-      } finally {
-        write.mockRestore();
-      }
-      expect(result.statusCode).toBe(201);
-      expect(await itemsOf('clients', t.organizationId)).toEqual([]);
     } finally {
       process.env = saved;
     }
-    const emf = lines.map((l) => { try { return JSON.parse(l); } catch { return undefined; } }).filter((o) => o?._aws?.CloudWatchMetrics);
-    const tripped = emf.find((o) => o.HoneypotTripped !== undefined);
+    expect(captured.result.statusCode).toBe(201);
+    expect(await itemsOf('clients', organizationId)).toEqual([]);
+    const tripped = captured.json.filter((o) => o._aws?.CloudWatchMetrics).find((o) => o.HoneypotTripped !== undefined);
     expect(tripped?.HoneypotTripped).toBe(1);
-    expect(tripped._aws.CloudWatchMetrics[0]).toMatchObject({ Namespace: metricsNamespace, Metrics: [expect.objectContaining({ Name: 'HoneypotTripped' })] });
+    expect(tripped!._aws.CloudWatchMetrics[0]).toMatchObject({ Namespace: metricsNamespace, Metrics: [expect.objectContaining({ Name: 'HoneypotTripped' })] });
     // The request's log line says so too, without the body's values.
-    const logged = lines.map((l) => { try { return JSON.parse(l); } catch { return undefined; } }).find((o) => o?.message === 'request');
-    expect(logged).toMatchObject({ status: 201, outcome: 'honeypot' });
-    expect(lines.join('\n')).not.toContain('spam.example');
+    expect(captured.json.find((o) => o.message === 'request')).toMatchObject({ status: 201, outcome: 'honeypot' });
+    expect(captured.lines.join('\n')).not.toContain('spam.example');
   });
 
   it('does not apply to secret keys: `website` stays an ordinary field of a server’s lead', async () => {

@@ -5,36 +5,21 @@
  * in this process, with metrics on and Lambda's environment pointing at the suite's emulators;
  * the rate-limit table is bound to a table that does not exist, the limiter's real outage mode.
  */
-import { describe, it, expect, beforeAll, afterAll, jest } from '@jest/globals';
+import { describe, it, expect, beforeAll, afterAll } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
-import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import { testStack, newTenant } from '../support/stack.js';
-import { tables, queues, settingsParameterEnvVar, metricsNamespace, type TableName, type QueueName } from '../../../lib/topology.js';
-import { lambdaContext } from '../../../lib/local/lambda-context.js';
-
-type Handler = (event: APIGatewayProxyEvent, context: Context) => Promise<APIGatewayProxyResult>;
+import { importLeadIntake, invokeLeadIntake, useStackEnvironment, type LeadIntakeHandler } from '../support/in-process-lambda.js';
+import { tables, metricsNamespace } from '../../../lib/topology.js';
 
 describe('metrics of lead intake', () => {
   const saved = { ...process.env };
-  let handler: Handler;
+  let handler: LeadIntakeHandler;
 
   beforeAll(async () => {
     const { info } = await testStack();
-    delete process.env.POWERTOOLS_METRICS_DISABLED;
-    delete process.env.CRM_SETTINGS;
-    Object.assign(process.env, {
-      AWS_REGION: info.region,
-      AWS_ACCESS_KEY_ID: 'local',
-      AWS_SECRET_ACCESS_KEY: 'local',
-      AWS_ENDPOINT_URL_DYNAMODB: info.dynamodbEndpoint,
-      AWS_ENDPOINT_URL_SQS: info.sqsEndpoint,
-      AWS_ENDPOINT_URL_SSM: info.ssmEndpoint,
-      [settingsParameterEnvVar]: info.settingsParameter,
-    });
-    for (const [name, spec] of Object.entries(tables)) process.env[spec.envVar] = info.tables[name as TableName];
-    for (const [name, spec] of Object.entries(queues)) process.env[spec.envVar] = info.queues[name as QueueName];
+    useStackEnvironment(info);
     process.env[tables.rateWindows.envVar] = `missing-${randomUUID()}`;
-    ({ handler } = (await import('../../../functions/lead-intake/handler.js')) as { handler: Handler });
+    handler = await importLeadIntake();
   });
   afterAll(() => {
     process.env = { ...saved };
@@ -42,36 +27,13 @@ describe('metrics of lead intake', () => {
 
   it('publishes RateLimitFailOpen when the limiter fails open during a request', async () => {
     const tenant = await newTenant();
-    const lines: string[] = [];
-    const write = jest.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
-      lines.push(...String(chunk).split('\n').filter(Boolean));
-      return true;
-    });
-    let result: APIGatewayProxyResult;
-    try {
-      result = await handler({
-        resource: '/api/webhook/leads',
-        path: '/api/webhook/leads',
-        httpMethod: 'GET',
-        headers: { 'X-API-Key': tenant.key },
-        multiValueHeaders: { 'X-API-Key': [tenant.key] },
-        queryStringParameters: null,
-        multiValueQueryStringParameters: null,
-        pathParameters: null,
-        stageVariables: null,
-        body: null,
-        isBase64Encoded: false,
-        requestContext: { requestId: randomUUID(), identity: { sourceIp: '127.0.0.1' } } as APIGatewayProxyEvent['requestContext'],
-      }, lambdaContext('leadIntake', 10));
-    } finally {
-      write.mockRestore();
-    }
+    const { result, json } = await invokeLeadIntake(handler, { method: 'GET', headers: { 'X-API-Key': tenant.key }, sourceIp: '127.0.0.1' });
     expect(result.statusCode).toBe(200); // failed open: admitted
 
-    const emf = lines.map((l) => { try { return JSON.parse(l); } catch { return undefined; } }).filter((o) => o?._aws?.CloudWatchMetrics);
+    const emf = json.filter((o) => o._aws?.CloudWatchMetrics);
     const failOpen = emf.find((o) => o.RateLimitFailOpen !== undefined);
     expect(failOpen).toBeDefined();
-    expect(failOpen.RateLimitFailOpen).toBe(1);
-    expect(failOpen._aws.CloudWatchMetrics[0]).toMatchObject({ Namespace: metricsNamespace, Dimensions: [['service']], Metrics: [expect.objectContaining({ Name: 'RateLimitFailOpen' })] });
+    expect(failOpen!.RateLimitFailOpen).toBe(1);
+    expect(failOpen!._aws.CloudWatchMetrics[0]).toMatchObject({ Namespace: metricsNamespace, Dimensions: [['service']], Metrics: [expect.objectContaining({ Name: 'RateLimitFailOpen' })] });
   });
 });
