@@ -96,7 +96,10 @@ export async function redriveDelivery(deps: Deps, deliveryId: string, options: R
 }
 
 /** An organization's deliveries, newest first, optionally by status and endpoint and time range. */
-export async function listDeliveries(deps: Deps, organizationId: string, options: DeliveryFilter & { status?: string; limit?: number } = {}): Promise<DeliveryRecord[]> {
+export async function listDeliveries(
+  deps: Deps, organizationId: string,
+  options: DeliveryFilter & { status?: string; limit?: number; /** false: without their events' payloads (a read per event saved). */ payloads?: boolean } = {},
+): Promise<DeliveryRecord[]> {
   const items = await queryAll(deps, {
     TableName: deps.tables.deliveries,
     KeyConditionExpression: 'pk = :pk AND begins_with(sk, :sk)',
@@ -105,7 +108,8 @@ export async function listDeliveries(deps: Deps, organizationId: string, options
   });
   const limit = options.limit ?? 50;
   const out = items.map(toDeliveryRecord).filter((item) => (!options.status || item.status === options.status) && matches(item, { ...options, organizationId }));
-  return withPayloads(deps, out.sort((a, b) => String(b.createdAt).localeCompare(String(a.createdAt))).slice(0, limit));
+  const newest = out.sort((a, b) => String(b.createdAt).localeCompare(String(a.createdAt))).slice(0, limit);
+  return options.payloads === false ? newest : withPayloads(deps, newest);
 }
 
 /**
@@ -117,9 +121,10 @@ export async function redriveFailed(
   deps: Deps, filter: DeliveryFilter & { organizationId: string }, onProgress?: (done: number, total: number) => void,
   options: RedriveOptions & { maxMessages?: number; /** At most this many per call (newest first); the rest are counted in `remaining`. */ limit?: number } = {},
 ): Promise<{ redriven: number; hollow: number; remaining: number; deadLetters?: SweepResult }> {
-  const listed = await listDeliveries(deps, filter.organizationId, { ...filter, status: 'failed', limit: Number.MAX_SAFE_INTEGER });
+  // Payloads only for the ones this call re-queues (a bounded call over a long backlog reads 500, not all).
+  const listed = await listDeliveries(deps, filter.organizationId, { ...filter, status: 'failed', limit: Number.MAX_SAFE_INTEGER, payloads: false });
   const redrivable = listed.filter((item) => !hollowPayloadReason(item));
-  const failed = redrivable.slice(0, options.limit ?? redrivable.length);
+  const failed = await withPayloads(deps, redrivable.slice(0, options.limit ?? redrivable.length));
   let done = 0;
   for (const batch of inBatches(failed, 10)) {
     await requeue(deps, batch.map(toMessage));
