@@ -40,11 +40,14 @@ export function toLambdaRecord(r: _Record, streamArn: string): DynamoDBRecord {
 }
 
 /**
- * Pause after a poll that found nothing. Short: a record written just after a poll waits at most
- * this long, well under DESIGN §16's "well under a second" (Lambda polls a shard about 4 times a
- * second; locally a stream read is a loopback call).
+ * Pause after a poll that found nothing: short at first, so a record written just after a busy
+ * poll waits at most this long (DESIGN §16: "well under a second"), doubling while the stream
+ * stays idle up to IDLE_MAX_DELAY_MS, Lambda's own rhythm (it polls a shard about 4 times a
+ * second). An empty GetRecords costs DynamoDB Local ~1.5 ms of CPU: polling two idle tables every
+ * 20 ms kept a fifth of a core busy, taken from the requests being measured (docs/benchmarks.md).
  */
 const IDLE_DELAY_MS = 20;
+const IDLE_MAX_DELAY_MS = 250;
 const SHARD_REFRESH_MS = 1000;
 
 export type StreamHandler = (event: DynamoDBStreamEvent) => Promise<DynamoDBBatchResponse | void>;
@@ -60,7 +63,9 @@ export interface StreamPollerOptions {
   onFailure?: { sqs: SQSClient; queueUrl: string };
   /** JSON file of shardId → last processed sequence number. */
   checkpointFile?: string;
+  /** First pause after an empty poll (doubles while idle, up to `idleMaxDelayMs`). */
   idleDelayMs?: number;
+  idleMaxDelayMs?: number;
   onError?: (error: unknown) => void;
 }
 
@@ -97,6 +102,9 @@ export class StreamPoller {
   }
 
   private async run(): Promise<void> {
+    const first = this.options.idleDelayMs ?? IDLE_DELAY_MS;
+    const max = Math.max(first, this.options.idleMaxDelayMs ?? IDLE_MAX_DELAY_MS);
+    let idle = first;
     while (this.running) {
       let progressed = false;
       try {
@@ -112,7 +120,11 @@ export class StreamPoller {
       } catch (error) {
         this.options.onError?.(error);
       }
-      if (!progressed && this.running) await this.sleep(this.options.idleDelayMs ?? IDLE_DELAY_MS);
+      if (progressed) idle = first;
+      else if (this.running) {
+        await this.sleep(idle);
+        idle = Math.min(max, idle * 2);
+      }
     }
   }
 

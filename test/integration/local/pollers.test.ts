@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
+import { DynamoDBStreamsClient, GetRecordsCommand } from '@aws-sdk/client-dynamodb-streams';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import type { DynamoDBRecord, SQSRecord } from 'aws-lambda';
@@ -59,6 +59,25 @@ describe('stream poller', () => {
     await eventually(async () => seen.length >= 40, { what: '40 records' });
     expect(seen).toEqual([...Array(40).keys()]);
     expect(Math.max(...sizes)).toBeLessThanOrEqual(10);
+  });
+
+  it('polls an idle stream less and less often (Lambda’s ~4 a second at most), and picks up a write at once after one', async () => {
+    const table = await givenStreamTable();
+    let reads = 0;
+    const counting = { send: (command: Parameters<DynamoDBStreamsClient['send']>[0]) => (command instanceof GetRecordsCommand && reads++, streams.send(command as never)) } as DynamoDBStreamsClient;
+    const seen: number[] = [];
+    startStreamPoller(table.streamArn, async (event) => void seen.push(...event.Records.map(nOf)), { streams: counting, idleDelayMs: 20, idleMaxDelayMs: 250 });
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    // 20, 40, 80, 160, then 250 ms pauses: about 11 reads in 2 s, where a fixed 20 ms pause made ~100.
+    expect(reads).toBeGreaterThan(3);
+    expect(reads).toBeLessThanOrEqual(16);
+    await table.put(1);
+    await eventually(async () => seen.includes(1), { what: 'the write', timeoutMs: 1_000 });
+    // Busy again, it polls at the short pause: a second write right after is read well within the long one.
+    const before = reads;
+    await table.put(2);
+    await eventually(async () => seen.includes(2), { what: 'the second write', timeoutMs: 1_000 });
+    expect(reads - before).toBeGreaterThanOrEqual(1);
   });
 
   it('given a partial batch failure, the batch resumes at the failed record and earlier ones are not re-delivered', async () => {
