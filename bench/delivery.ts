@@ -6,9 +6,11 @@
  * this machine) and a plain signed-POST loop. Prints deliveries/s ÷ PutItem/s (target ≥ 0.25,
  * docs/benchmarks.md), write-to-receipt p50/p99, and the write units per delivery as DynamoDB
  * reports them (ReturnConsumedCapacity on every call of the pipeline, the CRM's own client write
- * excluded; target ≤ 5, docs/capacity.md). Flags: --events N (500).
+ * excluded; target ≤ 5, docs/capacity.md), and where the time goes: the stream leg, the AWS
+ * requests per delivery, and the CPU each delivery and each raw PutItem cost DynamoDB Local and
+ * this Node process (the two share the machine's cores). Flags: --events N (500), --orgs N (20).
  */
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -45,10 +47,13 @@ const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, 
  */
 const capacity = { counting: false, write: new Map<string, number>(), read: new Map<string, number>(), indexes: new Map<string, number>() };
 type Consumed = { TableName?: string; CapacityUnits?: number; WriteCapacityUnits?: number; ReadCapacityUnits?: number; GlobalSecondaryIndexes?: Record<string, { CapacityUnits?: number }> };
+/** AWS requests made while counting, per service (the handlers' and pollers' clients included). */
+const calls = new Map<string, number>();
 function countCapacity(): void {
   const proto = Object.getPrototypeOf(DynamoDBClient.prototype) as { send: (this: { config?: { serviceId?: string } }, command: { input?: Record<string, unknown>; constructor: { name: string } }, ...rest: unknown[]) => Promise<unknown> };
   const send = proto.send;
   proto.send = function (command, ...rest) {
+    if (capacity.counting) calls.set(this.config?.serviceId ?? '?', (calls.get(this.config?.serviceId ?? '?') ?? 0) + 1);
     if (!capacity.counting || this.config?.serviceId !== 'DynamoDB' || !command.input || /Stream|Describe|Create|List/.test(command.constructor.name)) return send.call(this, command, ...rest);
     command.input.ReturnConsumedCapacity = 'INDEXES';
     return send.call(this, command, ...rest).then((out) => {
@@ -66,6 +71,20 @@ function countCapacity(): void {
       return out;
     });
   };
+}
+
+/** CPU seconds used so far by DynamoDB Local's JVM (from /proc) and by this Node process. */
+function cpuNow(): { java: number; node: number } {
+  let java = 0;
+  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    try {
+      if (!readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('DynamoDBLocal.jar')) continue;
+      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+      java += (Number(fields[11]) + Number(fields[12])) / 100;
+    } catch { /* gone */ }
+  }
+  const { user, system } = process.cpuUsage();
+  return { java, node: (user + system) / 1e6 };
 }
 
 async function main() {
@@ -107,6 +126,7 @@ async function main() {
     const done = new Promise<void>((r) => (onDone = r));
     capacity.counting = true;
     const started = Date.now();
+    const cpuStart = cpuNow();
     // The CRM's writes arrive as fast as DynamoDB takes them (all batches at once): the pipeline's
     // rate is measured, not the bench's own write loop (sequential, it capped the input at ~150/s).
     await Promise.all(Array.from({ length: Math.ceil(total / 25) }, (_, b) => b * 25).map((i) => {
@@ -120,6 +140,7 @@ async function main() {
     const written = Date.now();
     await done;
     const pipelineSeconds = (Date.now() - started) / 1000;
+    const cpuPipeline = cpuNow();
     // Deliveries whose record update is still under way when the last POST lands: let them finish.
     await new Promise((r) => setTimeout(r, 1000));
     capacity.counting = false;
@@ -135,6 +156,7 @@ async function main() {
     let nextPut = 0;
     const item = { entity: 'bench', status: 'pending', payload: 'x'.repeat(400), createdAt: new Date().toISOString() };
     const putStarted = Date.now();
+    const cpuPutStart = cpuNow();
     await Promise.all(Array.from({ length: concurrency }, async () => {
       while (nextPut < total) {
         const n = nextPut++;
@@ -142,6 +164,7 @@ async function main() {
       }
     }));
     const putSeconds = (Date.now() - putStarted) / 1000;
+    const cpuPut = cpuNow();
     latencies.sort((a, b) => a - b);
 
     // The same work without the pipeline: sign and POST at the same concurrency.
@@ -163,6 +186,11 @@ async function main() {
     console.log(`pipeline (table write → stream → fan-out → SQS → signed POST): ${(total / pipelineSeconds).toFixed(0)} deliveries/s, write-to-receipt p50 ${pct(latencies, 0.5)} ms, p99 ${pct(latencies, 0.99)} ms`);
     const batches = new Set(stored.filter((i) => i.entity === 'delivery').map((i) => i.createdAt)).size;
     console.log(`  of which write → delivery recorded (stream + fan-out): p50 ${pct(fanoutLag, 0.5)} ms, p99 ${pct(fanoutLag, 0.99)} ms, in ${batches} fan-out batches`);
+    const perItem = (a: number, b: number) => ((1000 * (b - a)) / total).toFixed(2);
+    console.log(`  CPU per delivery: DynamoDB Local ${perItem(cpuStart.java, cpuPipeline.java)} ms, Node (emulated SQS, pollers, handlers, receiver) ${perItem(cpuStart.node, cpuPipeline.node)} ms`);
+    console.log(`  CPU per raw PutItem: DynamoDB Local ${perItem(cpuPutStart.java, cpuPut.java)} ms, Node ${perItem(cpuPutStart.node, cpuPut.node)} ms`);
+    calls.set('DynamoDB', (calls.get('DynamoDB') ?? 0) - Math.ceil(total / 25)); // the bench's own input writes
+    console.log(`  requests per delivery: ${[...calls].sort((a, b) => b[1] - a[1]).map(([service, n]) => `${service} ${(n / total).toFixed(2)}`).join(', ')}`);
     console.log(`raw PutItem loop: ${(total / putSeconds).toFixed(0)} puts/s`);
     console.log(`plain signed-POST loop: ${(total / plainSeconds).toFixed(0)} POSTs/s`);
     console.log(`ratio deliveries/s ÷ PutItem/s: ${(putSeconds / pipelineSeconds).toFixed(2)} (target ≥ 0.25)`);

@@ -20,7 +20,7 @@ import { allowListFor } from './ssrf.js';
 import { admitAttempt, markSlow, recordAttempt } from './circuit-store.js';
 import type { Lane } from './circuit-breaker.js';
 import { attemptNumberOf, deferDelivery, readDeliveryMessage, sendDeliveryMessages, sendToDeadLetters } from './queue.js';
-import { dueKeys, getAll } from './store.js';
+import { dueKeys, getAll, putAll } from './store.js';
 
 /**
  * `exhausted`: the last attempt failed (or the message kept crashing past it): it goes to the
@@ -117,19 +117,77 @@ export function hollowPayloadReason(record: Pick<DeliveryRecord, 'payloadOmitted
 
 /** What an attempt needs of the delivery record before sending: whether it is still to be sent. */
 type RecordState = Pick<DeliveryRecord, 'status' | 'payloadOmitted' | 'reason'> | undefined;
-const RECORD_STATE = ['status', 'payloadOmitted', 'reason'];
 
 /**
- * The records of a batch's deliveries, read in one strongly consistent BatchGetItem (10 GetItems
- * before): a delivered one (a duplicate message) is not sent again.
+ * The records of a batch's deliveries, whole, read in one strongly consistent BatchGetItem (10
+ * GetItems before): a delivered one (a duplicate message) is not sent again, and a delivered
+ * outcome is written back as the whole record, in one BatchWriteItem for the batch (DeliveredWrites).
+ * (A projection would cost the same read units: they count the item's size.)
  */
-async function recordStates(deps: Deps, messages: DeliveryMessage[]): Promise<Map<string, RecordState>> {
-  const items = await getAll(deps, deps.tables.deliveries, messages.map((m) => keys.delivery(m.organizationId, m.deliveryId)), { consistent: true, projection: ['pk', 'sk', ...RECORD_STATE] });
-  const byKey = new Map(items.map((i) => [`${i.pk as string}|${i.sk as string}`, i as RecordState]));
+async function readRecords(deps: Deps, messages: DeliveryMessage[]): Promise<Map<string, StoredRecord | undefined>> {
+  const items = await getAll(deps, deps.tables.deliveries, messages.map((m) => keys.delivery(m.organizationId, m.deliveryId)), { consistent: true });
+  const byKey = new Map(items.map((i) => [`${i.pk as string}|${i.sk as string}`, i as StoredRecord]));
   return new Map(messages.map((m) => {
     const key = keys.delivery(m.organizationId, m.deliveryId);
     return [m.deliveryId, byKey.get(`${key.pk}|${key.sk}`)];
   }));
+}
+
+/** A delivery record as stored (deliveryRecord's attributes and the keys). */
+type StoredRecord = Record<string, unknown> & NonNullable<RecordState> & { attempts?: DeliveryAttempt[] };
+
+/**
+ * The record after a successful attempt: what updateDelivery(…, 'delivered', { attempt }) writes,
+ * applied to the record read at the start of the batch (test: the two store the same item).
+ */
+export function deliveredRecord(record: StoredRecord, attempt: DeliveryAttempt, now: string): StoredRecord {
+  const { deferredReason: _r, duePk: _p, dueAt: _d, duePriorAttempts: _a, nextAttemptAt: _n, ...kept } = record;
+  return { ...kept, status: 'delivered', updatedAt: now, deliveredAt: now, attempts: [...(record.attempts ?? []), attempt] };
+}
+
+/**
+ * The delivered outcomes of one queue batch, written together after its attempts: one
+ * BatchWriteItem of whole records (1 write unit each, as the UpdateItem was; keys-only indexes
+ * whose keys do not change are not written) instead of an UpdateItem per delivery, the costliest
+ * call of the delivery leg (docs/benchmarks.md). Unconditional, so a change made to a record
+ * between the batch's read and this write is overwritten: only a duplicate of the same delivery
+ * attempted at the same moment writes these records meanwhile (docs/decisions.md).
+ */
+export class DeliveredWrites {
+  private readonly pending = new Map<string, { message: DeliveryMessage; record: StoredRecord; made: DeliveryAttempt[] }>();
+
+  add(message: DeliveryMessage, read: StoredRecord, attempt: DeliveryAttempt, now: string): void {
+    const key = `${String(read.pk)}|${String(read.sk)}`;
+    // The same delivery twice in one batch (a duplicate message): one item, both attempts in it.
+    const earlier = this.pending.get(key);
+    this.pending.set(key, { message, record: deliveredRecord(earlier?.record ?? read, attempt, now), made: [...(earlier?.made ?? []), attempt] });
+  }
+
+  /**
+   * Writes them; if the batch write fails, one UpdateItem per attempt made. Returns the deliveries
+   * whose outcome could not be written at all (their messages stay on the queue).
+   */
+  async flush(deps: Deps): Promise<Set<string>> {
+    const all = [...this.pending.values()];
+    this.pending.clear();
+    if (all.length === 0) return new Set();
+    try {
+      await putAll(deps, deps.tables.deliveries, all.map((w) => w.record));
+      return new Set();
+    } catch (error) {
+      logger.warn('writing the batch’s delivered records failed; writing them one by one', { error: error as Error });
+    }
+    const failed = new Set<string>();
+    await Promise.all(all.map(async ({ message, made }) => {
+      try {
+        for (const attempt of made) await updateDelivery(deps, message, 'delivered', { attempt });
+      } catch (error) {
+        logger.error('recording a delivered outcome failed', { deliveryId: message.deliveryId, error: error as Error });
+        failed.add(message.deliveryId);
+      }
+    }));
+    return failed;
+  }
 }
 
 /**
@@ -138,7 +196,13 @@ async function recordStates(deps: Deps, messages: DeliveryMessage[]): Promise<Ma
  */
 export async function attemptDelivery(
   deps: Deps, message: DeliveryMessage, attempt: number,
-  options: { lane?: Lane; /** Read already (deliverBatch reads a batch's records in one call); absent: read here. */ record?: RecordState } = {},
+  options: {
+    lane?: Lane;
+    /** Read already (deliverBatch reads a batch's records in one call); absent: read here. */
+    record?: RecordState | StoredRecord;
+    /** Where a delivered outcome is written (with the record read already); absent: one UpdateItem here. */
+    writes?: DeliveredWrites;
+  } = {},
 ): Promise<Outcome> {
   const lane = options.lane ?? 'main';
   const record = 'record' in options ? options.record : (await deps.doc.send(new GetCommand({
@@ -207,11 +271,18 @@ export async function attemptDelivery(
     return { kind: 'deferred', attempt, untilMs: deps.now(), reason: `no answer within ${admission.timeoutMs} ms: moved to the slow lane`, lane: 'slow' };
   }
   await recordAttempt(deps, endpoint, { ok: result.ok, probe: admission.probe, latencyMs: result.latencyMs });
-  return recordOutcome(deps, message, endpoint, attempt, result);
+  const writeDelivered = options.writes && 'pk' in record
+    ? (attemptMade: DeliveryAttempt) => options.writes!.add(message, record as StoredRecord, attemptMade, new Date(deps.now()).toISOString())
+    : undefined;
+  return recordOutcome(deps, message, endpoint, attempt, result, writeDelivered);
 }
 
 /** Records an attempt's result and decides what follows (delivered, disabled, exhausted, or when to retry). */
-async function recordOutcome(deps: Deps, message: DeliveryMessage, endpoint: WebhookEndpoint, attempt: number, result: PostResult): Promise<Outcome> {
+async function recordOutcome(
+  deps: Deps, message: DeliveryMessage, endpoint: WebhookEndpoint, attempt: number, result: PostResult,
+  /** Collects a delivered outcome for the batch's write (deliverBatch); absent: written here. */
+  writeDelivered?: (attempt: DeliveryAttempt) => void,
+): Promise<Outcome> {
   const record_ = attemptRecord(deps, attempt, result);
   metrics.addMetric('DeliveryAttempts', MetricUnit.Count, 1);
   metrics.addMetric('DeliveryLatency', MetricUnit.Milliseconds, result.latencyMs);
@@ -219,7 +290,8 @@ async function recordOutcome(deps: Deps, message: DeliveryMessage, endpoint: Web
   logger.info('delivery attempt', { deliveryId: message.deliveryId, endpointId: endpoint.id, eventType: message.payload.type, attempt, status: result.status, latencyMs: result.latencyMs, error: result.errorCode });
 
   if (result.ok) {
-    await updateDelivery(deps, message, 'delivered', { attempt: record_ });
+    if (writeDelivered) writeDelivered(record_);
+    else await updateDelivery(deps, message, 'delivered', { attempt: record_ });
     await recordEndpointHealth(deps, endpoint, 'ok');
     return { kind: 'delivered', attempt, result };
   }
@@ -271,22 +343,27 @@ export async function deliverBatch(deps: Deps, queued: QueuedDelivery[]): Promis
       return undefined; // reported below, with the item
     }
   });
-  // One read for the batch; if it fails, each attempt reads its own record.
-  const records = await recordStates(deps, parsed.filter((m): m is DeliveryMessage => m !== undefined)).catch((error: unknown) => {
+  // One read for the batch; if it fails, each attempt reads its own record (and writes its own outcome).
+  const records = await readRecords(deps, parsed.filter((m): m is DeliveryMessage => m !== undefined)).catch((error: unknown) => {
     logger.warn('reading the batch’s delivery records failed; reading them one by one', { error: error as Error });
     return undefined;
   });
-  return Promise.all(queued.map(async (item, n): Promise<BatchOutcome> => {
+  const writes = new DeliveredWrites();
+  const outcomes = await Promise.all(queued.map(async (item, n): Promise<BatchOutcome & { deliveryId?: string }> => {
     try {
       const message = parsed[n] ?? readDeliveryMessage(item.body);
       const outcome = await attemptDelivery(deps, message, attemptNumberOf(message, item.receiveCount), {
-        lane: item.lane, ...(records ? { record: records.get(message.deliveryId) } : {}),
+        lane: item.lane, ...(records ? { record: records.get(message.deliveryId), writes } : {}),
       });
       await sendOn(deps, message, outcome);
-      return { messageId: item.messageId, ...outcome };
+      return { messageId: item.messageId, deliveryId: message.deliveryId, ...outcome };
     } catch (error) {
       logger.error('delivery failed unexpectedly', { messageId: item.messageId, error: error as Error });
       return { messageId: item.messageId, kind: 'error' };
     }
   }));
+  // Delivered, but the outcome not recorded: the message stays queued, so the record ends right
+  // (a second POST with the same webhook-id, which receivers dedupe, rather than a lost outcome).
+  const unwritten = await writes.flush(deps);
+  return outcomes.map(({ deliveryId, ...outcome }) => (deliveryId && unwritten.has(deliveryId) && outcome.kind === 'delivered' ? { messageId: outcome.messageId, kind: 'error' } : outcome));
 }

@@ -208,9 +208,17 @@ const endpointCache = new TtlCache<string, WebhookEndpoint[]>(10_000);
 export const forgetEndpoints = (organizationId: string) => endpointCache.delete(organizationId);
 export async function endpointsOf(deps: Deps, organizationId: string, endpointId?: string): Promise<WebhookEndpoint[]> {
   const now = deps.now();
+  const ttlMs = deps.settings.endpointCacheTtlSeconds * 1000;
+  const has = (list: WebhookEndpoint[]) => !endpointId || list.some((e) => e.id === endpointId);
   const cached = endpointCache.get(organizationId, now);
-  if (cached && (!endpointId || cached.value.some((e) => e.id === endpointId))) return cached.value;
+  if (cached && has(cached.value)) return cached.value;
+  // A cold container's batch of messages for one organization shares one read.
+  if (!cached) {
+    const shared = await endpointCache.load(organizationId, now, ttlMs, () => queryEndpoints(deps, organizationId));
+    if (has(shared)) return shared;
+  }
+  // The list lacks the endpoint (added since it was read, or a shared read started before): read it now.
   const value = await queryEndpoints(deps, organizationId);
-  endpointCache.set(organizationId, value, now + deps.settings.endpointCacheTtlSeconds * 1000);
+  endpointCache.set(organizationId, value, now + ttlMs);
   return value;
 }

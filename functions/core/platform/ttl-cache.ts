@@ -5,6 +5,8 @@
  */
 export class TtlCache<K, V> {
   private readonly entries = new Map<K, { value: V; until: number }>();
+  /** Loads under way: callers that miss at the same time share one (a batch of ten messages for one organization reads once, not ten times). */
+  private readonly loading = new Map<K, Promise<V>>();
   constructor(private readonly maxEntries: number) {}
 
   /** The entry while it is fresh at `now` (its value may itself say "not found"); an expired one is dropped. */
@@ -19,9 +21,21 @@ export class TtlCache<K, V> {
   async getOrLoad(key: K, now: number, ttlMs: number, load: () => Promise<V>): Promise<V> {
     const cached = this.get(key, now);
     if (cached) return cached.value;
-    const value = await load();
-    this.set(key, value, now + ttlMs);
-    return value;
+    return this.load(key, now, ttlMs, load);
+  }
+
+  /** `load()`'s value, kept for `ttlMs` from `now`; joins a load of the same key already under way. */
+  load(key: K, now: number, ttlMs: number, load: () => Promise<V>): Promise<V> {
+    const running = this.loading.get(key);
+    if (running) return running;
+    const promise = load().then((value) => {
+      if (this.loading.get(key) === promise) this.set(key, value, now + ttlMs); // not when deleted meanwhile
+      return value;
+    }).finally(() => {
+      if (this.loading.get(key) === promise) this.loading.delete(key);
+    });
+    this.loading.set(key, promise);
+    return promise;
   }
 
   set(key: K, value: V, until: number): void {
@@ -30,12 +44,15 @@ export class TtlCache<K, V> {
     this.entries.set(key, { value, until });
   }
 
+  /** Drops the entry, and any load under way: the next caller reads afresh. */
   delete(key: K): void {
     this.entries.delete(key);
+    this.loading.delete(key);
   }
 
   clear(): void {
     this.entries.clear();
+    this.loading.clear();
   }
 
   get size(): number {

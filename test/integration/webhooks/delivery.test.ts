@@ -13,14 +13,14 @@ import { eventually, newTenant, postLead, runCli, testStack, type Tenant } from 
 import { Receiver } from '../support/receiver.js';
 import { addEndpoint, getEndpoint, updateEndpoint } from '../../../functions/core/delivery/endpoints.js';
 import { listDeliveries, redriveDeadLetters, redriveDelivery } from '../../../functions/core/delivery/redrive.js';
-import { attemptDelivery, deliverBatch } from '../../../functions/core/delivery/deliver.js';
+import { attemptDelivery, deliverBatch, staysQueued } from '../../../functions/core/delivery/deliver.js';
 import { MAX_MESSAGE_BYTES, deferDelivery, recordDelivery, sendDeliveryMessages } from '../../../functions/core/delivery/queue.js';
 import { MAX_VISIBILITY_SECONDS } from '../../../functions/core/delivery/schedule.js';
 import { dueKeys } from '../../../functions/core/delivery/store.js';
 import { sweepDueDeliveries } from '../../../functions/core/delivery/sweep.js';
 import { keys, type DeliveryMessage, type EventPayload } from '../../../functions/core/platform/model.js';
 import type { Deps } from '../../../functions/core/platform/deps.js';
-import { BatchGetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 
 let receiver: Receiver;
 beforeAll(async () => {
@@ -379,6 +379,62 @@ describe('webhook delivery', () => {
       expect.objectContaining({ kind: 'delivered', reason: 'already delivered' }), expect.objectContaining({ kind: 'delivered', reason: 'already delivered' }),
     ]);
     expect(receiver.on('/batch-guard').map((r) => r.event?.id)).toEqual([first.payload.id, second.payload.id]);
+  });
+
+  it('a batch’s delivered outcomes are written together, as the very records one UpdateItem each wrote', async () => {
+    const { deps } = await testStack();
+    const { tenant, endpointId } = await tenantWithEndpoint('/batched-writes');
+    const endpoint = (await getEndpoint(deps, tenant.organizationId, endpointId))!;
+    const event = (n: number) => ({ id: `evt_bw_${n}_${Date.now()}`, type: 'client.updated', organization_id: tenant.organizationId, timestamp: new Date().toISOString(), data: { object: { id: `cli_${n}` } } }) as unknown as EventPayload;
+    const [one, parked, alone] = [(await recordDelivery(deps, event(1), endpoint))!, (await recordDelivery(deps, event(2), endpoint))!, (await recordDelivery(deps, event(3), endpoint))!];
+    // One of them waits in the due index after a failed attempt (due in an hour: the sweeper leaves it); delivered, it leaves the index.
+    await deps.doc.send(new UpdateCommand({
+      TableName: deps.tables.deliveries, Key: keys.delivery(tenant.organizationId, parked.deliveryId),
+      UpdateExpression: 'SET attempts = :a, duePk = :p, dueAt = :d, duePriorAttempts = :n, nextAttemptAt = :at, deferredReason = :r',
+      ExpressionAttributeValues: { ':a': [{ attempt: 1, statusCode: 503, at: new Date().toISOString(), latencyMs: 1 }], ':p': 'due#1', ':d': Date.now() + 3_600_000, ':n': 1, ':at': new Date(Date.now() + 3_600_000).toISOString(), ':r': 'circuit open' },
+    }));
+    const sent: string[] = [];
+    const watched = { ...deps, doc: { send: (command: { constructor: { name: string } }) => (sent.push(command.constructor.name), deps.doc.send(command as never)) } } as unknown as Deps;
+    const queued = (message: DeliveryMessage, n: number) => ({ messageId: `m${n}`, receiptHandle: `r${n}`, body: JSON.stringify(message), receiveCount: 1 });
+
+    // The same message twice in the batch (at-least-once): both sent, one record with both attempts.
+    const outcomes = await deliverBatch(watched, [queued(one, 1), queued({ ...parked, priorAttempts: 1 }, 2), queued(one, 3)]);
+    expect(outcomes.map((o) => o.kind)).toEqual(['delivered', 'delivered', 'delivered']);
+    expect(sent.filter((name) => name === 'UpdateCommand')).toEqual([]);
+    expect(sent.filter((name) => name === 'BatchWriteCommand')).toHaveLength(1);
+    // The same delivery through attemptDelivery alone: one UpdateItem.
+    expect(await attemptDelivery(deps, alone, 1)).toMatchObject({ kind: 'delivered' });
+
+    const stored = async (id: string) => (await deps.doc.send(new GetCommand({ TableName: deps.tables.deliveries, Key: keys.delivery(tenant.organizationId, id), ConsistentRead: true }))).Item!;
+    const [a, b, c] = [await stored(one.deliveryId), await stored(parked.deliveryId), await stored(alone.deliveryId)];
+    expect(Object.keys(a).sort()).toEqual(Object.keys(c).sort());
+    expect(Object.keys(b).sort()).toEqual(Object.keys(c).sort()); // no due keys, nextAttemptAt or deferredReason left
+    for (const record of [a, b, c]) expect(record).toMatchObject({ status: 'delivered', deliveredAt: record.updatedAt, gsi1pk: `DELIVERY#${record.id as string}` });
+    expect((a.attempts as { statusCode: number }[]).map((x) => x.statusCode)).toEqual([204, 204]);
+    expect((b.attempts as { attempt: number; statusCode: number }[]).map((x) => [x.attempt, x.statusCode])).toEqual([[1, 503], [2, 204]]);
+    expect(receiver.on('/batched-writes').map((r) => r.headers['webhook-id']).sort()).toEqual([one.payload.id, one.payload.id, parked.payload.id, alone.payload.id].sort());
+  });
+
+  it('a batch write that fails falls back to one update each; if the outcome cannot be written at all, the message stays queued and is sent again', async () => {
+    const { deps } = await testStack();
+    const { tenant, endpointId } = await tenantWithEndpoint('/unwritten');
+    const endpoint = (await getEndpoint(deps, tenant.organizationId, endpointId))!;
+    const event = (n: number) => ({ id: `evt_uw_${n}_${Date.now()}`, type: 'client.updated', organization_id: tenant.organizationId, timestamp: new Date().toISOString(), data: { object: { id: `cli_${n}` } } }) as unknown as EventPayload;
+    const [first, second] = [(await recordDelivery(deps, event(1), endpoint))!, (await recordDelivery(deps, event(2), endpoint))!];
+    const queued = (message: DeliveryMessage, n: number) => ({ messageId: `m${n}`, receiptHandle: `r${n}`, body: JSON.stringify(message), receiveCount: n });
+    const failing = (names: string[]) => ({ ...deps, doc: { send: (command: { constructor: { name: string } }) => (names.includes(command.constructor.name) ? Promise.reject(new Error('throttled')) : deps.doc.send(command as never)) } }) as unknown as Deps;
+
+    expect(await deliverBatch(failing(['BatchWriteCommand']), [queued(first, 1)])).toEqual([expect.objectContaining({ kind: 'delivered' })]);
+    expect((await deliveriesOf(tenant)).find((d) => d.id === first.deliveryId)).toMatchObject({ status: 'delivered', attempts: [expect.objectContaining({ statusCode: 204 })] });
+
+    // Sent, but neither write works: reported as an error, so the queue hands the message out again.
+    const outcomes = await deliverBatch(failing(['BatchWriteCommand', 'UpdateCommand']), [queued(second, 1)]);
+    expect(outcomes).toEqual([{ messageId: 'm1', kind: 'error' }]);
+    expect(outcomes.filter(staysQueued)).toHaveLength(1);
+    expect((await deliveriesOf(tenant)).find((d) => d.id === second.deliveryId)).toMatchObject({ status: 'pending', attempts: [] });
+    expect(await deliverBatch(deps, [queued(second, 2)])).toEqual([expect.objectContaining({ kind: 'delivered' })]);
+    expect((await deliveriesOf(tenant)).find((d) => d.id === second.deliveryId)).toMatchObject({ status: 'delivered', attempts: [expect.objectContaining({ attempt: 2, statusCode: 204 })] });
+    expect(receiver.on('/unwritten').map((r) => r.headers['webhook-id'])).toEqual([first.payload.id, second.payload.id, second.payload.id]);
   });
 
   it('records a refused connection as a failed attempt and retries it', async () => {
