@@ -73,16 +73,20 @@ function countCapacity(): void {
   };
 }
 
-/** CPU seconds used so far by DynamoDB Local's JVM (from /proc) and by this Node process. */
+/** CPU seconds used so far by this bench's DynamoDB Local (a descendant of this process; from /proc) and by this Node process. */
 function cpuNow(): { java: number; node: number } {
-  let java = 0;
+  const procs = new Map<number, { ppid: number; cpu: number; cmdline: string }>();
   for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
     try {
-      if (!readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('DynamoDBLocal.jar')) continue;
       const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-      java += (Number(fields[11]) + Number(fields[12])) / 100;
+      procs.set(Number(pid), { ppid: Number(fields[1]), cpu: (Number(fields[11]) + Number(fields[12])) / 100, cmdline: readFileSync(`/proc/${pid}/cmdline`, 'utf8') });
     } catch { /* gone */ }
   }
+  const ours = (pid: number): boolean => {
+    for (let p = procs.get(pid)?.ppid; p && p > 1; p = procs.get(p)?.ppid) if (p === process.pid) return true;
+    return false;
+  };
+  const java = [...procs].filter(([pid, p]) => p.cmdline.includes('DynamoDBLocal.jar') && ours(pid)).reduce((sum, [, p]) => sum + p.cpu, 0);
   const { user, system } = process.cpuUsage();
   return { java, node: (user + system) / 1e6 };
 }

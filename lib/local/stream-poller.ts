@@ -66,6 +66,8 @@ export interface StreamPollerOptions {
   /** First pause after an empty poll (doubles while idle, up to `idleMaxDelayMs`). */
   idleDelayMs?: number;
   idleMaxDelayMs?: number;
+  /** Told each pause after an empty poll (tests watch the backoff). */
+  onIdlePause?: (ms: number) => void;
   onError?: (error: unknown) => void;
 }
 
@@ -122,6 +124,7 @@ export class StreamPoller {
       }
       if (progressed) idle = first;
       else if (this.running) {
+        this.options.onIdlePause?.(idle);
         await this.sleep(idle);
         idle = Math.min(max, idle * 2);
       }

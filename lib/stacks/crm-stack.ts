@@ -423,6 +423,8 @@ export class CrmStack extends Stack {
         this.serviceMetric('RateLimitFailOpen', fiveMinutes), { threshold: 1 }),
       this.alarm('CircuitsOpened', `${circuitsOpenedThreshold} or more webhook endpoints' circuits opened in 15 minutes (their deliveries are re-scheduled, not attempted): check the delivery function's egress, DNS and TLS before blaming receivers; \`crm webhooks list\` shows each endpoint's circuit.`,
         this.serviceMetric('CircuitOpened'), { threshold: circuitsOpenedThreshold }),
+      this.alarm('DeliveryOutcomesUnwritten', 'Webhooks were delivered but their outcome could not be recorded (the deliveries table refused both the batch write and the per-record updates): their messages are received again and sent twice (same webhook-id). See the delivery function\'s log.',
+        this.serviceMetric('DeliveryOutcomesUnwritten', fiveMinutes), { threshold: 1 }),
       this.alarm('TenantMismatch', 'A stream record\'s organization attribute disagreed with its partition key: it was dropped, not delivered. Inspect the item the fan-out logged.',
         this.serviceMetric('TenantMismatch', fiveMinutes), { threshold: 1 }),
       this.alarm('CaptchaUnavailable', 'A CAPTCHA could not be verified (provider down or slow, or an organization\'s secret rejected): publishable-key leads were refused with 503 (fail closed). See lead intake\'s log.',

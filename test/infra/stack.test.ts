@@ -184,6 +184,8 @@ describe('the CDK stack', () => {
     }
     expect(actionsOn('webhookDelivery', tableRef('clients'))).toEqual([]);
     expect(actionsOn('webhookDelivery', tableRef('workOrders'))).toEqual([]);
+    // A batch's delivered records are read and written back together (deliver.ts DeliveredWrites).
+    expect(actionsOn('webhookDelivery', tableRef('deliveries'))).toEqual(expect.arrayContaining(['dynamodb:BatchGetItem', 'dynamodb:BatchWriteItem', 'dynamodb:UpdateItem']));
     const named = ['deliveryDlq', 'deliveryQueue', 'deliverySlowQueue'] as const;
     const sendsTo = statementsOf('webhookDelivery').filter((st) => st.actions.includes('sqs:SendMessage'))
       .map((st) => named.filter((q) => st.resources.includes(`"${queueRef(q)}"`)).join() || st.resources);
@@ -548,7 +550,7 @@ describe('the CDK stack', () => {
     expect(alarmOn('ApproximateNumberOfMessagesVisible', deliveryQueue))
       .toEqual([expect.objectContaining({ Statistic: 'Maximum', Threshold: 100, ComparisonOperator: 'GreaterThanThreshold', EvaluationPeriods: 3, Period: 300 })]);
     // Powertools metrics: the functions' namespace and `service` dimension (functions/core/platform/observability.ts).
-    for (const metric of ['RateLimitFailOpen', 'TenantMismatch']) {
+    for (const metric of ['RateLimitFailOpen', 'TenantMismatch', 'DeliveryOutcomesUnwritten']) {
       expect(alarmOn(metric, [{ Name: 'service', Value: 'crm-integration-api' }])).toEqual([expect.objectContaining({ Namespace: 'CrmIntegrationApi', Statistic: 'Sum', Threshold: 1 })]);
     }
     // Open circuits (DESIGN §16): many endpoints opening at once is more likely our egress than their receivers.

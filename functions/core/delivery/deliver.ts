@@ -8,6 +8,7 @@
  * until the sweeper re-queues it; only then is the received message deleted.
  */
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { Deps } from '../platform/deps.js';
 import { keys, type DeliveryAttempt, type DeliveryMessage, type DeliveryRecord, type DeliveryStatus, type WebhookEndpoint } from '../platform/model.js';
@@ -60,7 +61,11 @@ export const staysQueued = (outcome: BatchOutcome): boolean => outcome.kind === 
  * a response body makes it bigger). `park` writes the due index's keys with it; any other update
  * clears them (a delivery attempted is no longer parked).
  */
-async function updateDelivery(deps: Deps, message: DeliveryMessage, status: DeliveryStatus, extra: { attempt?: DeliveryAttempt; reason?: string; nextAttemptAt?: string; park?: { untilMs: number; priorAttempts: number } } = {}) {
+async function updateDelivery(deps: Deps, message: DeliveryMessage, status: DeliveryStatus, extra: {
+  attempt?: DeliveryAttempt; reason?: string; nextAttemptAt?: string; park?: { untilMs: number; priorAttempts: number };
+  /** Not if the record already says delivered at this time (a batch write that landed after all): false then. */
+  unlessDeliveredAt?: string;
+} = {}): Promise<boolean> {
   const now = new Date(deps.now()).toISOString();
   const sets = ['#s = :s', 'updatedAt = :now'];
   const values: Record<string, unknown> = { ':s': status, ':now': now };
@@ -87,13 +92,21 @@ async function updateDelivery(deps: Deps, message: DeliveryMessage, status: Deli
     values[':n'] = extra.nextAttemptAt;
   }
   if (status === 'delivered') sets.push('deliveredAt = :now');
-  await deps.doc.send(new UpdateCommand({
-    TableName: deps.tables.deliveries,
-    Key: keys.delivery(message.organizationId, message.deliveryId),
-    UpdateExpression: `SET ${sets.join(', ')} REMOVE ${removes.join(', ')}`,
-    ExpressionAttributeNames: { '#s': 'status' },
-    ExpressionAttributeValues: values,
-  }));
+  if (extra.unlessDeliveredAt) values[':was'] = extra.unlessDeliveredAt;
+  try {
+    await deps.doc.send(new UpdateCommand({
+      TableName: deps.tables.deliveries,
+      Key: keys.delivery(message.organizationId, message.deliveryId),
+      UpdateExpression: `SET ${sets.join(', ')} REMOVE ${removes.join(', ')}`,
+      ...(extra.unlessDeliveredAt ? { ConditionExpression: 'attribute_not_exists(deliveredAt) OR deliveredAt <> :was' } : {}),
+      ExpressionAttributeNames: { '#s': 'status' },
+      ExpressionAttributeValues: values,
+    }));
+    return true;
+  } catch (error) {
+    if (extra.unlessDeliveredAt && error instanceof ConditionalCheckFailedException) return false;
+    throw error;
+  }
 }
 
 function attemptRecord(deps: Deps, attempt: number, result: PostResult): DeliveryAttempt {
@@ -150,8 +163,8 @@ export function deliveredRecord(record: StoredRecord, attempt: DeliveryAttempt, 
  * BatchWriteItem of whole records (1 write unit each, as the UpdateItem was; keys-only indexes
  * whose keys do not change are not written) instead of an UpdateItem per delivery, the costliest
  * call of the delivery leg (docs/benchmarks.md). Unconditional, so a change made to a record
- * between the batch's read and this write is overwritten: only a duplicate of the same delivery
- * attempted at the same moment writes these records meanwhile (docs/decisions.md).
+ * between the batch's read and this write is overwritten: a duplicate attempted at the same
+ * moment, or a re-delivery asked for meanwhile (docs/decisions.md says what each loses).
  */
 export class DeliveredWrites {
   private readonly pending = new Map<string, { message: DeliveryMessage; record: StoredRecord; made: DeliveryAttempt[] }>();
@@ -164,8 +177,10 @@ export class DeliveredWrites {
   }
 
   /**
-   * Writes them; if the batch write fails, one UpdateItem per attempt made. Returns the deliveries
-   * whose outcome could not be written at all (their messages stay on the queue).
+   * Writes them; if the batch write fails, one UpdateItem per attempt made, each skipped where the
+   * batch write landed after all (a partial write, or an answer lost after DynamoDB applied it), so
+   * no attempt is logged twice. Returns the deliveries whose outcome could not be written at all
+   * (their messages stay on the queue: see deliverBatch).
    */
   async flush(deps: Deps): Promise<Set<string>> {
     const all = [...this.pending.values()];
@@ -176,13 +191,17 @@ export class DeliveredWrites {
       return new Set();
     } catch (error) {
       logger.warn('writing the batch’s delivered records failed; writing them one by one', { error: error as Error });
+      metrics.addMetric('DeliveredWriteFallbacks', MetricUnit.Count, 1);
     }
     const failed = new Set<string>();
-    await Promise.all(all.map(async ({ message, made }) => {
+    await Promise.all(all.map(async ({ message, record, made }) => {
       try {
-        for (const attempt of made) await updateDelivery(deps, message, 'delivered', { attempt });
+        for (const attempt of made) {
+          if (!(await updateDelivery(deps, message, 'delivered', { attempt, unlessDeliveredAt: record.deliveredAt as string }))) break;
+        }
       } catch (error) {
         logger.error('recording a delivered outcome failed', { deliveryId: message.deliveryId, error: error as Error });
+        metrics.addMetric('DeliveryOutcomesUnwritten', MetricUnit.Count, 1);
         failed.add(message.deliveryId);
       }
     }));

@@ -210,15 +210,15 @@ export async function endpointsOf(deps: Deps, organizationId: string, endpointId
   const now = deps.now();
   const ttlMs = deps.settings.endpointCacheTtlSeconds * 1000;
   const has = (list: WebhookEndpoint[]) => !endpointId || list.some((e) => e.id === endpointId);
+  const read = () => endpointCache.load(organizationId, deps.now(), ttlMs, () => queryEndpoints(deps, organizationId));
   const cached = endpointCache.get(organizationId, now);
   if (cached && has(cached.value)) return cached.value;
-  // A cold container's batch of messages for one organization shares one read.
-  if (!cached) {
-    const shared = await endpointCache.load(organizationId, now, ttlMs, () => queryEndpoints(deps, organizationId));
-    if (has(shared)) return shared;
-  }
-  // The list lacks the endpoint (added since it was read, or a shared read started before): read it now.
-  const value = await queryEndpoints(deps, organizationId);
-  endpointCache.set(organizationId, value, now + ttlMs);
-  return value;
+  if (cached) endpointCache.delete(organizationId); // lacks the endpoint (added since it was read): read again
+  // Every read goes through the cache's load: a cold container's batch of messages for one
+  // organization shares one, and a forget (a change made here) drops a read under way.
+  const value = await read();
+  if (has(value)) return value;
+  // A shared read that began before the endpoint was added: once more, afresh.
+  endpointCache.delete(organizationId);
+  return read();
 }

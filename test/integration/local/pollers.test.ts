@@ -61,23 +61,26 @@ describe('stream poller', () => {
     expect(Math.max(...sizes)).toBeLessThanOrEqual(10);
   });
 
-  it('polls an idle stream less and less often (Lambda’s ~4 a second at most), and picks up a write at once after one', async () => {
+  it('polls an idle stream less and less often (Lambda’s ~4 a second at most), and at the short pause again once records come', async () => {
     const table = await givenStreamTable();
     let reads = 0;
     const counting = { send: (command: Parameters<DynamoDBStreamsClient['send']>[0]) => (command instanceof GetRecordsCommand && reads++, streams.send(command as never)) } as DynamoDBStreamsClient;
     const seen: number[] = [];
-    startStreamPoller(table.streamArn, async (event) => void seen.push(...event.Records.map(nOf)), { streams: counting, idleDelayMs: 20, idleMaxDelayMs: 250 });
+    const pauses: number[] = [];
+    let pausesBeforeRecords = -1;
+    startStreamPoller(table.streamArn, async (event) => {
+      pausesBeforeRecords = pauses.length;
+      seen.push(...event.Records.map(nOf));
+    }, { streams: counting, idleDelayMs: 20, idleMaxDelayMs: 250, onIdlePause: (ms) => pauses.push(ms) });
     await new Promise((resolve) => setTimeout(resolve, 2_000));
-    // 20, 40, 80, 160, then 250 ms pauses: about 11 reads in 2 s, where a fixed 20 ms pause made ~100.
-    expect(reads).toBeGreaterThan(3);
+    expect(pauses.slice(0, 6)).toEqual([20, 40, 80, 160, 250, 250]);
+    // 20, 40, 80, 160, then 250 ms: about 11 reads in 2 s, where a fixed 20 ms pause made ~100.
     expect(reads).toBeLessThanOrEqual(16);
     await table.put(1);
     await eventually(async () => seen.includes(1), { what: 'the write', timeoutMs: 1_000 });
-    // Busy again, it polls at the short pause: a second write right after is read well within the long one.
-    const before = reads;
-    await table.put(2);
-    await eventually(async () => seen.includes(2), { what: 'the second write', timeoutMs: 1_000 });
-    expect(reads - before).toBeGreaterThanOrEqual(1);
+    expect(pauses[pausesBeforeRecords - 1]).toBe(250); // it was idle
+    await eventually(async () => pauses.length > pausesBeforeRecords, { what: 'a pause after the records', timeoutMs: 1_000 });
+    expect(pauses[pausesBeforeRecords]).toBe(20); // busy again: back to the short pause
   });
 
   it('given a partial batch failure, the batch resumes at the failed record and earlier ones are not re-delivered', async () => {
