@@ -40,14 +40,16 @@ export function toLambdaRecord(r: _Record, streamArn: string): DynamoDBRecord {
 }
 
 /**
- * Pause after a poll that found nothing: short at first, so a record written just after a busy
- * poll waits at most this long (DESIGN §16: "well under a second"), doubling while the stream
- * stays idle up to IDLE_MAX_DELAY_MS, Lambda's own rhythm (it polls a shard about 4 times a
- * second). An empty GetRecords costs DynamoDB Local ~1.5 ms of CPU: polling two idle tables every
- * 20 ms kept a fifth of a core busy, taken from the requests being measured (docs/benchmarks.md).
+ * Pause after a poll that found nothing: short while the stream was busy within the last second,
+ * so a record written just after a poll waits at most this long (DESIGN §16: "well under a
+ * second"); once it has been idle longer, doubling up to IDLE_MAX_DELAY_MS (Lambda polls a shard
+ * about 4 times a second). An empty GetRecords costs DynamoDB Local ~1.5 ms of CPU: polling two
+ * idle tables every 20 ms kept a fifth of a core busy, taken from the requests being served or
+ * measured (docs/benchmarks.md); a steady trickle (a lead every few hundred ms) keeps the short pause.
  */
 const IDLE_DELAY_MS = 20;
-const IDLE_MAX_DELAY_MS = 250;
+const IDLE_GRACE_MS = 1000;
+const IDLE_MAX_DELAY_MS = 100;
 const SHARD_REFRESH_MS = 1000;
 
 export type StreamHandler = (event: DynamoDBStreamEvent) => Promise<DynamoDBBatchResponse | void>;
@@ -63,8 +65,9 @@ export interface StreamPollerOptions {
   onFailure?: { sqs: SQSClient; queueUrl: string };
   /** JSON file of shardId → last processed sequence number. */
   checkpointFile?: string;
-  /** First pause after an empty poll (doubles while idle, up to `idleMaxDelayMs`). */
+  /** Pause after an empty poll; after `idleGraceMs` without records it doubles, up to `idleMaxDelayMs`. */
   idleDelayMs?: number;
+  idleGraceMs?: number;
   idleMaxDelayMs?: number;
   /** Told each pause after an empty poll (tests watch the backoff). */
   onIdlePause?: (ms: number) => void;
@@ -106,7 +109,9 @@ export class StreamPoller {
   private async run(): Promise<void> {
     const first = this.options.idleDelayMs ?? IDLE_DELAY_MS;
     const max = Math.max(first, this.options.idleMaxDelayMs ?? IDLE_MAX_DELAY_MS);
+    const grace = this.options.idleGraceMs ?? IDLE_GRACE_MS;
     let idle = first;
+    let idleSince: number | undefined;
     while (this.running) {
       let progressed = false;
       try {
@@ -122,11 +127,16 @@ export class StreamPoller {
       } catch (error) {
         this.options.onError?.(error);
       }
-      if (progressed) idle = first;
-      else if (this.running) {
-        this.options.onIdlePause?.(idle);
-        await this.sleep(idle);
-        idle = Math.min(max, idle * 2);
+      if (progressed) {
+        idle = first;
+        idleSince = undefined;
+      } else if (this.running) {
+        idleSince ??= Date.now();
+        const backingOff = Date.now() - idleSince >= grace;
+        const pause = backingOff ? idle : first;
+        this.options.onIdlePause?.(pause);
+        await this.sleep(pause);
+        if (backingOff) idle = Math.min(max, idle * 2);
       }
     }
   }

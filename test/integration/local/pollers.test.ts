@@ -61,7 +61,7 @@ describe('stream poller', () => {
     expect(Math.max(...sizes)).toBeLessThanOrEqual(10);
   });
 
-  it('polls an idle stream less and less often (Lambda’s ~4 a second at most), and at the short pause again once records come', async () => {
+  it('polls an idle stream less and less often, and at the short pause again once records come', async () => {
     const table = await givenStreamTable();
     let reads = 0;
     const counting = { send: (command: Parameters<DynamoDBStreamsClient['send']>[0]) => (command instanceof GetRecordsCommand && reads++, streams.send(command as never)) } as DynamoDBStreamsClient;
@@ -71,16 +71,26 @@ describe('stream poller', () => {
     startStreamPoller(table.streamArn, async (event) => {
       pausesBeforeRecords = pauses.length;
       seen.push(...event.Records.map(nOf));
-    }, { streams: counting, idleDelayMs: 20, idleMaxDelayMs: 250, onIdlePause: (ms) => pauses.push(ms) });
+    }, { streams: counting, idleDelayMs: 20, idleGraceMs: 0, idleMaxDelayMs: 100, onIdlePause: (ms) => pauses.push(ms) });
     await new Promise((resolve) => setTimeout(resolve, 2_000));
-    expect(pauses.slice(0, 6)).toEqual([20, 40, 80, 160, 250, 250]);
-    // 20, 40, 80, 160, then 250 ms: about 11 reads in 2 s, where a fixed 20 ms pause made ~100.
-    expect(reads).toBeLessThanOrEqual(16);
+    expect(pauses.slice(0, 6)).toEqual([20, 40, 80, 100, 100, 100]);
+    // About 20 reads in 2 s, where a fixed 20 ms pause made ~100.
+    expect(reads).toBeLessThanOrEqual(30);
     await table.put(1);
     await eventually(async () => seen.includes(1), { what: 'the write', timeoutMs: 1_000 });
-    expect(pauses[pausesBeforeRecords - 1]).toBe(250); // it was idle
+    expect(pauses[pausesBeforeRecords - 1]).toBe(100); // it was idle
     await eventually(async () => pauses.length > pausesBeforeRecords, { what: 'a pause after the records', timeoutMs: 1_000 });
     expect(pauses[pausesBeforeRecords]).toBe(20); // busy again: back to the short pause
+  });
+
+  it('keeps the short pause through a grace period, so a steady trickle of records is read at once', async () => {
+    const table = await givenStreamTable();
+    const pauses: number[] = [];
+    startStreamPoller(table.streamArn, async () => undefined, { idleDelayMs: 20, idleGraceMs: 400, idleMaxDelayMs: 100, onIdlePause: (ms) => pauses.push(ms) });
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    const firstLonger = pauses.findIndex((ms) => ms > 20);
+    expect(firstLonger).toBeGreaterThanOrEqual(3); // ~400 ms of 20 ms pauses (fewer when the machine is slow; 1 without a grace)
+    expect(pauses.slice(firstLonger, firstLonger + 3)).toEqual([40, 80, 100]);
   });
 
   it('given a partial batch failure, the batch resumes at the failed record and earlier ones are not re-delivered', async () => {
