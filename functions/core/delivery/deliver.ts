@@ -264,6 +264,15 @@ export async function attemptDelivery(
     return { kind: 'failed', attempt, reason };
   }
 
+  // Rotation always leaves the newest secret unexpired, but an item edited by hand may have none:
+  // a recorded failure (re-drivable once a secret is rotated in), not a crash on every receive.
+  const secrets = activeSecrets(endpoint, deps.now());
+  if (secrets.length === 0) {
+    const reason = 'the endpoint has no active signing secret (rotate it: settings page or `crm webhooks rotate-secret`, then re-drive)';
+    await updateDelivery(deps, message, 'failed', { reason });
+    return { kind: 'failed', attempt, reason };
+  }
+
   // ISOLATION GATE (DESIGN §16, delivery-isolation): the endpoint is loaded, nothing is sent yet.
   // An attempt the gate does not admit returns { kind: 'deferred', attempt, untilMs, reason }:
   // deliverBatch parks it with deferDelivery (no attempt consumed) and consumes the message.
@@ -278,7 +287,7 @@ export async function attemptDelivery(
   try {
     const now = deps.now();
     const body = JSON.stringify(message.payload);
-    const headers = signatureHeaders({ id: message.payload.id, timestamp: Math.floor(now / 1000), body, secrets: activeSecrets(endpoint, now) });
+    const headers = signatureHeaders({ id: message.payload.id, timestamp: Math.floor(now / 1000), body, secrets });
     result = await postWebhook({ url: endpoint.url, headers, body, timeoutMs: admission.timeoutMs, allow: allowListFor(deps.settings) });
   } finally {
     admission.release();

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { CreateQueueCommand, DeleteMessageBatchCommand, DeleteQueueCommand, GetQueueAttributesCommand, ReceiveMessageCommand, type Message, type SQSClient } from '@aws-sdk/client-sqs';
 import { eventually, newTenant, postLead, runCli, testStack, type Tenant } from '../support/stack.js';
 import { Receiver } from '../support/receiver.js';
-import { addEndpoint, getEndpoint, updateEndpoint } from '../../../functions/core/delivery/endpoints.js';
+import { addEndpoint, forgetEndpoints, getEndpoint, rotateSecret, updateEndpoint } from '../../../functions/core/delivery/endpoints.js';
 import { listDeliveries, redriveDeadLetters, redriveDelivery } from '../../../functions/core/delivery/redrive.js';
 import { attemptDelivery, deliverBatch, staysQueued } from '../../../functions/core/delivery/deliver.js';
 import { MAX_MESSAGE_BYTES, deferDelivery, recordDelivery, sendDeliveryMessages } from '../../../functions/core/delivery/queue.js';
@@ -360,6 +360,28 @@ describe('webhook delivery', () => {
     expect(outcome).toMatchObject({ kind: 'failed', reason: expect.stringContaining('not https') });
     expect(receiver.on('/cleartext')).toHaveLength(0);
     expect((await deliveriesOf(tenant))[0]).toMatchObject({ status: 'failed', reason: expect.stringContaining('not https'), attempts: [] });
+  });
+
+  it('an endpoint left with no active signing secret fails the delivery with the reason (nothing sent), and it is re-driven once a secret is rotated in', async () => {
+    const { deps } = await testStack();
+    const { tenant, endpointId } = await tenantWithEndpoint('/no-secret');
+    const endpoint = (await getEndpoint(deps, tenant.organizationId, endpointId))!;
+    // An item edited by hand: every secret expired.
+    const expired = endpoint.secrets.map((x) => ({ ...x, expiresAt: new Date(Date.now() - 60_000).toISOString() }));
+    await deps.doc.send(new UpdateCommand({ TableName: deps.tables.organizations, Key: keys.endpoint(tenant.organizationId, endpointId), UpdateExpression: 'SET secrets = :s', ExpressionAttributeValues: { ':s': expired } }));
+    forgetEndpoints(tenant.organizationId);
+    const event = { id: `evt_nosecret_${Date.now()}`, type: 'client.updated', organization_id: tenant.organizationId, timestamp: new Date().toISOString(), data: { object: { id: 'cli_x' } } } as unknown as EventPayload;
+    const message = (await recordDelivery(deps, event, endpoint))!;
+    expect(await deliverBatch(deps, [{ messageId: 'm1', receiptHandle: 'r1', body: JSON.stringify(message), receiveCount: 1 }]))
+      .toEqual([expect.objectContaining({ kind: 'failed', reason: expect.stringContaining('no active signing secret') })]);
+    expect((await deliveriesOf(tenant))[0]).toMatchObject({ status: 'failed', reason: expect.stringContaining('rotate'), attempts: [] });
+    expect(receiver.on('/no-secret')).toHaveLength(0);
+
+    const { secret } = await rotateSecret(deps, tenant.organizationId, endpointId);
+    receiver.script('/no-secret', secret, { status: 204 });
+    expect((await runCli(['deliveries', 'redrive', '--delivery', message.deliveryId])).code).toBe(0);
+    await settled(tenant, 'the re-driven delivery', (d) => d[0]?.status === 'delivered');
+    expect(receiver.on('/no-secret').map((r) => [r.headers['webhook-id'], r.verifyError])).toEqual([[event.id, undefined]]);
   });
 
   it('a batch reads its records in one call: a duplicate of a delivered message is not sent again, even when that read fails', async () => {
