@@ -22,6 +22,7 @@ import { admitAttempt, markSlow, recordAttempt } from './circuit-store.js';
 import type { Lane } from './circuit-breaker.js';
 import { attemptNumberOf, deferDelivery, readDeliveryMessage, sendDeliveryMessages, sendToDeadLetters } from './queue.js';
 import { dueKeys, getAll, putAll } from './store.js';
+import { queues } from '../../../lib/topology.js';
 
 /**
  * `exhausted`: the last attempt failed (or the message kept crashing past it): it goes to the
@@ -359,6 +360,22 @@ async function sendOn(deps: Deps, message: DeliveryMessage, outcome: Outcome): P
   }
 }
 
+/** The delivery queues' maxReceiveCount: the receive after this many moves the message to the dead-letter queue. */
+const MAX_RECEIVES = queues.deliveryQueue.deadLetter.maxReceiveCount;
+
+/**
+ * A message whose receives kept breaking off unexpectedly is moved to the dead-letter queue by SQS
+ * itself; its record says so (failed, with the reason), or it would stay `pending` for good, out
+ * of every list of failed deliveries and of "re-deliver all failed". Best effort: the cause may
+ * be the table itself (the dead-letter pass re-drives the message either way).
+ */
+async function markDeadLettered(deps: Deps, message: DeliveryMessage, receives: number): Promise<void> {
+  const reason = `its last ${receives} receives broke off unexpectedly (see the delivery function's log), so the queue moved it to the dead-letter queue; re-drive it once the cause is fixed`;
+  await updateDelivery(deps, message, 'failed', { reason }).catch((error: unknown) => {
+    logger.error('recording a dead-lettered delivery as failed failed', { deliveryId: message.deliveryId, error: error as Error });
+  });
+}
+
 /**
  * The delivery queue batch's work, every message at once. Each outcome's follow-up (sendOn) is done
  * before its message is reported consumed; an unexpected error leaves the message on the queue.
@@ -387,6 +404,8 @@ export async function deliverBatch(deps: Deps, queued: QueuedDelivery[]): Promis
       return { messageId: item.messageId, deliveryId: message.deliveryId, ...outcome };
     } catch (error) {
       logger.error('delivery failed unexpectedly', { messageId: item.messageId, error: error as Error });
+      const message = parsed[n];
+      if (message && item.receiveCount >= MAX_RECEIVES) await markDeadLettered(deps, message, item.receiveCount);
       return { messageId: item.messageId, kind: 'error' };
     }
   }));

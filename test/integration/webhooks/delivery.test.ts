@@ -384,6 +384,26 @@ describe('webhook delivery', () => {
     expect(receiver.on('/no-secret').map((r) => [r.headers['webhook-id'], r.verifyError])).toEqual([[event.id, undefined]]);
   });
 
+  it('a message whose receives keep breaking off is recorded failed on the last one the queue allows (then dead-lettered), not left pending', async () => {
+    const { deps } = await testStack();
+    const { tenant, endpointId } = await tenantWithEndpoint('/breaks-off');
+    const endpoint = (await getEndpoint(deps, tenant.organizationId, endpointId))!;
+    const event = { id: `evt_breaks_${Date.now()}`, type: 'client.updated', organization_id: tenant.organizationId, timestamp: new Date().toISOString(), data: { object: { id: 'cli_x' } } } as unknown as EventPayload;
+    const message = (await recordDelivery(deps, event, endpoint))!;
+    // The endpoint read breaks every time (anything unexpected would do): each receive ends in an error.
+    const breaking = { ...deps, doc: { send: (command: { constructor: { name: string } }) => (command.constructor.name === 'QueryCommand' ? Promise.reject(new Error('socket hang up')) : deps.doc.send(command as never)) } } as unknown as Deps;
+    const receive = (receiveCount: number) => {
+      forgetEndpoints(tenant.organizationId);
+      return deliverBatch(breaking, [{ messageId: `m${receiveCount}`, receiptHandle: `r${receiveCount}`, body: JSON.stringify(message), receiveCount }]);
+    };
+    expect(await receive(4)).toEqual([{ messageId: 'm4', kind: 'error' }]);
+    expect((await deliveriesOf(tenant))[0]).toMatchObject({ status: 'pending' }); // received again: not yet
+    expect(await receive(5)).toEqual([{ messageId: 'm5', kind: 'error' }]); // the queue's maxReceiveCount (5): moved next
+    expect((await deliveriesOf(tenant))[0]).toMatchObject({ status: 'failed', reason: expect.stringContaining('dead-letter queue'), attempts: [] });
+    expect((await runCli(['deliveries', 'list', '--org', tenant.organizationId, '--status', 'failed'])).json<{ id: string }[]>().map((d) => d.id)).toEqual([message.deliveryId]);
+    expect(receiver.on('/breaks-off')).toHaveLength(0);
+  });
+
   it('a batch reads its records in one call: a duplicate of a delivered message is not sent again, even when that read fails', async () => {
     const { deps } = await testStack();
     const { tenant, endpointId } = await tenantWithEndpoint('/batch-guard');
