@@ -218,14 +218,16 @@ export async function attemptDelivery(
   deps: Deps, message: DeliveryMessage, attempt: number,
   options: {
     lane?: Lane;
-    /** Read already (deliverBatch reads a batch's records in one call); absent: read here. */
-    record?: RecordState | StoredRecord;
-    /** Where a delivered outcome is written (with the record read already); absent: one UpdateItem here. */
-    writes?: DeliveredWrites;
+    /**
+     * From deliverBatch: the record, read whole with the batch's others, and where a delivered
+     * outcome is written with theirs. Absent: the record is read here, the outcome written here.
+     */
+    batch?: { record: StoredRecord | undefined; writes: DeliveredWrites };
   } = {},
 ): Promise<Outcome> {
   const lane = options.lane ?? 'main';
-  const record = 'record' in options ? options.record : (await deps.doc.send(new GetCommand({
+  const { batch } = options;
+  const record = batch ? batch.record : (await deps.doc.send(new GetCommand({
     TableName: deps.tables.deliveries, Key: keys.delivery(message.organizationId, message.deliveryId), ConsistentRead: true,
     ProjectionExpression: '#s, payloadOmitted, reason', ExpressionAttributeNames: { '#s': 'status' },
   }))).Item as RecordState;
@@ -300,8 +302,9 @@ export async function attemptDelivery(
     return { kind: 'deferred', attempt, untilMs: deps.now(), reason: `no answer within ${admission.timeoutMs} ms: moved to the slow lane`, lane: 'slow' };
   }
   await recordAttempt(deps, endpoint, { ok: result.ok, probe: admission.probe, latencyMs: result.latencyMs });
-  const writeDelivered = options.writes && 'pk' in record
-    ? (attemptMade: DeliveryAttempt) => options.writes!.add(message, record as StoredRecord, attemptMade, new Date(deps.now()).toISOString())
+  const whole = batch?.record;
+  const writeDelivered = batch && whole
+    ? (attemptMade: DeliveryAttempt) => batch.writes.add(message, whole, attemptMade, new Date(deps.now()).toISOString())
     : undefined;
   return recordOutcome(deps, message, endpoint, attempt, result, writeDelivered);
 }
@@ -398,7 +401,7 @@ export async function deliverBatch(deps: Deps, queued: QueuedDelivery[]): Promis
     try {
       const message = parsed[n] ?? readDeliveryMessage(item.body);
       const outcome = await attemptDelivery(deps, message, attemptNumberOf(message, item.receiveCount), {
-        lane: item.lane, ...(records ? { record: records.get(message.deliveryId), writes } : {}),
+        lane: item.lane, ...(records ? { batch: { record: records.get(message.deliveryId), writes } } : {}),
       });
       await sendOn(deps, message, outcome);
       return { messageId: item.messageId, deliveryId: message.deliveryId, ...outcome };
