@@ -113,6 +113,12 @@ export type EventSourceSpec =
       kind: 'stream';
       table: TableName;
       batchSize: number;
+      /**
+       * Batches of one shard processed at once (Lambda's ParallelizationFactor, 1..10); records of
+       * one partition key stay in order in one lane. Every CRM item of an organization has the
+       * partition key `ORG#…`, so one organization's import holds one lane (docs/capacity.md).
+       */
+      parallelizationFactor: number;
       /** Retries of a failing batch before it goes to the on-failure queue. */
       maxRetries: number;
       bisectOnError: boolean;
@@ -171,8 +177,8 @@ export const functions = {
     tables: { organizations: 'read', deliveries: 'readWrite' },
     queues: { deliveryQueue: 'send' },
     events: [
-      { kind: 'stream', table: 'clients', batchSize: 400, maxRetries: 10, bisectOnError: true, onFailure: 'fanoutFailures' },
-      { kind: 'stream', table: 'workOrders', batchSize: 400, maxRetries: 10, bisectOnError: true, onFailure: 'fanoutFailures' },
+      { kind: 'stream', table: 'clients', batchSize: 400, parallelizationFactor: 10, maxRetries: 10, bisectOnError: true, onFailure: 'fanoutFailures' },
+      { kind: 'stream', table: 'workOrders', batchSize: 400, parallelizationFactor: 10, maxRetries: 10, bisectOnError: true, onFailure: 'fanoutFailures' },
     ],
   },
   webhookDelivery: {

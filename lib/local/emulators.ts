@@ -6,13 +6,14 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createServer, connect } from 'node:net';
-import { readdirSync, mkdirSync, mkdtempSync, chmodSync } from 'node:fs';
+import { existsSync, readdirSync, mkdirSync, mkdtempSync, chmodSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { enforceVisibilityLimit } from './sqs-strict.js';
+import { makeQueuesFair, type FauxqsStore } from './sqs-fair.js';
 import { isLoopbackHost, hostOfRequestHead, foreignHostResponse, foreignHostMessage, listenOnLoopback } from './loopback-host.js';
 import { emulatorCredentials } from '../../functions/core/platform/deps.js';
 
@@ -259,16 +260,29 @@ export async function startDynamoDbLocal(options: { port?: number; dbPath?: stri
   };
 }
 
+/** Where an installed package lives (fauxqs's exports map hides its package.json from require.resolve). */
+function packageDir(name: string): string {
+  for (const dir of createRequire(import.meta.url).resolve.paths(name) ?? []) {
+    if (existsSync(path.join(dir, name, 'package.json'))) return path.join(dir, name);
+  }
+  throw new Error(`${name} is not installed: run npm ci`);
+}
+
 /** Starts the fauxqs SQS emulator in this process, bound to 127.0.0.1. In-memory: queues do not survive a restart. */
 export async function startSqsEmulator(options: { port?: number }): Promise<Emulator> {
   const { buildApp } = await import('fauxqs');
   const port = await freePort(options.port ?? 0);
-  const app = buildApp({ logger: false, defaultRegion: LOCAL_REGION });
+  // fauxqs exports its store class only from its dist folder (not its package exports): the store
+  // is built here so that its standard queues can be made fair (sqs-fair.ts).
+  const { SqsStore } = await import(pathToFileURL(path.join(packageDir('fauxqs'), 'dist/sqs/sqsStore.js')).href) as { SqsStore: new () => FauxqsStore };
+  const sqsStore = new SqsStore();
+  const app = buildApp({ logger: false, defaultRegion: LOCAL_REGION, stores: { sqsStore } as never });
   // DNS rebinding: fauxqs also serves inspection routes a rebound web page could read.
   app.addHook('onRequest', async (request, reply) => {
     if (!isLoopbackHost(request.headers.host, port)) return reply.code(403).header('content-type', 'text/plain').send(foreignHostMessage);
   });
   enforceVisibilityLimit(app); // AWS's cumulative 12 h visibility rule, which fauxqs lacks
+  makeQueuesFair(app, sqsStore); // SQS fair queues: quiet tenants' messages first (delivery/queue.ts sends the group)
   await app.listen({ port, host: '127.0.0.1' });
   return { endpoint: `http://127.0.0.1:${port}`, port, stop: async () => void (await app.close()) };
 }

@@ -5,7 +5,7 @@
 import path from 'node:path';
 import type { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import type { SQSClient } from '@aws-sdk/client-sqs';
-import { functions, type FunctionSpec } from '../topology.js';
+import { functions, tables, type FunctionSpec } from '../topology.js';
 import type { Provisioned } from './provision.js';
 import { StreamPoller } from './stream-poller.js';
 import { QueuePoller } from './queue-poller.js';
@@ -48,6 +48,8 @@ export function startEventSources(input: {
           streamArn: provisioned.streams[source.table]!,
           handler: invoke as never,
           batchSize: source.batchSize,
+          parallelizationFactor: source.parallelizationFactor,
+          partitionKey: tables[source.table].partitionKey.name,
           maxRetries: source.maxRetries,
           bisectOnError: source.bisectOnError,
           onFailure: { sqs: input.sqs, queueUrl: provisioned.queues[source.onFailure] },

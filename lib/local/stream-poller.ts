@@ -2,9 +2,18 @@
  * Plays Lambda's DynamoDB Streams event-source mapping: shards read in order (parents before
  * children), batches of up to `batchSize`, partial batch responses (resume from the first failed
  * record), bisect on error, a bounded retry count, then the batch's description goes to the
- * on-failure queue and the shard moves on. The last processed sequence number of each shard is
- * checkpointed to a file, so a restart resumes after it: nothing re-delivered, nothing lost.
+ * on-failure queue and the shard moves on.
+ *
+ * ParallelizationFactor (docs/capacity.md "Fan-out lanes"): each shard's records are dealt to
+ * `parallelizationFactor` lanes by a hash of their partition key, as Lambda does; a lane runs one
+ * batch at a time, in order, and the lanes run at once. Every CRM item of an organization shares
+ * its partition key, so one organization's bulk import fills one lane while the others flow.
+ *
+ * The checkpoint of a shard is the last record before which every record is done (whatever lane
+ * it ran in), written to a file: a restart resumes after it, so nothing is lost; records done in
+ * other lanes past it run again (the fan-out is idempotent: docs/webhooks.md).
  */
+import { createHash } from 'node:crypto';
 import { readFileSync, writeFileSync, renameSync } from 'node:fs';
 import {
   DynamoDBStreamsClient, DescribeStreamCommand, GetShardIteratorCommand, GetRecordsCommand,
@@ -51,6 +60,13 @@ const IDLE_DELAY_MS = 20;
 const IDLE_GRACE_MS = 1000;
 const IDLE_MAX_DELAY_MS = 100;
 const SHARD_REFRESH_MS = 1000;
+/** Records read ahead of the lanes per shard, per lane: reading stops there until lanes catch up. */
+const READ_AHEAD_BATCHES = 2;
+
+/** The lane of a partition key (Lambda hashes the partition key; any stable hash keeps per-key order). */
+export function laneOf(partitionKey: string, lanes: number): number {
+  return lanes <= 1 ? 0 : createHash('md5').update(partitionKey).digest().readUInt32BE(0) % lanes;
+}
 
 export type StreamHandler = (event: DynamoDBStreamEvent) => Promise<DynamoDBBatchResponse | void>;
 
@@ -59,6 +75,10 @@ export interface StreamPollerOptions {
   streamArn: string;
   handler: StreamHandler;
   batchSize: number;
+  /** Concurrent batches per shard (Lambda's ParallelizationFactor, 1..10), lanes keyed by partition key. */
+  parallelizationFactor?: number;
+  /** The table's partition key attribute (what the lanes hash). */
+  partitionKey?: string;
   maxRetries: number;
   bisectOnError: boolean;
   /** Where exhausted batches are described (Lambda's on-failure destination). */
@@ -74,15 +94,29 @@ export interface StreamPollerOptions {
   onError?: (error: unknown) => void;
 }
 
-interface ShardState { shard: Shard; iterator?: string; done: boolean }
+interface Pending { record: DynamoDBRecord; done: boolean }
+interface ShardState {
+  shard: Shard;
+  iterator?: string;
+  /** No more records to read (a closed shard read to its end). */
+  drained: boolean;
+  /** Drained and every record read is done: its children may start. */
+  done: boolean;
+  /** Records read and not yet checkpointed, in stream order. */
+  window: Pending[];
+  /** Per lane: records waiting for it, and whether a batch of it is running. */
+  lanes: { waiting: Pending[]; running: boolean }[];
+}
 
 export class StreamPoller {
-  private running = false;
+  private active = false;
   private loop?: Promise<void>;
   private shards = new Map<string, ShardState>();
   private checkpoints: Record<string, string> = {};
   private wake?: () => void;
   private shardsReadAt = 0;
+  /** Lane batches under way. */
+  private readonly running = new Set<Promise<void>>();
 
   constructor(private readonly options: StreamPollerOptions) {
     if (options.checkpointFile) {
@@ -95,15 +129,21 @@ export class StreamPoller {
   }
 
   start(): void {
-    if (this.running) return;
-    this.running = true;
+    if (this.active) return;
+    this.active = true;
     this.loop = this.run();
   }
 
+  /** Stops reading; the lane batches under way finish first. */
   async stop(): Promise<void> {
-    this.running = false;
+    this.active = false;
     this.wake?.();
     await this.loop;
+    while (this.running.size > 0) await Promise.all(this.running);
+  }
+
+  private get lanes(): number {
+    return Math.max(1, Math.min(10, this.options.parallelizationFactor ?? 1));
   }
 
   private async run(): Promise<void> {
@@ -112,7 +152,7 @@ export class StreamPoller {
     const grace = this.options.idleGraceMs ?? IDLE_GRACE_MS;
     let idle = first;
     let idleSince: number | undefined;
-    while (this.running) {
+    while (this.active) {
       let progressed = false;
       try {
         // New shards appear rarely (a split every few hours on AWS): look for them once a second, not every poll.
@@ -121,8 +161,9 @@ export class StreamPoller {
           this.shardsReadAt = Date.now();
         }
         for (const state of this.readyShards()) {
-          if (!this.running) break;
+          if (!this.active) break;
           progressed = (await this.pollShard(state)) || progressed;
+          this.dispatch(state);
         }
       } catch (error) {
         this.options.onError?.(error);
@@ -130,7 +171,7 @@ export class StreamPoller {
       if (progressed) {
         idle = first;
         idleSince = undefined;
-      } else if (this.running) {
+      } else if (this.active) {
         idleSince ??= Date.now();
         const backingOff = Date.now() - idleSince >= grace;
         const pause = backingOff ? idle : first;
@@ -157,7 +198,7 @@ export class StreamPoller {
       for (const shard of StreamDescription?.Shards ?? []) {
         const known = this.shards.get(shard.ShardId!);
         if (known) known.shard = shard;
-        else this.shards.set(shard.ShardId!, { shard, done: false });
+        else this.shards.set(shard.ShardId!, { shard, drained: false, done: false, window: [], lanes: Array.from({ length: this.lanes }, () => ({ waiting: [], running: false })) });
       }
       exclusiveStartShardId = StreamDescription?.LastEvaluatedShardId;
     } while (exclusiveStartShardId);
@@ -172,8 +213,11 @@ export class StreamPoller {
     });
   }
 
+  /** Reads one page into the lanes, unless the shard is drained or its lanes are full; true if it read records. */
   private async pollShard(state: ShardState): Promise<boolean> {
     const shardId = state.shard.ShardId!;
+    if (state.drained) return false;
+    if (state.window.length >= this.options.batchSize * READ_AHEAD_BATCHES * this.lanes) return false;
     if (!state.iterator) {
       const after = this.checkpoints[shardId];
       const { ShardIterator } = await this.options.streams.send(new GetShardIteratorCommand({
@@ -199,15 +243,61 @@ export class StreamPoller {
       }
       throw error;
     }
-    if (records.length > 0) await this.deliver(shardId, records.map((r) => toLambdaRecord(r, this.options.streamArn)));
+    const keyName = this.options.partitionKey ?? 'pk';
+    for (const r of records) {
+      const pending = { record: toLambdaRecord(r, this.options.streamArn), done: false };
+      const key = r.dynamodb?.Keys?.[keyName];
+      state.window.push(pending);
+      state.lanes[laneOf(JSON.stringify(key ?? null), this.lanes)].waiting.push(pending);
+    }
     // An empty page is not the end of an open shard (DynamoDB Streams may answer empty before it):
     // read on with the next iterator; only a missing one means a closed shard, fully read.
     state.iterator = next;
-    if (!next) state.done = true;
+    if (!next) state.drained = true;
+    this.settle(state);
     return records.length > 0;
   }
 
-  /** Runs one batch to completion the way Lambda does; returns when every record is handled or given up. */
+  /** Starts a batch on every idle lane that has records waiting. */
+  private dispatch(state: ShardState): void {
+    for (const lane of state.lanes) {
+      if (lane.running || lane.waiting.length === 0) continue;
+      const batch = lane.waiting.splice(0, this.options.batchSize);
+      lane.running = true;
+      const run = this.deliver(state.shard.ShardId!, batch.map((p) => p.record))
+        .then(() => {
+          for (const p of batch) p.done = true;
+          return true;
+        }, (error: unknown) => {
+          // Only the on-failure send throws (the handler's errors are retried inside): the batch
+          // runs again, ahead of its lane's later records, at the main loop's next pass.
+          lane.waiting.unshift(...batch);
+          this.options.onError?.(error);
+          return false;
+        })
+        .then((ok) => {
+          lane.running = false;
+          this.running.delete(run);
+          this.settle(state);
+          if (ok) this.dispatch(state);
+          this.wake?.();
+        });
+      this.running.add(run);
+    }
+  }
+
+  /** Moves the shard's checkpoint past the records done in stream order (whatever lane ran them). */
+  private settle(state: ShardState): void {
+    let last: DynamoDBRecord | undefined;
+    while (state.window.length > 0 && state.window[0].done) last = state.window.shift()!.record;
+    if (last) this.checkpoint(state.shard.ShardId!, last);
+    if (state.drained && state.window.length === 0) state.done = true;
+  }
+
+  /**
+   * Runs one lane's batch to completion the way Lambda does; returns when every record is handled
+   * or given up (the caller then marks them done for the checkpoint).
+   */
   private async deliver(shardId: string, batch: DynamoDBRecord[]): Promise<void> {
     let pending = batch;
     let attempts = 0;
@@ -216,19 +306,16 @@ export class StreamPoller {
       const slice = pending.slice(0, size);
       const failedAt = await this.invoke(slice);
       if (failedAt === -1) {
-        this.checkpoint(shardId, slice[slice.length - 1]);
         pending = pending.slice(slice.length);
         size = pending.length;
         attempts = 0;
         continue;
       }
-      if (failedAt > 0) this.checkpoint(shardId, slice[failedAt - 1]);
       pending = pending.slice(failedAt);
       attempts += 1;
       if (attempts > this.options.maxRetries) {
         const failed = pending.slice(0, Math.max(1, Math.min(size, pending.length)));
         await this.sendToOnFailure(shardId, failed);
-        this.checkpoint(shardId, failed[failed.length - 1]);
         pending = pending.slice(failed.length);
         size = pending.length;
         attempts = 0;

@@ -211,6 +211,7 @@ export class CrmStack extends Stack {
       return new DynamoEventSource(this.tables[source.table], {
         startingPosition: lambda.StartingPosition.TRIM_HORIZON,
         batchSize: source.batchSize,
+        parallelizationFactor: source.parallelizationFactor,
         retryAttempts: source.maxRetries,
         bisectBatchOnError: source.bisectOnError,
         reportBatchItemFailures: true,

@@ -130,6 +130,8 @@ describe('the CDK stack', () => {
         BisectBatchOnFunctionError: true,
         MaximumRetryAttempts: 10,
         BatchSize: 400,
+        // Per-organization lanes: one organization's import holds one of 10 (docs/capacity.md).
+        ParallelizationFactor: 10,
         StartingPosition: 'TRIM_HORIZON',
         DestinationConfig: { OnFailure: { Destination: { 'Fn::GetAtt': [queueRef('fanoutFailures'), 'Arn'] } } },
       });

@@ -62,6 +62,11 @@ function sqsBatches(messages: DeliveryMessage[]): DeliveryMessage[][] {
 }
 
 /**
+ * Every message names its organization as its MessageGroupId: the delivery queues are standard
+ * queues, which SQS makes fair by that id (a tenant holding a disproportionate share of the
+ * messages in flight, or of the processing time, is served after the others: docs/decisions.md
+ * "Fair delivery queues"). The local stack's SQS emulator plays the same rule (lib/local/sqs-fair.ts).
+ *
  * Sends delivery messages (SendMessageBatch calls of up to 10 within its payload limit, in parallel), each after `delaySeconds(m)`
  * (0..900; default 0), to the delivery queue or, for exhausted ones, to its dead-letter queue.
  */
@@ -75,7 +80,7 @@ export async function sendDeliveryMessages(
       QueueUrl: queueUrl,
       Entries: batch.map((m, n) => {
         const delay = Math.min(MAX_QUEUE_DELAY_SECONDS, Math.max(0, Math.ceil(options.delaySeconds?.(m) ?? 0)));
-        return { Id: String(n), MessageBody: JSON.stringify(m), ...(delay > 0 ? { DelaySeconds: delay } : {}) };
+        return { Id: String(n), MessageBody: JSON.stringify(m), MessageGroupId: m.organizationId, ...(delay > 0 ? { DelaySeconds: delay } : {}) };
       }),
     }));
     if (out.Failed?.length) throw new Error(`could not queue ${out.Failed.length} deliveries: ${out.Failed.map((f) => f.Code).join(', ')}`);
@@ -128,7 +133,7 @@ export async function deferDelivery(
  * back by StartMessageMoveTask, it starts a new round of 5, like every re-drive.
  */
 export async function sendToDeadLetters(deps: Deps, message: DeliveryMessage): Promise<void> {
-  await deps.sqs.send(new SendMessageCommand({ QueueUrl: deps.queues.deliveryDlq, MessageBody: JSON.stringify(freshMessage(message)) }));
+  await deps.sqs.send(new SendMessageCommand({ QueueUrl: deps.queues.deliveryDlq, MessageBody: JSON.stringify(freshMessage(message)), MessageGroupId: message.organizationId }));
 }
 
 /** A delivery record as stored: its payload is its event's (store.ts). */

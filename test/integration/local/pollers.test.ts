@@ -12,7 +12,7 @@ import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import type { DynamoDBRecord, SQSRecord } from 'aws-lambda';
 import { createTable, createQueue } from '../../../lib/local/provision.js';
-import { StreamPoller } from '../../../lib/local/stream-poller.js';
+import { StreamPoller, laneOf } from '../../../lib/local/stream-poller.js';
 import { QueuePoller } from '../../../lib/local/queue-poller.js';
 import { testStack, eventually, type TestStack } from '../support/stack.js';
 
@@ -33,11 +33,22 @@ async function givenStreamTable() {
   const { streamArn } = await createTable(stack.deps.dynamodb, name, {
     envVar: 'UNUSED', partitionKey: { name: 'pk', type: 'S' }, sortKey: { name: 'sk', type: 'S' }, stream: 'NEW_AND_OLD_IMAGES',
   });
-  const put = (i: number) => stack.deps.doc.send(new PutCommand({ TableName: name, Item: { pk: 'P', sk: String(i).padStart(4, '0'), n: i } }));
+  const put = (i: number, pk = 'P') => stack.deps.doc.send(new PutCommand({ TableName: name, Item: { pk, sk: String(i).padStart(4, '0'), n: i } }));
   return { name, streamArn: streamArn!, put };
 }
 
 const nOf = (r: DynamoDBRecord) => Number(r.dynamodb!.NewImage!.n.N);
+const pkOf = (r: DynamoDBRecord) => r.dynamodb!.Keys!.pk.S!;
+/** `count` partition keys that hash to different lanes of `lanes` (the poller hashes the key's JSON, as Lambda hashes the key). */
+function keysInDistinctLanes(count: number, lanes: number): string[] {
+  const byLane = new Map<number, string>();
+  for (let i = 0; byLane.size < count; i++) {
+    const key = `ORG#${i}`;
+    const lane = laneOf(JSON.stringify({ S: key }), lanes);
+    if (!byLane.has(lane)) byLane.set(lane, key);
+  }
+  return [...byLane.values()];
+}
 
 function startStreamPoller(streamArn: string, handler: ConstructorParameters<typeof StreamPoller>[0]['handler'], extra: Partial<ConstructorParameters<typeof StreamPoller>[0]> = {}) {
   const poller = new StreamPoller({ streams, streamArn, handler, batchSize: 10, maxRetries: 3, bisectOnError: false, idleDelayMs: 50, ...extra });
@@ -135,6 +146,61 @@ describe('stream poller', () => {
     const info = JSON.parse(Messages![0].Body!);
     expect(info.DDBStreamBatchInfo).toMatchObject({ batchSize: 1, streamArn: table.streamArn });
     expect(delivered.filter((n) => n < 2)).toEqual([0, 1]);
+  });
+
+  it('with a parallelization factor, each partition key keeps its order while different keys run at once', async () => {
+    const table = await givenStreamTable();
+    const keys = ['ORG#a', 'ORG#b', 'ORG#c', 'ORG#d', 'ORG#e', 'ORG#f'];
+    for (let i = 0; i < 60; i++) await table.put(i, keys[i % keys.length]);
+    const seen = new Map<string, number[]>();
+    let inFlight = 0;
+    let mostAtOnce = 0;
+    const lanesPerBatch: number[] = [];
+    startStreamPoller(table.streamArn, async (event) => {
+      inFlight++;
+      mostAtOnce = Math.max(mostAtOnce, inFlight);
+      lanesPerBatch.push(new Set(event.Records.map((r) => laneOf(JSON.stringify(r.dynamodb!.Keys!.pk), 4))).size);
+      await new Promise((r) => setTimeout(r, 30 + Math.random() * 50));
+      for (const r of event.Records) seen.set(pkOf(r), [...(seen.get(pkOf(r)) ?? []), nOf(r)]);
+      inFlight--;
+    }, { parallelizationFactor: 4, batchSize: 3 });
+    await eventually(async () => [...seen.values()].flat().length >= 60, { what: 'all 60 records' });
+    for (const ns of seen.values()) {
+      expect(ns).toHaveLength(10);
+      expect(ns).toEqual(ns.slice().sort((a, b) => a - b)); // each key in write order
+    }
+    expect(new Set(lanesPerBatch)).toEqual(new Set([1])); // a batch holds one lane's keys
+    expect([...seen.values()].flat().sort((a, b) => a - b)).toEqual([...Array(60).keys()]);
+    expect(mostAtOnce).toBeGreaterThan(1);
+    expect(mostAtOnce).toBeLessThanOrEqual(4);
+  });
+
+  it('with a parallelization factor, a key whose batches are slow holds only its own lane, and the checkpoint never passes its records', async () => {
+    const table = await givenStreamTable();
+    const [slow, quick] = keysInDistinctLanes(2, 10);
+    const checkpointFile = path.join(mkdtempSync(path.join(tmpdir(), 'ckpt-')), 'checkpoint.json');
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const order: string[] = [];
+    const sequenceOf = new Map<number, string>();
+    startStreamPoller(table.streamArn, async (event) => {
+      for (const r of event.Records) sequenceOf.set(nOf(r), r.dynamodb!.SequenceNumber!);
+      if (pkOf(event.Records[0]) === slow) await held;
+      order.push(...event.Records.map((r) => `${pkOf(r)}:${nOf(r)}`));
+    }, { parallelizationFactor: 10, checkpointFile });
+    await table.put(0, slow);
+    await table.put(1, quick);
+    await table.put(2, quick);
+    await eventually(async () => order.length === 2, { what: 'the quick key’s records, past the slow one' });
+    expect(order).toEqual([`${quick}:1`, `${quick}:2`]);
+    // Done past record 0 in another lane, but not record 0 itself: a restart now must run record 0 again.
+    const { readFileSync } = await import('node:fs');
+    const before = (() => { try { return Object.values(JSON.parse(readFileSync(checkpointFile, 'utf8')) as Record<string, string>); } catch { return []; } })();
+    expect(before).not.toContain(sequenceOf.get(1));
+    expect(before).not.toContain(sequenceOf.get(2));
+    release();
+    await eventually(async () => order.length === 3, { what: 'the slow key’s record' });
+    await eventually(async () => Object.values(JSON.parse(readFileSync(checkpointFile, 'utf8')) as Record<string, string>).includes(sequenceOf.get(2)!), { what: 'the checkpoint past every record' });
   });
 
   it('given a restart, a new poller with the same checkpoint file resumes after the last processed record', async () => {
