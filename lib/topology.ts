@@ -58,6 +58,9 @@ export interface QueueSpec {
 }
 // (deadLetter.queue names another entry of `queues`; kept a string to avoid a circular type.)
 
+/** The delivery queues' maxReceiveCount: twice the 5 attempts, so throttles and crashes cannot spend a delivery's attempts. */
+const MAX_RECEIVES = 10;
+
 export const queues = {
   /** Dead-letter queue of the delivery queue: deliveries that used all 5 attempts. */
   deliveryDlq: { envVar: 'DELIVERY_DLQ_URL', visibilityTimeoutSeconds: 30, retentionDays: 14 },
@@ -71,9 +74,11 @@ export const queues = {
     // Lambda's own retries of a throttled batch fit in; a crashed attempt is retried after this.
     visibilityTimeoutSeconds: 180,
     retentionDays: 14,
-    // Exhausted deliveries are sent to the dead-letter queue by the delivery function; this moves a
-    // message whose receives keep crashing (each counts as an attempt: queue.ts attemptNumberOf).
-    deadLetter: { queue: 'deliveryDlq', maxReceiveCount: 5 },
+    // Exhausted deliveries are sent to the dead-letter queue by the delivery function, after 5
+    // attempts counted from the delivery record (queue.ts attemptNumberOf). This is the safety net
+    // above them: a message whose receives keep breaking off before an attempt (throttled batches,
+    // crashes) moves after 10 receives, and deliver.ts records it failed on the last one.
+    deadLetter: { queue: 'deliveryDlq', maxReceiveCount: MAX_RECEIVES },
   },
   /**
    * The slow lane (DESIGN §16): deliveries of endpoints that fail, time out or answer slowly, moved
@@ -84,7 +89,7 @@ export const queues = {
     envVar: 'DELIVERY_SLOW_QUEUE_URL',
     visibilityTimeoutSeconds: 180,
     retentionDays: 14,
-    deadLetter: { queue: 'deliveryDlq', maxReceiveCount: 5 },
+    deadLetter: { queue: 'deliveryDlq', maxReceiveCount: MAX_RECEIVES },
   },
   /** On-failure destination of the stream event sources: batches the fan-out gave up on. */
   fanoutFailures: { envVar: 'FANOUT_FAILURES_QUEUE_URL', visibilityTimeoutSeconds: 30, retentionDays: 14 },

@@ -1,7 +1,7 @@
 /**
  * Local stack start (DESIGN §12): the SQS emulator keeps no messages across restarts, so deliveries
  * left pending by the last run are queued again through the delivery queue's one producer, with the
- * attempts they made and the rest of their wait (a retry due later stays delayed). Those parked in
+ * rest of their wait (their attempts are counted from their records, since their last re-drive) (a retry due later stays delayed). Those parked in
  * the due index are the sweeper's, which finds them in DynamoDB as on AWS. On AWS the queue keeps
  * its messages; this full-table scan exists only here.
  */
@@ -23,7 +23,7 @@ export async function resumePendingDeliveries(deps: Deps): Promise<number> {
   const records = (await withPayloads(deps, items.map(toDeliveryRecord))).filter((r) => r.payload);
   const dueAt = new Map(records.map((r) => [r.id, r.nextAttemptAt ? Date.parse(r.nextAttemptAt) : 0]));
   const messages: DeliveryMessage[] = records.map((r) => ({
-    deliveryId: r.id, organizationId: r.organizationId, endpointId: r.endpointId, payload: r.payload, priorAttempts: r.attempts?.length ?? 0,
+    deliveryId: r.id, organizationId: r.organizationId, endpointId: r.endpointId, payload: r.payload,
   }));
   const now = deps.now();
   await sendDeliveryMessages(deps, messages, { delaySeconds: (m) => (dueAt.get(m.deliveryId)! - now) / 1000 });

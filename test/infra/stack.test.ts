@@ -97,7 +97,7 @@ describe('the CDK stack', () => {
     expect(template.findResources('AWS::SQS::Queue')[queueRef('deliveryQueue')].Properties).toMatchObject({
       VisibilityTimeout: 180,
       MessageRetentionPeriod: 14 * 86400,
-      RedrivePolicy: { deadLetterTargetArn: { 'Fn::GetAtt': [queueRef('deliveryDlq'), 'Arn'] }, maxReceiveCount: 5 },
+      RedrivePolicy: { deadLetterTargetArn: { 'Fn::GetAtt': [queueRef('deliveryDlq'), 'Arn'] }, maxReceiveCount: 10 },
     });
     template.allResourcesProperties('AWS::SQS::Queue', { SqsManagedSseEnabled: true });
     template.resourceCountIs('AWS::SQS::QueuePolicy', Object.keys(queues).length);
@@ -156,7 +156,7 @@ describe('the CDK stack', () => {
     });
     template.hasResourceProperties('AWS::SQS::Queue', {
       VisibilityTimeout: queues.deliverySlowQueue.visibilityTimeoutSeconds,
-      RedrivePolicy: { deadLetterTargetArn: { 'Fn::GetAtt': [queueRef('deliveryDlq'), 'Arn'] }, maxReceiveCount: 5 },
+      RedrivePolicy: { deadLetterTargetArn: { 'Fn::GetAtt': [queueRef('deliveryDlq'), 'Arn'] }, maxReceiveCount: 10 },
     });
     template.resourceCountIs('AWS::Lambda::EventSourceMapping', 4);
   });

@@ -1,9 +1,9 @@
 /**
  * One delivery attempt (DESIGN §11, §16): sign, POST, record the attempt, and decide what happens
  * next: done, retry after the scheduled delay, or failed for good (the message then goes to the
- * dead-letter queue). The attempt number travels in the message (queue.ts attemptNumberOf): the
- * attempts before it plus its receive count, so a crashed attempt still counts; a re-driven
- * delivery starts a fresh count. A retry never waits in flight: it is a new delayed message, or,
+ * dead-letter queue). The attempt number comes from the delivery record (queue.ts
+ * attemptNumberOf): the attempts recorded in the message's round, plus one; a receive that made no
+ * attempt uses none, and a re-driven delivery starts a new round. A retry never waits in flight: it is a new delayed message, or,
  * beyond queueDelayMaxSeconds, parked in the due index (written with the attempt, in one update)
  * until the sweeper re-queues it; only then is the received message deleted.
  */
@@ -41,7 +41,7 @@ export interface QueuedDelivery {
   messageId: string;
   receiptHandle: string;
   body: string;
-  /** How often the queue handed this message out, this time included (crashed receives count as attempts). */
+  /** How often the queue handed this message out, this time included (its maxReceiveCount is the safety net: markDeadLettered). */
   receiveCount: number;
   /** The queue it came from: the main lane or the slow lane (circuit-store.ts laneOf). */
   lane?: Lane;
@@ -63,7 +63,7 @@ export const staysQueued = (outcome: BatchOutcome): boolean => outcome.kind === 
  * clears them (a delivery attempted is no longer parked).
  */
 async function updateDelivery(deps: Deps, message: DeliveryMessage, status: DeliveryStatus, extra: {
-  attempt?: DeliveryAttempt; reason?: string; nextAttemptAt?: string; park?: { untilMs: number; priorAttempts: number };
+  attempt?: DeliveryAttempt; reason?: string; nextAttemptAt?: string; park?: { untilMs: number; round?: number };
   /** Not if the record already says delivered at this time (a batch write that landed after all): false then. */
   unlessDeliveredAt?: string;
 } = {}): Promise<boolean> {
@@ -73,10 +73,16 @@ async function updateDelivery(deps: Deps, message: DeliveryMessage, status: Deli
   const removes = ['deferredReason'];
   if (extra.park) {
     const due = dueKeys(message.deliveryId, extra.park.untilMs);
-    sets.push('duePk = :dpk', 'dueAt = :due', 'duePriorAttempts = :prior');
-    Object.assign(values, { ':dpk': due.duePk, ':due': due.dueAt, ':prior': extra.park.priorAttempts });
+    sets.push('duePk = :dpk', 'dueAt = :due');
+    Object.assign(values, { ':dpk': due.duePk, ':due': due.dueAt });
+    if (extra.park.round === undefined) removes.push('dueRound');
+    else {
+      sets.push('dueRound = :round');
+      values[':round'] = extra.park.round;
+    }
+    removes.push('duePriorAttempts');
   } else {
-    removes.push('duePk', 'dueAt', 'duePriorAttempts');
+    removes.push('duePk', 'dueAt', 'dueRound', 'duePriorAttempts');
   }
   if (status === 'delivered') removes.push('nextAttemptAt');
   if (extra.attempt) {
@@ -129,8 +135,8 @@ export function hollowPayloadReason(record: Pick<DeliveryRecord, 'payloadOmitted
   return tooBig ? 'the event was too large to queue; its payload was not kept, so it is never sent' : undefined;
 }
 
-/** What an attempt needs of the delivery record before sending: whether it is still to be sent. */
-type RecordState = Pick<DeliveryRecord, 'status' | 'payloadOmitted' | 'reason'> | undefined;
+/** What an attempt needs of the delivery record before sending: whether it is still to be sent, and its attempts. */
+type RecordState = Pick<DeliveryRecord, 'status' | 'payloadOmitted' | 'reason' | 'attempts' | 'createdAt' | 'redrivenAt'> | undefined;
 
 /**
  * The records of a batch's deliveries, whole, read in one strongly consistent BatchGetItem (10
@@ -155,7 +161,7 @@ type StoredRecord = Record<string, unknown> & NonNullable<RecordState> & { attem
  * applied to the record read at the start of the batch (test: the two store the same item).
  */
 export function deliveredRecord(record: StoredRecord, attempt: DeliveryAttempt, now: string): StoredRecord {
-  const { deferredReason: _r, duePk: _p, dueAt: _d, duePriorAttempts: _a, nextAttemptAt: _n, ...kept } = record;
+  const { deferredReason: _r, duePk: _p, dueAt: _d, dueRound: _dr, duePriorAttempts: _a, nextAttemptAt: _n, ...kept } = record;
   return { ...kept, status: 'delivered', updatedAt: now, deliveredAt: now, attempts: [...(record.attempts ?? []), attempt] };
 }
 
@@ -211,11 +217,11 @@ export class DeliveredWrites {
 }
 
 /**
- * Signs and sends one delivery to its endpoint, and records the outcome. `attempt` is the attempt
- * number (queue.ts attemptNumberOf).
+ * Signs and sends one delivery to its endpoint, and records the outcome. The attempt number is
+ * counted from the record (queue.ts attemptNumberOf).
  */
 export async function attemptDelivery(
-  deps: Deps, message: DeliveryMessage, attempt: number,
+  deps: Deps, message: DeliveryMessage,
   options: {
     lane?: Lane;
     /**
@@ -229,12 +235,13 @@ export async function attemptDelivery(
   const { batch } = options;
   const record = batch ? batch.record : (await deps.doc.send(new GetCommand({
     TableName: deps.tables.deliveries, Key: keys.delivery(message.organizationId, message.deliveryId), ConsistentRead: true,
-    ProjectionExpression: '#s, payloadOmitted, reason', ExpressionAttributeNames: { '#s': 'status' },
+    ProjectionExpression: '#s, payloadOmitted, reason, attempts, createdAt, redrivenAt', ExpressionAttributeNames: { '#s': 'status' },
   }))).Item as RecordState;
   if (!record) {
     logger.warn('delivery record missing; message dropped', { deliveryId: message.deliveryId });
-    return { kind: 'skipped', attempt, reason: 'no delivery record' };
+    return { kind: 'skipped', attempt: 0, reason: 'no delivery record' };
   }
+  const attempt = attemptNumberOf(message, record);
   if (record.status === 'delivered') return { kind: 'delivered', attempt, reason: 'already delivered' };
   const hollow = hollowPayloadReason(record);
   if (hollow) {
@@ -242,8 +249,8 @@ export async function attemptDelivery(
     return { kind: 'failed', attempt, reason: hollow };
   }
   if (attempt > MAX_ATTEMPTS) {
-    // Its receives kept crashing (no outcome recorded) past the last attempt the schedule allows.
-    const reason = `no success after ${MAX_ATTEMPTS} attempts (the last ones broke off without an answer)`;
+    // Its round's attempts are all recorded already (a duplicate message of an exhausted delivery).
+    const reason = `no success after ${MAX_ATTEMPTS} attempts`;
     await updateDelivery(deps, message, 'failed', { reason });
     return { kind: 'exhausted', attempt, reason };
   }
@@ -343,21 +350,21 @@ async function recordOutcome(
   const untilMs = decidedAt + delaySeconds * 1000;
   // Beyond a queue delay, the retry leaves the queue: parked in the due index with this very write.
   const parked = delaySeconds > deps.settings.queueDelayMaxSeconds;
-  await updateDelivery(deps, message, 'pending', { attempt: record_, nextAttemptAt: new Date(untilMs).toISOString(), ...(parked ? { park: { untilMs, priorAttempts: attempt } } : {}) });
+  await updateDelivery(deps, message, 'pending', { attempt: record_, nextAttemptAt: new Date(untilMs).toISOString(), ...(parked ? { park: { untilMs, round: message.round } } : {}) });
   if (parked) metrics.addMetric('DeliveryRetriesParked', MetricUnit.Count, 1);
   return { kind: 'retry', attempt, result, delaySeconds, parked };
 }
 
 /**
  * What follows an outcome on the queue, before the received message is consumed: a retry that is
- * not parked is re-sent delayed (carrying the attempts made), a deferred delivery is parked
- * without consuming an attempt, an exhausted one is sent to the dead-letter queue.
+ * not parked is re-sent delayed (in the same round), a deferred delivery is parked without an
+ * attempt, an exhausted one is sent to the dead-letter queue.
  */
 async function sendOn(deps: Deps, message: DeliveryMessage, outcome: Outcome): Promise<void> {
   if (outcome.kind === 'retry' && !outcome.parked) {
-    await sendDeliveryMessages(deps, [{ ...message, priorAttempts: outcome.attempt }], { delaySeconds: () => outcome.delaySeconds });
+    await sendDeliveryMessages(deps, [message], { delaySeconds: () => outcome.delaySeconds });
   } else if (outcome.kind === 'deferred') {
-    await deferDelivery(deps, message, outcome.attempt, outcome.untilMs, { reason: outcome.reason, queue: outcome.lane === 'slow' ? 'deliverySlowQueue' : 'deliveryQueue' });
+    await deferDelivery(deps, message, outcome.untilMs, { reason: outcome.reason, queue: outcome.lane === 'slow' ? 'deliverySlowQueue' : 'deliveryQueue' });
   } else if (outcome.kind === 'exhausted') {
     await sendToDeadLetters(deps, message);
   }
@@ -400,7 +407,7 @@ export async function deliverBatch(deps: Deps, queued: QueuedDelivery[]): Promis
   const outcomes = await Promise.all(queued.map(async (item, n): Promise<BatchOutcome & { deliveryId?: string }> => {
     try {
       const message = parsed[n] ?? readDeliveryMessage(item.body);
-      const outcome = await attemptDelivery(deps, message, attemptNumberOf(message, item.receiveCount), {
+      const outcome = await attemptDelivery(deps, message, {
         lane: item.lane, ...(records ? { batch: { record: records.get(message.deliveryId), writes } } : {}),
       });
       await sendOn(deps, message, outcome);

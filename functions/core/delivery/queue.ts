@@ -16,11 +16,11 @@
  * Waiting: a retry never sits in flight. Up to `queueDelayMaxSeconds` (≤ 900 s, SQS's DelaySeconds
  * maximum) it is a new, delayed message; longer, it leaves the queue: the record carries the keys
  * of the sparse `due` index, and the sweeper (delivery-sweeper.ts) re-queues it when due. The
- * received message is deleted only after either is done (at-least-once). A retry is a new
- * message, so SQS's receive count restarts: the attempts made so far travel in the message
- * (`priorAttempts`); the attempt number is that plus the receive count, so a receive that crashed
- * (no answer, visible again after the visibility timeout) still counts, and the queue's
- * maxReceiveCount still moves a message that keeps crashing to the dead-letter queue.
+ * received message is deleted only after either is done (at-least-once). Attempts are counted
+ * from the delivery record, not from SQS's receive count (attemptNumberOf): a throttled receive, a
+ * crash before the isolation gate or an open circuit uses none of the 5; the queue's
+ * maxReceiveCount stays above them as a safety net for a message whose receives keep crashing
+ * (docs/webhooks.md "Attempts").
  */
 import { createHash } from 'node:crypto';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
@@ -90,37 +90,44 @@ export async function sendDeliveryMessages(
 /** A message body as sendDeliveryMessages wrote it. */
 export const readDeliveryMessage = (body: string): DeliveryMessage => JSON.parse(body) as DeliveryMessage;
 
-/** The attempt a received message stands for: the attempts before it plus its receives (crashed ones count). */
-export const attemptNumberOf = (message: DeliveryMessage, receiveCount: number): number => (message.priorAttempts ?? 0) + Math.max(1, receiveCount);
-
-/** The message as a fresh send of the delivery (re-drives, the dead-letter queue): no attempt counted. */
-export const freshMessage = ({ priorAttempts: _p, ...message }: DeliveryMessage): DeliveryMessage => message;
+/** What attemptNumberOf reads of the delivery record. */
+export type AttemptCount = Pick<DeliveryRecord, 'attempts' | 'createdAt' | 'redrivenAt'>;
 
 /**
- * Parks a received delivery until `untilMs` WITHOUT consuming an attempt (unless `consumeAttempt`):
- * what the circuit breaker and the per-endpoint bound do with a delivery they do not attempt now.
- * `attempt` is the attempt number the received message stands for (attemptNumberOf). A short wait
- * is a delayed message; a longer one (over queueDelayMaxSeconds) is written to the due index.
- * The caller then consumes the received message (deliverBatch does, for a `deferred` outcome).
- * Returns where it waits.
+ * The attempt a received message stands for: 1 + the attempts the record holds since the
+ * message's round began (DeliveryMessage.round). Receives that made no attempt count for nothing.
+ */
+export function attemptNumberOf(message: DeliveryMessage, record: AttemptCount): number {
+  const since = message.round ?? Date.parse(record.redrivenAt ?? record.createdAt);
+  return 1 + (record.attempts ?? []).filter((a) => Date.parse(a.at) >= since).length;
+}
+
+/** The message as a fresh send of the delivery (re-drives, the dead-letter queue): a new round of attempts from `now`. */
+export const freshMessage = (message: DeliveryMessage, now: number): DeliveryMessage => ({ ...message, round: now });
+
+/**
+ * Parks a received delivery until `untilMs` without an attempt (none is recorded, so none is
+ * consumed): what the circuit breaker and the per-endpoint bound do with a delivery they do not
+ * attempt now. A short wait is a delayed message; a longer one (over queueDelayMaxSeconds) is
+ * written to the due index, with the message's round. The caller then consumes the received
+ * message (deliverBatch does, for a `deferred` outcome). Returns where it waits.
  */
 export async function deferDelivery(
-  deps: Deps, message: DeliveryMessage, attempt: number, untilMs: number, options: { reason: string; consumeAttempt?: boolean; queue?: 'deliveryQueue' | 'deliverySlowQueue' },
+  deps: Deps, message: DeliveryMessage, untilMs: number, options: { reason: string; queue?: 'deliveryQueue' | 'deliverySlowQueue' },
 ): Promise<'queued' | 'parked'> {
-  const priorAttempts = options.consumeAttempt ? attempt : attempt - 1;
   const delaySeconds = Math.max(0, (untilMs - deps.now()) / 1000);
   if (delaySeconds <= deps.settings.queueDelayMaxSeconds) {
-    await sendDeliveryMessages(deps, [{ ...message, priorAttempts }], { delaySeconds: () => delaySeconds, queue: options.queue });
+    await sendDeliveryMessages(deps, [message], { delaySeconds: () => delaySeconds, queue: options.queue });
     return 'queued';
   }
   const now = new Date(deps.now()).toISOString();
   await deps.doc.send(new UpdateCommand({
     TableName: deps.tables.deliveries,
     Key: keys.delivery(message.organizationId, message.deliveryId),
-    UpdateExpression: 'SET duePk = :dpk, dueAt = :due, duePriorAttempts = :prior, nextAttemptAt = :next, deferredReason = :why, updatedAt = :now',
+    UpdateExpression: `SET duePk = :dpk, dueAt = :due, ${message.round === undefined ? '' : 'dueRound = :round, '}nextAttemptAt = :next, deferredReason = :why, updatedAt = :now`,
     ConditionExpression: 'attribute_exists(pk)',
     ExpressionAttributeValues: {
-      ':dpk': dueKeys(message.deliveryId, untilMs).duePk, ':due': Math.round(untilMs), ':prior': priorAttempts,
+      ':dpk': dueKeys(message.deliveryId, untilMs).duePk, ':due': Math.round(untilMs), ...(message.round === undefined ? {} : { ':round': message.round }),
       ':next': new Date(untilMs).toISOString(), ':why': options.reason, ':now': now,
     },
   }));
@@ -129,11 +136,11 @@ export async function deferDelivery(
 
 /**
  * An exhausted delivery's message goes to the dead-letter queue (a retry is a new message, so the
- * queue's maxReceiveCount no longer gets it there). It is sent fresh (no attempts counted): moved
+ * queue's maxReceiveCount no longer gets it there). It is sent fresh (a round from now): moved
  * back by StartMessageMoveTask, it starts a new round of 5, like every re-drive.
  */
 export async function sendToDeadLetters(deps: Deps, message: DeliveryMessage): Promise<void> {
-  await deps.sqs.send(new SendMessageCommand({ QueueUrl: deps.queues.deliveryDlq, MessageBody: JSON.stringify(freshMessage(message)), MessageGroupId: message.organizationId }));
+  await deps.sqs.send(new SendMessageCommand({ QueueUrl: deps.queues.deliveryDlq, MessageBody: JSON.stringify(freshMessage(message, deps.now())), MessageGroupId: message.organizationId }));
 }
 
 /** A delivery record as stored: its payload is its event's (store.ts). */
@@ -160,7 +167,7 @@ export async function recordDeliveries(deps: Deps, planned: PlannedDelivery[]): 
   for (const { event, endpoint } of planned) {
     const id = deliveryIdFor(event.id, endpoint.id);
     if (byId.has(id)) continue;
-    const message: DeliveryMessage = { deliveryId: id, organizationId: event.organization_id, endpointId: endpoint.id, payload: event };
+    const message: DeliveryMessage = { deliveryId: id, organizationId: event.organization_id, endpointId: endpoint.id, payload: event, round: deps.now() };
     const size = Buffer.byteLength(JSON.stringify(message));
     const tooBig = size > MAX_MESSAGE_BYTES;
     const [status, reason] = !endpoint.enabled

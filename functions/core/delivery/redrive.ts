@@ -29,7 +29,7 @@ export interface DeliveryFilter {
 
 /** A stored delivery without its storage attributes (keys, index keys, entity). */
 export function toDeliveryRecord(item: Record<string, unknown>): DeliveryRecord {
-  const { pk: _pk, sk: _sk, gsi1pk: _g1, gsi1sk: _g2, entity: _e, duePk: _d1, dueAt: _d2, duePriorAttempts: _d3, ...record } = item;
+  const { pk: _pk, sk: _sk, gsi1pk: _g1, gsi1sk: _g2, entity: _e, duePk: _d1, dueAt: _d2, dueRound: _d3, duePriorAttempts: _d4, ...record } = item;
   return record as unknown as DeliveryRecord;
 }
 /** The queue message that (re)sends a stored delivery. */
@@ -46,7 +46,7 @@ async function markRequeued(deps: Deps, message: DeliveryMessage): Promise<void>
     TableName: deps.tables.deliveries,
     Key: keys.delivery(message.organizationId, message.deliveryId),
     // A parked one leaves the due index: it is sent now.
-    UpdateExpression: 'SET #s = :p, queuedAt = :now, redrivenAt = :now, updatedAt = :now REMOVE reason, nextAttemptAt, deferredReason, duePk, dueAt, duePriorAttempts',
+    UpdateExpression: 'SET #s = :p, queuedAt = :now, redrivenAt = :now, updatedAt = :now REMOVE reason, nextAttemptAt, deferredReason, duePk, dueAt, dueRound, duePriorAttempts',
     ConditionExpression: 'attribute_exists(pk)',
     ExpressionAttributeNames: { '#s': 'status' },
     ExpressionAttributeValues: { ':p': 'pending', ':now': now },
@@ -57,7 +57,7 @@ async function requeue(deps: Deps, messages: DeliveryMessage[]): Promise<void> {
   if (messages.length === 0) return;
   await Promise.all(messages.map((m) => markRequeued(deps, m)));
   // A fresh count of attempts, whatever the message carried (a dead-letter copy may carry some).
-  await sendDeliveryMessages(deps, messages.map(freshMessage));
+  await sendDeliveryMessages(deps, messages.map((m) => freshMessage(m, deps.now())));
 }
 
 export async function findDelivery(deps: Deps, deliveryId: string): Promise<DeliveryRecord | undefined> {

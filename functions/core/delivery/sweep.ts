@@ -35,7 +35,7 @@ export interface SweepOutcome {
   complete: boolean;
 }
 
-type Parked = DeliveryRecord & { pk: string; sk: string; dueAt?: number; duePriorAttempts?: number };
+type Parked = DeliveryRecord & { pk: string; sk: string; dueAt?: number; dueRound?: number };
 type DueKey = { pk: string; sk: string; dueAt: number };
 
 async function dueKeysIn(deps: Deps, shard: string, horizon: number, cap: number): Promise<{ keys: DueKey[]; complete: boolean }> {
@@ -58,13 +58,13 @@ async function sweepChunk(deps: Deps, chunk: DueKey[], now: number, horizon: num
   const sendable = records.filter((r) => r.payload && !r.payloadOmitted);
   const dueAtById = new Map(sendable.map((r) => [r.id, (r as Parked).dueAt!]));
   const messages: DeliveryMessage[] = sendable.map((r) => ({
-    deliveryId: r.id, organizationId: r.organizationId, endpointId: r.endpointId, payload: r.payload, priorAttempts: (r as Parked).duePriorAttempts ?? 0,
+    deliveryId: r.id, organizationId: r.organizationId, endpointId: r.endpointId, payload: r.payload, ...((r as Parked).dueRound === undefined ? {} : { round: (r as Parked).dueRound }),
   }));
   await sendDeliveryMessages(deps, messages, { delaySeconds: (m) => (dueAtById.get(m.deliveryId)! - now) / 1000 });
   // Only now (sent) is the entry cleared; one a writer re-parked since (another due time) stays.
   await Promise.all((sendable as Parked[]).map((r) => deps.doc.send(new UpdateCommand({
     TableName: deps.tables.deliveries, Key: { pk: r.pk, sk: r.sk },
-    UpdateExpression: 'REMOVE duePk, dueAt, duePriorAttempts',
+    UpdateExpression: 'REMOVE duePk, dueAt, dueRound, duePriorAttempts',
     ConditionExpression: 'dueAt = :seen', ExpressionAttributeValues: { ':seen': r.dueAt },
   })).catch((error: Error) => { if (error.name !== 'ConditionalCheckFailedException') throw error; })));
   return {

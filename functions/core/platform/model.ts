@@ -187,6 +187,8 @@ export interface DeliveryRecord {
   updatedAt: string;
   /** When it was last sent to the delivery queue; absent while a fan-out that recorded it has not queued it yet. */
   queuedAt?: string;
+  /** When it was last re-driven (a new round of attempts began: DeliveryMessage.round). */
+  redrivenAt?: string;
   nextAttemptAt?: string;
   /** Why the next attempt waits beyond the schedule (e.g. the endpoint's circuit is open). */
   deferredReason?: string;
@@ -200,8 +202,12 @@ export interface DeliveryMessage {
   endpointId: string;
   payload: EventPayload;
   /**
-   * Attempts made before this message was sent (absent: none). A retry is a new message, so the
-   * attempt number is this plus the message's own receive count (a crashed receive still counts).
+   * When this message's round of attempts began (epoch ms): its first queuing, or its last re-drive
+   * (a dead-letter copy carries the time it was dead-lettered, so a move back starts a new round).
+   * A retry or a deferral keeps it. The attempt number is 1 + the attempts the delivery record
+   * holds since then (queue.ts attemptNumberOf): a receive that never reached an attempt (a
+   * throttle, a crash before the isolation gate, an open circuit) consumes none. Absent (messages
+   * older than this field): the record's last re-drive or creation.
    */
-  priorAttempts?: number;
+  round?: number;
 }

@@ -64,7 +64,7 @@ describe('the due-index sweeper', () => {
       const event = { id: `evt_chunk_${n}_${Date.now()}`, type: 'client.updated', organization_id: tenant.organizationId, timestamp: new Date().toISOString(), data: { object: { id: `cli_${n}` } } } as unknown as EventPayload;
       const message = (await recordDelivery(deps, event, stored))!;
       // Parked 10 minutes out, the second one a little later (the stack's own sweeper leaves both).
-      expect(await deferDelivery(deps, message, 1, deps.now() + 600_000 + n * 5_000, { reason: 'test: parked' })).toBe('parked');
+      expect(await deferDelivery(deps, message, deps.now() + 600_000 + n * 5_000, { reason: 'test: parked' })).toBe('parked');
       messages.push(message);
     }
     const [first, second] = messages;
