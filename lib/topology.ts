@@ -135,16 +135,17 @@ export type EventSourceSpec =
 
 /**
  * Delivery batches (of 10) attempted at once, all organizations together: sized in
- * docs/capacity.md ("Delivery concurrency") for 200 deliveries/s with 1% of endpoints hanging;
- * a deploy may set another (`-c deliveryMaxConcurrency=N`, 2..1000).
+ * docs/capacity.md ("Delivery concurrency") for the planned peak of 200 leads/s at 5 events per
+ * lead (1,000–1,250 deliveries/s, a batch taking ~0.55 s) with twice the headroom; a deploy may set
+ * another (`-c deliveryMaxConcurrency=N`, 2..1000).
  */
-export const deliveryMaxConcurrency = 50;
+export const deliveryMaxConcurrency = 150;
 /**
- * Slow-lane batches attempted at once (Lambda's minimum, 2): everything failing, hanging or slow
- * shares it; an open circuit parks its deliveries instead of attempting them, so it holds only
- * the endpoints still being tried (docs/decisions.md "Fair delivery").
+ * Slow-lane batches attempted at once: everything failing, hanging or slow shares it; an open
+ * circuit parks its deliveries instead of attempting them, so it holds only the endpoints still
+ * being tried (docs/capacity.md "Delivery concurrency", docs/decisions.md "Fair delivery").
  */
-export const slowLaneMaxConcurrency = 2;
+export const slowLaneMaxConcurrency = 10;
 
 export interface FunctionSpec {
   /** Folder under functions/ holding handler.ts (exports `handler`). */

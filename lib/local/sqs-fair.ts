@@ -63,7 +63,8 @@ export function fairOrder<T>(ready: readonly T[], tenantOf: (m: T) => string, lo
   for (const m of ready) {
     const tenant = tenantOf(m);
     if (!noisy.has(tenant)) quiet.push(m);
-    else held.set(tenant, [...(held.get(tenant) ?? []), m]);
+    else if (held.has(tenant)) held.get(tenant)!.push(m);
+    else held.set(tenant, [m]);
   }
   const inFlight = (t: string) => load.get(t)?.inFlight ?? 0;
   const noisyInOrder = [...held.keys()].sort((a, b) => inFlight(a) - inFlight(b));

@@ -26,6 +26,7 @@ export function buildApp(props: AppProps = {}): { app: App; stack: CrmStack } {
     alarmEmail,
     deliveryMaxConcurrency: count('deliveryMaxConcurrency', 2, 1000),
     leadIntakeReservedConcurrency: count('leadIntakeReservedConcurrency', 0, 1000),
+    deliveryReservedConcurrency: count('deliveryReservedConcurrency', 0, 1000),
     description: `CRM integration API (${stage}): lead intake, API keys, signed outgoing webhooks`,
     // Environment-agnostic unless the CLI resolved credentials: synth needs no AWS account.
     env: { account: process.env.CDK_DEFAULT_ACCOUNT, region: process.env.CDK_DEFAULT_REGION },

@@ -47,6 +47,20 @@ const secretSpecs: Record<SecretName, SecretSpec> = secrets;
 const quotedHeaders = (headers: Record<string, string>) => Object.fromEntries(Object.entries(headers).map(([k, v]) => [k, `'${v}'`]));
 const keyType = (t: 'S' | 'N') => (t === 'S' ? dynamodb.AttributeType.STRING : dynamodb.AttributeType.NUMBER);
 
+/** An SQS event source's MaximumConcurrency: the topology's, or the deploy's for the main delivery lane. */
+const mappingConcurrency = (source: Extract<EventSourceSpec, { kind: 'queue' }>, props: Pick<CrmStackProps, 'deliveryMaxConcurrency'>) =>
+  source.queue === 'deliveryQueue' ? props.deliveryMaxConcurrency ?? source.maxConcurrency : source.maxConcurrency;
+
+/** The delivery function's reserved concurrency: at least the sum of its mappings' (0: none reserved). */
+export function deliveryReservedConcurrency(props: Pick<CrmStackProps, 'deliveryMaxConcurrency' | 'deliveryReservedConcurrency'>): number {
+  const mappings = functions.webhookDelivery.events.reduce((sum, source) => sum + (source.kind === 'queue' ? mappingConcurrency(source, props) : 0), 0);
+  const reserved = props.deliveryReservedConcurrency ?? mappings;
+  if (reserved !== 0 && reserved < mappings) {
+    throw new Error(`deliveryReservedConcurrency ${reserved} is below the delivery function's event sources' maximum concurrency (${mappings} in all): reserve at least that, or 0 for none (docs/capacity.md).`);
+  }
+  return reserved;
+}
+
 export interface CrmStackProps extends StackProps {
   stage: string;
   /** Subscribed to the alarm topic when given (`-c alarmEmail=ops@example.com`). */
@@ -59,6 +73,13 @@ export interface CrmStackProps extends StackProps {
    * an account whose concurrency limit is below ~200 (new accounts start at 10) must lower it (docs/capacity.md).
    */
   leadIntakeReservedConcurrency?: number;
+  /**
+   * Concurrency reserved for the delivery function (`-c deliveryReservedConcurrency=N`, 0 for
+   * none). Default, and the least accepted otherwise: the sum of its event-source mappings'
+   * MaximumConcurrency, as AWS advises for SQS event sources, so that other functions cannot
+   * starve it into throttling the batches it receives (docs/capacity.md "Delivery concurrency").
+   */
+  deliveryReservedConcurrency?: number;
 }
 
 export class CrmStack extends Stack {
@@ -111,6 +132,8 @@ export class CrmStack extends Stack {
     // Lead intake keeps its headroom whatever deliveries do (docs/capacity.md).
     const reserved = props.leadIntakeReservedConcurrency ?? 100;
     if (reserved > 0) (this.functions.leadIntake.node.defaultChild as lambda.CfnFunction).reservedConcurrentExecutions = reserved;
+    const deliveryReserved = deliveryReservedConcurrency(props);
+    if (deliveryReserved > 0) (this.functions.webhookDelivery.node.defaultChild as lambda.CfnFunction).reservedConcurrentExecutions = deliveryReserved;
 
     this.api = this.restApi(stage);
 
@@ -221,7 +244,7 @@ export class CrmStack extends Stack {
     return new SqsEventSource(this.queues[source.queue], {
       batchSize: source.batchSize,
       reportBatchItemFailures: true,
-      maxConcurrency: source.queue === 'deliveryQueue' ? props.deliveryMaxConcurrency ?? source.maxConcurrency : source.maxConcurrency,
+      maxConcurrency: mappingConcurrency(source, props),
     });
   }
 

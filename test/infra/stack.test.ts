@@ -9,6 +9,7 @@ import { describe, it, expect, beforeAll, afterAll, jest } from '@jest/globals';
 import type { AppProps } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import type { CfnRole } from 'aws-cdk-lib/aws-iam';
+import type { CfnFunction } from 'aws-cdk-lib/aws-lambda';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { buildApp } from '../../lib/stacks/app.js';
 import { generateApiKey } from '../../functions/core/tenancy/api-keys.js';
@@ -58,6 +59,8 @@ const logicalId = (construct: { node: { defaultChild?: unknown } }) => stack.get
 const tableRef = (name: TableName) => logicalId(stack.tables[name]);
 const queueRef = (name: QueueName) => logicalId(stack.queues[name]);
 const functionProps = (name: FunctionName) => template.findResources('AWS::Lambda::Function')[logicalId(stack.functions[name])].Properties;
+const functionPropsOf = (other: typeof stack, name: FunctionName) =>
+  Template.fromStack(other).findResources('AWS::Lambda::Function')[other.getLogicalId(other.functions[name].node.defaultChild as CfnFunction)].Properties;
 
 /** Every IAM statement attached to a function's role, its resources rendered as one string. */
 function statementsOf(name: FunctionName): { actions: string[]; resources: string }[] {
@@ -499,6 +502,19 @@ describe('the CDK stack', () => {
         Match.objectLike({ IndexName: 'due', KeySchema: [{ AttributeName: 'duePk', KeyType: 'HASH' }, { AttributeName: 'dueAt', KeyType: 'RANGE' }], Projection: { ProjectionType: 'KEYS_ONLY' } }),
       ],
     });
+  });
+
+  it('reserves the delivery function at least the sum of its mappings’ maximum concurrency, as AWS advises for SQS event sources', () => {
+    const mappings = deliveryMaxConcurrency + slowLaneMaxConcurrency;
+    expect(functionProps('webhookDelivery').ReservedConcurrentExecutions).toBe(mappings);
+    const mappingsInTemplate = Object.values(template.findResources('AWS::Lambda::EventSourceMapping'))
+      .filter((m) => JSON.stringify(m.Properties.FunctionName) === JSON.stringify({ Ref: logicalId(stack.functions.webhookDelivery) }))
+      .reduce((sum, m) => sum + Number(m.Properties.ScalingConfig.MaximumConcurrency), 0);
+    expect(mappingsInTemplate).toBe(mappings);
+    // A deploy that raises the main lane raises the reservation with it; one below the sum is refused; 0 reserves none.
+    expect(functionPropsOf(build({ deliveryMaxConcurrency: '300' }).stack, 'webhookDelivery').ReservedConcurrentExecutions).toBe(300 + slowLaneMaxConcurrency);
+    expect(() => build({ deliveryReservedConcurrency: '100' })).toThrow(/below the delivery function's event sources' maximum concurrency/);
+    expect(functionPropsOf(build({ deliveryReservedConcurrency: '0' }).stack, 'webhookDelivery').ReservedConcurrentExecutions).toBeUndefined();
   });
 
   it('protects the prod tables from deletion (other stages: retained, deletable by hand)', () => {

@@ -35,13 +35,35 @@ function reportTenantMismatch(change: StreamChange, organizationId: string | und
   metrics.addMetric('TenantMismatch', MetricUnit.Count, 1);
 }
 
+/** An organization with at least this many deliveries in one batch has them recorded and queued on their own. */
+export const LARGE_SHARE = 25;
+
+/**
+ * The batch's deliveries in shares recorded and queued at once: each organization with a large
+ * share (an import, a nightly sync) on its own, everybody else's together. Another organization's
+ * change in the same batch (one in ten shares the importer's lane: docs/capacity.md "Fan-out
+ * lanes") is then queued without waiting for the import's hundreds of writes; each organization's
+ * deliveries stay in one share, in order. A share of 25 or more fills a BatchWriteItem anyway.
+ */
+export function shares(planned: PlannedDelivery[]): PlannedDelivery[][] {
+  const byOrg = new Map<string, PlannedDelivery[]>();
+  for (const p of planned) {
+    const org = p.event.organization_id;
+    if (byOrg.has(org)) byOrg.get(org)!.push(p);
+    else byOrg.set(org, [p]);
+  }
+  const large = [...byOrg.values()].filter((share) => share.length >= LARGE_SHARE);
+  const rest = [...byOrg.values()].filter((share) => share.length < LARGE_SHARE).flat();
+  return [...large, ...(rest.length > 0 ? [rest] : [])];
+}
+
 /** `failedFrom`: the sequence number of the first change whose work did not complete. */
 export interface FanOutResult { failedFrom?: string }
 
 /**
  * The stream batch's work. Each organization's endpoints are read once; the deliveries of every
- * change up to the first whose endpoints could not be read are recorded together and queued in
- * batches of 10. If that fails, the whole batch is reported failed (the event source retries it;
+ * change up to the first whose endpoints could not be read are recorded and queued in shares
+ * (`shares`), in batches of 10. If that fails, the whole batch is reported failed (the event source retries it;
  * redoing it creates nothing twice); if an endpoint read failed, the batch is reported failed
  * from that change on.
  */
@@ -70,7 +92,7 @@ export async function fanOut(deps: Deps, changes: StreamChange[]): Promise<FanOu
   const firstFailed = work.findIndex((w) => !w.ok);
   const done = firstFailed === -1 ? work : work.slice(0, firstFailed);
   try {
-    await queueDeliveries(deps, await recordDeliveries(deps, done.flatMap((w) => w.planned)));
+    await Promise.all(shares(done.flatMap((w) => w.planned)).map(async (share) => queueDeliveries(deps, await recordDeliveries(deps, share))));
   } catch (error) {
     logger.error('recording or queuing deliveries failed', { error: error as Error });
     return changes[0] ? { failedFrom: changes[0].sequenceNumber } : {};

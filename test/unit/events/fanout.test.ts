@@ -9,6 +9,7 @@ import { fanOutStreamBatch as fanOut } from '../../../functions/event-fanout/str
 import { logger, metrics } from '../../../functions/core/platform/observability.js';
 import { keys } from '../../../functions/core/platform/model.js';
 import { streamRecord, type Shape } from './given-stream.js';
+import { shares } from '../../../functions/core/events/fanout.js';
 
 const noDeps = { now: () => Date.now() } as Deps; // any table or queue access would throw
 
@@ -41,5 +42,23 @@ describe.each(['aws', 'local'] as Shape[])('a %s record filed under another orga
     const note = { ...keys.client('org_a', 'n_1'), entity: 'note', organization_id: 'org_b' };
     expect(await fanOut(noDeps, [streamRecord(shape, 'INSERT', { new: note })])).toEqual({ batchItemFailures: [] });
     expect(addMetric).not.toHaveBeenCalledWith('TenantMismatch', expect.anything(), expect.anything());
+  });
+});
+
+describe('the shares a batch’s deliveries are recorded and queued in', () => {
+  const planned = (org: string, n: number) => Array.from({ length: n }, (_, i) => ({ event: { id: `evt_${org}_${i}`, organization_id: org }, endpoint: { id: 'ep' } }) as never);
+  const orgsOf = (share: { event: { organization_id: string; id: string } }[]) => [...new Set(share.map((p) => p.event.organization_id))];
+
+  it('puts an organization with 25 or more deliveries in a share of its own, everybody else’s together, each in order', () => {
+    const batch = [...planned('importer', 30), ...planned('a', 1), ...planned('b', 24), ...planned('sync', 25), ...planned('a', 1)];
+    const out = shares(batch);
+    expect(out.map(orgsOf)).toEqual([['importer'], ['sync'], ['a', 'b']]);
+    expect(out[2].filter((p: { event: { organization_id: string } }) => p.event.organization_id === 'a').map((p: { event: { id: string } }) => p.event.id)).toEqual(['evt_a_0', 'evt_a_0']);
+    expect(out.flat()).toHaveLength(batch.length);
+  });
+
+  it('keeps a batch of small shares as one (one BatchWriteItem for many organizations)', () => {
+    expect(shares([...planned('a', 3), ...planned('b', 3)]).map(orgsOf)).toEqual([['a', 'b']]);
+    expect(shares([])).toEqual([]);
   });
 });
