@@ -191,7 +191,10 @@ export interface DeliveryRecord {
   payload: EventPayload;
   /** The event was too big for the queue: `payload` keeps only its envelope and is never sent. */
   payloadOmitted?: boolean;
+  /** The most recent attempts (at most 20: delivery/attempt-log.ts); older ones are only counted. */
   attempts: DeliveryAttempt[];
+  /** Attempts dropped from `attempts` to keep the record bounded. */
+  olderAttempts?: number;
   createdAt: string;
   updatedAt: string;
   /** When it was last sent to the delivery queue; absent while a fan-out that recorded it has not queued it yet. */
