@@ -5,6 +5,7 @@
  */
 import { isIP } from 'node:net';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { GetCommand, PutCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../platform/deps.js';
 import { notFound, validationFailed, type FieldError } from '../platform/errors.js';
@@ -81,15 +82,18 @@ const tooManyEndpoints = (max: number) => validationFailed([{ field: 'url', mess
 
 /**
  * The organization's endpoint count, made from its endpoints the first time a write needs it (an
- * organization from before the count existed). A consistent Query, then a put only if no writer
- * made it meanwhile; from then on every add and remove changes it in the same transaction.
+ * organization from before the count existed), or made again when it says 0 while an endpoint is
+ * there to remove (an item written around this module). A consistent Query, then a put only if no
+ * writer changed the count meanwhile; from then on every add and remove changes it in the same
+ * transaction.
  */
-async function seedEndpointCount(deps: Deps, organizationId: string): Promise<void> {
+async function countEndpoints(deps: Deps, organizationId: string, observed?: Record<string, unknown>): Promise<void> {
   const count = (await queryEndpoints(deps, organizationId)).length;
   await deps.doc.send(new PutCommand({
     TableName: deps.tables.organizations,
     Item: { ...keys.endpointSlots(organizationId), entity: 'endpoint_slots', count },
-    ConditionExpression: 'attribute_not_exists(pk)',
+    ConditionExpression: observed ? '#n = :observed' : 'attribute_not_exists(pk)',
+    ...(observed ? { ExpressionAttributeNames: { '#n': 'count' }, ExpressionAttributeValues: { ':observed': observed.count } } : {}),
   })).catch((error: Error) => { if (error.name !== 'ConditionalCheckFailedException') throw error; });
 }
 
@@ -127,7 +131,7 @@ export async function addEndpoint(deps: Deps, organizationId: string, input: { u
       if (!reasons) throw error;
       if (reasons[0]?.Code === 'ConditionalCheckFailed') {
         if (reasons[0].Item) throw tooManyEndpoints(max);
-        await seedEndpointCount(deps, organizationId);
+        await countEndpoints(deps, organizationId);
         throw new LostRace('endpoint count made');
       }
       if (isTransactionConflict(reasons)) throw new LostRace('endpoint count');
@@ -229,8 +233,8 @@ export async function removeEndpoint(deps: Deps, organizationId: string, endpoin
       const reasons = cancellationReasons(error);
       if (!reasons) throw error;
       if (reasons[0]?.Code === 'ConditionalCheckFailed') throw notFound(`No endpoint ${endpointId} in organization ${organizationId}.`);
-      if (reasons[1]?.Code === 'ConditionalCheckFailed' && !reasons[1].Item) {
-        await seedEndpointCount(deps, organizationId);
+      if (reasons[1]?.Code === 'ConditionalCheckFailed') {
+        await countEndpoints(deps, organizationId, reasons[1].Item ? unmarshall(reasons[1].Item) : undefined);
         throw new LostRace('endpoint count made');
       }
       if (isTransactionConflict(reasons)) throw new LostRace('endpoint count');
