@@ -13,6 +13,7 @@ import { signatureHeaders } from '../../../functions/core/delivery/signing.js';
 import { listApiKeys, MAX_LIVE_KEYS } from '../../../functions/core/tenancy/api-keys.js';
 import type { Deps } from '../../../functions/core/platform/deps.js';
 import { keys } from '../../../functions/core/platform/model.js';
+import { Receiver } from '../support/receiver.js';
 import { settingsClient } from './support.js';
 
 interface EndpointView { id: string; url: string; enabled: boolean; description: string | null; secretCount: number }
@@ -54,6 +55,27 @@ describe('settings writes under concurrency', () => {
       expect(stored.secrets.map((s) => s.secret)).toEqual([secret]);
       expect(stored).toMatchObject({ description, enabled: round % 2 === 0 });
       leaked = secret;
+    }
+
+    // And through the pipeline: a test event to a loopback receiver verifies (standardwebhooks) with
+    // the secret the last racing rotation answered, and not with the one before it.
+    const receiver = await new Receiver().start();
+    try {
+      const url = receiver.script('/race-final', leaked);
+      const previous = leaked;
+      const [rotated] = await Promise.all([
+        admin.post(`/api/settings/webhooks/${id}/rotate-secret`, { grace_hours: 0 }),
+        admin.patch(`/api/settings/webhooks/${id}`, { url, enabled: true }),
+      ]);
+      const secret = rotated.json<{ secret: string }>().secret;
+      receiver.script('/race-final', secret);
+      const tested = await admin.post(`/api/settings/webhooks/${id}/test`);
+      expect(tested.json<{ delivery: { status: string } }>().delivery.status).toBe('delivered');
+      const [received] = receiver.on('/race-final');
+      expect(received.verifyError).toBeUndefined();
+      expect(() => new Webhook(previous.replace(/^whsec_/, '')).verify(received.body, received.headers as Record<string, string>)).toThrow();
+    } finally {
+      await receiver.stop();
     }
   });
 

@@ -7,6 +7,7 @@
 import { describe, it, expect, beforeAll, afterAll } from '@jest/globals';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { newTenant, testStack } from '../support/stack.js';
+import { settingsClient } from '../settings/support.js';
 import { Receiver } from '../support/receiver.js';
 import { addEndpoint, getEndpoint, updateEndpoint } from '../../../functions/core/delivery/endpoints.js';
 import { attemptDelivery } from '../../../functions/core/delivery/deliver.js';
@@ -61,5 +62,22 @@ describe('a hostile receiver', () => {
     const delivered = await read();
     expect(delivered).toMatchObject({ status: 'delivered', olderAttempts: 51 - MAX_KEPT_ATTEMPTS });
     expect((delivered.attempts as DeliveryAttempt[]).at(-1)).toMatchObject({ statusCode: 204 });
+  });
+
+  it('through the settings API: a test event to it comes back with its attempt recorded, the error text bounded', async () => {
+    const tenant = await newTenant({ name: 'Hostile receiver, settings' });
+    const admin = await settingsClient(tenant.organizationId);
+    const added = await admin.post('/api/settings/webhooks', { url: 'http://127.0.0.1:9/placeholder', events: ['client.created'] });
+    const { endpoint: { id }, secret } = added.json<{ endpoint: { id: string }; secret: string }>();
+    const url = receiver.script('/hostile-settings', secret, { status: 302, headers: { Location: `https://elsewhere.example/${'z'.repeat(15_000)}` }, body: 'y'.repeat(5_000) });
+    expect((await admin.patch(`/api/settings/webhooks/${id}`, { url })).status).toBe(200);
+    const tested = await admin.post(`/api/settings/webhooks/${id}/test`);
+    expect(tested.status).toBe(200);
+    const { delivery } = tested.json<{ delivery: { attemptCount: number; attempts: { statusCode: number; error: string; responseExcerpt: string }[] } }>();
+    expect(delivery.attemptCount).toBe(1);
+    expect(delivery.attempts[0].statusCode).toBe(302);
+    expect(delivery.attempts[0].error).toMatch(/^EREDIRECT: redirect \(302\) to https:\/\/elsewhere\.example\/z+…/);
+    expect(delivery.attempts[0].error.length).toBeLessThanOrEqual(MAX_ERROR_CHARS);
+    expect(receiver.on('/hostile-settings').every((r) => r.verifyError === undefined)).toBe(true);
   });
 });
