@@ -5,7 +5,7 @@
  * after ~21 attempts and no outcome could be recorded any more.
  */
 import { describe, it, expect, beforeAll, afterAll } from '@jest/globals';
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { newTenant, testStack } from '../support/stack.js';
 import { settingsClient } from '../settings/support.js';
 import { Receiver } from '../support/receiver.js';
@@ -79,5 +79,26 @@ describe('a hostile receiver', () => {
     expect(delivery.attempts[0].error).toMatch(/^EREDIRECT: redirect \(302\) to https:\/\/elsewhere\.example\/z+…/);
     expect(delivery.attempts[0].error.length).toBeLessThanOrEqual(MAX_ERROR_CHARS);
     expect(receiver.on('/hostile-settings').every((r) => r.verifyError === undefined)).toBe(true);
+  });
+
+  it('a record already over the bound (written before it) is brought back under it by its next attempt', async () => {
+    const { deps } = await testStack();
+    const tenant = await newTenant({ name: 'Long history' });
+    const { endpoint, secret } = await addEndpoint(deps, tenant.organizationId, { url: 'http://127.0.0.1:9/placeholder', events: 'all' });
+    const url = receiver.script('/long-history', secret, { status: 500 });
+    await updateEndpoint(deps, tenant.organizationId, endpoint.id, { url });
+    const event = { id: `evt_long_${Date.now()}`, type: 'client.updated', organization_id: tenant.organizationId, timestamp: new Date().toISOString(), data: { object: { id: 'cli_x' } } } as unknown as EventPayload;
+    const message = (await recordDelivery(deps, event, (await getEndpoint(deps, tenant.organizationId, endpoint.id))!))!;
+    const key = keys.delivery(tenant.organizationId, message.deliveryId);
+    const old = Array.from({ length: 30 }, (_, i): DeliveryAttempt => ({ at: new Date(i * 1000).toISOString(), attempt: i + 1, latencyMs: 1, statusCode: 500 }));
+    await deps.doc.send(new UpdateCommand({ TableName: deps.tables.deliveries, Key: key, UpdateExpression: 'SET attempts = :a', ExpressionAttributeValues: { ':a': old } }));
+
+    expect((await attemptDelivery(deps, message, 1, { lane: 'slow' })).kind).toBe('retry');
+    const { Item } = await deps.doc.send(new GetCommand({ TableName: deps.tables.deliveries, Key: key, ConsistentRead: true }));
+    const attempts = Item!.attempts as DeliveryAttempt[];
+    expect(attempts).toHaveLength(MAX_KEPT_ATTEMPTS);
+    expect(attempts[0].at).toBe(old[11].at); // the oldest 11 dropped, in order
+    expect(attempts.at(-1)).toMatchObject({ attempt: 1, statusCode: 500 });
+    expect(Item!.olderAttempts).toBe(11);
   });
 });
