@@ -7,10 +7,10 @@ import { describe, it, expect } from '@jest/globals';
 import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { DeleteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { Webhook } from 'standardwebhooks';
-import { itemsOf, newTenant, ownDeps, testStack } from '../support/stack.js';
+import { itemsOf, newTenant, ownDeps, runCli, testStack } from '../support/stack.js';
 import { activeSecrets, addEndpoint, getEndpoint, MAX_SIGNING_SECRETS, rotateSecret } from '../../../functions/core/delivery/endpoints.js';
 import { signatureHeaders } from '../../../functions/core/delivery/signing.js';
-import { listApiKeys, MAX_LIVE_KEYS } from '../../../functions/core/tenancy/api-keys.js';
+import { createApiKey, listApiKeys, MAX_LIVE_KEYS } from '../../../functions/core/tenancy/api-keys.js';
 import type { Deps } from '../../../functions/core/platform/deps.js';
 import { keys } from '../../../functions/core/platform/model.js';
 import { Receiver } from '../support/receiver.js';
@@ -185,5 +185,23 @@ describe('settings writes under concurrency', () => {
     expect(await itemsOf('organizations', organizationId, 'SLOTS#ENDPOINTS')).toEqual([expect.objectContaining({ count: 9 })]);
     expect((await admin.post('/api/settings/webhooks', { url: 'http://127.0.0.1:9/refill', events: ['client.created'] })).status).toBe(201);
     expect((await admin.post('/api/settings/webhooks', { url: 'http://127.0.0.1:9/over', events: ['client.created'] })).status).toBe(422);
+  });
+
+  it('the CLI is held to the same bounds (one domain): a key past the bound and a rotation with a grace past the secrets bound fail and write nothing', async () => {
+    const { organizationId } = await newTenant();
+    const { deps } = await testStack();
+    for (let i = 1; i < MAX_LIVE_KEYS; i++) await createApiKey(deps, organizationId, `domain ${i}`);
+    const refused = await runCli(['keys', 'create', '--org', organizationId, '--name', 'one too many'], { json: false });
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain(`at most ${MAX_LIVE_KEYS}`);
+    expect(refused.stdout).not.toMatch(/crm_live_/);
+    expect((await listApiKeys(deps, organizationId)).filter((k) => k.status === 'active')).toHaveLength(MAX_LIVE_KEYS);
+
+    const { endpoint } = await addEndpoint(deps, organizationId, { url: 'http://127.0.0.1:9/cli-bound', events: 'all' });
+    for (let i = 1; i < MAX_SIGNING_SECRETS; i++) await rotateSecret(deps, organizationId, endpoint.id);
+    const rotated = await runCli(['webhooks', 'rotate-secret', '--org', organizationId, '--endpoint', endpoint.id], { json: false });
+    expect(rotated.code).not.toBe(0);
+    expect(rotated.stdout).not.toContain('whsec_');
+    expect((await getEndpoint(deps, organizationId, endpoint.id))!.secrets).toHaveLength(MAX_SIGNING_SECRETS);
   });
 });
