@@ -19,6 +19,7 @@ import { postWebhook, type PostResult } from './http-client.js';
 import { MAX_ATTEMPTS, parseRetryAfter, retryDelaySeconds } from './schedule.js';
 import { allowListFor } from './ssrf.js';
 import { admitAttempt, markSlow, recordAttempt } from './circuit-store.js';
+import { appendAttempts, attemptError, trimAttempts } from './attempt-log.js';
 import type { Lane } from './circuit-breaker.js';
 import { attemptNumberOf, deferDelivery, readDeliveryMessage, sendDeliveryMessages, sendToDeadLetters } from './queue.js';
 import { dueKeys, getAll, putAll } from './store.js';
@@ -101,14 +102,17 @@ async function updateDelivery(deps: Deps, message: DeliveryMessage, status: Deli
   if (status === 'delivered') sets.push('deliveredAt = :now');
   if (extra.unlessDeliveredAt) values[':was'] = extra.unlessDeliveredAt;
   try {
-    await deps.doc.send(new UpdateCommand({
+    const key = keys.delivery(message.organizationId, message.deliveryId);
+    const { Attributes } = await deps.doc.send(new UpdateCommand({
       TableName: deps.tables.deliveries,
-      Key: keys.delivery(message.organizationId, message.deliveryId),
+      Key: key,
       UpdateExpression: `SET ${sets.join(', ')} REMOVE ${removes.join(', ')}`,
       ...(extra.unlessDeliveredAt ? { ConditionExpression: 'attribute_not_exists(deliveredAt) OR deliveredAt <> :was' } : {}),
       ExpressionAttributeNames: { '#s': 'status' },
       ExpressionAttributeValues: values,
+      ...(extra.attempt ? { ReturnValues: 'UPDATED_NEW' as const } : {}),
     }));
+    if (extra.attempt) await trimAttempts(deps, key, Attributes); // the log stays bounded (attempt-log.ts)
     return true;
   } catch (error) {
     if (extra.unlessDeliveredAt && error instanceof ConditionalCheckFailedException) return false;
@@ -120,7 +124,7 @@ function attemptRecord(deps: Deps, attempt: number, result: PostResult): Deliver
   return {
     at: new Date(deps.now()).toISOString(), attempt, latencyMs: result.latencyMs,
     ...(result.status !== undefined ? { statusCode: result.status } : {}),
-    ...(result.error ? { error: result.errorCode ? `${result.errorCode}: ${result.error}` : result.error } : {}),
+    ...(result.error ? { error: attemptError(result) } : {}),
     ...(result.responseBody ? { responseBody: result.responseBody } : {}),
   };
 }
@@ -162,7 +166,7 @@ type StoredRecord = Record<string, unknown> & NonNullable<RecordState> & { attem
  */
 export function deliveredRecord(record: StoredRecord, attempt: DeliveryAttempt, now: string): StoredRecord {
   const { deferredReason: _r, duePk: _p, dueAt: _d, dueRound: _dr, duePriorAttempts: _a, nextAttemptAt: _n, ...kept } = record;
-  return { ...kept, status: 'delivered', updatedAt: now, deliveredAt: now, attempts: [...(record.attempts ?? []), attempt] };
+  return { ...kept, status: 'delivered', updatedAt: now, deliveredAt: now, ...appendAttempts(record, attempt) };
 }
 
 /**

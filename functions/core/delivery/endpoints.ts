@@ -4,23 +4,26 @@
  * organizations table under the organization's partition.
  */
 import { isIP } from 'node:net';
-import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { GetCommand, PutCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../platform/deps.js';
 import { notFound, validationFailed, type FieldError } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
+import { cancellationReasons, isTransactionConflict, LostRace, retryLostRaces } from '../platform/optimistic.js';
 import { queryAll } from '../platform/query.js';
 import { TtlCache } from '../platform/ttl-cache.js';
 import { keys, type CircuitState, type SigningSecret, type WebhookEndpoint } from '../platform/model.js';
-import { circuitAttributes, circuitOf, circuitView } from './circuit-breaker.js';
+import { circuitOf, circuitView } from './circuit-breaker.js';
 import { parseSubscription } from './subscriptions.js';
 import { newSigningSecret } from './signing.js';
 import { allowListFor, checkAddress } from './ssrf.js';
 import { requireOrganization } from '../tenancy/organizations.js';
 
 /** What an endpoint shows its owner: never its secrets; its circuit as a state (DESIGN §16). */
-export type EndpointSummary = Omit<WebhookEndpoint, 'secrets' | 'circuit'> & { secretCount: number; circuit: { state: CircuitState; until?: string; slowLane?: true } };
+export type EndpointSummary = Omit<WebhookEndpoint, 'secrets' | 'circuit' | 'secretsVersion'> & { secretCount: number; circuit: { state: CircuitState; until?: string; slowLane?: true } };
 
-const summary = ({ secrets, circuit, ...rest }: WebhookEndpoint, now: number): EndpointSummary => ({ ...rest, secretCount: secrets.length, circuit: circuitView(circuit, now) });
+const summary = ({ secrets, circuit, secretsVersion: _v, ...rest }: WebhookEndpoint, now: number): EndpointSummary => ({ ...rest, secretCount: secrets.length, circuit: circuitView(circuit, now) });
 
 /** https only (http on the local stack); no credentials in the URL; IP literals checked now, names at connect time. */
 export function validateUrl(deps: Deps, raw: string): string {
@@ -55,6 +58,7 @@ function toEndpoint(item: Record<string, unknown>): WebhookEndpoint {
     enabled: item.enabled as boolean,
     ...(item.description ? { description: item.description as string } : {}),
     createdAt: item.createdAt as string,
+    ...(item.secretsVersion !== undefined ? { secretsVersion: Number(item.secretsVersion) } : {}),
     ...(item.failingSince ? { failingSince: item.failingSince as string } : {}),
     ...(item.disabledReason ? { disabledReason: item.disabledReason as string } : {}),
     ...(circuitOf(item) ? { circuit: circuitOf(item) } : {}),
@@ -71,25 +75,69 @@ async function queryEndpoints(deps: Deps, organizationId: string): Promise<Webho
   return items.map(toEndpoint);
 }
 
+/** Signing secrets an endpoint may hold at once (the newest and those in a grace): each signs every delivery. */
+export const MAX_SIGNING_SECRETS = 5;
+
+const tooManyEndpoints = (max: number) => validationFailed([{ field: 'url', message: `an organization has at most ${max} endpoints; remove one first` }]);
+
+/**
+ * The organization's endpoint count, made from its endpoints the first time a write needs it (an
+ * organization from before the count existed), or made again when it says 0 while an endpoint is
+ * there to remove (an item written around this module). A consistent Query, then a put only if no
+ * writer changed the count meanwhile; from then on every add and remove changes it in the same
+ * transaction.
+ */
+async function countEndpoints(deps: Deps, organizationId: string, observed?: Record<string, unknown>): Promise<void> {
+  const count = (await queryEndpoints(deps, organizationId)).length;
+  await deps.doc.send(new PutCommand({
+    TableName: deps.tables.organizations,
+    Item: { ...keys.endpointSlots(organizationId), entity: 'endpoint_slots', count },
+    ConditionExpression: observed ? '#n = :observed' : 'attribute_not_exists(pk)',
+    ...(observed ? { ExpressionAttributeNames: { '#n': 'count' }, ExpressionAttributeValues: { ':observed': observed.count } } : {}),
+  })).catch((error: Error) => { if (error.name !== 'ConditionalCheckFailedException') throw error; });
+}
+
 export async function addEndpoint(deps: Deps, organizationId: string, input: { url: string; events: string | string[]; description?: string; enabled?: boolean }) {
   await requireOrganization(deps, organizationId);
   const url = validateUrl(deps, input.url);
   const events = parseSubscription(input.events);
   if (input.description && input.description.length > 500) throw validationFailed([{ field: 'description', message: 'must be at most 500 characters' }]);
-  const existing = await queryEndpoints(deps, organizationId);
   const max = deps.settings.maxEndpointsPerOrganization;
-  if (existing.length >= max) throw validationFailed([{ field: 'url', message: `an organization has at most ${max} endpoints; remove one first` }]);
   const secret = newSigningSecret();
   const now = new Date(deps.now()).toISOString();
   const endpoint: WebhookEndpoint = {
-    id: newId('ep'), organizationId, url, events, secrets: [{ secret, createdAt: now }], enabled: input.enabled ?? true,
+    id: newId('ep'), organizationId, url, events, secrets: [{ secret, createdAt: now }], secretsVersion: 1, enabled: input.enabled ?? true,
     ...(input.description ? { description: input.description } : {}), createdAt: now,
   };
-  await deps.doc.send(new PutCommand({
-    TableName: deps.tables.organizations,
-    Item: { ...keys.endpoint(organizationId, endpoint.id), entity: 'endpoint', ...endpoint },
-    ConditionExpression: 'attribute_not_exists(pk)',
-  }));
+  // The bound is the count's condition in the same transaction as the put: parallel adds can
+  // never pass it together (a check-then-write could), and a refused add writes nothing.
+  await retryLostRaces('The organization\'s endpoints', async () => {
+    try {
+      await deps.doc.send(new TransactWriteCommand({
+        TransactItems: [
+          {
+            Update: {
+              TableName: deps.tables.organizations, Key: keys.endpointSlots(organizationId),
+              UpdateExpression: 'ADD #n :one', ConditionExpression: '#n < :max',
+              ExpressionAttributeNames: { '#n': 'count' }, ExpressionAttributeValues: { ':one': 1, ':max': max },
+              ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+            },
+          },
+          { Put: { TableName: deps.tables.organizations, Item: { ...keys.endpoint(organizationId, endpoint.id), entity: 'endpoint', ...endpoint }, ConditionExpression: 'attribute_not_exists(pk)' } },
+        ],
+      }));
+    } catch (error) {
+      const reasons = cancellationReasons(error);
+      if (!reasons) throw error;
+      if (reasons[0]?.Code === 'ConditionalCheckFailed') {
+        if (reasons[0].Item) throw tooManyEndpoints(max);
+        await countEndpoints(deps, organizationId);
+        throw new LostRace('endpoint count made');
+      }
+      if (isTransactionConflict(reasons)) throw new LostRace('endpoint count');
+      throw error;
+    }
+  });
   endpointCache.delete(organizationId);
   return { endpoint: summary(endpoint, deps.now()), secret };
 }
@@ -110,61 +158,137 @@ export async function requireEndpoint(deps: Deps, organizationId: string, endpoi
   return endpoint;
 }
 
+/** The circuit's attributes on the endpoint item (circuit-breaker.ts circuitAttributes). */
+const CIRCUIT_ATTRIBUTES = ['circuitFailures', 'circuitOpens', 'circuitUntil', 'circuitProbing', 'circuitSlowUntil'];
+
+/**
+ * Changes only the attributes asked for, with one UpdateItem: never the whole item read earlier,
+ * so a rotation, a health mark or a circuit change made meanwhile is kept (the secrets are never
+ * written here). Answers the endpoint as stored after the update.
+ */
 export async function updateEndpoint(deps: Deps, organizationId: string, endpointId: string, input: { url?: string; events?: string | string[]; description?: string; enabled?: boolean }) {
   const current = await requireEndpoint(deps, organizationId, endpointId);
-  const next: WebhookEndpoint = {
-    ...current,
-    ...(input.url !== undefined ? { url: validateUrl(deps, input.url) } : {}),
-    ...(input.events !== undefined ? { events: parseSubscription(input.events) } : {}),
-    ...(input.description !== undefined ? { description: input.description } : {}),
-    ...(input.enabled !== undefined ? { enabled: input.enabled } : {}),
+  const sets: string[] = [];
+  const removes = new Set<string>();
+  const names: Record<string, string> = {};
+  const values: Record<string, unknown> = {};
+  const set = (attribute: string, value: unknown) => {
+    names[`#${attribute}`] = attribute;
+    values[`:${attribute}`] = value;
+    sets.push(`#${attribute} = :${attribute}`);
   };
+  if (input.url !== undefined) set('url', validateUrl(deps, input.url));
+  if (input.events !== undefined) set('events', parseSubscription(input.events));
+  if (input.description !== undefined) {
+    if (input.description.length > 500) throw validationFailed([{ field: 'description', message: 'must be at most 500 characters' }]);
+    if (input.description) set('description', input.description);
+    else removes.add('description');
+  }
+  if (input.enabled !== undefined) set('enabled', input.enabled);
   // Re-enabling clears the health state that disabled it; a new URL or a re-enable also closes the
   // circuit (the operator says the receiver is fixed: the next delivery tries it at once).
-  if (input.enabled === true) {
-    delete next.failingSince;
-    delete next.disabledReason;
+  if (input.enabled === true) ['failingSince', 'disabledReason'].forEach((a) => removes.add(a));
+  if (input.enabled === true || (values[':url'] !== undefined && values[':url'] !== current.url)) CIRCUIT_ATTRIBUTES.forEach((a) => removes.add(a));
+  if (sets.length === 0 && removes.size === 0) return summary(current, deps.now());
+  for (const attribute of removes) names[`#${attribute}`] = attribute;
+  let stored: Record<string, unknown> | undefined;
+  try {
+    ({ Attributes: stored } = await deps.doc.send(new UpdateCommand({
+      TableName: deps.tables.organizations,
+      Key: keys.endpoint(organizationId, endpointId),
+      UpdateExpression: [sets.length ? `SET ${sets.join(', ')}` : '', removes.size ? `REMOVE ${[...removes].map((a) => `#${a}`).join(', ')}` : ''].join(' ').trim(),
+      ConditionExpression: 'attribute_exists(pk)',
+      ExpressionAttributeNames: names,
+      ...(Object.keys(values).length ? { ExpressionAttributeValues: values } : {}),
+      ReturnValues: 'ALL_NEW',
+    })));
+  } catch (error) {
+    // Removed meanwhile: an update never brings an endpoint back.
+    if ((error as Error).name === 'ConditionalCheckFailedException') throw notFound(`No endpoint ${endpointId} in organization ${organizationId}.`);
+    throw error;
   }
-  if (input.enabled === true || next.url !== current.url) delete next.circuit;
-  const { circuit, ...stored } = next;
-  await deps.doc.send(new PutCommand({
-    TableName: deps.tables.organizations,
-    Item: { ...keys.endpoint(organizationId, endpointId), entity: 'endpoint', ...stored, ...circuitAttributes(circuit) },
-    ConditionExpression: 'attribute_exists(pk)',
-  }));
   endpointCache.delete(organizationId);
-  return summary(next, deps.now());
+  return summary(toEndpoint(stored!), deps.now());
 }
 
+/** Removes the endpoint and gives its slot back (the count), in one transaction. */
 export async function removeEndpoint(deps: Deps, organizationId: string, endpointId: string): Promise<EndpointSummary> {
   const current = await requireEndpoint(deps, organizationId, endpointId);
-  await deps.doc.send(new DeleteCommand({ TableName: deps.tables.organizations, Key: keys.endpoint(organizationId, endpointId) }));
+  await retryLostRaces('The organization\'s endpoints', async () => {
+    try {
+      await deps.doc.send(new TransactWriteCommand({
+        TransactItems: [
+          { Delete: { TableName: deps.tables.organizations, Key: keys.endpoint(organizationId, endpointId), ConditionExpression: 'attribute_exists(pk)' } },
+          {
+            Update: {
+              TableName: deps.tables.organizations, Key: keys.endpointSlots(organizationId),
+              UpdateExpression: 'ADD #n :minus', ConditionExpression: '#n > :zero',
+              ExpressionAttributeNames: { '#n': 'count' }, ExpressionAttributeValues: { ':minus': -1, ':zero': 0 },
+              ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+            },
+          },
+        ],
+      }));
+    } catch (error) {
+      const reasons = cancellationReasons(error);
+      if (!reasons) throw error;
+      if (reasons[0]?.Code === 'ConditionalCheckFailed') throw notFound(`No endpoint ${endpointId} in organization ${organizationId}.`);
+      if (reasons[1]?.Code === 'ConditionalCheckFailed') {
+        await countEndpoints(deps, organizationId, reasons[1].Item ? unmarshall(reasons[1].Item) : undefined);
+        throw new LostRace('endpoint count made');
+      }
+      if (isTransactionConflict(reasons)) throw new LostRace('endpoint count');
+      throw error;
+    }
+  });
   endpointCache.delete(organizationId);
   return summary(current, deps.now());
 }
 
-/** A new secret; the previous ones keep signing for `graceHours` (default 24), so receivers can switch. */
+/**
+ * A new secret; the previous ones keep signing for `graceHours` (default 24), so receivers can
+ * switch. At most MAX_SIGNING_SECRETS signing at once: a rotation with a grace past it is a 422.
+ * The secret list carries a version (`secretsVersion`): the write is conditional on the version
+ * read, so two rotations never both answer a secret of which one is then overwritten; the loser
+ * reads again and rotates on top (bounded, then 409). The answered secret is the stored one.
+ */
 export async function rotateSecret(deps: Deps, organizationId: string, endpointId: string, options: { graceHours?: number } = {}) {
-  const current = await requireEndpoint(deps, organizationId, endpointId);
   const grace = options.graceHours ?? 24;
   if (!Number.isFinite(grace) || grace < 0) throw validationFailed([{ field: 'grace', message: 'must be zero or more hours' }]);
-  const now = deps.now();
-  const until = new Date(now + grace * 3_600_000).toISOString();
-  const kept = current.secrets
-    .filter((s) => !s.expiresAt || Date.parse(s.expiresAt) > now)
-    .map((s) => ({ ...s, expiresAt: s.expiresAt && s.expiresAt < until ? s.expiresAt : until }))
-    .filter(() => grace > 0);
-  const secret = newSigningSecret();
-  const secrets = [{ secret, createdAt: new Date(now).toISOString() }, ...kept];
-  await deps.doc.send(new UpdateCommand({
-    TableName: deps.tables.organizations,
-    Key: keys.endpoint(organizationId, endpointId),
-    UpdateExpression: 'SET secrets = :s',
-    ConditionExpression: 'attribute_exists(pk)',
-    ExpressionAttributeValues: { ':s': secrets },
-  }));
+  const { endpoint, secret } = await retryLostRaces('The endpoint\'s signing secrets', async () => {
+    const current = await requireEndpoint(deps, organizationId, endpointId);
+    const now = deps.now();
+    // Each rotation with a grace keeps the older secrets signing: bounded, or repeated rotations grow every delivery's signature header.
+    if (grace > 0 && activeSecrets(current, now).length >= MAX_SIGNING_SECRETS) {
+      throw validationFailed([{ field: 'grace_hours', message: `the endpoint already has ${MAX_SIGNING_SECRETS} secrets signing; rotate with grace_hours 0 or wait for a grace to end` }]);
+    }
+    const until = new Date(now + grace * 3_600_000).toISOString();
+    const kept = current.secrets
+      .filter((s) => !s.expiresAt || Date.parse(s.expiresAt) > now)
+      .map((s) => ({ ...s, expiresAt: s.expiresAt && s.expiresAt < until ? s.expiresAt : until }))
+      .filter(() => grace > 0);
+    const secret = newSigningSecret();
+    const secrets = [{ secret, createdAt: new Date(now).toISOString() }, ...kept];
+    const version = current.secretsVersion ?? 0;
+    try {
+      const { Attributes } = await deps.doc.send(new UpdateCommand({
+        TableName: deps.tables.organizations,
+        Key: keys.endpoint(organizationId, endpointId),
+        UpdateExpression: 'SET secrets = :s, secretsVersion = :next',
+        ConditionExpression: version ? 'secretsVersion = :v' : 'attribute_exists(pk) AND attribute_not_exists(secretsVersion)',
+        ExpressionAttributeValues: { ':s': secrets, ':next': version + 1, ...(version ? { ':v': version } : {}) },
+        ReturnValues: 'ALL_NEW',
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      }));
+      return { endpoint: toEndpoint(Attributes!), secret };
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      if (!error.Item) throw notFound(`No endpoint ${endpointId} in organization ${organizationId}.`);
+      throw new LostRace('secret version');
+    }
+  });
   endpointCache.delete(organizationId);
-  return { endpoint: summary({ ...current, secrets }, deps.now()), secret };
+  return { endpoint: summary(endpoint, deps.now()), secret };
 }
 
 /** The secrets that sign right now: the newest first, then any still inside their rotation grace. */

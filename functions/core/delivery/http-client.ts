@@ -15,6 +15,9 @@ import https from 'node:https';
 import { isIP, type LookupFunction, type Socket } from 'node:net';
 import { guardedLookup, systemResolver } from './ssrf.js';
 
+/** A redirect's target as the attempt records it: a receiver may send a 15 KB Location (attempt-log.ts bounds the rest). */
+const shortLocation = (location: string | undefined) => (location === undefined ? '(no location)' : location.length > 200 ? `${location.slice(0, 199)}…` : location);
+
 export const USER_AGENT = 'crm-webhooks/1.0 (+https://docs.crm.example/webhooks)';
 export const DEFAULT_TIMEOUT_MS = 10_000;
 export const MAX_RESPONSE_BODY_BYTES = 4096;
@@ -205,7 +208,7 @@ function send(url: URL, agent: http.Agent, input: PostWebhookInput, deadline: nu
             status,
             responseBody: Buffer.concat(chunks).toString('utf8'),
             ...(retryAfter ? { retryAfter } : {}),
-            ...(redirect ? { error: `redirect (${status}) to ${response.headers.location ?? '(no location)'} not followed`, errorCode: 'EREDIRECT' } : {}),
+            ...(redirect ? { error: `redirect (${status}) to ${shortLocation(response.headers.location)} not followed`, errorCode: 'EREDIRECT' } : {}),
           };
         };
         response.on('data', (chunk: Buffer) => {

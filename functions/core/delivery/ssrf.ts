@@ -48,6 +48,9 @@ const blockedRanges: [cidr: string, label: string][] = [
   ['ff00::/8', 'multicast'],
 ];
 
+/** The refused ranges (CIDRs), for the table test that holds a row for each. */
+export const BLOCKED_RANGES: readonly string[] = blockedRanges.map(([cidr]) => cidr);
+
 const blocked = blockedRanges.map(([cidr, label]) => {
   const { net, prefix, type } = parseCidr(cidr, 'the SSRF block list');
   const list = new BlockList();

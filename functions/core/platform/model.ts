@@ -18,6 +18,13 @@ export const keys = {
   apiKeyIndex: (orgId: string, keyId: string) => ({ gsi1pk: `ORG#${orgId}#APIKEYS`, gsi1sk: keyId }),
   endpoint: (orgId: string, endpointId: string) => ({ pk: `ORG#${orgId}`, sk: `ENDPOINT#${endpointId}` }),
   endpointPrefix: 'ENDPOINT#',
+  /**
+   * Slot items, the bounds of an organization (docs/decisions.md "Settings writes"): its endpoint
+   * count (`count`) and its live keys (`live`: key id → expiry or null, with a `version`). Every
+   * write that adds or removes one changes them in the same transaction, under a condition.
+   */
+  endpointSlots: (orgId: string) => ({ pk: `ORG#${orgId}`, sk: 'SLOTS#ENDPOINTS' }),
+  apiKeySlots: (orgId: string) => ({ pk: `ORG#${orgId}`, sk: 'SLOTS#KEYS' }),
   notification: (orgId: string, at: string, id: string) => ({ pk: `ORG#${orgId}`, sk: `NOTIFICATION#${at}#${id}` }),
   notificationPrefix: 'NOTIFICATION#',
   usage: (orgId: string, day: string) => ({ pk: `ORG#${orgId}`, sk: `USAGE#${day}` }),
@@ -122,6 +129,8 @@ export interface WebhookEndpoint {
   /** Canonical dotted event names, or ['*'] for all. */
   events: string[];
   secrets: SigningSecret[];
+  /** Bumped by every write of `secrets`, which is conditional on the version it read (endpoints.ts rotateSecret). Absent: 0. */
+  secretsVersion?: number;
   enabled: boolean;
   description?: string;
   createdAt: string;
@@ -182,7 +191,10 @@ export interface DeliveryRecord {
   payload: EventPayload;
   /** The event was too big for the queue: `payload` keeps only its envelope and is never sent. */
   payloadOmitted?: boolean;
+  /** The most recent attempts (at most 20: delivery/attempt-log.ts); older ones are only counted. */
   attempts: DeliveryAttempt[];
+  /** Attempts dropped from `attempts` to keep the record bounded. */
+  olderAttempts?: number;
   createdAt: string;
   updatedAt: string;
   /** When it was last sent to the delivery queue; absent while a fan-out that recorded it has not queued it yet. */

@@ -13,7 +13,7 @@ import type { Organization } from '../platform/model.js';
 import { createApiKey, listApiKeys, revokeApiKey, rotateApiKey, type NewApiKeyOptions } from '../tenancy/api-keys.js';
 import { getOrganization } from '../tenancy/organizations.js';
 import { checkRateLimit, rateLimitHeaders } from '../tenancy/rate-limit.js';
-import { activeSecrets, addEndpoint, getEndpoint, listEndpoints, removeEndpoint, rotateSecret, updateEndpoint } from '../delivery/endpoints.js';
+import { addEndpoint, getEndpoint, listEndpoints, removeEndpoint, rotateSecret, updateEndpoint } from '../delivery/endpoints.js';
 import { redriveDelivery, redriveFailed } from '../delivery/redrive.js';
 import { findOrganizationDelivery, waitForFirstOutcome } from '../delivery/first-outcome.js';
 import { sendTestEvent } from '../events/test-event.js';
@@ -35,13 +35,9 @@ const MAX_GRACE_HOURS = 168;
 export const SECRET_RETRY_AFTER_SECONDS = 5;
 /** The statuses the deliveries list filters by (an unknown one is a 422, not an empty list). */
 const DELIVERY_STATUSES: DeliveryStatusView[] = ['pending', 'retrying', 'delivered', 'failed', 'skipped'];
-/**
- * Keys an organization may hold live (active, or expiring in a rotation's grace) through this API:
- * a session (or a leaked link) cannot mint keys without bound at the rate limit, and the list stays short.
- */
-export const MAX_LIVE_KEYS = 25;
-/** Signing secrets an endpoint may hold at once (the newest and those in a grace): each signs every delivery. */
-export const MAX_SIGNING_SECRETS = 5;
+/** The bounds live in the domain, enforced in the write that adds one (docs/decisions.md "Settings writes"). */
+export { MAX_SIGNING_SECRETS } from '../delivery/endpoints.js';
+export { MAX_LIVE_KEYS } from '../tenancy/api-keys.js';
 /** Failed deliveries one "Re-deliver all failed" re-queues (newest first); the answer's `remaining` counts the rest. */
 export const REDELIVER_ALL_MAX = 500;
 
@@ -78,7 +74,6 @@ const operations: Record<string, Operation> = {
     }
     errors.push(...unknownFields(body, ['name', 'kind', 'origins', ...Object.keys(policyFields)]));
     if (errors.length) throw validationFailed(errors);
-    await requireRoomForKey(c);
     const options: NewApiKeyOptions = { ...(body.kind ? { kind: body.kind as NewApiKeyOptions['kind'] } : {}), ...(body.origins ? { origins: body.origins as string[] } : {}) };
     for (const [field, option] of Object.entries(policyFields)) if (body[field] !== undefined) Object.assign(options, { [option]: body[field] });
     const { key, record } = await createApiKey(c.deps, c.organization.id, body.name as string, options);
@@ -87,8 +82,6 @@ const operations: Record<string, Operation> = {
   },
   'POST /api/settings/keys/{id}/rotate': async (c) => {
     const graceHours = graceOf(objectBody(c.request, true));
-    // With a grace the old key stays live next to the new one; without, it is revoked at once.
-    if ((graceHours ?? c.deps.settings.rotationGraceHours) > 0) await requireRoomForKey(c);
     const { key, record, previous } = await rotateApiKey(c.deps, c.organization.id, c.params.id, { graceHours });
     await c.audit('key.rotated', c.params.id, { newKeyId: record.keyId, graceHours: graceHours ?? c.deps.settings.rotationGraceHours });
     return { status: 201, body: { key: keyView(record, 'active'), secret: key, previous: keyView(previous) } };
@@ -147,11 +140,7 @@ const operations: Record<string, Operation> = {
   },
   'POST /api/settings/webhooks/{id}/rotate-secret': async (c) => {
     const graceHours = graceOf(objectBody(c.request, true));
-    const current = await getEndpoint(c.deps, c.organization.id, c.params.id);
-    // Each rotation with a grace keeps the older secrets signing: bounded, or repeated rotations grow every delivery's signature header.
-    if (current && (graceHours ?? 24) > 0 && activeSecrets(current, c.deps.now()).length >= MAX_SIGNING_SECRETS) {
-      throw validationFailed([{ field: 'grace_hours', message: `the endpoint already has ${MAX_SIGNING_SECRETS} secrets signing; rotate with grace_hours 0 or wait for a grace to end` }]);
-    }
+    // Bounded (MAX_SIGNING_SECRETS) and versioned in the domain: a 422 past the bound, a 409 after repeated lost races.
     const { endpoint, secret } = await rotateSecret(c.deps, c.organization.id, c.params.id, { graceHours });
     await c.audit('endpoint.secret_rotated', c.params.id, { graceHours: graceHours ?? 24 });
     return { status: 200, body: { endpoint: endpointView(endpoint), secret } };
@@ -327,12 +316,6 @@ function decodeCursor(cursor: string): { createdAt: string; id: string } {
     if (typeof createdAt === 'string' && typeof id === 'string') return { createdAt, id };
   } catch { /* answered below */ }
   throw validationFailed([{ field: 'cursor', message: 'is not a cursor this API returned' }]);
-}
-
-/** 422 when the organization already holds MAX_LIVE_KEYS live keys (checked before anything is written). */
-async function requireRoomForKey(c: Context): Promise<void> {
-  const live = (await listApiKeys(c.deps, c.organization.id)).filter((k) => k.status === 'active' || k.status === 'expiring').length;
-  if (live >= MAX_LIVE_KEYS) throw validationFailed([{ field: 'key', message: `an organization has at most ${MAX_LIVE_KEYS} active or expiring keys; revoke one first` }]);
 }
 
 async function requireDelivery(c: Context) {

@@ -34,6 +34,8 @@ const common = {
   503: { ...problem('The session-token secret cannot be read right now (Secrets Manager throttled or unreachable)'), headers: { 'Retry-After': { description: 'Seconds to wait', schema: { type: 'integer' } } } },
 };
 const notFound = { 404: problem('No such id in the token’s organization (another organization’s ids are not found either)') };
+/** A read-modify-write that kept losing its race to concurrent requests (platform/optimistic.ts). */
+const lostRace = { 409: problem('Changed by other requests at the same moment, again after retries: nothing was written; try again') };
 const invalid = { 422: problem('Invalid fields (`errors[]`)'), 400: problem('Malformed JSON'), 415: problem('Content-Type is not application/json') };
 const id = { name: 'id', in: 'path', required: true, schema: str };
 const grace = (max: number, def: number) => ({ required: false, content: { 'application/json': { schema: obj({ grace_hours: { type: 'number', minimum: 0, maximum: max, default: def, description: 'Hours the old one keeps working' } }, []) } } });
@@ -89,17 +91,17 @@ export const settingsPaths = {
   '/api/settings/keys': {
     get: op('listKeys', 'API keys (never the keys themselves)', { 200: json(obj({ keys: { type: 'array', items: ref('KeySummary') } }), 'The keys') }),
     post: op('createKey', 'Generate an API key (the only response that shows it)', {
-      201: json(obj({ key: ref('KeySummary'), secret: { type: 'string', description: 'The key: shown once' } }), 'Created'), ...invalid,
+      201: json(obj({ key: ref('KeySummary'), secret: { type: 'string', description: 'The key: shown once' } }), 'Created'), ...invalid, ...lostRace,
     }, { requestBody: body(obj({ name: { type: 'string', minLength: 1, maxLength: 100 }, kind: { enum: ['secret', 'publishable'] }, origins: { type: 'array', items: str },
       thank_you_url: { type: 'string', format: 'uri' }, daily_cap: { type: 'integer', minimum: 1 }, per_ip_limit: { type: 'integer', minimum: 1 }, honeypot_field: str,
     }, ['name'])) }),
   },
   '/api/settings/keys/{id}': {
-    delete: op('revokeKey', 'Revoke a key now', { 200: json(obj({ key: ref('KeySummary') }), 'Revoked'), ...notFound }, { parameters: [id] }),
+    delete: op('revokeKey', 'Revoke a key now', { 200: json(obj({ key: ref('KeySummary') }), 'Revoked'), ...notFound, ...lostRace }, { parameters: [id] }),
   },
   '/api/settings/keys/{id}/rotate': {
     post: op('rotateKey', 'Issue a new key; the old one works for the grace', {
-      201: json(obj({ key: ref('KeySummary'), secret: str, previous: ref('KeySummary') }), 'The new key (shown once) and the old one, now expiring'), ...notFound, ...invalid,
+      201: json(obj({ key: ref('KeySummary'), secret: str, previous: ref('KeySummary') }), 'The new key (shown once) and the old one, now expiring'), ...notFound, ...invalid, ...lostRace,
     }, { parameters: [id], requestBody: grace(168, 24) }),
   },
   '/api/settings/events': {
@@ -110,18 +112,18 @@ export const settingsPaths = {
   '/api/settings/webhooks': {
     get: op('listEndpoints', 'Webhook endpoints (never their secrets)', { 200: json(obj({ endpoints: { type: 'array', items: ref('Endpoint') } }), 'The endpoints') }),
     post: op('addEndpoint', 'Add an endpoint (the only response that shows its signing secret)', {
-      201: json(obj({ endpoint: ref('Endpoint'), secret: { type: 'string', description: '`whsec_…`: shown once' } }), 'Added'), ...invalid,
+      201: json(obj({ endpoint: ref('Endpoint'), secret: { type: 'string', description: '`whsec_…`: shown once' } }), 'Added'), ...invalid, ...lostRace,
     }, { requestBody: body(obj({ url: str, events: { type: 'array', items: str, minItems: 1 }, description: str }, ['url', 'events'])) }),
   },
   '/api/settings/webhooks/{id}': {
     patch: op('updateEndpoint', 'Change the URL, events, description or enabled flag (enabling closes the circuit)', { 200: json(obj({ endpoint: ref('Endpoint') }), 'Updated'), ...notFound, ...invalid }, {
       parameters: [id], requestBody: body(obj({ url: str, events: { type: 'array', items: str, minItems: 1 }, enabled: { type: 'boolean' }, description: nullable(str) }, [])),
     }),
-    delete: op('deleteEndpoint', 'Remove an endpoint', { 200: json(obj({ endpoint: ref('Endpoint') }), 'Removed'), ...notFound }, { parameters: [id] }),
+    delete: op('deleteEndpoint', 'Remove an endpoint', { 200: json(obj({ endpoint: ref('Endpoint') }), 'Removed'), ...notFound, ...lostRace }, { parameters: [id] }),
   },
   '/api/settings/webhooks/{id}/rotate-secret': {
     post: op('rotateEndpointSecret', 'A new signing secret; the old ones keep signing for the grace', {
-      200: json(obj({ endpoint: ref('Endpoint'), secret: str }), 'The new secret (shown once)'), ...notFound, ...invalid,
+      200: json(obj({ endpoint: ref('Endpoint'), secret: str }), 'The new secret (shown once)'), ...notFound, ...invalid, ...lostRace,
     }, { parameters: [id], requestBody: grace(168, 24) }),
   },
   '/api/settings/webhooks/{id}/test': {

@@ -115,7 +115,7 @@ export function deliverySummary(record: Omit<DeliveryRecord, 'payload'>, urls: R
     endpointId: record.endpointId,
     url: urls.get(record.endpointId) ?? null,
     status: isRetrying(record) ? 'retrying' : record.status,
-    attemptCount: attempts.length,
+    attemptCount: attempts.length + (record.olderAttempts ?? 0), // the record keeps the recent ones, counts the rest
     lastStatusCode: last?.statusCode ?? null,
     createdAt: record.createdAt,
     updatedAt: record.updatedAt ?? record.createdAt,

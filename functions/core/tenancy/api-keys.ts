@@ -8,10 +8,11 @@
  */
 import { createHash } from 'node:crypto';
 import { isIP } from 'node:net';
-import { PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, TransactWriteCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../platform/deps.js';
 import { notFound, validationFailed, type FieldError } from '../platform/errors.js';
 import { randomBase62, newId } from '../platform/ids.js';
+import { cancellationReasons, isTransactionConflict, LostRace, retryLostRaces } from '../platform/optimistic.js';
 import { queryAll } from '../platform/query.js';
 import { keys, type ApiKeyKind, type ApiKeyRecord } from '../platform/model.js';
 import { requireOrganization } from './organizations.js';
@@ -178,16 +179,92 @@ export function keyStatus(record: Pick<ApiKeyRecord, 'expiresAt' | 'revokedAt'>,
   return 'active';
 }
 
-async function putKey(deps: Deps, organizationId: string, name: string, policy: KeyPolicy = {}): Promise<{ key: string; record: ApiKeyRecord }> {
+/** Keys an organization may hold live (active, or expiring in a rotation's grace), whoever creates them (settings API, CLI). */
+export const MAX_LIVE_KEYS = 25;
+
+const tooManyKeys = () => validationFailed([{ field: 'key', message: `an organization has at most ${MAX_LIVE_KEYS} active or expiring keys; revoke one first` }]);
+
+/**
+ * The organization's live keys as its slot item holds them (key id → expiry, null for none), and
+ * the version every write of it is conditional on. An organization from before the item existed
+ * gets it made from its keys (the index; those keys were written long before). Expired entries
+ * are dropped on read: an expiry frees its slot without a write.
+ */
+interface KeySlots { live: Record<string, string | null>; version: number }
+async function readKeySlots(deps: Deps, organizationId: string): Promise<KeySlots> {
+  const { Item } = await deps.doc.send(new GetCommand({ TableName: deps.tables.organizations, Key: keys.apiKeySlots(organizationId), ConsistentRead: true }));
+  const now = deps.now();
+  const isLive = (expiresAt: string | null | undefined) => !expiresAt || Date.parse(expiresAt) > now;
+  if (Item) {
+    const live = Object.fromEntries(Object.entries((Item.live ?? {}) as Record<string, string | null>).filter(([, at]) => isLive(at)));
+    return { live, version: Number(Item.version) };
+  }
+  const records = await queryKeys(deps, organizationId);
+  return { live: Object.fromEntries(records.filter((r) => !r.revokedAt && isLive(r.expiresAt)).map((r) => [r.keyId, r.expiresAt ?? null])), version: 0 };
+}
+
+/** The transaction item writing `live` over the version read (version 0: the item must not exist yet). */
+const keySlotsWrite = (deps: Deps, organizationId: string, read: KeySlots, live: KeySlots['live']) => (read.version
+  ? {
+    Update: {
+      TableName: deps.tables.organizations, Key: keys.apiKeySlots(organizationId),
+      UpdateExpression: 'SET live = :live, version = :next', ConditionExpression: 'version = :v',
+      ExpressionAttributeValues: { ':live': live, ':next': read.version + 1, ':v': read.version },
+    },
+  }
+  : {
+    Put: {
+      TableName: deps.tables.organizations,
+      Item: { ...keys.apiKeySlots(organizationId), entity: 'api_key_slots', live, version: 1 },
+      ConditionExpression: 'attribute_not_exists(pk)',
+    },
+  });
+
+/**
+ * Runs a key transaction whose items are `items` plus the slot item's write (last). A failed
+ * condition on the slot item or a transaction conflict is a lost race (read again); on another
+ * item, `onOther(index)` says what it means.
+ */
+async function sendKeyTransaction(deps: Deps, items: NonNullable<TransactWriteCommandInput['TransactItems']>, onOther: (index: number) => Error): Promise<void> {
+  try {
+    await deps.doc.send(new TransactWriteCommand({ TransactItems: items }));
+  } catch (error) {
+    const reasons = cancellationReasons(error);
+    if (!reasons) throw error;
+    if (reasons[items.length - 1]?.Code === 'ConditionalCheckFailed' || isTransactionConflict(reasons)) throw new LostRace('key slots');
+    const failed = reasons.findIndex((r) => r.Code === 'ConditionalCheckFailed');
+    if (failed >= 0) throw onOther(failed);
+    throw error;
+  }
+}
+
+const keyItem = (deps: Deps, organizationId: string, name: string, policy: KeyPolicy) => {
   const kind = policy.kind ?? 'secret';
   const { key, keyId, hash } = generateApiKey(kind);
   const record: ApiKeyRecord = { keyId, organizationId, name, hash, createdAt: new Date(deps.now()).toISOString(), ...policy, kind };
-  await deps.doc.send(new PutCommand({
-    TableName: deps.tables.organizations,
-    Item: { ...keys.apiKeyByHash(hash), ...keys.apiKeyIndex(organizationId, keyId), entity: 'api_key', ...record },
-    ConditionExpression: 'attribute_not_exists(pk)',
-  }));
-  return { key, record };
+  const put = {
+    Put: {
+      TableName: deps.tables.organizations,
+      Item: { ...keys.apiKeyByHash(hash), ...keys.apiKeyIndex(organizationId, keyId), entity: 'api_key', ...record },
+      ConditionExpression: 'attribute_not_exists(pk)',
+    },
+  };
+  return { key, record, put };
+};
+
+/**
+ * Puts a new key and takes its slot in one transaction, conditional on the slot item's version:
+ * parallel creations can never pass MAX_LIVE_KEYS together, and a refused one writes nothing.
+ */
+async function putKey(deps: Deps, organizationId: string, name: string, policy: KeyPolicy = {}): Promise<{ key: string; record: ApiKeyRecord }> {
+  return retryLostRaces('The organization\'s keys', async () => {
+    const slots = await readKeySlots(deps, organizationId);
+    if (Object.keys(slots.live).length >= MAX_LIVE_KEYS) throw tooManyKeys();
+    const { key, record, put } = keyItem(deps, organizationId, name, policy);
+    await sendKeyTransaction(deps, [put, keySlotsWrite(deps, organizationId, slots, { ...slots.live, [record.keyId]: null })],
+      () => new LostRace('key id taken')); // a hash or id collision: draw again
+    return { key, record };
+  });
 }
 
 /**
@@ -227,45 +304,73 @@ async function requireKey(deps: Deps, organizationId: string, keyId: string): Pr
   return record;
 }
 
-/**
- * Ends a key at `at`: an expiry (rotation grace) or a revocation. A revocation sets only revokedAt,
- * so the revocation check is what refuses a revoked key (an expiry already set stays as it was).
- */
-async function expireKey(deps: Deps, record: ApiKeyRecord, at: string, revoked: boolean): Promise<void> {
-  await deps.doc.send(new UpdateCommand({
-    TableName: deps.tables.organizations,
-    Key: keys.apiKeyByHash(record.hash),
-    UpdateExpression: revoked ? 'SET revokedAt = :at' : 'SET expiresAt = :at',
-    ConditionExpression: 'attribute_exists(pk)',
-    ExpressionAttributeValues: { ':at': at },
-  }));
+/** The key item as stored now (a consistent read by its hash; the index that found it may lag). */
+async function storedKey(deps: Deps, record: ApiKeyRecord): Promise<ApiKeyRecord> {
+  const { Item } = await deps.doc.send(new GetCommand({ TableName: deps.tables.organizations, Key: keys.apiKeyByHash(record.hash), ConsistentRead: true }));
+  if (!Item) throw notFound(`Organization ${record.organizationId} has no key ${record.keyId}.`);
+  return toRecord(Item);
 }
 
 /**
+ * Ends a key at `at` (a transaction item): an expiry (rotation grace) or a revocation, conditional on
+ * the key as read (not revoked, same expiry), so two rotations of one key cannot both extend it. A
+ * revocation sets only revokedAt, so the revocation check is what refuses a revoked key.
+ */
+const endKey = (deps: Deps, record: ApiKeyRecord, at: string, revoked: boolean) => ({
+  Update: {
+    TableName: deps.tables.organizations,
+    Key: keys.apiKeyByHash(record.hash),
+    UpdateExpression: revoked ? 'SET revokedAt = :at' : 'SET expiresAt = :at',
+    ConditionExpression: `attribute_exists(pk) AND attribute_not_exists(revokedAt) AND ${record.expiresAt ? 'expiresAt = :was' : 'attribute_not_exists(expiresAt)'}`,
+    ExpressionAttributeValues: { ':at': at, ...(record.expiresAt ? { ':was': record.expiresAt } : {}) },
+  },
+});
+
+/**
  * Issues a new key with the same name; the old one keeps working for `graceHours` (default from
- * settings, 24 h), so callers can switch without downtime. 0 revokes the old key at once.
+ * settings, 24 h), so callers can switch without downtime. 0 revokes the old key at once. One
+ * transaction: the new key, the old one's end and the slots (with a grace the old key keeps its
+ * slot until it expires, so a rotation with a grace needs a free one).
  */
 export async function rotateApiKey(deps: Deps, organizationId: string, keyId: string, options: { graceHours?: number } = {}): Promise<{ key: string; record: ApiKeyRecord; previous: ApiKeySummary }> {
   const grace = options.graceHours ?? deps.settings.rotationGraceHours;
   if (!Number.isFinite(grace) || grace < 0) throw validationFailed([{ field: 'grace', message: 'must be zero or more hours' }]);
-  const old = await requireKey(deps, organizationId, keyId);
-  if (old.revokedAt) throw validationFailed([{ field: 'key', message: `${keyId} is revoked; create a new key instead` }]);
-  // The new key is of the same kind, with the same policy (origins, limits): a drop-in replacement.
-  const { kind, origins, thankYouUrl, dailyCap, perIpLimit, honeypotField } = old;
-  const created = await putKey(deps, organizationId, old.name, { kind, origins, thankYouUrl, dailyCap, perIpLimit, honeypotField });
-  const now = deps.now();
-  const until = new Date(now + grace * 3_600_000).toISOString();
-  // A shorter grace never extends an expiry already set by an earlier rotation.
-  const at = old.expiresAt && old.expiresAt < until ? old.expiresAt : until;
-  await expireKey(deps, old, at, grace === 0);
-  const { hash: _hash, ...rest } = { ...old, ...(grace === 0 ? { revokedAt: at } : { expiresAt: at }) };
-  return { ...created, previous: { ...rest, status: keyStatus(rest, now) } };
+  const found = await requireKey(deps, organizationId, keyId);
+  return retryLostRaces('The key', async () => {
+    const old = await storedKey(deps, found);
+    if (old.revokedAt) throw validationFailed([{ field: 'key', message: `${keyId} is revoked; create a new key instead` }]);
+    const slots = await readKeySlots(deps, organizationId);
+    const now = deps.now();
+    const until = new Date(now + grace * 3_600_000).toISOString();
+    // A shorter grace never extends an expiry already set by an earlier rotation.
+    const at = old.expiresAt && old.expiresAt < until ? old.expiresAt : until;
+    // The new key is of the same kind, with the same policy (origins, limits): a drop-in replacement.
+    const { kind, origins, thankYouUrl, dailyCap, perIpLimit, honeypotField } = old;
+    const created = keyItem(deps, organizationId, old.name, { kind, origins, thankYouUrl, dailyCap, perIpLimit, honeypotField });
+    const { [keyId]: _old, ...others } = slots.live;
+    const live = { ...others, ...(grace > 0 && Date.parse(at) > now ? { [keyId]: at } : {}), [created.record.keyId]: null };
+    // Refused only when it grows the count past the bound: a rotation without grace always works.
+    const count = Object.keys(live).length;
+    if (count > MAX_LIVE_KEYS && count > Object.keys(slots.live).length) throw tooManyKeys();
+    await sendKeyTransaction(deps, [created.put, endKey(deps, old, at, grace === 0), keySlotsWrite(deps, organizationId, slots, live)],
+      (index) => new LostRace(index === 0 ? 'key id taken' : 'the key changed'));
+    const { hash: _hash, ...rest } = { ...old, ...(grace === 0 ? { revokedAt: at } : { expiresAt: at }) };
+    return { key: created.key, record: created.record, previous: { ...rest, status: keyStatus(rest, now) } };
+  });
 }
 
+/** Revokes a key now and gives its slot back, in one transaction. */
 export async function revokeApiKey(deps: Deps, organizationId: string, keyId: string): Promise<ApiKeySummary> {
-  const record = await requireKey(deps, organizationId, keyId);
-  const at = new Date(deps.now()).toISOString();
-  if (!record.revokedAt) await expireKey(deps, record, at, true);
-  const { hash: _hash, ...rest } = { ...record, revokedAt: record.revokedAt ?? at };
-  return { ...rest, status: 'revoked' };
+  const found = await requireKey(deps, organizationId, keyId);
+  return retryLostRaces('The key', async () => {
+    const record = await storedKey(deps, found);
+    const at = new Date(deps.now()).toISOString();
+    if (!record.revokedAt) {
+      const slots = await readKeySlots(deps, organizationId);
+      const { [keyId]: _gone, ...live } = slots.live;
+      await sendKeyTransaction(deps, [endKey(deps, record, at, true), keySlotsWrite(deps, organizationId, slots, live)], () => new LostRace('the key changed'));
+    }
+    const { hash: _hash, ...rest } = { ...record, revokedAt: record.revokedAt ?? at };
+    return { ...rest, status: 'revoked' as const };
+  });
 }

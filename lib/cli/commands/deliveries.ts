@@ -49,7 +49,7 @@ export function register(program: Command): void {
           const attempts = d.attempts ?? [];
           const last = attempts.at(-1);
           const circuit = circuits.get(d.endpointId);
-          return { id: d.id, event: d.eventType, endpoint: d.endpointId, status: d.status, attempts: attempts.length, last: last ? (last.statusCode ?? last.error) : '', circuit: circuit ? circuitText(circuit) : 'removed', reason: d.reason, created: d.createdAt };
+          return { id: d.id, event: d.eventType, endpoint: d.endpointId, status: d.status, attempts: attempts.length + (d.olderAttempts ?? 0), last: last ? (last.statusCode ?? last.error) : '', circuit: circuit ? circuitText(circuit) : 'removed', reason: d.reason, created: d.createdAt };
         }), ['id', 'event', 'endpoint', 'status', 'attempts', 'last', 'circuit', 'reason', 'created']));
     }));
   deliveries

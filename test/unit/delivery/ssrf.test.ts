@@ -7,7 +7,7 @@ import { describe, it, expect, beforeAll, afterAll } from '@jest/globals';
 import { createServer, type Server } from 'node:http';
 import { Socket, type AddressInfo } from 'node:net';
 import type { LookupAddress } from 'node:dns';
-import { guardedLookup, isBlockedAddress, checkAddress, allowListFor, type Resolver } from '../../../functions/core/delivery/ssrf.js';
+import { BLOCKED_RANGES, guardedLookup, isBlockedAddress, checkAddress, allowListFor, type Resolver } from '../../../functions/core/delivery/ssrf.js';
 import { cidrProblem, sensitiveAllowEntry } from '../../../functions/core/platform/ip-ranges.js';
 import { parseSettings } from '../../../functions/core/platform/settings.js';
 import { postWebhook, destroyAgents, type ConnectFunction, type ConnectTarget } from '../../../functions/core/delivery/http-client.js';
@@ -95,6 +95,45 @@ const blockedAddresses: [ip: string, reason: string][] = [
   ['100::1', 'discard'],
 ];
 
+/**
+ * One row per refused range, each naming the range it must fall in (the reason carries the CIDR):
+ * dropping a range from ssrf.ts fails its row, and a range added there without a row fails the
+ * completeness test below.
+ */
+const everyRange: [ip: string, cidr: string][] = [
+  ['255.255.255.255', '255.255.255.255/32'],
+  ['169.254.169.254', '169.254.169.254/32'],
+  ['0.1.2.3', '0.0.0.0/8'],
+  ['10.255.255.254', '10.0.0.0/8'],
+  ['100.100.0.1', '100.64.0.0/10'],
+  ['127.0.0.2', '127.0.0.0/8'],
+  ['169.254.0.1', '169.254.0.0/16'],
+  ['172.20.1.1', '172.16.0.0/12'],
+  ['192.0.0.170', '192.0.0.0/24'],
+  ['192.0.2.1', '192.0.2.0/24'],
+  ['192.88.99.1', '192.88.99.0/24'],
+  ['192.168.255.1', '192.168.0.0/16'],
+  ['198.18.5.5', '198.18.0.0/15'],
+  ['198.51.100.1', '198.51.100.0/24'],
+  ['203.0.113.1', '203.0.113.0/24'],
+  ['232.1.1.1', '224.0.0.0/4'],
+  ['250.1.2.3', '240.0.0.0/4'],
+  ['::', '::/128'],
+  ['::1', '::1/128'],
+  ['::a00:1', '::/96'],
+  ['64:ff9b:1::1', '64:ff9b:1::/48'],
+  ['2002:c000:201::1', '2002::/16'],
+  ['100::ffff', '100::/64'],
+  ['2001:db8:1::1', '2001:db8::/32'],
+  ['2001:2::1', '2001::/23'],
+  ['3fff:fff::1', '3fff::/20'],
+  ['fdff::1', 'fc00::/7'],
+  ['fe80::abcd', 'fe80::/10'],
+  ['fec0::1', 'fec0::/10'],
+  ['feff:ffff::1', 'fec0::/10'],
+  ['ff0e::1', 'ff00::/8'],
+];
+
 const publicAddresses = ['93.184.216.34', '8.8.8.8', '172.32.0.1', '100.128.0.1', '198.20.0.1', '2606:4700:4700::1111', '::ffff:8.8.8.8', '64:ff9b::808:808'];
 
 let tripwire: Tripwire;
@@ -115,6 +154,17 @@ describe('the SSRF guard', () => {
     expect(result.error).toContain(ip);
     expect(result.error).toContain(reason);
     expect(seen).toEqual([]);
+  });
+
+  it.each(everyRange)('refuses %s as inside %s', async (ip, cidr) => {
+    expect(isBlockedAddress(ip, [])).toEqual({ blocked: true, reason: expect.stringContaining(`(${cidr})`) });
+    const { result, seen } = await deliverVia('hooks.example.com', [ip]);
+    expect(result).toMatchObject({ ok: false, errorCode: 'ESSRF', error: expect.stringContaining(`(${cidr})`) });
+    expect(seen).toEqual([]);
+  });
+
+  it('has a row above for every refused range of ssrf.ts', () => {
+    expect([...new Set(everyRange.map(([, cidr]) => cidr))].sort()).toEqual([...BLOCKED_RANGES].sort());
   });
 
   it.each(publicAddresses)('lets the public address %s through to a connect attempt (recorded, not made)', async (ip) => {
