@@ -29,11 +29,12 @@ export class RestartableStack {
     return { info, deps: depsFromStackFile(info) };
   }
 
-  async stop(): Promise<void> {
+  /** `SIGKILL`: no chance to finish a batch or write a checkpoint, as a crashed machine. */
+  async stop(signal: 'SIGTERM' | 'SIGKILL' = 'SIGTERM'): Promise<void> {
     const child = this.child;
     if (!child || child.exitCode !== null) return;
     const exited = new Promise((resolve) => child.once('exit', resolve));
-    child.kill('SIGTERM');
+    child.kill(signal);
     await exited;
   }
 }

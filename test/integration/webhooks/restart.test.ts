@@ -16,6 +16,9 @@ import { eventually } from '../support/stack.js';
 import { RestartableStack } from '../support/restartable-stack.js';
 import { Receiver } from '../support/receiver.js';
 import { edgeKeyLimitPerMinute } from '../../../lib/topology.js';
+import { BatchWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { keys } from '../../../functions/core/platform/model.js';
+import { inBatches } from '../../../functions/core/platform/batches.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'crm-restart-'));
 const receiver = new Receiver();
@@ -23,7 +26,7 @@ let receiverStarted = false;
 
 const stack = new RestartableStack(dir, testSettings);
 const start = () => stack.start();
-const stop = () => stack.stop();
+const stop = (signal?: 'SIGTERM' | 'SIGKILL') => stack.stop(signal);
 
 afterAll(async () => {
   await stop();
@@ -66,6 +69,40 @@ describe('a restart in the middle of delivering', () => {
     for (const r of requests) (clientsPerId.get(String(r.headers['webhook-id'])) ?? clientsPerId.set(String(r.headers['webhook-id']), new Set()).get(String(r.headers['webhook-id']))!).add(r.event!.data.object.id);
     expect([...clientsPerId.values()].every((s) => s.size === 1)).toBe(true);
   }, 150_000);
+
+  it('an import killed mid-way (SIGKILL: no batch finished, no checkpoint written) loses nothing: every imported client’s client.created ends delivered', async () => {
+    await stop();
+    if (!receiverStarted) await receiver.start();
+    receiverStarted = true;
+    let { deps } = await start();
+    const org = await createOrganization(deps, { name: 'Import Co' });
+    const { endpoint, secret } = await addEndpoint(deps, org.id, { url: 'http://127.0.0.1:9/x', events: 'client.created' });
+    await updateEndpoint(deps, org.id, endpoint.id, { url: receiver.script('/import', secret, { status: 204, delayMs: 20 }) });
+    // The CRM writes its import straight into the clients table, BatchWriteItem of 25, as its application does.
+    const total = 600;
+    const at = new Date().toISOString();
+    const ids = Array.from({ length: total }, (_, i) => `cli_import${String(i).padStart(5, '0')}`);
+    for (const batch of inBatches(ids, 25)) {
+      await deps.doc.send(new BatchWriteCommand({ RequestItems: { [deps.tables.clients]: batch.map((id) => ({
+        PutRequest: { Item: { ...keys.client(org.id, id), entity: 'client', id, organization_id: org.id, status: 'lead', first_name: 'Imported', sms_consent: false, created_at: at, updated_at: at } },
+      })) } }));
+    }
+    await eventually(async () => receiver.on('/import').length >= 20, { what: 'the first deliveries of the import' });
+    await stop('SIGKILL');
+    expect(receiver.on('/import').length).toBeLessThan(total);
+
+    ({ deps } = await start());
+    const delivered = await eventually(async () => {
+      const list = await listDeliveries(deps, org.id, { limit: 1000 });
+      return list.length === total && list.every((d) => d.status === 'delivered') ? list : undefined;
+    }, { what: 'every imported client’s delivery', timeoutMs: 90_000, intervalMs: 500 });
+    // One delivery per client, each received and verified; a repeat (killed before its outcome was written) has the same webhook-id.
+    expect(new Set(delivered.map((d) => String(d.payload.data.object.id)))).toEqual(new Set(ids));
+    const requests = receiver.on('/import');
+    expect(requests.every((r) => !r.verifyError)).toBe(true);
+    expect(new Set(requests.map((r) => r.headers['webhook-id']))).toEqual(new Set(delivered.map((d) => (d.payload as { id: string }).id)));
+    expect(new Set(requests.map((r) => r.event!.data.object.id))).toEqual(new Set(ids));
+  }, 180_000);
 
   it('a retry parked in the due index (out of the queue) outlives a restart and goes out when due, with its webhook-id and attempt number', async () => {
     await stop();
