@@ -11,20 +11,15 @@
 import { describe, it, expect, afterAll } from '@jest/globals';
 import { testStack } from '../support/stack.js';
 import { Receiver } from '../support/receiver.js';
-import { HangingReceiver } from '../support/hanging-receiver.js';
+import { HangingReceiver, ISOLATION_BOUND, isolationSettings } from '../support/hanging-receiver.js';
 import { listEndpoints } from '../../../functions/core/delivery/endpoints.js';
 import { clientCreated, DeliveryCore } from './support/delivery-core.js';
 import { tenantAt } from './support/tenant.js';
 
-const BOUND = 2;
+const BOUND = ISOLATION_BOUND;
+// A minute open (as long as the end-to-end stack's restart needed): simulated, it costs nothing.
 const settings = {
-  retryScheduleSeconds: [1, 1, 1, 1],
-  retryJitter: 0,
-  endpointCacheTtlSeconds: 1,
-  deliveryTimeoutMs: 1500,
-  slowLaneAfterMs: 300,
-  maxInFlightPerEndpoint: BOUND,
-  circuitFailureThreshold: 3,
+  ...isolationSettings,
   circuitOpenSeconds: 60,
   circuitMaxOpenSeconds: 120,
 };

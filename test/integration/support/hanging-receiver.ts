@@ -7,6 +7,19 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 
+/** The bound on attempts in flight to one endpoint in the isolation scenarios. */
+export const ISOLATION_BOUND = 2;
+/** The delivery settings the isolation scenarios run with (compressed retries, a short main-lane budget, a circuit after 3 failures). */
+export const isolationSettings = {
+  retryScheduleSeconds: [1, 1, 1, 1],
+  retryJitter: 0,
+  endpointCacheTtlSeconds: 1,
+  deliveryTimeoutMs: 1500,
+  slowLaneAfterMs: 300,
+  maxInFlightPerEndpoint: ISOLATION_BOUND,
+  circuitFailureThreshold: 3,
+};
+
 export interface HangingRequest { at: number; answeredAt?: number; id: string; verified: boolean }
 
 export class HangingReceiver {

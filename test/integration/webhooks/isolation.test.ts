@@ -23,20 +23,14 @@ import type { LocalStackInfo } from '../../../lib/local/stack-file.js';
 import { eventually } from '../support/stack.js';
 import { RestartableStack } from '../support/restartable-stack.js';
 import { Receiver } from '../support/receiver.js';
-import { HangingReceiver } from '../support/hanging-receiver.js';
+import { HangingReceiver, ISOLATION_BOUND, isolationSettings } from '../support/hanging-receiver.js';
 import { edgeKeyLimitPerMinute } from '../../../lib/topology.js';
 
-const BOUND = 2;
+const BOUND = ISOLATION_BOUND;
 const settings = {
-  retryScheduleSeconds: [1, 1, 1, 1],
-  retryJitter: 0,
+  ...isolationSettings,
   keyCacheTtlSeconds: 1,
-  endpointCacheTtlSeconds: 1,
   settingsMaxAgeSeconds: 1,
-  deliveryTimeoutMs: 1500,
-  slowLaneAfterMs: 300,
-  maxInFlightPerEndpoint: BOUND,
-  circuitFailureThreshold: 3,
   // Long enough to see it open and list it with the CLI on a busy machine.
   circuitOpenSeconds: 20,
   circuitMaxOpenSeconds: 40,
