@@ -5,7 +5,10 @@
  * attemptNumberOf): the attempts recorded in the message's round, plus one; a receive that made no
  * attempt uses none, and a re-driven delivery starts a new round. A retry never waits in flight: it is a new delayed message, or,
  * beyond queueDelayMaxSeconds, parked in the due index (written with the attempt, in one update)
- * until the sweeper re-queues it; only then is the received message deleted.
+ * until the sweeper re-queues it; only then is the received message deleted. This module is the
+ * attempt policy: every outcome is written as a named transition of the delivery record
+ * (delivery-record.ts, through delivery-port.ts), and a batch's records are read and its
+ * delivered outcomes written together (batch-records.ts).
  */
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { Deps } from '../platform/deps.js';
