@@ -63,8 +63,8 @@ export const staysQueued = (outcome: BatchOutcome): boolean => outcome.kind === 
 
 /**
  * Records an outcome with its transition (delivery-record.ts); each is conditional on the state it
- * leaves, so one that finds the delivery delivered meanwhile (a duplicate message's attempt)
- * changes nothing and the outcome becomes that: nothing more is sent or queued for it.
+ * leaves, so one that finds the delivery delivered meanwhile (a duplicate message's attempt), or
+ * its record gone, changes nothing and the outcome becomes that: nothing more is sent or queued.
  */
 async function settle(deps: Deps, message: DeliveryMessage, change: Transition, outcome: Outcome): Promise<Outcome> {
   return (await transition(deps, message, change)) ? outcome : { kind: 'delivered', attempt: outcome.attempt, reason: 'already delivered' };
