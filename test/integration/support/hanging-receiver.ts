@@ -6,18 +6,16 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
+import { testSettings } from '../global-setup.js';
+
+const pick = <T extends object, K extends keyof T>(from: T, ...names: K[]) => Object.fromEntries(names.map((n) => [n, from[n]])) as Pick<T, K>;
 
 /** The bound on attempts in flight to one endpoint in the isolation scenarios. */
 export const ISOLATION_BOUND = 2;
 /** The delivery settings the isolation scenarios run with (compressed retries, a short main-lane budget, a circuit after 3 failures). */
 export const isolationSettings = {
-  retryScheduleSeconds: [1, 1, 1, 1],
-  retryJitter: 0,
-  endpointCacheTtlSeconds: 1,
-  deliveryTimeoutMs: 1500,
-  slowLaneAfterMs: 300,
-  maxInFlightPerEndpoint: ISOLATION_BOUND,
-  circuitFailureThreshold: 3,
+  ...pick(testSettings, 'retryScheduleSeconds', 'retryJitter', 'deliveryTimeoutMs'),
+  endpointCacheTtlSeconds: 1, slowLaneAfterMs: 300, maxInFlightPerEndpoint: ISOLATION_BOUND, circuitFailureThreshold: 3,
 };
 
 export interface HangingRequest { at: number; answeredAt?: number; id: string; verified: boolean }
