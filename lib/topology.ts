@@ -339,6 +339,18 @@ export interface GatewayAnswerSpec {
   headers?: Record<string, string>;
 }
 
+/**
+ * Request types API Gateway hands the functions as bytes (base64, `isBase64Encoded`) rather than
+ * as text it decoded itself: the functions decode UTF-8 strictly, so bytes that are not UTF-8 get a
+ * 400 instead of being stored as U+FFFD (docs/leads.md). Parameters (charset) are not matched.
+ */
+export const binaryMediaTypes = ['application/json', 'application/x-www-form-urlencoded'] as const;
+export const isBinaryMediaType = (contentType: string | undefined) =>
+  (binaryMediaTypes as readonly string[]).includes((contentType ?? '').split(';')[0].trim().toLowerCase());
+
+/** API Gateway's answer to a path with a malformed percent-escape (`%zz`, `%E2%82`): a 400 before any route. */
+export const malformedPath = { type: 'DEFAULT_4XX' as const, status: 400, message: 'The request path has a malformed percent-escape.' };
+
 /** API Gateway's hard payload limit (REQUEST_TOO_LARGE); the function enforces its own, smaller one. */
 export const gatewayMaxBodyBytes = 10 * 1024 * 1024;
 

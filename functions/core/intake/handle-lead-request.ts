@@ -34,7 +34,7 @@ export async function handleLeadRequest(deps: Deps, request: HttpRequest): Promi
     if (!METHODS.includes(request.method)) throw methodNotAllowed(METHODS);
     // A plain HTML form cannot set headers: its (publishable) key comes as a field of its body.
     const form = isFormPost(request) ? readFormBody(request, MAX_BODY_BYTES) : undefined;
-    const auth = await authenticate(deps, request.headers, { formKey: form?.[FORM_KEY_FIELD], allowPublishable: true });
+    const auth = await authenticate(deps, request.headers, { formKey: form?.[FORM_KEY_FIELD], allowPublishable: true, repeatedHeaders: request.repeatedHeaders });
     known = { organizationId: auth.organization.id, keyId: auth.key.keyId, headers: {} };
     if (form && !auth.key.publishable) {
       throw unsupportedMediaType('application/x-www-form-urlencoded bodies are accepted from publishable keys only: send application/json.');
