@@ -31,7 +31,11 @@ export const tables = {
   /** Sliding-window rate-limit counters: one item per key per minute. */
   rateWindows: { envVar: 'RATE_WINDOWS_TABLE', partitionKey: pk, ttlAttribute: 'expiresAt' },
   /** CRM clients (leads included); its stream feeds the event fan-out. */
-  clients: { envVar: 'CLIENTS_TABLE', partitionKey: pk, sortKey: sk, stream: 'NEW_AND_OLD_IMAGES', ttlAttribute: 'expiresAt' },
+  // `match`: a lead's earlier clients by e-mail (else phone), newest first; sparse and keys-only, 1 write unit a lead (docs/leads.md).
+  clients: {
+    envVar: 'CLIENTS_TABLE', partitionKey: pk, sortKey: sk, stream: 'NEW_AND_OLD_IMAGES', ttlAttribute: 'expiresAt',
+    globalIndexes: [{ name: 'match', partitionKey: { name: 'matchKey', type: 'S' }, sortKey: sk, projection: 'KEYS_ONLY' }],
+  },
   /** Work orders, invoices and bookings as typed items; its stream feeds the event fan-out. */
   workOrders: { envVar: 'WORK_ORDERS_TABLE', partitionKey: pk, sortKey: sk, stream: 'NEW_AND_OLD_IMAGES', ttlAttribute: 'expiresAt' },
   /** One record per (event, endpoint) with every attempt; kept 30 days. */
@@ -171,7 +175,7 @@ export const functions = {
     description: 'POST/GET /api/webhook/leads: authenticate, rate-limit, validate, create the lead',
     timeoutSeconds: 10,
     memoryMb: 512,
-    tables: { organizations: 'readWrite', rateWindows: 'readWrite', clients: 'write', requestLog: 'write', idempotency: 'readWrite' },
+    tables: { organizations: 'readWrite', rateWindows: 'readWrite', clients: 'readWrite', requestLog: 'write', idempotency: 'readWrite' },
     queues: {},
     events: [],
   },
@@ -242,6 +246,7 @@ export const routes: RouteSpec[] = [
   settingsRoute('GET', '/settings'),
   settingsRoute('GET', '/settings/{asset}'),
   settingsRoute('GET', '/api/settings'),
+  settingsRoute('PATCH', '/api/settings'),
   settingsRoute('GET', '/api/settings/keys'),
   settingsRoute('POST', '/api/settings/keys'),
   settingsRoute('DELETE', '/api/settings/keys/{id}'),

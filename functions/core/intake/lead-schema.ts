@@ -84,6 +84,8 @@ export const clientSchema = described(
       'Present when sms_consent is true: where, when and from whom consent was captured',
     ),
     custom_fields: z.optional(z.record(z.string(), z.union([z.string(), z.number(), z.boolean()]))),
+    possible_duplicate_of: described(z.optional(z.string()), 'The earlier client with the same e-mail or phone (the `flag` policy; answered to secret keys only)'),
+    submission_count: described(z.optional(z.number()), 'Lead submissions the client holds (1 for a new client)'),
     created_at: z.iso.datetime(),
     updated_at: z.iso.datetime(),
   }),
