@@ -80,8 +80,20 @@ const closedCounts = new TtlCache<string, number[]>(100_000);
 /** The open sub-window's counts as last answered: a lower bound (they only grow), so a full one is refused without a write. */
 const openCounts = new TtlCache<string, { sub: number; slots: number[] }>(50_000);
 
+/** Reads under way, by `<keyId>#<open>`: concurrent checks of one key at a sub-window's start share one. */
+const reading = new Map<string, Promise<SubWindowCounts>>();
+
 /** The closed sub-windows a check at sub-window `open` needs, read in one consistent BatchGetItem for those not cached. */
-async function closedSubWindows(deps: Deps, keyId: string, open: number): Promise<SubWindowCounts> {
+function closedSubWindows(deps: Deps, keyId: string, open: number): Promise<SubWindowCounts> {
+  const id = `${keyId}#${open}`;
+  const running = reading.get(id);
+  if (running) return running.then((counts) => new Map(counts));
+  const read = readClosed(deps, keyId, open).finally(() => reading.delete(id));
+  reading.set(id, read);
+  return read.then((counts) => new Map(counts));
+}
+
+async function readClosed(deps: Deps, keyId: string, open: number): Promise<SubWindowCounts> {
   const counts: SubWindowCounts = new Map();
   const missing: number[] = [];
   const now = deps.now();
