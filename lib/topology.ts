@@ -28,7 +28,7 @@ const gsi1 = { name: 'gsi1', partitionKey: { name: 'gsi1pk', type: 'S' as const 
 export const tables = {
   /** Organizations, API keys (by hash), webhook endpoints, notifications, usage counters. */
   organizations: { envVar: 'ORGANIZATIONS_TABLE', partitionKey: pk, sortKey: sk, globalIndexes: [gsi1] },
-  /** Sliding-window rate-limit counters: one item per key per minute. */
+  /** Rate-limit counters: one item per key per 10 s sub-window (functions/core/tenancy/rate-limit.ts). */
   rateWindows: { envVar: 'RATE_WINDOWS_TABLE', partitionKey: pk, ttlAttribute: 'expiresAt' },
   /** CRM clients (leads included); its stream feeds the event fan-out. */
   // `match`: a lead's earlier clients by e-mail (else phone), newest first; sparse and keys-only, 1 write unit a lead (docs/leads.md).
