@@ -96,11 +96,13 @@ export async function createLead(deps: Deps, auth: AuthContext, input: LeadInput
     if (typeof outcome === 'object') return duplicateOf(deps, auth, input, meta, outcome.duplicateOf);
     // The earlier client was deleted meanwhile: the lead becomes a new client.
     if (outcome === 'client-gone') await debitAndWrite(deps, org.id, created.write, price, day);
-    return merging && outcome === 'written' ? { kind: 'merged', clientId: merging.id } : { kind: 'created', client };
+    // Its submission list is full: merged all the same, the submission counted but not listed.
+    if (outcome === 'client-full') await debitAndWrite(deps, org.id, mergeWrite(deps, org.id, merging!, input, submission, false), price, day);
+    return merging && outcome !== 'client-gone' ? { kind: 'merged', clientId: merging.id } : { kind: 'created', client };
   }
   const repeated = await countUsage(deps, org.id, day, client.id, guarded);
   if (repeated) return duplicateOf(deps, auth, input, meta, repeated);
-  if (merging && await mergeOnce(deps, write)) return { kind: 'merged', clientId: merging.id };
+  if (merging && await mergeOnce(deps, write, () => mergeWrite(deps, org.id, merging, input, submission, false))) return { kind: 'merged', clientId: merging.id };
   await putOnce(deps, created.write.Put, created.token);
   return { kind: 'created', client };
 }
@@ -150,6 +152,9 @@ function createWrite(deps: Deps, client: Client<'lead', 'api'>, submission: Subm
   return { write: { Put: { TableName: deps.tables.clients, Item: item, ConditionExpression: 'attribute_not_exists(pk)' } }, token: notification.id };
 }
 
+/** Submissions listed on a client: past them a merged one is counted (`submission_count`) but not listed, so no client can be grown past DynamoDB's 400 KB. */
+export const MAX_LISTED_SUBMISSIONS = 50;
+
 /** Fields a merged submission may fill on the earlier client: those it does not have yet. */
 const FILLABLE = ['first_name', 'last_name', 'email', 'phone', 'notes', 'address', 'service', 'custom_fields'] as const;
 
@@ -157,10 +162,11 @@ const FILLABLE = ['first_name', 'last_name', 'email', 'phone', 'notes', 'address
  * The update attaching a submission to the earlier client: its empty fields filled, the submission
  * appended, the count raised, and consent given now recorded (a later "no" does not withdraw it).
  */
-function mergeWrite(deps: Deps, orgId: string, earlier: EarlierClient, input: LeadInput, submission: Submission): Write {
+function mergeWrite(deps: Deps, orgId: string, earlier: EarlierClient, input: LeadInput, submission: Submission, listed = true): Write {
   const names: Record<string, string> = {};
-  const values: Record<string, unknown> = { ':at': submission.at, ':sub': [submission], ':empty': [], ':one': 1 };
-  const sets = ['updated_at = :at', 'submissions = list_append(if_not_exists(submissions, :empty), :sub)', 'submission_count = if_not_exists(submission_count, :one) + :one'];
+  const values: Record<string, unknown> = { ':at': submission.at, ':one': 1, ...(listed ? { ':sub': [submission], ':empty': [], ':max': MAX_LISTED_SUBMISSIONS } : {}) };
+  const sets = ['updated_at = :at', 'submission_count = if_not_exists(submission_count, :one) + :one'];
+  if (listed) sets.push('submissions = list_append(if_not_exists(submissions, :empty), :sub)');
   for (const field of FILLABLE) {
     if (input[field] === undefined) continue;
     names[`#${field}`] = field;
@@ -182,22 +188,24 @@ function mergeWrite(deps: Deps, orgId: string, earlier: EarlierClient, input: Le
       TableName: deps.tables.clients,
       Key: keys.client(orgId, earlier.id),
       UpdateExpression: `SET ${sets.join(', ')}`,
-      ConditionExpression: 'attribute_exists(pk)',
+      ConditionExpression: listed ? 'attribute_exists(pk) AND (attribute_not_exists(submissions) OR size(submissions) < :max)' : 'attribute_exists(pk)',
+      // On a failed condition: an old item means its list is full, none that it was deleted.
+      ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
       ...(Object.keys(names).length ? { ExpressionAttributeNames: names } : {}),
       ExpressionAttributeValues: values,
     },
   };
 }
 
-/** The postpaid merge; false when the earlier client was deleted meanwhile (a new client is created instead). */
-async function mergeOnce(deps: Deps, write: Write): Promise<boolean> {
+/** The postpaid merge (`unlisted` when the client's submission list is full); false when the earlier client was deleted meanwhile (a new client is created instead). */
+async function mergeOnce(deps: Deps, write: Write, unlisted: () => Write): Promise<boolean> {
   if (!('Update' in write)) return false;
   try {
     await deps.doc.send(new UpdateCommand(write.Update));
     return true;
   } catch (error) {
-    if (error instanceof ConditionalCheckFailedException) return false;
-    throw error;
+    if (!(error instanceof ConditionalCheckFailedException)) throw error;
+    return error.Item ? mergeOnce(deps, unlisted(), unlisted) : false;
   }
 }
 
@@ -245,9 +253,9 @@ async function countUsage(deps: Deps, orgId: string, day: string, clientId: stri
  * conditioned on usageDay, so the first lead of a day closes the previous day first (openUsageDay).
  * `write`: the client's put or merge (none: a duplicate's bare debit); `guarded`: the double-submit
  * guard rides on the organization update. Answers the duplicated client when the guard refused, and
- * 'client-gone' when the client to merge into no longer exists.
+ * 'client-gone' when the client to merge into no longer exists, 'client-full' when its submission list is.
  */
-async function debitAndWrite(deps: Deps, orgId: string, write: Write | undefined, price: number, today: string, guarded?: Guarded): Promise<'written' | 'client-gone' | { duplicateOf: string }> {
+async function debitAndWrite(deps: Deps, orgId: string, write: Write | undefined, price: number, today: string, guarded?: Guarded): Promise<'written' | 'client-gone' | 'client-full' | { duplicateOf: string }> {
   let day = today;
   const guard = guarded && guardClause(guarded.guard, guarded.targetId, guarded.now);
   for (let attempt = 1; ; attempt++) {
@@ -284,7 +292,7 @@ async function debitAndWrite(deps: Deps, orgId: string, write: Write | undefined
         if (openDay && openDay > day) day = openDay;
         else await openUsageDay(deps, orgId, old, day);
       } else if (write && 'Update' in write && reasons[0]?.Code === 'ConditionalCheckFailed') {
-        return 'client-gone';
+        return reasons[0].Item ? 'client-full' : 'client-gone';
       } else if (!reasons.some(isConflict)) {
         throw error;
       } else {

@@ -9,6 +9,11 @@ import { itemsOf, newTenant, postLead, runCli, testStack } from '../support/stac
 import { settingsClient } from '../settings/support.js';
 import { dailyUsage, getOrganization } from '../../../functions/core/tenancy/organizations.js';
 import { toPublic } from '../../../functions/core/events/public-objects.js';
+import { setDuplicatePolicy } from '../../../functions/core/tenancy/organizations.js';
+import { MAX_LISTED_SUBMISSIONS } from '../../../functions/core/intake/create-lead.js';
+import { keys } from '../../../functions/core/platform/model.js';
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { SHOP, givenPublishableKey, postFromPage } from '../support/public-forms.js';
 
 const today = () => new Date().toISOString().slice(0, 10);
 const clientsOf = async (orgId: string) => itemsOf('clients', orgId, 'CLIENT#');
@@ -114,5 +119,35 @@ describe('duplicate leads', () => {
     const first = await (await postLead(t.key, { name: 'Sam Settings', email: 'sam@example.com' })).json() as { id: string };
     const later = await postLead(t.key, { name: 'Sam Settings', email: 'sam@example.com', notes: 'second visit' });
     expect(await later.json()).toMatchObject({ id: first.id, merged: true });
+  });
+
+  it('keeps merging into a client whose submission list is full: counted, not listed, consent still recorded', async () => {
+    const { deps } = await testStack();
+    for (const billing of ['none', 'prepaid'] as const) {
+      const t = await newTenant({ billing, walletMicros: 1_000_000 });
+      await setDuplicatePolicy(deps, t.organizationId, 'merge');
+      await orgCacheExpiry();
+      const first = await (await postLead(t.key, { name: 'Full List', email: 'full@example.com' })).json() as { id: string };
+      const listed = Array.from({ length: MAX_LISTED_SUBMISSIONS }, (_, i) => ({ at: `2026-01-01T00:00:${String(i % 60).padStart(2, '0')}.000Z`, source: 'api', key_id: t.keyId, request_id: `r${i}`, sms_consent: false }));
+      await deps.doc.send(new UpdateCommand({ TableName: deps.tables.clients, Key: keys.client(t.organizationId, first.id), UpdateExpression: 'SET submissions = :s, submission_count = :n', ExpressionAttributeValues: { ':s': listed, ':n': MAX_LISTED_SUBMISSIONS } }));
+      const later = await postLead(t.key, { name: 'Full List', email: 'full@example.com', phone: '+1 415 555 0111', sms_consent: true, sms_consent_source: 'form' });
+      expect(later.status).toBe(200);
+      const [stored, ...others] = await clientsOf(t.organizationId);
+      expect(others).toEqual([]);
+      expect(stored).toMatchObject({ submission_count: MAX_LISTED_SUBMISSIONS + 1, sms_consent: true, phone: '+14155550111' });
+      expect(stored.submissions).toHaveLength(MAX_LISTED_SUBMISSIONS);
+      expect(await calls(t.organizationId)).toBe(2);
+    }
+  });
+
+  it('does not tell a page (publishable key) which earlier client a lead may duplicate, but still flags it', async () => {
+    const page = await givenPublishableKey();
+    const first = await postFromPage(page.key, { name: 'Pia Page', email: 'pia@example.com' }, { origin: SHOP, from: '127.0.0.21' });
+    expect(first.status).toBe(201);
+    const later = await postFromPage(page.key, { name: 'Pia Page', email: 'pia@example.com', notes: 'again' }, { origin: SHOP, from: '127.0.0.22' });
+    expect(later.status).toBe(201);
+    expect(later.json()).not.toHaveProperty('possible_duplicate_of');
+    const stored = (await clientsOf(page.organizationId)).find((c) => c.id === later.json().id)!;
+    expect(stored.possible_duplicate_of).toBe(first.json().id);
   });
 });

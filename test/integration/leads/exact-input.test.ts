@@ -9,6 +9,8 @@ import { connect } from 'node:net';
 import { itemsOf, newTenant, testStack, type Tenant } from '../support/stack.js';
 import { dailyUsage, getOrganization } from '../../../functions/core/tenancy/organizations.js';
 import { edgeKeyLimitPerMinute } from '../../../lib/topology.js';
+import { authenticate } from '../../../functions/core/tenancy/authenticate.js';
+import { givenPublishableKey } from '../support/public-forms.js';
 
 const WALLET = 1_000_000;
 
@@ -114,5 +116,14 @@ describe('exact input on the lead endpoint', () => {
     const res = await raw([['Content-Type', 'application/json; charset=UTF-8'], ['X-API-Key', t.key]], '{"name":"Zoë \\ud83d\\udca7 Ça"}');
     expect(res.status).toBe(201);
     expect(JSON.parse(res.body).first_name).toBe('Zoë');
+  });
+
+  it('gives a publishable key without a cap of its own the stage\'s default daily cap', async () => {
+    const { deps } = await testStack();
+    const uncapped = await givenPublishableKey();
+    const capped = await givenPublishableKey({ dailyCap: 7 });
+    const stage = { ...deps, settings: { ...deps.settings, publishableDailyCap: 3 } };
+    expect((await authenticate(stage, { 'X-API-Key': uncapped.key }, { allowPublishable: true })).key.publishable?.dailyCap).toBe(3);
+    expect((await authenticate(stage, { 'X-API-Key': capped.key }, { allowPublishable: true })).key.publishable?.dailyCap).toBe(7);
   });
 });
