@@ -143,7 +143,9 @@ async function createLeadOnce(deps: Deps, request: HttpRequest, auth: AuthContex
     run: create,
   });
   const headers: Record<string, string> = replayed ? { 'Idempotent-Replayed': 'true' } : {};
-  return { ...result, headers: { ...result.headers, ...headers } };
+  // Records stored before answers carried their status hold the created client itself (a 201).
+  const answer: Answer = typeof (result as Partial<Answer>).status === 'number' ? result : { status: 201, body: result };
+  return { ...answer, headers: { ...answer.headers, ...headers } };
 }
 
 /**
