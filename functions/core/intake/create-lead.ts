@@ -102,8 +102,14 @@ export async function createLead(deps: Deps, auth: AuthContext, input: LeadInput
   }
   const repeated = await countUsage(deps, org.id, day, client.id, guarded);
   if (repeated) return duplicateOf(deps, auth, input, meta, repeated);
-  if (merging && await mergeOnce(deps, write, () => mergeWrite(deps, org.id, merging, input, submission, false))) return { kind: 'merged', clientId: merging.id };
-  await putOnce(deps, created.write.Put, created.token);
+  try {
+    if (merging && await mergeOnce(deps, write, () => mergeWrite(deps, org.id, merging, input, submission, false))) return { kind: 'merged', clientId: merging.id };
+    await putOnce(deps, created.write.Put, created.token);
+  } catch (error) {
+    // Counted before the write (for the guard): a call that failed is not billed.
+    await countUsage(deps, org.id, day, client.id, undefined, -1);
+    throw error;
+  }
   return { kind: 'created', client };
 }
 
@@ -226,11 +232,11 @@ async function putOnce(deps: Deps, put: PutCommand['input'], token: string): Pro
 }
 
 /**
- * Postpaid usage: a plain ADD on the day's item, which never conflicts; with `guard`, conditioned
+ * Postpaid usage: a plain ADD of `calls` on the day's item, which never conflicts; with `guard`, conditioned
  * on the submission not repeating one of the last 10 minutes (whose client is then returned). A
  * failure other than that is logged, not answered: the lead goes on without the guard.
  */
-async function countUsage(deps: Deps, orgId: string, day: string, clientId: string, guarded?: Guarded): Promise<string | undefined> {
+async function countUsage(deps: Deps, orgId: string, day: string, clientId: string, guarded?: Guarded, calls = 1): Promise<string | undefined> {
   const guard = guarded && guardClause(guarded.guard, guarded.targetId, guarded.now);
   try {
     await deps.doc.send(new UpdateCommand({
@@ -238,7 +244,7 @@ async function countUsage(deps: Deps, orgId: string, day: string, clientId: stri
       Key: keys.usage(orgId, day),
       UpdateExpression: `ADD calls :one, billed_micros :zero SET entity = :entity${guard ? `, ${guard.set}` : ''}`,
       ...(guard ? { ConditionExpression: guard.condition, ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const } : {}),
-      ExpressionAttributeValues: { ':one': 1, ':zero': 0, ':entity': 'usage', ...guard?.values },
+      ExpressionAttributeValues: { ':one': calls, ':zero': 0, ':entity': 'usage', ...guard?.values },
     }));
   } catch (error) {
     if (guarded && error instanceof ConditionalCheckFailedException) return guardedClient(error.Item, guarded.guard, guarded.now);

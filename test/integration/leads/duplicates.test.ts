@@ -5,7 +5,10 @@
  * (policy set through the settings API and the CLI); every submission is kept with its consent.
  */
 import { describe, it, expect } from '@jest/globals';
-import { itemsOf, newTenant, postLead, runCli, testStack } from '../support/stack.js';
+import { itemsOf, newTenant, ownDeps, postLead, runCli, testStack } from '../support/stack.js';
+import { createLead } from '../../../functions/core/intake/create-lead.js';
+import { parseLead } from '../../../functions/core/intake/lead-schema.js';
+import { requireOrganization } from '../../../functions/core/tenancy/organizations.js';
 import { settingsClient } from '../settings/support.js';
 import { dailyUsage, getOrganization } from '../../../functions/core/tenancy/organizations.js';
 import { toPublic } from '../../../functions/core/events/public-objects.js';
@@ -149,5 +152,24 @@ describe('duplicate leads', () => {
     expect(later.json()).not.toHaveProperty('possible_duplicate_of');
     const stored = (await clientsOf(page.organizationId)).find((c) => c.id === later.json().id)!;
     expect(stored.possible_duplicate_of).toBe(first.json().id);
+  });
+
+  it('takes back the usage count of a postpaid lead whose client write failed, and its retry creates the client', async () => {
+    const t = await newTenant();
+    const deps = await ownDeps();
+    const auth = { organization: await requireOrganization(deps, t.organizationId), key: { keyId: t.keyId, name: 'test' } };
+    const lead = parseLead({ name: 'Frida Fail', email: 'frida@example.com' });
+    deps.doc.middlewareStack.add((next, context) => async (args) => {
+      if (context.commandName === 'PutItemCommand' && (args.input as { TableName?: string }).TableName === deps.tables.clients) throw Object.assign(new Error('injected'), { name: 'InternalServerError' });
+      return next(args);
+    }, { step: 'initialize', name: 'failClientPut' });
+    await expect(createLead(deps, auth, lead, { requestId: 'r1' })).rejects.toThrow('injected');
+    expect(await calls(t.organizationId)).toBe(0);
+    expect(await clientsOf(t.organizationId)).toEqual([]);
+    // The client's retry within 10 minutes meets the guard of a client that was never written: created, not a duplicate.
+    const retry = await postLead(t.key, { name: 'Frida Fail', email: 'frida@example.com' });
+    expect(retry.status).toBe(201);
+    expect((await clientsOf(t.organizationId)).length).toBe(1);
+    expect(await calls(t.organizationId)).toBe(1);
   });
 });
