@@ -1,5 +1,5 @@
 /**
- * Per-key rate limit (docs/decisions.md "A limiter that never over-admits"), also per client address
+ * Per-key rate limit (docs/decisions.md "Rate limiter: closed 10 s sub-windows that never over-admit"), also per client address
  * of a publishable key (the same algorithm on the key `<keyId>#ip#<address>`), and a publishable
  * key's daily cap.
  *
