@@ -24,7 +24,7 @@ import * as wafv2 from 'aws-cdk-lib/aws-wafv2';
 import type { Construct } from 'constructs';
 import {
   catchAllAnswers, cors, corsResponseHeaders, edgeRules, functions, gatewayProblemBody, gatewayResponses, methodsOn, metricsNamespace,
-  mockRequestContentTypes, mockRequestTemplate, edgeKeys, type EdgeKeySpec, type EdgeRuleSpec,
+  mockRequestContentTypes, mockRequestTemplate, edgeKeys, binaryMediaTypes, type EdgeKeySpec, type EdgeRuleSpec,
   outputKeys, queues, routes, secrets, hasParameterChild, type SecretName, type SecretSpec, serviceName, settingsParameterName, tables, apiMethodFor, catchAllThrottle,
   type EventSourceSpec, type GatewayAnswerSpec, type GatewayResponseType, type FunctionName, type FunctionSpec, type QueueName, type QueueSpec, type TableName, type TableSpec,
 } from '../topology.js';
@@ -254,6 +254,8 @@ export class CrmStack extends Stack {
       restApiName: `crm-integration-${stage}`,
       description: 'CRM integration API: lead intake',
       endpointTypes: [apigw.EndpointType.REGIONAL],
+      // Bodies the functions read reach them as bytes, so they decode UTF-8 strictly (docs/leads.md).
+      binaryMediaTypes: [...binaryMediaTypes],
       // Execution logs (errors only) need the account-level CloudWatch role.
       cloudWatchRole: true,
       deployOptions: {
@@ -335,6 +337,8 @@ export class CrmStack extends Stack {
     return [
       new apigw.MockIntegration({
         passthroughBehavior: apigw.PassthroughBehavior.NEVER,
+        // A binary-typed body (binaryMediaTypes) reaches the template as text; the template ignores it anyway.
+        contentHandling: apigw.ContentHandling.CONVERT_TO_TEXT,
         requestTemplates: Object.fromEntries(mockRequestContentTypes.map((type) => [type, mockRequestTemplate])),
         integrationResponses: [{
           statusCode,
