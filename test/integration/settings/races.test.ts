@@ -85,7 +85,7 @@ describe('settings writes under concurrency', () => {
     const answers = await Promise.all(Array.from({ length: 40 }, (_, i) => admin.post('/api/settings/keys', { name: `parallel ${i}` })));
     const statuses = answers.map((a) => a.status);
     expect(statuses.filter((s) => s === 201)).toHaveLength(MAX_LIVE_KEYS - 1);
-    // The others: 422 (full); a 409 only for one that lost 8 races in a row, and then nothing written.
+    // The others: 422 (full); a 409 only for one that kept losing for 8 tries and 5 s, and then nothing written.
     expect(statuses.filter((s) => s !== 201).every((s) => s === 422 || s === 409)).toBe(true);
     expect(statuses).toContain(422);
     const { deps } = await testStack();
