@@ -28,6 +28,12 @@ const gsi1 = { name: 'gsi1', partitionKey: { name: 'gsi1pk', type: 'S' as const 
 export const tables = {
   /** Organizations, API keys (by hash), webhook endpoints, notifications, usage counters. */
   organizations: { envVar: 'ORGANIZATIONS_TABLE', partitionKey: pk, sortKey: sk, globalIndexes: [gsi1] },
+  /**
+   * Webhook endpoints with their signing secrets, and each organization's endpoint bound
+   * (`SLOTS#ENDPOINTS`). A table of its own so that lead intake, which reads and writes the
+   * organizations table, can never read a signing secret (docs/decisions.md "Signing secrets").
+   */
+  endpoints: { envVar: 'ENDPOINTS_TABLE', partitionKey: pk, sortKey: sk },
   /** Sliding-window rate-limit counters: one item per key per minute. */
   rateWindows: { envVar: 'RATE_WINDOWS_TABLE', partitionKey: pk, ttlAttribute: 'expiresAt' },
   /** CRM clients (leads included); its stream feeds the event fan-out. */
@@ -180,7 +186,7 @@ export const functions = {
     description: 'Turns client and work-order stream records into events and queued deliveries',
     timeoutSeconds: 30,
     memoryMb: 512,
-    tables: { organizations: 'read', deliveries: 'readWrite' },
+    tables: { endpoints: 'read', deliveries: 'readWrite' },
     queues: { deliveryQueue: 'send' },
     events: [
       { kind: 'stream', table: 'clients', batchSize: 400, parallelizationFactor: 10, maxRetries: 10, bisectOnError: true, onFailure: 'fanoutFailures' },
@@ -192,7 +198,7 @@ export const functions = {
     description: 'Signs and POSTs queued deliveries, records attempts, schedules retries',
     timeoutSeconds: 30,
     memoryMb: 512,
-    tables: { organizations: 'readWrite', deliveries: 'readWrite' },
+    tables: { endpoints: 'readWrite', deliveries: 'readWrite' },
     // A retry is re-sent as a delayed message; an exhausted delivery is sent to the dead-letter queue.
     // The slow lane: an unhealthy endpoint's deliveries are moved there (and parked there by an open circuit).
     queues: { deliveryQueue: 'sendAndConsume', deliveryDlq: 'send', deliverySlowQueue: 'sendAndConsume' },
@@ -216,9 +222,10 @@ export const functions = {
     // Sending a test event waits (bounded) for its first attempt's outcome.
     timeoutSeconds: 20,
     memoryMb: 512,
-    tables: { organizations: 'readWrite', rateWindows: 'readWrite', deliveries: 'readWrite', requestLog: 'readWrite' },
-    // Test events and re-deliveries are queued; re-delivery removes the dead-letter copies.
-    queues: { deliveryQueue: 'send', deliveryDlq: 'consume' },
+    tables: { organizations: 'readWrite', endpoints: 'readWrite', rateWindows: 'readWrite', deliveries: 'readWrite', requestLog: 'readWrite' },
+    // Test events and re-deliveries are queued. A tenant's re-delivery never touches the dead-letter
+    // queue every organization shares (functions/core/delivery/redrive.ts RedriveOptions): no grant on it.
+    queues: { deliveryQueue: 'send' },
     events: [],
     secrets: { settingsToken: 'read' },
     // The settings page's HTML, CSS and script (functions/settings-api/page.ts serves them).

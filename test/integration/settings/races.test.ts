@@ -169,7 +169,7 @@ describe('settings writes under concurrency', () => {
     for (let i = 0; i < 10; i++) expect((await admin.post('/api/settings/webhooks', { url: `http://127.0.0.1:9/old-${i}`, events: ['client.created'] })).status).toBe(201);
     for (let i = 1; i < MAX_LIVE_KEYS; i++) expect((await admin.post('/api/settings/keys', { name: `old ${i}` })).status).toBe(201);
     // As the organization was before this change: no slot items.
-    for (const key of [keys.endpointSlots(organizationId), keys.apiKeySlots(organizationId)]) await deps.doc.send(new DeleteCommand({ TableName: deps.tables.organizations, Key: key }));
+    for (const [table, key] of [[deps.tables.endpoints, keys.endpointSlots(organizationId)], [deps.tables.organizations, keys.apiKeySlots(organizationId)]] as const) await deps.doc.send(new DeleteCommand({ TableName: table, Key: key }));
 
     const endpoints = await Promise.all(Array.from({ length: 3 }, (_, i) => admin.post('/api/settings/webhooks', { url: `http://127.0.0.1:9/new-${i}`, events: ['client.created'] })));
     expect(endpoints.map((a) => a.status)).toEqual([422, 422, 422]);
@@ -179,7 +179,7 @@ describe('settings writes under concurrency', () => {
     expect((await listApiKeys(deps, organizationId)).filter((k) => k.status === 'active')).toHaveLength(MAX_LIVE_KEYS);
 
     // A count that says 0 while endpoints are there (written around endpoints.ts): a removal still works and counts again.
-    await deps.doc.send(new UpdateCommand({ TableName: deps.tables.organizations, Key: keys.endpointSlots(organizationId), UpdateExpression: 'SET #n = :z', ExpressionAttributeNames: { '#n': 'count' }, ExpressionAttributeValues: { ':z': 0 } }));
+    await deps.doc.send(new UpdateCommand({ TableName: deps.tables.endpoints, Key: keys.endpointSlots(organizationId), UpdateExpression: 'SET #n = :z', ExpressionAttributeNames: { '#n': 'count' }, ExpressionAttributeValues: { ':z': 0 } }));
     const [first] = await itemsOf('organizations', organizationId, 'ENDPOINT#');
     expect((await admin.delete(`/api/settings/webhooks/${first.id as string}`)).status).toBe(200);
     expect(await itemsOf('organizations', organizationId, 'SLOTS#ENDPOINTS')).toEqual([expect.objectContaining({ count: 9 })]);
