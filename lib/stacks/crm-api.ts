@@ -3,7 +3,7 @@
  * answers, per-method throttles, CORS), its logs (access, execution, both with the stage's retention)
  * and the WAF in front of its stage, whose logs redact the headers that carry API keys.
  */
-import { Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import { ArnFormat, Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import * as apigw from 'aws-cdk-lib/aws-apigateway';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as logs from 'aws-cdk-lib/aws-logs';
@@ -196,7 +196,8 @@ export class CrmApi extends Construct {
     });
     new wafv2.CfnLoggingConfiguration(this, 'WafLogging', {
       resourceArn: acl.attrArn,
-      logDestinationConfigs: [wafLogs.logGroupArn],
+      // The group's ARN without the `:*` that LogGroup.logGroupArn carries (WAF refuses it).
+      logDestinationConfigs: [Stack.of(this).formatArn({ service: 'logs', resource: 'log-group', resourceName: wafLogs.logGroupName, arnFormat: ArnFormat.COLON_RESOURCE_NAME })],
       redactedFields: Object.values(edgeKeys).map((key) => ({ singleHeader: { Name: key.header } })),
     });
     return acl;

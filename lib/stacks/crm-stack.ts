@@ -12,7 +12,8 @@ import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as events from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
-import { DynamoEventSource, SqsDlq } from 'aws-cdk-lib/aws-lambda-event-sources';
+import { DynamoEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
+import * as iam from 'aws-cdk-lib/aws-iam';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as ssm from 'aws-cdk-lib/aws-ssm';
@@ -26,7 +27,7 @@ import { defaultSettings } from '../../functions/core/platform/settings.js';
 import { CrmAlarms } from './crm-alarms.js';
 import { CrmApi } from './crm-api.js';
 import { CrmDashboard } from './crm-dashboard.js';
-import { CrmFunction } from './crm-function.js';
+import { CrmFunction, queueSendActions } from './crm-function.js';
 
 const entries = <K extends string, V>(o: Partial<Record<K, V>>) => Object.entries(o) as [K, V][];
 // The topology's entries, seen through their general shapes.
@@ -100,7 +101,7 @@ export class CrmStack extends Stack {
           // One run at a time: a run still going when the next is due makes the next one wait (and
           // expire after a period) instead of sweeping the same parked deliveries alongside it.
           const oneAtATime = config.sweeperReservedConcurrency ?? 1;
-          if (oneAtATime > 0) this.reserve(name, oneAtATime);
+          if (oneAtATime > 0) (fn.node.defaultChild as lambda.CfnFunction).reservedConcurrentExecutions = oneAtATime;
         } else {
           fn.addEventSource(this.eventSource(source, config));
         }
@@ -112,7 +113,8 @@ export class CrmStack extends Stack {
     const deliveryReserved = deliveryReservedConcurrency(config);
     if (deliveryReserved > 0) this.reserve('webhookDelivery', deliveryReserved);
 
-    this.api = new CrmApi(this, 'Http', { stage, functions: this.functions, logRetention: config.logRetentionDays as number }).api;
+    // 'Default' adds nothing to its children's logical ids: the API keeps its id (and URL) across this split.
+    this.api = new CrmApi(this, 'Default', { stage, functions: this.functions, logRetention: config.logRetentionDays as number }).api;
     this.monitoring = new CrmAlarms(this, 'Monitoring', { stage, alarmEmail: config.alarmEmail, tables: this.tables, queues: this.queues, functions: this.functions, api: this.api });
     new CrmDashboard(this, 'Observability', { stage, tables: this.tables, queues: this.queues, functions: this.functions, api: this.api, alarms: this.monitoring.alarms.map((a) => a.alarm) });
     if (config.backup) this.backupPlan = this.backupTables(stage, config.backup);
@@ -155,7 +157,11 @@ export class CrmStack extends Stack {
       deleteAfter: Duration.days(config.retentionDays),
       copyActions: copy,
     }));
-    plan.addSelection('Tables', { resources: Object.values(this.tables).map((t) => backup.BackupResource.fromDynamoDbTable(t)) });
+    const selection = plan.addSelection('Tables', { resources: Object.values(this.tables).map((t) => backup.BackupResource.fromDynamoDbTable(t)) });
+    Validations.of(selection).acknowledge({
+      id: 'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSBackupServiceRolePolicyForBackup]',
+      reason: 'The role AWS Backup assumes to back up the selected tables: AWS\'s own policy for that service, kept current by AWS.',
+    });
     return plan;
   }
 
@@ -229,7 +235,11 @@ export class CrmStack extends Stack {
         retryAttempts: source.maxRetries,
         bisectBatchOnError: source.bisectOnError,
         reportBatchItemFailures: true,
-        onFailure: new SqsDlq(this.queues[source.onFailure]),
+        // Lambda needs SendMessage alone for an on-failure destination (SqsDlq would add GetQueueAttributes and GetQueueUrl).
+        onFailure: { bind: (_mapping, fn) => {
+          fn.addToRolePolicy(new iam.PolicyStatement({ actions: queueSendActions, resources: [this.queues[source.onFailure].queueArn] }));
+          return { destination: this.queues[source.onFailure].queueArn };
+        } },
       });
     }
     // The mapping is made here, not with SqsEventSource, which would also grant ChangeMessageVisibility
