@@ -26,13 +26,9 @@ const sk: KeySpec = { name: 'sk', type: 'S' };
 const gsi1 = { name: 'gsi1', partitionKey: { name: 'gsi1pk', type: 'S' as const }, sortKey: { name: 'gsi1sk', type: 'S' as const } };
 
 export const tables = {
-  /** Organizations, API keys (by hash), webhook endpoints, notifications, usage counters. */
+  /** Organizations, API keys (by hash), notifications, usage counters. */
   organizations: { envVar: 'ORGANIZATIONS_TABLE', partitionKey: pk, sortKey: sk, globalIndexes: [gsi1] },
-  /**
-   * Webhook endpoints with their signing secrets, and each organization's endpoint bound
-   * (`SLOTS#ENDPOINTS`). A table of its own so that lead intake, which reads and writes the
-   * organizations table, can never read a signing secret (docs/decisions.md "Signing secrets").
-   */
+  /** Webhook endpoints, their signing secrets and bound: a table lead intake cannot reach (docs/decisions.md). */
   endpoints: { envVar: 'ENDPOINTS_TABLE', partitionKey: pk, sortKey: sk },
   /** Sliding-window rate-limit counters: one item per key per minute. */
   rateWindows: { envVar: 'RATE_WINDOWS_TABLE', partitionKey: pk, ttlAttribute: 'expiresAt' },
@@ -59,10 +55,9 @@ export interface QueueSpec {
   /** Seconds a received message stays invisible before it is handed out again. */
   visibilityTimeoutSeconds: number;
   retentionDays: number;
-  /** Messages received this many times move to the named dead-letter queue. */
+  /** Messages received this many times move to the named dead-letter queue (another entry of `queues`; a string to avoid a circular type). */
   deadLetter?: { queue: string; maxReceiveCount: number };
 }
-// (deadLetter.queue names another entry of `queues`; kept a string to avoid a circular type.)
 
 /** The delivery queues' maxReceiveCount: twice the 5 attempts, so throttles and crashes cannot spend a delivery's attempts. */
 const MAX_RECEIVES = 10;
@@ -70,10 +65,7 @@ const MAX_RECEIVES = 10;
 export const queues = {
   /** Dead-letter queue of the delivery queue: deliveries that used all 5 attempts. */
   deliveryDlq: { envVar: 'DELIVERY_DLQ_URL', visibilityTimeoutSeconds: 30, retentionDays: 14 },
-  /**
-   * One message per attempt to make. A retry is a new message (DelaySeconds up to 15 min) or, when
-   * longer, leaves the queue for the deliveries table's due index (DESIGN §16): nothing waits in flight.
-   */
+  /** One message per attempt. A retry is a new message (delayed ≤ 15 min) or waits in the due index (docs/webhooks.md). */
   deliveryQueue: {
     envVar: 'DELIVERY_QUEUE_URL',
     // AWS recommends >= 6 x the consuming function's time-out (30 s) for an SQS event source, so
@@ -223,8 +215,7 @@ export const functions = {
     timeoutSeconds: 20,
     memoryMb: 512,
     tables: { organizations: 'readWrite', endpoints: 'readWrite', rateWindows: 'readWrite', deliveries: 'readWrite', requestLog: 'readWrite' },
-    // Test events and re-deliveries are queued. A tenant's re-delivery never touches the dead-letter
-    // queue every organization shares (functions/core/delivery/redrive.ts RedriveOptions): no grant on it.
+    // Test events and re-deliveries are queued; never the shared dead-letter queue (redrive.ts RedriveOptions).
     queues: { deliveryQueue: 'send' },
     events: [],
     secrets: { settingsToken: 'read' },
