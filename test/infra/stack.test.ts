@@ -2,6 +2,7 @@
  * The synthesized CloudFormation template (bundling skipped): what the topology promises is there,
  * each function can do exactly what its job needs and no more, and cdk-nag passes.
  */
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -727,6 +728,16 @@ describe('the stage configuration (lib/stages.ts)', () => {
     expect([fromContext.region, fromContext.account]).toEqual(['eu-north-1', '210987654321']);
     expect(() => build({ region: 'moon-1' }, { region: undefined })).toThrow(/Invalid region "moon-1"/);
     expect(() => build({}, { logRetentionDays: 31 })).toThrow(/Invalid logRetentionDays 31/);
+  });
+
+  it('makes `cdk synth` (bin/app.ts) print the stage problem alone, with how to fix it, and exit 1', () => {
+    const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..');
+    // What `cdk synth -c stage=nowhere` hands the app: its context in CDK_CONTEXT_JSON.
+    const run = spawnSync(process.execPath, ['--no-warnings', '--import', 'tsx', 'bin/app.ts'], {
+      cwd: root, encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '', CDK_CONTEXT_JSON: JSON.stringify({ stage: 'nowhere' }), CDK_OUTDIR: mkdtempSync(path.join(tmpdir(), 'crm-synth-')) },
+    });
+    expect(run.status).toBe(1);
+    expect(run.stderr.trim()).toBe('Stage "nowhere" is not in lib/stages.ts: add it there (its account, region, alarm e-mail, concurrency, retention and backup) so every deploy reads the same settings. Known: dev, prod.');
   });
 
   it('synthesizes the default dev stage with no credentials: pinned region, the deploying account, nothing reserved (a new account\'s limit is 10)', () => {
