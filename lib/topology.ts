@@ -135,7 +135,7 @@ export type EventSourceSpec =
  * Delivery batches (of 10) attempted at once, all organizations together: sized in
  * docs/capacity.md ("Delivery concurrency") for the planned peak of 200 leads/s at 5 events per
  * lead (1,000–1,250 deliveries/s, a batch taking ~0.55 s) with twice the headroom; a deploy may set
- * another (`-c deliveryMaxConcurrency=N`, 2..1000).
+ * another (the stage's `deliveryMaxConcurrency` in lib/stages.ts, 2..1000).
  */
 export const deliveryMaxConcurrency = 150;
 /**
