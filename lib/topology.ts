@@ -30,10 +30,14 @@ export const tables = {
   organizations: { envVar: 'ORGANIZATIONS_TABLE', partitionKey: pk, sortKey: sk, globalIndexes: [gsi1] },
   /** Webhook endpoints, their signing secrets and bound: a table lead intake cannot reach (docs/decisions.md). */
   endpoints: { envVar: 'ENDPOINTS_TABLE', partitionKey: pk, sortKey: sk },
-  /** Sliding-window rate-limit counters: one item per key per minute. */
+  /** Rate-limit counters: one item per key per 10 s sub-window (functions/core/tenancy/rate-limit.ts). */
   rateWindows: { envVar: 'RATE_WINDOWS_TABLE', partitionKey: pk, ttlAttribute: 'expiresAt' },
   /** CRM clients (leads included); its stream feeds the event fan-out. */
-  clients: { envVar: 'CLIENTS_TABLE', partitionKey: pk, sortKey: sk, stream: 'NEW_AND_OLD_IMAGES', ttlAttribute: 'expiresAt' },
+  // `match`: a lead's earlier clients by e-mail (else phone), newest first; sparse and keys-only, 1 write unit a lead (docs/leads.md).
+  clients: {
+    envVar: 'CLIENTS_TABLE', partitionKey: pk, sortKey: sk, stream: 'NEW_AND_OLD_IMAGES', ttlAttribute: 'expiresAt',
+    globalIndexes: [{ name: 'match', partitionKey: { name: 'matchKey', type: 'S' }, sortKey: sk, projection: 'KEYS_ONLY' }],
+  },
   /** Work orders, invoices and bookings as typed items; its stream feeds the event fan-out. */
   workOrders: { envVar: 'WORK_ORDERS_TABLE', partitionKey: pk, sortKey: sk, stream: 'NEW_AND_OLD_IMAGES', ttlAttribute: 'expiresAt' },
   /** One record per (event, endpoint) with every attempt; kept 30 days. */
@@ -169,7 +173,7 @@ export const functions = {
     description: 'POST/GET /api/webhook/leads: authenticate, rate-limit, validate, create the lead',
     timeoutSeconds: 10,
     memoryMb: 512,
-    tables: { organizations: 'readWrite', rateWindows: 'readWrite', clients: 'write', requestLog: 'write', idempotency: 'readWrite' },
+    tables: { organizations: 'readWrite', rateWindows: 'readWrite', clients: 'readWrite', requestLog: 'write', idempotency: 'readWrite' },
     queues: {},
     events: [],
   },
@@ -240,6 +244,7 @@ export const routes: RouteSpec[] = [
   settingsRoute('GET', '/settings'),
   settingsRoute('GET', '/settings/{asset}'),
   settingsRoute('GET', '/api/settings'),
+  settingsRoute('PATCH', '/api/settings'),
   settingsRoute('GET', '/api/settings/keys'),
   settingsRoute('POST', '/api/settings/keys'),
   settingsRoute('DELETE', '/api/settings/keys/{id}'),
@@ -336,6 +341,18 @@ export interface GatewayAnswerSpec {
   detail?: string;
   headers?: Record<string, string>;
 }
+
+/**
+ * Request types API Gateway hands the functions as bytes (base64, `isBase64Encoded`) rather than
+ * as text it decoded itself: the functions decode UTF-8 strictly, so bytes that are not UTF-8 get a
+ * 400 instead of being stored as U+FFFD (docs/leads.md). Parameters (charset) are not matched.
+ */
+export const binaryMediaTypes = ['application/json', 'application/x-www-form-urlencoded'] as const;
+export const isBinaryMediaType = (contentType: string | undefined) =>
+  (binaryMediaTypes as readonly string[]).includes((contentType ?? '').split(';')[0].trim().toLowerCase());
+
+/** API Gateway's answer to a path with a malformed percent-escape (`%zz`, `%E2%82`): a 400 before any route. */
+export const malformedPath = { type: 'DEFAULT_4XX' as const, status: 400, message: 'The request path has a malformed percent-escape.' };
 
 /** API Gateway's hard payload limit (REQUEST_TOO_LARGE); the function enforces its own, smaller one. */
 export const gatewayMaxBodyBytes = 10 * 1024 * 1024;

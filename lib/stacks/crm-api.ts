@@ -11,7 +11,7 @@ import * as wafv2 from 'aws-cdk-lib/aws-wafv2';
 import { Construct } from 'constructs';
 import {
   catchAllAnswers, cors, corsResponseHeaders, edgeRules, gatewayProblemBody, gatewayResponses, methodsOn,
-  mockRequestContentTypes, mockRequestTemplate, edgeKeys, type EdgeKeySpec, type EdgeRuleSpec,
+  mockRequestContentTypes, mockRequestTemplate, edgeKeys, binaryMediaTypes, type EdgeKeySpec, type EdgeRuleSpec,
   routes, hasParameterChild, apiMethodFor, catchAllThrottle,
   type GatewayAnswerSpec, type GatewayResponseType, type FunctionName,
 } from '../topology.js';
@@ -42,6 +42,8 @@ export class CrmApi extends Construct {
       restApiName: `crm-integration-${stage}`,
       description: 'CRM integration API: lead intake',
       endpointTypes: [apigw.EndpointType.REGIONAL],
+      // Bodies the functions read reach them as bytes, so they decode UTF-8 strictly (docs/leads.md).
+      binaryMediaTypes: [...binaryMediaTypes],
       // Execution logs (errors only) need the account-level CloudWatch role.
       cloudWatchRole: true,
       deployOptions: {
@@ -128,6 +130,8 @@ export class CrmApi extends Construct {
     return [
       new apigw.MockIntegration({
         passthroughBehavior: apigw.PassthroughBehavior.NEVER,
+        // A binary-typed body (binaryMediaTypes) reaches the template as text; the template ignores it anyway.
+        contentHandling: apigw.ContentHandling.CONVERT_TO_TEXT,
         requestTemplates: Object.fromEntries(mockRequestContentTypes.map((type) => [type, mockRequestTemplate])),
         integrationResponses: [{
           statusCode,
