@@ -1,8 +1,8 @@
 /**
  * A delivery queue batch's records: read whole, together, at its start, and its delivered outcomes
  * written at its end, in parallel, each conditional on the version read (docs/data-model.md
- * "Delivery states"): through the delivery store (delivery-port.ts), falling back to the
- * unguarded `delivered` transition when the record changed since.
+ * "The delivery record: states and transitions"): through the delivery store (delivery-port.ts),
+ * falling back to the unguarded `delivered` transition when the record changed since.
  */
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { Deps } from '../platform/deps.js';

@@ -1,5 +1,5 @@
 /**
- * The delivery record's states and its named transitions (docs/data-model.md "Delivery states"),
+ * The delivery record's states and its named transitions (docs/data-model.md "The delivery record: states and transitions"),
  * as plain data: what each transition sets, removes and appends, and the state it must leave.
  * The store implementations (delivery-record.ts on DynamoDB, the tests' in-memory one) carry the
  * same Change out, so they cannot drift apart; the port they implement is below (DeliveryStore,
