@@ -131,7 +131,7 @@ describe('stored text printed by the CLI', () => {
     // An endpoint row written by hand (or before validation): its URL and description printed safely.
     const { endpoint } = await addEndpoint(deps, t.organizationId, { url: 'http://127.0.0.1:9/x', events: 'all' });
     await deps.doc.send(new UpdateCommand({
-      TableName: deps.tables.organizations, Key: keys.endpoint(t.organizationId, endpoint.id),
+      TableName: deps.tables.endpoints, Key: keys.endpoint(t.organizationId, endpoint.id),
       UpdateExpression: 'SET #u = :u, description = :d', ExpressionAttributeNames: { '#u': 'url' }, ExpressionAttributeValues: { ':u': `http://127.0.0.1:9/${hostile}`, ':d': hostile },
     }));
     const listed = await runCli(['webhooks', 'list', '--org', t.organizationId], { json: false });

@@ -308,7 +308,7 @@ describe('webhook delivery', () => {
     const endpoint = (await getEndpoint(deps, tenant.organizationId, endpointId))!;
     // An item edited by hand: every secret expired.
     const expired = endpoint.secrets.map((x) => ({ ...x, expiresAt: new Date(Date.now() - 60_000).toISOString() }));
-    await deps.doc.send(new UpdateCommand({ TableName: deps.tables.organizations, Key: keys.endpoint(tenant.organizationId, endpointId), UpdateExpression: 'SET secrets = :s', ExpressionAttributeValues: { ':s': expired } }));
+    await deps.doc.send(new UpdateCommand({ TableName: deps.tables.endpoints, Key: keys.endpoint(tenant.organizationId, endpointId), UpdateExpression: 'SET secrets = :s', ExpressionAttributeValues: { ':s': expired } }));
     forgetEndpoints(tenant.organizationId);
     const event = { id: `evt_nosecret_${Date.now()}`, type: 'client.updated', organization_id: tenant.organizationId, timestamp: new Date().toISOString(), data: { object: { id: 'cli_x' } } } as unknown as EventPayload;
     const message = (await recordDelivery(deps, event, endpoint))!;
