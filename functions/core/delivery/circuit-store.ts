@@ -17,6 +17,8 @@ import { acquireSlot, stalledMs } from './endpoint-concurrency.js';
 
 /** Endpoints this container saw fail or time out, until their next success here (its cached copy may not show it yet). */
 const failedHere = new Set<string>();
+/** Forgets them: what a fresh process starts with (the delivery core's restart in tests). */
+export const forgetFailedHere = () => failedHere.clear();
 
 const isConditionFailure = (error: unknown) => (error as Error).name === 'ConditionalCheckFailedException';
 

@@ -62,12 +62,22 @@ export type BatchOutcome = { messageId: string } & (Outcome | { kind: 'error' })
 export const staysQueued = (outcome: BatchOutcome): boolean => outcome.kind === 'error';
 
 /**
- * Records an outcome with its transition (delivery-record.ts); each is conditional on the state it
- * leaves, so one that finds the delivery delivered meanwhile (a duplicate message's attempt), or
- * its record gone, changes nothing and the outcome becomes that: nothing more is sent or queued.
+ * Records an outcome with its transition (delivery-record.ts), pinned to the message's round; each
+ * is conditional on the state it leaves, so one refused changes nothing and nothing more is sent
+ * or queued: the outcome becomes what the record says now (delivered meanwhile by a duplicate
+ * message, its record gone, or a re-drive began a new round, whose message carries on).
  */
 async function settle(deps: Deps, message: DeliveryMessage, change: Transition, outcome: Outcome): Promise<Outcome> {
-  return (await transition(deps, message, change)) ? outcome : { kind: 'delivered', attempt: outcome.attempt, reason: 'already delivered' };
+  if (await transition(deps, message, { ...change, round: message.round })) return outcome;
+  const now = await deliveryStore(deps).getOne(keys.delivery(message.organizationId, message.deliveryId), { consistent: true, projection: ['status'] });
+  const { attempt } = outcome;
+  if (!now) {
+    logger.warn('delivery record missing; outcome dropped', { deliveryId: message.deliveryId, transition: change.to });
+    return { kind: 'skipped', attempt, reason: 'no delivery record' };
+  }
+  if (now.status === 'delivered') return { kind: 'delivered', attempt, reason: 'already delivered' };
+  logger.info('outcome of an earlier round not recorded: re-driven since', { deliveryId: message.deliveryId, transition: change.to });
+  return { kind: 'skipped', attempt, reason: 'superseded: re-driven since' };
 }
 
 function attemptRecord(deps: Deps, attempt: number, result: PostResult): DeliveryAttempt {
@@ -181,7 +191,7 @@ export async function attemptDelivery(
   await recordAttempt(deps, endpoint, { ok: result.ok, probe: admission.probe, latencyMs: result.latencyMs });
   const whole = batch?.record;
   const writeDelivered = batch && whole
-    ? (attemptMade: DeliveryAttempt) => batch.writes.add(message, whole, attemptMade, new Date(deps.now()).toISOString())
+    ? (attemptMade: DeliveryAttempt) => batch.writes.add(message, whole, attemptMade)
     : undefined;
   return recordOutcome(deps, message, endpoint, attempt, result, writeDelivered);
 }
@@ -219,9 +229,10 @@ async function recordOutcome(
   const untilMs = decidedAt + delaySeconds * 1000;
   // Beyond a queue delay, the retry leaves the queue: parked in the due index with this very write.
   const parked = delaySeconds > deps.settings.queueDelayMaxSeconds;
-  if (parked) metrics.addMetric('DeliveryRetriesParked', MetricUnit.Count, 1);
-  return settle(deps, message, { to: 'attempted', attempt: record_, nextAttemptAt: new Date(untilMs).toISOString(), ...(parked ? { park: { untilMs, round: message.round } } : {}) },
+  const settled = await settle(deps, message, { to: 'attempted', attempt: record_, nextAttemptAt: new Date(untilMs).toISOString(), ...(parked ? { park: { untilMs, round: message.round } } : {}) },
     { kind: 'retry', attempt, result, delaySeconds, parked });
+  if (settled.kind === 'retry' && settled.parked) metrics.addMetric('DeliveryRetriesParked', MetricUnit.Count, 1); // once written
+  return settled;
 }
 
 /**
@@ -250,7 +261,7 @@ const MAX_RECEIVES = queues.deliveryQueue.deadLetter.maxReceiveCount;
  */
 async function markDeadLettered(deps: Deps, message: DeliveryMessage, receives: number): Promise<void> {
   const reason = `its last ${receives} receives broke off unexpectedly (see the delivery function's log), so the queue moved it to the dead-letter queue; re-drive it once the cause is fixed`;
-  await transition(deps, message, { to: 'dead-lettered', reason }).catch((error: unknown) => {
+  await transition(deps, message, { to: 'dead-lettered', reason, round: message.round }).catch((error: unknown) => {
     logger.error('recording a dead-lettered delivery as failed failed', { deliveryId: message.deliveryId, error: error as Error });
   });
 }

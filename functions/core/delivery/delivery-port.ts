@@ -4,7 +4,9 @@
  * (test/integration/delivery-core), chosen per Deps. Every module of the stage reads and writes
  * delivery records, and sends delivery messages, through here.
  */
+import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { Deps } from '../platform/deps.js';
+import { metrics } from '../platform/observability.js';
 import type { DeliveryQueue, DeliveryRef, DeliveryStore, Transition } from './delivery-state.js';
 import { dynamoDeliveryStore } from './delivery-record.js';
 import { sqsDeliveryQueue } from './sqs-delivery-queue.js';
@@ -25,5 +27,17 @@ export function deliveryPorts(deps: Deps): DeliveryPorts {
 /** The delivery store of these deps. */
 export const deliveryStore = (deps: Deps): DeliveryStore => deliveryPorts(deps).store;
 
-/** One named transition of a delivery record (delivery-state.ts); false when it was not in the state the transition leaves. */
-export const transition = (deps: Deps, ref: DeliveryRef, t: Transition): Promise<boolean> => deliveryStore(deps).transition(ref, t);
+/**
+ * One named transition of a delivery record (delivery-state.ts); false when it was not in the
+ * state the transition leaves, counted per transition (DeliveryTransitionsRefused): a refusal is
+ * expected now and then (a duplicate message, a re-drive meanwhile), a steady rate is not.
+ */
+export async function transition(deps: Deps, ref: DeliveryRef, t: Transition): Promise<boolean> {
+  const done = await deliveryStore(deps).transition(ref, t);
+  if (!done) {
+    const refused = metrics.singleMetric();
+    refused.addDimension('transition', t.to);
+    refused.addMetric('DeliveryTransitionsRefused', MetricUnit.Count, 1);
+  }
+  return done;
+}

@@ -2,8 +2,8 @@
  * The deliveries table's one writer (as queue.ts is the delivery messages' one producer): the
  * DynamoDB implementation of the delivery store (delivery-state.ts). Every change to a delivery
  * record is a named transition carried out as one UpdateItem that writes only what it changes,
- * conditional on the state it leaves; new records, their events' payload items and a batch's
- * delivered records are BatchWriteItem puts. How deliveries are stored (docs/data-model.md,
+ * conditional on the state it leaves (and, where the write was derived from a read, on the
+ * `version` read); new records and their events' payload items are BatchWriteItem puts. How deliveries are stored (docs/data-model.md,
  * docs/capacity.md counts every write): an event's payload once, in an `EVENT#` item beside its
  * deliveries, and per (event, endpoint) a small record with the status and the attempts. The id
  * index (gsi1) and the due-time index (`due`) are keys-only, so an attempt or a status never writes
@@ -11,12 +11,14 @@
  */
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { BatchGetCommand, BatchWriteCommand, GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { Deps } from '../platform/deps.js';
+import { logger, metrics } from '../platform/observability.js';
 import { inBatches } from '../platform/batches.js';
 import { keys } from '../platform/model.js';
 import { queryAll, queryPages, scanAll } from '../platform/query.js';
 import { MAX_KEPT_ATTEMPTS } from './attempt-log.js';
-import { changeOf, type Change, type DeliveryStore, type DueKey, type Key, type StoredItem } from './delivery-state.js';
+import { changeOf, targetOf, type Change, type DeliveryStore, type DueKey, type Key, type StoredItem } from './delivery-state.js';
 
 /** Backs off between rounds of unprocessed items (throttling); gives up after this many. */
 const MAX_ROUNDS = 8;
@@ -63,10 +65,13 @@ async function getAll(deps: Deps, keyList: Key[], options: { consistent?: boolea
   return pages.flat();
 }
 
-/** A change as an UpdateItem's expressions (`list_append` cannot trim: trimAttempts follows). Only `status` is a reserved word. */
-function updateOf(change: Change) {
+/** Attribute names that are (or may become) reserved words. */
+const NAMES: Record<string, string> = { status: '#s', version: '#ver' };
+
+/** A change as an UpdateItem's expressions (`list_append` cannot trim: trimAttempts follows); a transition adds 1 to `version`. */
+export function updateOf(change: Change) {
   const values: Record<string, unknown> = {};
-  const name = (attribute: string) => (attribute === 'status' ? '#s' : attribute);
+  const name = (attribute: string) => NAMES[attribute] ?? attribute;
   const sets = Object.entries(change.set).map(([attribute, value], i) => {
     values[`:v${i}`] = value;
     return `${name(attribute)} = :v${i}`;
@@ -75,6 +80,8 @@ function updateOf(change: Change) {
     sets.push('attempts = list_append(if_not_exists(attempts, :empty), :a)');
     Object.assign(values, { ':a': [change.append], ':empty': [] });
   }
+  sets.push('#ver = if_not_exists(#ver, :zero) + :one');
+  Object.assign(values, { ':zero': 0, ':one': 1 });
   const removes = change.remove.filter((a) => !(a in change.set)).map(name);
   const { leaves } = change;
   const conditions: string[] = [];
@@ -90,11 +97,21 @@ function updateOf(change: Change) {
       conditions.push('(attribute_not_exists(deliveredAt) OR deliveredAt <> :at)');
       values[':at'] = leaves.notDeliveredAt;
     }
+    if (leaves.version !== undefined) {
+      conditions.push(leaves.version === 0 ? 'attribute_not_exists(#ver)' : '#ver = :ver');
+      if (leaves.version !== 0) values[':ver'] = leaves.version;
+    }
+    if (leaves.roundFrom !== undefined) {
+      conditions.push('(attribute_not_exists(redrivenAt) OR redrivenAt <= :round)');
+      values[':round'] = leaves.roundFrom;
+    }
   }
+  const expressions = `${sets.join()} ${conditions.join()}`;
+  const names = Object.fromEntries(Object.entries(NAMES).filter(([, n]) => new RegExp(`${n}\\b`).test(expressions)).map(([a, n]) => [n, a]));
   return {
     UpdateExpression: [sets.length ? `SET ${sets.join(', ')}` : '', removes.length ? `REMOVE ${removes.join(', ')}` : ''].join(' ').trim(),
     ConditionExpression: conditions.join(' AND '),
-    ...(/#s\b/.test(`${sets.join()} ${conditions.join()}`) ? { ExpressionAttributeNames: { '#s': 'status' } } : {}),
+    ...(Object.keys(names).length ? { ExpressionAttributeNames: names } : {}),
     ...(Object.keys(values).length ? { ExpressionAttributeValues: values } : {}),
   };
 }
@@ -103,7 +120,9 @@ function updateOf(change: Change) {
  * After an UpdateItem appended an attempt: when the list it returned (`ReturnValues: UPDATED_NEW`)
  * is over the bound (attempt-log.ts), drops its oldest entries and counts them, conditional on the
  * list still having that length. A writer that appended meanwhile makes the condition fail: that
- * writer's own trim does the work instead.
+ * writer's own trim does the work instead. Best effort: the transition has landed, so a failed trim
+ * (throttled) must not fail it (its message would be attempted again); the next append trims
+ * whatever is over the bound. It leaves `version` alone: no transition rewrites the log whole.
  */
 async function trimAttempts(deps: Deps, key: Key, updated: Record<string, unknown> | undefined): Promise<void> {
   const length = Array.isArray(updated?.attempts) ? updated.attempts.length : 0;
@@ -118,9 +137,13 @@ async function trimAttempts(deps: Deps, key: Key, updated: Record<string, unknow
       ExpressionAttributeValues: { ':zero': 0, ':n': excess, ':length': length },
     }));
   } catch (error) {
-    if (!(error instanceof ConditionalCheckFailedException)) throw error;
+    if (isConditionFailure(error)) return;
+    logger.warn('trimming a delivery’s attempt log failed; the next attempt trims it', { error: error as Error });
+    metrics.addMetric('AttemptLogTrimsFailed', MetricUnit.Count, 1);
   }
 }
+
+const isConditionFailure = (error: unknown) => error instanceof ConditionalCheckFailedException || (error as Error).name === 'ConditionalCheckFailedException';
 
 /** The deliveries table as the delivery stage's store. */
 export function dynamoDeliveryStore(deps: Deps): DeliveryStore {
@@ -151,7 +174,7 @@ export function dynamoDeliveryStore(deps: Deps): DeliveryStore {
         KeyConditionExpression: 'duePk = :s AND dueAt <= :h', ExpressionAttributeValues: { ':s': shard, ':h': horizon },
       })) {
         found.push(...page.map((i) => ({ pk: i.pk as string, sk: i.sk as string, dueAt: Number(i.dueAt) })));
-        if (found.length >= cap) return { keys: found.slice(0, cap), complete: false };
+        if (found.length > cap) return { keys: found.slice(0, cap), complete: false }; // exactly `cap`: complete only if nothing follows
       }
       return { keys: found, complete: true };
     },
@@ -162,10 +185,9 @@ export function dynamoDeliveryStore(deps: Deps): DeliveryStore {
       ExpressionAttributeValues: { ':p': 'pending', ':delivery': 'delivery' },
     }),
     recorded: (items) => putAll(deps, items),
-    deliveredInBatch: (records) => putAll(deps, records),
     async transition(ref, t) {
       const change = changeOf(ref, t, deps.now());
-      const key = keys.delivery(ref.organizationId, ref.deliveryId);
+      const key = targetOf(ref, t);
       try {
         const { Attributes } = await deps.doc.send(new UpdateCommand({
           TableName: table(), Key: key, ...updateOf(change), ...(change.append ? { ReturnValues: 'UPDATED_NEW' as const } : {}),
@@ -173,7 +195,7 @@ export function dynamoDeliveryStore(deps: Deps): DeliveryStore {
         if (change.append) await trimAttempts(deps, key, Attributes); // the log stays bounded (attempt-log.ts)
         return true;
       } catch (error) {
-        if (error instanceof ConditionalCheckFailedException || (error as Error).name === 'ConditionalCheckFailedException') return false;
+        if (isConditionFailure(error)) return false;
         throw error;
       }
     },

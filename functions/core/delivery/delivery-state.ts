@@ -1,12 +1,12 @@
 /**
- * The delivery record's states and its named transitions (docs/webhooks.md "The delivery record"),
+ * The delivery record's states and its named transitions (docs/data-model.md "The delivery record: states and transitions"),
  * as plain data: what each transition sets, removes and appends, and the state it must leave.
  * The store implementations (delivery-record.ts on DynamoDB, the tests' in-memory one) carry the
  * same Change out, so they cannot drift apart; the port they implement is below (DeliveryStore,
  * DeliveryQueue; delivery-port.ts picks one).
  */
 import { createHash } from 'node:crypto';
-import type { DeliveryAttempt, DeliveryMessage, DeliveryStatus } from '../platform/model.js';
+import { keys, type DeliveryAttempt, type DeliveryMessage, type DeliveryStatus } from '../platform/model.js';
 import { appendAttempts } from './attempt-log.js';
 
 export type Key = { pk: string; sk: string };
@@ -29,31 +29,40 @@ export type DueKey = Key & { dueAt: number };
 export interface Park { untilMs: number; round?: number }
 
 /**
- * The named transitions (besides `recorded`, a put of the new record, and `deliveredInBatch`,
- * a put of the record `delivered` makes: DeliveryStore). Each is conditional on the state it
- * leaves (leaves()): a write that finds the record elsewhere changes nothing and returns false.
+ * The named transitions (besides `recorded`, a put of the new record: DeliveryStore). Each is
+ * conditional on the state it leaves (leaves()): a write that finds the record elsewhere changes
+ * nothing and returns false. Each adds 1 to the record's `version` (none stored: 0), so a write
+ * derived from a read can be made conditional on that read (`ifVersion`); `round` pins an
+ * attempt's outcome to its round (DeliveryMessage.round): refused once a later re-drive began another.
  */
-export type Transition =
+export type Transition = Step & { ifVersion?: number; round?: number };
+type Step =
   /** An attempt failed and will be retried at nextAttemptAt (parked in the due index when `park`). */
   | { to: 'attempted'; attempt: DeliveryAttempt; nextAttemptAt: string; park?: Park }
-  /** An attempt succeeded. `unlessDeliveredAt`: not again if that very delivered write landed (a batch write's fallback). */
+  /** An attempt succeeded (deliveredAt: its time). `unlessDeliveredAt`: not again if that very delivered write landed (a fallback). */
   | { to: 'delivered'; attempt: DeliveryAttempt; unlessDeliveredAt?: string }
   /** Failed for good, with the reason (and the last attempt, if one was made). */
   | { to: 'failed'; reason: string; attempt?: DeliveryAttempt }
   /** Not sent: the endpoint is disabled. */
   | { to: 'skipped'; reason: string }
-  /** Not attempted now (isolation): waits in the due index until `untilMs`, no attempt used. */
+  /** Not attempted now (isolation): a pending record waits in the due index until `untilMs`, no attempt used. */
   | { to: 'parked'; park: Park; reason: string }
   /** Re-driven: pending again, a new round of attempts from now. */
   | { to: 'requeued' }
   /** Its receives kept breaking off and the queue dead-lettered its message: failed, with the reason. */
   | { to: 'dead-lettered'; reason: string }
-  /** The sweeper re-queued it: out of the due index, unless it was parked again since (`seenDueAt`). */
-  | { to: 'unparked'; seenDueAt: number };
+  /** The sweeper re-queued it: out of the due index, unless it was parked again since (`seenDueAt`); `key`: the stored one it read. */
+  | { to: 'unparked'; seenDueAt: number; key: Key };
 
 /** The state a transition must leave, as a condition both stores evaluate. */
 export type Leaves =
-  | { exists: true; status?: DeliveryStatus; notStatus?: DeliveryStatus; notDeliveredAt?: string }
+  | {
+    exists: true; status?: DeliveryStatus; notStatus?: DeliveryStatus; notDeliveredAt?: string;
+    /** The version read (0: none stored). */
+    version?: number;
+    /** The round's start: no re-drive after it (redrivenAt absent or not later). */
+    roundFrom?: string;
+  }
   | { dueAt: number };
 
 /** What a transition writes: attribute values to set, attributes to remove, an attempt to append (bounded). */
@@ -79,7 +88,7 @@ function outcome(ref: DeliveryRef, status: DeliveryStatus, now: string, extra: {
       status, updatedAt: now, ...due.set,
       ...(extra.reason ? { reason: extra.reason } : {}),
       ...(extra.nextAttemptAt ? { nextAttemptAt: extra.nextAttemptAt } : {}),
-      ...(status === 'delivered' ? { deliveredAt: now } : {}),
+      ...(status === 'delivered' ? { deliveredAt: extra.attempt?.at ?? now } : {}),
     },
     remove: ['deferredReason', ...due.remove, ...(status === 'delivered' ? ['nextAttemptAt'] : [])],
     ...(extra.attempt ? { append: extra.attempt } : {}),
@@ -88,7 +97,19 @@ function outcome(ref: DeliveryRef, status: DeliveryStatus, now: string, extra: {
 
 /** The Change a transition makes at `nowMs`. */
 export function changeOf(ref: DeliveryRef, t: Transition, nowMs: number): Change {
-  const now = new Date(nowMs).toISOString();
+  const change = stepOf(ref, t, new Date(nowMs).toISOString());
+  if ('dueAt' in change.leaves) return change;
+  return {
+    ...change,
+    leaves: {
+      ...change.leaves,
+      ...(t.ifVersion === undefined ? {} : { version: t.ifVersion }),
+      ...(t.round === undefined ? {} : { roundFrom: new Date(t.round).toISOString() }),
+    },
+  };
+}
+
+function stepOf(ref: DeliveryRef, t: Step, now: string): Change {
   switch (t.to) {
     case 'attempted': return { ...outcome(ref, 'pending', now, t), leaves: notDelivered };
     case 'delivered': return { ...outcome(ref, 'delivered', now, t), leaves: { exists: true, ...(t.unlessDeliveredAt ? { notDeliveredAt: t.unlessDeliveredAt } : {}) } };
@@ -97,7 +118,7 @@ export function changeOf(ref: DeliveryRef, t: Transition, nowMs: number): Change
     case 'dead-lettered': return { ...outcome(ref, 'failed', now, t), leaves: { exists: true, status: 'pending' } };
     case 'parked': {
       const due = parkedAt(ref, t.park);
-      return { set: { ...due.set, nextAttemptAt: new Date(t.park.untilMs).toISOString(), deferredReason: t.reason, updatedAt: now }, remove: due.remove, leaves: notDelivered };
+      return { set: { ...due.set, nextAttemptAt: new Date(t.park.untilMs).toISOString(), deferredReason: t.reason, updatedAt: now }, remove: due.remove, leaves: { exists: true, status: 'pending' } };
     }
     case 'requeued': return {
       // A parked one leaves the due index: it is sent now.
@@ -109,18 +130,26 @@ export function changeOf(ref: DeliveryRef, t: Transition, nowMs: number): Change
   }
 }
 
+/** The record a transition writes: the key the sweeper read for `unparked`, else the delivery's. */
+export const targetOf = (ref: DeliveryRef, t: Transition): Key => (t.to === 'unparked' ? t.key : keys.delivery(ref.organizationId, ref.deliveryId));
+
+/** The version a stored record is at (none stored: 0). */
+export const versionOf = (item: StoredItem | undefined): number => Number(item?.version ?? 0);
+
 /** Whether `item` (undefined: none stored) is in the state a change leaves. */
 export function holds(leaves: Leaves, item: StoredItem | undefined): boolean {
   if ('dueAt' in leaves) return item?.dueAt === leaves.dueAt;
   return item !== undefined
     && (leaves.status === undefined || item.status === leaves.status)
     && (leaves.notStatus === undefined || item.status !== leaves.notStatus)
-    && (leaves.notDeliveredAt === undefined || item.deliveredAt !== leaves.notDeliveredAt);
+    && (leaves.notDeliveredAt === undefined || item.deliveredAt !== leaves.notDeliveredAt)
+    && (leaves.version === undefined || versionOf(item) === leaves.version)
+    && (leaves.roundFrom === undefined || item.redrivenAt === undefined || String(item.redrivenAt) <= leaves.roundFrom);
 }
 
 /** The item after a change, its attempt log bounded (attempt-log.ts): what the DynamoDB update and its trim leave. */
 export function applyChange(item: StoredItem, change: Change): StoredItem {
-  const out: StoredItem = { ...item, ...change.set };
+  const out: StoredItem = { ...item, ...change.set, version: versionOf(item) + 1 };
   for (const name of change.remove) if (!(name in change.set)) delete out[name];
   return change.append ? { ...out, ...appendAttempts(item as { attempts?: DeliveryAttempt[] }, change.append) } : out;
 }
@@ -149,8 +178,6 @@ export interface DeliveryStore {
   resumable(): Promise<StoredItem[]>;
   /** Recorded: new delivery records and their events' payload items, put whole (the caller found none stored). */
   recorded(items: StoredItem[]): Promise<void>;
-  /** Delivered in a batch: the records `delivered` made of the batch's reads, put whole, unconditionally. */
-  deliveredInBatch(records: StoredItem[]): Promise<void>;
   /** One named transition; false when the record is not in the state it leaves (nothing written). */
   transition(ref: DeliveryRef, t: Transition): Promise<boolean>;
 }

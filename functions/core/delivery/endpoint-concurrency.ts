@@ -9,6 +9,8 @@
 interface Slots { inFlight: number; waiting: (() => void)[]; started: Set<{ at: number }>; lastEndedAt: number }
 
 const slotsByEndpoint = new Map<string, Slots>();
+/** Forgets every endpoint's slots: what a fresh process starts with (a slot taken before is released into the old count). */
+export const forgetSlots = () => slotsByEndpoint.clear();
 
 /** How many attempts to `endpointId` this container has in flight now. */
 export const inFlightTo = (endpointId: string): number => slotsByEndpoint.get(endpointId)?.inFlight ?? 0;
@@ -53,6 +55,6 @@ export async function acquireSlot(endpointId: string, bound: number, waitMs: num
     const next = slots.waiting.shift();
     if (next) return next();
     slots.inFlight -= 1;
-    if (slots.inFlight === 0) slotsByEndpoint.delete(endpointId);
+    if (slots.inFlight === 0 && slotsByEndpoint.get(endpointId) === slots) slotsByEndpoint.delete(endpointId);
   };
 }

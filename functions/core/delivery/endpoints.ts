@@ -330,6 +330,8 @@ export const currentEndpoints = (deps: Deps, organizationId: string): Promise<We
 const endpointCache = new TtlCache<string, WebhookEndpoint[]>(10_000);
 /** Drops an organization's cached endpoints: the next delivery reads them again (after this container changed them). */
 export const forgetEndpoints = (organizationId: string) => endpointCache.delete(organizationId);
+/** Drops every cached endpoint list: what a fresh process starts with (the delivery core's restart in tests). */
+export const forgetAllEndpoints = () => endpointCache.clear();
 export async function endpointsOf(deps: Deps, organizationId: string, endpointId?: string): Promise<WebhookEndpoint[]> {
   const now = deps.now();
   const ttlMs = deps.settings.endpointCacheTtlSeconds * 1000;

@@ -76,7 +76,8 @@ export const freshMessage = (message: DeliveryMessage, now: number): DeliveryMes
  * attempt now. A short wait is a delayed message; a longer one (over queueDelayMaxSeconds) is
  * written to the due index, with the message's round. The caller then consumes the received
  * message (deliverBatch does, for a `deferred` outcome). Returns where it waits (`settled`: the
- * record was delivered meanwhile, by a duplicate message, or is gone: nothing waits).
+ * record is no longer pending (delivered meanwhile by a duplicate message, or failed), is gone, or
+ * was re-driven since: nothing waits).
  */
 export async function deferDelivery(
   deps: Deps, message: DeliveryMessage, untilMs: number, options: { reason: string; queue?: 'deliveryQueue' | 'deliverySlowQueue' },
@@ -86,7 +87,7 @@ export async function deferDelivery(
     await sendDeliveryMessages(deps, [message], { delaySeconds: () => delaySeconds, queue: options.queue });
     return 'queued';
   }
-  const parked = await transition(deps, message, { to: 'parked', park: { untilMs, round: message.round }, reason: options.reason });
+  const parked = await transition(deps, message, { to: 'parked', park: { untilMs, round: message.round }, reason: options.reason, round: message.round });
   return parked ? 'parked' : 'settled';
 }
 

@@ -16,9 +16,9 @@ export function eventItem(event: EventPayload, payload: EventPayload, expiresAt:
   return { ...keys.event(event.organization_id, event.id), entity: 'event', eventId: event.id, payload, expiresAt };
 }
 
-/** A stored delivery without its storage attributes (keys, index keys, entity). */
+/** A stored delivery without its storage attributes (keys, index keys, entity, its write `version`). */
 export function toDeliveryRecord(item: Record<string, unknown>): DeliveryRecord {
-  const { pk: _pk, sk: _sk, gsi1pk: _g1, gsi1sk: _g2, entity: _e, duePk: _d1, dueAt: _d2, dueRound: _d3, duePriorAttempts: _d4, ...record } = item;
+  const { pk: _pk, sk: _sk, gsi1pk: _g1, gsi1sk: _g2, entity: _e, duePk: _d1, dueAt: _d2, dueRound: _d3, duePriorAttempts: _d4, version: _v, ...record } = item;
   return record as unknown as DeliveryRecord;
 }
 

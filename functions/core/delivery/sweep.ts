@@ -48,7 +48,7 @@ async function sweepChunk(deps: Deps, chunk: DueKey[], now: number, horizon: num
   }));
   await sendDeliveryMessages(deps, messages, { delaySeconds: (m) => (dueAtById.get(m.deliveryId)! - now) / 1000 });
   // Only now (sent) is the entry cleared; one a writer re-parked since (another due time) stays.
-  await Promise.all((sendable as Parked[]).map((r) => transition(deps, { organizationId: r.organizationId, deliveryId: r.id }, { to: 'unparked', seenDueAt: r.dueAt! })));
+  await Promise.all((sendable as Parked[]).map((r) => transition(deps, { organizationId: r.organizationId, deliveryId: r.id }, { to: 'unparked', seenDueAt: r.dueAt!, key: { pk: r.pk, sk: r.sk } })));
   return {
     requeued: messages.length,
     oldest: Math.min(...due.map((r) => (r as Parked).dueAt!)),

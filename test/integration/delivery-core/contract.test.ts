@@ -15,7 +15,8 @@ import type { Deps } from '../../../functions/core/platform/deps.js';
 import { keys, type DeliveryAttempt, type DeliveryMessage } from '../../../functions/core/platform/model.js';
 import { dynamoDeliveryStore } from '../../../functions/core/delivery/delivery-record.js';
 import { sqsDeliveryQueue } from '../../../functions/core/delivery/sqs-delivery-queue.js';
-import { deliveredRecord } from '../../../functions/core/delivery/batch-records.js';
+import { DeliveredWrites, readBatchRecords } from '../../../functions/core/delivery/batch-records.js';
+import { withDeliveryPorts } from '../../../functions/core/delivery/delivery-port.js';
 import { dueKeys, type DeliveryQueue, type DeliveryStore, type StoredItem } from '../../../functions/core/delivery/delivery-state.js';
 import { MAX_KEPT_ATTEMPTS } from '../../../functions/core/delivery/attempt-log.js';
 import { MemoryDeliveryQueue, MemoryDeliveryStore } from './support/memory-delivery.js';
@@ -27,6 +28,8 @@ const at = (ms: number) => new Date(ms).toISOString();
 
 interface Implementation {
   store: DeliveryStore;
+  /** Deps whose delivery stage uses this store and queue. */
+  deps: Deps;
   queue: DeliveryQueue;
   /** The bodies of the delivery queue's messages visible now, received and deleted. */
   take(): Promise<DeliveryMessage[]>;
@@ -46,6 +49,7 @@ async function dynamo(): Promise<Implementation> {
   return {
     store: dynamoDeliveryStore(own),
     queue: sqsDeliveryQueue(own),
+    deps: own,
     async take() {
       const { Messages = [] } = await deps.sqs.send(new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 0 }));
       if (Messages.length) await deps.sqs.send(new DeleteMessageBatchCommand({ QueueUrl, Entries: Messages.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle! })) }));
@@ -58,9 +62,12 @@ async function dynamo(): Promise<Implementation> {
 async function memory(): Promise<Implementation> {
   let skew = 0;
   const queue = new MemoryDeliveryQueue(() => Date.now() + skew);
+  const store = new MemoryDeliveryStore(clock);
+  const { deps } = await testStack();
   return {
-    store: new MemoryDeliveryStore(clock),
+    store,
     queue,
+    deps: withDeliveryPorts({ ...deps, now: clock }, { store, queue }),
     take: async () => queue.receive('deliveryQueue', 10, 60_000).map((m) => {
       queue.delete('deliveryQueue', m.receiptHandle);
       return JSON.parse(m.body) as DeliveryMessage;
@@ -80,6 +87,9 @@ const record = (n: number): StoredItem => ({
 });
 const attempt = (n: number, statusCode = 500): DeliveryAttempt => ({ at: at(nowMs), attempt: n, latencyMs: 3, statusCode });
 const park = (hours: number) => ({ untilMs: nowMs + hours * 3_600_000, round: nowMs - 1000 });
+const message = (n: number): DeliveryMessage => ({ deliveryId: deliveryId(n), organizationId, endpointId: 'ep_contract', payload: { id: `evt_${n}` } as DeliveryMessage['payload'], round: n });
+/** Due times of this run's own (far before any real one, so no other test's entry is due by them). */
+const dueBase = 1_000_000 + Math.floor(Math.random() * 1e6) * 1000;
 
 /** The behaviours, on one implementation; returns every record it left, for the cross-check. */
 async function behaviours(impl: Implementation): Promise<StoredItem[]> {
@@ -99,8 +109,9 @@ async function behaviours(impl: Implementation): Promise<StoredItem[]> {
   expect((await store.dueIn(due.duePk, park(24).untilMs, 10)).keys).toContainEqual({ ...key(1), dueAt: due.dueAt });
   expect((await store.dueIn(due.duePk, park(24).untilMs - 1, 10)).keys).not.toContainEqual(expect.objectContaining(key(1)));
   expect((await store.resumable()).map((i) => i.id)).not.toContain(deliveryId(1));
-  expect(await store.transition(ref(1), { to: 'unparked', seenDueAt: due.dueAt - 1 })).toBe(false); // re-parked since: kept
-  expect(await store.transition(ref(1), { to: 'unparked', seenDueAt: due.dueAt })).toBe(true);
+  expect(await store.transition(ref(1), { to: 'unparked', seenDueAt: due.dueAt - 1, key: key(1) })).toBe(false); // re-parked since: kept
+  // The stored key the sweeper read, not one rebuilt from the reference.
+  expect(await store.transition({ organizationId: 'org_elsewhere', deliveryId: 'dlv_elsewhere' }, { to: 'unparked', seenDueAt: due.dueAt, key: key(1) })).toBe(true);
   expect(await store.getOne(key(1))).not.toHaveProperty('duePk');
 
   // parked without an attempt (isolation), then delivered: out of the due index, the wait's traces gone.
@@ -143,19 +154,98 @@ async function behaviours(impl: Implementation): Promise<StoredItem[]> {
   expect((bounded!.attempts as DeliveryAttempt[]).map((a) => a.attempt)).toEqual(Array.from({ length: MAX_KEPT_ATTEMPTS }, (_, i) => i + 6));
   expect(bounded!.olderAttempts).toBe(5);
 
-  // A batch's delivered write: the record `delivered` makes of the read, put whole, is what the transition writes.
-  const read = (await store.getOne(key(1), { consistent: true }))!;
-  await store.deliveredInBatch([deliveredRecord(read as Parameters<typeof deliveredRecord>[0], attempt(2, 204), at(nowMs))]);
-  const batchWritten = await store.getOne(key(1));
-  await store.recorded([read]);
-  expect(await store.transition(ref(1), { to: 'delivered', attempt: attempt(2, 204) })).toBe(true);
-  expect(await store.getOne(key(1))).toEqual(batchWritten);
+  await missingRecords(store);
+  await versionsAndRounds(store);
+  await limits(store);
+  await dueCap(store);
+  await batchWrites(impl);
 
   return (await store.deliveriesOf(organizationId)).sort((a, b) => String(a.id).localeCompare(String(b.id)));
 }
 
+/** Every transition is refused on a missing record, and creates none (`#s <> :was` alone would hold on one). */
+async function missingRecords(store: DeliveryStore): Promise<void> {
+  for (const t of [
+    { to: 'attempted', attempt: attempt(1), nextAttemptAt: at(nowMs) }, { to: 'delivered', attempt: attempt(1, 204) },
+    { to: 'delivered', attempt: attempt(1, 204), unlessDeliveredAt: at(0) }, { to: 'delivered', attempt: attempt(1, 204), ifVersion: 0 },
+    { to: 'failed', reason: 'x' }, { to: 'skipped', reason: 'x' }, { to: 'parked', park: park(1), reason: 'x' },
+    { to: 'requeued' }, { to: 'dead-lettered', reason: 'x' }, { to: 'unparked', seenDueAt: 1, key: key(9) },
+  ] as const) expect(await store.transition(ref(9), t)).toBe(false);
+  expect(await store.getOne(key(9))).toBeUndefined();
+  // `delivered` unless that very write landed: goes ahead over another deliveredAt (or none).
+  expect(await store.transition(ref(4), { to: 'delivered', attempt: attempt(2, 204), unlessDeliveredAt: at(0) })).toBe(true);
+  expect(await store.getOne(key(4))).toMatchObject({ status: 'delivered', deliveredAt: at(nowMs) });
+  // Parking leaves a pending record only (5 was skipped).
+  expect(await store.transition(ref(5), { to: 'parked', park: park(1), reason: 'x' })).toBe(false);
+}
+
+/** Every transition adds 1 to the version (none stored: 0); `ifVersion` and `round` refuse a write made stale by another. */
+async function versionsAndRounds(store: DeliveryStore): Promise<void> {
+  nowMs += 1000;
+  await store.recorded([record(7)]);
+  const parking = { to: 'parked', park: park(1), reason: 'circuit open' } as const;
+  expect(await store.transition(ref(7), { ...parking, ifVersion: 1 })).toBe(false);
+  expect(await store.transition(ref(7), { ...parking, ifVersion: 0, round: nowMs })).toBe(true); // no version stored, never re-driven
+  expect(await store.getOne(key(7))).toMatchObject({ version: 1, dueRound: park(1).round, deferredReason: 'circuit open' });
+  expect(await store.transition(ref(7), { ...parking, ifVersion: 0 })).toBe(false);
+  nowMs += 1000;
+  expect(await store.transition(ref(7), { to: 'requeued' })).toBe(true);
+  // An outcome of the round before the re-drive lands on nothing; the new round's does.
+  const earlier = nowMs - 1;
+  for (const t of [
+    { to: 'attempted', attempt: attempt(5), nextAttemptAt: at(nowMs) }, { to: 'failed', reason: 'no success after 5 attempts', attempt: attempt(5) },
+    { to: 'skipped', reason: 'x' }, parking, { to: 'dead-lettered', reason: 'x' },
+  ] as const) expect(await store.transition(ref(7), { ...t, round: earlier })).toBe(false);
+  expect(await store.transition(ref(7), { to: 'attempted', attempt: attempt(1), nextAttemptAt: at(nowMs), round: nowMs, ifVersion: 2 })).toBe(true);
+  expect(await store.getOne(key(7))).toMatchObject({ status: 'pending', version: 3, attempts: [attempt(1)], redrivenAt: at(nowMs) });
+}
+
+/** DynamoDB's bounds hold in both: a batch with a key twice, an item over 400 KB: refused, nothing written. */
+async function limits(store: DeliveryStore): Promise<void> {
+  await expect(store.recorded([record(8), record(8)])).rejects.toThrow();
+  await expect(store.recorded([{ ...record(8), note: 'x'.repeat(410 * 1024) }])).rejects.toThrow();
+  expect(await store.getOne(key(8))).toBeUndefined();
+  await store.recorded(Array.from({ length: 30 }, (_, i) => record(100 + i))); // more than one call's 25
+  expect(await store.get(Array.from({ length: 30 }, (_, i) => key(100 + i)))).toHaveLength(30);
+}
+
+/** `complete` says whether entries were left out: at exactly `cap` entries, none were. */
+async function dueCap(store: DeliveryStore): Promise<void> {
+  const ids = Array.from({ length: 16 }, (_, i) => 10 + i);
+  await store.recorded(ids.map(record));
+  for (const n of ids) expect(await store.transition(ref(n), { to: 'parked', park: { untilMs: dueBase + n }, reason: 'cap' })).toBe(true);
+  const horizon = dueBase + 100;
+  for (const shard of new Set(ids.map((n) => dueKeys(deliveryId(n), dueBase + n).duePk))) {
+    const all = (await store.dueIn(shard, horizon, 1_000)).keys.length; // ours, and any a crashed run left
+    expect(await store.dueIn(shard, horizon, all)).toMatchObject({ complete: true });
+    expect((await store.dueIn(shard, horizon, all)).keys).toHaveLength(all);
+    if (all > 1) expect(await store.dueIn(shard, horizon, all - 1)).toMatchObject({ complete: false });
+  }
+  for (const n of ids) expect(await store.transition(ref(n), { to: 'unparked', seenDueAt: dueBase + n, key: key(n) })).toBe(true);
+}
+
+/**
+ * A batch's delivered write is conditional on the version it read: a record changed since (another
+ * copy's failed attempt, then a re-drive) keeps both, the success appended after them.
+ */
+async function batchWrites(impl: Implementation): Promise<void> {
+  const { store, deps } = impl;
+  nowMs += 1000;
+  await store.recorded([record(26), record(27)]);
+  const reads = await readBatchRecords(deps, [message(26), message(27)]);
+  const writes = new DeliveredWrites();
+  const success = attempt(1, 204);
+  const failure = attempt(1, 500);
+  for (const n of [26, 27]) writes.add(message(n), reads.get(deliveryId(n))!, success);
+  expect(await store.transition(ref(26), { to: 'attempted', attempt: failure, nextAttemptAt: at(nowMs + 60_000) })).toBe(true);
+  nowMs += 1000;
+  expect(await store.transition(ref(26), { to: 'requeued' })).toBe(true);
+  expect(await writes.flush(deps)).toEqual(new Set());
+  expect(await store.getOne(key(26))).toMatchObject({ status: 'delivered', redrivenAt: at(nowMs), attempts: [failure, success], deliveredAt: success.at, version: 3 });
+  expect(await store.getOne(key(27))).toMatchObject({ status: 'delivered', attempts: [success], deliveredAt: success.at, version: 1 });
+}
+
 async function queueBehaviours(impl: Implementation): Promise<void> {
-  const message = (n: number): DeliveryMessage => ({ deliveryId: deliveryId(n), organizationId, endpointId: 'ep_contract', payload: { id: `evt_${n}` } as DeliveryMessage['payload'], round: n });
   // More than one SendMessageBatch's worth; one of them delayed 2 s.
   await impl.queue.send('deliveryQueue', Array.from({ length: 12 }, (_, i) => ({ message: message(i), delaySeconds: i === 11 ? 2 : 0 })));
   const seen: DeliveryMessage[] = [];
@@ -185,6 +275,33 @@ describe.each(implementations)('the delivery port on %s', (name, make) => {
 
   it('sends every message whole, in batches the queue takes, each after its delay', async () => {
     await queueBehaviours(impl);
+  });
+});
+
+describe('the attempt log’s trim on DynamoDB Local', () => {
+  it('is best effort: a throttled trim leaves the attempt recorded once (the transition landed), and the next append trims', async () => {
+    const { deps } = await testStack();
+    let throttled = 0;
+    // A throttled trim (an emulator never throttles): the second UpdateItem of an append fails.
+    const doc = {
+      send: (command: { input?: { UpdateExpression?: string } }) => {
+        if (command.input?.UpdateExpression?.startsWith('REMOVE attempts[') && throttled++ === 0) {
+          return Promise.reject(Object.assign(new Error('Rate of requests exceeds the allowed throughput'), { name: 'ProvisionedThroughputExceededException' }));
+        }
+        return deps.doc.send(command as Parameters<Deps['doc']['send']>[0]);
+      },
+    } as unknown as Deps['doc'];
+    const store = dynamoDeliveryStore({ ...deps, doc, now: clock });
+    const full = Array.from({ length: MAX_KEPT_ATTEMPTS }, (_, i) => attempt(i + 1));
+    await store.recorded([{ ...record(50), attempts: full }]);
+    expect(await store.transition(ref(50), { to: 'attempted', attempt: attempt(21), nextAttemptAt: at(nowMs) })).toBe(true);
+    expect(throttled).toBe(1);
+    const untrimmed = (await store.getOne(key(50), { consistent: true }))!;
+    expect((untrimmed.attempts as DeliveryAttempt[]).map((a) => a.attempt)).toEqual([...full.map((a) => a.attempt), 21]);
+    expect(await store.transition(ref(50), { to: 'attempted', attempt: attempt(22), nextAttemptAt: at(nowMs) })).toBe(true);
+    const trimmed = (await store.getOne(key(50), { consistent: true }))!;
+    expect((trimmed.attempts as DeliveryAttempt[]).map((a) => a.attempt)).toEqual(Array.from({ length: MAX_KEPT_ATTEMPTS }, (_, i) => i + 3));
+    expect(trimmed.olderAttempts).toBe(2);
   });
 });
 

@@ -253,7 +253,7 @@ describe('webhook delivery', () => {
     expect(receiver.on('/sweep-crash')).toHaveLength(0);
     // A sweep dies after sending, before clearing the entry: the delivery goes out, and its own record
     // update takes it out of the index; a later sweep finds nothing left to send again.
-    const noClear = { ...later, doc: { send: (c: unknown) => (c instanceof UpdateCommand && /^REMOVE duePk/.test(c.input.UpdateExpression ?? '') ? Promise.reject(new Error('sweeper killed')) : deps.doc.send(c as never)) } } as unknown as Deps;
+    const noClear = { ...later, doc: { send: (c: unknown) => (c instanceof UpdateCommand && /REMOVE duePk/.test(c.input.UpdateExpression ?? '') ? Promise.reject(new Error('sweeper killed')) : deps.doc.send(c as never)) } } as unknown as Deps;
     await expect(sweepDueDeliveries(noClear)).rejects.toThrow('sweeper killed');
     const [delivered] = await settled(tenant, 'the delivery', (d) => d[0]?.status === 'delivered');
     expect(delivered.attempts.map((x) => [x.attempt, x.statusCode])).toEqual([[1, 204]]); // the parked wait consumed no attempt
@@ -407,7 +407,7 @@ describe('webhook delivery', () => {
     expect(receiver.on('/batch-guard').map((r) => r.event?.id)).toEqual([first.payload.id, second.payload.id]);
   });
 
-  it('a batch’s delivered outcomes are written together, as the very records one UpdateItem each wrote', async () => {
+  it('a batch’s delivered outcomes are written in parallel, one UpdateItem each, conditional on the version read', async () => {
     const { deps } = await testStack();
     const { tenant, endpointId } = await tenantWithEndpoint('/batched-writes');
     const endpoint = (await getEndpoint(deps, tenant.organizationId, endpointId))!;
@@ -429,8 +429,9 @@ describe('webhook delivery', () => {
     // The same message twice in the batch (at-least-once): both sent, one record with both attempts.
     const outcomes = await deliverBatch(watched, [queued(one, 1), queued(parked, 2), queued(one, 3)]);
     expect(outcomes.map((o) => o.kind)).toEqual(['delivered', 'delivered', 'delivered']);
-    expect(sent.filter((name) => name === 'UpdateCommand')).toEqual([]);
-    expect(sent.filter((name) => name === 'BatchWriteCommand')).toHaveLength(1);
+    // One per attempt made (the duplicate's second at the version the first left), no batch put.
+    expect(sent.filter((name) => name === 'UpdateCommand')).toHaveLength(3);
+    expect(sent.filter((name) => name === 'BatchWriteCommand')).toHaveLength(0);
     // The same delivery through attemptDelivery alone: one UpdateItem.
     expect(await attemptDelivery(deps, alone)).toMatchObject({ kind: 'delivered' });
 
@@ -438,31 +439,38 @@ describe('webhook delivery', () => {
     const [a, b, c] = [await stored(one.deliveryId), await stored(parked.deliveryId), await stored(alone.deliveryId)];
     // Apart from what differs per delivery and per moment, the three records are the same item:
     // the UpdateItem's changes, the attributes it keeps (reason, queuedAt), none of the parked ones.
-    const same = ({ pk: _pk, sk: _sk, gsi1pk: _g, id: _id, eventId: _e, createdAt: _c, updatedAt: _u, deliveredAt: _d, expiresAt: _x, attempts: _a, ...rest }: Record<string, unknown>) => rest;
+    const same = ({ pk: _pk, sk: _sk, gsi1pk: _g, id: _id, eventId: _e, createdAt: _c, updatedAt: _u, deliveredAt: _d, expiresAt: _x, attempts: _a, version: _v, ...rest }: Record<string, unknown>) => rest;
     expect(same(a)).toEqual(same(c));
     expect(same(b)).toEqual(same(c));
     expect(same(c)).toMatchObject({ status: 'delivered', reason: 'kept as it was', queuedAt: '2026-01-01T00:00:00.000Z' });
     expect(Object.keys(b).filter((k) => ['duePk', 'dueAt', 'dueRound', 'nextAttemptAt', 'deferredReason'].includes(k))).toEqual([]);
-    for (const record of [a, b, c]) expect(record).toMatchObject({ status: 'delivered', deliveredAt: record.updatedAt, gsi1pk: `DELIVERY#${record.id as string}` });
+    for (const record of [a, b, c]) expect(record).toMatchObject({ status: 'delivered', deliveredAt: (record.attempts as { at: string }[]).at(-1)!.at, gsi1pk: `DELIVERY#${record.id as string}` });
+    expect([a.version, b.version, c.version]).toEqual([2, 1, 1]);
     expect((a.attempts as { statusCode: number }[]).map((x) => x.statusCode)).toEqual([204, 204]);
     expect((b.attempts as { attempt: number; statusCode: number }[]).map((x) => [x.attempt, x.statusCode])).toEqual([[1, 503], [2, 204]]);
     expect(receiver.on('/batched-writes').map((r) => r.headers['webhook-id']).sort()).toEqual([one.payload.id, one.payload.id, parked.payload.id, alone.payload.id].sort());
   });
 
-  it('a batch write that fails falls back to one update each; if the outcome cannot be written at all, the message stays queued and is sent again', async () => {
+  it('a guarded delivered write that fails falls back to the unguarded one; if the outcome cannot be written at all, the message stays queued and is sent again', async () => {
     const { deps } = await testStack();
     const { tenant, endpointId } = await tenantWithEndpoint('/unwritten');
     const endpoint = (await getEndpoint(deps, tenant.organizationId, endpointId))!;
     const event = (n: number) => ({ id: `evt_uw_${n}_${Date.now()}`, type: 'client.updated', organization_id: tenant.organizationId, timestamp: new Date().toISOString(), data: { object: { id: `cli_${n}` } } }) as unknown as EventPayload;
     const [first, second] = [(await recordDelivery(deps, event(1), endpoint))!, (await recordDelivery(deps, event(2), endpoint))!];
     const queued = (message: DeliveryMessage, n: number) => ({ messageId: `m${n}`, receiptHandle: `r${n}`, body: JSON.stringify(message), receiveCount: n });
-    const failing = (names: string[]) => ({ ...deps, doc: { send: (command: { constructor: { name: string } }) => (names.includes(command.constructor.name) ? Promise.reject(new Error('throttled')) : deps.doc.send(command as never)) } }) as unknown as Deps;
+    /** The first `times` UpdateItems on the deliveries table fail (throttled); `lost`: they land, their answer is lost. */
+    const failing = (times: number, lost = false) => ({ ...deps, doc: { send: async (command: UpdateCommand) => {
+      const hit = command instanceof UpdateCommand && command.input.TableName === deps.tables.deliveries && times-- > 0;
+      if (!hit) return deps.doc.send(command);
+      if (lost) await deps.doc.send(command);
+      throw new Error(lost ? 'socket hang up' : 'throttled');
+    } } }) as unknown as Deps;
 
-    expect(await deliverBatch(failing(['BatchWriteCommand']), [queued(first, 1)])).toEqual([expect.objectContaining({ kind: 'delivered' })]);
+    expect(await deliverBatch(failing(1), [queued(first, 1)])).toEqual([expect.objectContaining({ kind: 'delivered' })]);
     expect((await deliveriesOf(tenant)).find((d) => d.id === first.deliveryId)).toMatchObject({ status: 'delivered', attempts: [expect.objectContaining({ statusCode: 204 })] });
 
     // Sent, but neither write works: reported as an error, so the queue hands the message out again.
-    const outcomes = await deliverBatch(failing(['BatchWriteCommand', 'UpdateCommand']), [queued(second, 1)]);
+    const outcomes = await deliverBatch(failing(2), [queued(second, 1)]);
     expect(outcomes).toEqual([{ messageId: 'm1', kind: 'error' }]);
     expect(outcomes.filter(staysQueued)).toHaveLength(1);
     expect((await deliveriesOf(tenant)).find((d) => d.id === second.deliveryId)).toMatchObject({ status: 'pending', attempts: [] });
@@ -471,14 +479,9 @@ describe('webhook delivery', () => {
     expect((await deliveriesOf(tenant)).find((d) => d.id === second.deliveryId)).toMatchObject({ status: 'delivered', attempts: [expect.objectContaining({ attempt: 1, statusCode: 204 })] });
     expect(receiver.on('/unwritten').map((r) => r.headers['webhook-id'])).toEqual([first.payload.id, second.payload.id, second.payload.id]);
 
-    // The batch write lands but its answer is lost: the fallback finds it written and logs no attempt twice.
+    // The guarded write lands but its answer is lost: the fallback finds it written and logs no attempt twice.
     const third = (await recordDelivery(deps, event(3), endpoint))!;
-    const lostAnswer = { ...deps, doc: { send: async (command: { constructor: { name: string } }) => {
-      const out = await deps.doc.send(command as never);
-      if (command.constructor.name === 'BatchWriteCommand') throw new Error('socket hang up');
-      return out;
-    } } } as unknown as Deps;
-    expect(await deliverBatch(lostAnswer, [queued(third, 1)])).toEqual([expect.objectContaining({ kind: 'delivered' })]);
+    expect(await deliverBatch(failing(1, true), [queued(third, 1)])).toEqual([expect.objectContaining({ kind: 'delivered' })]);
     expect((await deliveriesOf(tenant)).find((d) => d.id === third.deliveryId)).toMatchObject({ status: 'delivered', attempts: [expect.objectContaining({ attempt: 1, statusCode: 204 })] });
   });
 

@@ -1,7 +1,7 @@
 /** The attempt log's bounds (delivery/attempt-log.ts), and the delivered record that uses them. */
 import { describe, it, expect } from '@jest/globals';
 import { appendAttempts, attemptError, clip, MAX_ERROR_CHARS, MAX_KEPT_ATTEMPTS } from '../../../functions/core/delivery/attempt-log.js';
-import { deliveredRecord } from '../../../functions/core/delivery/batch-records.js';
+import { applyChange, changeOf } from '../../../functions/core/delivery/delivery-state.js';
 import type { DeliveryAttempt } from '../../../functions/core/platform/model.js';
 
 const attempt = (n: number): DeliveryAttempt => ({ at: new Date(n * 1000).toISOString(), attempt: n, latencyMs: 1, statusCode: 500 });
@@ -29,9 +29,9 @@ describe('attempt log', () => {
     expect(appendAttempts({}, attempt(1))).toEqual({ attempts: [attempt(1)] });
   });
 
-  it('a delivered record written whole (the batch write) is bounded the same way', () => {
+  it('a delivered record (the transitions both stores carry out) is bounded the same way', () => {
     const record = { pk: 'p', sk: 's', status: 'pending' as const, createdAt: new Date(0).toISOString(), attempts: Array.from({ length: MAX_KEPT_ATTEMPTS }, (_, i) => attempt(i + 1)), olderAttempts: 7 };
-    const delivered = deliveredRecord(record, { ...attempt(99), statusCode: 204 }, new Date(0).toISOString());
+    const delivered = applyChange(record, changeOf({ organizationId: 'o', deliveryId: 'd' }, { to: 'delivered', attempt: { ...attempt(99), statusCode: 204 } }, 0)) as typeof record;
     expect(delivered.attempts).toHaveLength(MAX_KEPT_ATTEMPTS);
     expect(delivered.attempts!.at(-1)).toMatchObject({ attempt: 99, statusCode: 204 });
     expect(delivered.olderAttempts).toBe(8);

@@ -19,6 +19,9 @@ import { listDeliveries } from '../../../../functions/core/delivery/redrive.js';
 import type { DeliveryQueueName } from '../../../../functions/core/delivery/delivery-state.js';
 import { resumePendingDeliveries } from '../../../../lib/local/resume-deliveries.js';
 import { queues } from '../../../../lib/topology.js';
+import { forgetAllEndpoints } from '../../../../functions/core/delivery/endpoints.js';
+import { forgetFailedHere } from '../../../../functions/core/delivery/circuit-store.js';
+import { forgetSlots } from '../../../../functions/core/delivery/endpoint-concurrency.js';
 import { MemoryDeliveryQueue, MemoryDeliveryStore } from './memory-delivery.js';
 
 const LANES: [DeliveryQueueName, 'main' | 'slow'][] = [['deliveryQueue', 'main'], ['deliverySlowQueue', 'slow']];
@@ -85,8 +88,10 @@ export class DeliveryCore {
     }
     const generation = this.generation;
     const alive = () => generation === this.generation;
-    const deps = withDeliveryPorts(this.deps, {
-      store: guarded(this.store, alive, ['recorded', 'deliveredInBatch', 'transition']), queue: guarded(this.queue, alive, ['send']),
+    // A killed process writes nothing more to DynamoDB either (the endpoints' circuits).
+    const doc = guarded(this.deps.doc, alive, ['send']);
+    const deps = withDeliveryPorts({ ...this.deps, doc }, {
+      store: guarded(this.store, alive, ['recorded', 'transition']), queue: guarded(this.queue, alive, ['send']),
     });
     const work = LANES.flatMap(([name, lane]) => inBatches(this.receive(name), 10).map((batch) => ({ name, lane, batch })));
     await Promise.all(work.map(async ({ name, lane, batch }) => {
@@ -120,11 +125,16 @@ export class DeliveryCore {
 
   /**
    * The local stack's restart, at any moment (a round may be under way: what it has sent stays
-   * sent, but it records and queues nothing more, as a killed process): the SQS emulator's messages
-   * are gone; pending deliveries are queued again from their records.
+   * sent, but it records, queues and writes nothing more, as a killed process): the SQS emulator's
+   * messages are gone, and so is what the process held (its cached endpoints, the failures it saw,
+   * its per-endpoint slots), so a circuit is read from the endpoint item again; pending deliveries
+   * are queued again from their records.
    */
   async restart(): Promise<number> {
     this.generation++;
+    forgetAllEndpoints();
+    forgetFailedHere();
+    forgetSlots();
     this.queue.clear();
     this.nextSweep = 0;
     return resumePendingDeliveries(this.deps);

@@ -6,11 +6,21 @@
  */
 import { randomUUID } from 'node:crypto';
 import { keys, type DeliveryMessage } from '../../../../functions/core/platform/model.js';
+import { inBatches } from '../../../../functions/core/platform/batches.js';
 import {
-  applyChange, changeOf, holds, type DeliveryQueue, type DeliveryQueueName, type DeliveryStore, type DueKey, type Key, type StoredItem,
+  applyChange, changeOf, holds, targetOf, type DeliveryQueue, type DeliveryQueueName, type DeliveryStore, type DueKey, type Key, type StoredItem,
 } from '../../../../functions/core/delivery/delivery-state.js';
 import { MAX_QUEUE_DELAY_SECONDS } from '../../../../functions/core/delivery/sqs-delivery-queue.js';
 
+/** DynamoDB's bounds: an item's size, a BatchWriteItem's requests. */
+const MAX_ITEM_BYTES = 400 * 1024;
+const BATCH_WRITE_MAX = 25;
+const validation = (message: string) => Object.assign(new Error(message), { name: 'ValidationException' });
+/** The item, if within DynamoDB's 400 KB (measured as its JSON, a little over DynamoDB's count); else a ValidationException. */
+function fits(item: StoredItem): StoredItem {
+  if (Buffer.byteLength(JSON.stringify(item)) > MAX_ITEM_BYTES) throw validation('Item size has exceeded the maximum allowed size');
+  return item;
+}
 const id = (k: Key) => `${k.pk}\u0000${k.sk}`;
 const copy = <T>(value: T): T => structuredClone(value);
 const project = (item: StoredItem, projection?: string[]) =>
@@ -58,27 +68,24 @@ export class MemoryDeliveryStore implements DeliveryStore {
     return this.deliveries().filter((i) => i.status === 'pending' && i.entity === 'delivery' && i.dueAt === undefined).map(copy);
   }
 
+  /** BatchWriteItem puts, 25 a call as the DynamoDB store sends them, refused as DynamoDB refuses them: nothing of a refused call written. */
   async recorded(items: StoredItem[]): Promise<void> {
-    this.put('recorded', items);
-  }
-
-  async deliveredInBatch(records: StoredItem[]): Promise<void> {
-    this.put('deliveredInBatch', records);
-  }
-
-  private put(kind: string, items: StoredItem[]): void {
+    for (const batch of inBatches(items, BATCH_WRITE_MAX)) {
+      if (new Set(batch.map((i) => id(i as Key))).size < batch.length) throw validation('Provided list of item keys contains duplicates');
+      batch.forEach(fits);
+    }
     for (const item of items) {
       this.items.set(id(item as Key), copy(item));
-      this.writes.push(kind);
+      this.writes.push('recorded');
     }
   }
 
   async transition(ref: { organizationId: string; deliveryId: string }, t: Parameters<DeliveryStore['transition']>[1]): Promise<boolean> {
     const change = changeOf(ref, t, this.now());
-    const key = id(keys.delivery(ref.organizationId, ref.deliveryId));
+    const key = id(targetOf(ref, t));
     const item = this.items.get(key);
     if (!holds(change.leaves, item)) return false;
-    this.items.set(key, applyChange(item!, change));
+    this.items.set(key, fits(applyChange(item!, change)));
     this.writes.push(t.to);
     return true;
   }
