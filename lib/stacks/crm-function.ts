@@ -114,11 +114,15 @@ export class CrmFunction extends NodejsFunction {
 
   /** Grants `access` to the table and sets its env var. Index queries need `<table>/index/*`. */
   bindTable(table: dynamodb.Table, spec: TableSpec, access: TableAccess): this {
-    if (access === 'read') table.grantReadData(this);
+    if (typeof access === 'object') {
+      // On the table itself and the one index named: no `index/*` wildcard.
+      iam.Grant.addToPrincipal({ grantee: this, actions: [...access.actions], resourceArns: [table.tableArn] });
+      if (access.index) iam.Grant.addToPrincipal({ grantee: this, actions: [...access.index.actions], resourceArns: [`${table.tableArn}/index/${access.index.name}`] });
+    } else if (access === 'read') table.grantReadData(this);
     else if (access === 'write') table.grantWriteData(this);
     else table.grantReadWriteData(this);
     this.addEnvironment(spec.envVar, table.tableName);
-    if (spec.globalIndexes?.length) {
+    if (spec.globalIndexes?.length && typeof access !== 'object') {
       const logicalId = Stack.of(table).getLogicalId(table.node.defaultChild as dynamodb.CfnTable);
       Validations.of(this).acknowledge({
         id: `AwsSolutions-IAM5[Resource::<${logicalId}.Arn>/index/*]`,

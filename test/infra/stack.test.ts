@@ -659,3 +659,21 @@ describe('the CDK stack', () => {
     Template.fromStack(withEmail.stack).hasResourceProperties('AWS::SNS::Subscription', { Protocol: 'email', Endpoint: 'ops@example.com' });
   });
 });
+
+describe('lead intake on the clients table, and preflight mocks', () => {
+  it('grants lead intake writes, GetItem on clients and Query on the match index only: no Scan, no BatchGetItem', () => {
+    const onClients = statementsOf('leadIntake').filter((s) => s.resources.includes(`"${tableRef('clients')}"`));
+    const onIndex = onClients.filter((s) => s.resources.includes('/index/'));
+    const onTable = onClients.filter((s) => !s.resources.includes('/index/'));
+    expect(onTable.flatMap((s) => s.actions).sort()).toEqual(['dynamodb:ConditionCheckItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem']);
+    expect(onIndex.map((s) => s.actions)).toEqual([['dynamodb:Query']]);
+    expect(onIndex[0].resources).toContain('"/index/match"');
+    for (const action of ['dynamodb:Scan', 'dynamodb:BatchGetItem']) expect(onClients.flatMap((s) => s.actions)).not.toContain(action);
+  });
+
+  it('converts a preflight\'s body to text for its mock, as the catch-alls do (binaryMediaTypes)', () => {
+    const preflights = Object.values(template.findResources('AWS::ApiGateway::Method')).filter((m) => m.Properties.HttpMethod === 'OPTIONS');
+    expect(preflights.length).toBeGreaterThan(0);
+    for (const method of preflights) expect(method.Properties.Integration).toMatchObject({ Type: 'MOCK', ContentHandling: 'CONVERT_TO_TEXT' });
+  });
+});
