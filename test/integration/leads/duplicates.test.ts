@@ -84,6 +84,23 @@ describe('duplicate leads', () => {
     expect(later.possible_duplicate_of).toBe(first.id);
   });
 
+  it('matches clients the CRM writes (CLI: create, then an e-mail change moves the key) by a hashed key, never the raw contact', async () => {
+    const t = await newTenant();
+    const created = await runCli(['clients', 'create', '--org', t.organizationId, '--name', 'Cora Crm', '--email', 'Cora@Example.com']);
+    expect(created.code).toBe(0);
+    const crmClient = created.json<{ id: string; matchKey: string }>();
+    expect(crmClient.matchKey).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(crmClient.matchKey).not.toContain('cora');
+    const flagged = await (await postLead(t.key, { name: 'Cora Crm', email: 'cora@example.com' })).json() as { possible_duplicate_of?: string };
+    expect(flagged.possible_duplicate_of).toBe(crmClient.id);
+    expect((await runCli(['clients', 'update', '--org', t.organizationId, '--client', crmClient.id, '--email', 'cora.new@example.com'])).code).toBe(0);
+    const oldMail = await (await postLead(t.key, { name: 'Cora Old', email: 'cora@example.com' })).json() as { possible_duplicate_of?: string };
+    // The lead of the first post now holds the old e-mail's key; the CRM client does not.
+    expect(oldMail.possible_duplicate_of).not.toBe(crmClient.id);
+    const newMail = await (await postLead(t.key, { name: 'Cora New', email: 'cora.new@example.com' })).json() as { possible_duplicate_of?: string };
+    expect(newMail.possible_duplicate_of).toBe(crmClient.id);
+  });
+
   it('merges under the merge policy (CLI): empty fields filled, later consent recorded in its submission, no consent proof overwritten', async () => {
     const t = await newTenant({ billing: 'prepaid', walletMicros: 1_000_000 });
     const set = await runCli(['org', 'set-duplicates', '--org', t.organizationId, '--policy', 'merge']);
