@@ -131,6 +131,7 @@ interface Guarded { guard: SubmissionGuard; targetId: string; now: number }
 /** The repeat of a submission of the last 10 minutes: billed as a call; answered as that submission's client while it exists. */
 async function duplicateOf(deps: Deps, auth: AuthContext, input: LeadInput, meta: RequestMeta, clientId: string): Promise<LeadOutcome> {
   const org = auth.organization;
+  metrics.addMetric('DoubleSubmits', MetricUnit.Count, 1);
   // Its first submission failed after claiming the guard (postpaid: the usage is counted first): this one takes its place, unguarded.
   if (!await clientExists(deps, org.id, clientId)) return createUnguarded(deps, auth, input, meta);
   const day = new Date(deps.now()).toISOString().slice(0, 10);
@@ -203,6 +204,8 @@ async function countUsage(deps: Deps, orgId: string, day: string, clientId: stri
     }));
   } catch (error) {
     if (guarded && error instanceof ConditionalCheckFailedException) return guardedClient(error.Item, guarded.guard, guarded.now);
+    // The lead goes on unbilled (or, taking a count back, stays billed): an alarm's metric.
+    metrics.addMetric('LeadUsageCountFailed', MetricUnit.Count, 1);
     logger.error('could not count usage of a lead', { organizationId: orgId, clientId, error: (error as Error).name });
   }
   return undefined;
