@@ -45,8 +45,9 @@ const WRITES = new Set(['PutItemCommand', 'UpdateItemCommand', 'DeleteItemComman
  * lead of a fresh key (last-used write, prepaid day opened), the steady state (the next lead, a new
  * person), a lead matching an earlier client (same e-mail, flagged) and a double-submit of it.
  */
-async function writeUnitsPerLead(deps: Deps, info: LocalStackInfo, billing: 'none' | 'prepaid'): Promise<{ first: number; steady: number; matched: number; repeated: number }> {
+async function writeUnitsPerLead(deps: Deps, info: LocalStackInfo, billing: 'none' | 'prepaid'): Promise<{ first: number; steady: number; matched: number; repeated: number; merged: number }> {
   let units = 0;
+  const parts = new Map<string, number>();
   // Its own clients, so the middleware below counts only this lead's writes.
   const measured = depsFromStackFile(info, deps.settings);
   measured.doc.middlewareStack.add((next, context) => async (args) => {
@@ -57,14 +58,19 @@ async function writeUnitsPerLead(deps: Deps, info: LocalStackInfo, billing: 'non
     for (const one of c ? (Array.isArray(c) ? c : [c]) : []) {
       const indexes = Object.values(one.GlobalSecondaryIndexes ?? {}).reduce((n, i) => n + (i.CapacityUnits ?? 0), 0);
       units += (one.Table?.CapacityUnits ?? one.CapacityUnits ?? 0) + indexes;
+      const table = `${context.commandName}:${String(one.TableName).replace(/^.*?-/, '')}`;
+      parts.set(table, (parts.get(table) ?? 0) + (one.Table?.CapacityUnits ?? one.CapacityUnits ?? 0));
+      if (indexes) parts.set(`${table}/index`, (parts.get(`${table}/index`) ?? 0) + indexes);
     }
     return out;
   }, { step: 'initialize', name: 'consumedCapacity' });
   const org = await createOrganization(deps, { name: `Measured ${billing}`, billing, walletMicros: 1_000_000_000, rateLimitPerMinute: edgeKeyLimitPerMinute });
   const { key } = await createApiKey(deps, org.id, 'measured');
-  const one = async (body: Record<string, unknown>) => {
+  const one = async (body: Record<string, unknown>, merge = false) => {
     const before = units;
-    const auth = await authenticate(measured, { 'X-API-Key': key });
+    parts.clear();
+    const found = await authenticate(measured, { 'X-API-Key': key });
+    const auth = merge ? { ...found, organization: { ...found.organization, duplicatePolicy: 'merge' as const } } : found;
     await checkRateLimit(measured, auth.key.keyId, rateLimitFor(measured, auth.organization));
     await createLead(measured, auth, parseLead(body), { requestId: 'bench' });
     await recordRequest(measured, { requestId: 'bench', organizationId: auth.organization.id, keyId: auth.key.keyId, method: 'POST', route: '/api/webhook/leads', status: 201, latencyMs: 1 });
@@ -72,8 +78,12 @@ async function writeUnitsPerLead(deps: Deps, info: LocalStackInfo, billing: 'non
   };
   const first = await one(person(people++));
   const steady = await one(person(people++));
+  console.log(`  ${billing === 'prepaid' ? 'prepaid' : 'postpaid'} lead, by write: ${[...parts].map(([k, v]) => `${k} ${v}`).join(', ')}`);
   const again = { ...person(people - 1), notes: 'Back again next week' };
-  return { first, steady, matched: await one(again), repeated: await one(again) };
+  const matched = await one(again);
+  const repeated = await one(again);
+  const merged = await one({ ...again, notes: 'And a third time, merged' }, true);
+  return { first, steady, matched, repeated, merged };
 }
 
 async function rawPuts(deps: Deps): Promise<{ perSecond: number; p50: number; p99: number }> {
@@ -121,6 +131,7 @@ async function main() {
     console.log(`raw DynamoDB Local PutItem: ${raw.perSecond.toFixed(0)} puts/s, p50 ${raw.p50.toFixed(1)} ms, p99 ${raw.p99.toFixed(1)} ms`);
     console.log(`write units per lead (ReturnConsumedCapacity INDEXES): prepaid ${prepaid.steady}, postpaid ${postpaid.steady}; first lead of a fresh key (last-used write, prepaid day opened): prepaid ${prepaid.first}, postpaid ${postpaid.first}`);
     console.log(`  a lead matching an earlier client (flagged): prepaid ${prepaid.matched}, postpaid ${postpaid.matched}; its double-submit (no client written, billed): prepaid ${prepaid.repeated}, postpaid ${postpaid.repeated}`);
+    console.log(`  a lead merged into an earlier client (merge policy, secret key): prepaid ${prepaid.merged}, postpaid ${postpaid.merged}`);
     console.log(`ratio leads/s ÷ raw puts/s: ${(leadsPerSecond / raw.perSecond).toFixed(2)}`);
   } finally {
     await stack.stop();

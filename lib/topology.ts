@@ -112,7 +112,11 @@ export type SecretName = keyof typeof secrets;
 /** The secret's name in Secrets Manager (and in the local stand-in). */
 export const secretName = (stage: string, name: SecretName) => `crm/${stage}/${name}`;
 
-export type TableAccess = 'read' | 'write' | 'readWrite';
+/**
+ * A table's grant: CDK's read/write sets, or exactly the actions named (on the table, and on one of
+ * its indexes) where those sets would give more than the job needs (Scan, BatchGetItem on PII).
+ */
+export type TableAccess = 'read' | 'write' | 'readWrite' | { actions: readonly string[]; index?: { name: string; actions: readonly string[] } };
 export type QueueAccess = 'send' | 'consume' | 'sendAndConsume';
 
 export type EventSourceSpec =
@@ -173,7 +177,12 @@ export const functions = {
     description: 'POST/GET /api/webhook/leads: authenticate, rate-limit, validate, create the lead',
     timeoutSeconds: 10,
     memoryMb: 512,
-    tables: { organizations: 'readWrite', rateWindows: 'readWrite', clients: 'readWrite', requestLog: 'write', idempotency: 'readWrite' },
+    tables: {
+      organizations: 'readWrite', rateWindows: 'readWrite', requestLog: 'write', idempotency: 'readWrite',
+      // Writes a client (alone or in the prepaid transaction), reads one by its key and queries the
+      // match index (docs/leads.md "Duplicates"): no Scan, no BatchGetItem of other clients.
+      clients: { actions: ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:ConditionCheckItem', 'dynamodb:GetItem'], index: { name: 'match', actions: ['dynamodb:Query'] } },
+    },
     queues: {},
     events: [],
   },

@@ -91,12 +91,14 @@ export class CrmApi extends Construct {
         resource.addMethod('ANY', ...this.answerWithoutFunction(catchAllAnswers.methodNotAllowed(allowed)));
         // Preflights are answered by API Gateway itself, without a key. Expose-Headers is not a
         // preflight header: it is on every real answer.
-        resource.addCorsPreflight({
+        const preflight = resource.addCorsPreflight({
           allowOrigins: cors.allowOrigins,
           allowHeaders: cors.allowHeaders,
           allowMethods: [...allowed, 'OPTIONS'],
           maxAge: Duration.seconds(cors.maxAgeSeconds),
         });
+        // A preflight carrying a binary-typed body (binaryMediaTypes) must reach its mock as text, as the catch-alls do.
+        (preflight.node.defaultChild as apigw.CfnMethod).addPropertyOverride('Integration.ContentHandling', 'CONVERT_TO_TEXT');
       } else {
         resource.addMethod('ANY', ...this.answerWithoutFunction(catchAllAnswers.notFound));
       }

@@ -128,6 +128,13 @@ export class CrmFunction extends NodejsFunction {
    * Transactions need the actions they contain, nothing else.
    */
   bindTable(table: dynamodb.Table, spec: TableSpec, access: TableAccess): this {
+    if (typeof access === 'object') {
+      // Exactly the actions named, on the table itself and the one index named: no `index/*` wildcard.
+      this.addToRolePolicy(new iam.PolicyStatement({ actions: [...access.actions], resources: [table.tableArn] }));
+      if (access.index) this.addToRolePolicy(new iam.PolicyStatement({ actions: [...access.index.actions], resources: [`${table.tableArn}/index/${access.index.name}`] }));
+      this.addEnvironment(spec.envVar, table.tableName);
+      return this;
+    }
     const actions = [...(access === 'write' ? [] : tableReadActions), ...(access === 'read' ? [] : tableWriteActions)];
     const indexes = spec.globalIndexes?.length && access !== 'write' ? [`${table.tableArn}/index/*`] : [];
     this.addToRolePolicy(new iam.PolicyStatement({ actions: [...new Set(actions)], resources: [table.tableArn, ...indexes] }));

@@ -19,7 +19,7 @@ import type { CrmStack } from '../../lib/stacks/crm-stack.js';
 import {
   secrets, hasParameterChild, type SecretName,
   cors, deliveryMaxConcurrency, slowLaneMaxConcurrency, edgeAddressLimitPer5Minutes, edgeKeyLimitPerMinute, functions, gatewayResponses, mockRequestContentTypes, outputKeys, queues, routes, routeThrottle, catchAllThrottle, settingsThrottle, tables,
-  type FunctionName, type QueueName, type TableName,
+  type FunctionName, type QueueName, type TableAccess, type TableName,
 } from '../../lib/topology.js';
 
 const outdirs: string[] = [];
@@ -765,8 +765,10 @@ describe('least privilege (a later grant that widens access fails here)', () => 
     const writes = ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:BatchWriteItem', 'dynamodb:ConditionCheckItem'];
     for (const [name, spec] of Object.entries(functions) as [FunctionName, (typeof functions)[FunctionName]][]) {
       for (const table of Object.keys(tables) as TableName[]) {
-        const access = (spec.tables as Partial<Record<TableName, string>>)[table];
-        const expected = access === undefined ? [] : [...new Set([...(access === 'write' ? [] : reads), ...(access === 'read' ? [] : writes)])];
+        const access = (spec.tables as Partial<Record<TableName, TableAccess>>)[table];
+        const expected = access === undefined ? []
+          : typeof access === 'object' ? [...new Set([...access.actions, ...(access.index?.actions ?? [])])]
+            : [...new Set([...(access === 'write' ? [] : reads), ...(access === 'read' ? [] : writes)])];
         // The stream's reads (on the stream's ARN) come with the stream event source, not the binding.
         const streamed = spec.events.some((e) => e.kind === 'stream' && e.table === table);
         const actions = actionsOn(name, tableRef(table)).filter((a) => !(streamed && streamReadActions.includes(a)));
@@ -866,5 +868,23 @@ describe('observability', () => {
     for (const name of [...Object.keys(functions), ...Object.keys(queues), ...Object.keys(tables)]) expect(body).toContain(`${name}: `);
     for (const metric of ['ConcurrentExecutions', 'ApproximateAgeOfOldestMessage', '5XXError', 'IteratorAge', 'ThrottleEvents']) expect(body).toContain(metric);
     for (const { alarm } of stack.monitoring.alarms) expect(body).toContain(`"${logicalId(alarm)}"`);
+  });
+});
+
+describe('lead intake on the clients table, and preflight mocks', () => {
+  it('grants lead intake writes, GetItem on clients and Query on the match index only: no Scan, no BatchGetItem', () => {
+    const onClients = statementsOf('leadIntake').filter((s) => s.resources.includes(`"${tableRef('clients')}"`));
+    const onIndex = onClients.filter((s) => s.resources.includes('/index/'));
+    const onTable = onClients.filter((s) => !s.resources.includes('/index/'));
+    expect(onTable.flatMap((s) => s.actions).sort()).toEqual(['dynamodb:ConditionCheckItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem']);
+    expect(onIndex.map((s) => s.actions)).toEqual([['dynamodb:Query']]);
+    expect(onIndex[0].resources).toContain('"/index/match"');
+    for (const action of ['dynamodb:Scan', 'dynamodb:BatchGetItem']) expect(onClients.flatMap((s) => s.actions)).not.toContain(action);
+  });
+
+  it('converts a preflight\'s body to text for its mock, as the catch-alls do (binaryMediaTypes)', () => {
+    const preflights = Object.values(template.findResources('AWS::ApiGateway::Method')).filter((m) => m.Properties.HttpMethod === 'OPTIONS');
+    expect(preflights.length).toBeGreaterThan(0);
+    for (const method of preflights) expect(method.Properties.Integration).toMatchObject({ Type: 'MOCK', ContentHandling: 'CONVERT_TO_TEXT' });
   });
 });

@@ -8,6 +8,7 @@ import type { Deps } from '../platform/deps.js';
 import { notFound, validationFailed, type FieldError } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
 import { keys } from '../platform/model.js';
+import { matchKeyOf } from '../platform/match-key.js';
 import { WORK_ORDER_STATUSES, type ClientFields } from '../platform/crm-fields.js';
 import { parseLead } from '../intake/lead-schema.js';
 import { requireOrganization } from '../tenancy/organizations.js';
@@ -34,14 +35,14 @@ async function require_(deps: Deps, table: string, key: { pk: string; sk: string
   return Item;
 }
 
-/** Sets fields (undefined ones are left alone) and `updated_at`; returns the new item. */
-async function patch(deps: Deps, table: string, key: { pk: string; sk: string }, fields: Item): Promise<Item> {
+/** Sets fields (undefined ones are left alone) and `updated_at`, removes `remove`; returns the new item. */
+async function patch(deps: Deps, table: string, key: { pk: string; sk: string }, fields: Item, remove: string[] = []): Promise<Item> {
   const entries = Object.entries(fields).filter(([, v]) => v !== undefined);
-  const names = Object.fromEntries(entries.map(([k], i) => [`#f${i}`, k]));
+  const names = Object.fromEntries([...entries.map(([k], i) => [`#f${i}`, k]), ...remove.map((k, i) => [`#r${i}`, k])]);
   const values = Object.fromEntries(entries.map(([, v], i) => [`:v${i}`, v]));
   const { Attributes } = await deps.doc.send(new UpdateCommand({
     TableName: table, Key: key,
-    UpdateExpression: `SET ${[...entries.map((_, i) => `#f${i} = :v${i}`), '#u = :u'].join(', ')}`,
+    UpdateExpression: `SET ${[...entries.map((_, i) => `#f${i} = :v${i}`), '#u = :u'].join(', ')}${remove.length ? ` REMOVE ${remove.map((_, i) => `#r${i}`).join(', ')}` : ''}`,
     ConditionExpression: 'attribute_exists(pk)',
     ExpressionAttributeNames: { ...names, '#u': 'updated_at' },
     ExpressionAttributeValues: { ...values, ':u': iso(deps) },
@@ -63,11 +64,16 @@ export async function createClient(deps: Deps, organizationId: string, input: Re
   const id = newId('cli');
   const at = iso(deps);
   const { sms_consent_source: _source, ...fields } = lead;
-  return put(deps, deps.tables.clients, { ...keys.client(organizationId, id), entity: 'client', id, organization_id: organizationId, status, source: 'crm', ...fields, created_at: at, updated_at: at });
+  // Indexed for duplicate matching like a lead's client (docs/data-model.md "match").
+  const matchKey = matchKeyOf(organizationId, fields);
+  return put(deps, deps.tables.clients, { ...keys.client(organizationId, id), entity: 'client', id, organization_id: organizationId, status, source: 'crm', ...fields, ...(matchKey ? { matchKey } : {}), created_at: at, updated_at: at });
 }
 export async function updateClient(deps: Deps, organizationId: string, clientId: string, fields: Pick<ClientFields, 'email' | 'phone' | 'notes' | 'first_name' | 'last_name'> & { status?: string }): Promise<Item> {
-  await require_(deps, deps.tables.clients, keys.client(organizationId, clientId), `client ${clientId} in ${organizationId}`);
-  return patch(deps, deps.tables.clients, keys.client(organizationId, clientId), fields);
+  const current = await require_(deps, deps.tables.clients, keys.client(organizationId, clientId), `client ${clientId} in ${organizationId}`);
+  // A changed e-mail or phone moves the client's key in the match index (or takes it out).
+  const matchKey = matchKeyOf(organizationId, { email: fields.email ?? current.email, phone: fields.phone ?? current.phone });
+  const remove = !matchKey && current.matchKey ? ['matchKey'] : [];
+  return patch(deps, deps.tables.clients, keys.client(organizationId, clientId), { ...fields, matchKey }, remove);
 }
 export const deleteClient = (deps: Deps, organizationId: string, clientId: string) =>
   remove(deps, deps.tables.clients, keys.client(organizationId, clientId), `client ${clientId} in ${organizationId}`);

@@ -20,31 +20,18 @@ import type { Deps } from '../platform/deps.js';
 import { DomainError, paymentRequired } from '../platform/errors.js';
 import { newId, newTimeOrderedId } from '../platform/ids.js';
 import { keys, type AuthContext } from '../platform/model.js';
-import { clientExists, findEarlierClient, guardClause, guardedClient, matchKeyOf, submissionGuard, type EarlierClient, type SubmissionGuard } from './duplicates.js';
+import { clientExists, findEarlierClient, guardClause, guardedClient, matchKeyOf, submissionGuard, type SubmissionGuard } from './duplicates.js';
 import { logger, metrics } from '../platform/observability.js';
 import type { Client } from '../platform/crm-fields.js';
 import type { LeadInput } from './lead-schema.js';
+import { boundedMeta, mergeOnce, mergeWrite, submissionOf, type MergeUpdate, type RequestMeta } from './merge.js';
 
-export interface RequestMeta { requestId: string; ip?: string; userAgent?: string }
+export type { RequestMeta } from './merge.js';
 
 /** Attempts of the prepaid transaction before giving up with a 503 (conflicts, day roll-over). */
 const MAX_ATTEMPTS = 8;
 const BACKOFF_BASE_MS = 10;
 const BACKOFF_CAP_MS = 400;
-
-/** One submission as the client keeps it: where, when and from whom, with its consent. Never sent to receivers. */
-export interface Submission {
-  at: string; source: 'api'; key_id: string; request_id: string; ip?: string; user_agent?: string;
-  sms_consent: boolean; sms_consent_source?: string;
-}
-
-function submissionOf(auth: AuthContext, input: LeadInput, meta: RequestMeta, at: string): Submission {
-  return {
-    at, source: 'api', key_id: auth.key.keyId, request_id: meta.requestId,
-    ...(meta.ip ? { ip: meta.ip } : {}), ...(meta.userAgent ? { user_agent: meta.userAgent } : {}),
-    sms_consent: input.sms_consent, ...(input.sms_consent_source ? { sms_consent_source: input.sms_consent_source } : {}),
-  };
-}
 
 /**
  * The client a lead creates, as stored and answered (not written here). The honeypot's fake answer
@@ -75,35 +62,54 @@ export type LeadOutcome =
   | { kind: 'merged'; clientId: string }
   | { kind: 'duplicate'; clientId: string };
 
-type Write = { Put: NonNullable<PutCommand['input']> } | { Update: NonNullable<UpdateCommand['input']> & { UpdateExpression: string } };
+type Write = { Put: NonNullable<PutCommand['input']> } | MergeUpdate;
 
-export async function createLead(deps: Deps, auth: AuthContext, input: LeadInput, meta: RequestMeta): Promise<LeadOutcome> {
+/**
+ * Merged only under the `merge` policy, from a secret key (a page's lead never merges: the page
+ * would learn that the person is a client, and anyone could write into a client through it), and
+ * only into a client matched by e-mail (a phone is shared by a household: flagged only).
+ */
+const mayMerge = (auth: AuthContext, via: 'email' | 'phone') => auth.organization.duplicatePolicy === 'merge' && !auth.key.publishable && via === 'email';
+
+export async function createLead(deps: Deps, auth: AuthContext, input: LeadInput, requestMeta: RequestMeta): Promise<LeadOutcome> {
   const org = auth.organization;
   const now = deps.now();
+  const meta = boundedMeta(requestMeta);
   const guard = submissionGuard(auth.key.keyId, input);
   const earlier = await findEarlierClient(deps, org.id, input);
-  const client = newLeadClient(deps, auth, input, meta, earlier && org.duplicatePolicy !== 'merge' ? earlier.id : undefined);
-  const submission = submissionOf(auth, input, meta, client.created_at);
-  const merging = earlier && org.duplicatePolicy === 'merge' ? earlier : undefined;
+  if (earlier) metrics.addMetric('DuplicateLeadMatches', MetricUnit.Count, 1);
+  const merging = earlier && mayMerge(auth, earlier.via) ? earlier.id : undefined;
+  const client = newLeadClient(deps, auth, input, meta, earlier && !merging ? earlier.id : undefined);
   const price = org.billing === 'prepaid' ? deps.settings.pricePerCallMicros : 0;
   const day = client.created_at.slice(0, 10);
-  const created = createWrite(deps, client, submission);
-  const write = merging ? mergeWrite(deps, org.id, merging, input, submission) : created.write;
-  const guarded: Guarded = { guard, targetId: merging?.id ?? client.id, now };
+  const created = createWrite(deps, client);
+  const write = merging ? mergeWrite(deps, org.id, merging, input, submissionOf(auth, input, meta, client.created_at)) : created.write;
+  const guarded: Guarded = { guard, targetId: merging ?? client.id, now };
+  // Not merged after all: gone (deleted meanwhile) is a new client; full (or too large) a new one flagged as its duplicate.
+  const instead = (result: 'gone' | 'full') => {
+    metrics.addMetric(result === 'gone' ? 'MergeTargetGone' : 'MergeTargetFull', MetricUnit.Count, 1);
+    const other = result === 'full' ? newLeadClient(deps, auth, input, meta, merging) : client;
+    return { client: other, ...createWrite(deps, other) };
+  };
 
   if (price > 0) {
     const outcome = await debitAndWrite(deps, org.id, write, price, day, guarded);
     if (typeof outcome === 'object') return duplicateOf(deps, auth, input, meta, outcome.duplicateOf);
-    // The earlier client was deleted meanwhile: the lead becomes a new client.
-    if (outcome === 'client-gone') await debitAndWrite(deps, org.id, created.write, price, day);
-    // Its submission list is full: merged all the same, the submission counted but not listed.
-    if (outcome === 'client-full') await debitAndWrite(deps, org.id, mergeWrite(deps, org.id, merging!, input, submission, false), price, day);
-    return merging && outcome !== 'client-gone' ? { kind: 'merged', clientId: merging.id } : { kind: 'created', client };
+    if (outcome === 'written') return merged(merging) ?? { kind: 'created', client };
+    const other = instead(outcome);
+    await debitAndWrite(deps, org.id, other.write, price, day);
+    return { kind: 'created', client: other.client };
   }
   const repeated = await countUsage(deps, org.id, day, client.id, guarded);
   if (repeated) return duplicateOf(deps, auth, input, meta, repeated);
   try {
-    if (merging && await mergeOnce(deps, write, () => mergeWrite(deps, org.id, merging, input, submission, false))) return { kind: 'merged', clientId: merging.id };
+    if (merging && 'Update' in write) {
+      const result = await mergeOnce(deps, write);
+      if (result === 'merged') return merged(merging)!;
+      const other = instead(result);
+      await putOnce(deps, other.write.Put, other.token);
+      return { kind: 'created', client: other.client };
+    }
     await putOnce(deps, created.write.Put, created.token);
   } catch (error) {
     // Counted before the write (for the guard): a call that failed is not billed.
@@ -113,12 +119,19 @@ export async function createLead(deps: Deps, auth: AuthContext, input: LeadInput
   return { kind: 'created', client };
 }
 
+const merged = (clientId: string | undefined): LeadOutcome | undefined => {
+  if (!clientId) return undefined;
+  metrics.addMetric('LeadsMerged', MetricUnit.Count, 1);
+  return { kind: 'merged', clientId };
+};
+
 /** A submission's guard and the client it records (duplicates.ts). */
 interface Guarded { guard: SubmissionGuard; targetId: string; now: number }
 
 /** The repeat of a submission of the last 10 minutes: billed as a call; answered as that submission's client while it exists. */
 async function duplicateOf(deps: Deps, auth: AuthContext, input: LeadInput, meta: RequestMeta, clientId: string): Promise<LeadOutcome> {
   const org = auth.organization;
+  metrics.addMetric('DoubleSubmits', MetricUnit.Count, 1);
   // Its first submission failed after claiming the guard (postpaid: the usage is counted first): this one takes its place, unguarded.
   if (!await clientExists(deps, org.id, clientId)) return createUnguarded(deps, auth, input, meta);
   const day = new Date(deps.now()).toISOString().slice(0, 10);
@@ -131,7 +144,7 @@ async function duplicateOf(deps: Deps, auth: AuthContext, input: LeadInput, meta
 async function createUnguarded(deps: Deps, auth: AuthContext, input: LeadInput, meta: RequestMeta): Promise<LeadOutcome> {
   const org = auth.organization;
   const client = newLeadClient(deps, auth, input, meta);
-  const { write, token } = createWrite(deps, client, submissionOf(auth, input, meta, client.created_at));
+  const { write, token } = createWrite(deps, client);
   const day = client.created_at.slice(0, 10);
   if (org.billing === 'prepaid') await debitAndWrite(deps, org.id, write, deps.settings.pricePerCallMicros, day);
   else {
@@ -142,7 +155,7 @@ async function createUnguarded(deps: Deps, auth: AuthContext, input: LeadInput, 
 }
 
 /** The put of a new client; `token`, its notification's id, tells a retried put's own item (putOnce). */
-function createWrite(deps: Deps, client: Client<'lead', 'api'>, submission: Submission): { write: { Put: NonNullable<PutCommand['input']> }; token: string } {
+function createWrite(deps: Deps, client: Client<'lead', 'api'>): { write: { Put: NonNullable<PutCommand['input']> }; token: string } {
   const name = [client.first_name, client.last_name].filter(Boolean).join(' ');
   const notification = { id: newId('ntf'), type: 'lead.created', title: `New lead: ${name}`, createdAt: client.created_at };
   const matchKey = matchKeyOf(client.organization_id, client);
@@ -151,68 +164,11 @@ function createWrite(deps: Deps, client: Client<'lead', 'api'>, submission: Subm
     entity: 'client',
     ...client,
     ...(matchKey ? { matchKey } : {}),
-    submissions: [submission],
+    // No submission list: the client's own fields and consent proof are its first submission.
     // The team notification is part of the client item: one write, so never one without the other.
     notification,
   };
   return { write: { Put: { TableName: deps.tables.clients, Item: item, ConditionExpression: 'attribute_not_exists(pk)' } }, token: notification.id };
-}
-
-/** Submissions listed on a client: past them a merged one is counted (`submission_count`) but not listed, so no client can be grown past DynamoDB's 400 KB. */
-export const MAX_LISTED_SUBMISSIONS = 50;
-
-/** Fields a merged submission may fill on the earlier client: those it does not have yet. */
-const FILLABLE = ['first_name', 'last_name', 'email', 'phone', 'notes', 'address', 'service', 'custom_fields'] as const;
-
-/**
- * The update attaching a submission to the earlier client: its empty fields filled, the submission
- * appended, the count raised, and consent given now recorded (a later "no" does not withdraw it).
- */
-function mergeWrite(deps: Deps, orgId: string, earlier: EarlierClient, input: LeadInput, submission: Submission, listed = true): Write {
-  const names: Record<string, string> = {};
-  const values: Record<string, unknown> = { ':at': submission.at, ':one': 1, ...(listed ? { ':sub': [submission], ':empty': [], ':max': MAX_LISTED_SUBMISSIONS } : {}) };
-  const sets = ['updated_at = :at', 'submission_count = if_not_exists(submission_count, :one) + :one'];
-  if (listed) sets.push('submissions = list_append(if_not_exists(submissions, :empty), :sub)');
-  for (const field of FILLABLE) {
-    if (input[field] === undefined) continue;
-    names[`#${field}`] = field;
-    values[`:${field}`] = input[field];
-    sets.push(`#${field} = if_not_exists(#${field}, :${field})`);
-  }
-  if (input.sms_consent && input.sms_consent_source) {
-    sets.push('sms_consent = :true', 'sms_consent_proof = :proof');
-    values[':true'] = true;
-    values[':proof'] = { source: input.sms_consent_source, captured_at: submission.at, ip: submission.ip, user_agent: submission.user_agent, key_id: submission.key_id };
-  }
-  // Found by phone, it had no e-mail: one filled now becomes its key in the match index.
-  if (earlier.via === 'phone' && input.email) {
-    sets.push('matchKey = :mk');
-    values[':mk'] = matchKeyOf(orgId, { email: input.email });
-  }
-  return {
-    Update: {
-      TableName: deps.tables.clients,
-      Key: keys.client(orgId, earlier.id),
-      UpdateExpression: `SET ${sets.join(', ')}`,
-      ConditionExpression: listed ? 'attribute_exists(pk) AND (attribute_not_exists(submissions) OR size(submissions) < :max)' : 'attribute_exists(pk)',
-      // On a failed condition: an old item means its list is full, none that it was deleted.
-      ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-      ...(Object.keys(names).length ? { ExpressionAttributeNames: names } : {}),
-      ExpressionAttributeValues: values,
-    },
-  };
-}
-
-/** The postpaid merge (`unlisted` when the client's submission list is full); false when the earlier client was deleted meanwhile (a new client is created instead). */
-async function mergeOnce(deps: Deps, write: Write, unlisted: () => Write): Promise<boolean> {
-  if (!('Update' in write)) return false;
-  try {
-    await deps.doc.send(new UpdateCommand(write.Update));
-    return true;
-  } catch (error) {
-    if (!(error instanceof ConditionalCheckFailedException)) throw error;
-    return error.Item ? mergeOnce(deps, unlisted(), unlisted) : false;
-  }
 }
 
 /**
@@ -248,6 +204,8 @@ async function countUsage(deps: Deps, orgId: string, day: string, clientId: stri
     }));
   } catch (error) {
     if (guarded && error instanceof ConditionalCheckFailedException) return guardedClient(error.Item, guarded.guard, guarded.now);
+    // The lead goes on unbilled (or, taking a count back, stays billed): an alarm's metric.
+    metrics.addMetric('LeadUsageCountFailed', MetricUnit.Count, 1);
     logger.error('could not count usage of a lead', { organizationId: orgId, clientId, error: (error as Error).name });
   }
   return undefined;
@@ -259,9 +217,9 @@ async function countUsage(deps: Deps, orgId: string, day: string, clientId: stri
  * conditioned on usageDay, so the first lead of a day closes the previous day first (openUsageDay).
  * `write`: the client's put or merge (none: a duplicate's bare debit); `guarded`: the double-submit
  * guard rides on the organization update. Answers the duplicated client when the guard refused, and
- * 'client-gone' when the client to merge into no longer exists, 'client-full' when its submission list is.
+ * 'gone' when the client to merge into no longer exists, 'full' when its submission list is full or the item too large.
  */
-async function debitAndWrite(deps: Deps, orgId: string, write: Write | undefined, price: number, today: string, guarded?: Guarded): Promise<'written' | 'client-gone' | 'client-full' | { duplicateOf: string }> {
+async function debitAndWrite(deps: Deps, orgId: string, write: Write | undefined, price: number, today: string, guarded?: Guarded): Promise<'written' | 'gone' | 'full' | { duplicateOf: string }> {
   let day = today;
   const guard = guarded && guardClause(guarded.guard, guarded.targetId, guarded.now);
   for (let attempt = 1; ; attempt++) {
@@ -298,7 +256,10 @@ async function debitAndWrite(deps: Deps, orgId: string, write: Write | undefined
         if (openDay && openDay > day) day = openDay;
         else await openUsageDay(deps, orgId, old, day);
       } else if (write && 'Update' in write && reasons[0]?.Code === 'ConditionalCheckFailed') {
-        return reasons[0].Item ? 'client-full' : 'client-gone';
+        return reasons[0].Item ? 'full' : 'gone';
+      } else if (write && 'Update' in write && reasons[0]?.Code === 'ValidationError') {
+        // The merged item would pass 400 KB.
+        return 'full';
       } else if (!reasons.some(isConflict)) {
         throw error;
       } else {

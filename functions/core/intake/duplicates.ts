@@ -15,18 +15,13 @@ import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../platform/deps.js';
 import { keys } from '../platform/model.js';
+import { matchKeyBy } from '../platform/match-key.js';
 import type { LeadInput } from './lead-schema.js';
 
 export const DOUBLE_SUBMIT_MS = 10 * 60_000;
 const GUARD_SLOTS = 8;
-const E164 = /^\+[1-9]\d{5,14}$/;
 
-/** The lead's key in the match index: its e-mail, else its phone when it parsed to E.164; none without either. */
-export function matchKeyOf(organizationId: string, input: Pick<LeadInput, 'email' | 'phone'>): string | undefined {
-  if (input.email) return `${organizationId}#email#${input.email}`;
-  if (input.phone && E164.test(input.phone)) return `${organizationId}#phone#${input.phone}`;
-  return undefined;
-}
+export { matchKeyOf } from '../platform/match-key.js';
 
 export interface EarlierClient { id: string; via: 'email' | 'phone' }
 
@@ -35,11 +30,8 @@ export interface EarlierClient { id: string; via: 'email' | 'phone' }
  * (a client is indexed by its e-mail, or by its phone when it has no e-mail). One Query per key tried.
  */
 export async function findEarlierClient(deps: Deps, organizationId: string, input: LeadInput): Promise<EarlierClient | undefined> {
-  const tries: [EarlierClient['via'], string | undefined][] = [
-    ['email', input.email ? matchKeyOf(organizationId, { email: input.email }) : undefined],
-    ['phone', input.phone ? matchKeyOf(organizationId, { phone: input.phone }) : undefined],
-  ];
-  for (const [via, matchKey] of tries) {
+  for (const via of ['email', 'phone'] as const) {
+    const matchKey = matchKeyBy(organizationId, via, input[via]);
     if (!matchKey) continue;
     const { Items } = await deps.doc.send(new QueryCommand({
       TableName: deps.tables.clients,
@@ -49,8 +41,9 @@ export async function findEarlierClient(deps: Deps, organizationId: string, inpu
       ScanIndexForward: false,
       Limit: 1,
     }));
-    const sk = Items?.[0]?.sk as string | undefined;
-    if (sk?.startsWith('CLIENT#')) return { id: sk.slice('CLIENT#'.length), via };
+    const [found] = Items ?? [];
+    // The hash carries the organization; the key must say so too.
+    if (found?.pk === keys.org(organizationId).pk && String(found.sk).startsWith('CLIENT#')) return { id: String(found.sk).slice('CLIENT#'.length), via };
   }
   return undefined;
 }

@@ -10,10 +10,12 @@ import type { Deps } from '../platform/deps.js';
 import { methodNotAllowed, toProblem, tooManyRequests, unsupportedMediaType } from '../platform/errors.js';
 import { readJsonBody, type Caller, type HttpOutcome, type HttpRequest } from '../platform/http-request.js';
 import type { AuthContext } from '../platform/model.js';
+import type { Client } from '../platform/crm-fields.js';
 import { logger } from '../platform/observability.js';
 import { authenticate, ExposedSecretKeyError } from '../tenancy/authenticate.js';
 import { checkAddressRateLimit, checkRateLimit, rateLimitFor, rateLimitHeaders, reserveDailyCall, type RateLimitState } from '../tenancy/rate-limit.js';
-import { createLead, type LeadOutcome } from './create-lead.js';
+import { createLead, newLeadClient, type LeadOutcome } from './create-lead.js';
+import { boundedMeta } from './merge.js';
 import { remainingTimeUntil, runIdempotent, validateIdempotencyKey } from './idempotency.js';
 import { MAX_BODY_BYTES, parseLead } from './lead-schema.js';
 import { verifyCaptcha, captchaProvidersSpec } from './captcha.js';
@@ -96,7 +98,7 @@ async function createLeadOnce(deps: Deps, request: HttpRequest, auth: AuthContex
   const idempotencyKey = validateIdempotencyKey(request.headers['idempotency-key']);
   const body = form ?? readJsonBody(request, MAX_BODY_BYTES);
   const policy = auth.key.publishable;
-  const meta = { requestId: request.requestId, ip: request.sourceIp, userAgent: request.headers['user-agent'] };
+  const meta = boundedMeta({ requestId: request.requestId, ip: request.sourceIp, userAgent: request.headers['user-agent'] });
   let input;
   let verify: (() => Promise<void>) | undefined;
   if (policy) {
@@ -119,11 +121,11 @@ async function createLeadOnce(deps: Deps, request: HttpRequest, auth: AuthContex
   const cap = policy?.dailyCap;
   const create = async (): Promise<Answer> => {
     await verify?.();
-    if (cap === undefined) return leadAnswer(auth, await createLead(deps, auth, input, meta));
+    if (cap === undefined) return leadAnswer(auth, await createLead(deps, auth, input, meta), () => newLeadClient(deps, auth, input, meta));
     const reservation = await reserveDailyCall(deps, auth.key.keyId, cap);
     if (!reservation.allowed) throw dailyCapReached(cap, reservation.retryAfterSeconds ?? 1);
     try {
-      return leadAnswer(auth, await createLead(deps, auth, input, meta));
+      return leadAnswer(auth, await createLead(deps, auth, input, meta), () => newLeadClient(deps, auth, input, meta));
     } catch (error) {
       await reservation.release();
       throw error;
@@ -152,12 +154,17 @@ async function createLeadOnce(deps: Deps, request: HttpRequest, auth: AuthContex
  * The answer to a lead (docs/leads.md "Duplicates"): 201 and the new client; 200 and only the id of
  * the client a submission was merged into, or that a repeat within 10 minutes belongs to, so that
  * whoever sends a known e-mail learns nothing stored about that person. A publishable key (a page)
- * is not told which earlier client a new one may duplicate either.
+ * learns nothing of a match at all: a repeat is answered as a new lead (`lookAlike`, with the
+ * client's id), and a flagged lead without its link.
  */
-function leadAnswer(auth: AuthContext, outcome: LeadOutcome): Answer {
+function leadAnswer(auth: AuthContext, outcome: LeadOutcome, lookAlike: () => Client<'lead', 'api'>): Answer {
   const organization_id = auth.organization.id;
+  const page = auth.key.publishable !== undefined;
   if (outcome.kind === 'merged') return { status: 200, body: { id: outcome.clientId, organization_id, merged: true } };
-  if (outcome.kind === 'duplicate') return { status: 200, body: { id: outcome.clientId, organization_id, duplicate: true }, outcome: 'duplicate' };
+  if (outcome.kind === 'duplicate') {
+    const body = page ? { ...lookAlike(), id: outcome.clientId } : { id: outcome.clientId, organization_id, duplicate: true };
+    return { status: page ? 201 : 200, body, outcome: 'duplicate' };
+  }
   const { possible_duplicate_of: duplicateOf, ...client } = outcome.client;
-  return { status: 201, body: auth.key.publishable || !duplicateOf ? client : outcome.client };
+  return { status: 201, body: page || !duplicateOf ? client : outcome.client };
 }

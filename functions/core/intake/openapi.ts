@@ -114,7 +114,7 @@ export function openApiDocument(serverUrl?: string) {
               content: { 'application/json': { schema: { $ref: '#/components/schemas/Client' } }, 'text/html': { schema: { type: 'string' } } },
             },
             200: {
-              description: 'No new client: the identical submission (same key, same normalized body) within 10 minutes (`duplicate: true`), or, under the `merge` policy, the submission attached to the earlier client with the same e-mail or phone (`merged: true`). Only the id is answered; billed as a call.',
+              description: 'No new client: the identical submission (same key, same normalized body) within 10 minutes (`duplicate: true`), or, under the `merge` policy, the submission attached to the earlier client with the same e-mail (`merged: true`; secret keys only: a publishable key gets the 201 of a new lead in both cases). Only the id is answered; billed as a call.',
               headers: rateLimitHeaders,
               content: { 'application/json': { schema: {
                 type: 'object', required: ['id', 'organization_id'],

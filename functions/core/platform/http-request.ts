@@ -45,8 +45,11 @@ export type HttpOutcome = Caller & { headers: Record<string, string>; outcome?: 
 /** The JSON body of a request, enforcing content type and charset, size, UTF-8 and syntax (415, 413, 400; docs/leads.md). */
 export function readJsonBody(request: Pick<HttpRequest, 'headers' | 'body'>, maxBytes: number): unknown {
   const type = request.headers['content-type'] ?? '';
-  if (!/^application\/([a-z.+-]*\+)?json\s*(;|$)/i.test(type.trim())) {
-    throw unsupportedMediaType(`Send the body as application/json${type ? `, not ${type.split(';')[0]}` : ''}.`);
+  // Exactly application/json (any case): the one JSON type API Gateway hands over as bytes
+  // (lib/topology.ts binaryMediaTypes). Another (`application/vnd.api+json`) would arrive as text the
+  // gateway already decoded leniently, with U+FFFD in place of bytes that are not UTF-8.
+  if (mediaTypeOf(type) !== 'application/json') {
+    throw unsupportedMediaType(`Send the body as application/json${type ? `, not ${type.split(';')[0].slice(0, 80)}` : ''}.`);
   }
   const text = readUtf8Body(request, maxBytes);
   try {
@@ -55,6 +58,9 @@ export function readJsonBody(request: Pick<HttpRequest, 'headers' | 'body'>, max
     throw badRequest(`The body is not valid JSON: ${(error as Error).message}.`);
   }
 }
+
+/** A Content-Type's media type, lower-cased, without parameters. */
+export const mediaTypeOf = (contentType: string | undefined) => (contentType ?? '').split(';')[0].trim().toLowerCase();
 
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
 

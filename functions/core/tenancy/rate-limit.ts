@@ -5,8 +5,8 @@
  *
  * Closed sub-windows: time is cut into 10 s sub-windows, one item per key per sub-window holding its
  * count and its per-second counts. A sub-window that has ended never changes again, so its counts
- * are read once (one consistent BatchGetItem for whatever this container lacks, usually the one that
- * just ended) and cached. A request at `now` is admitted by one conditional UpdateItem on the open
+ * are read (one consistent BatchGetItem for whatever this container lacks, usually the one that
+ * just ended) and cached once settled (SETTLE_MS after its end: a write may still be in flight). A request at `now` is admitted by one conditional UpdateItem on the open
  * sub-window: ADD 1 if its count < limit − (what the closed sub-windows hold inside (now − 60 s, now]),
  * the oldest one counted by the second. So no 60 s span ever holds more than the limit, whatever the
  * arrival pattern; the cost is that a request is counted up to 1 s longer than 60 s (its second).
@@ -75,7 +75,16 @@ export function secondsUntilAdmitted(limit: number, counts: SubWindowCounts, now
   return longest;
 }
 
-/** Closed sub-windows' per-second counts, by `<keyId>#<sub>`: final once the sub-window ended, so kept until it ages out. */
+/**
+ * How long after its end a sub-window may still take a write: one decided just before the boundary
+ * and in flight (or sent from a container whose clock runs behind). Until then it is re-read on
+ * every check; only after it is it cached (docs/decisions.md, the limiter's bound).
+ */
+export const SETTLE_MS = 2_000;
+const UNPROCESSED_BACKOFF_BASE_MS = 10;
+const UNPROCESSED_BACKOFF_CAP_MS = 200;
+
+/** Closed sub-windows' per-second counts, by `<keyId>#<sub>`: final once settled, so kept until they age out. */
 const closedCounts = new TtlCache<string, number[]>(100_000);
 /** The open sub-window's counts as last answered: a lower bound (they only grow), so a full one is refused without a write. */
 const openCounts = new TtlCache<string, { sub: number; slots: number[] }>(50_000);
@@ -106,7 +115,9 @@ async function readClosed(deps: Deps, keyId: string, open: number): Promise<SubW
     ? undefined
     : { [deps.tables.rateWindows]: { Keys: missing.map((sub) => subWindowKey(keyId, sub)), ConsistentRead: true } };
   const found = new Map<string, Record<string, unknown>>();
-  while (request && Object.keys(request).length > 0) {
+  for (let attempt = 0; request && Object.keys(request).length > 0; attempt++) {
+    // Keys left unprocessed (throttling): retried after a jittered, growing wait, not at once.
+    if (attempt > 0) await new Promise((r) => setTimeout(r, Math.random() * Math.min(UNPROCESSED_BACKOFF_CAP_MS, UNPROCESSED_BACKOFF_BASE_MS * 2 ** attempt)));
     const out = await deps.doc.send(new BatchGetCommand({ RequestItems: request }));
     for (const item of out.Responses?.[deps.tables.rateWindows] ?? []) found.set(item.pk as string, item);
     request = out.UnprocessedKeys as typeof request;
@@ -114,7 +125,7 @@ async function readClosed(deps: Deps, keyId: string, open: number): Promise<SubW
   for (const sub of missing) {
     const slots = slotsOf(found.get(subWindowKey(keyId, sub).pk));
     counts.set(sub, slots);
-    closedCounts.set(`${keyId}#${sub}`, slots, (sub + LOOKBACK + 2) * SUB_WINDOW_MS);
+    if (now >= (sub + 1) * SUB_WINDOW_MS + SETTLE_MS) closedCounts.set(`${keyId}#${sub}`, slots, (sub + LOOKBACK + 2) * SUB_WINDOW_MS);
   }
   return counts;
 }

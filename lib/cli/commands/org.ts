@@ -50,7 +50,7 @@ export function register(program: Command): void {
     }));
   org
     .command('set-duplicates')
-    .description('what a lead matching an existing client (same e-mail or phone) does: flag (default) or merge')
+    .description('what a lead matching an existing client (same e-mail or phone) does: flag (default) or merge (by e-mail, from secret keys only)')
     .requiredOption('--org <id>', 'organization id')
     .requiredOption('--policy <policy>', `${duplicatePolicies.join(' | ')}`)
     .action(act<{ org: string; policy: string }>(async ({ target, options, json }) => {

@@ -13,7 +13,7 @@ import { settingsClient } from '../settings/support.js';
 import { dailyUsage, getOrganization } from '../../../functions/core/tenancy/organizations.js';
 import { toPublic } from '../../../functions/core/events/public-objects.js';
 import { setDuplicatePolicy } from '../../../functions/core/tenancy/organizations.js';
-import { MAX_LISTED_SUBMISSIONS } from '../../../functions/core/intake/create-lead.js';
+import { MAX_LISTED_SUBMISSIONS } from '../../../functions/core/intake/merge.js';
 import { keys } from '../../../functions/core/platform/model.js';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { SHOP, givenPublishableKey, postFromPage } from '../support/public-forms.js';
@@ -70,7 +70,8 @@ describe('duplicate leads', () => {
     expect(second.sms_consent).toBe(true);
     const stored = (await clientsOf(t.organizationId)).find((c) => c.id === second.id)!;
     expect(stored.sms_consent_proof).toMatchObject({ source: 'quote form, step 2', key_id: t.keyId });
-    expect(stored.submissions).toEqual([expect.objectContaining({ source: 'api', key_id: t.keyId, sms_consent: true, sms_consent_source: 'quote form, step 2' })]);
+    // A new client is its own first submission: nothing listed twice.
+    expect(stored).not.toHaveProperty('submissions');
     // The event payload carries the link.
     expect(toPublic('client', stored)).toMatchObject({ possible_duplicate_of: first.id, submission_count: 1 });
     expect(toPublic('client', stored)).not.toHaveProperty('submissions');
@@ -83,30 +84,101 @@ describe('duplicate leads', () => {
     expect(later.possible_duplicate_of).toBe(first.id);
   });
 
-  it('merges under the merge policy (CLI): empty fields filled, later consent recorded, every submission kept, one client', async () => {
+  it('matches clients the CRM writes (CLI: create, then an e-mail change moves the key) by a hashed key, never the raw contact', async () => {
+    const t = await newTenant();
+    const created = await runCli(['clients', 'create', '--org', t.organizationId, '--name', 'Cora Crm', '--email', 'Cora@Example.com']);
+    expect(created.code).toBe(0);
+    const crmClient = created.json<{ id: string; matchKey: string }>();
+    expect(crmClient.matchKey).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(crmClient.matchKey).not.toContain('cora');
+    const flagged = await (await postLead(t.key, { name: 'Cora Crm', email: 'cora@example.com' })).json() as { possible_duplicate_of?: string };
+    expect(flagged.possible_duplicate_of).toBe(crmClient.id);
+    expect((await runCli(['clients', 'update', '--org', t.organizationId, '--client', crmClient.id, '--email', 'cora.new@example.com'])).code).toBe(0);
+    const oldMail = await (await postLead(t.key, { name: 'Cora Old', email: 'cora@example.com' })).json() as { possible_duplicate_of?: string };
+    // The lead of the first post now holds the old e-mail's key; the CRM client does not.
+    expect(oldMail.possible_duplicate_of).not.toBe(crmClient.id);
+    const newMail = await (await postLead(t.key, { name: 'Cora New', email: 'cora.new@example.com' })).json() as { possible_duplicate_of?: string };
+    expect(newMail.possible_duplicate_of).toBe(crmClient.id);
+  });
+
+  it('merges under the merge policy (CLI): empty fields filled, later consent recorded in its submission, no consent proof overwritten', async () => {
     const t = await newTenant({ billing: 'prepaid', walletMicros: 1_000_000 });
     const set = await runCli(['org', 'set-duplicates', '--org', t.organizationId, '--policy', 'merge']);
     expect(set.code).toBe(0);
     expect(set.json()).toEqual({ id: t.organizationId, duplicatePolicy: 'merge' });
     await orgCacheExpiry();
-    const first = await (await postLead(t.key, { name: 'Mo Merge', email: 'mo@example.com', service: 'Boiler' })).json() as { id: string };
-    const later = await postLead(t.key, { name: 'Maurice Merge', email: 'mo@example.com', phone: '+1 415 555 0123', service: 'Sink', sms_consent: true, sms_consent_source: 'landing page checkbox' });
+    const first = await (await postLead(t.key, { name: 'Mo Merge', email: 'mo@example.com', phone: '+1 415 555 0100', service: 'Boiler', sms_consent: true, sms_consent_source: 'first form' })).json() as { id: string };
+    const later = await postLead(t.key, { name: 'Maurice Merge', email: 'mo@example.com', phone: '+1 415 555 0123', service: 'Sink', notes: 'kitchen', sms_consent: true, sms_consent_source: 'landing page checkbox' });
     expect(later.status).toBe(200);
     expect(await later.json()).toEqual({ id: first.id, organization_id: t.organizationId, merged: true });
     const [stored, ...others] = await clientsOf(t.organizationId);
     expect(others).toEqual([]);
-    // Filled where empty, kept where set.
-    expect(stored).toMatchObject({ first_name: 'Mo', last_name: 'Merge', service: 'Boiler', phone: '+14155550123', sms_consent: true, submission_count: 2 });
-    expect(stored.sms_consent_proof).toMatchObject({ source: 'landing page checkbox', key_id: t.keyId });
+    // Filled where empty, kept where set; the first consent proof stands.
+    expect(stored).toMatchObject({ first_name: 'Mo', last_name: 'Merge', service: 'Boiler', notes: 'kitchen', phone: '+14155550100', sms_consent: true, submission_count: 2 });
+    expect(stored.sms_consent_proof).toMatchObject({ source: 'first form', key_id: t.keyId });
+    // The later submission keeps what was asked for and its own consent.
     expect(stored.submissions).toEqual([
-      expect.objectContaining({ sms_consent: false, key_id: t.keyId }),
-      expect.objectContaining({ sms_consent: true, sms_consent_source: 'landing page checkbox', key_id: t.keyId }),
+      expect.objectContaining({ sms_consent: true, sms_consent_source: 'landing page checkbox', service: 'Sink', notes: 'kitchen', key_id: t.keyId }),
     ]);
+    // The team is told, as for a new lead.
+    expect(stored.notification).toMatchObject({ type: 'lead.returning', title: 'Returning lead: Maurice Merge' });
     // A third submission without consent does not take it back.
     expect((await postLead(t.key, { name: 'Mo', email: 'mo@example.com', sms_consent: false })).status).toBe(200);
     const [after] = await clientsOf(t.organizationId);
     expect(after).toMatchObject({ sms_consent: true, submission_count: 3 });
     expect(await calls(t.organizationId)).toBe(3);
+  });
+
+  it('never turns a client\'s "no" into consent by merge: the later consent is recorded in its submission only', async () => {
+    const { deps } = await testStack();
+    const t = await newTenant();
+    await setDuplicatePolicy(deps, t.organizationId, 'merge');
+    await orgCacheExpiry();
+    const first = await (await postLead(t.key, { name: 'Nia No', email: 'nia@example.com' })).json() as { id: string };
+    const later = await postLead(t.key, { name: 'Nia No', email: 'nia@example.com', phone: '+1 415 555 0199', sms_consent: true, sms_consent_source: 'forged?' });
+    expect(later.status).toBe(200);
+    const [stored] = await clientsOf(t.organizationId);
+    expect(stored).toMatchObject({ id: first.id, sms_consent: false, submission_count: 2 });
+    expect(stored).not.toHaveProperty('sms_consent_proof');
+    expect(stored.submissions).toEqual([expect.objectContaining({ sms_consent: true, sms_consent_source: 'forged?' })]);
+  });
+
+  it('never merges by phone alone: flags, and the earlier client keeps its e-mail and match key', async () => {
+    const { deps } = await testStack();
+    const t = await newTenant();
+    await setDuplicatePolicy(deps, t.organizationId, 'merge');
+    await orgCacheExpiry();
+    const victim = await (await postLead(t.key, { name: 'Vic Tim', phone: '+1 415 555 0166' })).json() as { id: string };
+    const before = (await clientsOf(t.organizationId))[0];
+    const later = await postLead(t.key, { name: 'Eve Il', phone: '(415) 555-0166', email: 'attacker@evil.example', sms_consent: true, sms_consent_source: 'x' });
+    expect(later.status).toBe(201);
+    expect(await later.json()).toMatchObject({ possible_duplicate_of: victim.id });
+    const stored = (await clientsOf(t.organizationId)).find((c) => c.id === victim.id)!;
+    expect(stored).toEqual(before);
+  });
+
+  it('never merges a page\'s lead nor tells the page of a match: created, flagged internally, answered as a new lead', async () => {
+    const { deps } = await testStack();
+    const page = await givenPublishableKey();
+    await setDuplicatePolicy(deps, page.organizationId, 'merge');
+    await orgCacheExpiry();
+    const first = await postFromPage(page.key, { name: 'Kim Known', email: 'kim@example.com' }, { origin: SHOP, from: '127.0.0.31' });
+    const stranger = await postFromPage(page.key, { name: 'Kim Known', email: 'kim.new@example.com', phone: '+1 415 555 0154' }, { origin: SHOP, from: '127.0.0.32' });
+    const known = await postFromPage(page.key, { name: 'Kim Known', email: 'kim@example.com', phone: '+1 415 555 0155' }, { origin: SHOP, from: '127.0.0.33' });
+    expect([first.status, stranger.status, known.status]).toEqual([201, 201, 201]);
+    // The same shape whether the e-mail was known or not.
+    expect(Object.keys(known.json()).sort()).toEqual(Object.keys(stranger.json()).sort());
+    const stored = await clientsOf(page.organizationId);
+    expect(stored).toHaveLength(3);
+    const earlier = stored.find((c) => c.id === first.json().id)!;
+    expect(earlier).not.toHaveProperty('phone');
+    expect(stored.find((c) => c.id === known.json().id)!.possible_duplicate_of).toBe(earlier.id);
+    // A page's double-submit is answered as a new lead too (the same client, nothing more said).
+    const again = await postFromPage(page.key, { name: 'Kim Known', email: 'kim@example.com', phone: '+1 415 555 0155' }, { origin: SHOP, from: '127.0.0.33' });
+    expect(again.status).toBe(201);
+    expect(again.json()).toMatchObject({ id: known.json().id, email: 'kim@example.com' });
+    expect(again.json()).not.toHaveProperty('duplicate');
+    expect(await clientsOf(page.organizationId)).toHaveLength(3);
   });
 
   it('sets the policy through the settings API, shows it in the overview and refuses an unknown one', async () => {
@@ -124,23 +196,44 @@ describe('duplicate leads', () => {
     expect(await later.json()).toMatchObject({ id: first.id, merged: true });
   });
 
-  it('keeps merging into a client whose submission list is full: counted, not listed, consent still recorded', async () => {
+  it('creates a flagged client instead of merging into one whose list is full or whose item would pass 400 KB', async () => {
     const { deps } = await testStack();
     for (const billing of ['none', 'prepaid'] as const) {
-      const t = await newTenant({ billing, walletMicros: 1_000_000 });
-      await setDuplicatePolicy(deps, t.organizationId, 'merge');
-      await orgCacheExpiry();
-      const first = await (await postLead(t.key, { name: 'Full List', email: 'full@example.com' })).json() as { id: string };
-      const listed = Array.from({ length: MAX_LISTED_SUBMISSIONS }, (_, i) => ({ at: `2026-01-01T00:00:${String(i % 60).padStart(2, '0')}.000Z`, source: 'api', key_id: t.keyId, request_id: `r${i}`, sms_consent: false }));
-      await deps.doc.send(new UpdateCommand({ TableName: deps.tables.clients, Key: keys.client(t.organizationId, first.id), UpdateExpression: 'SET submissions = :s, submission_count = :n', ExpressionAttributeValues: { ':s': listed, ':n': MAX_LISTED_SUBMISSIONS } }));
-      const later = await postLead(t.key, { name: 'Full List', email: 'full@example.com', phone: '+1 415 555 0111', sms_consent: true, sms_consent_source: 'form' });
-      expect(later.status).toBe(200);
-      const [stored, ...others] = await clientsOf(t.organizationId);
-      expect(others).toEqual([]);
-      expect(stored).toMatchObject({ submission_count: MAX_LISTED_SUBMISSIONS + 1, sms_consent: true, phone: '+14155550111' });
-      expect(stored.submissions).toHaveLength(MAX_LISTED_SUBMISSIONS);
-      expect(await calls(t.organizationId)).toBe(2);
+      for (const planted of ['full', 'large'] as const) {
+        const t = await newTenant({ billing, walletMicros: 1_000_000 });
+        await setDuplicatePolicy(deps, t.organizationId, 'merge');
+        await orgCacheExpiry();
+        const first = await (await postLead(t.key, { name: 'Full List', email: 'full@example.com' })).json() as { id: string };
+        const listed = Array.from({ length: MAX_LISTED_SUBMISSIONS }, (_, i) => ({ at: `2026-01-01T00:00:${String(i % 60).padStart(2, '0')}.000Z`, source: 'api', key_id: t.keyId, request_id: `r${i}`, sms_consent: false }));
+        const update = planted === 'full'
+          ? { UpdateExpression: 'SET submissions = :s, submission_count = :n', ExpressionAttributeValues: { ':s': listed, ':n': MAX_LISTED_SUBMISSIONS } }
+          : { UpdateExpression: 'SET padding = :p', ExpressionAttributeValues: { ':p': 'x'.repeat(409_000) } };
+        await deps.doc.send(new UpdateCommand({ TableName: deps.tables.clients, Key: keys.client(t.organizationId, first.id), ...update }));
+        const later = await postLead(t.key, { name: 'Full List', email: 'full@example.com', phone: '+1 415 555 0111', sms_consent: true, sms_consent_source: 'form' });
+        expect(later.status).toBe(201);
+        expect(await later.json()).toMatchObject({ possible_duplicate_of: first.id, sms_consent: true });
+        const stored = await clientsOf(t.organizationId);
+        expect(stored).toHaveLength(2);
+        expect(stored.find((c) => c.id === first.id)).not.toHaveProperty('phone');
+        expect(await calls(t.organizationId)).toBe(2);
+      }
     }
+  });
+
+  it('bounds what a merged submission stores (User-Agent, consent source, notes) in bytes', async () => {
+    const { deps } = await testStack();
+    const t = await newTenant();
+    await setDuplicatePolicy(deps, t.organizationId, 'merge');
+    await orgCacheExpiry();
+    await postLead(t.key, { name: 'Ursula Agent', email: 'ua@example.com' });
+    const res = await postLead(t.key, { name: 'Ursula Agent', email: 'ua@example.com', phone: '+1 415 555 0198', notes: 'é'.repeat(4000), sms_consent: true, sms_consent_source: 'ü'.repeat(500) }, { 'User-Agent': 'A'.repeat(9000) });
+    expect(res.status).toBe(200);
+    const [stored] = await clientsOf(t.organizationId);
+    const [submission] = stored.submissions as Record<string, string>[];
+    expect(submission.user_agent).toBe('A'.repeat(200));
+    expect(Buffer.byteLength(submission.sms_consent_source)).toBeLessThanOrEqual(200);
+    expect(submission.notes).toBe('é'.repeat(150));
+    expect(Buffer.byteLength(JSON.stringify(submission))).toBeLessThan(1024);
   });
 
   it('does not tell a page (publishable key) which earlier client a lead may duplicate, but still flags it', async () => {

@@ -55,6 +55,16 @@ describe('exact input on the lead endpoint', () => {
     await nothingWritten();
   });
 
+  it('refuses a JSON type the gateway does not pass as bytes (a +json type) with 415, even when its bytes are not UTF-8', async () => {
+    const bad = Buffer.concat([Buffer.from('{"name":"a'), Buffer.from([0xff, 0xfe]), Buffer.from('"}')]);
+    const res = await raw([['Content-Type', 'application/vnd.api+json'], ['X-API-Key', t.key]], bad);
+    expect(res.status).toBe(415);
+    expect(JSON.parse(res.body).detail).toContain('application/json');
+    // The media type compares in any case, and is still decoded strictly.
+    expect((await raw([['Content-Type', 'APPLICATION/JSON'], ['X-API-Key', t.key]], bad)).status).toBe(400);
+    await nothingWritten();
+  });
+
   it('refuses a lone surrogate in any text field with 422 naming the field', async () => {
     for (const body of ['{"name":"a\\ud800b"}', '{"name":"Ann","custom_fields":{"x":"\\udc00"}}', '{"name":"Ann","\\ud83d":"x"}']) {
       const res = await raw(json(t.key), body);

@@ -78,6 +78,26 @@ describe('rate limiting per API key', () => {
     expect(await admitted(12)).toBe(10);
   });
 
+  it('sees a write that lands in a sub-window just after it closed (in flight, or a container whose clock runs behind)', async () => {
+    const { deps } = await testStack();
+    const minute = Math.floor(Date.now() / 60_000) * 60_000 + 5_400_000; // a minute of its own
+    let now = minute + 9_500;
+    const clocked = { ...deps, now: () => now };
+    const behind = { ...deps, now: () => minute + 9_900 }; // decided before the boundary, written after it
+    const key = `key_settle_${Math.random().toString(36).slice(2)}`;
+    const admitted = async (d: typeof deps, n: number) => {
+      let count = 0;
+      for (let i = 0; i < n; i++) if ((await checkRateLimit(d, key, 10)).allowed) count += 1;
+      return count;
+    };
+    expect(await admitted(clocked, 5)).toBe(5);
+    now = minute + 10_000; // the sub-window just closed: read with 5
+    expect(await admitted(clocked, 1)).toBe(1);
+    expect(await admitted(behind, 5)).toBe(5); // the late writes land in the closed sub-window (the bound: these may exceed it)
+    now = minute + 10_500; // still settling: read again, not taken from a cache
+    expect(await admitted(clocked, 5)).toBe(0);
+  });
+
   it('never admits more than the limit in any 60 s for a caller sending from :45 on, four a second', async () => {
     const { deps } = await testStack();
     const minute = Math.floor(Date.now() / 60_000) * 60_000 + 7_200_000;
