@@ -19,6 +19,11 @@ export interface TableSpec {
   stream?: 'NEW_AND_OLD_IMAGES';
   /** `projection` absent: ALL (every attribute copied: each write of the item writes the index too). */
   globalIndexes?: { name: string; partitionKey: KeySpec; sortKey?: KeySpec; projection?: 'KEYS_ONLY' }[];
+  /**
+   * What a `readFields` grant may read (a Query with these in its ProjectionExpression and Select
+   * SPECIFIC_ATTRIBUTES, enforced by IAM conditions): the endpoints' routing fields, never `secrets`.
+   */
+  readableFields?: readonly string[];
 }
 
 const pk: KeySpec = { name: 'pk', type: 'S' };
@@ -29,7 +34,7 @@ export const tables = {
   /** Organizations, API keys (by hash), notifications, usage counters. */
   organizations: { envVar: 'ORGANIZATIONS_TABLE', partitionKey: pk, sortKey: sk, globalIndexes: [gsi1] },
   /** Webhook endpoints, their signing secrets and bound: a table lead intake cannot reach (docs/decisions.md). */
-  endpoints: { envVar: 'ENDPOINTS_TABLE', partitionKey: pk, sortKey: sk },
+  endpoints: { envVar: 'ENDPOINTS_TABLE', partitionKey: pk, sortKey: sk, readableFields: ['pk', 'sk', 'id', 'organizationId', 'url', 'events', 'enabled', 'disabledReason', 'createdAt'] },
   /** Rate-limit counters: one item per key per 10 s sub-window (functions/core/tenancy/rate-limit.ts). */
   rateWindows: { envVar: 'RATE_WINDOWS_TABLE', partitionKey: pk, ttlAttribute: 'expiresAt' },
   /** CRM clients (leads included); its stream feeds the event fan-out. */
@@ -112,7 +117,8 @@ export type SecretName = keyof typeof secrets;
 /** The secret's name in Secrets Manager (and in the local stand-in). */
 export const secretName = (stage: string, name: SecretName) => `crm/${stage}/${name}`;
 
-export type TableAccess = 'read' | 'write' | 'readWrite';
+/** `readFields`: Query only, projecting the table's `readableFields` alone (IAM-enforced). */
+export type TableAccess = 'read' | 'readFields' | 'write' | 'readWrite';
 export type QueueAccess = 'send' | 'consume' | 'sendAndConsume';
 
 export type EventSourceSpec =
@@ -182,7 +188,8 @@ export const functions = {
     description: 'Turns client and work-order stream records into events and queued deliveries',
     timeoutSeconds: 30,
     memoryMb: 512,
-    tables: { endpoints: 'read', deliveries: 'readWrite' },
+    // Routing fields only: the fan-out never reads a signing secret.
+    tables: { endpoints: 'readFields', deliveries: 'readWrite' },
     queues: { deliveryQueue: 'send' },
     events: [
       { kind: 'stream', table: 'clients', batchSize: 400, parallelizationFactor: 10, maxRetries: 10, bisectOnError: true, onFailure: 'fanoutFailures' },

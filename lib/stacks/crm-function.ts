@@ -128,6 +128,7 @@ export class CrmFunction extends NodejsFunction {
    * Transactions need the actions they contain, nothing else.
    */
   bindTable(table: dynamodb.Table, spec: TableSpec, access: TableAccess): this {
+    if (access === 'readFields') return this.bindTableFields(table, spec);
     const actions = [...(access === 'write' ? [] : tableReadActions), ...(access === 'read' ? [] : tableWriteActions)];
     const indexes = spec.globalIndexes?.length && access !== 'write' ? [`${table.tableArn}/index/*`] : [];
     this.addToRolePolicy(new iam.PolicyStatement({ actions: [...new Set(actions)], resources: [table.tableArn, ...indexes] }));
@@ -139,6 +140,24 @@ export class CrmFunction extends NodejsFunction {
         reason: `Queries on the table's own indexes (${spec.globalIndexes!.map((i) => i.name).join(', ')}); scoped to that one table.`,
       });
     }
+    return this;
+  }
+
+  /**
+   * Query alone, and only projecting the table's readable fields: `dynamodb:Select` must be
+   * SPECIFIC_ATTRIBUTES (StringEquals, not IfExists: a request without it would read whole items)
+   * and every attribute asked for must be listed.
+   */
+  private bindTableFields(table: dynamodb.Table, spec: TableSpec): this {
+    if (!spec.readableFields?.length) throw new Error(`${spec.envVar}: a readFields grant needs the table's readableFields`);
+    this.addToRolePolicy(new iam.PolicyStatement({
+      actions: ['dynamodb:Query'], resources: [table.tableArn],
+      conditions: {
+        'ForAllValues:StringEquals': { 'dynamodb:Attributes': [...spec.readableFields] },
+        StringEquals: { 'dynamodb:Select': 'SPECIFIC_ATTRIBUTES' },
+      },
+    }));
+    this.addEnvironment(spec.envVar, table.tableName);
     return this;
   }
 

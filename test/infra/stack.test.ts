@@ -74,6 +74,15 @@ function statementsOf(name: FunctionName): { actions: string[]; resources: strin
     .flatMap((policy) => (policy.Properties.PolicyDocument.Statement as { Action: string | string[]; Resource: unknown }[]))
     .map((s) => ({ actions: ([] as string[]).concat(s.Action), resources: JSON.stringify(s.Resource) }));
 }
+/** The Condition of each statement of a function's role on a resource (undefined: none). */
+function conditionsOn(name: FunctionName, resourceLogicalId: string): unknown[] {
+  const roleId = stack.getLogicalId(stack.functions[name].role!.node.defaultChild as CfnRole);
+  return Object.values(template.findResources('AWS::IAM::Policy'))
+    .filter((policy) => JSON.stringify(policy.Properties.Roles) === JSON.stringify([{ Ref: roleId }]))
+    .flatMap((policy) => (policy.Properties.PolicyDocument.Statement as { Resource: unknown; Condition?: unknown }[]))
+    .filter((st) => JSON.stringify(st.Resource).includes(`"${resourceLogicalId}"`))
+    .map((st) => st.Condition);
+}
 const allActions = (name: FunctionName) => statementsOf(name).flatMap((s) => s.actions);
 const actionsOn = (name: FunctionName, resourceLogicalId: string) =>
   statementsOf(name).filter((s) => s.resources.includes(`"${resourceLogicalId}"`)).flatMap((s) => s.actions);
@@ -766,7 +775,8 @@ describe('least privilege (a later grant that widens access fails here)', () => 
     for (const [name, spec] of Object.entries(functions) as [FunctionName, (typeof functions)[FunctionName]][]) {
       for (const table of Object.keys(tables) as TableName[]) {
         const access = (spec.tables as Partial<Record<TableName, string>>)[table];
-        const expected = access === undefined ? [] : [...new Set([...(access === 'write' ? [] : reads), ...(access === 'read' ? [] : writes)])];
+        const expected = access === undefined ? [] : access === 'readFields' ? ['dynamodb:Query']
+          : [...new Set([...(access === 'write' ? [] : reads), ...(access === 'read' ? [] : writes)])];
         // The stream's reads (on the stream's ARN) come with the stream event source, not the binding.
         const streamed = spec.events.some((e) => e.kind === 'stream' && e.table === table);
         const actions = actionsOn(name, tableRef(table)).filter((a) => !(streamed && streamReadActions.includes(a)));
@@ -795,6 +805,16 @@ describe('least privilege (a later grant that widens access fails here)', () => 
     const bound = (Object.keys(functions) as FunctionName[]).filter((name) => actionsOn(name, tableRef('endpoints')).length > 0);
     expect(bound.sort()).toEqual(['eventFanout', 'settingsApi', 'webhookDelivery']);
     expect(actionsOn('eventFanout', tableRef('endpoints'))).not.toContain('dynamodb:PutItem');
+    // Only delivery (to sign) and the settings API (to rotate) may read whole endpoint items: the
+    // fan-out's one statement is a Query projecting the routing fields, `secrets` not among them.
+    const unconditionalReaders = (Object.keys(functions) as FunctionName[]).filter((name) => conditionsOn(name, tableRef('endpoints')).some((c) => c === undefined));
+    expect(unconditionalReaders.sort()).toEqual(['settingsApi', 'webhookDelivery']);
+    expect(conditionsOn('eventFanout', tableRef('endpoints'))).toEqual([{
+      'ForAllValues:StringEquals': { 'dynamodb:Attributes': [...tables.endpoints.readableFields] },
+      StringEquals: { 'dynamodb:Select': 'SPECIFIC_ATTRIBUTES' },
+    }]);
+    expect(actionsOn('eventFanout', tableRef('endpoints'))).toEqual(['dynamodb:Query']);
+    expect(tables.endpoints.readableFields).not.toContain('secrets');
     // The delivery side needs no organization data (API keys, CAPTCHA secrets): no grant on that table.
     for (const name of ['eventFanout', 'webhookDelivery', 'deliverySweeper'] as const) expect(actionsOn(name, tableRef('organizations'))).toEqual([]);
   });
