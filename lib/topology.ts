@@ -533,6 +533,8 @@ export const metricsNamespace = 'CrmIntegrationApi';
 const cap = (s: string) => s[0].toUpperCase() + s.slice(1);
 export const outputKeys = {
   apiUrl: 'ApiUrl',
+  backupVault: 'BackupVaultName',
+  backupRestoreRole: 'BackupRestoreRoleArn',
   table: (name: TableName) => `${cap(name)}Table`,
   queue: (name: QueueName) => `${cap(name)}Url`,
   settingsParameter: 'SettingsParameter',

@@ -61,10 +61,17 @@ export class CrmAlarms extends Construct {
       ticket: this.topic('ticket', 'Ticket', props),
     };
     this.createAlarms();
-    for (const { alarm, severity } of this.alarms) {
-      alarm.addAlarmAction(new SnsAction(this.topics[severity]));
-      alarm.addOkAction(new SnsAction(this.topics[severity]));
-    }
+  }
+
+  /** Failed AWS Backup backup and copy jobs of the stage's vault (a day without a backup is a ticket, not a page). */
+  watchBackups(vaultName: string): void {
+    const failed = (metricName: string) => new cloudwatch.Metric({
+      namespace: 'AWS/Backup', metricName, dimensionsMap: { BackupVaultName: vaultName }, statistic: 'Sum', period: Duration.hours(1),
+    });
+    this.add('ticket', 'BackupJobsFailed', 'An AWS Backup job of the tables failed: see the AWS Backup console (Jobs) for the reason; point-in-time recovery still covers the tables.',
+      failed('NumberOfBackupJobsFailed'), { threshold: 1 });
+    this.add('ticket', 'BackupCopyJobsFailed', 'Copying a table backup to the second region failed (the copy vault missing there, or its access policy): see the AWS Backup console (Jobs, Copy jobs).',
+      failed('NumberOfCopyJobsFailed'), { threshold: 1 });
   }
 
   private topic(severity: Severity, id: string, { stage, alarmEmail }: CrmAlarmsProps): sns.Topic {
@@ -179,6 +186,8 @@ export class CrmAlarms extends Construct {
         : opts.above ? cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD : cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
       treatMissingData: opts.below ? cloudwatch.TreatMissingData.BREACHING : cloudwatch.TreatMissingData.NOT_BREACHING,
     });
+    alarm.addAlarmAction(new SnsAction(this.topics[severity]));
+    alarm.addOkAction(new SnsAction(this.topics[severity]));
     this.alarms.push({ alarm, severity });
   }
 }

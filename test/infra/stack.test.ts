@@ -843,6 +843,23 @@ describe('recovery', () => {
       },
     });
     withBackup.hasResource('AWS::Backup::BackupVault', { DeletionPolicy: 'Retain' });
+    // Generated, not crm-<stage>: the retained vault would make a deploy after a stack deletion fail.
+    const [vault] = Object.entries(withBackup.findResources('AWS::Backup::BackupVault'));
+    expect(vault[1].Properties.BackupVaultName).not.toBe('crm-test');
+    const outputs = withBackup.findOutputs('*');
+    expect(outputs[outputKeys.backupVault].Value).toEqual({ 'Fn::GetAtt': [vault[0], 'BackupVaultName'] });
+    // A role AWS Backup can restore with, its ARN an output for `aws backup start-restore-job`.
+    const [restoreRoleId, restoreRole] = Object.entries(withBackup.findResources('AWS::IAM::Role'))
+      .find(([, role]) => JSON.stringify(role.Properties.ManagedPolicyArns ?? []).includes('AWSBackupServiceRolePolicyForRestores'))!;
+    expect(JSON.stringify(restoreRole.Properties.AssumeRolePolicyDocument)).toContain('backup.amazonaws.com');
+    expect(outputs[outputKeys.backupRestoreRole].Value).toEqual({ 'Fn::GetAtt': [restoreRoleId, 'Arn'] });
+    // Failed backup and copy jobs of that vault open a ticket.
+    for (const metric of ['NumberOfBackupJobsFailed', 'NumberOfCopyJobsFailed']) {
+      withBackup.hasResourceProperties('AWS::CloudWatch::Alarm', {
+        Namespace: 'AWS/Backup', MetricName: metric, Dimensions: [{ Name: 'BackupVaultName', Value: { 'Fn::GetAtt': [vault[0], 'BackupVaultName'] } }],
+        AlarmActions: [{ Ref: Match.stringLikeRegexp('Ticket') }],
+      });
+    }
     const [selection] = Object.values(withBackup.findResources('AWS::Backup::BackupSelection'));
     const selected = JSON.stringify(selection.Properties.BackupSelection.Resources);
     for (const name of Object.keys(tables) as TableName[]) expect(selected).toContain(`"${tableRef(name)}"`);
