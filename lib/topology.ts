@@ -117,8 +117,11 @@ export type SecretName = keyof typeof secrets;
 /** The secret's name in Secrets Manager (and in the local stand-in). */
 export const secretName = (stage: string, name: SecretName) => `crm/${stage}/${name}`;
 
-/** `readFields`: Query only, projecting the table's `readableFields` alone (IAM-enforced). */
-export type TableAccess = 'read' | 'readFields' | 'write' | 'readWrite';
+/**
+ * `readFields`: Query only, projecting the table's `readableFields` alone (IAM-enforced).
+ * `readUpdate`: reads, PutItem and UpdateItem (in transactions too), never DeleteItem or BatchWriteItem.
+ */
+export type TableAccess = 'read' | 'readFields' | 'readUpdate' | 'write' | 'readWrite';
 export type QueueAccess = 'send' | 'consume' | 'sendAndConsume';
 
 export type EventSourceSpec =
@@ -179,7 +182,8 @@ export const functions = {
     description: 'POST/GET /api/webhook/leads: authenticate, rate-limit, validate, create the lead',
     timeoutSeconds: 10,
     memoryMb: 512,
-    tables: { organizations: 'readWrite', rateWindows: 'readWrite', clients: 'readWrite', requestLog: 'write', idempotency: 'readWrite' },
+    // Keys, wallet and usage are updated, never deleted: no DeleteItem or BatchWriteItem on organizations.
+    tables: { organizations: 'readUpdate', rateWindows: 'readWrite', clients: 'readWrite', requestLog: 'write', idempotency: 'readWrite' },
     queues: {},
     events: [],
   },

@@ -27,6 +27,8 @@ import { settingsSnapshotEnvVar } from '../../functions/core/platform/settings.j
 export const tableReadActions = ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:Query', 'dynamodb:ConditionCheckItem'];
 /** Every write the domain makes (TransactWriteItems needs the ones it contains). */
 export const tableWriteActions = ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:BatchWriteItem', 'dynamodb:ConditionCheckItem'];
+/** Writes that change or add an item, never remove one (`readUpdate`). */
+export const tableUpdateActions = ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:ConditionCheckItem'];
 export const queueSendActions = ['sqs:SendMessage'];
 /** What Lambda's SQS event source mapping needs of the function's role (AWSLambdaSQSQueueExecutionRole). */
 export const queueConsumeActions = ['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes'];
@@ -129,7 +131,8 @@ export class CrmFunction extends NodejsFunction {
    */
   bindTable(table: dynamodb.Table, spec: TableSpec, access: TableAccess): this {
     if (access === 'readFields') return this.bindTableFields(table, spec);
-    const actions = [...(access === 'write' ? [] : tableReadActions), ...(access === 'read' ? [] : tableWriteActions)];
+    const writes = access === 'read' ? [] : access === 'readUpdate' ? tableUpdateActions : tableWriteActions;
+    const actions = [...(access === 'write' ? [] : tableReadActions), ...writes];
     const indexes = spec.globalIndexes?.length && access !== 'write' ? [`${table.tableArn}/index/*`] : [];
     this.addToRolePolicy(new iam.PolicyStatement({ actions: [...new Set(actions)], resources: [table.tableArn, ...indexes] }));
     this.addEnvironment(spec.envVar, table.tableName);

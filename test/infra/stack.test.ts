@@ -775,8 +775,9 @@ describe('least privilege (a later grant that widens access fails here)', () => 
     for (const [name, spec] of Object.entries(functions) as [FunctionName, (typeof functions)[FunctionName]][]) {
       for (const table of Object.keys(tables) as TableName[]) {
         const access = (spec.tables as Partial<Record<TableName, string>>)[table];
+        const updates = ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:ConditionCheckItem'];
         const expected = access === undefined ? [] : access === 'readFields' ? ['dynamodb:Query']
-          : [...new Set([...(access === 'write' ? [] : reads), ...(access === 'read' ? [] : writes)])];
+          : [...new Set([...(access === 'write' ? [] : reads), ...(access === 'read' ? [] : access === 'readUpdate' ? updates : writes)])];
         // The stream's reads (on the stream's ARN) come with the stream event source, not the binding.
         const streamed = spec.events.some((e) => e.kind === 'stream' && e.table === table);
         const actions = actionsOn(name, tableRef(table)).filter((a) => !(streamed && streamReadActions.includes(a)));
@@ -801,6 +802,9 @@ describe('least privilege (a later grant that widens access fails here)', () => 
 
   it('keeps the signing secrets out of lead intake\'s reach: endpoints live in their own table, which only delivery, the fan-out and the settings API may touch', () => {
     expect(actionsOn('leadIntake', tableRef('endpoints'))).toEqual([]);
+    // Lead intake never deletes organization data (keys, CAPTCHA secrets, wallet).
+    expect(actionsOn('leadIntake', tableRef('organizations'))).not.toEqual(expect.arrayContaining(['dynamodb:DeleteItem']));
+    expect(actionsOn('leadIntake', tableRef('organizations'))).not.toEqual(expect.arrayContaining(['dynamodb:BatchWriteItem']));
     expect(allActions('leadIntake').filter((a) => a.startsWith('kms:'))).toEqual([]);
     const bound = (Object.keys(functions) as FunctionName[]).filter((name) => actionsOn(name, tableRef('endpoints')).length > 0);
     expect(bound.sort()).toEqual(['eventFanout', 'settingsApi', 'webhookDelivery']);
