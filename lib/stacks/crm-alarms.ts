@@ -12,7 +12,7 @@ import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as sns from 'aws-cdk-lib/aws-sns';
-import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
+import { EmailSubscription, UrlSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { metricsNamespace, serviceName, type FunctionName, type QueueName, type TableName } from '../topology.js';
@@ -41,6 +41,7 @@ const pagingFunctions: FunctionName[] = ['leadIntake', 'eventFanout', 'webhookDe
 export interface CrmAlarmsProps {
   stage: string;
   alarmEmail?: string;
+  pagerEndpoint?: string;
   tables: Record<TableName, dynamodb.Table>;
   queues: Record<QueueName, sqs.Queue>;
   functions: Record<FunctionName, lambda.Function>;
@@ -74,7 +75,7 @@ export class CrmAlarms extends Construct {
       failed('NumberOfCopyJobsFailed'), { threshold: 1 });
   }
 
-  private topic(severity: Severity, id: string, { stage, alarmEmail }: CrmAlarmsProps): sns.Topic {
+  private topic(severity: Severity, id: string, { stage, alarmEmail, pagerEndpoint }: CrmAlarmsProps): sns.Topic {
     const topic = new sns.Topic(this, id, { topicName: `crm-${stage}-${severity}`, displayName: `CRM integration API (${stage}) ${severity}`, enforceSSL: true });
     Validations.of(topic).acknowledge({
       id: 'AwsSolutions-SNS2',
@@ -95,6 +96,7 @@ export class CrmAlarms extends Construct {
     }));
     // From lib/stages.ts: every deploy of the stage keeps it (a -c flag forgotten once would delete it).
     if (alarmEmail) topic.addSubscription(new EmailSubscription(alarmEmail));
+    if (pagerEndpoint && severity === 'page') topic.addSubscription(new UrlSubscription(pagerEndpoint));
     return topic;
   }
 

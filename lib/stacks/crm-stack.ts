@@ -115,7 +115,7 @@ export class CrmStack extends Stack {
 
     // 'Default' adds nothing to its children's logical ids: the API keeps its id (and URL) across this split.
     this.api = new CrmApi(this, 'Default', { stage, functions: this.functions, logRetention: config.logRetentionDays as number }).api;
-    this.monitoring = new CrmAlarms(this, 'Monitoring', { stage, alarmEmail: config.alarmEmail, tables: this.tables, queues: this.queues, functions: this.functions, api: this.api });
+    this.monitoring = new CrmAlarms(this, 'Monitoring', { stage, alarmEmail: config.alarmEmail, pagerEndpoint: config.pagerEndpoint, tables: this.tables, queues: this.queues, functions: this.functions, api: this.api });
     new CrmDashboard(this, 'Observability', { stage, tables: this.tables, queues: this.queues, functions: this.functions, api: this.api, alarms: this.monitoring.alarms.map((a) => a.alarm) });
     if (config.backup) this.backupPlan = this.backupTables(stage, config.backup);
 

@@ -726,6 +726,13 @@ describe('the CDK stack', () => {
     // No command-line setting is read for it: the same stage with a stray -c still subscribes the stage's mailbox.
     expect(subscriptions(Template.fromStack(build({ stage: 'prod', alarmEmail: 'someone@else.example' }).stack).toJSON())).toEqual(subscriptions(first));
   });
+
+  it('subscribes the stage\'s pagerEndpoint (https) to the page topic alone', () => {
+    const withPager = Template.fromStack(build({}, { pagerEndpoint: 'https://events.pager.example/integration/abc' }).stack);
+    withPager.resourcePropertiesCountIs('AWS::SNS::Subscription', { Protocol: 'https', Endpoint: 'https://events.pager.example/integration/abc' }, 1);
+    withPager.hasResourceProperties('AWS::SNS::Subscription', { Protocol: 'https', TopicArn: { Ref: Match.stringLikeRegexp('Page') } });
+    expect(() => build({}, { pagerEndpoint: 'http://plain.example' })).toThrow(/Invalid pagerEndpoint/);
+  });
 });
 
 describe('the stage configuration (lib/stages.ts)', () => {
