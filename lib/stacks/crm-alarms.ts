@@ -21,6 +21,8 @@ import { metricsNamespace, serviceName, type FunctionName, type QueueName, type 
 const deliveryBacklogThreshold = 100;
 /** Delivery messages in flight: the attempts under way are ≤ 10 × maxConcurrency (500); SQS's ceiling is ~120,000. */
 const deliveryInFlightThreshold = 5_000;
+/** Attempts in 15 minutes below which the delivery failure rate does not alarm. */
+const failureRateMinAttempts = 50;
 /** Webhook endpoints whose circuit opened in 15 minutes that page: one is a customer's receiver down; many at once is usually ours (egress, DNS, TLS). */
 const circuitsOpenedThreshold = 10;
 /**
@@ -112,9 +114,10 @@ export class CrmAlarms extends Construct {
       sent('deliveryDlq', Duration.minutes(15)), { threshold: deadLetterSurgeThreshold });
     this.add('page', 'FanoutFailures', 'The fan-out gave up on a stream batch (cause: events not derived): events may be missing. Fix the cause, then `crm events replay-failures` (within 24 h, the stream retention).',
       sent('fanoutFailures', fiveMinutes), { threshold: 1 });
-    this.add('ticket', 'DeliveryFailureRate', 'More than 25% of webhook delivery attempts failed over 15 minutes.',
+    // A floor of attempts, as for the API's 5xx share: one receiver's 3 failures of a quiet night's 4 attempts is no trend.
+    this.add('ticket', 'DeliveryFailureRate', `More than 25% of webhook delivery attempts failed over 15 minutes (at least ${failureRateMinAttempts} attempts).`,
       new cloudwatch.MathExpression({
-        expression: 'IF(attempts > 0, 100 * failures / attempts, 0)',
+        expression: `IF(attempts >= ${failureRateMinAttempts}, 100 * failures / attempts, 0)`,
         usingMetrics: { attempts: serviceMetric('DeliveryAttempts'), failures: serviceMetric('DeliveryFailures') },
         period: Duration.minutes(15),
       }), { threshold: 25, above: true });
