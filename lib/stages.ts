@@ -22,6 +22,11 @@ export interface StageConfig {
   region?: string;
   /** Subscribed to the page topic (alarms worth waking for) and the ticket topic. */
   alarmEmail?: string;
+  /**
+   * An https endpoint of the pager (PagerDuty, Opsgenie, …) subscribed to the page topic, so that no
+   * deploy drops a subscription made by hand. Absent: none.
+   */
+  pagerEndpoint?: string;
   /** Lead intake's reserved concurrency (0: none; a new account's limit of 10 needs 0). docs/capacity.md. */
   leadIntakeReservedConcurrency: number;
   /** The delivery function's reserved concurrency; absent: the sum of its mappings' (0: none). */

@@ -19,6 +19,11 @@ export interface TableSpec {
   stream?: 'NEW_AND_OLD_IMAGES';
   /** `projection` absent: ALL (every attribute copied: each write of the item writes the index too). */
   globalIndexes?: { name: string; partitionKey: KeySpec; sortKey?: KeySpec; projection?: 'KEYS_ONLY' }[];
+  /**
+   * What a `readFields` grant may read (a Query with these in its ProjectionExpression and Select
+   * SPECIFIC_ATTRIBUTES, enforced by IAM conditions): the endpoints' routing fields, never `secrets`.
+   */
+  readableFields?: readonly string[];
 }
 
 const pk: KeySpec = { name: 'pk', type: 'S' };
@@ -29,7 +34,7 @@ export const tables = {
   /** Organizations, API keys (by hash), notifications, usage counters. */
   organizations: { envVar: 'ORGANIZATIONS_TABLE', partitionKey: pk, sortKey: sk, globalIndexes: [gsi1] },
   /** Webhook endpoints, their signing secrets and bound: a table lead intake cannot reach (docs/decisions.md). */
-  endpoints: { envVar: 'ENDPOINTS_TABLE', partitionKey: pk, sortKey: sk },
+  endpoints: { envVar: 'ENDPOINTS_TABLE', partitionKey: pk, sortKey: sk, readableFields: ['pk', 'sk', 'id', 'organizationId', 'url', 'events', 'enabled', 'disabledReason', 'createdAt'] },
   /** Rate-limit counters: one item per key per 10 s sub-window (functions/core/tenancy/rate-limit.ts). */
   rateWindows: { envVar: 'RATE_WINDOWS_TABLE', partitionKey: pk, ttlAttribute: 'expiresAt' },
   /** CRM clients (leads included); its stream feeds the event fan-out. */
@@ -113,10 +118,13 @@ export type SecretName = keyof typeof secrets;
 export const secretName = (stage: string, name: SecretName) => `crm/${stage}/${name}`;
 
 /**
- * A table's grant: CDK's read/write sets, or exactly the actions named (on the table, and on one of
- * its indexes) where those sets would give more than the job needs (Scan, BatchGetItem on PII).
+ * `readFields`: Query only, projecting the table's `readableFields` alone (IAM-enforced).
+ * `readUpdate`: reads, PutItem and UpdateItem (in transactions too), never DeleteItem or BatchWriteItem.
+ * An object: exactly the actions named (on the table, and on one of its indexes), where the sets
+ * above would give more than the job needs (Scan, BatchGetItem on PII).
  */
-export type TableAccess = 'read' | 'write' | 'readWrite' | { actions: readonly string[]; index?: { name: string; actions: readonly string[] } };
+export type TableAccess = 'read' | 'readFields' | 'readUpdate' | 'write' | 'readWrite'
+  | { actions: readonly string[]; index?: { name: string; actions: readonly string[] } };
 export type QueueAccess = 'send' | 'consume' | 'sendAndConsume';
 
 export type EventSourceSpec =
@@ -178,7 +186,8 @@ export const functions = {
     timeoutSeconds: 10,
     memoryMb: 512,
     tables: {
-      organizations: 'readWrite', rateWindows: 'readWrite', requestLog: 'write', idempotency: 'readWrite',
+      // Keys, wallet and usage are updated, never deleted: no DeleteItem or BatchWriteItem on organizations.
+      organizations: 'readUpdate', rateWindows: 'readWrite', requestLog: 'write', idempotency: 'readWrite',
       // Writes a client (alone or in the prepaid transaction), reads one by its key and queries the
       // match index (docs/leads.md "Duplicates"): no Scan, no BatchGetItem of other clients.
       clients: { actions: ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:ConditionCheckItem', 'dynamodb:GetItem'], index: { name: 'match', actions: ['dynamodb:Query'] } },
@@ -191,7 +200,8 @@ export const functions = {
     description: 'Turns client and work-order stream records into events and queued deliveries',
     timeoutSeconds: 30,
     memoryMb: 512,
-    tables: { endpoints: 'read', deliveries: 'readWrite' },
+    // Routing fields only: the fan-out never reads a signing secret.
+    tables: { endpoints: 'readFields', deliveries: 'readWrite' },
     queues: { deliveryQueue: 'send' },
     events: [
       { kind: 'stream', table: 'clients', batchSize: 400, parallelizationFactor: 10, maxRetries: 10, bisectOnError: true, onFailure: 'fanoutFailures' },
@@ -535,6 +545,8 @@ export const metricsNamespace = 'CrmIntegrationApi';
 const cap = (s: string) => s[0].toUpperCase() + s.slice(1);
 export const outputKeys = {
   apiUrl: 'ApiUrl',
+  backupVault: 'BackupVaultName',
+  backupRestoreRole: 'BackupRestoreRoleArn',
   table: (name: TableName) => `${cap(name)}Table`,
   queue: (name: QueueName) => `${cap(name)}Url`,
   settingsParameter: 'SettingsParameter',

@@ -6,6 +6,7 @@ import { existsSync } from 'node:fs';
 import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { createDeps, emulatorCredentials, type Deps } from '../../functions/core/platform/deps.js';
 import { parseSettings, readSettingsParameter, asDeployed, type Settings } from '../../functions/core/platform/settings.js';
+import { stages } from '../stages.js';
 import { tables, queues, outputKeys, stackName, type TableName, type QueueName, type SecretName } from '../topology.js';
 import { defaultStackFile, depsFromStackFile, readStackFile } from '../local/stack-file.js';
 
@@ -81,8 +82,10 @@ async function awsRegion(client: { config: { region: () => Promise<string> } }):
 
 async function awsTarget(stage: string): Promise<Target> {
   const { CloudFormationClient, DescribeStacksCommand } = await import('@aws-sdk/client-cloudformation');
-  const cfn = new CloudFormationClient({});
-  const region = await awsRegion(cfn);
+  // The stage's own region (lib/stages.ts) wins over AWS_REGION and the profile: the stack lives there.
+  const stageRegion = stages[stage]?.region;
+  const cfn = new CloudFormationClient(stageRegion ? { region: stageRegion } : {});
+  const region = stageRegion ?? await awsRegion(cfn);
   const name = stackName(stage);
   const out = await cfn.send(new DescribeStacksCommand({ StackName: name })).catch((e: Error) => {
     throw new Error(`Cannot read stack ${name} in ${region} (${e.name}: ${e.message}). Deploy it with \`npx cdk deploy -c stage=${stage}\` or pass --local.`);

@@ -1,9 +1,10 @@
 /**
- * Local stack start (DESIGN §12): the SQS emulator keeps no messages across restarts, so deliveries
+ * Local stack start, and `crm deliveries requeue-pending` after a restore (docs/operations.md): the
+ * old queue is gone (the SQS emulator keeps no messages across restarts), so deliveries
  * left pending by the last run are queued again through the delivery queue's one producer, with the
  * rest of their wait (their attempts are counted from their records, since their last re-drive) (a retry due later stays delayed). Those parked in
  * the due index are the sweeper's, which finds them in DynamoDB as on AWS. On AWS the queue keeps
- * its messages; this full-table scan exists only here.
+ * its messages: there this full-table scan runs only after a restore, from the CLI.
  */
 import type { Deps } from '../../functions/core/platform/deps.js';
 import { sendDeliveryMessages } from '../../functions/core/delivery/queue.js';

@@ -28,6 +28,7 @@ export function resolveStage(stage: string, config: StageConfig | undefined, con
   if (!account) throw new StageConfigError(`No account for stage "${stage}": name it in ${where} (account: '123456789012', or 'any' for the deploying credentials' account) or pass -c account=<12 digits>.`);
   if (account !== 'any' && !/^\d{12}$/.test(account)) throw new StageConfigError(`Invalid account "${account}" for stage "${stage}": 12 digits or 'any'.`);
   if (config.alarmEmail !== undefined && !/^[^@\s]+@[^@\s]+$/.test(config.alarmEmail)) throw new StageConfigError(`Invalid alarmEmail "${config.alarmEmail}" for stage "${stage}".`);
+  if (config.pagerEndpoint !== undefined && !/^https:\/\/[^\s]+$/.test(config.pagerEndpoint)) throw new StageConfigError(`Invalid pagerEndpoint for stage "${stage}": an https:// URL.`);
   const counts = { leadIntakeReservedConcurrency: [0, 1000], deliveryReservedConcurrency: [0, 1000], deliveryMaxConcurrency: [2, 1000] } as const;
   for (const [name, [min, max]] of Object.entries(counts)) {
     const value = config[name as keyof typeof counts];

@@ -12,7 +12,7 @@ import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as sns from 'aws-cdk-lib/aws-sns';
-import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
+import { EmailSubscription, UrlSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { metricsNamespace, serviceName, type FunctionName, type QueueName, type TableName } from '../topology.js';
@@ -21,6 +21,8 @@ import { metricsNamespace, serviceName, type FunctionName, type QueueName, type 
 const deliveryBacklogThreshold = 100;
 /** Delivery messages in flight: the attempts under way are ≤ 10 × maxConcurrency (500); SQS's ceiling is ~120,000. */
 const deliveryInFlightThreshold = 5_000;
+/** Attempts in 15 minutes below which the delivery failure rate does not alarm. */
+const failureRateMinAttempts = 50;
 /** Webhook endpoints whose circuit opened in 15 minutes that page: one is a customer's receiver down; many at once is usually ours (egress, DNS, TLS). */
 const circuitsOpenedThreshold = 10;
 /**
@@ -41,6 +43,7 @@ const pagingFunctions: FunctionName[] = ['leadIntake', 'eventFanout', 'webhookDe
 export interface CrmAlarmsProps {
   stage: string;
   alarmEmail?: string;
+  pagerEndpoint?: string;
   tables: Record<TableName, dynamodb.Table>;
   queues: Record<QueueName, sqs.Queue>;
   functions: Record<FunctionName, lambda.Function>;
@@ -61,13 +64,20 @@ export class CrmAlarms extends Construct {
       ticket: this.topic('ticket', 'Ticket', props),
     };
     this.createAlarms();
-    for (const { alarm, severity } of this.alarms) {
-      alarm.addAlarmAction(new SnsAction(this.topics[severity]));
-      alarm.addOkAction(new SnsAction(this.topics[severity]));
-    }
   }
 
-  private topic(severity: Severity, id: string, { stage, alarmEmail }: CrmAlarmsProps): sns.Topic {
+  /** Failed AWS Backup backup and copy jobs of the stage's vault (a day without a backup is a ticket, not a page). */
+  watchBackups(vaultName: string): void {
+    const failed = (metricName: string) => new cloudwatch.Metric({
+      namespace: 'AWS/Backup', metricName, dimensionsMap: { BackupVaultName: vaultName }, statistic: 'Sum', period: Duration.hours(1),
+    });
+    this.add('ticket', 'BackupJobsFailed', 'An AWS Backup job of the tables failed: see the AWS Backup console (Jobs) for the reason; point-in-time recovery still covers the tables.',
+      failed('NumberOfBackupJobsFailed'), { threshold: 1 });
+    this.add('ticket', 'BackupCopyJobsFailed', 'Copying a table backup to the second region failed (the copy vault missing there, or its access policy): see the AWS Backup console (Jobs, Copy jobs).',
+      failed('NumberOfCopyJobsFailed'), { threshold: 1 });
+  }
+
+  private topic(severity: Severity, id: string, { stage, alarmEmail, pagerEndpoint }: CrmAlarmsProps): sns.Topic {
     const topic = new sns.Topic(this, id, { topicName: `crm-${stage}-${severity}`, displayName: `CRM integration API (${stage}) ${severity}`, enforceSSL: true });
     Validations.of(topic).acknowledge({
       id: 'AwsSolutions-SNS2',
@@ -88,6 +98,7 @@ export class CrmAlarms extends Construct {
     }));
     // From lib/stages.ts: every deploy of the stage keeps it (a -c flag forgotten once would delete it).
     if (alarmEmail) topic.addSubscription(new EmailSubscription(alarmEmail));
+    if (pagerEndpoint && severity === 'page') topic.addSubscription(new UrlSubscription(pagerEndpoint));
     return topic;
   }
 
@@ -103,9 +114,10 @@ export class CrmAlarms extends Construct {
       sent('deliveryDlq', Duration.minutes(15)), { threshold: deadLetterSurgeThreshold });
     this.add('page', 'FanoutFailures', 'The fan-out gave up on a stream batch (cause: events not derived): events may be missing. Fix the cause, then `crm events replay-failures` (within 24 h, the stream retention).',
       sent('fanoutFailures', fiveMinutes), { threshold: 1 });
-    this.add('ticket', 'DeliveryFailureRate', 'More than 25% of webhook delivery attempts failed over 15 minutes.',
+    // A floor of attempts, as for the API's 5xx share: one receiver's 3 failures of a quiet night's 4 attempts is no trend.
+    this.add('ticket', 'DeliveryFailureRate', `More than 25% of webhook delivery attempts failed over 15 minutes (at least ${failureRateMinAttempts} attempts).`,
       new cloudwatch.MathExpression({
-        expression: 'IF(attempts > 0, 100 * failures / attempts, 0)',
+        expression: `IF(attempts >= ${failureRateMinAttempts}, 100 * failures / attempts, 0)`,
         usingMetrics: { attempts: serviceMetric('DeliveryAttempts'), failures: serviceMetric('DeliveryFailures') },
         period: Duration.minutes(15),
       }), { threshold: 25, above: true });
@@ -179,6 +191,8 @@ export class CrmAlarms extends Construct {
         : opts.above ? cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD : cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
       treatMissingData: opts.below ? cloudwatch.TreatMissingData.BREACHING : cloudwatch.TreatMissingData.NOT_BREACHING,
     });
+    alarm.addAlarmAction(new SnsAction(this.topics[severity]));
+    alarm.addOkAction(new SnsAction(this.topics[severity]));
     this.alarms.push({ alarm, severity });
   }
 }

@@ -205,6 +205,15 @@ export class CrmApi extends Construct {
       // The group's ARN without the `:*` that LogGroup.logGroupArn carries (WAF refuses it).
       logDestinationConfigs: [Stack.of(this).formatArn({ service: 'logs', resource: 'log-group', resourceName: wafLogs.logGroupName, arnFormat: ArnFormat.COLON_RESOURCE_NAME })],
       redactedFields: Object.values(edgeKeys).map((key) => ({ singleHeader: { Name: key.header } })),
+      // Only what WAF blocked or counted: every allowed request (IP, user agent, query) kept for the
+      // retention would be a second, bigger request log. A key's own 429s are in the request log.
+      loggingFilter: {
+        DefaultBehavior: 'DROP',
+        Filters: [{
+          Behavior: 'KEEP', Requirement: 'MEETS_ANY',
+          Conditions: [{ ActionCondition: { Action: 'BLOCK' } }, { ActionCondition: { Action: 'COUNT' } }],
+        }],
+      },
     });
     return acl;
   }

@@ -27,6 +27,8 @@ import { settingsSnapshotEnvVar } from '../../functions/core/platform/settings.j
 export const tableReadActions = ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:Query', 'dynamodb:ConditionCheckItem'];
 /** Every write the domain makes (TransactWriteItems needs the ones it contains). */
 export const tableWriteActions = ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:BatchWriteItem', 'dynamodb:ConditionCheckItem'];
+/** Writes that change or add an item, never remove one (`readUpdate`). */
+export const tableUpdateActions = ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:ConditionCheckItem'];
 export const queueSendActions = ['sqs:SendMessage'];
 /** What Lambda's SQS event source mapping needs of the function's role (AWSLambdaSQSQueueExecutionRole). */
 export const queueConsumeActions = ['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes'];
@@ -135,7 +137,9 @@ export class CrmFunction extends NodejsFunction {
       this.addEnvironment(spec.envVar, table.tableName);
       return this;
     }
-    const actions = [...(access === 'write' ? [] : tableReadActions), ...(access === 'read' ? [] : tableWriteActions)];
+    if (access === 'readFields') return this.bindTableFields(table, spec);
+    const writes = access === 'read' ? [] : access === 'readUpdate' ? tableUpdateActions : tableWriteActions;
+    const actions = [...(access === 'write' ? [] : tableReadActions), ...writes];
     const indexes = spec.globalIndexes?.length && access !== 'write' ? [`${table.tableArn}/index/*`] : [];
     this.addToRolePolicy(new iam.PolicyStatement({ actions: [...new Set(actions)], resources: [table.tableArn, ...indexes] }));
     this.addEnvironment(spec.envVar, table.tableName);
@@ -146,6 +150,24 @@ export class CrmFunction extends NodejsFunction {
         reason: `Queries on the table's own indexes (${spec.globalIndexes!.map((i) => i.name).join(', ')}); scoped to that one table.`,
       });
     }
+    return this;
+  }
+
+  /**
+   * Query alone, and only projecting the table's readable fields: `dynamodb:Select` must be
+   * SPECIFIC_ATTRIBUTES (StringEquals, not IfExists: a request without it would read whole items)
+   * and every attribute asked for must be listed.
+   */
+  private bindTableFields(table: dynamodb.Table, spec: TableSpec): this {
+    if (!spec.readableFields?.length) throw new Error(`${spec.envVar}: a readFields grant needs the table's readableFields`);
+    this.addToRolePolicy(new iam.PolicyStatement({
+      actions: ['dynamodb:Query'], resources: [table.tableArn],
+      conditions: {
+        'ForAllValues:StringEquals': { 'dynamodb:Attributes': [...spec.readableFields] },
+        StringEquals: { 'dynamodb:Select': 'SPECIFIC_ATTRIBUTES' },
+      },
+    }));
+    this.addEnvironment(spec.envVar, table.tableName);
     return this;
   }
 

@@ -115,7 +115,7 @@ export class CrmStack extends Stack {
 
     // 'Default' adds nothing to its children's logical ids: the API keeps its id (and URL) across this split.
     this.api = new CrmApi(this, 'Default', { stage, functions: this.functions, logRetention: config.logRetentionDays as number }).api;
-    this.monitoring = new CrmAlarms(this, 'Monitoring', { stage, alarmEmail: config.alarmEmail, tables: this.tables, queues: this.queues, functions: this.functions, api: this.api });
+    this.monitoring = new CrmAlarms(this, 'Monitoring', { stage, alarmEmail: config.alarmEmail, pagerEndpoint: config.pagerEndpoint, tables: this.tables, queues: this.queues, functions: this.functions, api: this.api });
     new CrmDashboard(this, 'Observability', { stage, tables: this.tables, queues: this.queues, functions: this.functions, api: this.api, alarms: this.monitoring.alarms.map((a) => a.alarm) });
     if (config.backup) this.backupPlan = this.backupTables(stage, config.backup);
 
@@ -141,7 +141,22 @@ export class CrmStack extends Stack {
    * Restores: docs/operations.md.
    */
   private backupTables(stage: string, config: BackupConfig): backup.BackupPlan {
-    const vault = new backup.BackupVault(this, 'BackupVault', { backupVaultName: `crm-${stage}`, removalPolicy: RemovalPolicy.RETAIN });
+    // A generated name: the vault is retained, so a fixed name would make the next deploy after a
+    // stack deletion fail with AlreadyExists. Its name is an output (BackupVaultName).
+    const vault = new backup.BackupVault(this, 'BackupVault', { removalPolicy: RemovalPolicy.RETAIN });
+    new CfnOutput(this, outputKeys.backupVault, { value: vault.backupVaultName, description: 'The AWS Backup vault of the daily table backups' });
+    // What `aws backup start-restore-job --iam-role-arn` takes (docs/operations.md "Restore").
+    const restoreRole = new iam.Role(this, 'BackupRestoreRole', {
+      assumedBy: new iam.ServicePrincipal('backup.amazonaws.com'),
+      description: 'Assumed by AWS Backup to restore a table backup into a new table',
+      managedPolicies: [iam.ManagedPolicy.fromAwsManagedPolicyName('service-role/AWSBackupServiceRolePolicyForRestores')],
+    });
+    Validations.of(restoreRole).acknowledge({
+      id: 'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSBackupServiceRolePolicyForRestores]',
+      reason: 'The role AWS Backup assumes to restore a backup: AWS\'s own policy for that service, kept current by AWS.',
+    });
+    new CfnOutput(this, outputKeys.backupRestoreRole, { value: restoreRole.roleArn, description: 'The role to pass to aws backup start-restore-job' });
+    this.monitoring.watchBackups(vault.backupVaultName);
     const copy = config.copyToRegion
       ? [{
         destinationBackupVault: backup.BackupVault.fromBackupVaultArn(this, 'BackupCopyVault', this.formatArn({

@@ -74,6 +74,15 @@ function statementsOf(name: FunctionName): { actions: string[]; resources: strin
     .flatMap((policy) => (policy.Properties.PolicyDocument.Statement as { Action: string | string[]; Resource: unknown }[]))
     .map((s) => ({ actions: ([] as string[]).concat(s.Action), resources: JSON.stringify(s.Resource) }));
 }
+/** The Condition of each statement of a function's role on a resource (undefined: none). */
+function conditionsOn(name: FunctionName, resourceLogicalId: string): unknown[] {
+  const roleId = stack.getLogicalId(stack.functions[name].role!.node.defaultChild as CfnRole);
+  return Object.values(template.findResources('AWS::IAM::Policy'))
+    .filter((policy) => JSON.stringify(policy.Properties.Roles) === JSON.stringify([{ Ref: roleId }]))
+    .flatMap((policy) => (policy.Properties.PolicyDocument.Statement as { Resource: unknown; Condition?: unknown }[]))
+    .filter((st) => JSON.stringify(st.Resource).includes(`"${resourceLogicalId}"`))
+    .map((st) => st.Condition);
+}
 const allActions = (name: FunctionName) => statementsOf(name).flatMap((s) => s.actions);
 const actionsOn = (name: FunctionName, resourceLogicalId: string) =>
   statementsOf(name).filter((s) => s.resources.includes(`"${resourceLogicalId}"`)).flatMap((s) => s.actions);
@@ -561,6 +570,7 @@ describe('the CDK stack', () => {
     // Stream batches the fan-out gave up on (sent there by Lambda's on-failure destination).
     expect(alarmOn('NumberOfMessagesSent', queueDimension('fanoutFailures'))).toEqual([expect.objectContaining({ AlarmName: 'Crm-test-FanoutFailures', Statistic: 'Sum', Period: 300, Threshold: 1 })]);
     expect(mathOf('DeliveryFailureRate').expression).toMatch('failures / attempts');
+    expect(mathOf('DeliveryFailureRate').expression).toMatch('attempts >= 50'); // no flapping on a quiet night's handful
     for (const name of Object.keys(functions) as FunctionName[]) {
       expect(alarmOn('Errors', [{ Name: 'FunctionName', Value: { Ref: logicalId(stack.functions[name]) } }])).toHaveLength(1);
     }
@@ -717,6 +727,13 @@ describe('the CDK stack', () => {
     // No command-line setting is read for it: the same stage with a stray -c still subscribes the stage's mailbox.
     expect(subscriptions(Template.fromStack(build({ stage: 'prod', alarmEmail: 'someone@else.example' }).stack).toJSON())).toEqual(subscriptions(first));
   });
+
+  it('subscribes the stage\'s pagerEndpoint (https) to the page topic alone', () => {
+    const withPager = Template.fromStack(build({}, { pagerEndpoint: 'https://events.pager.example/integration/abc' }).stack);
+    withPager.resourcePropertiesCountIs('AWS::SNS::Subscription', { Protocol: 'https', Endpoint: 'https://events.pager.example/integration/abc' }, 1);
+    withPager.hasResourceProperties('AWS::SNS::Subscription', { Protocol: 'https', TopicArn: { Ref: Match.stringLikeRegexp('Page') } });
+    expect(() => build({}, { pagerEndpoint: 'http://plain.example' })).toThrow(/Invalid pagerEndpoint/);
+  });
 });
 
 describe('the stage configuration (lib/stages.ts)', () => {
@@ -766,9 +783,10 @@ describe('least privilege (a later grant that widens access fails here)', () => 
     for (const [name, spec] of Object.entries(functions) as [FunctionName, (typeof functions)[FunctionName]][]) {
       for (const table of Object.keys(tables) as TableName[]) {
         const access = (spec.tables as Partial<Record<TableName, TableAccess>>)[table];
-        const expected = access === undefined ? []
+        const updates = ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:ConditionCheckItem'];
+        const expected = access === undefined ? [] : access === 'readFields' ? ['dynamodb:Query']
           : typeof access === 'object' ? [...new Set([...access.actions, ...(access.index?.actions ?? [])])]
-            : [...new Set([...(access === 'write' ? [] : reads), ...(access === 'read' ? [] : writes)])];
+            : [...new Set([...(access === 'write' ? [] : reads), ...(access === 'read' ? [] : access === 'readUpdate' ? updates : writes)])];
         // The stream's reads (on the stream's ARN) come with the stream event source, not the binding.
         const streamed = spec.events.some((e) => e.kind === 'stream' && e.table === table);
         const actions = actionsOn(name, tableRef(table)).filter((a) => !(streamed && streamReadActions.includes(a)));
@@ -793,10 +811,23 @@ describe('least privilege (a later grant that widens access fails here)', () => 
 
   it('keeps the signing secrets out of lead intake\'s reach: endpoints live in their own table, which only delivery, the fan-out and the settings API may touch', () => {
     expect(actionsOn('leadIntake', tableRef('endpoints'))).toEqual([]);
+    // Lead intake never deletes organization data (keys, CAPTCHA secrets, wallet).
+    expect(actionsOn('leadIntake', tableRef('organizations'))).not.toEqual(expect.arrayContaining(['dynamodb:DeleteItem']));
+    expect(actionsOn('leadIntake', tableRef('organizations'))).not.toEqual(expect.arrayContaining(['dynamodb:BatchWriteItem']));
     expect(allActions('leadIntake').filter((a) => a.startsWith('kms:'))).toEqual([]);
     const bound = (Object.keys(functions) as FunctionName[]).filter((name) => actionsOn(name, tableRef('endpoints')).length > 0);
     expect(bound.sort()).toEqual(['eventFanout', 'settingsApi', 'webhookDelivery']);
     expect(actionsOn('eventFanout', tableRef('endpoints'))).not.toContain('dynamodb:PutItem');
+    // Only delivery (to sign) and the settings API (to rotate) may read whole endpoint items: the
+    // fan-out's one statement is a Query projecting the routing fields, `secrets` not among them.
+    const unconditionalReaders = (Object.keys(functions) as FunctionName[]).filter((name) => conditionsOn(name, tableRef('endpoints')).some((c) => c === undefined));
+    expect(unconditionalReaders.sort()).toEqual(['settingsApi', 'webhookDelivery']);
+    expect(conditionsOn('eventFanout', tableRef('endpoints'))).toEqual([{
+      'ForAllValues:StringEquals': { 'dynamodb:Attributes': [...tables.endpoints.readableFields] },
+      StringEquals: { 'dynamodb:Select': 'SPECIFIC_ATTRIBUTES' },
+    }]);
+    expect(actionsOn('eventFanout', tableRef('endpoints'))).toEqual(['dynamodb:Query']);
+    expect(tables.endpoints.readableFields).not.toContain('secrets');
     // The delivery side needs no organization data (API keys, CAPTCHA secrets): no grant on that table.
     for (const name of ['eventFanout', 'webhookDelivery', 'deliverySweeper'] as const) expect(actionsOn(name, tableRef('organizations'))).toEqual([]);
   });
@@ -825,6 +856,23 @@ describe('recovery', () => {
       },
     });
     withBackup.hasResource('AWS::Backup::BackupVault', { DeletionPolicy: 'Retain' });
+    // Generated, not crm-<stage>: the retained vault would make a deploy after a stack deletion fail.
+    const [vault] = Object.entries(withBackup.findResources('AWS::Backup::BackupVault'));
+    expect(vault[1].Properties.BackupVaultName).not.toBe('crm-test');
+    const outputs = withBackup.findOutputs('*');
+    expect(outputs[outputKeys.backupVault].Value).toEqual({ 'Fn::GetAtt': [vault[0], 'BackupVaultName'] });
+    // A role AWS Backup can restore with, its ARN an output for `aws backup start-restore-job`.
+    const [restoreRoleId, restoreRole] = Object.entries(withBackup.findResources('AWS::IAM::Role'))
+      .find(([, role]) => JSON.stringify(role.Properties.ManagedPolicyArns ?? []).includes('AWSBackupServiceRolePolicyForRestores'))!;
+    expect(JSON.stringify(restoreRole.Properties.AssumeRolePolicyDocument)).toContain('backup.amazonaws.com');
+    expect(outputs[outputKeys.backupRestoreRole].Value).toEqual({ 'Fn::GetAtt': [restoreRoleId, 'Arn'] });
+    // Failed backup and copy jobs of that vault open a ticket.
+    for (const metric of ['NumberOfBackupJobsFailed', 'NumberOfCopyJobsFailed']) {
+      withBackup.hasResourceProperties('AWS::CloudWatch::Alarm', {
+        Namespace: 'AWS/Backup', MetricName: metric, Dimensions: [{ Name: 'BackupVaultName', Value: { 'Fn::GetAtt': [vault[0], 'BackupVaultName'] } }],
+        AlarmActions: [{ Ref: Match.stringLikeRegexp('Ticket') }],
+      });
+    }
     const [selection] = Object.values(withBackup.findResources('AWS::Backup::BackupSelection'));
     const selected = JSON.stringify(selection.Properties.BackupSelection.Resources);
     for (const name of Object.keys(tables) as TableName[]) expect(selected).toContain(`"${tableRef(name)}"`);
@@ -858,6 +906,8 @@ describe('observability', () => {
     template.hasResourceProperties('AWS::WAFv2::LoggingConfiguration', {
       ResourceArn: { 'Fn::GetAtt': [acl, 'Arn'] },
       RedactedFields: [{ SingleHeader: { Name: 'x-api-key' } }, { SingleHeader: { Name: 'authorization' } }],
+      // Blocked and counted requests only: allowed ones (IPs, user agents) are not kept.
+      LoggingFilter: { DefaultBehavior: 'DROP', Filters: [{ Behavior: 'KEEP', Requirement: 'MEETS_ANY', Conditions: [{ ActionCondition: { Action: 'BLOCK' } }, { ActionCondition: { Action: 'COUNT' } }] }] },
     });
   });
 

@@ -13,6 +13,7 @@ import { newId } from '../platform/ids.js';
 import { cancellationReasons, isTransactionConflict, LostRace, retryLostRaces } from '../platform/optimistic.js';
 import { queryAll } from '../platform/query.js';
 import { TtlCache } from '../platform/ttl-cache.js';
+import { tables } from '../../../lib/topology.js';
 import { keys, type CircuitState, type SigningSecret, type WebhookEndpoint } from '../platform/model.js';
 import { circuitOf, circuitView } from './circuit-breaker.js';
 import { parseSubscription } from './subscriptions.js';
@@ -65,12 +66,19 @@ function toEndpoint(item: Record<string, unknown>): WebhookEndpoint {
   };
 }
 
-async function queryEndpoints(deps: Deps, organizationId: string): Promise<WebhookEndpoint[]> {
+/** `routingOnly`: the fields tables.endpoints.readableFields lists (no secrets), as the fan-out's grant requires. */
+async function queryEndpoints(deps: Deps, organizationId: string, routingOnly = false): Promise<WebhookEndpoint[]> {
+  const fields = tables.endpoints.readableFields;
   const items = await queryAll(deps, {
     TableName: deps.tables.endpoints,
     KeyConditionExpression: 'pk = :pk AND begins_with(sk, :sk)',
     ExpressionAttributeValues: { ':pk': keys.org(organizationId).pk, ':sk': keys.endpointPrefix },
     ConsistentRead: true,
+    ...(routingOnly ? {
+      Select: 'SPECIFIC_ATTRIBUTES' as const,
+      ProjectionExpression: fields.map((_, i) => `#f${i}`).join(', '),
+      ExpressionAttributeNames: Object.fromEntries(fields.map((f, i) => [`#f${i}`, f])),
+    } : {}),
   });
   return items.map(toEndpoint);
 }
@@ -317,9 +325,10 @@ export async function recordEndpointHealth(deps: Deps, endpoint: WebhookEndpoint
 /**
  * An organization's endpoints as stored now (a consistent read). The fan-out reads them this way,
  * once per organization per stream batch, so an endpoint hears of every change written after it
- * was added, whatever the cache below holds.
+ * was added, whatever the cache below holds. Routing fields only (`secrets` empty, circuit absent):
+ * the fan-out's grant cannot read more (docs/decisions.md, "Endpoints in their own table").
  */
-export const currentEndpoints = (deps: Deps, organizationId: string): Promise<WebhookEndpoint[]> => queryEndpoints(deps, organizationId);
+export const currentEndpoints = (deps: Deps, organizationId: string): Promise<WebhookEndpoint[]> => queryEndpoints(deps, organizationId, true);
 
 /**
  * An organization's endpoints for delivery, cached for endpointCacheTtlSeconds: a disable, a URL

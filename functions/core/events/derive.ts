@@ -108,10 +108,19 @@ function timestampOf(change: StreamChange, item: Item): string {
 /** What one change yields; `tenantMismatch` names the key's organization when the change was dropped for that. */
 export interface Derivation { events: EventPayload[]; tenantMismatch?: { organizationId?: string } }
 
+/**
+ * The attribute `crm tables import` sets on each item it restores: a change that sets a new one is
+ * a restore writing back what the receivers already heard of, and yields no event
+ * (docs/operations.md "Restore"). An update that keeps it is an ordinary change.
+ */
+export const restoredAtAttribute = 'restoredAt';
+const isRestore = (newItem?: Item, oldItem?: Item) =>
+  newItem?.[restoredAtAttribute] !== undefined && newItem[restoredAtAttribute] !== oldItem?.[restoredAtAttribute];
+
 export function derive(change: StreamChange): Derivation {
   const none: Derivation = { events: [] };
   const { kind, newImage: newItem, oldImage: oldItem } = change;
-  if (kind === 'expire') return none;
+  if (kind === 'expire' || isRestore(newItem, oldItem)) return none;
   // The images a change needs (the stream view is NEW_AND_OLD_IMAGES; anything less yields nothing).
   if ((kind !== 'remove' && !newItem) || (kind !== 'insert' && !oldItem)) return none;
   const item = (newItem ?? oldItem)!;

@@ -8,7 +8,8 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { tables, type TableName, queues, type QueueName } from '../../../lib/topology.js';
-import { tracer } from './observability.js';
+import type { Tracer } from '@aws-lambda-powertools/tracer';
+import { loadTracer } from './tracing.js';
 import { loadSettings, type Settings } from './settings.js';
 
 export interface Deps {
@@ -38,18 +39,19 @@ export interface ServiceUrls {
 /** What the emulators are given: they accept any credentials, and the local stack and CLI need none configured. */
 export const emulatorCredentials = { accessKeyId: 'local', secretAccessKey: 'local' };
 
-export function createAwsClients(urls: ServiceUrls = {}): Pick<Deps, 'dynamodb' | 'doc' | 'sqs'> {
+/** With a `tracer` (Lambda only, tracing.ts) each SDK call is an X-Ray subsegment. */
+export function createAwsClients(urls: ServiceUrls = {}, tracer?: Tracer): Pick<Deps, 'dynamodb' | 'doc' | 'sqs'> {
   const region = urls.region;
   const credentials = urls.dynamodbEndpoint ? emulatorCredentials : undefined;
-  // Captured: each call is an X-Ray subsegment on Lambda (observability.ts); unchanged elsewhere.
-  const dynamodb = tracer.captureAWSv3Client(new DynamoDBClient({ region, endpoint: urls.dynamodbEndpoint, credentials }));
+  const capture = <C>(client: C): C => (tracer ? tracer.captureAWSv3Client(client) : client);
+  const dynamodb = capture(new DynamoDBClient({ region, endpoint: urls.dynamodbEndpoint, credentials }));
   const doc = DynamoDBDocumentClient.from(dynamodb, {
     marshallOptions: { removeUndefinedValues: true, convertClassInstanceToMap: false },
   });
   // An emulator's queue URLs name a host that does not resolve (sqs.<region>.localhost): keep
   // talking to the configured endpoint instead of the URL's host.
   const emulated = Boolean(urls.sqsEndpoint ?? process.env.AWS_ENDPOINT_URL_SQS);
-  const sqs = tracer.captureAWSv3Client(new SQSClient({ region, endpoint: urls.sqsEndpoint, credentials, ...(emulated ? { useQueueUrlAsEndpoint: false } : {}) }));
+  const sqs = capture(new SQSClient({ region, endpoint: urls.sqsEndpoint, credentials, ...(emulated ? { useQueueUrlAsEndpoint: false } : {}) }));
   return { dynamodb, doc, sqs };
 }
 
@@ -81,13 +83,13 @@ function namesFromEnv<K extends string>(specs: Record<K, { envVar: string }>, wh
   return out;
 }
 
-let container: Omit<Deps, 'settings' | 'now'> | undefined;
+let container: Promise<Omit<Deps, 'settings' | 'now'>> | undefined;
 /**
  * The deps of one invocation: SDK clients and names created once per container, settings read per
  * invocation through their cache (functions/core/platform/settings.ts), so a failed read never sticks to
  * the container and a changed parameter is picked up.
  */
 export async function lambdaDeps(): Promise<Deps> {
-  container ??= { ...createAwsClients(), tables: namesFromEnv(tables, 'table'), queues: namesFromEnv(queues, 'queue') };
-  return { ...container, settings: await loadSettings(), now: Date.now };
+  container ??= loadTracer().then((tracer) => ({ ...createAwsClients({}, tracer), tables: namesFromEnv(tables, 'table'), queues: namesFromEnv(queues, 'queue') }));
+  return { ...(await container), settings: await loadSettings(), now: Date.now };
 }

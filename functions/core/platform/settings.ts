@@ -15,6 +15,8 @@ import * as z from './zod-mini.js';
 import { edgeKeyLimitPerMinute, settingsParameterEnvVar } from '../../../lib/topology.js';
 import type { SSMClient } from '@aws-sdk/client-ssm';
 import { logger } from './observability.js';
+import { traced } from './tracing.js';
+import { onDeployedLambda } from './runtime.js';
 import { cidrProblem, withoutSensitiveAllowEntries } from './ip-ranges.js';
 
 const int = () => z.number().check(z.int());
@@ -95,8 +97,7 @@ export function parseSettings(json: unknown): Settings {
   return settingsSchema.parse(json ?? {});
 }
 
-/** Set by the local stack: the one place where `local: true` may take effect next to Lambda's variables. */
-export const localStackMarkerEnvVar = 'CRM_LOCAL_STACK';
+export { localStackMarkerEnvVar } from './runtime.js';
 
 /**
  * Settings as a real deployment (on Lambda without the local-stack marker, or the CLI's AWS target)
@@ -121,7 +122,6 @@ export function asDeployed(settings: Settings, where: string, warn: (message: st
   return out;
 }
 
-const onDeployedLambda = () => Boolean(process.env.AWS_LAMBDA_FUNCTION_NAME) && !process.env[localStackMarkerEnvVar];
 
 /** Env var holding the settings document as deployed (JSON), served when SSM fails on a cold start. */
 export const settingsSnapshotEnvVar = 'CRM_SETTINGS_SNAPSHOT';
@@ -157,7 +157,7 @@ async function ssmClient(attempts: number): Promise<SSMClient> {
   if (!client) {
     // Loaded on first use: the CLI and local tools that never read SSM do not pay for it.
     const { SSMClient } = await import('@aws-sdk/client-ssm');
-    client = ssmClients.get(attempts) ?? new SSMClient({ maxAttempts: attempts, retryMode: 'adaptive' });
+    client = ssmClients.get(attempts) ?? await traced(new SSMClient({ maxAttempts: attempts, retryMode: 'adaptive' }));
     ssmClients.set(attempts, client);
   }
   return client;

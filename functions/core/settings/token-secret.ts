@@ -4,6 +4,7 @@
  * so a rotated secret is picked up within TOKEN_SECRET_TTL_MS without a redeploy.
  */
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { traced } from '../platform/tracing.js';
 
 /** How long a read secret is used before it is read again. */
 export const TOKEN_SECRET_TTL_MS = 5 * 60_000;
@@ -13,9 +14,11 @@ export type SecretSource = () => Promise<string>;
 /** GetSecretValue of `secretId` (name or ARN), cached for `ttlMs`; a failed read is not cached. */
 export function secretsManagerSource(secretId: string, client: SecretsManagerClient = new SecretsManagerClient({}), ttlMs = TOKEN_SECRET_TTL_MS, now = Date.now): SecretSource {
   let cached: { value: string; until: number } | undefined;
+  let capturing: Promise<SecretsManagerClient> | undefined;
   return async () => {
     if (cached && cached.until > now()) return cached.value;
-    const out = await client.send(new GetSecretValueCommand({ SecretId: secretId }));
+    capturing ??= traced(client);
+    const out = await (await capturing).send(new GetSecretValueCommand({ SecretId: secretId }));
     if (!out.SecretString) throw new Error(`Secret ${secretId} has no string value`);
     cached = { value: out.SecretString, until: now() + ttlMs };
     return cached.value;

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { listDeliveries, redriveDeadLetters, redriveDelivery, redriveFailed, SWEEP_HOLD_SECONDS, SWEEP_PASS_MAX, type SweepResult } from '../../../functions/core/delivery/redrive.js';
 import { listEndpoints } from '../../../functions/core/delivery/endpoints.js';
+import { resumePendingDeliveries } from '../../local/resume-deliveries.js';
 import { CliError, printResult, printTable } from '../output.js';
 import { circuitText } from './webhooks.js';
 import { act, positiveInt } from '../run.js';
@@ -69,6 +70,13 @@ export function register(program: Command): void {
           const circuit = circuits.get(d.endpointId);
           return { id: d.id, event: d.eventType, endpoint: d.endpointId, status: d.status, attempts: attempts.length + (d.olderAttempts ?? 0), last: last ? (last.statusCode ?? last.error) : '', circuit: circuit ? circuitText(circuit) : 'removed', reason: d.reason, created: d.createdAt };
         }), ['id', 'event', 'endpoint', 'status', 'attempts', 'last', 'circuit', 'reason', 'created']));
+    }));
+  deliveries
+    .command('requeue-pending')
+    .description('after a restore (the old queue lost): queue every pending delivery that is not parked again, with the rest of its wait; parked ones are the sweeper\'s. Receivers dedupe by webhook-id, which is kept')
+    .action(act<Record<string, never>>(async ({ target, json }) => {
+      const queued = await resumePendingDeliveries(target.deps);
+      printResult({ json }, { queued }, () => console.log(`Queued ${queued} pending delivery(ies) again.`));
     }));
   deliveries
     .command('redrive')

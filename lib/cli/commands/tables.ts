@@ -1,22 +1,30 @@
 /**
- * `crm tables export|import`: every topology table to files and back, for restores and moves
- * (docs/operations.md "Restore"). An export is one `<table>.jsonl` per table, each line an item
- * in DynamoDB's own JSON (types kept exactly), and `manifest.json` with the counts. An import
- * writes them into the target stack's tables (BatchWriteItem, retried until every item is in).
+ * `crm tables export|import`: tables to files and back, for restores (docs/operations.md "Restore").
+ * An export is one `<table>.jsonl` per table, each line an item in DynamoDB's own JSON (types kept
+ * exactly), written page by page as it is scanned, and `manifest.json` with the counts; every file
+ * is mode 0600 (they hold signing secrets, key hashes and personal data: delete them afterwards).
+ * An import never rolls a live stack back: it writes only the items the table lacks (a conditional
+ * put), endpoints first (so parked deliveries find theirs), and marks the streamed tables' items
+ * with `restoredAt`, which the fan-out takes as "no event" (functions/core/events/derive.ts).
  */
-import { mkdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
+import { createReadStream, createWriteStream, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { once } from 'node:events';
 import path from 'node:path';
+import { createInterface } from 'node:readline';
 import type { Command } from 'commander';
-import { BatchWriteItemCommand, ScanCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
+import { PutItemCommand, ScanCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
 import { tables, type TableName } from '../../topology.js';
 import { keys } from '../../../functions/core/platform/model.js';
-import { inBatches } from '../../../functions/core/platform/batches.js';
 import type { Deps } from '../../../functions/core/platform/deps.js';
+import { restoredAtAttribute } from '../../../functions/core/events/derive.js';
 import { CliError, printResult } from '../output.js';
 import { act } from '../run.js';
 
 type Item = Record<string, AttributeValue>;
 const tableNames = Object.keys(tables) as TableName[];
+const PRIVATE = 0o600;
+/** Conditional puts in flight at once (on-demand tables take far more; the CLI stays polite). */
+const IMPORT_CONCURRENCY = 16;
 
 /** `--from organizations=<physical name>`: read that table instead of the stack's (a restored or retained one). */
 function sources(pairs: string[] = []): Partial<Record<TableName, string>> {
@@ -34,20 +42,34 @@ const listOf = (flag: string, value: string): TableName[] => value.split(',').ma
   return name as TableName;
 });
 
-async function scanTable(deps: Deps, table: string): Promise<Item[]> {
-  const items: Item[] = [];
+/** Scans `table` into `file`, one page at a time (never the whole table in memory); returns the count. */
+async function exportTable(deps: Deps, table: string, file: string): Promise<number> {
+  const out = createWriteStream(file, { mode: PRIVATE });
+  let count = 0;
   let start: Item | undefined;
-  do {
-    const page = await deps.dynamodb.send(new ScanCommand({ TableName: table, ConsistentRead: true, ExclusiveStartKey: start }));
-    items.push(...(page.Items ?? []));
-    start = page.LastEvaluatedKey;
-  } while (start);
-  return items;
+  try {
+    do {
+      const page = await deps.dynamodb.send(new ScanCommand({ TableName: table, ConsistentRead: true, ExclusiveStartKey: start }));
+      const chunk = (page.Items ?? []).map((i) => JSON.stringify(i) + '\n').join('');
+      if (chunk && !out.write(chunk)) await once(out, 'drain');
+      count += page.Items?.length ?? 0;
+      start = page.LastEvaluatedKey;
+    } while (start);
+  } finally {
+    out.end();
+    await once(out, 'close');
+  }
+  return count;
+}
+
+/** The items of one export file, line by line. */
+async function* itemsIn(file: string): AsyncGenerator<Item> {
+  for await (const line of createInterface({ input: createReadStream(file), crlfDelay: Infinity })) if (line) yield JSON.parse(line) as Item;
 }
 
 /**
  * The table an exported item goes to. Exports from before the endpoints table had the webhook
- * endpoints (and their bound) in the organizations table: they move to their own table here.
+ * endpoints (and their bound) in the organizations table: they go to their own table here.
  */
 function destination(from: TableName, item: Item): TableName {
   const sk = item.sk?.S;
@@ -55,66 +77,83 @@ function destination(from: TableName, item: Item): TableName {
   return from;
 }
 
-async function writeAll(deps: Deps, table: string, items: Item[]): Promise<void> {
-  for (const batch of inBatches(items, 25)) {
-    let pending = batch.map((Item) => ({ PutRequest: { Item } }));
-    for (let attempt = 0; pending.length > 0; attempt++) {
-      if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, Math.min(2000, 50 * 2 ** attempt)));
-      if (attempt > 10) throw new Error(`${table}: ${pending.length} item(s) still unprocessed after ${attempt} attempts (throttled?); run the import again`);
-      const out = await deps.dynamodb.send(new BatchWriteItemCommand({ RequestItems: { [table]: pending } }));
-      pending = (out.UnprocessedItems?.[table] ?? []) as typeof pending;
-    }
+/** Puts `item` unless the table holds its key; true if written. */
+async function putIfMissing(deps: Deps, table: TableName, item: Item): Promise<boolean> {
+  const key = tables[table].partitionKey.name;
+  try {
+    await deps.dynamodb.send(new PutItemCommand({ TableName: deps.tables[table], Item: item, ConditionExpression: 'attribute_not_exists(#k)', ExpressionAttributeNames: { '#k': key } }));
+    return true;
+  } catch (error) {
+    if ((error as Error).name === 'ConditionalCheckFailedException') return false;
+    throw error;
+  }
+}
+
+function readManifest(dir: string): Record<string, number> {
+  if (!existsSync(path.join(dir, 'manifest.json'))) throw new CliError(`${dir} holds no manifest.json: not an export of \`crm tables export\``, 2);
+  return (JSON.parse(readFileSync(path.join(dir, 'manifest.json'), 'utf8')) as { counts: Record<string, number> }).counts;
+}
+
+/** Checks every file against the manifest before anything is written: an incomplete export imports nothing. */
+async function checkExport(dir: string, counts: Record<string, number>): Promise<void> {
+  for (const [name, expected] of Object.entries(counts)) {
+    if (!tableNames.includes(name as TableName)) throw new CliError(`The export holds a table "${name}" this version does not know.`, 2);
+    let lines = 0;
+    for await (const _ of itemsIn(path.join(dir, `${name}.jsonl`))) lines++;
+    if (lines !== expected) throw new CliError(`${name}.jsonl holds ${lines} item(s), the manifest says ${expected}: the export is incomplete.`, 2);
   }
 }
 
 export function register(program: Command): void {
-  const group = program.command('tables').description('every table of the stack to files and back (restores, moves)');
+  const group = program.command('tables').description('tables of the stack to files and back (restores)');
   group
     .command('export')
-    .description('write every table to <dir> (one <table>.jsonl each and manifest.json)')
+    .description('write tables to <dir> (one <table>.jsonl each and manifest.json, mode 0600: delete them when done)')
     .requiredOption('--dir <dir>', 'folder to write (created; existing export files are replaced)')
+    .option('--only <tables>', 'only these tables (comma-separated): the ones a restore brings back')
     .option('--from <table=name...>', 'read these tables from other physical tables (a point-in-time restore, a retained table)')
-    .action(act<{ dir: string; from?: string[] }>(async ({ target, options, json }) => {
+    .action(act<{ dir: string; only?: string; from?: string[] }>(async ({ target, options, json }) => {
       const from = sources(options.from);
-      mkdirSync(options.dir, { recursive: true });
+      const names = options.only === undefined ? tableNames : listOf('--only', options.only);
+      mkdirSync(options.dir, { recursive: true, mode: 0o700 });
       const counts: Partial<Record<TableName, number>> = {};
-      for (const name of tableNames) {
-        const items = await scanTable(target.deps, from[name] ?? target.deps.tables[name]);
-        writeFileSync(path.join(options.dir, `${name}.jsonl`), items.map((i) => JSON.stringify(i)).join('\n') + (items.length ? '\n' : ''));
-        counts[name] = items.length;
+      for (const name of names) {
+        counts[name] = await exportTable(target.deps, from[name] ?? target.deps.tables[name], path.join(options.dir, `${name}.jsonl`));
+        if (!json) process.stderr.write(`  ${name}: ${counts[name]}\n`);
       }
-      writeFileSync(path.join(options.dir, 'manifest.json'), JSON.stringify({ exportedAt: new Date().toISOString(), counts }, null, 2));
-      printResult({ json }, { counts }, () => console.log(`Exported ${Object.entries(counts).map(([n, c]) => `${n} ${c}`).join(', ')} to ${options.dir}.`));
+      writeFileSync(path.join(options.dir, 'manifest.json'), JSON.stringify({ exportedAt: new Date().toISOString(), counts }, null, 2), { mode: PRIVATE });
+      printResult({ json }, { counts }, () => console.log(`Exported ${Object.entries(counts).map(([n, c]) => `${n} ${c}`).join(', ')} to ${options.dir} (signing secrets, key hashes and personal data: delete it when done).`));
     }));
   group
     .command('import')
-    .description('write an export into the stack\'s tables (items with the same key are replaced)')
+    .description('write the items an export holds that the stack\'s tables lack (existing items are never replaced), endpoints first, without re-emitting events')
     .requiredOption('--dir <dir>', 'folder written by `crm tables export`')
     .option('--only <tables>', 'only these tables (comma-separated)')
-    .option('--except <tables>', 'all tables but these (comma-separated): `--except endpoints` first, then `--only endpoints` once the fan-out has caught up, re-emits no event (docs/operations.md)')
-    .action(act<{ dir: string; only?: string; except?: string }>(async ({ target, options, json }) => {
+    .action(act<{ dir: string; only?: string }>(async ({ target, options, json }) => {
       const only = options.only === undefined ? undefined : listOf('--only', options.only);
-      const except = options.except === undefined ? [] : listOf('--except', options.except);
-      const wanted = (name: TableName) => (only ? only.includes(name) : !except.includes(name));
-      if (!existsSync(path.join(options.dir, 'manifest.json'))) throw new CliError(`${options.dir} holds no manifest.json: not an export of \`crm tables export\``, 2);
-      const manifest = JSON.parse(readFileSync(path.join(options.dir, 'manifest.json'), 'utf8')) as { counts: Record<string, number> };
-      const byTable = new Map<TableName, Item[]>();
-      for (const name of Object.keys(manifest.counts)) {
-        if (!tableNames.includes(name as TableName)) throw new CliError(`The export holds a table "${name}" this version does not know.`, 2);
-        const lines = readFileSync(path.join(options.dir, `${name}.jsonl`), 'utf8').split('\n').filter(Boolean);
-        if (lines.length !== manifest.counts[name]) throw new CliError(`${name}.jsonl holds ${lines.length} item(s), the manifest says ${manifest.counts[name]}: the export is incomplete.`, 2);
-        for (const item of lines.map((l) => JSON.parse(l) as Item)) {
-          const to = destination(name as TableName, item);
-          if (!byTable.has(to)) byTable.set(to, []);
-          byTable.get(to)!.push(item);
+      const counts = readManifest(options.dir);
+      await checkExport(options.dir, counts);
+      const restoredAt = new Date(target.deps.now()).toISOString();
+      const written: Partial<Record<TableName, number>> = {};
+      const present: Partial<Record<TableName, number>> = {};
+      // Endpoints first: a parked delivery the sweeper re-queues must find its endpoint.
+      for (const endpointsPass of [true, false]) {
+        for (const name of Object.keys(counts) as TableName[]) {
+          const inFlight = new Set<Promise<void>>();
+          for await (const item of itemsIn(path.join(options.dir, `${name}.jsonl`))) {
+            const to = destination(name, item);
+            if ((to === 'endpoints') !== endpointsPass || (only && !only.includes(to))) continue;
+            const marked = 'stream' in tables[to] ? { ...item, [restoredAtAttribute]: { S: restoredAt } } : item;
+            const put = putIfMissing(target.deps, to, marked).then((done) => {
+              const tally = done ? written : present;
+              tally[to] = (tally[to] ?? 0) + 1;
+            }).finally(() => inFlight.delete(put));
+            inFlight.add(put);
+            if (inFlight.size >= IMPORT_CONCURRENCY) await Promise.race(inFlight);
+          }
+          await Promise.all(inFlight);
         }
       }
-      const counts: Partial<Record<TableName, number>> = {};
-      for (const [name, items] of byTable) {
-        if (!wanted(name)) continue;
-        await writeAll(target.deps, target.deps.tables[name], items);
-        counts[name] = items.length;
-      }
-      printResult({ json }, { counts }, () => console.log(`Imported ${Object.entries(counts).map(([n, c]) => `${n} ${c}`).join(', ')}.`));
+      printResult({ json }, { counts: written, alreadyPresent: present }, () => console.log(`Imported ${Object.entries(written).map(([n, c]) => `${n} ${c}`).join(', ') || 'nothing'}; already present (kept as they are): ${Object.entries(present).map(([n, c]) => `${n} ${c}`).join(', ') || 'none'}.`));
     }));
 }

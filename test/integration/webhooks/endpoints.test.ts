@@ -1,9 +1,10 @@
 /** Webhook endpoints from the CLI and the domain: validation, limits, secrets shown once, rotation, health. */
 import { describe, it, expect, beforeAll, afterAll } from '@jest/globals';
 import { Webhook } from 'standardwebhooks';
-import { eventually, newTenant, runCli, testStack } from '../support/stack.js';
+import { eventually, newTenant, ownDeps, runCli, testStack } from '../support/stack.js';
 import { Receiver } from '../support/receiver.js';
-import { addEndpoint, getEndpoint, recordEndpointHealth, updateEndpoint } from '../../../functions/core/delivery/endpoints.js';
+import { tables } from '../../../lib/topology.js';
+import { addEndpoint, currentEndpoints, getEndpoint, recordEndpointHealth, updateEndpoint } from '../../../functions/core/delivery/endpoints.js';
 import { deliveryIdFor, recordDelivery } from '../../../functions/core/delivery/queue.js';
 import { findDelivery } from '../../../functions/core/delivery/redrive.js';
 import { webhookTestEvent } from '../../../functions/core/events/catalog.js';
@@ -14,6 +15,23 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await receiver.stop();
+});
+
+describe('the fan-out\'s endpoint read', () => {
+  it('asks for the routing fields alone (Select SPECIFIC_ATTRIBUTES, the projection its IAM grant allows): never a signing secret', async () => {
+    const { deps } = await testStack();
+    const { organizationId: org } = await newTenant();
+    const { endpoint } = await addEndpoint(deps, org, { url: `${receiver.url}/routing`, events: 'client.created' });
+    const sent: Record<string, unknown>[] = [];
+    const watched = await ownDeps();
+    watched.doc.middlewareStack.add((next) => async (args) => { sent.push(args.input as Record<string, unknown>); return next(args); }, { step: 'initialize', name: 'recordInput' });
+    const read = await currentEndpoints(watched, org);
+    expect(read).toEqual([expect.objectContaining({ id: endpoint.id, events: ['client.created'], enabled: true, secrets: [] })]);
+    expect(sent).toEqual([expect.objectContaining({ Select: 'SPECIFIC_ATTRIBUTES' })]);
+    const projected = Object.values(sent[0].ExpressionAttributeNames as Record<string, string>);
+    expect(projected.sort()).toEqual([...tables.endpoints.readableFields].sort());
+    expect(projected).not.toContain('secrets');
+  });
 });
 
 describe('crm webhooks', () => {

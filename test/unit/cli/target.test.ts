@@ -78,6 +78,16 @@ describe('crm --stage <stage>: region and local mode', () => {
     expect(target.describe).toContain('eu-west-1');
   });
 
+  it('uses the stage\'s region from lib/stages.ts over AWS_REGION (the stack lives there); a stage without one falls back to the SDK\'s', async () => {
+    process.env.AWS_REGION = 'us-east-2';
+    jest.spyOn(console, 'error').mockImplementation(() => undefined);
+    const target = await resolveTarget({ stage: 'prod', stackFile: '/nonexistent/stack.json' });
+    expect(await Promise.all([target.deps.dynamodb, target.deps.sqs, target.streams].map((c) => c.config.region()))).toEqual(['eu-west-1', 'eu-west-1', 'eu-west-1']);
+    expect(await (cfn.call(0).thisValue as { config: { region: () => Promise<string> } }).config.region()).toBe('eu-west-1');
+    const other = await resolveTarget({ stage: 'qa', stackFile: '/nonexistent/stack.json' });
+    expect(await other.deps.dynamodb.config.region()).toBe('us-east-2');
+  });
+
   it('never runs a deployed stage in local mode, even if its parameter says local: true', async () => {
     process.env.AWS_REGION = 'eu-west-1';
     const warn = jest.spyOn(console, 'error').mockImplementation(() => undefined);

@@ -47,6 +47,16 @@ describe.each(['aws', 'local'] as Shape[])('events from %s stream records', (sha
       for (const hidden of ['pk', 'sk', 'gsi1pk', 'gsi1sk', 'entity', 'expiresAt', 'sms_consent_proof', 'lastUsedAt']) expect(created.data.object).not.toHaveProperty(hidden);
     });
 
+    it('a restore (a change setting a new restoredAt) emits nothing; a later change that keeps it is an ordinary change', () => {
+      const restored = given.client({ restoredAt: later });
+      expect(inserted(restored)).toEqual([]);
+      expect(modified(given.client({ status: 'customer' }), restored)).toEqual([]);
+      expect(modified(given.client({ restoredAt: at }), restored)).toEqual([]);
+      expect(types(modified(restored, given.client({ restoredAt: later, status: 'customer' })))).toEqual(['client.updated']);
+      expect(types(modified(restored, given.client({ status: 'customer' })))).toEqual(['client.updated']);
+      expect(types(inserted(given.client()))).toEqual(['client.created']);
+    });
+
     it('a client stored without sms_consent is sent with sms_consent: false', () => {
       const { sms_consent: _c, sms_consent_proof: _p, ...item } = given.client();
       expect(inserted(item)[0].data.object).toMatchObject({ sms_consent: false });
