@@ -232,9 +232,14 @@ export interface RouteSpec {
   /** A segment `{name}` is a path parameter (one segment); a static sibling wins over it, as on API Gateway. */
   path: string;
   function: FunctionName;
+  /**
+   * Only for pages of this API's own origin (the settings page and its API): no CORS headers on its
+   * answers and no preflight, so no other origin's script may call it (docs/settings.md).
+   */
+  sameOrigin?: true;
 }
 
-const settingsRoute = (method: RouteSpec['method'], path: string): RouteSpec => ({ method, path, function: 'settingsApi' });
+const settingsRoute = (method: RouteSpec['method'], path: string): RouteSpec => ({ method, path, function: 'settingsApi', sameOrigin: true });
 export const routes: RouteSpec[] = [
   { method: 'GET', path: '/api/webhook/leads', function: 'leadIntake' },
   { method: 'POST', path: '/api/webhook/leads', function: 'leadIntake' },
@@ -255,6 +260,7 @@ export const routes: RouteSpec[] = [
   settingsRoute('POST', '/api/settings/webhooks/{id}/test'),
   settingsRoute('GET', '/api/settings/deliveries'),
   settingsRoute('POST', '/api/settings/deliveries/redeliver'),
+  settingsRoute('POST', '/api/settings/deliveries/recover'),
   settingsRoute('GET', '/api/settings/deliveries/{id}'),
   settingsRoute('POST', '/api/settings/deliveries/{id}/redeliver'),
   settingsRoute('GET', '/api/settings/requests'),
@@ -288,6 +294,9 @@ export const corsPreflightHeaders = (methods: string[]): Record<string, string> 
   'Access-Control-Max-Age': String(cors.maxAgeSeconds),
   'Access-Control-Allow-Methods': [...methods, 'OPTIONS'].join(','),
 });
+
+/** Whether a browser of another origin may call `path` (a preflight is answered there): every route but the same-origin ones. */
+export const crossOrigin = (path: string) => routes.some((r) => r.path === path && !r.sameOrigin);
 
 /** Methods served on a route's path, a resource path like `/api/settings/keys/{id}` (an ANY on the path answers the others 405). */
 export const methodsOn = (path: string) => [...new Set(routes.filter((r) => r.path === path).map((r) => r.method))];
@@ -339,6 +348,13 @@ export interface GatewayAnswerSpec {
   headers?: Record<string, string>;
 }
 
+/**
+ * API Gateway compresses an answer of at least this many bytes (gzip or deflate, as the client's
+ * Accept-Encoding asks; it has no br): the settings page's script and styles, a page of deliveries.
+ * The local gateway does the same (lib/local/http-server.ts).
+ */
+export const compressionMinBytes = 1024;
+
 /** API Gateway's hard payload limit (REQUEST_TOO_LARGE); the function enforces its own, smaller one. */
 export const gatewayMaxBodyBytes = 10 * 1024 * 1024;
 
@@ -372,7 +388,7 @@ export const apiResourcePaths = (): string[] => [...new Set(['/', ...routes.flat
 export function apiMethodFor(pathname: string, method: string): { resource: string; method: string; throttle: ThrottleSpec } {
   const { resource, proxy } = resourceFor(pathname);
   const served = proxy ? [] : methodsOn(resource);
-  if (served.includes(method as RouteSpec['method']) || (served.length > 0 && method === 'OPTIONS')) {
+  if (served.includes(method as RouteSpec['method']) || (served.length > 0 && method === 'OPTIONS' && crossOrigin(resource))) {
     const fn = routes.find((r) => r.path === resource)!.function;
     return { resource, method, throttle: functionThrottles[fn] ?? routeThrottle };
   }

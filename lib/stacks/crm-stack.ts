@@ -4,7 +4,7 @@
  * event sources, the REST API with its routes and CORS, alarms and outputs. Nothing about tables,
  * queues, functions or routes is written here that the topology does not say.
  */
-import { ArnFormat, CfnOutput, Duration, RemovalPolicy, Stack, Validations, type StackProps } from 'aws-cdk-lib';
+import { ArnFormat, CfnOutput, Duration, RemovalPolicy, Size, Stack, Validations, type StackProps } from 'aws-cdk-lib';
 import * as apigw from 'aws-cdk-lib/aws-apigateway';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
@@ -23,7 +23,7 @@ import * as ssm from 'aws-cdk-lib/aws-ssm';
 import * as wafv2 from 'aws-cdk-lib/aws-wafv2';
 import type { Construct } from 'constructs';
 import {
-  catchAllAnswers, cors, corsResponseHeaders, edgeRules, functions, gatewayProblemBody, gatewayResponses, methodsOn, metricsNamespace,
+  catchAllAnswers, compressionMinBytes, cors, corsResponseHeaders, crossOrigin, edgeRules, functions, gatewayProblemBody, gatewayResponses, methodsOn, metricsNamespace,
   mockRequestContentTypes, mockRequestTemplate, edgeKeys, type EdgeKeySpec, type EdgeRuleSpec,
   outputKeys, queues, routes, secrets, hasParameterChild, type SecretName, type SecretSpec, serviceName, settingsParameterName, tables, apiMethodFor, catchAllThrottle,
   type EventSourceSpec, type GatewayAnswerSpec, type GatewayResponseType, type FunctionName, type FunctionSpec, type QueueName, type QueueSpec, type TableName, type TableSpec,
@@ -254,6 +254,8 @@ export class CrmStack extends Stack {
       restApiName: `crm-integration-${stage}`,
       description: 'CRM integration API: lead intake',
       endpointTypes: [apigw.EndpointType.REGIONAL],
+      // gzip/deflate of larger answers (the settings page's assets): lib/topology.ts compressionMinBytes.
+      minCompressionSize: Size.bytes(compressionMinBytes),
       // Execution logs (errors only) need the account-level CloudWatch role.
       cloudWatchRole: true,
       deployOptions: {
@@ -262,7 +264,7 @@ export class CrmStack extends Stack {
         // each lead method and preflight gets the capacity-sized one (docs/capacity.md).
         throttlingRateLimit: catchAllThrottle.rateLimit,
         throttlingBurstLimit: catchAllThrottle.burstLimit,
-        methodOptions: Object.fromEntries([...new Set(routes.map((r) => r.path))].flatMap((path) => [...methodsOn(path), 'OPTIONS'].map((method) => {
+        methodOptions: Object.fromEntries([...new Set(routes.map((r) => r.path))].flatMap((path) => [...methodsOn(path), ...(crossOrigin(path) ? ['OPTIONS'] : [])].map((method) => {
           const { throttle } = apiMethodFor(path, method);
           // A method's own entry replaces the stage default entirely: repeat the logging level.
           return [`${path}/${method}`, { throttlingRateLimit: throttle.rateLimit, throttlingBurstLimit: throttle.burstLimit, loggingLevel: apigw.MethodLoggingLevel.ERROR }];
@@ -300,8 +302,8 @@ export class CrmStack extends Stack {
       if (allowed.length > 0) {
         resource.addMethod('ANY', ...this.answerWithoutFunction(catchAllAnswers.methodNotAllowed(allowed)));
         // Preflights are answered by API Gateway itself, without a key. Expose-Headers is not a
-        // preflight header: it is on every real answer.
-        resource.addCorsPreflight({
+        // preflight header: it is on every real answer. Same-origin routes (settings) have none.
+        if (crossOrigin(resource.path)) resource.addCorsPreflight({
           allowOrigins: cors.allowOrigins,
           allowHeaders: cors.allowHeaders,
           allowMethods: [...allowed, 'OPTIONS'],

@@ -11,7 +11,7 @@ import { methodNotAllowed, toProblem, tooManyRequests, unsupportedMediaType } fr
 import { readJsonBody, type Caller, type HttpOutcome, type HttpRequest } from '../platform/http-request.js';
 import type { AuthContext } from '../platform/model.js';
 import { logger } from '../platform/observability.js';
-import { authenticate, ExposedSecretKeyError } from '../tenancy/authenticate.js';
+import { authenticate, ExposedSecretKeyError, RejectedKeyError } from '../tenancy/authenticate.js';
 import { checkAddressRateLimit, checkRateLimit, rateLimitFor, rateLimitHeaders, reserveDailyCall, type RateLimitState } from '../tenancy/rate-limit.js';
 import { createLead } from './create-lead.js';
 import { remainingTimeUntil, runIdempotent, validateIdempotencyKey } from './idempotency.js';
@@ -65,6 +65,8 @@ export async function handleLeadRequest(deps: Deps, request: HttpRequest): Promi
   } catch (error) {
     // Recorded under the key's organization, so its owner sees that a secret key sits in a page.
     if (error instanceof ExposedSecretKeyError) known = { ...known, organizationId: error.organizationId, keyId: error.keyId, outcome: 'secret-key-exposed' };
+    // A revoked or expired key's refused call, in its owner's request log (not billed: nothing was created).
+    if (error instanceof RejectedKeyError) known = { ...known, organizationId: error.organizationId, keyId: error.keyId, outcome: error.reason };
     if (wantsHtml(request)) return errorPage(error, request, known);
     return { ...known, error };
   }

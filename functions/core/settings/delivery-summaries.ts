@@ -13,7 +13,7 @@ import { queryAll } from '../platform/query.js';
 /** What deliverySummary (views.ts) shows: no payload. */
 export type DeliverySummaryRecord = Omit<DeliveryRecord, 'payload'>;
 
-const shown = ['id', 'organizationId', 'endpointId', 'eventId', 'eventType', 'status', 'reason', 'attempts', 'olderAttempts', 'createdAt', 'updatedAt', 'nextAttemptAt'] as const;
+const shown = ['id', 'organizationId', 'endpointId', 'eventId', 'eventType', 'status', 'reason', 'attempts', 'olderAttempts', 'createdAt', 'updatedAt', 'nextAttemptAt', 'payloadOmitted'] as const;
 
 export async function listDeliverySummaries(deps: Deps, organizationId: string): Promise<DeliverySummaryRecord[]> {
   const items = await queryAll(deps, {

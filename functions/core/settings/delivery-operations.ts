@@ -1,0 +1,139 @@
+/**
+ * The settings API's delivery log and re-delivery (docs/settings.md "Deliveries"): list with
+ * filters and search, one delivery with its attempts, re-deliver one (also "Retry now" for one
+ * still retrying), re-deliver the failed ones, and "Recover" (the failed ones since a time, counted
+ * first). Re-queuing is the domain's (delivery/redrive.ts); nothing here writes a delivery record.
+ */
+import { notFound, validationFailed, type FieldError } from '../platform/errors.js';
+import { getEndpoint, listEndpoints, type EndpointSummary } from '../delivery/endpoints.js';
+import { redriveDelivery, redriveFailed } from '../delivery/redrive.js';
+import { hollowPayloadReason } from '../delivery/deliver.js';
+import { findOrganizationDelivery } from '../delivery/first-outcome.js';
+import { normalizeEventName } from '../delivery/subscriptions.js';
+import { listDeliverySummaries, type DeliverySummaryRecord } from './delivery-summaries.js';
+import { decodeCursor, encodeCursor, limitOf, objectBody, timeOf, unknownFields, type Context, type Operation } from './request-fields.js';
+import { deliveryDetail, deliverySummary, isRetrying, type DeliveryStatusView } from './views.js';
+
+/** The statuses the deliveries list filters by (an unknown one is a 422, not an empty list). */
+const DELIVERY_STATUSES: DeliveryStatusView[] = ['pending', 'retrying', 'delivered', 'failed', 'skipped'];
+/** Failed deliveries one "Re-deliver all failed" or "Recover" re-queues (newest first); the answer's `remaining` counts the rest. */
+export const REDELIVER_ALL_MAX = 500;
+
+interface Filter { endpointId?: string; eventType?: string; search?: string; since?: string; until?: string }
+
+const matches = (d: DeliverySummaryRecord, f: Filter) =>
+  (!f.endpointId || d.endpointId === f.endpointId) &&
+  (!f.eventType || d.eventType === f.eventType) &&
+  (!f.search || d.id === f.search || d.eventId === f.search) &&
+  (!f.since || d.createdAt >= f.since) &&
+  (!f.until || d.createdAt <= f.until);
+
+const byStatus = (status: string | undefined) => (d: DeliverySummaryRecord) =>
+  status === 'retrying' ? isRetrying(d)
+    : status === 'pending' ? d.status === 'pending' && !isRetrying(d)
+      : !status || d.status === status;
+
+async function requireEndpointOf(c: Context, endpointId: string | undefined): Promise<void> {
+  if (endpointId && !(await getEndpoint(c.deps, c.organization.id, endpointId))) throw notFound(`No endpoint ${endpointId}.`);
+}
+
+async function requireDelivery(c: Context) {
+  const delivery = await findOrganizationDelivery(c.deps, c.organization.id, c.params.id);
+  if (!delivery) throw notFound(`No delivery ${c.params.id}.`);
+  return delivery;
+}
+
+const urlsOf = (endpoints: EndpointSummary[]) => new Map(endpoints.map((e) => [e.id, e.url]));
+
+/**
+ * Where a re-queued delivery goes next, from its endpoint's state: a disabled endpoint skips it, a
+ * paused one (circuit open after failures) holds it until the pause ends, without using an attempt.
+ */
+function endpointState(endpoint: EndpointSummary | undefined) {
+  if (!endpoint) return { state: 'removed' as const };
+  if (!endpoint.enabled) return { state: 'disabled' as const };
+  if (endpoint.circuit.state === 'open') return { state: 'paused' as const, until: endpoint.circuit.until ?? null };
+  return { state: endpoint.circuit.state === 'half-open' ? 'recovering' as const : 'ready' as const };
+}
+
+/** The body of a bulk re-delivery ("Re-deliver all failed", "Recover"), validated. */
+function bulkBody(c: Context, fields: string[]): Record<string, string | boolean | undefined> {
+  const body = objectBody(c.request, true);
+  const errors: FieldError[] = [];
+  for (const field of fields) {
+    if (field === 'dry_run') {
+      if (body[field] !== undefined && typeof body[field] !== 'boolean') errors.push({ field, message: 'must be true or false' });
+    } else if (body[field] !== undefined && typeof body[field] !== 'string') errors.push({ field, message: 'must be text' });
+  }
+  errors.push(...unknownFields(body, fields));
+  if (errors.length) throw validationFailed(errors);
+  return body as Record<string, string | boolean | undefined>;
+}
+
+/** Re-queues the failed deliveries of `filter` (bounded: see REDELIVER_ALL_MAX), with the count of those still retrying on their own. */
+async function redeliverFailed(c: Context, filter: Filter) {
+  const { redriven, hollow, remaining } = await redriveFailed(c.deps, { organizationId: c.organization.id, ...filter }, undefined, { sweepDeadLetters: false, limit: REDELIVER_ALL_MAX });
+  // "Failed" is final: one still being retried is not failed yet; the answer says how many there are, so "none failed" is never said over red rows.
+  const retrying = (await listDeliverySummaries(c.deps, c.organization.id)).filter((d) => isRetrying(d) && matches(d, filter)).length;
+  return { count: redriven, retrying, ...(remaining ? { remaining } : {}), ...(hollow ? { notRedeliverable: hollow } : {}) };
+}
+
+export const deliveryOperations: Record<string, Operation> = {
+  'GET /api/settings/deliveries': async (c) => {
+    const { status, endpoint, cursor, event_type: eventType, search } = c.query;
+    const limit = limitOf(c.query.limit);
+    if (status && !DELIVERY_STATUSES.includes(status as DeliveryStatusView)) throw validationFailed([{ field: 'status', message: `must be one of ${DELIVERY_STATUSES.join(', ')}` }]);
+    const type = eventType ? normalizeEventName(eventType) : undefined;
+    if (eventType && !type) throw validationFailed([{ field: 'event_type', message: `unknown event ${eventType}` }]);
+    await requireEndpointOf(c, endpoint);
+    const after = cursor ? decodeCursor(cursor) : undefined;
+    const filter: Filter = { endpointId: endpoint, eventType: type, search: search?.trim() || undefined, since: timeOf('since', c.query.since), until: timeOf('until', c.query.until) };
+    // Summaries only (no payloads): see delivery-summaries.ts.
+    const filtered = (await listDeliverySummaries(c.deps, c.organization.id)).filter((d) => matches(d, filter) && byStatus(status)(d));
+    // Newest first by (createdAt, id): the cursor is the last item of the previous page.
+    const ordered = filtered.sort((a, b) => b.createdAt.localeCompare(a.createdAt) || b.id.localeCompare(a.id));
+    const rest = after ? ordered.filter((d) => d.createdAt < after.createdAt || (d.createdAt === after.createdAt && d.id < after.id)) : ordered;
+    const page = rest.slice(0, limit);
+    const urls = urlsOf(await listEndpoints(c.deps, c.organization.id));
+    return { status: 200, body: { deliveries: page.map((d) => deliverySummary(d, urls)), nextCursor: rest.length > limit ? encodeCursor(page.at(-1)!) : null } };
+  },
+  'GET /api/settings/deliveries/{id}': async (c) => {
+    const delivery = await requireDelivery(c);
+    return { status: 200, body: { delivery: deliveryDetail(delivery, urlsOf(await listEndpoints(c.deps, c.organization.id))) } };
+  },
+  'POST /api/settings/deliveries/{id}/redeliver': async (c) => {
+    const before = await requireDelivery(c);
+    // A tenant's click never sweeps the shared dead-letter queue (redrive.ts RedriveOptions).
+    await redriveDelivery(c.deps, c.params.id, { sweepDeadLetters: false });
+    await c.audit('delivery.redelivered', c.params.id, { status: isRetrying(before) ? 'retrying' : before.status });
+    const [delivery, endpoints] = await Promise.all([requireDelivery(c), listEndpoints(c.deps, c.organization.id)]);
+    return { status: 202, body: { delivery: deliverySummary(delivery, urlsOf(endpoints)), endpoint: endpointState(endpoints.find((e) => e.id === delivery.endpointId)) } };
+  },
+  'POST /api/settings/deliveries/redeliver': async (c) => {
+    const body = bulkBody(c, ['endpoint', 'since', 'until']);
+    const endpointId = body.endpoint as string | undefined;
+    await requireEndpointOf(c, endpointId);
+    const filter = { endpointId, since: timeOf('since', body.since as string | undefined), until: timeOf('until', body.until as string | undefined) };
+    const answer = await redeliverFailed(c, filter);
+    await c.audit('deliveries.redelivered', endpointId, { count: answer.count, since: filter.since, until: filter.until });
+    return { status: 202, body: answer };
+  },
+  'POST /api/settings/deliveries/recover': async (c) => {
+    const body = bulkBody(c, ['since', 'endpoint_id', 'dry_run']);
+    if (typeof body.since !== 'string') throw validationFailed([{ field: 'since', message: 'is required: an ISO-8601 time' }]);
+    const since = timeOf('since', body.since)!;
+    if (since > new Date(c.deps.now()).toISOString()) throw validationFailed([{ field: 'since', message: 'must not be in the future' }]);
+    const endpointId = body.endpoint_id as string | undefined;
+    await requireEndpointOf(c, endpointId);
+    const filter = { endpointId, since };
+    if (body.dry_run === true) {
+      // The count first (nothing queued): what "Recover" would send again.
+      const failed = (await listDeliverySummaries(c.deps, c.organization.id)).filter((d) => d.status === 'failed' && matches(d, filter));
+      const hollow = failed.filter((d) => hollowPayloadReason(d)).length;
+      return { status: 200, body: { count: failed.length - hollow, ...(hollow ? { notRedeliverable: hollow } : {}), dryRun: true } };
+    }
+    const answer = await redeliverFailed(c, filter);
+    await c.audit('deliveries.recovered', endpointId, { count: answer.count, since });
+    return { status: 202, body: answer };
+  },
+};
