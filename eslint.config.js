@@ -24,7 +24,7 @@ export default tseslint.config(
     // Scripts served to browsers (the settings page): browser globals only.
     files: ['functions/*/page/**/*.js'],
     languageOptions: {
-      globals: Object.fromEntries(['document', 'location', 'history', 'sessionStorage', 'navigator', 'fetch', 'URL', 'URLSearchParams',
+      globals: Object.fromEntries(['document', 'window', 'setInterval', 'clearTimeout', 'location', 'history', 'sessionStorage', 'navigator', 'fetch', 'URL', 'URLSearchParams',
         'Node', 'setTimeout', 'atob'].map((name) => [name, 'readonly'])),
     },
   },
