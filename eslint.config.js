@@ -25,7 +25,7 @@ export default tseslint.config(
     files: ['functions/*/page/**/*.js'],
     languageOptions: {
       globals: Object.fromEntries(['document', 'window', 'setInterval', 'clearTimeout', 'location', 'history', 'sessionStorage', 'navigator', 'fetch', 'URL', 'URLSearchParams',
-        'Node', 'setTimeout', 'atob'].map((name) => [name, 'readonly'])),
+        'Node', 'setTimeout', 'atob', 'CSS'].map((name) => [name, 'readonly'])),
     },
   },
 );

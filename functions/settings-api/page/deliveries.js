@@ -14,6 +14,8 @@ let extraPages = 0;
 // Filters change faster than answers come back: only the latest request's answer is shown.
 let latest = 0;
 let openId = null;
+/** What the first page showed last: a live refresh that finds the same leaves the table (and the focus in it) alone. */
+let shownFirstPage = '';
 
 export function renderEndpointFilter() {
   for (const id of ['filter-endpoint', 'recover-endpoint']) {
@@ -59,6 +61,10 @@ export async function loadDeliveries({ more = false, quiet = false } = {}) {
     if (request !== latest) return;
     cursor = page.nextCursor;
     extraPages = more ? extraPages + 1 : 0;
+    // Past next-try times fall out of view as time passes, so the clock is part of what is shown.
+    const seen = JSON.stringify([page, page.deliveries.map((d) => upcoming(d.nextAttemptAt))]);
+    if (quiet && !more && seen === shownFirstPage) return;
+    if (!more) shownFirstPage = seen;
     render(page.deliveries, more);
   } catch (error) {
     if (error.status !== 401 && request === latest && !quiet) fill(body, problemAlert(error));

@@ -37,15 +37,18 @@ function renderWebhooks() {
     fill(body, empty('No webhooks yet — add an endpoint to get events', 'An endpoint is a URL on your server that receives a signed POST for each event.'));
     return;
   }
-  // A live refresh keeps what is being done in a card (a test in progress, its outcome).
+  // A live refresh keeps a card whose endpoint did not change (a test in progress, its outcome);
+  // a changed one (paused, resumed) is drawn anew with its test's outcome and chosen type moved over.
   const cards = new Map([...body.querySelectorAll('.endpoint')].map((card) => [card.dataset.endpointId, card]));
   fill(body, endpoints.map((endpoint) => {
-    const card = renderEndpoint(endpoint);
     const old = cards.get(endpoint.id);
+    const state = JSON.stringify(endpoint);
+    if (old?.dataset.state === state) return old;
+    const card = renderEndpoint(endpoint);
+    card.dataset.state = state;
     if (old) {
       for (const slot of ['.test-outcome', '.test-errors']) card.querySelector(slot).replaceChildren(...old.querySelector(slot).childNodes);
-      const select = old.querySelector('select');
-      if (select) card.querySelector('select').value = select.value;
+      card.querySelector('select').value = old.querySelector('select').value;
     }
     return card;
   }));
@@ -92,11 +95,16 @@ function renderEndpoint(endpoint) {
 
 const lastAttempt = (delivery) => delivery.attempts?.[delivery.attempts.length - 1] ?? null;
 
-async function sendTest(endpoint, eventType, button, outcome, errors) {
+/** The card's slot as it is now: a live refresh may have drawn the card anew meanwhile. */
+const slotOf = (endpoint, name) => document.querySelector(`[data-endpoint-id="${CSS.escape(endpoint.id)}"] .${name}`);
+
+async function sendTest(endpoint, eventType, button, firstOutcome, errors) {
   errors.replaceChildren();
+  let outcome = firstOutcome;
   fill(outcome, h('p', { class: 'loading' }, h('span', { class: 'spinner', 'aria-hidden': 'true' }), `Sending a test ${eventType} event and waiting for your endpoint to answer…`));
   const body = eventType === 'webhook.test' ? {} : { event_type: eventType };
   const result = await busy(button, 'Sending…', () => api(`/webhooks/${encodeURIComponent(endpoint.id)}/test`, { method: 'POST', body }), errors);
+  outcome = slotOf(endpoint, 'test-outcome') ?? outcome;
   if (!result) {
     outcome.replaceChildren();
     return;

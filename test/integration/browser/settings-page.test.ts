@@ -3,10 +3,13 @@
  * opened from a settings link as an admin would (`crm settings-link`). Keys made on the page are
  * used on the lead endpoint; webhooks go to a loopback receiver that verifies each request with
  * `standardwebhooks`. The tests run in the order an admin acts, sharing one organization.
- * Screenshots land in test-artifacts/settings/ (git-ignored).
+ * axe-core (injected from its package) checks the page at desktop width and at 375 px.
+ * Screenshots land in test-artifacts/settings/ (git-ignored); with UPDATE_SCREENSHOTS=1 those that
+ * docs/settings.md shows are written to docs/img/ too.
  */
 import { describe, it, expect, beforeAll, afterAll, afterEach } from '@jest/globals';
-import { existsSync, mkdirSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Locator, type Page } from 'playwright-core';
 import { eventually, runCli, testStack } from '../support/stack.js';
@@ -14,7 +17,7 @@ import { Receiver } from '../support/receiver.js';
 import { createOrganization } from '../../../functions/core/tenancy/organizations.js';
 import { createApiKey } from '../../../functions/core/tenancy/api-keys.js';
 import { addEndpoint } from '../../../functions/core/delivery/endpoints.js';
-import { expiredSettingsLink } from './settings-links.js';
+import { expiredSettingsLink, settingsLinkExpiringIn } from './settings-links.js';
 
 // Browser globals used inside page.evaluate callbacks (the project's tsconfig has no DOM library).
 declare const sessionStorage: { getItem(key: string): string | null };
@@ -22,6 +25,9 @@ declare const navigator: { clipboard: { readText(): Promise<string> } };
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const shots = path.resolve('test-artifacts/settings');
+/** The screenshots docs/settings.md shows, rewritten only on request. */
+const docShots = process.env.UPDATE_SCREENSHOTS === '1' ? path.resolve('docs/img') : undefined;
+const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
 let browser: Browser;
 let context: BrowserContext;
@@ -57,6 +63,16 @@ async function screenshot(page: Page, name: string, fullPage = true): Promise<vo
   // From the top: a full-page capture of a scrolled page draws the sticky header mid-page.
   if (fullPage) await page.evaluate('window.scrollTo(0, 0)');
   await page.screenshot({ path: path.join(shots, `${name}.png`), fullPage });
+  if (docShots) copyFileSync(path.join(shots, `${name}.png`), path.join(docShots, `settings-${name}.png`));
+}
+
+interface AxeViolation { id: string; impact: string | null; help: string; nodes: { target: string[] }[] }
+/** axe-core's serious and critical violations on the page as it is now (its script added by the test, not the page). */
+async function seriousViolations(page: Page): Promise<string[]> {
+  // Evaluated through the DevTools protocol: the page's CSP (rightly) refuses an inline script tag.
+  if (!(await page.evaluate('typeof window.axe !== "undefined"'))) await page.evaluate(axeSource);
+  const violations = await page.evaluate('window.axe.run(document, { resultTypes: ["violations"] }).then((r) => r.violations)') as AxeViolation[];
+  return violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.impact} ${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`);
 }
 
 const button = (scope: Page | Locator, name: string) => scope.getByRole('button', { name, exact: true });
@@ -109,6 +125,7 @@ beforeAll(async () => {
   orgB = { id: b.id, key: bKey.key, keyId: bKey.record.keyId, endpointId: bEndpoint.endpoint.id, endpointUrl: bEndpoint.endpoint.url };
 
   mkdirSync(shots, { recursive: true });
+  if (docShots) mkdirSync(docShots, { recursive: true });
   browser = await chromium.launch({
     executablePath: CHROMIUM,
     args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
@@ -153,6 +170,8 @@ describe('the settings page, opened from a settings link', () => {
     expect(quickstart).toContain(`${info.apiUrl}/api/webhook/leads`);
     expect(quickstart).toContain('$CRM_API_KEY');
     expect(quickstart).not.toMatch(/crm_(live|pub)_[0-9A-Za-z]{8,}/);
+    expect(quickstart).not.toContain('uuidgen');
+    expect(await page.locator('h1:visible').count()).toBe(1);
     await page.getByText('No webhooks yet — add an endpoint to get events').waitFor();
     await screenshot(page, 'overview');
 
@@ -167,6 +186,11 @@ describe('the settings page, opened from a settings link', () => {
     await page.locator('#key-form [type=submit]').click();
     firstKey = await shownOnce(page, 'keys', 'Your new key “Website backend”');
     expect(firstKey).toMatch(/^crm_live_[0-9A-Za-z]+$/);
+    // The line the quick start's commands read the key from, beside it.
+    expect(await page.locator('[data-testid="export-line"]').textContent()).toBe(`export CRM_API_KEY='${firstKey}'`);
+    // Told apart by its last 4 characters and its id.
+    await keyRow(page, 'Website backend').locator('code', { hasText: `…${firstKey.slice(-4)}` }).waitFor();
+    expect(await keyRow(page, 'Website backend').innerText()).toMatch(/key_\w+/);
 
     await button(page.locator('#keys .reveal'), 'Copy').click();
     expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(firstKey);
@@ -183,25 +207,33 @@ describe('the settings page, opened from a settings link', () => {
   });
 
   it('rotating with a grace period shows the new key once; old and new both work during the grace', async () => {
-    await button(keyRow(page, 'Website backend'), 'Rotate').click();
+    await keyRow(page, 'Website backend').getByRole('button', { name: /^Rotate “Website backend”/ }).click();
     await page.getByLabel('Keep the old one working for').selectOption('24');
     await page.locator('#rotate-submit').click();
     rotatedKey = await shownOnce(page, 'keys', 'New key for “Website backend”');
     expect(rotatedKey).toMatch(/^crm_live_/);
     expect(rotatedKey).not.toBe(firstKey);
-    await page.locator('#keys tbody .badge', { hasText: 'expiring' }).waitFor();
+    // The old key is labelled as such, with when it stops working; the new one by its own last 4.
+    const oldRow = page.locator('#keys tbody tr', { has: page.locator('code', { hasText: `…${firstKey.slice(-4)}` }) });
+    await oldRow.locator('.badge', { hasText: /^old$/ }).waitFor();
+    expect(await oldRow.innerText()).toMatch(/works until/);
+    await page.locator('#keys tbody tr', { has: page.locator('code', { hasText: `…${rotatedKey.slice(-4)}` }) }).locator('.badge', { hasText: /^active$/ }).waitFor();
     await screenshot(page, 'key-rotated');
 
     expect(await leadEndpointStatus(rotatedKey)).toBe(200);
     expect(await leadEndpointStatus(firstKey)).toBe(200);
   });
 
-  it('revoking asks for confirmation; afterwards the key is refused (401)', async () => {
+  it('revoking asks for confirmation naming the key; afterwards the key is refused (401), within the time the page states, and the refusal is in the request log', async () => {
     const activeRow = page.locator('#keys tbody tr', { has: page.locator('.badge', { hasText: 'active' }) })
       .filter({ has: page.getByRole('rowheader', { name: /^Website backend/ }) });
-    await button(activeRow, 'Revoke').click();
+    await activeRow.getByRole('button', { name: /^Revoke “Website backend”/ }).click();
     const dialog = page.getByRole('dialog', { name: /Revoke/ });
     await dialog.waitFor();
+    // The confirmation names the key by name, id and last 4, and says how long a revocation takes to reach every server.
+    const keyId = await activeRow.getAttribute('data-key-id');
+    expect(await dialog.innerText()).toContain(`“Website backend” (${keyId}, …${rotatedKey.slice(-4)})`);
+    expect(await dialog.innerText()).toMatch(/refused within \d+ seconds/);
     await screenshot(page, 'key-revoke-confirm', false);
     await button(dialog, 'Revoke key').click();
     await page.locator('#keys-status', { hasText: 'revoked' }).waitFor();
@@ -210,6 +242,12 @@ describe('the settings page, opened from a settings link', () => {
     // Key lookups are cached for a second on the test stack (keyCacheTtlSeconds).
     await eventually(async () => (await leadEndpointStatus(rotatedKey)) === 401, { what: 'the revoked key refused' });
     expect(await leadEndpointStatus(firstKey)).toBe(200); // still in its grace period
+
+    // The refused call is logged under the organization, with the key's name (and never billed).
+    await button(page.locator('#requests'), 'Refresh').click();
+    const refused = page.locator('#requests tbody tr', { hasText: 'refused: the key is revoked' });
+    await refused.first().waitFor();
+    expect(await refused.first().innerText()).toMatch(/401[\s\S]*Website backend/);
   });
 
   it('Add endpoint: events grouped with both name forms, the secret shown once; Send test event shows the outcome, the receiver verifies it', async () => {
@@ -245,6 +283,14 @@ describe('the settings page, opened from a settings link', () => {
     const [received] = receiver.on('/hooks/ok');
     expect(received.verifyError).toBeUndefined();
     expect(received.event).toMatchObject({ type: 'webhook.test', organization_id: orgA });
+
+    // A test event of a type the endpoint subscribes to: its catalog example, marked as a test.
+    await card.getByLabel(/Test event type/).selectOption('client.created');
+    await button(card, 'Send test event').click();
+    await card.locator('.outcome', { hasText: 'client.created' }).waitFor({ timeout: 15_000 });
+    const typed = receiver.on('/hooks/ok').at(-1)!;
+    expect(typed.verifyError).toBeUndefined();
+    expect(JSON.parse(typed.body)).toMatchObject({ type: 'client.created', organization_id: orgA, test: true, data: { object: { organization_id: orgA } } });
   });
 
   it('a failing endpoint: its attempts are shown; after the receiver recovers, Re-deliver and Re-deliver all failed send them again', async () => {
@@ -286,7 +332,9 @@ describe('the settings page, opened from a settings link', () => {
     const before = receiver.on('/hooks/failing').length;
     await button(detail, 'Re-deliver').click();
     await detail.locator('.flash', { hasText: 'Re-delivered.' }).waitFor({ timeout: 20_000 });
-    expect(await detail.locator('.attempt').last().innerText()).toMatch(/200/);
+    // The manual attempt continues the numbering and is marked manual.
+    const last = await detail.locator('.attempt').last().innerText();
+    expect(last).toMatch(new RegExp(`#${attempts + 1}\\s*manual\\s*200`, "i"));
     await screenshot(page, 'delivery-redelivered', false);
     await button(detail, 'Close').click();
     const redelivered = receiver.on('/hooks/failing').slice(before);
@@ -312,8 +360,77 @@ describe('the settings page, opened from a settings link', () => {
     expect(await rows.count()).toBeGreaterThanOrEqual(4);
     expect(await rows.first().innerText()).toMatch(/key_\w+/);
     await page.locator('#requests').screenshot({ path: path.join(shots, 'request-log.png') });
-    await page.setViewportSize({ width: 390, height: 844 });
+    await page.setViewportSize({ width: 375, height: 812 });
     await screenshot(page, 'mobile');
+    await page.setViewportSize({ width: 1280, height: 900 });
+  });
+
+  it('the delivery log filters by event type and finds a delivery by its id; Recover counts the failed deliveries since a time, then queues them', async () => {
+    const url = `${receiver.url}/hooks/recover`;
+    await button(page, 'Add endpoint').click();
+    const dialog = page.getByRole('dialog', { name: 'Add endpoint' });
+    await dialog.getByLabel('Endpoint URL').fill(url);
+    await dialog.locator('input[value="client.created"]').check();
+    await button(dialog, 'Save endpoint').click();
+    const secret = await shownOnce(page, 'webhooks', url);
+    receiver.script('/hooks/recover', secret, { status: 503, body: 'down for maintenance' });
+    const card = endpointCard(page, url);
+    await button(card, 'Send test event').click();
+    await card.locator('.outcome', { hasText: 'not delivered' }).waitFor({ timeout: 15_000 });
+
+    // Filters: this endpoint, webhook.test, failed (after its retries run out).
+    await page.locator('#filter-status').selectOption('failed');
+    await page.locator('#filter-endpoint').selectOption({ label: url });
+    await page.locator('#filter-event').selectOption('webhook.test');
+    await eventually(async () => (await listedDeliveries(page, 'failed')) === 1, { what: 'the failed delivery listed', timeoutMs: 30_000, intervalMs: 500 });
+    const deliveryId = await page.locator('#deliveries tbody tr').first().getAttribute('data-delivery-id');
+    await page.locator('#filter-event').selectOption('client.created');
+    await page.locator('#deliveries-body[aria-busy="false"]').waitFor();
+    await page.getByText('No deliveries match these filters').waitFor();
+
+    // Search by the delivery's id, every other filter cleared.
+    for (const id of ['#filter-status', '#filter-endpoint', '#filter-event']) await page.locator(id).selectOption('');
+    await page.getByLabel('Event or delivery ID').fill(deliveryId!);
+    await button(page, 'Search').click();
+    await eventually(async () => (await page.locator('#deliveries tbody tr').count()) === 1 && (await page.locator('#deliveries tbody tr').getAttribute('data-delivery-id')) === deliveryId,
+      { what: 'only the searched delivery listed' });
+    await screenshot(page, 'deliveries-search');
+
+    // Recover since an hour ago, this endpoint: the count first, nothing queued yet.
+    receiver.script('/hooks/recover', secret, { status: 200, body: 'back' });
+    const before = receiver.on('/hooks/recover').length;
+    await button(page, 'Recover…').click();
+    const recover = page.getByRole('dialog', { name: 'Recover failed deliveries' });
+    await recover.getByLabel('Endpoint').selectOption({ label: url });
+    await recover.getByLabel('Failed since').fill(new Date(Date.now() - 3_600_000 - new Date().getTimezoneOffset() * 60_000).toISOString().slice(0, 16));
+    await button(recover, 'Count failed deliveries').click();
+    await recover.locator('#recover-count', { hasText: '1 failed delivery since' }).waitFor();
+    await screenshot(page, 'recover-count', false);
+    expect(receiver.on('/hooks/recover').length).toBe(before);
+    await button(recover, 'Re-deliver 1').click();
+    await page.locator('#deliveries-status', { hasText: '1 failed delivery queued for re-delivery' }).waitFor();
+    await eventually(async () => receiver.on('/hooks/recover').length > before, { what: 'the recovered delivery received' });
+    expect(receiver.on('/hooks/recover').at(-1)!.verifyError).toBeUndefined();
+    await page.getByLabel('Event or delivery ID').fill('');
+    await button(page, 'Search').click();
+  }, 120_000);
+
+  it('axe finds no serious or critical violation, at desktop width and at 375 px', async () => {
+    await page.locator('#deliveries-body[aria-busy="false"]').waitFor();
+    expect(await seriousViolations(page)).toEqual([]);
+    await page.setViewportSize({ width: 375, height: 812 });
+    expect(await seriousViolations(page)).toEqual([]);
+    // The endpoint dialog at 375 px: "Select all" beside, not over, its label.
+    await button(page, 'Add endpoint').click();
+    const dialog = page.getByRole('dialog', { name: 'Add endpoint' });
+    await dialog.locator('.event-option').first().waitFor();
+    const legend = await dialog.locator('legend', { hasText: 'Events to send' }).boundingBox();
+    const selectAll = await button(dialog, 'Select all').boundingBox();
+    const overlap = legend && selectAll && !(selectAll.x >= legend.x + legend.width || selectAll.y >= legend.y + legend.height || selectAll.x + selectAll.width <= legend.x || selectAll.y + selectAll.height <= legend.y);
+    expect(overlap).toBe(false);
+    expect(await seriousViolations(page)).toEqual([]);
+    await screenshot(page, 'endpoint-add-mobile', false);
+    await button(dialog, 'Cancel').click();
     await page.setViewportSize({ width: 1280, height: 900 });
   });
 
@@ -334,12 +451,16 @@ describe('the settings page, opened from a settings link', () => {
 });
 
 describe('the settings page without a valid link', () => {
-  const expiredText = 'This link has expired or is invalid — ask for a new settings link';
+  const expiredText = 'This link has expired or is invalid';
 
   it('an expired link shows the expired state and no data', async () => {
     const page = await openSettings(await expiredSettingsLink(orgA));
     await page.getByText(expiredText).waitFor();
     expect(await page.locator('#layout').isHidden()).toBe(true);
+    // Said once, then what to do.
+    const card = await page.locator('.gate-card').innerText();
+    expect(card.split('expired or is invalid').length).toBe(2);
+    expect(card).toContain('paste it into this tab');
     expect(page.url()).not.toContain('token');
     expect(await pageToken(page)).toBeNull();
     await screenshot(page, 'expired-link', false);
@@ -360,4 +481,37 @@ describe('the settings page without a valid link', () => {
     await bare.getByText(expiredText).waitFor();
     await bare.close();
   });
+
+  it('a new link pasted into the tab that shows "expired" loads the settings (only the fragment changes)', async () => {
+    const page = await openSettings(await expiredSettingsLink(orgA));
+    await page.getByText(expiredText).waitFor();
+    const fresh = await settingsLink(orgA);
+    await page.goto(fresh); // same document: a hashchange, no reload
+    await page.locator('#org-name', { hasText: 'Rosa’s Plumbing & Heating' }).waitFor();
+    expect(await page.locator('#gate').isHidden()).toBe(true);
+    expect(page.url()).not.toContain('token');
+    await page.close();
+  });
+
+  it('warns 5 minutes before the link expires; at expiry an open dialog keeps what was typed, and a new link pasted in lets it be saved', async () => {
+    const page = await openSettings(await settingsLinkExpiringIn(orgA, 12));
+    await page.locator('#session-banner', { hasText: 'expires in 5 minutes' }).waitFor();
+    await screenshot(page, 'link-expiring', false);
+    await button(page, 'Generate API key').click();
+    await page.getByLabel('Name').fill('Typed before expiry');
+    await page.locator('#session-banner', { hasText: 'This settings link has expired' }).waitFor({ timeout: 20_000 });
+    const dialog = page.getByRole('dialog', { name: 'Generate API key' });
+    expect(await dialog.isVisible()).toBe(true);
+    expect(await page.getByLabel('Name').inputValue()).toBe('Typed before expiry');
+    // Submitting now says what to do, and still keeps the input.
+    await page.locator('#key-form [type=submit]').click();
+    await dialog.locator('.form-error', { hasText: 'paste a new link' }).waitFor();
+    expect(await page.getByLabel('Name').inputValue()).toBe('Typed before expiry');
+
+    await page.goto(await settingsLink(orgA));
+    await page.locator('#session-banner').waitFor({ state: 'hidden' });
+    await page.locator('#key-form [type=submit]').click();
+    await shownOnce(page, 'keys', 'Your new key “Typed before expiry”');
+    await page.close();
+  }, 60_000);
 });
