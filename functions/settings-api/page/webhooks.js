@@ -31,6 +31,9 @@ export async function loadWebhooks({ quiet = false } = {}) {
   }
 }
 
+/** The endpoint each card was drawn from (as JSON), to redraw only the changed ones. */
+const drawn = new WeakMap();
+
 function renderWebhooks() {
   const body = $('webhooks-body');
   if (!endpoints.length) {
@@ -43,9 +46,9 @@ function renderWebhooks() {
   fill(body, endpoints.map((endpoint) => {
     const old = cards.get(endpoint.id);
     const state = JSON.stringify(endpoint);
-    if (old?.dataset.state === state) return old;
+    if (old && drawn.get(old) === state) return old;
     const card = renderEndpoint(endpoint);
-    card.dataset.state = state;
+    drawn.set(card, state);
     if (old) {
       for (const slot of ['.test-outcome', '.test-errors']) card.querySelector(slot).replaceChildren(...old.querySelector(slot).childNodes);
       card.querySelector('select').value = old.querySelector('select').value;
