@@ -35,11 +35,16 @@ export const tables = {
   /** Work orders, invoices and bookings as typed items; its stream feeds the event fan-out. */
   workOrders: { envVar: 'WORK_ORDERS_TABLE', partitionKey: pk, sortKey: sk, stream: 'NEW_AND_OLD_IMAGES', ttlAttribute: 'expiresAt' },
   /** One record per (event, endpoint) with every attempt; kept 30 days. */
-  // Both indexes keys-only: a record's updates (attempts, status) write no index; `due` is sparse,
+  // Every index keys-only: a record's updates (attempts, status) write no index; `due` is sparse,
   // written only while a retry is parked out of the queue (docs/capacity.md).
   deliveries: {
     envVar: 'DELIVERIES_TABLE', partitionKey: pk, sortKey: sk, ttlAttribute: 'expiresAt',
-    globalIndexes: [{ ...gsi1, projection: 'KEYS_ONLY' }, { name: 'due', partitionKey: { name: 'duePk', type: 'S' }, sortKey: { name: 'dueAt', type: 'N' }, projection: 'KEYS_ONLY' }],
+    globalIndexes: [
+      { ...gsi1, projection: 'KEYS_ONLY' }, { name: 'due', partitionKey: { name: 'duePk', type: 'S' }, sortKey: { name: 'dueAt', type: 'N' }, projection: 'KEYS_ONLY' },
+      // The settings API's lists, newest first per organization (functions/core/settings/delivery-summaries.ts):
+      // delivery records only (event items have no createdAt); written once per record, as its keys never change.
+      { name: 'byCreated', partitionKey: { name: 'pk', type: 'S' }, sortKey: { name: 'createdAt', type: 'S' }, projection: 'KEYS_ONLY' },
+    ],
   },
   /** Per-organization request records, kept 30 days. */
   requestLog: { envVar: 'REQUEST_LOG_TABLE', partitionKey: pk, sortKey: sk, ttlAttribute: 'expiresAt' },

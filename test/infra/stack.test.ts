@@ -501,6 +501,7 @@ describe('the CDK stack', () => {
       GlobalSecondaryIndexes: [
         Match.objectLike({ IndexName: 'gsi1', Projection: { ProjectionType: 'KEYS_ONLY' } }),
         Match.objectLike({ IndexName: 'due', KeySchema: [{ AttributeName: 'duePk', KeyType: 'HASH' }, { AttributeName: 'dueAt', KeyType: 'RANGE' }], Projection: { ProjectionType: 'KEYS_ONLY' } }),
+        Match.objectLike({ IndexName: 'byCreated', KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }, { AttributeName: 'createdAt', KeyType: 'RANGE' }], Projection: { ProjectionType: 'KEYS_ONLY' } }),
       ],
     });
   });

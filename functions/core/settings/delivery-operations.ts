@@ -9,8 +9,9 @@ import { getEndpoint, listEndpoints, type EndpointSummary } from '../delivery/en
 import { redriveDelivery, redriveFailed } from '../delivery/redrive.js';
 import { hollowPayloadReason } from '../delivery/deliver.js';
 import { findOrganizationDelivery } from '../delivery/first-outcome.js';
+import { deliveryIdFor } from '../delivery/queue.js';
 import { normalizeEventName } from '../delivery/subscriptions.js';
-import { listDeliverySummaries, type DeliverySummaryRecord } from './delivery-summaries.js';
+import { allDeliverySummaries, pageDeliverySummaries, summariesById, type DeliverySummaryRecord } from './delivery-summaries.js';
 import { decodeCursor, encodeCursor, limitOf, objectBody, timeOf, unknownFields, type Context, type Operation } from './request-fields.js';
 import { deliveryDetail, deliverySummary, isRetrying, type DeliveryStatusView } from './views.js';
 
@@ -21,12 +22,22 @@ export const REDELIVER_ALL_MAX = 500;
 
 interface Filter { endpointId?: string; eventType?: string; search?: string; since?: string; until?: string }
 
+/** The filters not in the index's key (the time range is). */
 const matches = (d: DeliverySummaryRecord, f: Filter) =>
   (!f.endpointId || d.endpointId === f.endpointId) &&
   (!f.eventType || d.eventType === f.eventType) &&
   (!f.search || d.id === f.search || d.eventId === f.search) &&
   (!f.since || d.createdAt >= f.since) &&
   (!f.until || d.createdAt <= f.until);
+
+/**
+ * The deliveries a search names: the delivery itself, or an event's deliveries, whose ids derive
+ * from the event and each endpoint (queue.ts deliveryIdFor): read by key, not searched for.
+ */
+async function searched(c: Context, search: string, endpoints: EndpointSummary[]): Promise<DeliverySummaryRecord[]> {
+  const ids = search.startsWith('evt_') ? endpoints.map((e) => deliveryIdFor(search, e.id)) : [search];
+  return summariesById(c.deps, c.organization.id, ids);
+}
 
 const byStatus = (status: string | undefined) => (d: DeliverySummaryRecord) =>
   status === 'retrying' ? isRetrying(d)
@@ -74,7 +85,7 @@ function bulkBody(c: Context, fields: string[]): Record<string, string | boolean
 async function redeliverFailed(c: Context, filter: Filter) {
   const { redriven, hollow, remaining } = await redriveFailed(c.deps, { organizationId: c.organization.id, ...filter }, undefined, { sweepDeadLetters: false, limit: REDELIVER_ALL_MAX });
   // "Failed" is final: one still being retried is not failed yet; the answer says how many there are, so "none failed" is never said over red rows.
-  const retrying = (await listDeliverySummaries(c.deps, c.organization.id)).filter((d) => isRetrying(d) && matches(d, filter)).length;
+  const retrying = (await allDeliverySummaries(c.deps, c.organization.id, { since: filter.since, until: filter.until, keep: (d) => isRetrying(d) && matches(d, filter) })).length;
   return { count: redriven, retrying, ...(remaining ? { remaining } : {}), ...(hollow ? { notRedeliverable: hollow } : {}) };
 }
 
@@ -88,14 +99,13 @@ export const deliveryOperations: Record<string, Operation> = {
     await requireEndpointOf(c, endpoint);
     const after = cursor ? decodeCursor(cursor) : undefined;
     const filter: Filter = { endpointId: endpoint, eventType: type, search: search?.trim() || undefined, since: timeOf('since', c.query.since), until: timeOf('until', c.query.until) };
-    // Summaries only (no payloads): see delivery-summaries.ts.
-    const filtered = (await listDeliverySummaries(c.deps, c.organization.id)).filter((d) => matches(d, filter) && byStatus(status)(d));
-    // Newest first by (createdAt, id): the cursor is the last item of the previous page.
-    const ordered = filtered.sort((a, b) => b.createdAt.localeCompare(a.createdAt) || b.id.localeCompare(a.id));
-    const rest = after ? ordered.filter((d) => d.createdAt < after.createdAt || (d.createdAt === after.createdAt && d.id < after.id)) : ordered;
-    const page = rest.slice(0, limit);
-    const urls = urlsOf(await listEndpoints(c.deps, c.organization.id));
-    return { status: 200, body: { deliveries: page.map((d) => deliverySummary(d, urls)), nextCursor: rest.length > limit ? encodeCursor(page.at(-1)!) : null } };
+    const endpoints = await listEndpoints(c.deps, c.organization.id);
+    const keep = (d: DeliverySummaryRecord) => matches(d, filter) && byStatus(status)(d);
+    // Summaries only (no payloads), from the index (delivery-summaries.ts); a search reads by key.
+    const { items, next } = filter.search
+      ? { items: (await searched(c, filter.search, endpoints)).filter(keep).slice(0, limit), next: null }
+      : await pageDeliverySummaries(c.deps, c.organization.id, { since: filter.since, until: filter.until, after, limit, keep });
+    return { status: 200, body: { deliveries: items.map((d) => deliverySummary(d, urlsOf(endpoints))), nextCursor: next ? encodeCursor(next) : null } };
   },
   'GET /api/settings/deliveries/{id}': async (c) => {
     const delivery = await requireDelivery(c);
@@ -128,7 +138,7 @@ export const deliveryOperations: Record<string, Operation> = {
     const filter = { endpointId, since };
     if (body.dry_run === true) {
       // The count first (nothing queued): what "Recover" would send again.
-      const failed = (await listDeliverySummaries(c.deps, c.organization.id)).filter((d) => d.status === 'failed' && matches(d, filter));
+      const failed = await allDeliverySummaries(c.deps, c.organization.id, { since, keep: (d) => d.status === 'failed' && matches(d, filter) });
       const hollow = failed.filter((d) => hollowPayloadReason(d)).length;
       return { status: 200, body: { count: failed.length - hollow, ...(hollow ? { notRedeliverable: hollow } : {}), dryRun: true } };
     }

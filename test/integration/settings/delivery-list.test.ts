@@ -1,6 +1,7 @@
 /**
  * The settings list of deliveries reads summaries, never payloads: an organization's events (up to
- * 240 KiB each) are not fetched on every page of the list. The route runs here on the test stack's
+ * 240 KiB each) are not fetched on every page of the list; and it reads a page from the `byCreated`
+ * index, never the organization's whole partition. The route runs here on the test stack's
  * DynamoDB Local with a document client of its own, whose commands the test watches.
  */
 import { describe, it, expect, afterAll } from '@jest/globals';
@@ -26,12 +27,12 @@ describe('GET /api/settings/deliveries', () => {
     }
 
     const deps = await ownDeps();
-    const commands: string[] = [];
+    const commands: { name: string; input: Record<string, unknown> }[] = [];
     const send = deps.doc.send.bind(deps.doc);
-    deps.doc.send = ((command: object) => {
-      commands.push(command.constructor.name);
-      return send(command as Parameters<typeof send>[0]);
-    }) as typeof deps.doc.send;
+    deps.doc.send = ((command: { input: Record<string, unknown> }) => {
+      commands.push({ name: command.constructor.name, input: command.input });
+      return send(command as unknown as Parameters<typeof send>[0]);
+    }) as unknown as typeof deps.doc.send;
     const route = settingsApi({ tokenSecret });
     const outcome = await route(deps, {
       method: 'GET', headers: { authorization: `Bearer ${admin.token}` }, body: undefined, requestId: 'req-list',
@@ -47,9 +48,24 @@ describe('GET /api/settings/deliveries', () => {
       expect(d).toMatchObject({ endpointId: endpoint.id, status: 'delivered' });
       expect(d).not.toHaveProperty('payload');
     }
-    // Organization, rate limit, deliveries, endpoint URLs: queries and gets, no batch read of event items.
-    expect(commands).not.toContain('BatchGetCommand');
-    expect(commands).toContain('QueryCommand');
+    // The deliveries: a query of the index (at most a page's worth), then the records by key: never an event item, never the partition.
+    const onDeliveries = commands.filter((c) => c.input.TableName === deps.tables.deliveries || Object.keys((c.input.RequestItems ?? {}) as object).includes(deps.tables.deliveries));
+    const queries = onDeliveries.filter((c) => c.name === 'QueryCommand');
+    expect(queries.length).toBeGreaterThan(0);
+    for (const q of queries) expect({ index: q.input.IndexName, limit: q.input.Limit }).toEqual({ index: 'byCreated', limit: expect.any(Number) });
+    const readKeys = onDeliveries.filter((c) => c.name === 'BatchGetCommand')
+      .flatMap((c) => ((c.input.RequestItems as Record<string, { Keys: { sk: string }[] }>)[deps.tables.deliveries].Keys).map((k) => k.sk));
+    expect(readKeys.length).toBeGreaterThan(0);
+    for (const sk of readKeys) expect(sk).toMatch(/^DELIVERY#/);
+
+    // The next page continues where the first ended: the third delivery, then no cursor.
+    const second = await route(deps, {
+      method: 'GET', headers: { authorization: `Bearer ${admin.token}` }, body: undefined, requestId: 'req-list-2',
+      resource: '/api/settings/deliveries', pathParameters: {}, query: { limit: '2', cursor: nextCursor! },
+    });
+    const rest = (second as { body: { deliveries: { id: string }[]; nextCursor: string | null } }).body;
+    expect(rest.nextCursor).toBeNull();
+    expect([...deliveries, ...rest.deliveries].map((d) => d.id).sort()).toEqual([...tested].sort());
 
     // Filters: a known status narrows the list; an unknown one is a 422, not an empty list.
     const delivered = await admin.get('/api/settings/deliveries?status=delivered');
