@@ -60,11 +60,15 @@ async function openSettings(url: string): Promise<Page> {
   return page;
 }
 
-async function screenshot(page: Page, name: string, fullPage = true): Promise<void> {
+/** `section`: the docs show only that section (the run's artifact is still the whole page). */
+async function screenshot(page: Page, name: string, fullPage = true, section?: string): Promise<void> {
   // From the top: a full-page capture of a scrolled page draws the sticky header mid-page.
   if (fullPage) await page.evaluate('window.scrollTo(0, 0)');
   await page.screenshot({ path: path.join(shots, `${name}.png`), fullPage });
-  if (docShots && documented.has(name)) copyFileSync(path.join(shots, `${name}.png`), path.join(docShots, `settings-${name}.png`));
+  if (!docShots || !documented.has(name)) return;
+  const doc = path.join(docShots, `settings-${name}.png`);
+  if (section) await page.locator(section).screenshot({ path: doc });
+  else copyFileSync(path.join(shots, `${name}.png`), doc);
 }
 
 interface AxeViolation { id: string; impact: string | null; help: string; nodes: { target: string[] }[] }
@@ -196,7 +200,7 @@ describe('the settings page, opened from a settings link', () => {
     await button(page.locator('#keys .reveal'), 'Copy').click();
     expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(firstKey);
     await keyRow(page, 'Website backend').waitFor();
-    await screenshot(page, 'key-shown-once');
+    await screenshot(page, 'key-shown-once', true, '#keys');
 
     expect(await leadEndpointStatus(firstKey)).toBe(200);
 
@@ -219,7 +223,7 @@ describe('the settings page, opened from a settings link', () => {
     await oldRow.locator('.badge', { hasText: /^old$/ }).waitFor();
     expect(await oldRow.innerText()).toMatch(/works until/);
     await page.locator('#keys tbody tr', { has: page.locator('code', { hasText: `…${rotatedKey.slice(-4)}` }) }).locator('.badge', { hasText: /^active$/ }).waitFor();
-    await screenshot(page, 'key-rotated');
+    await screenshot(page, 'key-rotated', true, '#keys');
 
     expect(await leadEndpointStatus(rotatedKey)).toBe(200);
     expect(await leadEndpointStatus(firstKey)).toBe(200);
@@ -317,7 +321,7 @@ describe('the settings page, opened from a settings link', () => {
     await page.locator('#filter-status').selectOption('failed');
     await eventually(async () => (await listedDeliveries(page, 'failed')) === 2,
       { what: 'two failed deliveries listed', timeoutMs: 30_000, intervalMs: 500 });
-    await screenshot(page, 'deliveries-failed');
+    await screenshot(page, 'deliveries-failed', true, '#deliveries');
 
     // One delivery's detail: every attempt with its status code and the response excerpt.
     await page.locator('#deliveries tbody tr').first().getByRole('button', { name: /^Details/ }).click();
@@ -336,6 +340,7 @@ describe('the settings page, opened from a settings link', () => {
     // The manual attempt continues the numbering and is marked manual.
     const last = await detail.locator('.attempt').last().innerText();
     expect(last).toMatch(new RegExp(`#${attempts + 1}\\s*manual\\s*200`, "i"));
+    await detail.locator('.attempt').last().scrollIntoViewIfNeeded();
     await screenshot(page, 'delivery-redelivered', false);
     await button(detail, 'Close').click();
     const redelivered = receiver.on('/hooks/failing').slice(before);
@@ -362,7 +367,8 @@ describe('the settings page, opened from a settings link', () => {
     expect(await rows.first().innerText()).toMatch(/key_\w+/);
     await page.locator('#requests').screenshot({ path: path.join(shots, 'request-log.png') });
     await page.setViewportSize({ width: 375, height: 812 });
-    await screenshot(page, 'mobile');
+    await page.evaluate('window.scrollTo(0, 0)');
+    await screenshot(page, 'mobile', false);
     await page.setViewportSize({ width: 1280, height: 900 });
   });
 
@@ -395,7 +401,7 @@ describe('the settings page, opened from a settings link', () => {
     await button(page, 'Search').click();
     await eventually(async () => (await page.locator('#deliveries tbody tr').count()) === 1 && (await page.locator('#deliveries tbody tr').getAttribute('data-delivery-id')) === deliveryId,
       { what: 'only the searched delivery listed' });
-    await screenshot(page, 'deliveries-search');
+    await screenshot(page, 'deliveries-search', true, '#deliveries');
 
     // Recover since an hour ago, this endpoint: the count first, nothing queued yet.
     receiver.script('/hooks/recover', secret, { status: 200, body: 'back' });
