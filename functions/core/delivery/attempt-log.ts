@@ -16,6 +16,22 @@ export const MAX_ERROR_CHARS = 300;
 /** Attempts a delivery record keeps; older ones are only counted. */
 export const MAX_KEPT_ATTEMPTS = 20;
 
+/** Headers an attempt keeps of its request and of its response, and characters per value. */
+export const MAX_KEPT_HEADERS = 20;
+export const MAX_HEADER_CHARS = 200;
+
+/**
+ * The headers an attempt shows (settings API, docs/settings.md), bounded like the rest of the log:
+ * at most MAX_KEPT_HEADERS, each value at most MAX_HEADER_CHARS; a signature's value shortened to
+ * its scheme and first characters (it is no secret, but a full one is noise).
+ */
+export function keptHeaders(pairs: [string, string][]): Record<string, string> {
+  return Object.fromEntries(pairs.slice(0, MAX_KEPT_HEADERS).map(([name, value]) => {
+    const lower = name.toLowerCase();
+    return [lower, lower === 'webhook-signature' ? value.split(' ').map((s) => clip(s, 16)).join(' ') : clip(value, MAX_HEADER_CHARS)];
+  }));
+}
+
 /** `text` cut to `max` characters (code points: never half an emoji), marked with an ellipsis when cut. */
 export function clip(text: string, max: number): string {
   const chars = Array.from(text);

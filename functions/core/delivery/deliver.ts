@@ -19,7 +19,7 @@ import { postWebhook, type PostResult } from './http-client.js';
 import { MAX_ATTEMPTS, parseRetryAfter, retryDelaySeconds } from './schedule.js';
 import { allowListFor } from './ssrf.js';
 import { admitAttempt, markSlow, recordAttempt } from './circuit-store.js';
-import { appendAttempts, attemptError, trimAttempts } from './attempt-log.js';
+import { appendAttempts, attemptError, keptHeaders, trimAttempts } from './attempt-log.js';
 import type { Lane } from './circuit-breaker.js';
 import { attemptNumberOf, deferDelivery, readDeliveryMessage, sendDeliveryMessages, sendToDeadLetters } from './queue.js';
 import { dueKeys, getAll, putAll } from './store.js';
@@ -126,6 +126,9 @@ function attemptRecord(deps: Deps, attempt: number, result: PostResult): Deliver
     ...(result.status !== undefined ? { statusCode: result.status } : {}),
     ...(result.error ? { error: attemptError(result) } : {}),
     ...(result.responseBody ? { responseBody: result.responseBody } : {}),
+    // Shown with the attempt in the settings page (bounded: attempt-log.ts keptHeaders).
+    ...(result.requestHeaders ? { requestHeaders: keptHeaders(result.requestHeaders) } : {}),
+    ...(result.responseHeaders ? { responseHeaders: keptHeaders(result.responseHeaders) } : {}),
   };
 }
 

@@ -180,6 +180,9 @@ export interface DeliveryAttempt {
   error?: string;
   /** First 4 KiB of the response body. */
   responseBody?: string;
+  /** The request's and the response's headers, bounded (delivery/attempt-log.ts keptHeaders). */
+  requestHeaders?: Record<string, string>;
+  responseHeaders?: Record<string, string>;
 }
 
 export interface DeliveryRecord {

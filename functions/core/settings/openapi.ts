@@ -75,7 +75,8 @@ export const settingsSchemas = {
       payload: { type: 'object', description: 'The event as sent' },
       attempts: { type: 'array', items: obj({
         number: { type: 'integer', description: 'Over the delivery\'s life: a re-delivery continues it' }, attempt: { type: 'integer', description: 'Within its round' },
-        manual: { type: 'boolean', description: 'The first attempt of a re-delivery' }, at: time, statusCode: nullable({ type: 'integer' }), durationMs: { type: 'integer' }, error: nullable(str), responseExcerpt: nullable(str) }) },
+        manual: { type: 'boolean', description: 'The first attempt of a re-delivery' }, at: time,
+        requestHeaders: nullable({ type: 'object', additionalProperties: str }), responseHeaders: nullable({ type: 'object', additionalProperties: str }), statusCode: nullable({ type: 'integer' }), durationMs: { type: 'integer' }, error: nullable(str), responseExcerpt: nullable(str) }) },
     })],
   },
 };

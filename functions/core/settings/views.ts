@@ -116,6 +116,9 @@ export interface AttemptView {
   durationMs: number;
   error: string | null;
   responseExcerpt: string | null;
+  /** What was sent and what came back (null for attempts recorded before headers were kept). */
+  requestHeaders: Record<string, string> | null;
+  responseHeaders: Record<string, string> | null;
 }
 
 /**
@@ -134,6 +137,8 @@ export function attemptViews(record: Pick<DeliveryRecord, 'attempts' | 'olderAtt
     durationMs: a.latencyMs,
     error: a.error ?? null,
     responseExcerpt: a.responseBody ?? null,
+    requestHeaders: a.requestHeaders ?? null,
+    responseHeaders: a.responseHeaders ?? null,
   }));
 }
 

@@ -145,8 +145,13 @@ function attemptItem(a) {
       h('span', { class: 'attempt-no', text: `#${a.number ?? a.attempt}` }), a.manual ? badge('manual', 'info') : null, httpBadge(a.statusCode),
       h('span', { class: 'muted' }, when(a.at, dateTime), a.durationMs !== null && a.durationMs !== undefined ? ` · ${count.format(a.durationMs)} ms` : '')),
     a.error ? h('p', { class: 'attempt-error', text: a.error }) : null,
-    a.responseExcerpt ? scrollable(`Response to attempt ${a.number ?? a.attempt}`, a.responseExcerpt) : null);
+    a.responseExcerpt ? scrollable(`Response to attempt ${a.number ?? a.attempt}`, a.responseExcerpt) : null,
+    a.requestHeaders || a.responseHeaders ? h('details', { class: 'headers' }, h('summary', { text: 'Headers' }),
+      a.requestHeaders ? scrollable(`Request headers of attempt ${a.number}`, headerLines(a.requestHeaders)) : null,
+      a.responseHeaders ? scrollable(`Response headers of attempt ${a.number}`, headerLines(a.responseHeaders)) : null) : null);
 }
+
+const headerLines = (headers) => Object.entries(headers).map(([name, value]) => `${name}: ${value}`).join('\n');
 
 function renderDelivery(d, note) {
   $('delivery-dialog-title').textContent = `Delivery of ${d.eventType}`;

@@ -331,6 +331,9 @@ describe('the settings page, opened from a settings link', () => {
     expect(attempts).toBeGreaterThanOrEqual(2);
     expect(await detail.locator('.attempt').first().innerText()).toMatch(/#1\s*500/);
     expect(await detail.locator('.excerpt').first().innerText()).toContain('database unavailable');
+    // Each attempt's request and response headers, a click away.
+    await detail.locator('.attempt').first().locator('summary', { hasText: 'Headers' }).click();
+    expect(await detail.locator('.attempt').first().getByRole('region', { name: /^Request headers/ }).innerText()).toMatch(/^webhook-id: evt_/m);
     await screenshot(page, 'delivery-attempts', false);
 
     receiver.script('/hooks/failing', secret, { status: 200, body: 'ok' });

@@ -11,7 +11,10 @@ import { Receiver } from '../support/receiver.js';
 import { settingsClient, settingsCall } from './support.js';
 
 type Client = Awaited<ReturnType<typeof settingsClient>>;
-interface Delivery { id: string; eventId: string; eventType: string; status: string; attemptCount: number; attempts: { number: number; attempt: number; manual: boolean; statusCode: number | null }[] }
+interface Delivery {
+  id: string; eventId: string; eventType: string; status: string; attemptCount: number;
+  attempts: { number: number; attempt: number; manual: boolean; statusCode: number | null; requestHeaders: Record<string, string> | null; responseHeaders: Record<string, string> | null }[];
+}
 
 let receiver: Receiver;
 let tenant: Tenant;
@@ -48,10 +51,15 @@ describe('the event catalog', () => {
 describe('typed test events', () => {
   it('sends any subscribed event type as its example, marked as a test, signed; refuses an unsubscribed or unknown one', async () => {
     const { id, secret } = await addEndpoint('/portal-typed', ['client.created']);
-    receiver.script('/portal-typed', secret, { status: 204 });
+    receiver.script('/portal-typed', secret, { status: 204, headers: { 'X-Receiver': 'portal-typed' } });
     const call = await admin.post(`/api/settings/webhooks/${id}/test`, { event_type: 'client_created' });
     expect(call.status).toBe(200);
-    expect(call.json<{ delivery: Delivery }>().delivery).toMatchObject({ eventType: 'client.created', status: 'delivered' });
+    const { delivery } = call.json<{ delivery: Delivery }>();
+    expect(delivery).toMatchObject({ eventType: 'client.created', status: 'delivered' });
+    // The attempt shows the headers sent (the signature shortened) and those received.
+    const [attempt] = delivery.attempts;
+    expect(attempt.requestHeaders).toMatchObject({ 'webhook-id': delivery.eventId, 'content-type': 'application/json', 'webhook-signature': expect.stringMatching(/^v1,.{1,13}…$/) });
+    expect(attempt.responseHeaders).toMatchObject({ 'x-receiver': 'portal-typed' });
     const [received] = receiver.on('/portal-typed');
     expect(received.verifyError).toBeUndefined();
     expect(JSON.parse(received.body)).toMatchObject({ type: 'client.created', test: true, organization_id: tenant.organizationId, data: { object: { organization_id: tenant.organizationId, email: 'ada@example.com' } } });

@@ -1,6 +1,6 @@
 /** The attempt log's bounds (delivery/attempt-log.ts), and the delivered record that uses them. */
 import { describe, it, expect } from '@jest/globals';
-import { appendAttempts, attemptError, clip, MAX_ERROR_CHARS, MAX_KEPT_ATTEMPTS } from '../../../functions/core/delivery/attempt-log.js';
+import { appendAttempts, attemptError, clip, keptHeaders, MAX_ERROR_CHARS, MAX_HEADER_CHARS, MAX_KEPT_ATTEMPTS, MAX_KEPT_HEADERS } from '../../../functions/core/delivery/attempt-log.js';
 import { deliveredRecord } from '../../../functions/core/delivery/deliver.js';
 import type { DeliveryAttempt } from '../../../functions/core/platform/model.js';
 
@@ -35,5 +35,19 @@ describe('attempt log', () => {
     expect(delivered.attempts).toHaveLength(MAX_KEPT_ATTEMPTS);
     expect(delivered.attempts!.at(-1)).toMatchObject({ attempt: 99, statusCode: 204 });
     expect(delivered.olderAttempts).toBe(8);
+  });
+});
+
+describe('keptHeaders', () => {
+  it('keeps at most MAX_KEPT_HEADERS, each value at most MAX_HEADER_CHARS, names lower-cased, signatures shortened', () => {
+    const many = Array.from({ length: 50 }, (_, i): [string, string] => [`X-Header-${i}`, 'v'.repeat(5_000)]);
+    const kept = keptHeaders(many);
+    expect(Object.keys(kept)).toHaveLength(MAX_KEPT_HEADERS);
+    for (const [name, value] of Object.entries(kept)) {
+      expect(name).toBe(name.toLowerCase());
+      expect(Array.from(value).length).toBe(MAX_HEADER_CHARS);
+    }
+    expect(keptHeaders([['Webhook-Signature', `v1,${'a'.repeat(44)} v1,${'b'.repeat(44)}`]])).toEqual({ 'webhook-signature': `v1,${'a'.repeat(12)}… v1,${'b'.repeat(12)}…` });
+    expect(keptHeaders([['Content-Type', 'application/json']])).toEqual({ 'content-type': 'application/json' });
   });
 });
