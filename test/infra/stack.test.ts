@@ -16,7 +16,7 @@ import { generateApiKey } from '../../functions/core/tenancy/api-keys.js';
 import type { CrmStack } from '../../lib/stacks/crm-stack.js';
 import {
   secrets, hasParameterChild, type SecretName,
-  cors, deliveryMaxConcurrency, slowLaneMaxConcurrency, edgeAddressLimitPer5Minutes, edgeKeyLimitPerMinute, functions, gatewayResponses, mockRequestContentTypes, outputKeys, queues, routes, crossOrigin, routeThrottle, catchAllThrottle, settingsThrottle, tables,
+  cors, deliveryMaxConcurrency, slowLaneMaxConcurrency, edgeAddressLimitPer5Minutes, edgeKeyLimitPerMinute, functions, gatewayResponses, mockRequestContentTypes, outputKeys, queues, routes, crossOrigin, compressionMinBytes, routeThrottle, catchAllThrottle, settingsThrottle, tables,
   type FunctionName, type QueueName, type TableName,
 } from '../../lib/topology.js';
 
@@ -383,6 +383,10 @@ describe('the CDK stack', () => {
     const options = Object.values(template.findResources('AWS::ApiGateway::Method')).filter((m) => m.Properties.HttpMethod === 'OPTIONS');
     // None on the same-origin settings paths (docs/settings.md).
     expect(options.map((m) => pathOf(m.Properties.ResourceId)).sort()).toEqual([...routePaths].filter(crossOrigin).sort());
+  });
+
+  it('compresses answers of compressionMinBytes or more (gzip/deflate), as the local gateway does', () => {
+    template.hasResourceProperties('AWS::ApiGateway::RestApi', { MinimumCompressionSize: compressionMinBytes });
   });
 
   it('answers its own errors (throttle, WAF block, 413, 504, unknown route, any other 4xx/5xx) as problem+json with the request id, CORS, and Retry-After on 429s', () => {

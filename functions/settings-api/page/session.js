@@ -109,6 +109,8 @@ export function openSession(fresh) {
 }
 
 export const markShown = () => { shown = true; };
+/** Whether the page holds a link that still works (the live refresh pauses without one). */
+export const hasToken = () => token !== null;
 
 // ---------------------------------------------------------------------------------------------
 // The API: relative to the page, so it works under an API Gateway stage prefix.

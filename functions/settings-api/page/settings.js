@@ -4,7 +4,7 @@
 // forbids inline script, and no module parses markup it did not write.
 
 import { $, busy, fill } from './dom.js';
-import { api, markShown, openSession } from './session.js';
+import { api, hasToken, markShown, openSession } from './session.js';
 import { generateKey, loadKeys, setRevocationSeconds } from './keys.js';
 import { endpointDialog, hooks, loadCatalog, loadWebhooks } from './webhooks.js';
 import { closedDelivery, loadDeliveries, openDelivery, recover, redeliverAllFailed, renderEndpointFilter, renderEventFilter } from './deliveries.js';
@@ -48,7 +48,8 @@ function wire() {
  */
 function live() {
   setInterval(() => {
-    if (document.visibilityState !== 'visible' || $('layout').hidden) return;
+    // Not while hidden, nor after the link expired (the banner says so once; a new link resumes it).
+    if (document.visibilityState !== 'visible' || $('layout').hidden || !hasToken()) return;
     loadWebhooks({ quiet: true });
     loadDeliveries({ quiet: true });
   }, LIVE_MS);
