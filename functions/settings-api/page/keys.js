@@ -7,6 +7,8 @@ import { api } from './session.js';
 
 let revocationSeconds = 30;
 export const setRevocationSeconds = (seconds) => { revocationSeconds = seconds; };
+/** "within 1 second", "within 30 seconds": how long a revoked key may still be accepted. */
+const within = () => `within ${revocationSeconds} ${revocationSeconds === 1 ? 'second' : 'seconds'}`;
 
 /** How a key is named everywhere on the page: “Name” (key_…, …x7Qa). */
 export const keyLabel = (key) => `“${key.name || 'Unnamed key'}” (${key.id}${key.last4 ? `, …${key.last4}` : ''})`;
@@ -95,7 +97,7 @@ function rotateKey(key) {
     const rotated = await api(`/keys/${encodeURIComponent(key.id)}/rotate`, { method: 'POST', body: { grace_hours: graceHours } });
     revealKey(`New key for “${rotated.key.name || key.name}”`, rotated.secret, graceHours > 0 && rotated.previous?.expiresAt
       ? `Copy it now: it will not be shown again. The old key (…${key.last4 ?? ''}) keeps working until ${dateTime.format(new Date(rotated.previous.expiresAt))}.`
-      : `Copy it now: it will not be shown again. The old key is refused within ${revocationSeconds} seconds.`);
+      : `Copy it now: it will not be shown again. The old key is refused ${within()}.`);
     await loadKeys();
     return true;
   });
@@ -104,11 +106,11 @@ function rotateKey(key) {
 function revokeKey(key) {
   confirmAction({
     title: `Revoke ${keyLabel(key)}?`,
-    text: `Requests with this key are refused within ${revocationSeconds} seconds (servers keep a key they have checked for up to that long). This cannot be undone.`,
+    text: `Requests with this key are refused ${within()} (servers keep a key they have checked for up to that long). This cannot be undone.`,
     action: 'Revoke key',
     run: async () => {
       await api(`/keys/${encodeURIComponent(key.id)}`, { method: 'DELETE' });
-      flash($('keys-status'), `Key ${keyLabel(key)} revoked: refused within ${revocationSeconds} seconds.`);
+      flash($('keys-status'), `Key ${keyLabel(key)} revoked: refused ${within()}.`);
       await loadKeys();
     },
   });
