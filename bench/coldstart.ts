@@ -5,7 +5,8 @@
  * alternating with an import of just the @aws-sdk packages that bundle imports. It prints the
  * bundle size and the median init time of each, and their difference: the bundle's own init.
  * Both run with the function's NODE_OPTIONS from the template (as Lambda does).
- * Targets (issue 10): ≤ 250 KB and ≤ 100 ms of own init for every function.
+ * Targets: ≤ 360 KB (250 before the X-Ray SDK the Powertools Tracer needs, docs/benchmarks.md) and
+ * ≤ 100 ms of own init for every function.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -17,7 +18,7 @@ import {
 } from '../test/artifact/lambda-harness.js';
 
 const RUNS = Number(process.env.RUNS ?? 11);
-const TARGET_KB = 250;
+const TARGET_KB = 360;
 const TARGET_MS = 100;
 
 const median = (xs: number[]) => {

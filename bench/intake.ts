@@ -32,6 +32,9 @@ const seconds = Number(values.seconds);
 const keyCount = Number(values.keys);
 
 const lead = { name: 'Bench Lead', email: 'bench@example.com', phone: '+1 415 555 0100', service: 'Leaky faucet', notes: 'Under the kitchen sink', utm_source: 'bench' };
+/** The n-th distinct person: another e-mail and phone, so no lead is a duplicate of another (docs/leads.md "Duplicates"). */
+const person = (n: number) => ({ ...lead, email: `bench${n}@example.com`, phone: `+1 415 555 ${String(1000 + (n % 9000)).padStart(4, '0')}` });
+let people = 0;
 
 const WRITES = new Set(['PutItemCommand', 'UpdateItemCommand', 'DeleteItemCommand', 'TransactWriteItemsCommand', 'BatchWriteItemCommand']);
 
@@ -39,9 +42,10 @@ const WRITES = new Set(['PutItemCommand', 'UpdateItemCommand', 'DeleteItemComman
  * Write units of one lead through the same domain calls the handler makes (authentication with its
  * last-used write, the limiter, the lead, the request record), as DynamoDB reports them
  * (ReturnConsumedCapacity INDEXES: table and index units). Reads are left out. Returns the first
- * lead of a fresh key (last-used write, prepaid day opened) and the steady state (the next lead).
+ * lead of a fresh key (last-used write, prepaid day opened), the steady state (the next lead, a new
+ * person), a lead matching an earlier client (same e-mail, flagged) and a double-submit of it.
  */
-async function writeUnitsPerLead(deps: Deps, info: LocalStackInfo, billing: 'none' | 'prepaid'): Promise<{ first: number; steady: number }> {
+async function writeUnitsPerLead(deps: Deps, info: LocalStackInfo, billing: 'none' | 'prepaid'): Promise<{ first: number; steady: number; matched: number; repeated: number }> {
   let units = 0;
   // Its own clients, so the middleware below counts only this lead's writes.
   const measured = depsFromStackFile(info, deps.settings);
@@ -58,15 +62,18 @@ async function writeUnitsPerLead(deps: Deps, info: LocalStackInfo, billing: 'non
   }, { step: 'initialize', name: 'consumedCapacity' });
   const org = await createOrganization(deps, { name: `Measured ${billing}`, billing, walletMicros: 1_000_000_000, rateLimitPerMinute: edgeKeyLimitPerMinute });
   const { key } = await createApiKey(deps, org.id, 'measured');
-  const one = async () => {
+  const one = async (body: Record<string, unknown>) => {
     const before = units;
     const auth = await authenticate(measured, { 'X-API-Key': key });
     await checkRateLimit(measured, auth.key.keyId, rateLimitFor(measured, auth.organization));
-    await createLead(measured, auth, parseLead(lead), { requestId: 'bench' });
+    await createLead(measured, auth, parseLead(body), { requestId: 'bench' });
     await recordRequest(measured, { requestId: 'bench', organizationId: auth.organization.id, keyId: auth.key.keyId, method: 'POST', route: '/api/webhook/leads', status: 201, latencyMs: 1 });
     return units - before;
   };
-  return { first: await one(), steady: await one() };
+  const first = await one(person(people++));
+  const steady = await one(person(people++));
+  const again = { ...person(people - 1), notes: 'Back again next week' };
+  return { first, steady, matched: await one(again), repeated: await one(again) };
 }
 
 async function rawPuts(deps: Deps): Promise<{ perSecond: number; p50: number; p99: number }> {
@@ -93,14 +100,15 @@ async function main() {
       const org = await createOrganization(deps, { name: `Bench ${i}`, billing: 'prepaid', walletMicros: 1_000_000_000, rateLimitPerMinute: edgeKeyLimitPerMinute });
       keys.push((await createApiKey(deps, org.id, 'bench')).key);
     }
-    const body = JSON.stringify(lead);
     let next = 0;
     const url = `${stack.info.apiUrl}/api/webhook/leads`;
     // Warm-up: JIT, key caches, connections.
-    await autocannon({ url, connections, duration: 2, method: 'POST', body, headers: { 'content-type': 'application/json' },
+    // Every request a new person: the same body again would be answered as a double-submit.
+    const requests = [{ method: 'POST' as const, setupRequest: (req: object) => ({ ...req, body: JSON.stringify(person(people++)) }) }];
+    await autocannon({ url, connections, duration: 2, method: 'POST', requests, headers: { 'content-type': 'application/json' },
       setupClient: (client) => client.setHeaders({ 'content-type': 'application/json', 'x-api-key': keys[next++ % keys.length] }) });
     const result = await autocannon({
-      url, connections, duration: seconds, method: 'POST', body,
+      url, connections, duration: seconds, method: 'POST', requests,
       setupClient: (client) => client.setHeaders({ 'content-type': 'application/json', 'x-api-key': keys[next++ % keys.length] }),
     });
     const non201 = result.non2xx + result.errors;
@@ -112,6 +120,7 @@ async function main() {
     console.log(`POST /api/webhook/leads: ${leadsPerSecond.toFixed(0)} leads/s, p50 ${result.latency.p50} ms, p99 ${result.latency.p99} ms, ${result.requests.total} requests, ${non201} not 2xx`);
     console.log(`raw DynamoDB Local PutItem: ${raw.perSecond.toFixed(0)} puts/s, p50 ${raw.p50.toFixed(1)} ms, p99 ${raw.p99.toFixed(1)} ms`);
     console.log(`write units per lead (ReturnConsumedCapacity INDEXES): prepaid ${prepaid.steady}, postpaid ${postpaid.steady}; first lead of a fresh key (last-used write, prepaid day opened): prepaid ${prepaid.first}, postpaid ${postpaid.first}`);
+    console.log(`  a lead matching an earlier client (flagged): prepaid ${prepaid.matched}, postpaid ${postpaid.matched}; its double-submit (no client written, billed): prepaid ${prepaid.repeated}, postpaid ${postpaid.repeated}`);
     console.log(`ratio leads/s ÷ raw puts/s: ${(leadsPerSecond / raw.perSecond).toFixed(2)}`);
   } finally {
     await stack.stop();

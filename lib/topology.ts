@@ -26,12 +26,18 @@ const sk: KeySpec = { name: 'sk', type: 'S' };
 const gsi1 = { name: 'gsi1', partitionKey: { name: 'gsi1pk', type: 'S' as const }, sortKey: { name: 'gsi1sk', type: 'S' as const } };
 
 export const tables = {
-  /** Organizations, API keys (by hash), webhook endpoints, notifications, usage counters. */
+  /** Organizations, API keys (by hash), notifications, usage counters. */
   organizations: { envVar: 'ORGANIZATIONS_TABLE', partitionKey: pk, sortKey: sk, globalIndexes: [gsi1] },
-  /** Sliding-window rate-limit counters: one item per key per minute. */
+  /** Webhook endpoints, their signing secrets and bound: a table lead intake cannot reach (docs/decisions.md). */
+  endpoints: { envVar: 'ENDPOINTS_TABLE', partitionKey: pk, sortKey: sk },
+  /** Rate-limit counters: one item per key per 10 s sub-window (functions/core/tenancy/rate-limit.ts). */
   rateWindows: { envVar: 'RATE_WINDOWS_TABLE', partitionKey: pk, ttlAttribute: 'expiresAt' },
   /** CRM clients (leads included); its stream feeds the event fan-out. */
-  clients: { envVar: 'CLIENTS_TABLE', partitionKey: pk, sortKey: sk, stream: 'NEW_AND_OLD_IMAGES', ttlAttribute: 'expiresAt' },
+  // `match`: a lead's earlier clients by e-mail (else phone), newest first; sparse and keys-only, 1 write unit a lead (docs/leads.md).
+  clients: {
+    envVar: 'CLIENTS_TABLE', partitionKey: pk, sortKey: sk, stream: 'NEW_AND_OLD_IMAGES', ttlAttribute: 'expiresAt',
+    globalIndexes: [{ name: 'match', partitionKey: { name: 'matchKey', type: 'S' }, sortKey: sk, projection: 'KEYS_ONLY' }],
+  },
   /** Work orders, invoices and bookings as typed items; its stream feeds the event fan-out. */
   workOrders: { envVar: 'WORK_ORDERS_TABLE', partitionKey: pk, sortKey: sk, stream: 'NEW_AND_OLD_IMAGES', ttlAttribute: 'expiresAt' },
   /** One record per (event, endpoint) with every attempt; kept 30 days. */
@@ -58,10 +64,9 @@ export interface QueueSpec {
   /** Seconds a received message stays invisible before it is handed out again. */
   visibilityTimeoutSeconds: number;
   retentionDays: number;
-  /** Messages received this many times move to the named dead-letter queue. */
+  /** Messages received this many times move to the named dead-letter queue (another entry of `queues`; a string to avoid a circular type). */
   deadLetter?: { queue: string; maxReceiveCount: number };
 }
-// (deadLetter.queue names another entry of `queues`; kept a string to avoid a circular type.)
 
 /** The delivery queues' maxReceiveCount: twice the 5 attempts, so throttles and crashes cannot spend a delivery's attempts. */
 const MAX_RECEIVES = 10;
@@ -69,10 +74,7 @@ const MAX_RECEIVES = 10;
 export const queues = {
   /** Dead-letter queue of the delivery queue: deliveries that used all 5 attempts. */
   deliveryDlq: { envVar: 'DELIVERY_DLQ_URL', visibilityTimeoutSeconds: 30, retentionDays: 14 },
-  /**
-   * One message per attempt to make. A retry is a new message (DelaySeconds up to 15 min) or, when
-   * longer, leaves the queue for the deliveries table's due index (DESIGN §16): nothing waits in flight.
-   */
+  /** One message per attempt. A retry is a new message (delayed ≤ 15 min) or waits in the due index (docs/webhooks.md). */
   deliveryQueue: {
     envVar: 'DELIVERY_QUEUE_URL',
     // AWS recommends >= 6 x the consuming function's time-out (30 s) for an SQS event source, so
@@ -142,7 +144,7 @@ export type EventSourceSpec =
  * Delivery batches (of 10) attempted at once, all organizations together: sized in
  * docs/capacity.md ("Delivery concurrency") for the planned peak of 200 leads/s at 5 events per
  * lead (1,000–1,250 deliveries/s, a batch taking ~0.55 s) with twice the headroom; a deploy may set
- * another (`-c deliveryMaxConcurrency=N`, 2..1000).
+ * another (the stage's `deliveryMaxConcurrency` in lib/stages.ts, 2..1000).
  */
 export const deliveryMaxConcurrency = 150;
 /**
@@ -176,7 +178,7 @@ export const functions = {
     description: 'POST/GET /api/webhook/leads: authenticate, rate-limit, validate, create the lead',
     timeoutSeconds: 10,
     memoryMb: 512,
-    tables: { organizations: 'readWrite', rateWindows: 'readWrite', clients: 'write', requestLog: 'write', idempotency: 'readWrite' },
+    tables: { organizations: 'readWrite', rateWindows: 'readWrite', clients: 'readWrite', requestLog: 'write', idempotency: 'readWrite' },
     queues: {},
     events: [],
   },
@@ -185,7 +187,7 @@ export const functions = {
     description: 'Turns client and work-order stream records into events and queued deliveries',
     timeoutSeconds: 30,
     memoryMb: 512,
-    tables: { organizations: 'read', deliveries: 'readWrite' },
+    tables: { endpoints: 'read', deliveries: 'readWrite' },
     queues: { deliveryQueue: 'send' },
     events: [
       { kind: 'stream', table: 'clients', batchSize: 400, parallelizationFactor: 10, maxRetries: 10, bisectOnError: true, onFailure: 'fanoutFailures' },
@@ -197,7 +199,7 @@ export const functions = {
     description: 'Signs and POSTs queued deliveries, records attempts, schedules retries',
     timeoutSeconds: 30,
     memoryMb: 512,
-    tables: { organizations: 'readWrite', deliveries: 'readWrite' },
+    tables: { endpoints: 'readWrite', deliveries: 'readWrite' },
     // A retry is re-sent as a delayed message; an exhausted delivery is sent to the dead-letter queue.
     // The slow lane: an unhealthy endpoint's deliveries are moved there (and parked there by an open circuit).
     queues: { deliveryQueue: 'sendAndConsume', deliveryDlq: 'send', deliverySlowQueue: 'sendAndConsume' },
@@ -221,9 +223,9 @@ export const functions = {
     // Sending a test event waits (bounded) for its first attempt's outcome.
     timeoutSeconds: 20,
     memoryMb: 512,
-    tables: { organizations: 'readWrite', rateWindows: 'readWrite', deliveries: 'readWrite', requestLog: 'readWrite' },
-    // Test events and re-deliveries are queued; re-delivery removes the dead-letter copies.
-    queues: { deliveryQueue: 'send', deliveryDlq: 'consume' },
+    tables: { organizations: 'readWrite', endpoints: 'readWrite', rateWindows: 'readWrite', deliveries: 'readWrite', requestLog: 'readWrite' },
+    // Test events and re-deliveries are queued; never the shared dead-letter queue (redrive.ts RedriveOptions).
+    queues: { deliveryQueue: 'send' },
     events: [],
     secrets: { settingsToken: 'read' },
     // The settings page's HTML, CSS and script (functions/settings-api/page.ts serves them).
@@ -252,6 +254,7 @@ export const routes: RouteSpec[] = [
   settingsRoute('GET', '/settings'),
   settingsRoute('GET', '/settings/{asset}'),
   settingsRoute('GET', '/api/settings'),
+  settingsRoute('PATCH', '/api/settings'),
   settingsRoute('GET', '/api/settings/keys'),
   settingsRoute('POST', '/api/settings/keys'),
   settingsRoute('DELETE', '/api/settings/keys/{id}'),
@@ -359,6 +362,18 @@ export interface GatewayAnswerSpec {
  * The local gateway does the same (lib/local/http-server.ts).
  */
 export const compressionMinBytes = 1024;
+
+/**
+ * Request types API Gateway hands the functions as bytes (base64, `isBase64Encoded`) rather than
+ * as text it decoded itself: the functions decode UTF-8 strictly, so bytes that are not UTF-8 get a
+ * 400 instead of being stored as U+FFFD (docs/leads.md). Parameters (charset) are not matched.
+ */
+export const binaryMediaTypes = ['application/json', 'application/x-www-form-urlencoded'] as const;
+export const isBinaryMediaType = (contentType: string | undefined) =>
+  (binaryMediaTypes as readonly string[]).includes((contentType ?? '').split(';')[0].trim().toLowerCase());
+
+/** API Gateway's answer to a path with a malformed percent-escape (`%zz`, `%E2%82`): a 400 before any route. */
+export const malformedPath = { type: 'DEFAULT_4XX' as const, status: 400, message: 'The request path has a malformed percent-escape.' };
 
 /** API Gateway's hard payload limit (REQUEST_TOO_LARGE); the function enforces its own, smaller one. */
 export const gatewayMaxBodyBytes = 10 * 1024 * 1024;

@@ -2,5 +2,6 @@
 import { lambdaDeps } from '../core/platform/deps.js';
 import { sweepDueDeliveries, type SweepOutcome } from '../core/delivery/sweep.js';
 import { withMetrics } from '../core/platform/observability.js';
+import { instrumented } from '../edge/lambda-edge.js';
 
-export const handler = withMetrics(async (): Promise<SweepOutcome> => sweepDueDeliveries(await lambdaDeps()));
+export const handler = instrumented(withMetrics(async (): Promise<SweepOutcome> => sweepDueDeliveries(await lambdaDeps())));

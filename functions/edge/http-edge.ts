@@ -38,6 +38,7 @@ function toHttpRequest(event: APIGatewayProxyEvent, requestId: string, context?:
   return {
     method: event.httpMethod,
     headers,
+    repeatedHeaders: repeatedHeaders(event),
     body: event.isBase64Encoded ? Buffer.from(event.body ?? '', 'base64') : (event.body ?? undefined),
     sourceIp: event.requestContext?.identity?.sourceIp ?? undefined,
     requestId,
@@ -48,6 +49,15 @@ function toHttpRequest(event: APIGatewayProxyEvent, requestId: string, context?:
     query: Object.fromEntries(Object.entries(event.queryStringParameters ?? {}).filter((e): e is [string, string] => typeof e[1] === 'string')),
     baseUrl: baseUrlOf(event, headers),
   };
+}
+
+/** Header names (lower-cased) sent more than once, as repeats or in two cases: API Gateway keeps one value in `headers`, all in `multiValueHeaders`. */
+function repeatedHeaders(event: APIGatewayProxyEvent): string[] {
+  const counts = new Map<string, number>();
+  const multi = event.multiValueHeaders ?? {};
+  const names = Object.keys(multi).length > 0 ? Object.entries(multi).map(([n, v]) => [n, v?.length ?? 0] as const) : Object.keys(event.headers ?? {}).map((n) => [n, 1] as const);
+  for (const [name, n] of names) counts.set(name.toLowerCase(), (counts.get(name.toLowerCase()) ?? 0) + n);
+  return [...counts].filter(([, n]) => n > 1).map(([name]) => name);
 }
 
 /** The API's base URL as the caller reached it: the stage prefixes paths on an execute-api host only. */

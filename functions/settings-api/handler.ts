@@ -10,6 +10,7 @@ import { httpEdge } from '../edge/http-edge.js';
 import { settingsApi } from '../core/settings/handle-settings-request.js';
 import { secretsManagerSource, type SecretSource } from '../core/settings/token-secret.js';
 import { servePage } from './page.js';
+import { instrumented } from '../edge/lambda-edge.js';
 
 let tokenSecret: SecretSource | undefined;
 function readTokenSecret(): Promise<string> {
@@ -29,9 +30,9 @@ function pagePath(event: APIGatewayProxyEvent): string | undefined {
   return undefined;
 }
 
-export async function handler(event: APIGatewayProxyEvent, context: Context): Promise<APIGatewayProxyResult> {
+export const handler = instrumented(async (event: APIGatewayProxyEvent, context: Context): Promise<APIGatewayProxyResult> => {
   const path = pagePath(event);
   const page = path === undefined ? undefined : servePage(path);
   if (page) return { statusCode: page.status, headers: page.headers, body: page.body };
   return api(event, context);
-}
+});

@@ -12,7 +12,7 @@ import { randomUUID } from 'node:crypto';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import {
   catchAllAnswers, compressionMinBytes, corsPreflightHeaders, corsResponseHeaders, crossOrigin, edgeRules as defaultEdgeRules, gatewayMaxBodyBytes, gatewayProblemBody,
-  gatewayResponses, lambdaFailure, methodsOn, mockAcceptsContentType, routes, apiMethodFor, resourceFor, catchAllThrottle, applyEdgeTransforms, wellFormedKeys,
+  gatewayResponses, lambdaFailure, methodsOn, mockAcceptsContentType, routes, apiMethodFor, resourceFor, catchAllThrottle, applyEdgeTransforms, wellFormedKeys, isBinaryMediaType, malformedPath,
   type EdgeRuleSpec, type GatewayAnswerSpec, type RouteSpec, type ThrottleSpec,
 } from '../topology.js';
 import { lambdaContext } from './lambda-context.js';
@@ -50,6 +50,16 @@ function sendAnswer(res: ServerResponse, spec: GatewayAnswerSpec, requestId: str
     ...corsResponseHeaders,
     ...spec.headers,
   }, gatewayProblemBody(spec, requestId, opts.message));
+}
+
+/** Whether every percent-escape of the path decodes (else API Gateway answers 400 before any route). */
+function wellEscaped(pathname: string): boolean {
+  try {
+    decodeURIComponent(pathname);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** The body, or 'too-large' (read to its end but not kept, so the client gets the 413, not a reset). */
@@ -143,8 +153,9 @@ export function toProxyEvent(req: IncomingMessage, route: RouteSpec, body: Buffe
     multiValueQueryStringParameters: hasQuery ? multiQuery : null,
     pathParameters: Object.keys(pathParameters).length > 0 ? pathParameters : null,
     stageVariables: null,
-    body: body.length > 0 ? body.toString('utf8') : null,
-    isBase64Encoded: false,
+    // A binary media type's body goes as base64 (bytes kept); any other as text decoded leniently, as API Gateway does.
+    body: body.length === 0 ? null : isBinaryMediaType(req.headers['content-type']) ? body.toString('base64') : body.toString('utf8'),
+    isBase64Encoded: body.length > 0 && isBinaryMediaType(req.headers['content-type']),
     requestContext: {
       accountId: '000000000000',
       apiId: 'local',
@@ -203,6 +214,7 @@ export async function startHttpServer(options: LocalApiOptions): Promise<{ serve
       // In the order AWS applies them: the WAF, the method's throttle, the payload limit, then the integration.
       const address = (req.socket.remoteAddress ?? '127.0.0.1').replace(/^::ffff:/, '');
       if (edge.blocks({ headers: req.headers, address, method: req.method ?? 'GET' })) return sendAnswer(res, gatewayResponses.WAF_FILTERED, requestId);
+      if (!wellEscaped(pathname)) return sendAnswer(res, gatewayResponses[malformedPath.type], requestId, { status: malformedPath.status, message: malformedPath.message });
       if (!takeToken(pathname, req.method ?? 'GET')) return sendAnswer(res, gatewayResponses.THROTTLED, requestId);
       const body = await readBody(req);
       if (body === 'too-large') return sendAnswer(res, gatewayResponses.REQUEST_TOO_LARGE, requestId);

@@ -6,20 +6,14 @@
  * its messages; this full-table scan exists only here.
  */
 import type { Deps } from '../../functions/core/platform/deps.js';
-import { scanAll } from '../../functions/core/platform/query.js';
 import { sendDeliveryMessages } from '../../functions/core/delivery/queue.js';
-import { toDeliveryRecord } from '../../functions/core/delivery/redrive.js';
-import { withPayloads } from '../../functions/core/delivery/store.js';
+import { toDeliveryRecord, withPayloads } from '../../functions/core/delivery/store.js';
+import { deliveryStore } from '../../functions/core/delivery/delivery-port.js';
 import type { DeliveryMessage } from '../../functions/core/platform/model.js';
 
 /** Queues every pending delivery that is not parked again; returns how many. */
 export async function resumePendingDeliveries(deps: Deps): Promise<number> {
-  const items = await scanAll(deps, {
-    TableName: deps.tables.deliveries,
-    FilterExpression: '#s = :p AND #e = :delivery AND attribute_not_exists(dueAt)',
-    ExpressionAttributeNames: { '#s': 'status', '#e': 'entity' },
-    ExpressionAttributeValues: { ':p': 'pending', ':delivery': 'delivery' },
-  });
+  const items = await deliveryStore(deps).resumable();
   const records = (await withPayloads(deps, items.map(toDeliveryRecord))).filter((r) => r.payload);
   const dueAt = new Map(records.map((r) => [r.id, r.nextAttemptAt ? Date.parse(r.nextAttemptAt) : 0]));
   const messages: DeliveryMessage[] = records.map((r) => ({

@@ -23,6 +23,14 @@ import {
 } from '../topology.js';
 import { settingsSnapshotEnvVar } from '../../functions/core/platform/settings.js';
 
+/** Every read the domain makes (TransactGetItems needs GetItem); never Scan. */
+export const tableReadActions = ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:Query', 'dynamodb:ConditionCheckItem'];
+/** Every write the domain makes (TransactWriteItems needs the ones it contains). */
+export const tableWriteActions = ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:BatchWriteItem', 'dynamodb:ConditionCheckItem'];
+export const queueSendActions = ['sqs:SendMessage'];
+/** What Lambda's SQS event source mapping needs of the function's role (AWSLambdaSQSQueueExecutionRole). */
+export const queueConsumeActions = ['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes'];
+
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
 export interface CrmFunctionProps {
@@ -33,6 +41,8 @@ export interface CrmFunctionProps {
    * access is granted, and the document it is created with becomes the function's fallback snapshot.
    */
   settings: ssm.StringParameter;
+  /** Days the function's log group keeps its lines (lib/stages.ts). */
+  logRetentionDays: number;
 }
 
 /**
@@ -55,10 +65,10 @@ function copyAssets(source: string, target: string): ICommandHooks {
 }
 
 export class CrmFunction extends NodejsFunction {
-  constructor(scope: Construct, id: string, { spec, stage, settings }: CrmFunctionProps) {
+  constructor(scope: Construct, id: string, { spec, stage, settings, logRetentionDays }: CrmFunctionProps) {
     // An explicit log group (not the implicit /aws/lambda/<name> one) so retention is set and the
     // group is part of the stack.
-    const logGroup = new logs.LogGroup(scope, `${id}Logs`, { retention: logs.RetentionDays.ONE_MONTH, removalPolicy: RemovalPolicy.DESTROY });
+    const logGroup = new logs.LogGroup(scope, `${id}Logs`, { retention: logRetentionDays as logs.RetentionDays, removalPolicy: RemovalPolicy.DESTROY });
     super(scope, id, {
       entry: path.join(root, 'functions', spec.entry, 'handler.ts'),
       handler: 'handler',
@@ -112,17 +122,21 @@ export class CrmFunction extends NodejsFunction {
     );
   }
 
-  /** Grants `access` to the table and sets its env var. Index queries need `<table>/index/*`. */
+  /**
+   * Grants `access` to the table (and its indexes) and sets its env var. Explicit lists: CDK's
+   * grantReadData adds Scan (only the local stack scans) and DescribeTable, which no function calls.
+   * Transactions need the actions they contain, nothing else.
+   */
   bindTable(table: dynamodb.Table, spec: TableSpec, access: TableAccess): this {
-    if (access === 'read') table.grantReadData(this);
-    else if (access === 'write') table.grantWriteData(this);
-    else table.grantReadWriteData(this);
+    const actions = [...(access === 'write' ? [] : tableReadActions), ...(access === 'read' ? [] : tableWriteActions)];
+    const indexes = spec.globalIndexes?.length && access !== 'write' ? [`${table.tableArn}/index/*`] : [];
+    this.addToRolePolicy(new iam.PolicyStatement({ actions: [...new Set(actions)], resources: [table.tableArn, ...indexes] }));
     this.addEnvironment(spec.envVar, table.tableName);
-    if (spec.globalIndexes?.length) {
+    if (indexes.length) {
       const logicalId = Stack.of(table).getLogicalId(table.node.defaultChild as dynamodb.CfnTable);
       Validations.of(this).acknowledge({
         id: `AwsSolutions-IAM5[Resource::<${logicalId}.Arn>/index/*]`,
-        reason: `Queries on the table's own indexes (${spec.globalIndexes.map((i) => i.name).join(', ')}); scoped to that one table.`,
+        reason: `Queries on the table's own indexes (${spec.globalIndexes!.map((i) => i.name).join(', ')}); scoped to that one table.`,
       });
     }
     return this;
@@ -135,10 +149,13 @@ export class CrmFunction extends NodejsFunction {
     return this;
   }
 
-  /** Grants sending and/or consuming on the queue and sets the env var holding its URL. */
+  /**
+   * Grants sending and/or consuming on the queue and sets the env var holding its URL. Sending is
+   * SendMessage alone (batches included); consuming is what an SQS event source mapping uses.
+   */
   bindQueue(queue: sqs.IQueue, spec: QueueSpec, access: QueueAccess): this {
-    if (access === 'send' || access === 'sendAndConsume') queue.grantSendMessages(this);
-    if (access === 'consume' || access === 'sendAndConsume') queue.grantConsumeMessages(this);
+    const actions = [...(access === 'consume' ? [] : queueSendActions), ...(access === 'send' ? [] : queueConsumeActions)];
+    this.addToRolePolicy(new iam.PolicyStatement({ actions, resources: [queue.queueArn] }));
     this.addEnvironment(spec.envVar, queue.queueUrl);
     return this;
   }

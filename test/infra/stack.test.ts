@@ -2,6 +2,7 @@
  * The synthesized CloudFormation template (bundling skipped): what the topology promises is there,
  * each function can do exactly what its job needs and no more, and cdk-nag passes.
  */
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -12,6 +13,7 @@ import type { CfnRole } from 'aws-cdk-lib/aws-iam';
 import type { CfnFunction } from 'aws-cdk-lib/aws-lambda';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { buildApp } from '../../lib/stacks/app.js';
+import { stages, type StageConfig } from '../../lib/stages.js';
 import { generateApiKey } from '../../functions/core/tenancy/api-keys.js';
 import type { CrmStack } from '../../lib/stacks/crm-stack.js';
 import {
@@ -21,12 +23,14 @@ import {
 } from '../../lib/topology.js';
 
 const outdirs: string[] = [];
-/** Builds the app as `cdk synth` does, minus esbuild, into a scratch directory. */
-function build(context: Record<string, unknown> = {}): ReturnType<typeof buildApp> & { outdir: string } {
+/** The stage the tests build: prod's settings without backups, in a test account. */
+const testStage: StageConfig = { account: '123456789012', region: 'eu-west-1', leadIntakeReservedConcurrency: 100, logRetentionDays: 30 };
+/** Builds the app as `cdk synth` does, minus esbuild, into a scratch directory; `config` changes the test stage's settings. */
+function build(context: Record<string, unknown> = {}, config: Partial<StageConfig> = {}): ReturnType<typeof buildApp> & { outdir: string } {
   const outdir = mkdtempSync(path.join(tmpdir(), 'crm-infra-'));
   outdirs.push(outdir);
   const props: AppProps = { outdir, context: { 'aws:cdk:bundling-stacks': [], stage: 'test', ...context } };
-  return { ...buildApp(props), outdir };
+  return { ...buildApp(props, { ...stages, test: { ...testStage, ...config } }), outdir };
 }
 
 interface ValidationReport { pluginReports: { pluginName: string; violations: { ruleName: string }[] }[] }
@@ -166,18 +170,19 @@ describe('the CDK stack', () => {
 
   it('lets lead intake write clients but never send to a queue or touch deliveries', () => {
     expect(actionsOn('leadIntake', tableRef('clients'))).toContain('dynamodb:PutItem');
-    expect(actionsOn('leadIntake', tableRef('clients'))).not.toContain('dynamodb:GetItem');
+    // Duplicate matching (docs/leads.md): a Query of the match index, a GetItem of a double-submit's client.
+    expect(actionsOn('leadIntake', tableRef('clients'))).toEqual(expect.arrayContaining(['dynamodb:Query', 'dynamodb:GetItem']));
     expect(actionsOn('leadIntake', tableRef('deliveries'))).toEqual([]);
     expect(allActions('leadIntake')).not.toContain('sqs:SendMessage');
     expect(allActions('leadIntake').filter((a) => a.startsWith('sqs:'))).toEqual([]);
   });
 
-  it('lets the fan-out read the streams and organizations and queue deliveries, but never write clients', () => {
+  it('lets the fan-out read the streams and endpoints and queue deliveries, but never write clients', () => {
     for (const table of ['clients', 'workOrders'] as const) {
       expect(actionsOn('eventFanout', tableRef(table)).filter((a) => !streamReadActions.includes(a))).toEqual([]);
     }
-    expect(actionsOn('eventFanout', tableRef('organizations'))).toContain('dynamodb:Query');
-    expect(actionsOn('eventFanout', tableRef('organizations'))).not.toContain('dynamodb:PutItem');
+    expect(actionsOn('eventFanout', tableRef('endpoints'))).toContain('dynamodb:Query');
+    expect(actionsOn('eventFanout', tableRef('endpoints'))).not.toContain('dynamodb:PutItem');
     expect(actionsOn('eventFanout', tableRef('deliveries'))).toEqual(expect.arrayContaining(['dynamodb:PutItem', 'dynamodb:Query']));
     expect(actionsOn('eventFanout', queueRef('deliveryQueue'))).toContain('sqs:SendMessage');
     expect(actionsOn('eventFanout', queueRef('deliveryQueue'))).not.toContain('sqs:DeleteMessage');
@@ -518,9 +523,9 @@ describe('the CDK stack', () => {
       .reduce((sum, m) => sum + Number(m.Properties.ScalingConfig.MaximumConcurrency), 0);
     expect(mappingsInTemplate).toBe(mappings);
     // A deploy that raises the main lane raises the reservation with it; one below the sum is refused; 0 reserves none.
-    expect(functionPropsOf(build({ deliveryMaxConcurrency: '300' }).stack, 'webhookDelivery').ReservedConcurrentExecutions).toBe(300 + slowLaneMaxConcurrency);
-    expect(() => build({ deliveryReservedConcurrency: '100' })).toThrow(/below the delivery function's event sources' maximum concurrency/);
-    expect(functionPropsOf(build({ deliveryReservedConcurrency: '0' }).stack, 'webhookDelivery').ReservedConcurrentExecutions).toBeUndefined();
+    expect(functionPropsOf(build({}, { deliveryMaxConcurrency: 300 }).stack, 'webhookDelivery').ReservedConcurrentExecutions).toBe(300 + slowLaneMaxConcurrency);
+    expect(() => build({}, { deliveryReservedConcurrency: 100 })).toThrow(/below the delivery function's event sources' maximum concurrency/);
+    expect(functionPropsOf(build({}, { deliveryReservedConcurrency: 0 }).stack, 'webhookDelivery').ReservedConcurrentExecutions).toBeUndefined();
   });
 
   it('protects the prod tables from deletion (other stages: retained, deletable by hand)', () => {
@@ -538,17 +543,54 @@ describe('the CDK stack', () => {
   const alarmsOf = () => Object.entries(template.findResources('AWS::CloudWatch::Alarm')).map(([id, a]) => ({ id, ...a.Properties }));
   const alarmOn = (metricName: string, dimensions?: unknown) => alarmsOf().filter((a) => a.MetricName === metricName && (dimensions === undefined || JSON.stringify(a.Dimensions) === JSON.stringify(dimensions)));
 
-  it('alarms on dead-letter depth, fan-out failures, the delivery failure rate and function errors', () => {
-    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
-      MetricName: 'ApproximateNumberOfMessagesVisible',
-      Dimensions: [{ Name: 'QueueName', Value: { 'Fn::GetAtt': [queueRef('deliveryDlq'), 'QueueName'] } }],
-      Threshold: 1,
-      ComparisonOperator: 'GreaterThanOrEqualToThreshold',
-    });
-    template.hasResourceProperties('AWS::CloudWatch::Alarm', { Dimensions: [{ Name: 'QueueName', Value: { 'Fn::GetAtt': [queueRef('fanoutFailures'), 'QueueName'] } }] });
-    template.hasResourceProperties('AWS::CloudWatch::Alarm', { Metrics: Match.arrayWith([Match.objectLike({ Expression: Match.stringLikeRegexp('failures / attempts') })]) });
+  const alarmNamed = (id: string) => alarmsOf().find((a) => a.AlarmName === `Crm-test-${id}`)!;
+  /** The metrics a math alarm reads: its expression and each metric's name, statistic and period. */
+  const mathOf = (id: string) => {
+    const metrics = alarmNamed(id).Metrics as { Id: string; Expression?: string; MetricStat?: { Metric: { MetricName: string; Dimensions?: unknown }; Stat: string; Period: number } }[];
+    return {
+      expression: metrics.find((m) => m.Expression)!.Expression,
+      inputs: Object.fromEntries(metrics.filter((m) => m.MetricStat).map((m) => [m.Id, { metric: m.MetricStat!.Metric.MetricName, stat: m.MetricStat!.Stat, period: m.MetricStat!.Period, dimensions: m.MetricStat!.Metric.Dimensions }])),
+    };
+  };
+  const queueDimension = (name: QueueName) => [{ Name: 'QueueName', Value: { 'Fn::GetAtt': [queueRef(name), 'QueueName'] } }];
+
+  it('alarms on the rate of new dead letters by cause, never on the depth (a receiver dead for days would keep it red for ever), and on the delivery failure rate and function errors', () => {
+    // No alarm on what a parking queue holds.
+    for (const queue of ['deliveryDlq', 'fanoutFailures'] as const) {
+      expect(alarmsOf().filter((a) => JSON.stringify(a.Dimensions) === JSON.stringify(queueDimension(queue)) && a.MetricName !== 'NumberOfMessagesSent')).toEqual([]);
+    }
+    // Exhausted deliveries (sent there by the delivery function): a ticket per hour's worth, a page for a surge.
+    expect(alarmOn('NumberOfMessagesSent', queueDimension('deliveryDlq')).map((a) => [a.AlarmName, a.Statistic, a.Period, a.Threshold]).sort()).toEqual([
+      ['Crm-test-DeliveryDeadLetterSurge', 'Sum', 900, 200],
+      ['Crm-test-DeliveryDeadLetters', 'Sum', 3600, 25],
+    ]);
+    // Stream batches the fan-out gave up on (sent there by Lambda's on-failure destination).
+    expect(alarmOn('NumberOfMessagesSent', queueDimension('fanoutFailures'))).toEqual([expect.objectContaining({ AlarmName: 'Crm-test-FanoutFailures', Statistic: 'Sum', Period: 300, Threshold: 1 })]);
+    expect(mathOf('DeliveryFailureRate').expression).toMatch('failures / attempts');
     for (const name of Object.keys(functions) as FunctionName[]) {
       expect(alarmOn('Errors', [{ Name: 'FunctionName', Value: { Ref: logicalId(stack.functions[name]) } }])).toHaveLength(1);
+    }
+  });
+
+  it('alarms on 5xx as a share of the API\'s requests, over a minimum of requests (5 errors are nothing at 10,000 and everything at 10)', () => {
+    const stageDimensions = [{ Name: 'ApiName', Value: `crm-integration-test` }, { Name: 'Stage', Value: { Ref: logicalId(stack.api.deploymentStage) } }];
+    expect(alarmOn('5XXError')).toEqual([]);
+    const { expression, inputs } = mathOf('Api5xxShare');
+    expect(expression).toBe('IF(requests >= 20, 100 * errors / requests, 0)');
+    expect(inputs).toEqual({
+      requests: { metric: 'Count', stat: 'Sum', period: 300, dimensions: stageDimensions },
+      errors: { metric: '5XXError', stat: 'Sum', period: 300, dimensions: stageDimensions },
+    });
+    expect(alarmNamed('Api5xxShare')).toMatchObject({ Threshold: 5, ComparisonOperator: 'GreaterThanThreshold', EvaluationPeriods: 2 });
+  });
+
+  it('alarms on throttled reads or writes of every table', () => {
+    for (const name of Object.keys(tables) as TableName[]) {
+      const { expression, inputs } = mathOf(`${name}TableThrottles`);
+      expect(expression).toBe('FILL(reads, 0) + FILL(writes, 0)');
+      const table = [{ Name: 'TableName', Value: { Ref: tableRef(name) } }];
+      expect(inputs).toEqual({ reads: { metric: 'ReadThrottleEvents', stat: 'Sum', period: 300, dimensions: table }, writes: { metric: 'WriteThrottleEvents', stat: 'Sum', period: 300, dimensions: table } });
+      expect(alarmNamed(`${name}TableThrottles`)).toMatchObject({ Threshold: 1, ComparisonOperator: 'GreaterThanOrEqualToThreshold' });
     }
   });
 
@@ -559,7 +601,6 @@ describe('the CDK stack', () => {
       expect(alarmOn('Throttles', fn(name))).toEqual([expect.objectContaining({ Threshold: 1, ComparisonOperator: 'GreaterThanOrEqualToThreshold' })]);
     }
     const stageDimensions = [{ Name: 'ApiName', Value: `crm-integration-test` }, { Name: 'Stage', Value: { Ref: logicalId(stack.api.deploymentStage) } }];
-    expect(alarmOn('5XXError', stageDimensions)).toEqual([expect.objectContaining({ Namespace: 'AWS/ApiGateway', Statistic: 'Sum' })]);
     expect(alarmOn('Latency', stageDimensions)).toEqual([expect.objectContaining({ ExtendedStatistic: 'p99', EvaluationPeriods: 3 })]);
     // Retries never wait in flight (DESIGN §16): the in-flight count and the oldest message's age mean stuck deliveries.
     const deliveryQueue = [{ Name: 'QueueName', Value: { 'Fn::GetAtt': [queueRef('deliveryQueue'), 'QueueName'] } }];
@@ -587,20 +628,32 @@ describe('the CDK stack', () => {
       .toEqual([expect.objectContaining({ Namespace: 'CrmIntegrationApi', Statistic: 'Sum', Threshold: 1, Period: 300, ComparisonOperator: 'GreaterThanOrEqualToThreshold' })]);
   });
 
-  it('makes EVERY alarm notify the TLS-only alarm topic, and documents every alarm in the runbook', () => {
-    const topicRef = { Ref: logicalId(stack.alarmTopic) };
+  it('makes EVERY alarm notify its TLS-only topic (page or ticket) when it fires AND when it clears, and documents every alarm with its severity in the runbook', () => {
+    const topics = { page: { Ref: logicalId(stack.monitoring.topics.page) }, ticket: { Ref: logicalId(stack.monitoring.topics.ticket) } };
     const alarms = alarmsOf();
-    expect(alarms.length).toBe(stack.alarms.length);
-    for (const alarm of alarms) expect({ alarm: alarm.id, actions: alarm.AlarmActions }).toEqual({ alarm: alarm.id, actions: [topicRef] });
-    template.hasResourceProperties('AWS::SNS::TopicPolicy', {
-      Topics: [topicRef],
-      PolicyDocument: { Statement: Match.arrayWith([Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } })]) },
-    });
+    expect(alarms.length).toBe(stack.monitoring.alarms.length);
+    const severities = new Map(stack.monitoring.alarms.map(({ alarm, severity }) => [logicalId(alarm), severity]));
+    for (const alarm of alarms) {
+      const topic = topics[severities.get(alarm.id)!];
+      expect({ alarm: alarm.id, actions: alarm.AlarmActions, ok: alarm.OKActions }).toEqual({ alarm: alarm.id, actions: [topic], ok: [topic] });
+    }
+    // Both kinds are used: pages are not every alarm.
+    expect(new Set(severities.values())).toEqual(new Set(['page', 'ticket']));
+    for (const topicRef of Object.values(topics)) {
+      template.hasResourceProperties('AWS::SNS::TopicPolicy', {
+        Topics: [topicRef],
+        PolicyDocument: { Statement: Match.arrayWith([Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } })]) },
+      });
+    }
     template.resourceCountIs('AWS::SNS::Subscription', 0);
     const runbook = readFileSync(path.join(path.dirname(new URL(import.meta.url).pathname), '../../docs/deploy.md'), 'utf8');
-    for (const alarm of stack.alarms) {
-      const id = alarm.node.id.replace(new RegExp(`^(${Object.keys(functions).join('|')})`), '<function>');
-      expect({ alarm: id, documented: runbook.includes(`| \`${id}\``) }).toEqual({ alarm: id, documented: true });
+    const named = new RegExp(`^(${Object.keys(functions).join('|')}|${Object.keys(tables).join('|')})(?=Errors|Throttles|TableThrottles)`);
+    for (const { alarm, severity } of stack.monitoring.alarms) {
+      const id = alarm.node.id.replace(named, (m) => (m in functions ? '<function>' : '<table>'));
+      const row = runbook.split('\n').find((line) => line.startsWith(`| \`${id}\``));
+      expect({ alarm: id, documented: row !== undefined }).toEqual({ alarm: id, documented: true });
+      // Per-function alarms page for some functions and ticket for others: the row names both.
+      if (!id.startsWith('<function>')) expect({ alarm: id, severity: row!.split('|')[2].trim() }).toEqual({ alarm: id, severity });
     }
   });
 
@@ -620,7 +673,7 @@ describe('the CDK stack', () => {
     expect(JSON.stringify(outputs)).not.toMatch(/crm_live_|whsec_|SecretString|resolve:secretsmanager|password|AKIA/i);
     // The base URL, no trailing slash (like the local stack's apiUrl): https://<api>.execute-api.<region>.<suffix>/<stage>
     template.hasOutput(outputKeys.apiUrl, {
-      Value: { 'Fn::Join': ['', ['https://', { Ref: logicalId(stack.api) }, '.execute-api.', { Ref: 'AWS::Region' }, '.', { Ref: 'AWS::URLSuffix' }, '/', { Ref: Match.anyValue() }]] },
+      Value: { 'Fn::Join': ['', ['https://', { Ref: logicalId(stack.api) }, '.execute-api.eu-west-1.', { Ref: 'AWS::URLSuffix' }, '/', { Ref: Match.anyValue() }]] },
     });
   });
 
@@ -643,8 +696,8 @@ describe('the CDK stack', () => {
     expect(violations).toEqual(expect.arrayContaining(['AwsSolutions-SQS3', 'AwsSolutions-SQS4']));
   });
 
-  it('lets CloudWatch alarms of this account publish to the alarm topic (the TLS-only policy replaces SNS\'s default one)', () => {
-    const topicRef = { Ref: logicalId(stack.alarmTopic) };
+  it.each(['page', 'ticket'] as const)('lets CloudWatch alarms of this account publish to the %s topic (the TLS-only policy replaces SNS\'s default one)', (severity) => {
+    const topicRef = { Ref: logicalId(stack.monitoring.topics[severity]) };
     const [policy] = Object.values(template.findResources('AWS::SNS::TopicPolicy', { Properties: { Topics: [topicRef] } }));
     expect(policy.Properties.PolicyDocument.Statement).toEqual(expect.arrayContaining([{
       Sid: 'AllowCloudWatchAlarms',
@@ -653,14 +706,171 @@ describe('the CDK stack', () => {
       Action: 'sns:Publish',
       Resource: topicRef,
       Condition: {
-        StringEquals: { 'aws:SourceAccount': { Ref: 'AWS::AccountId' } },
-        ArnLike: { 'aws:SourceArn': { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':cloudwatch:', { Ref: 'AWS::Region' }, ':', { Ref: 'AWS::AccountId' }, ':alarm:*']] } },
+        StringEquals: { 'aws:SourceAccount': '123456789012' },
+        ArnLike: { 'aws:SourceArn': { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':cloudwatch:eu-west-1:123456789012:alarm:*']] } },
       },
     }]));
   });
 
-  it('subscribes the alarm mailbox given with -c alarmEmail', () => {
-    const withEmail = build({ alarmEmail: 'ops@example.com' });
-    Template.fromStack(withEmail.stack).hasResourceProperties('AWS::SNS::Subscription', { Protocol: 'email', Endpoint: 'ops@example.com' });
+  it('subscribes the stage\'s alarm mailbox (lib/stages.ts) to both topics, and two deploys in a row with only the stage name keep the subscription', () => {
+    const synthesize = () => Template.fromStack(build({ stage: 'prod' }).stack).toJSON();
+    const first = synthesize();
+    const second = synthesize();
+    const subscriptions = (t: typeof first) => Object.values(t.Resources as Record<string, { Type: string; Properties: { Protocol: string; Endpoint: string } }>)
+      .filter((r) => r.Type === 'AWS::SNS::Subscription').map((r) => `${r.Properties.Protocol}:${r.Properties.Endpoint}`);
+    expect(subscriptions(first)).toEqual([`email:${stages.prod.alarmEmail}`, `email:${stages.prod.alarmEmail}`]);
+    expect(second).toEqual(first);
+    // No command-line setting is read for it: the same stage with a stray -c still subscribes the stage's mailbox.
+    expect(subscriptions(Template.fromStack(build({ stage: 'prod', alarmEmail: 'someone@else.example' }).stack).toJSON())).toEqual(subscriptions(first));
+  });
+});
+
+describe('the stage configuration (lib/stages.ts)', () => {
+  it('refuses to synthesize without a region, saying how to set one (the CDK would quietly pick us-east-1)', () => {
+    expect(() => build({}, { region: undefined })).toThrow(/No region for stage "test": name it in lib\/stages\.ts .* or pass -c region=<region>/);
+    expect(() => build({}, { account: undefined })).toThrow(/No account for stage "test": name it in lib\/stages\.ts .* or pass -c account=/);
+    expect(() => build({ stage: 'nowhere' })).toThrow(/Stage "nowhere" is not in lib\/stages\.ts: add it there/);
+    // A stage that names neither takes them from the command line, checked.
+    const fromContext = build({ region: 'eu-north-1', account: '210987654321' }, { region: undefined, account: undefined }).stack;
+    expect([fromContext.region, fromContext.account]).toEqual(['eu-north-1', '210987654321']);
+    expect(() => build({ region: 'moon-1' }, { region: undefined })).toThrow(/Invalid region "moon-1"/);
+    expect(() => build({}, { logRetentionDays: 31 })).toThrow(/Invalid logRetentionDays 31/);
+  });
+
+  it('makes `cdk synth` (bin/app.ts) print the stage problem alone, with how to fix it, and exit 1', () => {
+    const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..');
+    // What `cdk synth -c stage=nowhere` hands the app: its context in CDK_CONTEXT_JSON.
+    const run = spawnSync(process.execPath, ['--no-warnings', '--import', 'tsx', 'bin/app.ts'], {
+      cwd: root, encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '', CDK_CONTEXT_JSON: JSON.stringify({ stage: 'nowhere' }), CDK_OUTDIR: mkdtempSync(path.join(tmpdir(), 'crm-synth-')) },
+    });
+    expect(run.status).toBe(1);
+    expect(run.stderr.trim()).toBe('Stage "nowhere" is not in lib/stages.ts: add it there (its account, region, alarm e-mail, concurrency, retention and backup) so every deploy reads the same settings. Known: dev, prod.');
+  });
+
+  it('synthesizes the default dev stage with no credentials: pinned region, the deploying account, nothing reserved (a new account\'s limit is 10)', () => {
+    const dev = build({ stage: 'dev' });
+    expect(dev.stack.region).toBe(stages.dev.region);
+    expect(dev.stack.account).toEqual(expect.stringContaining('AccountId')); // a token: whatever account deploys it
+    const devTemplate = Template.fromStack(dev.stack);
+    for (const fn of Object.values(devTemplate.findResources('AWS::Lambda::Function'))) expect(fn.Properties.ReservedConcurrentExecutions).toBeUndefined();
+    devTemplate.allResourcesProperties('AWS::Logs::LogGroup', { RetentionInDays: stages.dev.logRetentionDays });
+  });
+});
+
+describe('least privilege (a later grant that widens access fails here)', () => {
+  const everyStatement = () => Object.values(template.findResources('AWS::IAM::Policy'))
+    .flatMap((p) => p.Properties.PolicyDocument.Statement as { Action: string | string[] }[]).flatMap((st) => ([] as string[]).concat(st.Action));
+
+  it('grants no dynamodb:Scan (only the local stack scans), no DescribeTable and no wildcard action to any role', () => {
+    const actions = everyStatement();
+    expect(actions.filter((a) => /^dynamodb:(Scan|DescribeTable|\*)$|\*/.test(a))).toEqual([]);
+  });
+
+  it('grants every function exactly the table actions of its access (reads never include Scan) and queue actions of its binding', () => {
+    const reads = ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:Query', 'dynamodb:ConditionCheckItem'];
+    const writes = ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:BatchWriteItem', 'dynamodb:ConditionCheckItem'];
+    for (const [name, spec] of Object.entries(functions) as [FunctionName, (typeof functions)[FunctionName]][]) {
+      for (const table of Object.keys(tables) as TableName[]) {
+        const access = (spec.tables as Partial<Record<TableName, string>>)[table];
+        const expected = access === undefined ? [] : [...new Set([...(access === 'write' ? [] : reads), ...(access === 'read' ? [] : writes)])];
+        // The stream's reads (on the stream's ARN) come with the stream event source, not the binding.
+        const streamed = spec.events.some((e) => e.kind === 'stream' && e.table === table);
+        const actions = actionsOn(name, tableRef(table)).filter((a) => !(streamed && streamReadActions.includes(a)));
+        expect({ name, table, actions: actions.sort() }).toEqual({ name, table, actions: expected.sort() });
+      }
+      for (const queue of Object.keys(queues) as QueueName[]) {
+        const access = (spec.queues as Partial<Record<QueueName, string>>)[queue];
+        const onFailure = spec.events.some((e) => e.kind === 'stream' && e.onFailure === queue);
+        const expected = [
+          ...(access === 'send' || access === 'sendAndConsume' || onFailure ? ['sqs:SendMessage'] : []),
+          ...(access === 'consume' || access === 'sendAndConsume' ? ['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes'] : []),
+        ];
+        expect({ name, queue, actions: actionsOn(name, queueRef(queue)).sort() }).toEqual({ name, queue, actions: expected.sort() });
+      }
+    }
+  });
+
+  it('gives the settings API no way to receive or delete dead letters (a tenant\'s re-delivery never sweeps the shared queue)', () => {
+    expect(actionsOn('settingsApi', queueRef('deliveryDlq'))).toEqual([]);
+    expect(functionProps('settingsApi').Environment.Variables[queues.deliveryDlq.envVar]).toBeUndefined();
+  });
+
+  it('keeps the signing secrets out of lead intake\'s reach: endpoints live in their own table, which only delivery, the fan-out and the settings API may touch', () => {
+    expect(actionsOn('leadIntake', tableRef('endpoints'))).toEqual([]);
+    expect(allActions('leadIntake').filter((a) => a.startsWith('kms:'))).toEqual([]);
+    const bound = (Object.keys(functions) as FunctionName[]).filter((name) => actionsOn(name, tableRef('endpoints')).length > 0);
+    expect(bound.sort()).toEqual(['eventFanout', 'settingsApi', 'webhookDelivery']);
+    expect(actionsOn('eventFanout', tableRef('endpoints'))).not.toContain('dynamodb:PutItem');
+    // The delivery side needs no organization data (API keys, CAPTCHA secrets): no grant on that table.
+    for (const name of ['eventFanout', 'webhookDelivery', 'deliverySweeper'] as const) expect(actionsOn(name, tableRef('organizations'))).toEqual([]);
+  });
+});
+
+describe('recovery', () => {
+  it('retains the dead-letter and fan-out-failure queues with the stack (the only copy of what failed); the working queues go with it', () => {
+    const resources = template.findResources('AWS::SQS::Queue');
+    for (const name of Object.keys(queues) as QueueName[]) {
+      const parking = !('deadLetter' in queues[name]);
+      expect({ name, policy: resources[queueRef(name)].DeletionPolicy }).toEqual({ name, policy: parking ? 'Retain' : 'Delete' });
+    }
+  });
+
+  it('backs every table up daily with AWS Backup when the stage says so, copied to the configured region', () => {
+    template.resourceCountIs('AWS::Backup::BackupPlan', 0);
+    const withBackup = Template.fromStack(build({}, { backup: { retentionDays: 35, copyToRegion: 'eu-central-1' } }).stack);
+    withBackup.hasResourceProperties('AWS::Backup::BackupPlan', {
+      BackupPlan: {
+        BackupPlanName: 'crm-test',
+        BackupPlanRule: [Match.objectLike({
+          ScheduleExpression: 'cron(0 3 * * ? *)',
+          Lifecycle: { DeleteAfterDays: 35 },
+          CopyActions: [{ DestinationBackupVaultArn: { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':backup:eu-central-1:123456789012:backup-vault:crm-test-copy']] }, Lifecycle: { DeleteAfterDays: 35 } }],
+        })],
+      },
+    });
+    withBackup.hasResource('AWS::Backup::BackupVault', { DeletionPolicy: 'Retain' });
+    const [selection] = Object.values(withBackup.findResources('AWS::Backup::BackupSelection'));
+    const selected = JSON.stringify(selection.Properties.BackupSelection.Resources);
+    for (const name of Object.keys(tables) as TableName[]) expect(selected).toContain(`"${tableRef(name)}"`);
+    expect(() => build({}, { backup: { retentionDays: 35, copyToRegion: 'eu-west-1' } })).toThrow(/copyToRegion .* its own region/);
+  });
+
+  it('runs the sweeper one at a time (reserved concurrency 1: an overlapping run is refused, and not retried)', () => {
+    expect(functionProps('deliverySweeper').ReservedConcurrentExecutions).toBe(1);
+  });
+});
+
+describe('observability', () => {
+  it('sets a retention on every log group the stack causes: the functions\', API Gateway\'s access and execution logs, the WAF\'s', () => {
+    const groups = template.findResources('AWS::Logs::LogGroup');
+    for (const [id, group] of Object.entries(groups)) expect({ id, days: group.Properties.RetentionInDays }).toEqual({ id, days: 30 });
+    // Every function writes to a group of the stack (not the implicit /aws/lambda one).
+    for (const name of Object.keys(functions) as FunctionName[]) expect(Object.keys(groups)).toContain(functionProps(name).LoggingConfig.LogGroup.Ref);
+    const names = Object.values(groups).map((g) => JSON.stringify(g.Properties.LogGroupName ?? ''));
+    expect(names).toEqual(expect.arrayContaining([
+      JSON.stringify({ 'Fn::Join': ['', ['API-Gateway-Execution-Logs_', { Ref: logicalId(stack.api) }, '/test']] }),
+      JSON.stringify('aws-waf-logs-Crm-test'),
+    ]));
+    // Created before the stage, or API Gateway would create it first (outside the stack, kept for ever).
+    const [stageId] = Object.keys(template.findResources('AWS::ApiGateway::Stage'));
+    const executionId = Object.entries(groups).find(([, g]) => JSON.stringify(g.Properties.LogGroupName ?? '').includes('Execution'))![0];
+    expect(template.toJSON().Resources[stageId].DependsOn).toContain(executionId);
+  });
+
+  it('logs the WAF\'s decisions with the headers that carry API keys redacted', () => {
+    const [acl] = Object.keys(template.findResources('AWS::WAFv2::WebACL'));
+    template.hasResourceProperties('AWS::WAFv2::LoggingConfiguration', {
+      ResourceArn: { 'Fn::GetAtt': [acl, 'Arn'] },
+      RedactedFields: [{ SingleHeader: { Name: 'x-api-key' } }, { SingleHeader: { Name: 'authorization' } }],
+    });
+  });
+
+  it('builds a dashboard from the topology: every function, queue and table has its row, and the alarms their states', () => {
+    const [dashboard] = Object.values(template.findResources('AWS::CloudWatch::Dashboard'));
+    expect(dashboard.Properties.DashboardName).toBe('crm-test');
+    const body = JSON.stringify(dashboard.Properties.DashboardBody);
+    for (const name of [...Object.keys(functions), ...Object.keys(queues), ...Object.keys(tables)]) expect(body).toContain(`${name}: `);
+    for (const metric of ['ConcurrentExecutions', 'ApproximateAgeOfOldestMessage', '5XXError', 'IteratorAge', 'ThrottleEvents']) expect(body).toContain(metric);
+    for (const { alarm } of stack.monitoring.alarms) expect(body).toContain(`"${logicalId(alarm)}"`);
   });
 });

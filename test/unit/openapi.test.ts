@@ -21,7 +21,7 @@ describe('the OpenAPI document', () => {
 
   it('documents every status the endpoint answers', () => {
     const { paths } = openApiDocument();
-    expect(Object.keys(paths['/api/webhook/leads'].post.responses).sort()).toEqual(['201', '303', '400', '401', '402', '403', '409', '413', '415', '422', '429', '500', '503']);
+    expect(Object.keys(paths['/api/webhook/leads'].post.responses).sort()).toEqual(['200', '201', '303', '400', '401', '402', '403', '409', '413', '415', '422', '429', '500', '503']);
     expect(Object.keys(paths['/api/webhook/leads'].get.responses).sort()).toEqual(['200', '401', '403', '429', '500']);
   });
 });

@@ -1,41 +1,61 @@
-/** The sliding-window arithmetic behind Retry-After (functions/core/tenancy/rate-limit.ts), as properties. */
+/**
+ * The closed sub-window arithmetic (functions/core/tenancy/rate-limit.ts) as properties: what a 60 s
+ * span ending at a time holds, and the Retry-After computed from it.
+ */
 import { describe, it, expect } from '@jest/globals';
 import fc from 'fast-check';
-import { secondsUntilAdmitted } from '../../functions/core/tenancy/rate-limit.js';
+import { countedAt, secondsUntilAdmitted, SUB_WINDOW_MS, WINDOW_MS, type SubWindowCounts } from '../../functions/core/tenancy/rate-limit.js';
 
-/** Would one more request be admitted at window-relative time `t` (minutes since this window began)? */
-function admits(limit: number, prev: number, current: number, t: number): boolean {
-  if (t < 1) return prev * (1 - t) + current + 1 <= limit + 1e-9;
-  // Next window: this window's count is the previous one; nothing counted yet.
-  return current * (1 - (t - 1)) + 1 <= limit + 1e-9;
+const BASE = 1_000_000; // a sub-window number far from zero
+
+/** Known counts: up to 8 sub-windows ending at `BASE`, each with per-second counts. */
+const countsArb = fc.array(fc.array(fc.integer({ min: 0, max: 20 }), { minLength: 10, maxLength: 10 }), { minLength: 1, maxLength: 8 })
+  .map((subs): SubWindowCounts => new Map(subs.map((slots, i) => [BASE - subs.length + 1 + i, slots])));
+
+/** The exact number of requests in (at − 60 s, at] if each second's requests all came at its last millisecond (the worst case). */
+function latestPossible(counts: SubWindowCounts, at: number): number {
+  let n = 0;
+  for (const [sub, slots] of counts) slots.forEach((c, i) => {
+    const last = sub * SUB_WINDOW_MS + i * 1000 + 999;
+    const first = sub * SUB_WINDOW_MS + i * 1000;
+    if (first <= at && Math.min(last, at) > at - WINDOW_MS) n += c;
+  });
+  return n;
 }
 
-describe('secondsUntilAdmitted', () => {
-  it('never answers less than 1 s, and waiting that long admits a request', () => {
-    fc.assert(
-      fc.property(
-        fc.integer({ min: 1, max: 1000 }),
-        fc.integer({ min: 0, max: 1000 }),
-        fc.integer({ min: 0, max: 1000 }),
-        fc.double({ min: 0, max: 0.999, noNaN: true }),
-        (limit, prev, current, elapsed) => {
-          const s = secondsUntilAdmitted(limit, prev, Math.min(current, limit), elapsed);
-          expect(s).toBeGreaterThanOrEqual(1);
-          expect(s).toBeLessThanOrEqual(120);
-          expect(admits(limit, prev, Math.min(current, limit), elapsed + s / 60)).toBe(true);
-        },
-      ),
-      { numRuns: 2000 },
-    );
+describe('countedAt', () => {
+  it('never counts less than a 60 s span could hold', () => {
+    fc.assert(fc.property(countsArb, fc.integer({ min: 0, max: 2 * SUB_WINDOW_MS - 1 }), (counts, offset) => {
+      const at = BASE * SUB_WINDOW_MS + offset;
+      expect(countedAt(counts, at)).toBeGreaterThanOrEqual(latestPossible(counts, at));
+    }), { numRuns: 1000 });
   });
 
-  it('computes the wait for known cases', () => {
-    // 100/min, 100 in the last window, 0 now, 30 s in: the estimate is 50, admits at once…
-    expect(secondsUntilAdmitted(100, 100, 0, 0.5)).toBe(1);
-    // …but with 50 already counted it waits until prev × (1 − e) ≤ 49, i.e. e = 0.51: 0.6 s → 1 s.
-    expect(secondsUntilAdmitted(100, 100, 50, 0.5)).toBe(1);
-    // 100 counted this window with 0 before, 10 s in: the next window starts in 50 s and this
-    // window's 100 weigh until 1 % of it has passed (0.6 s more).
-    expect(secondsUntilAdmitted(100, 0, 100, 10 / 60)).toBe(51);
+  it('counts a second whole while any millisecond of it is inside, and not after', () => {
+    const counts: SubWindowCounts = new Map([[BASE, [5, 0, 0, 0, 0, 0, 0, 0, 0, 0]]]);
+    const start = BASE * SUB_WINDOW_MS;
+    expect(countedAt(counts, start + WINDOW_MS + 998)).toBe(5); // its last millisecond is 59.002 s before
+    expect(countedAt(counts, start + WINDOW_MS + 999)).toBe(0); // exactly 60 s after its last millisecond
+    expect(countedAt(counts, start - 1)).toBe(0); // not yet
+  });
+});
+
+describe('secondsUntilAdmitted', () => {
+  it('answers the first whole second at which one more request fits', () => {
+    fc.assert(fc.property(countsArb, fc.integer({ min: 1, max: 300 }), fc.integer({ min: 0, max: SUB_WINDOW_MS - 1 }), (counts, limit, offset) => {
+      const now = BASE * SUB_WINDOW_MS + offset;
+      const s = secondsUntilAdmitted(limit, counts, now);
+      expect(s).toBeGreaterThanOrEqual(1);
+      expect(s).toBeLessThanOrEqual(71);
+      expect(countedAt(counts, now + s * 1000)).toBeLessThan(limit);
+      if (s > 1) expect(countedAt(counts, now + (s - 1) * 1000)).toBeGreaterThanOrEqual(limit);
+    }), { numRuns: 1000 });
+  });
+
+  it('makes a full minute wait until its last second has left the span', () => {
+    // 10 requests in the last second of a sub-window; asked 1 ms into the next one.
+    const counts: SubWindowCounts = new Map([[BASE, [0, 0, 0, 0, 0, 0, 0, 0, 0, 10]]]);
+    const now = (BASE + 1) * SUB_WINDOW_MS + 1;
+    expect(secondsUntilAdmitted(10, counts, now)).toBe(60);
   });
 });

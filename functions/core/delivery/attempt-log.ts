@@ -4,10 +4,8 @@
  * its MAX_KEPT_ATTEMPTS most recent attempts plus a count of the older ones (`olderAttempts`).
  * Unbounded, a receiver answering 15 KB redirects with 4 KB bodies filled the item to DynamoDB's
  * 400 KB limit after ~20 re-deliveries, and from then on no outcome of the delivery could be written.
+ * (The record's writer, delivery-record.ts, trims the stored list after an append.)
  */
-import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
-import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import type { Deps } from '../platform/deps.js';
 import type { DeliveryAttempt } from '../platform/model.js';
 import type { PostResult } from './http-client.js';
 
@@ -48,27 +46,4 @@ export function appendAttempts(record: { attempts?: DeliveryAttempt[]; olderAtte
   const dropped = Math.max(0, all.length - MAX_KEPT_ATTEMPTS);
   const older = Number(record.olderAttempts ?? 0) + dropped;
   return { attempts: all.slice(dropped), ...(older ? { olderAttempts: older } : {}) };
-}
-
-/**
- * After an UpdateItem appended an attempt (`list_append`, which cannot trim in the same expression):
- * when the list it returned (`ReturnValues: UPDATED_NEW`) is over the bound, drops its oldest
- * entries and counts them, conditional on the list still having that length. A writer that
- * appended meanwhile makes the condition fail: that writer's own trim does the work instead.
- */
-export async function trimAttempts(deps: Deps, key: Record<string, string>, updated: Record<string, unknown> | undefined): Promise<void> {
-  const length = Array.isArray(updated?.attempts) ? updated.attempts.length : 0;
-  const excess = length - MAX_KEPT_ATTEMPTS;
-  if (excess <= 0) return;
-  try {
-    await deps.doc.send(new UpdateCommand({
-      TableName: deps.tables.deliveries,
-      Key: key,
-      UpdateExpression: `REMOVE ${Array.from({ length: excess }, (_, i) => `attempts[${i}]`).join(', ')} SET olderAttempts = if_not_exists(olderAttempts, :zero) + :n`,
-      ConditionExpression: 'size(attempts) = :length',
-      ExpressionAttributeValues: { ':zero': 0, ':n': excess, ':length': length },
-    }));
-  } catch (error) {
-    if (!(error instanceof ConditionalCheckFailedException)) throw error;
-  }
 }

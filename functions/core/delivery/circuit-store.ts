@@ -24,7 +24,7 @@ const isConditionFailure = (error: unknown) => (error as Error).name === 'Condit
 async function update(deps: Deps, endpoint: WebhookEndpoint, input: { expression: string; condition: string; values?: Record<string, unknown> }) {
   try {
     return await deps.doc.send(new UpdateCommand({
-      TableName: deps.tables.organizations,
+      TableName: deps.tables.endpoints,
       Key: keys.endpoint(endpoint.organizationId, endpoint.id),
       UpdateExpression: input.expression,
       ConditionExpression: input.condition,

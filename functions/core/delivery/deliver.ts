@@ -5,13 +5,14 @@
  * attemptNumberOf): the attempts recorded in the message's round, plus one; a receive that made no
  * attempt uses none, and a re-driven delivery starts a new round. A retry never waits in flight: it is a new delayed message, or,
  * beyond queueDelayMaxSeconds, parked in the due index (written with the attempt, in one update)
- * until the sweeper re-queues it; only then is the received message deleted.
+ * until the sweeper re-queues it; only then is the received message deleted. This module is the
+ * attempt policy: every outcome is written as a named transition of the delivery record
+ * (delivery-record.ts, through delivery-port.ts), and a batch's records are read and its
+ * delivered outcomes written together (batch-records.ts).
  */
-import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { Deps } from '../platform/deps.js';
-import { keys, type DeliveryAttempt, type DeliveryMessage, type DeliveryRecord, type DeliveryStatus, type WebhookEndpoint } from '../platform/model.js';
+import { keys, type DeliveryAttempt, type DeliveryMessage, type DeliveryRecord, type WebhookEndpoint } from '../platform/model.js';
 import { activeSecrets, endpointsOf, recordEndpointHealth } from './endpoints.js';
 import { logger, metrics } from '../platform/observability.js';
 import { signatureHeaders } from './signing.js';
@@ -19,10 +20,12 @@ import { postWebhook, type PostResult } from './http-client.js';
 import { MAX_ATTEMPTS, parseRetryAfter, retryDelaySeconds } from './schedule.js';
 import { allowListFor } from './ssrf.js';
 import { admitAttempt, markSlow, recordAttempt } from './circuit-store.js';
-import { appendAttempts, attemptError, keptHeaders, trimAttempts } from './attempt-log.js';
+import { attemptError, keptHeaders } from './attempt-log.js';
 import type { Lane } from './circuit-breaker.js';
 import { attemptNumberOf, deferDelivery, readDeliveryMessage, sendDeliveryMessages, sendToDeadLetters } from './queue.js';
-import { dueKeys, getAll, putAll } from './store.js';
+import { deliveryStore, transition } from './delivery-port.js';
+import type { Transition } from './delivery-state.js';
+import { DeliveredWrites, readBatchRecords, type StoredRecord } from './batch-records.js';
 import { queues } from '../../../lib/topology.js';
 
 /**
@@ -59,65 +62,12 @@ export type BatchOutcome = { messageId: string } & (Outcome | { kind: 'error' })
 export const staysQueued = (outcome: BatchOutcome): boolean => outcome.kind === 'error';
 
 /**
- * One UpdateItem per outcome (the record is small and its indexes keys-only: 1 write unit unless
- * a response body makes it bigger). `park` writes the due index's keys with it; any other update
- * clears them (a delivery attempted is no longer parked).
+ * Records an outcome with its transition (delivery-record.ts); each is conditional on the state it
+ * leaves, so one that finds the delivery delivered meanwhile (a duplicate message's attempt), or
+ * its record gone, changes nothing and the outcome becomes that: nothing more is sent or queued.
  */
-async function updateDelivery(deps: Deps, message: DeliveryMessage, status: DeliveryStatus, extra: {
-  attempt?: DeliveryAttempt; reason?: string; nextAttemptAt?: string; park?: { untilMs: number; round?: number };
-  /** Not if the record already says delivered at this time (a batch write that landed after all): false then. */
-  unlessDeliveredAt?: string;
-} = {}): Promise<boolean> {
-  const now = new Date(deps.now()).toISOString();
-  const sets = ['#s = :s', 'updatedAt = :now'];
-  const values: Record<string, unknown> = { ':s': status, ':now': now };
-  const removes = ['deferredReason'];
-  if (extra.park) {
-    const due = dueKeys(message.deliveryId, extra.park.untilMs);
-    sets.push('duePk = :dpk', 'dueAt = :due');
-    Object.assign(values, { ':dpk': due.duePk, ':due': due.dueAt });
-    if (extra.park.round === undefined) removes.push('dueRound');
-    else {
-      sets.push('dueRound = :round');
-      values[':round'] = extra.park.round;
-    }
-    removes.push('duePriorAttempts');
-  } else {
-    removes.push('duePk', 'dueAt', 'dueRound', 'duePriorAttempts');
-  }
-  if (status === 'delivered') removes.push('nextAttemptAt');
-  if (extra.attempt) {
-    sets.push('attempts = list_append(if_not_exists(attempts, :empty), :a)');
-    values[':a'] = [extra.attempt];
-    values[':empty'] = [];
-  }
-  if (extra.reason) {
-    sets.push('reason = :r');
-    values[':r'] = extra.reason;
-  }
-  if (extra.nextAttemptAt) {
-    sets.push('nextAttemptAt = :n');
-    values[':n'] = extra.nextAttemptAt;
-  }
-  if (status === 'delivered') sets.push('deliveredAt = :now');
-  if (extra.unlessDeliveredAt) values[':was'] = extra.unlessDeliveredAt;
-  try {
-    const key = keys.delivery(message.organizationId, message.deliveryId);
-    const { Attributes } = await deps.doc.send(new UpdateCommand({
-      TableName: deps.tables.deliveries,
-      Key: key,
-      UpdateExpression: `SET ${sets.join(', ')} REMOVE ${removes.join(', ')}`,
-      ...(extra.unlessDeliveredAt ? { ConditionExpression: 'attribute_not_exists(deliveredAt) OR deliveredAt <> :was' } : {}),
-      ExpressionAttributeNames: { '#s': 'status' },
-      ExpressionAttributeValues: values,
-      ...(extra.attempt ? { ReturnValues: 'UPDATED_NEW' as const } : {}),
-    }));
-    if (extra.attempt) await trimAttempts(deps, key, Attributes); // the log stays bounded (attempt-log.ts)
-    return true;
-  } catch (error) {
-    if (extra.unlessDeliveredAt && error instanceof ConditionalCheckFailedException) return false;
-    throw error;
-  }
+async function settle(deps: Deps, message: DeliveryMessage, change: Transition, outcome: Outcome): Promise<Outcome> {
+  return (await transition(deps, message, change)) ? outcome : { kind: 'delivered', attempt: outcome.attempt, reason: 'already delivered' };
 }
 
 function attemptRecord(deps: Deps, attempt: number, result: PostResult): DeliveryAttempt {
@@ -146,84 +96,6 @@ export function hollowPayloadReason(record: Pick<DeliveryRecord, 'payloadOmitted
 type RecordState = Pick<DeliveryRecord, 'status' | 'payloadOmitted' | 'reason' | 'attempts' | 'createdAt' | 'redrivenAt'> | undefined;
 
 /**
- * The records of a batch's deliveries, whole, read in one strongly consistent BatchGetItem (10
- * GetItems before): a delivered one (a duplicate message) is not sent again, and a delivered
- * outcome is written back as the whole record, in one BatchWriteItem for the batch (DeliveredWrites).
- * (A projection would cost the same read units: they count the item's size.)
- */
-async function readRecords(deps: Deps, messages: DeliveryMessage[]): Promise<Map<string, StoredRecord | undefined>> {
-  const items = await getAll(deps, deps.tables.deliveries, messages.map((m) => keys.delivery(m.organizationId, m.deliveryId)), { consistent: true });
-  const byKey = new Map(items.map((i) => [`${i.pk as string}|${i.sk as string}`, i as StoredRecord]));
-  return new Map(messages.map((m) => {
-    const key = keys.delivery(m.organizationId, m.deliveryId);
-    return [m.deliveryId, byKey.get(`${key.pk}|${key.sk}`)];
-  }));
-}
-
-/** A delivery record as stored (deliveryRecord's attributes and the keys). */
-type StoredRecord = Record<string, unknown> & NonNullable<RecordState> & { attempts?: DeliveryAttempt[] };
-
-/**
- * The record after a successful attempt: what updateDelivery(…, 'delivered', { attempt }) writes,
- * applied to the record read at the start of the batch (test: the two store the same item).
- */
-export function deliveredRecord(record: StoredRecord, attempt: DeliveryAttempt, now: string): StoredRecord {
-  const { deferredReason: _r, duePk: _p, dueAt: _d, dueRound: _dr, duePriorAttempts: _a, nextAttemptAt: _n, ...kept } = record;
-  return { ...kept, status: 'delivered', updatedAt: now, deliveredAt: now, ...appendAttempts(record, attempt) };
-}
-
-/**
- * The delivered outcomes of one queue batch, written together after its attempts: one
- * BatchWriteItem of whole records (1 write unit each, as the UpdateItem was; keys-only indexes
- * whose keys do not change are not written) instead of an UpdateItem per delivery, the costliest
- * call of the delivery leg (docs/benchmarks.md). Unconditional, so a change made to a record
- * between the batch's read and this write is overwritten: a duplicate attempted at the same
- * moment, or a re-delivery asked for meanwhile (docs/decisions.md says what each loses).
- */
-export class DeliveredWrites {
-  private readonly pending = new Map<string, { message: DeliveryMessage; record: StoredRecord; made: DeliveryAttempt[] }>();
-
-  add(message: DeliveryMessage, read: StoredRecord, attempt: DeliveryAttempt, now: string): void {
-    const key = `${String(read.pk)}|${String(read.sk)}`;
-    // The same delivery twice in one batch (a duplicate message): one item, both attempts in it.
-    const earlier = this.pending.get(key);
-    this.pending.set(key, { message, record: deliveredRecord(earlier?.record ?? read, attempt, now), made: [...(earlier?.made ?? []), attempt] });
-  }
-
-  /**
-   * Writes them; if the batch write fails, one UpdateItem per attempt made, each skipped where the
-   * batch write landed after all (a partial write, or an answer lost after DynamoDB applied it), so
-   * no attempt is logged twice. Returns the deliveries whose outcome could not be written at all
-   * (their messages stay on the queue: see deliverBatch).
-   */
-  async flush(deps: Deps): Promise<Set<string>> {
-    const all = [...this.pending.values()];
-    this.pending.clear();
-    if (all.length === 0) return new Set();
-    try {
-      await putAll(deps, deps.tables.deliveries, all.map((w) => w.record));
-      return new Set();
-    } catch (error) {
-      logger.warn('writing the batch’s delivered records failed; writing them one by one', { error: error as Error });
-      metrics.addMetric('DeliveredWriteFallbacks', MetricUnit.Count, 1);
-    }
-    const failed = new Set<string>();
-    await Promise.all(all.map(async ({ message, record, made }) => {
-      try {
-        for (const attempt of made) {
-          if (!(await updateDelivery(deps, message, 'delivered', { attempt, unlessDeliveredAt: record.deliveredAt as string }))) break;
-        }
-      } catch (error) {
-        logger.error('recording a delivered outcome failed', { deliveryId: message.deliveryId, error: error as Error });
-        metrics.addMetric('DeliveryOutcomesUnwritten', MetricUnit.Count, 1);
-        failed.add(message.deliveryId);
-      }
-    }));
-    return failed;
-  }
-}
-
-/**
  * Signs and sends one delivery to its endpoint, and records the outcome. The attempt number is
  * counted from the record (queue.ts attemptNumberOf).
  */
@@ -240,10 +112,9 @@ export async function attemptDelivery(
 ): Promise<Outcome> {
   const lane = options.lane ?? 'main';
   const { batch } = options;
-  const record = batch ? batch.record : (await deps.doc.send(new GetCommand({
-    TableName: deps.tables.deliveries, Key: keys.delivery(message.organizationId, message.deliveryId), ConsistentRead: true,
-    ProjectionExpression: '#s, payloadOmitted, reason, attempts, createdAt, redrivenAt', ExpressionAttributeNames: { '#s': 'status' },
-  }))).Item as RecordState;
+  const record = batch ? batch.record : await deliveryStore(deps).getOne(keys.delivery(message.organizationId, message.deliveryId), {
+    consistent: true, projection: ['status', 'payloadOmitted', 'reason', 'attempts', 'createdAt', 'redrivenAt'],
+  }) as RecordState;
   if (!record) {
     logger.warn('delivery record missing; message dropped', { deliveryId: message.deliveryId });
     return { kind: 'skipped', attempt: 0, reason: 'no delivery record' };
@@ -252,33 +123,29 @@ export async function attemptDelivery(
   if (record.status === 'delivered') return { kind: 'delivered', attempt, reason: 'already delivered' };
   const hollow = hollowPayloadReason(record);
   if (hollow) {
-    await updateDelivery(deps, message, 'failed', { reason: hollow });
-    return { kind: 'failed', attempt, reason: hollow };
+    return settle(deps, message, { to: 'failed', reason: hollow }, { kind: 'failed', attempt, reason: hollow });
   }
   if (attempt > MAX_ATTEMPTS) {
     // Its round's attempts are all recorded already (a duplicate message of an exhausted delivery).
     const reason = `no success after ${MAX_ATTEMPTS} attempts`;
-    await updateDelivery(deps, message, 'failed', { reason });
-    return { kind: 'exhausted', attempt, reason };
+    return settle(deps, message, { to: 'failed', reason }, { kind: 'exhausted', attempt, reason });
   }
   // The organization's endpoints, cached for endpointCacheTtlSeconds: a disable or a secret
   // rotation reaches deliveries within that TTL (the old secret signs for 24 h anyway).
   const endpoint: WebhookEndpoint | undefined = (await endpointsOf(deps, message.organizationId, message.endpointId)).find((e) => e.id === message.endpointId);
   if (!endpoint) {
-    await updateDelivery(deps, message, 'failed', { reason: 'the endpoint was removed' });
-    return { kind: 'failed', attempt, reason: 'the endpoint was removed' };
+    const reason = 'the endpoint was removed';
+    return settle(deps, message, { to: 'failed', reason }, { kind: 'failed', attempt, reason });
   }
   if (!endpoint.enabled && message.payload.type !== 'webhook.test') {
     const reason = `endpoint disabled${endpoint.disabledReason ? `: ${endpoint.disabledReason}` : ''}`;
-    await updateDelivery(deps, message, 'skipped', { reason });
-    return { kind: 'skipped', attempt, reason };
+    return settle(deps, message, { to: 'skipped', reason }, { kind: 'skipped', attempt, reason });
   }
   // Endpoints are validated on write, but a row written earlier (or by hand) is re-checked here:
   // outside the local stack an event is never sent in cleartext.
   if (!deps.settings.local && !endpoint.url.startsWith('https:')) {
     const reason = 'the endpoint URL is not https; events are only sent over TLS (update the URL and re-drive)';
-    await updateDelivery(deps, message, 'failed', { reason });
-    return { kind: 'failed', attempt, reason };
+    return settle(deps, message, { to: 'failed', reason }, { kind: 'failed', attempt, reason });
   }
 
   // Rotation always leaves the newest secret unexpired, but an item edited by hand may have none:
@@ -286,8 +153,7 @@ export async function attemptDelivery(
   const secrets = activeSecrets(endpoint, deps.now());
   if (secrets.length === 0) {
     const reason = 'the endpoint has no active signing secret (rotate it: settings page or `crm webhooks rotate-secret`, then re-drive)';
-    await updateDelivery(deps, message, 'failed', { reason });
-    return { kind: 'failed', attempt, reason };
+    return settle(deps, message, { to: 'failed', reason }, { kind: 'failed', attempt, reason });
   }
 
   // ISOLATION GATE (DESIGN §16, delivery-isolation): the endpoint is loaded, nothing is sent yet.
@@ -337,19 +203,18 @@ async function recordOutcome(
 
   if (result.ok) {
     if (writeDelivered) writeDelivered(record_);
-    else await updateDelivery(deps, message, 'delivered', { attempt: record_ });
+    else await transition(deps, message, { to: 'delivered', attempt: record_ });
     await recordEndpointHealth(deps, endpoint, 'ok');
     return { kind: 'delivered', attempt, result };
   }
   if (result.status === 410) {
-    await updateDelivery(deps, message, 'failed', { attempt: record_, reason: 'the receiver answered 410 Gone; the endpoint was disabled' });
+    const settled = await settle(deps, message, { to: 'failed', attempt: record_, reason: 'the receiver answered 410 Gone; the endpoint was disabled' }, { kind: 'failed', attempt, result, reason: 'gone' });
     await recordEndpointHealth(deps, endpoint, 'gone');
-    return { kind: 'failed', attempt, result, reason: 'gone' };
+    return settled;
   }
   await recordEndpointHealth(deps, endpoint, 'failed');
   if (attempt >= MAX_ATTEMPTS) {
-    await updateDelivery(deps, message, 'failed', { attempt: record_, reason: `no success after ${attempt} attempts` });
-    return { kind: 'exhausted', attempt, result, reason: 'retries exhausted' };
+    return settle(deps, message, { to: 'failed', attempt: record_, reason: `no success after ${attempt} attempts` }, { kind: 'exhausted', attempt, result, reason: 'retries exhausted' });
   }
   const decidedAt = deps.now();
   const retryAfter = result.status === 429 || result.status === 503 ? parseRetryAfter(result.retryAfter, decidedAt) : undefined;
@@ -357,9 +222,9 @@ async function recordOutcome(
   const untilMs = decidedAt + delaySeconds * 1000;
   // Beyond a queue delay, the retry leaves the queue: parked in the due index with this very write.
   const parked = delaySeconds > deps.settings.queueDelayMaxSeconds;
-  await updateDelivery(deps, message, 'pending', { attempt: record_, nextAttemptAt: new Date(untilMs).toISOString(), ...(parked ? { park: { untilMs, round: message.round } } : {}) });
   if (parked) metrics.addMetric('DeliveryRetriesParked', MetricUnit.Count, 1);
-  return { kind: 'retry', attempt, result, delaySeconds, parked };
+  return settle(deps, message, { to: 'attempted', attempt: record_, nextAttemptAt: new Date(untilMs).toISOString(), ...(parked ? { park: { untilMs, round: message.round } } : {}) },
+    { kind: 'retry', attempt, result, delaySeconds, parked });
 }
 
 /**
@@ -388,7 +253,7 @@ const MAX_RECEIVES = queues.deliveryQueue.deadLetter.maxReceiveCount;
  */
 async function markDeadLettered(deps: Deps, message: DeliveryMessage, receives: number): Promise<void> {
   const reason = `its last ${receives} receives broke off unexpectedly (see the delivery function's log), so the queue moved it to the dead-letter queue; re-drive it once the cause is fixed`;
-  await updateDelivery(deps, message, 'failed', { reason }).catch((error: unknown) => {
+  await transition(deps, message, { to: 'dead-lettered', reason }).catch((error: unknown) => {
     logger.error('recording a dead-lettered delivery as failed failed', { deliveryId: message.deliveryId, error: error as Error });
   });
 }
@@ -406,7 +271,7 @@ export async function deliverBatch(deps: Deps, queued: QueuedDelivery[]): Promis
     }
   });
   // One read for the batch; if it fails, each attempt reads its own record (and writes its own outcome).
-  const records = await readRecords(deps, parsed.filter((m): m is DeliveryMessage => m !== undefined)).catch((error: unknown) => {
+  const records = await readBatchRecords(deps, parsed.filter((m): m is DeliveryMessage => m !== undefined)).catch((error: unknown) => {
     logger.warn('reading the batch’s delivery records failed; reading them one by one', { error: error as Error });
     return undefined;
   });

@@ -67,7 +67,7 @@ function toEndpoint(item: Record<string, unknown>): WebhookEndpoint {
 
 async function queryEndpoints(deps: Deps, organizationId: string): Promise<WebhookEndpoint[]> {
   const items = await queryAll(deps, {
-    TableName: deps.tables.organizations,
+    TableName: deps.tables.endpoints,
     KeyConditionExpression: 'pk = :pk AND begins_with(sk, :sk)',
     ExpressionAttributeValues: { ':pk': keys.org(organizationId).pk, ':sk': keys.endpointPrefix },
     ConsistentRead: true,
@@ -90,7 +90,7 @@ const tooManyEndpoints = (max: number) => validationFailed([{ field: 'url', mess
 async function countEndpoints(deps: Deps, organizationId: string, observed?: Record<string, unknown>): Promise<void> {
   const count = (await queryEndpoints(deps, organizationId)).length;
   await deps.doc.send(new PutCommand({
-    TableName: deps.tables.organizations,
+    TableName: deps.tables.endpoints,
     Item: { ...keys.endpointSlots(organizationId), entity: 'endpoint_slots', count },
     ConditionExpression: observed ? '#n = :observed' : 'attribute_not_exists(pk)',
     ...(observed ? { ExpressionAttributeNames: { '#n': 'count' }, ExpressionAttributeValues: { ':observed': observed.count } } : {}),
@@ -117,13 +117,13 @@ export async function addEndpoint(deps: Deps, organizationId: string, input: { u
         TransactItems: [
           {
             Update: {
-              TableName: deps.tables.organizations, Key: keys.endpointSlots(organizationId),
+              TableName: deps.tables.endpoints, Key: keys.endpointSlots(organizationId),
               UpdateExpression: 'ADD #n :one', ConditionExpression: '#n < :max',
               ExpressionAttributeNames: { '#n': 'count' }, ExpressionAttributeValues: { ':one': 1, ':max': max },
               ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
             },
           },
-          { Put: { TableName: deps.tables.organizations, Item: { ...keys.endpoint(organizationId, endpoint.id), entity: 'endpoint', ...endpoint }, ConditionExpression: 'attribute_not_exists(pk)' } },
+          { Put: { TableName: deps.tables.endpoints, Item: { ...keys.endpoint(organizationId, endpoint.id), entity: 'endpoint', ...endpoint }, ConditionExpression: 'attribute_not_exists(pk)' } },
         ],
       }));
     } catch (error) {
@@ -148,7 +148,7 @@ export async function listEndpoints(deps: Deps, organizationId: string): Promise
 }
 
 export async function getEndpoint(deps: Deps, organizationId: string, endpointId: string): Promise<WebhookEndpoint | undefined> {
-  const { Item } = await deps.doc.send(new GetCommand({ TableName: deps.tables.organizations, Key: keys.endpoint(organizationId, endpointId), ConsistentRead: true }));
+  const { Item } = await deps.doc.send(new GetCommand({ TableName: deps.tables.endpoints, Key: keys.endpoint(organizationId, endpointId), ConsistentRead: true }));
   return Item ? toEndpoint(Item) : undefined;
 }
 
@@ -194,7 +194,7 @@ export async function updateEndpoint(deps: Deps, organizationId: string, endpoin
   let stored: Record<string, unknown> | undefined;
   try {
     ({ Attributes: stored } = await deps.doc.send(new UpdateCommand({
-      TableName: deps.tables.organizations,
+      TableName: deps.tables.endpoints,
       Key: keys.endpoint(organizationId, endpointId),
       UpdateExpression: [sets.length ? `SET ${sets.join(', ')}` : '', removes.size ? `REMOVE ${[...removes].map((a) => `#${a}`).join(', ')}` : ''].join(' ').trim(),
       ConditionExpression: 'attribute_exists(pk)',
@@ -218,10 +218,10 @@ export async function removeEndpoint(deps: Deps, organizationId: string, endpoin
     try {
       await deps.doc.send(new TransactWriteCommand({
         TransactItems: [
-          { Delete: { TableName: deps.tables.organizations, Key: keys.endpoint(organizationId, endpointId), ConditionExpression: 'attribute_exists(pk)' } },
+          { Delete: { TableName: deps.tables.endpoints, Key: keys.endpoint(organizationId, endpointId), ConditionExpression: 'attribute_exists(pk)' } },
           {
             Update: {
-              TableName: deps.tables.organizations, Key: keys.endpointSlots(organizationId),
+              TableName: deps.tables.endpoints, Key: keys.endpointSlots(organizationId),
               UpdateExpression: 'ADD #n :minus', ConditionExpression: '#n > :zero',
               ExpressionAttributeNames: { '#n': 'count' }, ExpressionAttributeValues: { ':minus': -1, ':zero': 0 },
               ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
@@ -272,7 +272,7 @@ export async function rotateSecret(deps: Deps, organizationId: string, endpointI
     const version = current.secretsVersion ?? 0;
     try {
       const { Attributes } = await deps.doc.send(new UpdateCommand({
-        TableName: deps.tables.organizations,
+        TableName: deps.tables.endpoints,
         Key: keys.endpoint(organizationId, endpointId),
         UpdateExpression: 'SET secrets = :s, secretsVersion = :next',
         ConditionExpression: version ? 'secretsVersion = :v' : 'attribute_exists(pk) AND attribute_not_exists(secretsVersion)',
@@ -300,7 +300,7 @@ export async function recordEndpointHealth(deps: Deps, endpoint: WebhookEndpoint
   const key = keys.endpoint(endpoint.organizationId, endpoint.id);
   const now = new Date(deps.now()).toISOString();
   const update = (expression: string, values?: Record<string, unknown>, condition = 'attribute_exists(pk)') =>
-    deps.doc.send(new UpdateCommand({ TableName: deps.tables.organizations, Key: key, UpdateExpression: expression, ConditionExpression: condition, ...(values ? { ExpressionAttributeValues: values } : {}) }))
+    deps.doc.send(new UpdateCommand({ TableName: deps.tables.endpoints, Key: key, UpdateExpression: expression, ConditionExpression: condition, ...(values ? { ExpressionAttributeValues: values } : {}) }))
       .catch((error: Error) => { if (error.name !== 'ConditionalCheckFailedException') throw error; });
   if (outcome === 'ok') {
     if (endpoint.failingSince) await update('REMOVE failingSince');

@@ -23,68 +23,33 @@
  * (docs/webhooks.md "Attempts").
  */
 import { createHash } from 'node:crypto';
-import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { SendMessageBatchCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import type { Deps } from '../platform/deps.js';
 import { keys, type DeliveryMessage, type DeliveryRecord, type EventPayload, type WebhookEndpoint } from '../platform/model.js';
 import { logger } from '../platform/observability.js';
-import { dueKeys, eventItem, getAll, putAll } from './store.js';
+import { eventItem } from './store.js';
+import { deliveryPorts, deliveryStore, transition } from './delivery-port.js';
+import type { DeliveryQueueName } from './delivery-state.js';
+
+export { MAX_QUEUE_DELAY_SECONDS } from './sqs-delivery-queue.js';
 
 /** SQS takes 256 KiB per message; keep room for attributes and the envelope. */
 export const MAX_MESSAGE_BYTES = 240 * 1024;
-/** SQS's DelaySeconds maximum. */
-export const MAX_QUEUE_DELAY_SECONDS = 900;
 
 export const deliveryIdFor = (eventId: string, endpointId: string) =>
   'dlv_' + createHash('sha256').update(`${eventId}|${endpointId}`).digest('base64url').slice(0, 22);
 
 const expiresAt = (deps: Deps) => Math.floor(deps.now() / 1000) + deps.settings.retentionDays * 86_400;
 
-/** SendMessageBatch takes at most 10 messages and 256 KiB of bodies (with attributes) in all (BatchRequestTooLong). */
-const MAX_BATCH_BYTES = 256 * 1024;
-
-/** Messages in consecutive SendMessageBatch groups: at most 10 each, and within the batch payload limit. */
-function sqsBatches(messages: DeliveryMessage[]): DeliveryMessage[][] {
-  const batches: DeliveryMessage[][] = [];
-  let size = 0;
-  for (const m of messages) {
-    const bytes = Buffer.byteLength(JSON.stringify(m)) + 64; // + the entry's id and delay
-    const last = batches.at(-1);
-    if (!last || last.length >= 10 || size + bytes > MAX_BATCH_BYTES) {
-      batches.push([m]);
-      size = bytes;
-    } else {
-      last.push(m);
-      size += bytes;
-    }
-  }
-  return batches;
-}
-
 /**
- * Every message names its organization as its MessageGroupId: the delivery queues are standard
- * queues, which SQS makes fair by that id (a tenant holding a disproportionate share of the
- * messages in flight, or of the processing time, is served after the others: docs/decisions.md
- * "Fair delivery queues"). The local stack's SQS emulator plays the same rule (lib/local/sqs-fair.ts).
- *
- * Sends delivery messages (SendMessageBatch calls of up to 10 within its payload limit, in parallel), each after `delaySeconds(m)`
+ * Sends delivery messages through the stage's queue port (SQS: sqs-delivery-queue.ts, which makes
+ * every message's MessageGroupId its organization, for fair queues), each after `delaySeconds(m)`
  * (0..900; default 0), to the delivery queue or, for exhausted ones, to its dead-letter queue.
  */
 export async function sendDeliveryMessages(
-  deps: Deps, messages: DeliveryMessage[], options: { delaySeconds?: (m: DeliveryMessage) => number; queue?: 'deliveryQueue' | 'deliverySlowQueue' | 'deliveryDlq' } = {},
+  deps: Deps, messages: DeliveryMessage[], options: { delaySeconds?: (m: DeliveryMessage) => number; queue?: DeliveryQueueName } = {},
 ): Promise<void> {
   if (messages.length === 0) return;
-  const queueUrl = deps.queues[options.queue ?? 'deliveryQueue'];
-  await Promise.all(sqsBatches(messages).map(async (batch) => {
-    const out = await deps.sqs.send(new SendMessageBatchCommand({
-      QueueUrl: queueUrl,
-      Entries: batch.map((m, n) => {
-        const delay = Math.min(MAX_QUEUE_DELAY_SECONDS, Math.max(0, Math.ceil(options.delaySeconds?.(m) ?? 0)));
-        return { Id: String(n), MessageBody: JSON.stringify(m), MessageGroupId: m.organizationId, ...(delay > 0 ? { DelaySeconds: delay } : {}) };
-      }),
-    }));
-    if (out.Failed?.length) throw new Error(`could not queue ${out.Failed.length} deliveries: ${out.Failed.map((f) => f.Code).join(', ')}`);
-  }));
+  await deliveryPorts(deps).queue.send(options.queue ?? 'deliveryQueue', messages.map((message) => ({ message, delaySeconds: options.delaySeconds?.(message) ?? 0 })));
 }
 
 /** A message body as sendDeliveryMessages wrote it. */
@@ -110,28 +75,19 @@ export const freshMessage = (message: DeliveryMessage, now: number): DeliveryMes
  * consumed): what the circuit breaker and the per-endpoint bound do with a delivery they do not
  * attempt now. A short wait is a delayed message; a longer one (over queueDelayMaxSeconds) is
  * written to the due index, with the message's round. The caller then consumes the received
- * message (deliverBatch does, for a `deferred` outcome). Returns where it waits.
+ * message (deliverBatch does, for a `deferred` outcome). Returns where it waits (`settled`: the
+ * record was delivered meanwhile, by a duplicate message, or is gone: nothing waits).
  */
 export async function deferDelivery(
   deps: Deps, message: DeliveryMessage, untilMs: number, options: { reason: string; queue?: 'deliveryQueue' | 'deliverySlowQueue' },
-): Promise<'queued' | 'parked'> {
+): Promise<'queued' | 'parked' | 'settled'> {
   const delaySeconds = Math.max(0, (untilMs - deps.now()) / 1000);
   if (delaySeconds <= deps.settings.queueDelayMaxSeconds) {
     await sendDeliveryMessages(deps, [message], { delaySeconds: () => delaySeconds, queue: options.queue });
     return 'queued';
   }
-  const now = new Date(deps.now()).toISOString();
-  await deps.doc.send(new UpdateCommand({
-    TableName: deps.tables.deliveries,
-    Key: keys.delivery(message.organizationId, message.deliveryId),
-    UpdateExpression: `SET duePk = :dpk, dueAt = :due, ${message.round === undefined ? '' : 'dueRound = :round, '}nextAttemptAt = :next, deferredReason = :why, updatedAt = :now`,
-    ConditionExpression: 'attribute_exists(pk)',
-    ExpressionAttributeValues: {
-      ':dpk': dueKeys(message.deliveryId, untilMs).duePk, ':due': Math.round(untilMs), ...(message.round === undefined ? {} : { ':round': message.round }),
-      ':next': new Date(untilMs).toISOString(), ':why': options.reason, ':now': now,
-    },
-  }));
-  return 'parked';
+  const parked = await transition(deps, message, { to: 'parked', park: { untilMs, round: message.round }, reason: options.reason });
+  return parked ? 'parked' : 'settled';
 }
 
 /**
@@ -140,7 +96,7 @@ export async function deferDelivery(
  * back by StartMessageMoveTask, it starts a new round of 5, like every re-drive.
  */
 export async function sendToDeadLetters(deps: Deps, message: DeliveryMessage): Promise<void> {
-  await deps.sqs.send(new SendMessageCommand({ QueueUrl: deps.queues.deliveryDlq, MessageBody: JSON.stringify(freshMessage(message, deps.now())), MessageGroupId: message.organizationId }));
+  await sendDeliveryMessages(deps, [freshMessage(message, deps.now())], { queue: 'deliveryDlq' });
 }
 
 /** A delivery record as stored: its payload is its event's (store.ts). */
@@ -185,13 +141,13 @@ export async function recordDeliveries(deps: Deps, planned: PlannedDelivery[]): 
   }
   const all = [...byId.values()];
   const eventKeys = [...new Map(all.map((d) => [d.event.id, keys.event(d.event.organization_id, d.event.id)])).values()];
-  const found = await getAll(deps, deps.tables.deliveries, [...all.map((d) => keys.delivery(d.record.organizationId, d.record.id)), ...eventKeys], {
+  const found = await deliveryStore(deps).get([...all.map((d) => keys.delivery(d.record.organizationId, d.record.id)), ...eventKeys], {
     consistent: true, projection: ['sk', 'id', 'eventId', 'status', 'attempts', 'dueAt'],
   });
   const existing = new Map(found.filter((i) => String(i.sk).startsWith(keys.deliveryPrefix)).map((item) => [item.id as string, item]));
   const queuedEvents = new Set(found.filter((i) => !String(i.sk).startsWith(keys.deliveryPrefix)).map((i) => i.eventId as string));
   const fresh = all.filter((d) => !existing.has(d.record.id));
-  await putAll(deps, deps.tables.deliveries, fresh.map((d) => d.record));
+  await deliveryStore(deps).recorded(fresh.map((d) => d.record));
   // Recorded by a run that died before its event item (so before queuing, or while): queued again.
   const unqueued = all.filter((d) => {
     const was = existing.get(d.record.id);
@@ -206,7 +162,7 @@ export async function recordDeliveries(deps: Deps, planned: PlannedDelivery[]): 
 export async function queueDeliveries(deps: Deps, recorded: RecordedDeliveries): Promise<void> {
   if (recorded.messages.length === 0 && recorded.events.length === 0) return;
   await sendDeliveryMessages(deps, recorded.messages);
-  await putAll(deps, deps.tables.deliveries, recorded.events);
+  await deliveryStore(deps).recorded(recorded.events);
 }
 
 /**
@@ -215,6 +171,6 @@ export async function queueDeliveries(deps: Deps, recorded: RecordedDeliveries):
  */
 export async function recordDelivery(deps: Deps, event: EventPayload, endpoint: WebhookEndpoint): Promise<DeliveryMessage | undefined> {
   const recorded = await recordDeliveries(deps, [{ event, endpoint }]);
-  await putAll(deps, deps.tables.deliveries, recorded.events);
+  await deliveryStore(deps).recorded(recorded.events);
   return recorded.messages[0];
 }

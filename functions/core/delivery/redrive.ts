@@ -5,7 +5,6 @@
  * delivery whose event was too large to keep is never re-driven (it would go out hollow), and a
  * re-driven delivery's copy in the dead-letter queue is removed, so it cannot be sent twice.
  */
-import { GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import {
   ChangeMessageVisibilityBatchCommand, DeleteMessageBatchCommand, GetQueueAttributesCommand, ReceiveMessageCommand, StartMessageMoveTaskCommand,
   type Message,
@@ -13,9 +12,9 @@ import {
 import type { Deps } from '../platform/deps.js';
 import { conflict, notFound } from '../platform/errors.js';
 import { keys, type DeliveryMessage, type DeliveryRecord } from '../platform/model.js';
-import { queryAll } from '../platform/query.js';
 import { freshMessage, sendDeliveryMessages } from './queue.js';
-import { withPayloads } from './store.js';
+import { toDeliveryRecord, withPayloads } from './store.js';
+import { deliveryStore, transition } from './delivery-port.js';
 import { hollowPayloadReason } from './deliver.js';
 import { inBatches } from '../platform/batches.js';
 
@@ -27,11 +26,7 @@ export interface DeliveryFilter {
   until?: string;
 }
 
-/** A stored delivery without its storage attributes (keys, index keys, entity). */
-export function toDeliveryRecord(item: Record<string, unknown>): DeliveryRecord {
-  const { pk: _pk, sk: _sk, gsi1pk: _g1, gsi1sk: _g2, entity: _e, duePk: _d1, dueAt: _d2, dueRound: _d3, duePriorAttempts: _d4, ...record } = item;
-  return record as unknown as DeliveryRecord;
-}
+export { toDeliveryRecord };
 /** The queue message that (re)sends a stored delivery. */
 export const toMessage = (item: DeliveryRecord): DeliveryMessage => ({ deliveryId: item.id, organizationId: item.organizationId, endpointId: item.endpointId, payload: item.payload });
 const matches = (item: { organizationId?: unknown; endpointId?: unknown; createdAt?: unknown }, f: DeliveryFilter) =>
@@ -41,16 +36,7 @@ const matches = (item: { organizationId?: unknown; endpointId?: unknown; created
   (!f.until || String(item.createdAt) <= f.until);
 
 async function markRequeued(deps: Deps, message: DeliveryMessage): Promise<void> {
-  const now = new Date(deps.now()).toISOString();
-  await deps.doc.send(new UpdateCommand({
-    TableName: deps.tables.deliveries,
-    Key: keys.delivery(message.organizationId, message.deliveryId),
-    // A parked one leaves the due index: it is sent now.
-    UpdateExpression: 'SET #s = :p, queuedAt = :now, redrivenAt = :now, updatedAt = :now REMOVE reason, nextAttemptAt, deferredReason, duePk, dueAt, dueRound, duePriorAttempts',
-    ConditionExpression: 'attribute_exists(pk)',
-    ExpressionAttributeNames: { '#s': 'status' },
-    ExpressionAttributeValues: { ':p': 'pending', ':now': now },
-  }));
+  if (!(await transition(deps, message, { to: 'requeued' }))) throw new Error(`no delivery record ${message.deliveryId} to re-queue`);
 }
 
 async function requeue(deps: Deps, messages: DeliveryMessage[]): Promise<void> {
@@ -61,12 +47,8 @@ async function requeue(deps: Deps, messages: DeliveryMessage[]): Promise<void> {
 }
 
 export async function findDelivery(deps: Deps, deliveryId: string): Promise<DeliveryRecord | undefined> {
-  const { Items = [] } = await deps.doc.send(new QueryCommand({
-    TableName: deps.tables.deliveries, IndexName: 'gsi1',
-    KeyConditionExpression: 'gsi1pk = :pk', ExpressionAttributeValues: { ':pk': keys.deliveryIndex(deliveryId).gsi1pk },
-  }));
-  if (!Items[0]) return undefined;
-  const { Item } = await deps.doc.send(new GetCommand({ TableName: deps.tables.deliveries, Key: { pk: Items[0].pk, sk: Items[0].sk }, ConsistentRead: true }));
+  const key = await deliveryStore(deps).keyOf(deliveryId);
+  const Item = key && await deliveryStore(deps).getOne(key, { consistent: true });
   return Item && (await withPayloads(deps, [toDeliveryRecord(Item)]))[0];
 }
 
@@ -100,12 +82,7 @@ export async function listDeliveries(
   deps: Deps, organizationId: string,
   options: DeliveryFilter & { status?: string; limit?: number; /** false: without their events' payloads (a read per event saved). */ payloads?: boolean } = {},
 ): Promise<DeliveryRecord[]> {
-  const items = await queryAll(deps, {
-    TableName: deps.tables.deliveries,
-    KeyConditionExpression: 'pk = :pk AND begins_with(sk, :sk)',
-    ExpressionAttributeValues: { ':pk': keys.org(organizationId).pk, ':sk': keys.deliveryPrefix },
-    ConsistentRead: true,
-  });
+  const items = await deliveryStore(deps).deliveriesOf(organizationId);
   const limit = options.limit ?? 50;
   const out = items.map(toDeliveryRecord).filter((item) => (!options.status || item.status === options.status) && matches(item, { ...options, organizationId }));
   const newest = out.sort((a, b) => String(b.createdAt).localeCompare(String(a.createdAt))).slice(0, limit);
@@ -174,7 +151,7 @@ export async function redriveDeadLetters(
   // (The move task's messages meet the same rule in deliver.ts, which skips delivered records.)
   const delivered = new Set<string>();
   const result = await sweepDeadLetters(deps, async (delivery) => {
-    const { Item } = await deps.doc.send(new GetCommand({ TableName: deps.tables.deliveries, Key: keys.delivery(delivery.organizationId, delivery.deliveryId) }));
+    const Item = await deliveryStore(deps).getOne(keys.delivery(delivery.organizationId, delivery.deliveryId));
     const picked = matches({ organizationId: delivery.organizationId, endpointId: delivery.endpointId, createdAt: Item?.createdAt }, filter);
     if (picked && Item?.status === 'delivered') delivered.add(delivery.deliveryId);
     return picked;

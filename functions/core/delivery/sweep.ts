@@ -12,15 +12,15 @@
  * sweep holds at most one chunk's payloads (up to 240 KiB each) in memory, and one that dies late
  * keeps what its earlier chunks re-queued.
  */
-import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { Deps } from '../platform/deps.js';
 import type { DeliveryMessage, DeliveryRecord } from '../platform/model.js';
 import { logger, metrics } from '../platform/observability.js';
-import { queryPages } from '../platform/query.js';
 import { inBatches } from '../platform/batches.js';
 import { sendDeliveryMessages } from './queue.js';
-import { dueShards, getAll, withPayloads } from './store.js';
+import { dueShards, withPayloads } from './store.js';
+import { deliveryStore, transition } from './delivery-port.js';
+import type { DueKey } from './delivery-state.js';
 
 /** Entries one sweep re-queues at most (a Lambda run of 60 s; the rest waits one period, and the lag metric shows it). */
 export const SWEEP_MAX_ITEMS = 20_000;
@@ -36,23 +36,9 @@ export interface SweepOutcome {
 }
 
 type Parked = DeliveryRecord & { pk: string; sk: string; dueAt?: number; dueRound?: number };
-type DueKey = { pk: string; sk: string; dueAt: number };
-
-async function dueKeysIn(deps: Deps, shard: string, horizon: number, cap: number): Promise<{ keys: DueKey[]; complete: boolean }> {
-  const keys: DueKey[] = [];
-  for await (const page of queryPages(deps, {
-    TableName: deps.tables.deliveries, IndexName: 'due',
-    KeyConditionExpression: 'duePk = :s AND dueAt <= :h', ExpressionAttributeValues: { ':s': shard, ':h': horizon },
-  })) {
-    keys.push(...page.map((i) => ({ pk: i.pk as string, sk: i.sk as string, dueAt: Number(i.dueAt) })));
-    if (keys.length >= cap) return { keys: keys.slice(0, cap), complete: false };
-  }
-  return { keys, complete: true };
-}
-
 /** One chunk: read the records (the index is keys-only and eventually consistent), send the due ones, then clear their entries. */
 async function sweepChunk(deps: Deps, chunk: DueKey[], now: number, horizon: number): Promise<{ requeued: number; oldest: number; unsendable: string[] }> {
-  const items = (await getAll(deps, deps.tables.deliveries, chunk.map(({ pk, sk }) => ({ pk, sk })), { consistent: true })) as unknown as Parked[];
+  const items = (await deliveryStore(deps).get(chunk.map(({ pk, sk }) => ({ pk, sk })), { consistent: true })) as unknown as Parked[];
   const due = items.filter((r) => typeof r.dueAt === 'number' && r.dueAt <= horizon);
   const records = await withPayloads(deps, due);
   const sendable = records.filter((r) => r.payload && !r.payloadOmitted);
@@ -62,11 +48,7 @@ async function sweepChunk(deps: Deps, chunk: DueKey[], now: number, horizon: num
   }));
   await sendDeliveryMessages(deps, messages, { delaySeconds: (m) => (dueAtById.get(m.deliveryId)! - now) / 1000 });
   // Only now (sent) is the entry cleared; one a writer re-parked since (another due time) stays.
-  await Promise.all((sendable as Parked[]).map((r) => deps.doc.send(new UpdateCommand({
-    TableName: deps.tables.deliveries, Key: { pk: r.pk, sk: r.sk },
-    UpdateExpression: 'REMOVE duePk, dueAt, dueRound, duePriorAttempts',
-    ConditionExpression: 'dueAt = :seen', ExpressionAttributeValues: { ':seen': r.dueAt },
-  })).catch((error: Error) => { if (error.name !== 'ConditionalCheckFailedException') throw error; })));
+  await Promise.all((sendable as Parked[]).map((r) => transition(deps, { organizationId: r.organizationId, deliveryId: r.id }, { to: 'unparked', seenDueAt: r.dueAt! })));
   return {
     requeued: messages.length,
     oldest: Math.min(...due.map((r) => (r as Parked).dueAt!)),
@@ -79,7 +61,7 @@ export async function sweepDueDeliveries(deps: Deps, { maxItems = SWEEP_MAX_ITEM
   const now = deps.now();
   const horizon = now + deps.settings.dueSweepLookaheadSeconds * 1000;
   const shards = dueShards();
-  const found = await Promise.all(shards.map((s) => dueKeysIn(deps, s, horizon, Math.ceil(maxItems / shards.length))));
+  const found = await Promise.all(shards.map((s) => deliveryStore(deps).dueIn(s, horizon, Math.ceil(maxItems / shards.length))));
   // Oldest due first, across the shards.
   const keyList = found.flatMap((f) => f.keys).sort((a, b) => a.dueAt - b.dueAt);
   let requeued = 0;

@@ -33,6 +33,8 @@ export const schemas = {
     notes: z.string().optional(),
     sms_consent: z.boolean().describe('Whether the client agreed to text messages; the proof of consent is never sent'),
     custom_fields: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).optional().describe('Scalar values captured with the lead'),
+    possible_duplicate_of: z.string().optional().describe('The earlier client with the same e-mail or phone, when the organization flags duplicates (docs/leads.md)'),
+    submission_count: z.number().int().optional().describe('Lead submissions the client holds: one more per lead merged into it (the `merge` policy)'),
     ...timestamps,
   }),
   work_order: z.object({

@@ -1,10 +1,13 @@
 /**
- * Creates a lead (DESIGN §6, §9): the client (status `lead`) carrying its team notification, the
- * usage counter of the day and, on prepaid organizations, the wallet debit.
+ * Takes a lead (DESIGN §6, §9; docs/leads.md "Duplicates"): a new client (status `lead`) carrying its
+ * team notification, or, under the `merge` policy, the submission attached to the earlier client it
+ * matches; with the usage counter of the day and, on prepaid organizations, the wallet debit. The
+ * identical submission repeated within 10 minutes is answered as the same client (duplicates.ts),
+ * and billed like any call.
  *
  * Write cost (docs/decisions.md "Lead write cost"): the notification is part of the client item, so
- * it is atomic with it in a single write. Postpaid: one PutItem, then a plain ADD on the day's usage
- * item (no transaction, nothing to conflict). Prepaid: one transaction of exactly what must be
+ * it is atomic with it in a single write. Postpaid: the ADD on the day's usage item (which carries the
+ * double-submit guard), then one PutItem (no transaction, nothing to conflict). Prepaid: one transaction of exactly what must be
  * atomic, the client and the organization item, whose one update debits the wallet and counts the
  * day's usage; a wallet that cannot pay is a 402 and nothing is written. Transactions on the hot
  * organization item can be cancelled with `TransactionConflict`, which the SDK does not retry: they
@@ -17,6 +20,7 @@ import type { Deps } from '../platform/deps.js';
 import { DomainError, paymentRequired } from '../platform/errors.js';
 import { newId, newTimeOrderedId } from '../platform/ids.js';
 import { keys, type AuthContext } from '../platform/model.js';
+import { clientExists, findEarlierClient, guardClause, guardedClient, matchKeyOf, submissionGuard, type EarlierClient, type SubmissionGuard } from './duplicates.js';
 import { logger, metrics } from '../platform/observability.js';
 import type { Client } from '../platform/crm-fields.js';
 import type { LeadInput } from './lead-schema.js';
@@ -28,11 +32,25 @@ const MAX_ATTEMPTS = 8;
 const BACKOFF_BASE_MS = 10;
 const BACKOFF_CAP_MS = 400;
 
+/** One submission as the client keeps it: where, when and from whom, with its consent. Never sent to receivers. */
+export interface Submission {
+  at: string; source: 'api'; key_id: string; request_id: string; ip?: string; user_agent?: string;
+  sms_consent: boolean; sms_consent_source?: string;
+}
+
+function submissionOf(auth: AuthContext, input: LeadInput, meta: RequestMeta, at: string): Submission {
+  return {
+    at, source: 'api', key_id: auth.key.keyId, request_id: meta.requestId,
+    ...(meta.ip ? { ip: meta.ip } : {}), ...(meta.userAgent ? { user_agent: meta.userAgent } : {}),
+    sms_consent: input.sms_consent, ...(input.sms_consent_source ? { sms_consent_source: input.sms_consent_source } : {}),
+  };
+}
+
 /**
  * The client a lead creates, as stored and answered (not written here). The honeypot's fake answer
  * (public-form.ts) is built by the same function, so a bot cannot tell it from a real one.
  */
-export function newLeadClient(deps: Deps, auth: AuthContext, input: LeadInput, meta: RequestMeta): Client<'lead', 'api'> {
+export function newLeadClient(deps: Deps, auth: AuthContext, input: LeadInput, meta: RequestMeta, duplicateOf?: string): Client<'lead', 'api'> {
   const at = new Date(deps.now()).toISOString();
   const { sms_consent_source: consentSource, ...fields } = input;
   return {
@@ -44,33 +62,157 @@ export function newLeadClient(deps: Deps, auth: AuthContext, input: LeadInput, m
     ...(input.sms_consent && consentSource
       ? { sms_consent_proof: { source: consentSource, captured_at: at, ip: meta.ip, user_agent: meta.userAgent, key_id: auth.key.keyId } }
       : {}),
+    ...(duplicateOf ? { possible_duplicate_of: duplicateOf } : {}),
+    submission_count: 1,
     created_at: at,
     updated_at: at,
   };
 }
 
-export async function createLead(deps: Deps, auth: AuthContext, input: LeadInput, meta: RequestMeta): Promise<Client<'lead', 'api'>> {
+/** What a lead came to: a new client, a submission merged into an earlier one, or the repeat of a submission of the last 10 minutes. */
+export type LeadOutcome =
+  | { kind: 'created'; client: Client<'lead', 'api'> }
+  | { kind: 'merged'; clientId: string }
+  | { kind: 'duplicate'; clientId: string };
+
+type Write = { Put: NonNullable<PutCommand['input']> } | { Update: NonNullable<UpdateCommand['input']> & { UpdateExpression: string } };
+
+export async function createLead(deps: Deps, auth: AuthContext, input: LeadInput, meta: RequestMeta): Promise<LeadOutcome> {
+  const org = auth.organization;
+  const now = deps.now();
+  const guard = submissionGuard(auth.key.keyId, input);
+  const earlier = await findEarlierClient(deps, org.id, input);
+  const client = newLeadClient(deps, auth, input, meta, earlier && org.duplicatePolicy !== 'merge' ? earlier.id : undefined);
+  const submission = submissionOf(auth, input, meta, client.created_at);
+  const merging = earlier && org.duplicatePolicy === 'merge' ? earlier : undefined;
+  const price = org.billing === 'prepaid' ? deps.settings.pricePerCallMicros : 0;
+  const day = client.created_at.slice(0, 10);
+  const created = createWrite(deps, client, submission);
+  const write = merging ? mergeWrite(deps, org.id, merging, input, submission) : created.write;
+  const guarded: Guarded = { guard, targetId: merging?.id ?? client.id, now };
+
+  if (price > 0) {
+    const outcome = await debitAndWrite(deps, org.id, write, price, day, guarded);
+    if (typeof outcome === 'object') return duplicateOf(deps, auth, input, meta, outcome.duplicateOf);
+    // The earlier client was deleted meanwhile: the lead becomes a new client.
+    if (outcome === 'client-gone') await debitAndWrite(deps, org.id, created.write, price, day);
+    // Its submission list is full: merged all the same, the submission counted but not listed.
+    if (outcome === 'client-full') await debitAndWrite(deps, org.id, mergeWrite(deps, org.id, merging!, input, submission, false), price, day);
+    return merging && outcome !== 'client-gone' ? { kind: 'merged', clientId: merging.id } : { kind: 'created', client };
+  }
+  const repeated = await countUsage(deps, org.id, day, client.id, guarded);
+  if (repeated) return duplicateOf(deps, auth, input, meta, repeated);
+  try {
+    if (merging && await mergeOnce(deps, write, () => mergeWrite(deps, org.id, merging, input, submission, false))) return { kind: 'merged', clientId: merging.id };
+    await putOnce(deps, created.write.Put, created.token);
+  } catch (error) {
+    // Counted before the write (for the guard): a call that failed is not billed.
+    await countUsage(deps, org.id, day, client.id, undefined, -1);
+    throw error;
+  }
+  return { kind: 'created', client };
+}
+
+/** A submission's guard and the client it records (duplicates.ts). */
+interface Guarded { guard: SubmissionGuard; targetId: string; now: number }
+
+/** The repeat of a submission of the last 10 minutes: billed as a call; answered as that submission's client while it exists. */
+async function duplicateOf(deps: Deps, auth: AuthContext, input: LeadInput, meta: RequestMeta, clientId: string): Promise<LeadOutcome> {
+  const org = auth.organization;
+  // Its first submission failed after claiming the guard (postpaid: the usage is counted first): this one takes its place, unguarded.
+  if (!await clientExists(deps, org.id, clientId)) return createUnguarded(deps, auth, input, meta);
+  const day = new Date(deps.now()).toISOString().slice(0, 10);
+  if (org.billing === 'prepaid') await debitAndWrite(deps, org.id, undefined, deps.settings.pricePerCallMicros, day);
+  else await countUsage(deps, org.id, day, clientId);
+  return { kind: 'duplicate', clientId };
+}
+
+/** A new client without the guard, counted and billed as a call. */
+async function createUnguarded(deps: Deps, auth: AuthContext, input: LeadInput, meta: RequestMeta): Promise<LeadOutcome> {
   const org = auth.organization;
   const client = newLeadClient(deps, auth, input, meta);
-  const at = client.created_at;
+  const { write, token } = createWrite(deps, client, submissionOf(auth, input, meta, client.created_at));
+  const day = client.created_at.slice(0, 10);
+  if (org.billing === 'prepaid') await debitAndWrite(deps, org.id, write, deps.settings.pricePerCallMicros, day);
+  else {
+    await countUsage(deps, org.id, day, client.id);
+    await putOnce(deps, write.Put, token);
+  }
+  return { kind: 'created', client };
+}
+
+/** The put of a new client; `token`, its notification's id, tells a retried put's own item (putOnce). */
+function createWrite(deps: Deps, client: Client<'lead', 'api'>, submission: Submission): { write: { Put: NonNullable<PutCommand['input']> }; token: string } {
   const name = [client.first_name, client.last_name].filter(Boolean).join(' ');
+  const notification = { id: newId('ntf'), type: 'lead.created', title: `New lead: ${name}`, createdAt: client.created_at };
+  const matchKey = matchKeyOf(client.organization_id, client);
   const item = {
-    ...keys.client(org.id, client.id),
+    ...keys.client(client.organization_id, client.id),
     entity: 'client',
     ...client,
+    ...(matchKey ? { matchKey } : {}),
+    submissions: [submission],
     // The team notification is part of the client item: one write, so never one without the other.
-    notification: { id: newId('ntf'), type: 'lead.created', title: `New lead: ${name}`, createdAt: at },
+    notification,
   };
-  const put = { TableName: deps.tables.clients, Item: item, ConditionExpression: 'attribute_not_exists(pk)' };
-  const price = org.billing === 'prepaid' ? deps.settings.pricePerCallMicros : 0;
+  return { write: { Put: { TableName: deps.tables.clients, Item: item, ConditionExpression: 'attribute_not_exists(pk)' } }, token: notification.id };
+}
 
-  if (price === 0) {
-    await putOnce(deps, put, item.notification.id);
-    await countUsage(deps, org.id, at.slice(0, 10), client.id);
-    return client;
+/** Submissions listed on a client: past them a merged one is counted (`submission_count`) but not listed, so no client can be grown past DynamoDB's 400 KB. */
+export const MAX_LISTED_SUBMISSIONS = 50;
+
+/** Fields a merged submission may fill on the earlier client: those it does not have yet. */
+const FILLABLE = ['first_name', 'last_name', 'email', 'phone', 'notes', 'address', 'service', 'custom_fields'] as const;
+
+/**
+ * The update attaching a submission to the earlier client: its empty fields filled, the submission
+ * appended, the count raised, and consent given now recorded (a later "no" does not withdraw it).
+ */
+function mergeWrite(deps: Deps, orgId: string, earlier: EarlierClient, input: LeadInput, submission: Submission, listed = true): Write {
+  const names: Record<string, string> = {};
+  const values: Record<string, unknown> = { ':at': submission.at, ':one': 1, ...(listed ? { ':sub': [submission], ':empty': [], ':max': MAX_LISTED_SUBMISSIONS } : {}) };
+  const sets = ['updated_at = :at', 'submission_count = if_not_exists(submission_count, :one) + :one'];
+  if (listed) sets.push('submissions = list_append(if_not_exists(submissions, :empty), :sub)');
+  for (const field of FILLABLE) {
+    if (input[field] === undefined) continue;
+    names[`#${field}`] = field;
+    values[`:${field}`] = input[field];
+    sets.push(`#${field} = if_not_exists(#${field}, :${field})`);
   }
-  await debitAndWrite(deps, org.id, put, price, at.slice(0, 10));
-  return client;
+  if (input.sms_consent && input.sms_consent_source) {
+    sets.push('sms_consent = :true', 'sms_consent_proof = :proof');
+    values[':true'] = true;
+    values[':proof'] = { source: input.sms_consent_source, captured_at: submission.at, ip: submission.ip, user_agent: submission.user_agent, key_id: submission.key_id };
+  }
+  // Found by phone, it had no e-mail: one filled now becomes its key in the match index.
+  if (earlier.via === 'phone' && input.email) {
+    sets.push('matchKey = :mk');
+    values[':mk'] = matchKeyOf(orgId, { email: input.email });
+  }
+  return {
+    Update: {
+      TableName: deps.tables.clients,
+      Key: keys.client(orgId, earlier.id),
+      UpdateExpression: `SET ${sets.join(', ')}`,
+      ConditionExpression: listed ? 'attribute_exists(pk) AND (attribute_not_exists(submissions) OR size(submissions) < :max)' : 'attribute_exists(pk)',
+      // On a failed condition: an old item means its list is full, none that it was deleted.
+      ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      ...(Object.keys(names).length ? { ExpressionAttributeNames: names } : {}),
+      ExpressionAttributeValues: values,
+    },
+  };
+}
+
+/** The postpaid merge (`unlisted` when the client's submission list is full); false when the earlier client was deleted meanwhile (a new client is created instead). */
+async function mergeOnce(deps: Deps, write: Write, unlisted: () => Write): Promise<boolean> {
+  if (!('Update' in write)) return false;
+  try {
+    await deps.doc.send(new UpdateCommand(write.Update));
+    return true;
+  } catch (error) {
+    if (!(error instanceof ConditionalCheckFailedException)) throw error;
+    return error.Item ? mergeOnce(deps, unlisted(), unlisted) : false;
+  }
 }
 
 /**
@@ -89,51 +231,65 @@ async function putOnce(deps: Deps, put: PutCommand['input'], token: string): Pro
   }
 }
 
-/** Postpaid usage: a plain ADD, which never conflicts. The lead exists by now, so a failure is logged, not answered. */
-async function countUsage(deps: Deps, orgId: string, day: string, clientId: string): Promise<void> {
+/**
+ * Postpaid usage: a plain ADD of `calls` on the day's item, which never conflicts; with `guard`, conditioned
+ * on the submission not repeating one of the last 10 minutes (whose client is then returned). A
+ * failure other than that is logged, not answered: the lead goes on without the guard.
+ */
+async function countUsage(deps: Deps, orgId: string, day: string, clientId: string, guarded?: Guarded, calls = 1): Promise<string | undefined> {
+  const guard = guarded && guardClause(guarded.guard, guarded.targetId, guarded.now);
   try {
     await deps.doc.send(new UpdateCommand({
       TableName: deps.tables.organizations,
       Key: keys.usage(orgId, day),
-      UpdateExpression: 'ADD calls :one, billed_micros :zero SET entity = :entity',
-      ExpressionAttributeValues: { ':one': 1, ':zero': 0, ':entity': 'usage' },
+      UpdateExpression: `ADD calls :one, billed_micros :zero SET entity = :entity${guard ? `, ${guard.set}` : ''}`,
+      ...(guard ? { ConditionExpression: guard.condition, ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const } : {}),
+      ExpressionAttributeValues: { ':one': calls, ':zero': 0, ':entity': 'usage', ...guard?.values },
     }));
   } catch (error) {
-    logger.error('could not count usage of a created lead', { organizationId: orgId, clientId, error: (error as Error).name });
+    if (guarded && error instanceof ConditionalCheckFailedException) return guardedClient(error.Item, guarded.guard, guarded.now);
+    logger.error('could not count usage of a lead', { organizationId: orgId, clientId, error: (error as Error).name });
   }
+  return undefined;
 }
 
 /**
  * The prepaid transaction: the client put and one update of the organization item that debits the
  * wallet and counts the day (usageDay / usageCalls / usageBilledMicros). The day's counters are
  * conditioned on usageDay, so the first lead of a day closes the previous day first (openUsageDay).
+ * `write`: the client's put or merge (none: a duplicate's bare debit); `guarded`: the double-submit
+ * guard rides on the organization update. Answers the duplicated client when the guard refused, and
+ * 'client-gone' when the client to merge into no longer exists, 'client-full' when its submission list is.
  */
-async function debitAndWrite(deps: Deps, orgId: string, put: PutCommand['input'], price: number, today: string): Promise<void> {
+async function debitAndWrite(deps: Deps, orgId: string, write: Write | undefined, price: number, today: string, guarded?: Guarded): Promise<'written' | 'client-gone' | 'client-full' | { duplicateOf: string }> {
   let day = today;
+  const guard = guarded && guardClause(guarded.guard, guarded.targetId, guarded.now);
   for (let attempt = 1; ; attempt++) {
     try {
       await deps.doc.send(new TransactWriteCommand({
         TransactItems: [
-          { Put: put },
+          ...(write ? [write] : []),
           {
             Update: {
               TableName: deps.tables.organizations,
               Key: keys.org(orgId),
-              UpdateExpression: 'SET walletMicros = walletMicros - :price ADD usageCalls :one, usageBilledMicros :price',
-              ConditionExpression: 'walletMicros >= :price AND usageDay = :day',
-              ExpressionAttributeValues: { ':price': price, ':one': 1, ':day': day },
+              UpdateExpression: `SET walletMicros = walletMicros - :price${guard ? `, ${guard.set}` : ''} ADD usageCalls :one, usageBilledMicros :price`,
+              ConditionExpression: `walletMicros >= :price AND usageDay = :day${guard ? ` AND ${guard.condition}` : ''}`,
+              ExpressionAttributeValues: { ':price': price, ':one': 1, ':day': day, ...guard?.values },
               ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
             },
           },
         ],
       }));
-      return;
+      return 'written';
     } catch (error) {
       if (!(error instanceof TransactionCanceledException)) throw error;
       const reasons = error.CancellationReasons ?? [];
-      const orgReason = reasons[1];
+      const orgReason = reasons[write ? 1 : 0];
       if (orgReason?.Code === 'ConditionalCheckFailed' && orgReason.Item) {
         const old = orgReason.Item;
+        const repeated = guarded && guardedClient(old, guarded.guard, guarded.now);
+        if (repeated) return { duplicateOf: repeated };
         if (Number(old.walletMicros?.N ?? 0) < price) {
           throw paymentRequired(`The prepaid wallet cannot pay for this call (${price / 1_000_000} USD). Top it up to keep receiving leads.`);
         }
@@ -141,6 +297,8 @@ async function debitAndWrite(deps: Deps, orgId: string, put: PutCommand['input']
         // Another container's clock already opened a later day: count there rather than reopen ours.
         if (openDay && openDay > day) day = openDay;
         else await openUsageDay(deps, orgId, old, day);
+      } else if (write && 'Update' in write && reasons[0]?.Code === 'ConditionalCheckFailed') {
+        return reasons[0].Item ? 'client-full' : 'client-gone';
       } else if (!reasons.some(isConflict)) {
         throw error;
       } else {

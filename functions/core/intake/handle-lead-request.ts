@@ -13,7 +13,7 @@ import type { AuthContext } from '../platform/model.js';
 import { logger } from '../platform/observability.js';
 import { authenticate, ExposedSecretKeyError, RejectedKeyError } from '../tenancy/authenticate.js';
 import { checkAddressRateLimit, checkRateLimit, rateLimitFor, rateLimitHeaders, reserveDailyCall, type RateLimitState } from '../tenancy/rate-limit.js';
-import { createLead } from './create-lead.js';
+import { createLead, type LeadOutcome } from './create-lead.js';
 import { remainingTimeUntil, runIdempotent, validateIdempotencyKey } from './idempotency.js';
 import { MAX_BODY_BYTES, parseLead } from './lead-schema.js';
 import { verifyCaptcha, captchaProvidersSpec } from './captcha.js';
@@ -34,7 +34,7 @@ export async function handleLeadRequest(deps: Deps, request: HttpRequest): Promi
     if (!METHODS.includes(request.method)) throw methodNotAllowed(METHODS);
     // A plain HTML form cannot set headers: its (publishable) key comes as a field of its body.
     const form = isFormPost(request) ? readFormBody(request, MAX_BODY_BYTES) : undefined;
-    const auth = await authenticate(deps, request.headers, { formKey: form?.[FORM_KEY_FIELD], allowPublishable: true });
+    const auth = await authenticate(deps, request.headers, { formKey: form?.[FORM_KEY_FIELD], allowPublishable: true, repeatedHeaders: request.repeatedHeaders });
     known = { organizationId: auth.organization.id, keyId: auth.key.keyId, headers: {} };
     if (form && !auth.key.publishable) {
       throw unsupportedMediaType('application/x-www-form-urlencoded bodies are accepted from publishable keys only: send application/json.');
@@ -119,13 +119,13 @@ async function createLeadOnce(deps: Deps, request: HttpRequest, auth: AuthContex
     input = parseLead(body);
   }
   const cap = policy?.dailyCap;
-  const create = async () => {
+  const create = async (): Promise<Answer> => {
     await verify?.();
-    if (cap === undefined) return createLead(deps, auth, input, meta);
+    if (cap === undefined) return leadAnswer(auth, await createLead(deps, auth, input, meta));
     const reservation = await reserveDailyCall(deps, auth.key.keyId, cap);
     if (!reservation.allowed) throw dailyCapReached(cap, reservation.retryAfterSeconds ?? 1);
     try {
-      return await createLead(deps, auth, input, meta);
+      return leadAnswer(auth, await createLead(deps, auth, input, meta));
     } catch (error) {
       await reservation.release();
       throw error;
@@ -135,7 +135,7 @@ async function createLeadOnce(deps: Deps, request: HttpRequest, auth: AuthContex
     await create();
     return formSuccess(policy);
   }
-  if (!idempotencyKey) return { status: 201, body: await create() };
+  if (!idempotencyKey) return create();
 
   const remainingTime = request.deadline === undefined ? undefined : remainingTimeUntil(request.deadline);
   const { result, replayed } = await runIdempotent(deps, remainingTime, {
@@ -145,5 +145,21 @@ async function createLeadOnce(deps: Deps, request: HttpRequest, auth: AuthContex
     run: create,
   });
   const headers: Record<string, string> = replayed ? { 'Idempotent-Replayed': 'true' } : {};
-  return { status: 201, body: result, headers };
+  // Records stored before answers carried their status hold the created client itself (a 201).
+  const answer: Answer = typeof (result as Partial<Answer>).status === 'number' ? result : { status: 201, body: result };
+  return { ...answer, headers: { ...answer.headers, ...headers } };
+}
+
+/**
+ * The answer to a lead (docs/leads.md "Duplicates"): 201 and the new client; 200 and only the id of
+ * the client a submission was merged into, or that a repeat within 10 minutes belongs to, so that
+ * whoever sends a known e-mail learns nothing stored about that person. A publishable key (a page)
+ * is not told which earlier client a new one may duplicate either.
+ */
+function leadAnswer(auth: AuthContext, outcome: LeadOutcome): Answer {
+  const organization_id = auth.organization.id;
+  if (outcome.kind === 'merged') return { status: 200, body: { id: outcome.clientId, organization_id, merged: true } };
+  if (outcome.kind === 'duplicate') return { status: 200, body: { id: outcome.clientId, organization_id, duplicate: true }, outcome: 'duplicate' };
+  const { possible_duplicate_of: duplicateOf, ...client } = outcome.client;
+  return { status: 201, body: auth.key.publishable || !duplicateOf ? client : outcome.client };
 }

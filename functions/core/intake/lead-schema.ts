@@ -84,6 +84,8 @@ export const clientSchema = described(
       'Present when sms_consent is true: where, when and from whom consent was captured',
     ),
     custom_fields: z.optional(z.record(z.string(), z.union([z.string(), z.number(), z.boolean()]))),
+    possible_duplicate_of: described(z.optional(z.string()), 'The earlier client with the same e-mail or phone (the `flag` policy; answered to secret keys only)'),
+    submission_count: described(z.optional(z.number()), 'Lead submissions the client holds (1 for a new client)'),
     created_at: z.iso.datetime(),
     updated_at: z.iso.datetime(),
   }),
@@ -110,11 +112,31 @@ function normalizePhone(raw: string): string {
   return parsed?.isValid() ? parsed.number : raw;
 }
 
+/** A UTF-16 surrogate standing alone (`"\\ud800"` in JSON): not a character, refused by strict JSON parsers downstream. */
+const LONE_SURROGATE = /\p{Cs}/u;
+
+/** Every field, at any depth, whose name or text holds a lone surrogate. */
+function loneSurrogates(value: unknown, field: string, out: FieldError[]): FieldError[] {
+  if (typeof value === 'string') {
+    if (LONE_SURROGATE.test(value)) out.push({ field, message: 'holds a lone UTF-16 surrogate (not a character)' });
+  } else if (value && typeof value === 'object') {
+    for (const [k, v] of Object.entries(value)) {
+      const name = field ? `${field}.${k}` : k;
+      if (LONE_SURROGATE.test(k)) out.push({ field: name, message: 'the field name holds a lone UTF-16 surrogate (not a character)' });
+      loneSurrogates(v, name, out);
+    }
+  }
+  return out;
+}
+
 /** Validates a parsed JSON body into a lead, or throws a 422 naming every bad field. */
 export function parseLead(body: unknown): LeadInput {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw validationFailed([{ field: '', message: 'the body must be a JSON object' }]);
   }
+  // First and alone: such text must not reach the rules below, a stored item or a webhook.
+  const unpaired = loneSurrogates(body, '', []);
+  if (unpaired.length > 0) throw validationFailed(unpaired);
   const errors: FieldError[] = [];
   const result = leadRequestSchema.safeParse(body);
   if (!result.success) {

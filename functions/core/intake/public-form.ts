@@ -6,8 +6,8 @@
  */
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { Deps } from '../platform/deps.js';
-import { DomainError, payloadTooLarge, type Problem } from '../platform/errors.js';
-import type { HttpOutcome, HttpRequest } from '../platform/http-request.js';
+import { DomainError, badRequest, type Problem } from '../platform/errors.js';
+import { readUtf8Body, type HttpOutcome, type HttpRequest } from '../platform/http-request.js';
 import type { AuthContext, PublishableKeyPolicy } from '../platform/model.js';
 import { metrics } from '../platform/observability.js';
 import { matchOrigin } from '../tenancy/api-keys.js';
@@ -38,12 +38,29 @@ export const wantsHtml = (request: Pick<HttpRequest, 'method' | 'headers'>) =>
  * The fields of a url-encoded body; a repeated name keeps its first value (a form has one input
  * per field; a second one is not allowed to override it). 413 past `maxBytes`.
  */
-export function readFormBody(request: Pick<HttpRequest, 'body'>, maxBytes: number): Record<string, string> {
-  const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.from(request.body ?? '', 'utf8');
-  if (raw.length > maxBytes) throw payloadTooLarge(maxBytes);
+export function readFormBody(request: Pick<HttpRequest, 'body' | 'headers'>, maxBytes: number): Record<string, string> {
+  const text = readUtf8Body(request, maxBytes);
   const fields: Record<string, string> = Object.create(null) as Record<string, string>;
-  for (const [name, value] of new URLSearchParams(raw.toString('utf8'))) if (!(name in fields)) fields[name] = value;
+  for (const pair of text.split('&')) {
+    if (pair === '') continue;
+    const at = pair.indexOf('=');
+    const [name, value] = at === -1 ? [decodeFormPart(pair), ''] : [decodeFormPart(pair.slice(0, at)), decodeFormPart(pair.slice(at + 1))];
+    if (!(name in fields)) fields[name] = value;
+  }
   return { ...fields };
+}
+
+/**
+ * One name or value of a url-encoded body, its escapes decoded strictly: escapes that do not spell
+ * UTF-8 (`%FF`, a lone surrogate's `%ED%A0%80`) or are cut short (`%E`) are a 400, where
+ * URLSearchParams would put U+FFFD or the escape's text in their place.
+ */
+function decodeFormPart(part: string): string {
+  try {
+    return decodeURIComponent(part.replace(/\+/g, ' '));
+  } catch {
+    throw badRequest('The form body has a malformed percent-escape or one that is not UTF-8.');
+  }
 }
 
 const refused = (slug: string, detail: string) => new DomainError(403, slug, 'Forbidden', detail);

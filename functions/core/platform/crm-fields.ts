@@ -34,6 +34,10 @@ export interface Client<Status extends string = string, Source extends string = 
   status: Status;
   source: Source;
   sms_consent_proof?: ConsentProof;
+  /** The earlier client this one may duplicate (same e-mail or phone; the `flag` policy, docs/leads.md). */
+  possible_duplicate_of?: string;
+  /** Lead submissions this client holds: 1 when created, one more per submission merged into it. */
+  submission_count?: number;
   created_at: string;
   updated_at: string;
 }

@@ -8,6 +8,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { tables, type TableName, queues, type QueueName } from '../../../lib/topology.js';
+import { tracer } from './observability.js';
 import { loadSettings, type Settings } from './settings.js';
 
 export interface Deps {
@@ -40,14 +41,15 @@ export const emulatorCredentials = { accessKeyId: 'local', secretAccessKey: 'loc
 export function createAwsClients(urls: ServiceUrls = {}): Pick<Deps, 'dynamodb' | 'doc' | 'sqs'> {
   const region = urls.region;
   const credentials = urls.dynamodbEndpoint ? emulatorCredentials : undefined;
-  const dynamodb = new DynamoDBClient({ region, endpoint: urls.dynamodbEndpoint, credentials });
+  // Captured: each call is an X-Ray subsegment on Lambda (observability.ts); unchanged elsewhere.
+  const dynamodb = tracer.captureAWSv3Client(new DynamoDBClient({ region, endpoint: urls.dynamodbEndpoint, credentials }));
   const doc = DynamoDBDocumentClient.from(dynamodb, {
     marshallOptions: { removeUndefinedValues: true, convertClassInstanceToMap: false },
   });
   // An emulator's queue URLs name a host that does not resolve (sqs.<region>.localhost): keep
   // talking to the configured endpoint instead of the URL's host.
   const emulated = Boolean(urls.sqsEndpoint ?? process.env.AWS_ENDPOINT_URL_SQS);
-  const sqs = new SQSClient({ region, endpoint: urls.sqsEndpoint, credentials, ...(emulated ? { useQueueUrlAsEndpoint: false } : {}) });
+  const sqs = tracer.captureAWSv3Client(new SQSClient({ region, endpoint: urls.sqsEndpoint, credentials, ...(emulated ? { useQueueUrlAsEndpoint: false } : {}) }));
   return { dynamodb, doc, sqs };
 }
 

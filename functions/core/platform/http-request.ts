@@ -9,6 +9,8 @@ export interface HttpRequest {
   method: string;
   /** Names lower-cased. */
   headers: Record<string, string>;
+  /** Header names (lower-cased) the request carried more than once, in any case (`X-API-Key` and `x-api-key`). */
+  repeatedHeaders?: string[];
   /** Raw bytes (a Buffer) or text, as received. */
   body: Buffer | string | undefined;
   sourceIp?: string;
@@ -40,17 +42,36 @@ export type HttpOutcome = Caller & { headers: Record<string, string>; outcome?: 
   | { error: unknown }
 );
 
-/** The JSON body of a request, enforcing content type, size and syntax (415, 413, 400; DESIGN §7). */
+/** The JSON body of a request, enforcing content type and charset, size, UTF-8 and syntax (415, 413, 400; docs/leads.md). */
 export function readJsonBody(request: Pick<HttpRequest, 'headers' | 'body'>, maxBytes: number): unknown {
   const type = request.headers['content-type'] ?? '';
   if (!/^application\/([a-z.+-]*\+)?json\s*(;|$)/i.test(type.trim())) {
     throw unsupportedMediaType(`Send the body as application/json${type ? `, not ${type.split(';')[0]}` : ''}.`);
   }
+  const text = readUtf8Body(request, maxBytes);
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw badRequest(`The body is not valid JSON: ${(error as Error).message}.`);
+  }
+}
+
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * The body's text, decoded as UTF-8 strictly: a charset other than UTF-8 is a 415 (it would be
+ * misread), a body over `maxBytes` bytes (not characters) a 413, and bytes that are not UTF-8 a 400
+ * rather than text with U+FFFD stored in their place. A body the gateway passed as text (a type it
+ * does not hand over as bytes, lib/topology.ts binaryMediaTypes) is taken as it came.
+ */
+export function readUtf8Body(request: Pick<HttpRequest, 'headers' | 'body'>, maxBytes: number): string {
+  const charset = /;\s*charset\s*=\s*"?([^";\s]*)"?/i.exec(request.headers['content-type'] ?? '')?.[1];
+  if (charset !== undefined && !/^utf-?8$/i.test(charset)) throw unsupportedMediaType(`The body must be UTF-8 (charset=utf-8), not ${charset.slice(0, 40)}.`);
   const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.from(request.body ?? '', 'utf8');
   if (raw.length > maxBytes) throw payloadTooLarge(maxBytes);
   try {
-    return JSON.parse(raw.toString('utf8'));
-  } catch (error) {
-    throw badRequest(`The body is not valid JSON: ${(error as Error).message}.`);
+    return strictUtf8.decode(raw);
+  } catch {
+    throw badRequest('The body is not valid UTF-8.');
   }
 }

@@ -73,7 +73,11 @@ export interface Organization {
   createdAt: string;
   /** CAPTCHA checked on publishable-key leads (DESIGN §15); its secret is stored apart from this shape, never shown. */
   captchaProvider?: CaptchaProvider;
+  /** What a lead matching an existing client does (docs/leads.md "Duplicates"); absent: `flag`. */
+  duplicatePolicy?: DuplicatePolicy;
 }
+
+export type DuplicatePolicy = 'flag' | 'merge';
 
 export type CaptchaProvider = 'turnstile' | 'hcaptcha' | 'recaptcha';
 

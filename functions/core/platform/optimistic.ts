@@ -18,21 +18,29 @@ export class LostRace extends Error {
   }
 }
 
-/** Attempts of a read-modify-write before the caller gets 409 (each re-reads). */
+/** Attempts of a read-modify-write before the caller may get 409 (each re-reads). */
 export const RACE_ATTEMPTS = 8;
+/**
+ * ...and the time it keeps trying past them. One item (a slot item, a secret list) takes one
+ * winner per round: 40 admins' requests racing a bound of 25 need 25 rounds, so a count alone
+ * answered 409 to some while there was still room whenever the rounds were slow (a loaded machine).
+ */
+export const RACE_BUDGET_MS = 5_000;
 
 /**
- * Runs `step` (read, decide, conditional write) until it does not lose a race, at most
- * RACE_ATTEMPTS times, with a jittered wait between tries so the losers spread out; then 409.
+ * Runs `step` (read, decide, conditional write) until it does not lose a race, with a jittered
+ * wait between tries so the losers spread out; 409 once it has lost RACE_ATTEMPTS times and
+ * RACE_BUDGET_MS have passed.
  */
 export async function retryLostRaces<T>(what: string, step: () => Promise<T>): Promise<T> {
+  const started = Date.now();
   for (let attempt = 1; ; attempt++) {
     try {
       return await step();
     } catch (error) {
       if (!(error instanceof LostRace)) throw error;
       metrics.addMetric('LostRaceRetries', MetricUnit.Count, 1);
-      if (attempt >= RACE_ATTEMPTS) throw conflict(`${what} was changed by another request at the same time; nothing was written. Try again.`);
+      if (attempt >= RACE_ATTEMPTS && Date.now() - started >= RACE_BUDGET_MS) throw conflict(`${what} was changed by another request at the same time; nothing was written. Try again.`);
       await new Promise((r) => setTimeout(r, Math.random() * Math.min(200, 10 * 2 ** attempt)));
     }
   }

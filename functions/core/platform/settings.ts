@@ -36,6 +36,8 @@ export const settingsSchema = z.object({
   defaultRateLimitPerMinute: z._default(keyLimit(), 100),
   /** What happens when the rate-limit table cannot be reached: admit (with a metric) or refuse. */
   rateLimitFailMode: z._default(z.enum(['open', 'closed']), 'open'),
+  /** Billed leads a UTC day through a publishable key whose own daily cap is not set (a key in a page can be farmed). */
+  publishableDailyCap: z._default(positiveInt().check(z.maximum(1_000_000)), 1000),
   pricePerCallMicros: z._default(int().check(z.nonnegative()), 3000),
   /** Warm-container cache of key lookups; bounds how long a revoked key keeps working. */
   keyCacheTtlSeconds: z._default(nonnegative().check(atMost(300, 'keyCacheTtlSeconds', 'a revoked key keeps working this long')), 30),

@@ -10,7 +10,7 @@
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../platform/deps.js';
 import { keys, type DeliveryRecord } from '../platform/model.js';
-import { getAll } from '../delivery/store.js';
+import { deliveryStore } from '../delivery/delivery-port.js';
 
 /** What deliverySummary (views.ts) shows: no payload. */
 export type DeliverySummaryRecord = Omit<DeliveryRecord, 'payload'>;
@@ -55,7 +55,7 @@ export async function pageDeliverySummaries(deps: Deps, organizationId: string, 
     }));
     const indexKeys = out.Items ?? [];
     looked += indexKeys.length;
-    const records = await getAll(deps, deps.tables.deliveries, indexKeys.map((k) => ({ pk: k.pk as string, sk: k.sk as string })), { consistent: true, projection: shown });
+    const records = await deliveryStore(deps).get(indexKeys.map((k) => ({ pk: k.pk as string, sk: k.sk as string })), { consistent: true, projection: shown });
     const bySk = new Map(records.map((r) => [r.sk as string, r]));
     for (const key of indexKeys) {
       const item = bySk.get(key.sk as string);
@@ -77,7 +77,7 @@ export async function pageDeliverySummaries(deps: Deps, organizationId: string, 
 
 /** Deliveries by id (those of this organization that exist), for a search by delivery or event id. */
 export async function summariesById(deps: Deps, organizationId: string, deliveryIds: string[]): Promise<DeliverySummaryRecord[]> {
-  const items = await getAll(deps, deps.tables.deliveries, deliveryIds.map((id) => keys.delivery(organizationId, id)), { consistent: true, projection: shown });
+  const items = await deliveryStore(deps).get(deliveryIds.map((id) => keys.delivery(organizationId, id)), { consistent: true, projection: shown });
   return items.map(toSummary).sort((a, b) => b.createdAt.localeCompare(a.createdAt) || b.id.localeCompare(a.id));
 }
 

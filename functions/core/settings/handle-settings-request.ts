@@ -10,7 +10,7 @@ import { DomainError, methodNotAllowed, notFound, tooManyRequests, unauthorized,
 import { logger } from '../platform/observability.js';
 import type { HttpOutcome, HttpRequest } from '../platform/http-request.js';
 import { createApiKey, listApiKeys, revokeApiKey, rotateApiKey, type NewApiKeyOptions } from '../tenancy/api-keys.js';
-import { getOrganization } from '../tenancy/organizations.js';
+import { getOrganization, setDuplicatePolicy } from '../tenancy/organizations.js';
 import { checkRateLimit, rateLimitHeaders } from '../tenancy/rate-limit.js';
 import { addEndpoint, getEndpoint, listEndpoints, removeEndpoint, rotateSecret, updateEndpoint } from '../delivery/endpoints.js';
 import { waitForFirstOutcome } from '../delivery/first-outcome.js';
@@ -39,6 +39,16 @@ export { REDELIVER_ALL_MAX } from './delivery-operations.js';
 /** The operations by `METHOD resource` (the resources of lib/topology.ts routes). */
 const operations: Record<string, Operation> = {
   'GET /api/settings': async (c) => ({ status: 200, body: await settingsOverview(c.deps, c.organization, c.request.baseUrl ?? '', c.session.userId) }),
+  // The organization's own choices; for now what a lead matching an existing client does (docs/leads.md "Duplicates").
+  'PATCH /api/settings': async (c) => {
+    const body = objectBody(c.request);
+    const errors = unknownFields(body, ['duplicate_policy']);
+    if (typeof body.duplicate_policy !== 'string') errors.push({ field: 'duplicate_policy', message: 'is required: flag or merge' });
+    if (errors.length) throw validationFailed(errors);
+    const updated = await setDuplicatePolicy(c.deps, c.organization.id, body.duplicate_policy as string);
+    await c.audit('organization.duplicate_policy_set', c.organization.id, { duplicatePolicy: updated.duplicatePolicy });
+    return { status: 200, body: await settingsOverview(c.deps, updated, c.request.baseUrl ?? '', c.session.userId) };
+  },
 
   'GET /api/settings/keys': async (c) => ({ status: 200, body: { keys: (await listApiKeys(c.deps, c.organization.id)).map((k) => keyView(k)) } }),
   'POST /api/settings/keys': async (c) => {

@@ -37,6 +37,12 @@ const notFound = { 404: problem('No such id in the token’s organization (anoth
 /** A read-modify-write that kept losing its race to concurrent requests (platform/optimistic.ts). */
 const lostRace = { 409: problem('Changed by other requests at the same moment, again after retries: nothing was written; try again') };
 const invalid = { 422: problem('Invalid fields (`errors[]`)'), 400: problem('Malformed JSON'), 415: problem('Content-Type is not application/json') };
+const overview = obj({
+  organization: obj({ id: str, name: str, plan: str, billing: { enum: ['prepaid', 'postpaid'] }, walletBalance: nullable({ type: 'number' }), currency: { const: 'USD' }, duplicatePolicy: { enum: ['flag', 'merge'] } }),
+  usage: obj({ today: obj({ calls: { type: 'integer' }, billed: { type: 'number' } }), month: obj({ calls: { type: 'integer' }, billed: { type: 'number' } }) }),
+  baseUrl: str, leadEndpoint: str, curlExamples: { type: 'array', items: obj({ title: str, command: str }) }, user: obj({ id: str }),
+  revocationSeconds: { type: 'integer', description: 'A revoked key is refused everywhere within this many seconds' },
+});
 const id = { name: 'id', in: 'path', required: true, schema: str };
 const grace = (max: number, def: number) => ({ required: false, content: { 'application/json': { schema: obj({ grace_hours: { type: 'number', minimum: 0, maximum: max, default: def, description: 'Hours the old one keeps working' } }, []) } } });
 const body = (schema: unknown) => ({ required: true, content: { 'application/json': { schema } } });
@@ -89,14 +95,10 @@ const bulk = obj({
 
 export const settingsPaths = {
   '/api/settings': {
-    get: op('getSettings', 'The organization, its usage, base URL and cURL examples', {
-      200: json(obj({
-        organization: obj({ id: str, name: str, plan: str, billing: { enum: ['prepaid', 'postpaid'] }, walletBalance: nullable({ type: 'number' }), currency: { const: 'USD' } }),
-        usage: obj({ today: obj({ calls: { type: 'integer' }, billed: { type: 'number' } }), month: obj({ calls: { type: 'integer' }, billed: { type: 'number' } }) }),
-        baseUrl: str, leadEndpoint: str, curlExamples: { type: 'array', items: obj({ title: str, command: str }) }, user: obj({ id: str }),
-        revocationSeconds: { type: 'integer', description: 'A revoked key is refused everywhere within this many seconds' },
-      }), 'The settings overview'),
-    }),
+    get: op('getSettings', 'The organization, its usage, base URL and cURL examples', { 200: json(overview, 'The settings overview') }),
+    patch: op('updateSettings', 'Set what a lead matching an existing client does: `flag` (a new client marked possible_duplicate_of) or `merge` (docs/leads.md)', {
+      200: json(overview, 'The settings overview, changed'), ...invalid,
+    }, { requestBody: body(obj({ duplicate_policy: { enum: ['flag', 'merge'] } }, ['duplicate_policy'])) }),
   },
   '/api/settings/keys': {
     get: op('listKeys', 'API keys (never the keys themselves)', { 200: json(obj({ keys: { type: 'array', items: ref('KeySummary') } }), 'The keys') }),

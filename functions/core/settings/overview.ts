@@ -68,6 +68,8 @@ export async function settingsOverview(deps: Deps, org: Organization, baseUrl: s
       billing: org.billing === 'prepaid' ? 'prepaid' : 'postpaid',
       walletBalance: org.billing === 'prepaid' ? org.walletMicros / MICROS_PER_USD : null,
       currency: 'USD',
+      // docs/leads.md "Duplicates": what a lead matching an existing client does.
+      duplicatePolicy: org.duplicatePolicy ?? 'flag',
     },
     usage: await usageOf(deps, org.id),
     baseUrl,

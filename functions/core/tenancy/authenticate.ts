@@ -8,7 +8,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../platform/deps.js';
-import { DomainError, forbidden, unauthorized } from '../platform/errors.js';
+import { DomainError, badRequest, forbidden, unauthorized } from '../platform/errors.js';
 import { API_KEY_PATTERN, DEFAULT_HONEYPOT_FIELD, DEFAULT_PER_IP_LIMIT, hashApiKey } from './api-keys.js';
 import { keys, type ApiKeyKind, type AuthContext, type Organization, type PublishableKeyPolicy } from '../platform/model.js';
 import { getOrganization } from './organizations.js';
@@ -17,20 +17,31 @@ import { TtlCache } from '../platform/ttl-cache.js';
 
 type Headers = Record<string, string | undefined>;
 
-/** The key from either header style; undefined when neither is present. */
-export function extractApiKey(headers: Headers): string | undefined {
+const KEY_HEADERS = ['x-api-key', 'authorization'];
+
+/**
+ * The key from either header style, exactly as sent (never trimmed: the edge's per-key rules match
+ * only well-formed values, so a padded key must not pass here); undefined when neither is present.
+ * More than one key header (repeated, in two cases, or both styles) is a 400: the edge and the
+ * function could otherwise each take a different one. `repeated`: header names the edge saw twice.
+ */
+export function extractApiKey(headers: Headers, repeated: readonly string[] = []): string | undefined {
   let apiKey: string | undefined;
   let authorization: string | undefined;
+  let count = repeated.filter((name) => KEY_HEADERS.includes(name)).length;
   for (const [name, value] of Object.entries(headers)) {
     const lower = name.toLowerCase();
+    if (value === undefined || !KEY_HEADERS.includes(lower)) continue;
+    count += 1;
     if (lower === 'x-api-key') apiKey = value;
-    else if (lower === 'authorization') authorization = value;
+    else authorization = value;
   }
-  if (apiKey !== undefined) return apiKey.trim();
+  if (count > 1) throw badRequest('Send the API key in one header: either `X-API-Key: <key>` or `Authorization: Bearer <key>`, once.');
+  if (apiKey !== undefined) return apiKey;
   if (authorization !== undefined) {
     // Exactly one space: the WAF counts a key by its header's value (lowercased), so every other
     // spelling of one key is refused here rather than counted as a key of its own (lib/topology.ts edgeKeys).
-    const match = /^Bearer (\S+)$/i.exec(authorization);
+    const match = /^Bearer ([^\s]+)$/i.exec(authorization);
     return match ? match[1] : '';
   }
   return undefined;
@@ -85,7 +96,7 @@ async function lookupKey(deps: Deps, hash: string): Promise<CachedKey | undefine
     ? {
         hash: Item.hash, organizationId: Item.organizationId, keyId: Item.keyId, name: Item.name, expiresAt: Item.expiresAt, revokedAt: Item.revokedAt,
         kind: Item.kind === 'publishable' ? 'publishable' : 'secret',
-        ...(Item.kind === 'publishable' ? { publishable: publishablePolicy(Item) } : {}),
+        ...(Item.kind === 'publishable' ? { publishable: publishablePolicy(deps, Item) } : {}),
       }
     : undefined;
   const until = now + deps.settings.keyCacheTtlSeconds * 1000;
@@ -94,14 +105,14 @@ async function lookupKey(deps: Deps, hash: string): Promise<CachedKey | undefine
   return value;
 }
 
-/** A publishable key's policy with its defaults filled in. */
-function publishablePolicy(item: Record<string, unknown>): PublishableKeyPolicy {
+/** A publishable key's policy with its defaults filled in (its daily cap: the key's own, else the stage's publishableDailyCap). */
+function publishablePolicy(deps: Deps, item: Record<string, unknown>): PublishableKeyPolicy {
   return {
     origins: (item.origins as string[] | undefined) ?? [],
     perIpLimit: item.perIpLimit === undefined ? DEFAULT_PER_IP_LIMIT : Number(item.perIpLimit),
     honeypotField: (item.honeypotField as string | undefined) ?? DEFAULT_HONEYPOT_FIELD,
     ...(item.thankYouUrl ? { thankYouUrl: item.thankYouUrl as string } : {}),
-    ...(item.dailyCap !== undefined ? { dailyCap: Number(item.dailyCap) } : {}),
+    dailyCap: item.dailyCap !== undefined && item.dailyCap !== null ? Number(item.dailyCap) : deps.settings.publishableDailyCap,
   };
 }
 
@@ -134,14 +145,15 @@ async function touchLastUsed(deps: Deps, key: CachedKey): Promise<void> {
 }
 
 /**
+ * `repeatedHeaders`: header names the request carried more than once (HttpRequest.repeatedHeaders).
  * `formKey`: the key sent as a field of a no-script form's body (a plain form cannot set headers,
  * DESIGN §15); used when no header carries one, and then only a publishable key is accepted.
  * `allowPublishable`: publishable keys are refused (403) unless the route says it takes them; the
  * route then enforces what they may do (the lead endpoint: POST only, from a listed origin).
  */
-export async function authenticate(deps: Deps, headers: Headers, options: { formKey?: string; allowPublishable?: boolean } = {}): Promise<AuthContext> {
-  const fromHeader = extractApiKey(headers);
-  const presented = fromHeader ?? options.formKey?.trim();
+export async function authenticate(deps: Deps, headers: Headers, options: { formKey?: string; allowPublishable?: boolean; repeatedHeaders?: readonly string[] } = {}): Promise<AuthContext> {
+  const fromHeader = extractApiKey(headers, options.repeatedHeaders);
+  const presented = fromHeader ?? options.formKey;
   if (presented === undefined) throw unauthorized('An API key is required: send it as `X-API-Key: <key>` or `Authorization: Bearer <key>`.');
   if (!API_KEY_PATTERN.test(presented)) throw unauthorized('The API key is malformed.');
   const hash = hashApiKey(presented);

@@ -2,12 +2,13 @@
  * Organizations: the tenant every stored item is keyed by. Created by admins (CLI); read by every
  * request through its API key.
  */
-import { BatchGetCommand, GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, GetCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import type { Deps } from '../platform/deps.js';
 import { notFound, validationFailed } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
 import { queryAll } from '../platform/query.js';
-import { keys, type Billing, type CaptchaProvider, type Organization } from '../platform/model.js';
+import { keys, type Billing, type CaptchaProvider, type DuplicatePolicy, type Organization } from '../platform/model.js';
 import { edgeKeyLimitPerMinute } from '../../../lib/topology.js';
 import { inBatches } from '../platform/batches.js';
 
@@ -61,7 +62,31 @@ const toOrganization = (item: Record<string, unknown>): Organization => ({
   createdAt: item.createdAt as string,
   // The provider only: the CAPTCHA secret is read apart (captchaSecret) and never leaves the domain.
   ...(item.captchaProvider ? { captchaProvider: item.captchaProvider as CaptchaProvider } : {}),
+  ...(item.duplicatePolicy === 'merge' || item.duplicatePolicy === 'flag' ? { duplicatePolicy: item.duplicatePolicy } : {}),
 });
+
+export const duplicatePolicies: readonly DuplicatePolicy[] = ['flag', 'merge'];
+
+/**
+ * Sets what a lead matching an existing client does (docs/leads.md "Duplicates"): `flag` creates a
+ * new client marked `possible_duplicate_of`, `merge` attaches the submission to the existing one.
+ */
+export async function setDuplicatePolicy(deps: Deps, id: string, policy: string): Promise<Organization> {
+  if (!duplicatePolicies.includes(policy as DuplicatePolicy)) throw validationFailed([{ field: 'duplicate_policy', message: `must be one of ${duplicatePolicies.join(', ')}` }]);
+  try {
+    await deps.doc.send(new UpdateCommand({
+      TableName: deps.tables.organizations,
+      Key: keys.org(id),
+      UpdateExpression: 'SET duplicatePolicy = :p',
+      ConditionExpression: 'attribute_exists(pk)',
+      ExpressionAttributeValues: { ':p': policy },
+    }));
+  } catch (error) {
+    if (error instanceof ConditionalCheckFailedException) throw notFound(`No organization ${id}.`);
+    throw error;
+  }
+  return requireOrganization(deps, id);
+}
 
 export const captchaProviders: readonly CaptchaProvider[] = ['turnstile', 'hcaptcha', 'recaptcha'];
 

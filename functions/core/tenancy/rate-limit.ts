@@ -1,12 +1,17 @@
 /**
- * Per-key sliding-window rate limit (DESIGN §8), also per client address of a publishable key (§15:
- * the same algorithm on the key `<keyId>#ip#<address>`), and a publishable key's daily cap.
- * One item per key per minute holds that minute's
- * count; the estimate is `previous × (1 − elapsed) + current`. Admission is a single conditional
- * UpdateItem (ADD 1 if current < floor(limit − previous × (1 − elapsed))); the previous minute's
- * count is read once per key and cached until the minute ends.
+ * Per-key rate limit (docs/decisions.md "Rate limiter: closed 10 s sub-windows that never over-admit"), also per client address
+ * of a publishable key (the same algorithm on the key `<keyId>#ip#<address>`), and a publishable
+ * key's daily cap.
+ *
+ * Closed sub-windows: time is cut into 10 s sub-windows, one item per key per sub-window holding its
+ * count and its per-second counts. A sub-window that has ended never changes again, so its counts
+ * are read once (one consistent BatchGetItem for whatever this container lacks, usually the one that
+ * just ended) and cached. A request at `now` is admitted by one conditional UpdateItem on the open
+ * sub-window: ADD 1 if its count < limit − (what the closed sub-windows hold inside (now − 60 s, now]),
+ * the oldest one counted by the second. So no 60 s span ever holds more than the limit, whatever the
+ * arrival pattern; the cost is that a request is counted up to 1 s longer than 60 s (its second).
  */
-import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import type { Deps } from '../platform/deps.js';
 import type { Organization } from '../platform/model.js';
@@ -17,13 +22,18 @@ import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import { isIP } from 'node:net';
 import { ipv6Bytes } from '../platform/ip-ranges.js';
 
-const WINDOW_MS = 60_000;
+export const WINDOW_MS = 60_000;
+export const SUB_WINDOW_MS = 10_000;
+const SLOT_MS = 1_000;
+const SLOTS = SUB_WINDOW_MS / SLOT_MS;
+/** Closed sub-windows a 60 s span ending in the open one can reach: the five it covers and the one it cuts. */
+const LOOKBACK = WINDOW_MS / SUB_WINDOW_MS;
 
 export interface RateLimitState {
   allowed: boolean;
   limit: number;
   remaining: number;
-  /** Seconds until the current window ends. */
+  /** Seconds until the open sub-window ends (when closed counts next age out). */
   resetSeconds: number;
   /** When refused: seconds until a request would be admitted (≥ 1). */
   retryAfterSeconds?: number;
@@ -35,61 +45,117 @@ export function rateLimitFor(deps: Deps, org: Organization): number {
   return org.rateLimitPerMinute ?? deps.settings.planRateLimits[org.plan] ?? deps.settings.defaultRateLimitPerMinute;
 }
 
-const windowKey = (keyId: string, window: number) => ({ pk: `RL#${keyId}#${window}` });
+/** Per-second counts of sub-windows, by sub-window number (`floor(ms / 10 s)`). */
+export type SubWindowCounts = Map<number, number[]>;
 
-/** Previous-window counts by key: fixed once that window is over, so cached for the whole minute. */
-const previousCounts = new TtlCache<string, { window: number; count: number }>(50_000);
+const subWindowKey = (keyId: string, sub: number) => ({ pk: `RLS#${keyId}#${sub}` });
+const slotsOf = (item: Record<string, unknown> | undefined): number[] =>
+  Array.from({ length: SLOTS }, (_, i) => Number(item?.[`s${i}`] ?? 0));
+const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
 
-async function previousCount(deps: Deps, keyId: string, window: number): Promise<number> {
-  const cached = previousCounts.get(keyId, deps.now());
-  if (cached?.value.window === window) return cached.value.count;
-  const { Item } = await deps.doc.send(new GetCommand({ TableName: deps.tables.rateWindows, Key: windowKey(keyId, window - 1) }));
-  const count = Number(Item?.count ?? 0);
-  previousCounts.set(keyId, { window, count }, (window + 1) * WINDOW_MS);
-  return count;
+/**
+ * Requests the known sub-windows hold that may lie in the 60 s span ending at `at`, (at − 60 s, at]:
+ * a second counts whole when any millisecond of it is inside.
+ */
+export function countedAt(counts: SubWindowCounts, at: number): number {
+  let total = 0;
+  for (const [sub, slots] of counts) {
+    slots.forEach((n, i) => {
+      const start = sub * SUB_WINDOW_MS + i * SLOT_MS;
+      if (start <= at && start + SLOT_MS - 1 > at - WINDOW_MS) total += n;
+    });
+  }
+  return total;
 }
 
-/** Seconds until `prev × (1 − e) + current + 1 ≤ limit` holds again (this window or the next). */
-export function secondsUntilAdmitted(limit: number, prev: number, current: number, elapsed: number): number {
-  let seconds: number;
-  if (current + 1 <= limit && prev > 0) {
-    const e = 1 - (limit - current - 1) / prev; // still this window
-    seconds = (e - elapsed) * 60;
-  } else {
-    // In the next window this window's count becomes the previous one.
-    const e = current > 0 ? Math.max(0, 1 - (limit - 1) / current) : 0;
-    seconds = (1 - elapsed + e) * 60;
+/** Whole seconds until one more request fits: the first `s ≥ 1` with countedAt(now + s) < limit, if nothing else is admitted. */
+export function secondsUntilAdmitted(limit: number, counts: SubWindowCounts, now: number): number {
+  const longest = (WINDOW_MS + SUB_WINDOW_MS) / 1000 + 1;
+  for (let s = 1; s < longest; s++) if (countedAt(counts, now + s * 1000) < limit) return s;
+  return longest;
+}
+
+/** Closed sub-windows' per-second counts, by `<keyId>#<sub>`: final once the sub-window ended, so kept until it ages out. */
+const closedCounts = new TtlCache<string, number[]>(100_000);
+/** The open sub-window's counts as last answered: a lower bound (they only grow), so a full one is refused without a write. */
+const openCounts = new TtlCache<string, { sub: number; slots: number[] }>(50_000);
+
+/** Reads under way, by `<keyId>#<open>`: concurrent checks of one key at a sub-window's start share one. */
+const reading = new Map<string, Promise<SubWindowCounts>>();
+
+/** The closed sub-windows a check at sub-window `open` needs, read in one consistent BatchGetItem for those not cached. */
+function closedSubWindows(deps: Deps, keyId: string, open: number): Promise<SubWindowCounts> {
+  const id = `${keyId}#${open}`;
+  const running = reading.get(id);
+  if (running) return running.then((counts) => new Map(counts));
+  const read = readClosed(deps, keyId, open).finally(() => reading.delete(id));
+  reading.set(id, read);
+  return read.then((counts) => new Map(counts));
+}
+
+async function readClosed(deps: Deps, keyId: string, open: number): Promise<SubWindowCounts> {
+  const counts: SubWindowCounts = new Map();
+  const missing: number[] = [];
+  const now = deps.now();
+  for (let sub = open - LOOKBACK; sub < open; sub++) {
+    const cached = closedCounts.get(`${keyId}#${sub}`, now);
+    if (cached) counts.set(sub, cached.value);
+    else missing.push(sub);
   }
-  return Math.max(1, Math.ceil(seconds));
+  let request: Record<string, { Keys: Record<string, unknown>[]; ConsistentRead: boolean }> | undefined = missing.length === 0
+    ? undefined
+    : { [deps.tables.rateWindows]: { Keys: missing.map((sub) => subWindowKey(keyId, sub)), ConsistentRead: true } };
+  const found = new Map<string, Record<string, unknown>>();
+  while (request && Object.keys(request).length > 0) {
+    const out = await deps.doc.send(new BatchGetCommand({ RequestItems: request }));
+    for (const item of out.Responses?.[deps.tables.rateWindows] ?? []) found.set(item.pk as string, item);
+    request = out.UnprocessedKeys as typeof request;
+  }
+  for (const sub of missing) {
+    const slots = slotsOf(found.get(subWindowKey(keyId, sub).pk));
+    counts.set(sub, slots);
+    closedCounts.set(`${keyId}#${sub}`, slots, (sub + LOOKBACK + 2) * SUB_WINDOW_MS);
+  }
+  return counts;
 }
 
 export async function checkRateLimit(deps: Deps, keyId: string, limit: number): Promise<RateLimitState> {
   const now = deps.now();
-  const window = Math.floor(now / WINDOW_MS);
-  const elapsed = (now % WINDOW_MS) / WINDOW_MS;
-  const resetSeconds = Math.max(1, Math.ceil((WINDOW_MS - (now % WINDOW_MS)) / 1000));
+  const open = Math.floor(now / SUB_WINDOW_MS);
+  const slot = Math.floor((now % SUB_WINDOW_MS) / SLOT_MS);
+  const resetSeconds = Math.max(1, Math.ceil(((open + 1) * SUB_WINDOW_MS - now) / 1000));
   try {
-    const prev = await previousCount(deps, keyId, window);
-    const threshold = Math.floor(limit - prev * (1 - elapsed));
-    if (threshold <= 0) {
-      return { allowed: false, limit, remaining: 0, resetSeconds, retryAfterSeconds: secondsUntilAdmitted(limit, prev, 0, elapsed) };
-    }
+    const counts = await closedSubWindows(deps, keyId, open);
+    const threshold = limit - countedAt(counts, now);
+    const refuse = (slots: number[]): RateLimitState => {
+      counts.set(open, slots);
+      return { allowed: false, limit, remaining: 0, resetSeconds, retryAfterSeconds: secondsUntilAdmitted(limit, counts, now) };
+    };
+    const seen = openCounts.get(keyId, now)?.value;
+    const known = seen?.sub === open ? seen.slots : undefined;
+    if (threshold <= 0 || (known && sum(known) >= threshold)) return refuse(known ?? slotsOf(undefined));
+    const remember = (item: Record<string, unknown> | undefined) => {
+      const slots = slotsOf(item);
+      openCounts.set(keyId, { sub: open, slots }, (open + 1) * SUB_WINDOW_MS);
+      return slots;
+    };
     try {
       const { Attributes } = await deps.doc.send(new UpdateCommand({
         TableName: deps.tables.rateWindows,
-        Key: windowKey(keyId, window),
-        UpdateExpression: 'ADD #c :one SET expiresAt = if_not_exists(expiresAt, :ttl)',
+        Key: subWindowKey(keyId, open),
+        UpdateExpression: 'ADD #c :one, #slot :one SET expiresAt = if_not_exists(expiresAt, :ttl)',
         ConditionExpression: 'attribute_not_exists(#c) OR #c < :threshold',
-        ExpressionAttributeNames: { '#c': 'count' },
-        ExpressionAttributeValues: { ':one': 1, ':threshold': threshold, ':ttl': Math.floor(((window + 3) * WINDOW_MS) / 1000) },
-        ReturnValues: 'UPDATED_NEW',
+        ExpressionAttributeNames: { '#c': 'count', '#slot': `s${slot}` },
+        ExpressionAttributeValues: { ':one': 1, ':threshold': threshold, ':ttl': Math.floor(((open + LOOKBACK + 3) * SUB_WINDOW_MS) / 1000) },
+        ReturnValues: 'ALL_NEW',
         ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
       }));
-      return { allowed: true, limit, remaining: Math.max(0, threshold - Number(Attributes?.count ?? 1)), resetSeconds };
+      const slots = remember(Attributes);
+      return { allowed: true, limit, remaining: Math.max(0, threshold - sum(slots)), resetSeconds };
     } catch (error) {
       if (!(error instanceof ConditionalCheckFailedException)) throw error;
-      const current = Number(error.Item?.count?.N ?? threshold);
-      return { allowed: false, limit, remaining: 0, resetSeconds, retryAfterSeconds: secondsUntilAdmitted(limit, prev, current, elapsed) };
+      const item = error.Item ? Object.fromEntries(Object.entries(error.Item).map(([k, v]) => [k, v.N])) : undefined;
+      return refuse(remember(item));
     }
   } catch (error) {
     // The counter is unreachable. Fail open (default) so an outage of the limiter is not an outage
@@ -135,9 +201,9 @@ export function addressWindowKey(keyId: string, address: string | undefined): st
 }
 
 /**
- * The per-client-address window of a publishable key (DESIGN §15): the same sliding window and its one
- * conditional write, per (key, address). A cold address costs one GetItem (the previous minute) and
- * one UpdateItem; a warm one (seen this minute by this container) only the UpdateItem.
+ * The per-client-address window of a publishable key: the same closed sub-windows and their one
+ * conditional write, per (key, address). A cold address costs one BatchGetItem (its closed
+ * sub-windows, usually none) and one UpdateItem; a warm one only the UpdateItem.
  */
 export function checkAddressRateLimit(deps: Deps, keyId: string, address: string | undefined, limit: number): Promise<RateLimitState> {
   return checkRateLimit(deps, addressWindowKey(keyId, address), limit);

@@ -22,7 +22,32 @@ export function renderOverview(settings) {
   const copyButton = h('button', { type: 'button', class: 'btn subtle small', onclick: () => copy(settings.leadEndpoint, copyButton) }, 'Copy');
   fill($('overview-facts'),
     h('div', {}, h('dt', { text: 'Lead endpoint' }), h('dd', { class: 'copy-line' }, endpoint, copyButton)),
-    h('div', {}, h('dt', { text: 'Organization ID' }), h('dd', {}, h('code', { text: org.id }))));
+    h('div', {}, h('dt', { text: 'Organization ID' }), h('dd', {}, h('code', { text: org.id }))),
+    duplicatePolicyFact(org));
+}
+
+/** What a lead matching an existing client does (docs/leads.md "Duplicates"): a select that saves on change. */
+function duplicatePolicyFact(org) {
+  let saved = org.duplicatePolicy || 'flag';
+  const select = h('select', { id: 'duplicate-policy', 'aria-describedby': 'duplicate-policy-status' },
+    h('option', { value: 'flag', text: 'Flag as a possible duplicate' }),
+    h('option', { value: 'merge', text: 'Merge into the existing client' }));
+  select.value = saved;
+  const status = h('span', { id: 'duplicate-policy-status', class: 'stat-sub', role: 'status' });
+  select.addEventListener('change', async () => {
+    select.disabled = true;
+    try {
+      const changed = await api('', { method: 'PATCH', body: { duplicate_policy: select.value } });
+      saved = changed.organization.duplicatePolicy || 'flag';
+      status.textContent = 'Saved';
+    } catch (error) {
+      select.value = saved;
+      status.textContent = error.message;
+    } finally {
+      select.disabled = false;
+    }
+  });
+  return h('div', {}, h('dt', {}, h('label', { for: 'duplicate-policy', text: 'Duplicate leads' })), h('dd', {}, select, ' ', status));
 }
 
 export function renderQuickstart(settings) {

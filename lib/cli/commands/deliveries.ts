@@ -22,6 +22,24 @@ function sweepNotice(r: Partial<SweepResult>): string | undefined {
 /** The sweep, in JSON, only when it left something to do (the usual answer stays short). */
 const sweepJson = (r?: SweepResult) => (r && (!r.complete || r.heldElsewhere) ? { deadLetters: r } : {});
 
+/**
+ * An organization's failed deliveries, endpoint by endpoint, except those of endpoints still failing:
+ * re-sending to a receiver that is still down only spends its attempts again (docs/deploy.md).
+ */
+async function redriveHealthy(deps: Parameters<typeof redriveFailed>[0], filter: Parameters<typeof redriveFailed>[1], maxMessages?: number) {
+  const endpoints = (await listEndpoints(deps, filter.organizationId)).filter((e) => !filter.endpointId || e.id === filter.endpointId);
+  const failing = (e: (typeof endpoints)[number]) => (e.circuit.state !== 'closed' ? circuitText(e.circuit) : e.failingSince ? `failing since ${e.failingSince}` : undefined);
+  const skipped = endpoints.flatMap((e) => { const why = failing(e); return why ? [{ id: e.id, why }] : []; });
+  let redriven = 0;
+  let hollow = 0;
+  for (const endpoint of endpoints.filter((e) => !failing(e))) {
+    const result = await redriveFailed(deps, { ...filter, endpointId: endpoint.id }, undefined, { maxMessages });
+    redriven += result.redriven;
+    hollow += result.hollow;
+  }
+  return { redriven, hollow, skipped };
+}
+
 const progress = (json: boolean) => (done: number, total: number) => {
   if (!json && process.stderr.isTTY) process.stderr.write(`\r  ${done} / ${total}`);
 };
@@ -61,8 +79,10 @@ export function register(program: Command): void {
     .option('--since <iso>', 'created at or after')
     .option('--until <iso>', 'created at or before')
     .option('--all', 'move the whole dead-letter queue back (with --org/--endpoint/--since: only matching messages)')
+    .option('--skip-failing', 'with --org: leave the deliveries of endpoints still failing (circuit open or half-open, or failing since their last attempt) failed')
     .option('--max <n>', `dead-letter messages to look at in one pass (default ${SWEEP_PASS_MAX})`, positiveInt('--max'))
-    .action(act<{ delivery?: string; org?: string; endpoint?: string; since?: string; until?: string; all?: boolean; max?: number }>(async ({ target, options, json }) => {
+    .action(act<{ delivery?: string; org?: string; endpoint?: string; since?: string; until?: string; all?: boolean; max?: number; skipFailing?: boolean }>(async ({ target, options, json }) => {
+      if (options.skipFailing && (!options.org || options.all || options.delivery)) throw new CliError('--skip-failing goes with --org (without --all or --delivery).', 2);
       const filter = { organizationId: options.org, endpointId: options.endpoint, since: isoOption('--since', options.since), until: isoOption('--until', options.until) };
       if (options.delivery) {
         const message = await redriveDelivery(target.deps, options.delivery);
@@ -79,6 +99,13 @@ export function register(program: Command): void {
           const notice = sweepNotice(result);
           if (notice) console.log(notice);
         });
+      } else if (options.org && options.skipFailing) {
+        const { redriven, hollow, skipped } = await redriveHealthy(target.deps, { ...filter, organizationId: options.org }, options.max);
+        printResult({ json }, { redriven, ...(hollow ? { notRedriven: hollow } : {}), skippedEndpoints: skipped }, () => {
+          console.log(`Queued ${redriven} failed deliveries of healthy endpoints again; their dead-letter copies were removed.`);
+          if (skipped.length) console.log(`Skipped endpoints still failing (re-drive them once their receiver answers): ${skipped.map((e) => `${e.id} (${e.why})`).join(', ')}.`);
+          if (hollow) console.log(`Left ${hollow} failed: their events were too large to queue and were not kept, so they are never sent.`);
+        });
       } else if (options.org) {
         const { redriven, hollow, deadLetters } = await redriveFailed(target.deps, { ...filter, organizationId: options.org }, progress(json), { maxMessages: options.max });
         if (!json && process.stderr.isTTY) process.stderr.write('\n');
@@ -89,7 +116,7 @@ export function register(program: Command): void {
           if (hollow) console.log(`Left ${hollow} failed: their events were too large to queue and were not kept, so they are never sent.`);
         });
       } else {
-        throw new CliError('Say what to re-drive: --delivery <id>, --org <id> [--endpoint --since --until], or --all.', 2);
+        throw new CliError('Say what to re-drive: --delivery <id>, --org <id> [--endpoint --since --until] [--skip-failing], or --all.', 2);
       }
     }));
 }

@@ -7,6 +7,7 @@ import { register as deliveries } from './deliveries.js';
 import { register as records } from './records.js';
 import { register as events } from './events.js';
 import { register as settings } from './settings.js';
+import { register as tables } from './tables.js';
 
 /** Each entry adds one noun (`org`, `keys`, `webhooks`, ...) and its verbs to the program. */
-export const commandModules: ((program: Command) => void)[] = [org, keys, logs, webhooks, deliveries, records, events, settings];
+export const commandModules: ((program: Command) => void)[] = [org, keys, logs, webhooks, deliveries, records, events, settings, tables];

@@ -40,7 +40,7 @@ export function register(program: Command): void {
           // Origins stop other sites' pages, not scripts (they can send any Origin): say what bounds a day's cost.
           console.log(record.dailyCap !== undefined
             ? `At most ${record.dailyCap} leads a UTC day through it.`
-            : 'No daily cap: a script with this key is bounded only by the per-address and per-key limits. A key created with --daily-cap <n> bounds what a day can cost.');
+            : 'Its daily cap is the stage\'s default (publishableDailyCap, 1000 unless the settings say otherwise); a key created with --daily-cap <n> has its own.');
         }
       });
     }));

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
-import { captchaProviders, createOrganization, listOrganizations, setOrganizationCaptcha } from '../../../functions/core/tenancy/organizations.js';
-import type { CaptchaProvider } from '../../../functions/core/platform/model.js';
+import { captchaProviders, createOrganization, duplicatePolicies, listOrganizations, setDuplicatePolicy, setOrganizationCaptcha } from '../../../functions/core/tenancy/organizations.js';
+import type { CaptchaProvider, DuplicatePolicy } from '../../../functions/core/platform/model.js';
 import { CliError, printResult, printTable, safeText } from '../output.js';
 import { act, microsToUsd, positiveInt, usdToMicros } from '../run.js';
 
@@ -46,6 +46,20 @@ export function register(program: Command): void {
         console.log(updated.captchaProvider
           ? `Leads sent with publishable keys of ${updated.id} must now pass ${updated.captchaProvider} (secret stored, not shown). Warm containers apply it within ${target.deps.settings.keyCacheTtlSeconds} s.`
           : `No CAPTCHA is required for ${updated.id} any more.`),
+      );
+    }));
+  org
+    .command('set-duplicates')
+    .description('what a lead matching an existing client (same e-mail or phone) does: flag (default) or merge')
+    .requiredOption('--org <id>', 'organization id')
+    .requiredOption('--policy <policy>', `${duplicatePolicies.join(' | ')}`)
+    .action(act<{ org: string; policy: string }>(async ({ target, options, json }) => {
+      if (!duplicatePolicies.includes(options.policy as DuplicatePolicy)) throw new CliError(`--policy must be one of ${duplicatePolicies.join(', ')}, got "${options.policy}"`, 2);
+      const updated = await setDuplicatePolicy(target.deps, options.org, options.policy);
+      printResult({ json }, { id: updated.id, duplicatePolicy: updated.duplicatePolicy }, () =>
+        console.log(updated.duplicatePolicy === 'merge'
+          ? `Leads of ${updated.id} matching an existing client are now merged into it. Warm containers apply it within ${target.deps.settings.keyCacheTtlSeconds} s.`
+          : `Leads of ${updated.id} matching an existing client now create a new client flagged possible_duplicate_of. Warm containers apply it within ${target.deps.settings.keyCacheTtlSeconds} s.`),
       );
     }));
   org

@@ -63,13 +63,15 @@ describe('hostile and random lead bodies', () => {
         const res = await postLead(t.key, raw);
         statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
         expect(res.status).toBeLessThan(500);
-        expect([201, 400, 413, 422]).toContain(res.status);
-        if (res.status !== 201) expect(res.headers.get('content-type')).toBe('application/problem+json');
+        // 200: a body the generator repeated within 10 minutes, answered as a double-submit (docs/leads.md).
+        expect([200, 201, 400, 413, 422]).toContain(res.status);
+        if (res.status >= 400) expect(res.headers.get('content-type')).toBe('application/problem+json');
         await res.arrayBuffer();
       }),
       { numRuns: 2000 },
     );
     const created = statuses.get(201) ?? 0;
+    const billed = created + (statuses.get(200) ?? 0); // every call that got a client is billed, a double-submit too
     const { deps } = await testStack();
     const [clients, notifications, usage, org] = await Promise.all([
       itemsOf('clients', t.organizationId),
@@ -81,8 +83,8 @@ describe('hostile and random lead bodies', () => {
     expect(notifications).toHaveLength(created);
     // Closed days sit in USAGE# items; the open day of a prepaid organization on its own item.
     const openDay = (await itemsOf('organizations', t.organizationId, 'ORG'))[0]?.usageCalls;
-    expect(usage.reduce((n, u) => n + Number(u.calls), 0) + Number(openDay ?? 0)).toBe(created);
-    expect(org?.walletMicros).toBe(1_000_000_000 - created * deps.settings.pricePerCallMicros);
+    expect(usage.reduce((n, u) => n + Number(u.calls), 0) + Number(openDay ?? 0)).toBe(billed);
+    expect(org?.walletMicros).toBe(1_000_000_000 - billed * deps.settings.pricePerCallMicros);
     // Both outcomes were exercised, or the generators are broken.
     expect(created).toBeGreaterThan(50);
     expect(statuses.get(422) ?? 0).toBeGreaterThan(50);
@@ -129,7 +131,7 @@ describe('stored text printed by the CLI', () => {
     // An endpoint row written by hand (or before validation): its URL and description printed safely.
     const { endpoint } = await addEndpoint(deps, t.organizationId, { url: 'http://127.0.0.1:9/x', events: 'all' });
     await deps.doc.send(new UpdateCommand({
-      TableName: deps.tables.organizations, Key: keys.endpoint(t.organizationId, endpoint.id),
+      TableName: deps.tables.endpoints, Key: keys.endpoint(t.organizationId, endpoint.id),
       UpdateExpression: 'SET #u = :u, description = :d', ExpressionAttributeNames: { '#u': 'url' }, ExpressionAttributeValues: { ':u': `http://127.0.0.1:9/${hostile}`, ':d': hostile },
     }));
     const listed = await runCli(['webhooks', 'list', '--org', t.organizationId], { json: false });

@@ -286,7 +286,8 @@ describe('the notification inbox', () => {
     const auth = { organization: await requireOrganization(deps, tenant.organizationId), key: { keyId: tenant.keyId, name: 'test' } };
     const ids: string[] = [];
     for (let i = 0; i < count; i++) {
-      ids.push((await createLead({ ...deps, now: () => startMs + i * 1000 }, auth, parseLead({ name: `Lead ${i}` }), { requestId: `r${i}` })).id);
+      const outcome = await createLead({ ...deps, now: () => startMs + i * 1000 }, auth, parseLead({ name: `Lead ${i}` }), { requestId: `r${i}` });
+      if (outcome.kind === 'created') ids.push(outcome.client.id);
     }
     return ids;
   }

@@ -220,7 +220,7 @@ describe('the CLI', () => {
     // Without a daily cap, the human output says what bounds a day's cost and how to set one.
     const uncapped = await runCli(['keys', 'create', '--org', org.id, '--name', 'site2', '--publishable', '--origin', 'https://a.example'], { json: false });
     expect(uncapped.code).toBe(0);
-    expect(uncapped.stdout).toContain('No daily cap');
+    expect(uncapped.stdout).toContain('the stage\'s default');
     expect(uncapped.stdout).toContain('--daily-cap <n>');
     const noOrigin = await runCli(['keys', 'create', '--org', org.id, '--publishable']);
     expect(noOrigin.code).toBe(2);

@@ -1,5 +1,5 @@
 /**
- * The per-key sliding-window limit (DESIGN §8) over HTTP: the 101st request inside a minute is a
+ * The per-key limit (closed sub-windows, docs/decisions.md) over HTTP: the 101st request inside a minute is a
  * 429 with a computed Retry-After, another key of the same organization is unaffected, every
  * response carries the rate-limit headers, and the DynamoDB-failure behaviour is explicit.
  */
@@ -55,24 +55,42 @@ describe('rate limiting per API key', () => {
     expect(seen).toEqual([[422, '3', '2', true], [422, '3', '1', true], [422, '3', '0', true], [429, '3', '0', true]]);
   });
 
-  it('slides: a full previous minute still counts early in the next one (not a fixed window)', async () => {
+  it('refuses the first request of a new minute after a full previous one, and admits it 60 s after the full second', async () => {
     const { deps } = await testStack();
     const minute = Math.floor(Date.now() / 60_000) * 60_000 + 3_600_000; // a minute of its own, an hour ahead
-    let now = minute + 50_000;
+    let now = minute + 59_500; // the last second of a minute
     const clocked = { ...deps, now: () => now };
-    const key = `key_slide_${Math.random().toString(36).slice(2)}`;
+    const key = `key_edge_${Math.random().toString(36).slice(2)}`;
     const admitted = async (n: number) => {
       let count = 0;
       for (let i = 0; i < n; i++) if ((await checkRateLimit(clocked, key, 10)).allowed) count += 1;
       return count;
     };
-    expect(await admitted(10)).toBe(10); // the previous minute, full
-    now = minute + 60_000 + 6_000; // 10 % into the next minute: 10 × 0.9 = 9 still count
-    expect(await admitted(5)).toBe(1);
-    const refused = await checkRateLimit(clocked, key, 10);
-    expect(refused).toMatchObject({ allowed: false, remaining: 0 });
-    now = minute + 60_000 + 54_000; // 90 % in: 10 × 0.1 = 1 counts, plus the 1 admitted
-    expect(await admitted(10)).toBe(8);
+    expect(await admitted(10)).toBe(10); // the previous minute, full in its last second
+    now = minute + 60_000; // the first millisecond of the next minute
+    const first = await checkRateLimit(clocked, key, 10);
+    expect(first).toMatchObject({ allowed: false, remaining: 0 });
+    // Its full second (59 s–60 s) leaves the span 60 s after its last millisecond: 2 min − 1 ms.
+    expect(first.retryAfterSeconds).toBe(60);
+    now = minute + 60_000 + 58_999; // still within 60 s of the full second
+    expect(await admitted(1)).toBe(0);
+    now = minute + 119_999;
+    expect(await admitted(12)).toBe(10);
+  });
+
+  it('never admits more than the limit in any 60 s for a caller sending from :45 on, four a second', async () => {
+    const { deps } = await testStack();
+    const minute = Math.floor(Date.now() / 60_000) * 60_000 + 7_200_000;
+    let now = 0;
+    const clocked = { ...deps, now: () => now };
+    const key = `key_greedy_${Math.random().toString(36).slice(2)}`;
+    const times: number[] = [];
+    for (let t = 45_000; t < 45_000 + 150_000; t += 250) {
+      now = minute + t;
+      if ((await checkRateLimit(clocked, key, 20)).allowed) times.push(now);
+    }
+    const most = Math.max(...times.map((t) => times.filter((u) => u >= t && u - t < 60_000).length));
+    expect(most).toBe(20);
   });
 
   describe('when the counter table cannot be reached', () => {

@@ -127,10 +127,11 @@ describe('usage counters', () => {
     const org = await requireOrganization(deps, t.organizationId);
     const auth = { organization: org, key: { keyId: t.keyId, name: 'test' } };
     const at = (iso: string) => ({ ...deps, now: () => Date.parse(iso) });
-    const lead = parseLead({ name: 'Day Lead' });
-    await createLead(at('2030-01-01T23:59:58Z'), auth, lead, { requestId: 'r1' });
-    await createLead(at('2030-01-01T23:59:59Z'), auth, lead, { requestId: 'r2' });
-    await Promise.all([1, 2, 3].map((i) => createLead(at(`2030-01-02T00:00:0${i}Z`), auth, lead, { requestId: `r${i + 2}` })));
+    // Five different leads: the same one again within 10 minutes would be a double-submit (docs/leads.md).
+    const lead = (n: number) => parseLead({ name: 'Day Lead', notes: `lead ${n}` });
+    await createLead(at('2030-01-01T23:59:58Z'), auth, lead(1), { requestId: 'r1' });
+    await createLead(at('2030-01-01T23:59:59Z'), auth, lead(2), { requestId: 'r2' });
+    await Promise.all([1, 2, 3].map((i) => createLead(at(`2030-01-02T00:00:0${i}Z`), auth, lead(i + 2), { requestId: `r${i + 2}` })));
     expect(await dailyUsage(deps, t.organizationId, '2030-01-01')).toEqual({ calls: 2, billedMicros: 6_000 });
     expect(await dailyUsage(deps, t.organizationId, '2030-01-02')).toEqual({ calls: 3, billedMicros: 9_000 });
     expect((await getOrganization(deps, t.organizationId))?.walletMicros).toBe(100_000 - 5 * 3_000);

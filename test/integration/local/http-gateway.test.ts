@@ -22,7 +22,7 @@ type Resources = Record<string, { Type: string; Properties: Record<string, any> 
 let resources: Resources;
 const outdir = mkdtempSync(path.join(tmpdir(), 'crm-gateway-'));
 beforeAll(() => {
-  const { stack } = buildApp({ outdir, context: { 'aws:cdk:bundling-stacks': [], stage: 'test' } });
+  const { stack } = buildApp({ outdir, context: { 'aws:cdk:bundling-stacks': [], stage: 'dev' } });
   resources = Template.fromStack(stack).toJSON().Resources as Resources;
 });
 afterAll(() => rmSync(outdir, { recursive: true, force: true }));

@@ -61,10 +61,10 @@ describe('the per-organization limit', () => {
     const { deps } = await testStack();
     const busy = await newTenant();
     const calm = await newTenant();
-    // Given this minute's (and the next's) count already at the limit: rate-limit.ts keeps one item per key per minute.
-    const window = Math.floor(Date.now() / 60_000);
-    for (const w of [window, window + 1]) {
-      await deps.doc.send(new PutCommand({ TableName: deps.tables.rateWindows, Item: { pk: `RL#settings#${busy.organizationId}#${w}`, count: SETTINGS_RATE_LIMIT_PER_MINUTE, expiresAt: Math.floor(Date.now() / 1000) + 600 } }));
+    // Given this 10 s sub-window's (and the next's) count already at the limit: rate-limit.ts keeps one item per key per sub-window.
+    const sub = Math.floor(Date.now() / 10_000);
+    for (const w of [sub, sub + 1]) {
+      await deps.doc.send(new PutCommand({ TableName: deps.tables.rateWindows, Item: { pk: `RLS#settings#${busy.organizationId}#${w}`, count: SETTINGS_RATE_LIMIT_PER_MINUTE, s9: SETTINGS_RATE_LIMIT_PER_MINUTE, expiresAt: Math.floor(Date.now() / 1000) + 600 } }));
     }
     const call = await (await settingsClient(busy.organizationId)).get('/api/settings/keys');
     expect(call.status).toBe(429);

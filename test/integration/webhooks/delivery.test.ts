@@ -2,7 +2,8 @@
  * End to end on the local stack: a change in a table becomes a signed POST to a real receiver on
  * loopback, verified with `standardwebhooks`; failures are retried on the (compressed) schedule,
  * exhausted deliveries reach the dead-letter queue and `crm deliveries redrive` delivers them with
- * the same webhook-id.
+ * the same webhook-id. The schedule itself (a 500 retried after its wait, Retry-After, a 12 h wait
+ * in the due index) runs on the in-memory delivery core: delivery-core/scheduling.test.ts.
  */
 import { describe, it, expect, beforeAll, afterAll, afterEach } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
@@ -15,7 +16,6 @@ import { addEndpoint, forgetEndpoints, getEndpoint, rotateSecret, updateEndpoint
 import { listDeliveries, redriveDeadLetters, redriveDelivery } from '../../../functions/core/delivery/redrive.js';
 import { attemptDelivery, deliverBatch, staysQueued } from '../../../functions/core/delivery/deliver.js';
 import { MAX_MESSAGE_BYTES, deferDelivery, recordDelivery, sendDeliveryMessages } from '../../../functions/core/delivery/queue.js';
-import { MAX_VISIBILITY_SECONDS } from '../../../functions/core/delivery/schedule.js';
 import { dueKeys } from '../../../functions/core/delivery/store.js';
 import { sweepDueDeliveries } from '../../../functions/core/delivery/sweep.js';
 import { keys, type DeliveryMessage, type EventPayload } from '../../../functions/core/platform/model.js';
@@ -58,16 +58,6 @@ async function deadLetterIds(deps?: Deps): Promise<Set<string>> {
     empty = ids.size === before ? empty + 1 : 0;
   }
   return ids;
-}
-
-/** Where the delivery queue holds this delivery's messages, if anywhere (fauxqs's inspection API). */
-async function queued(deliveryId: string): Promise<string[]> {
-  const { deps, info } = await testStack();
-  const name = deps.queues.deliveryQueue.split('/').pop();
-  const res = await fetch(`${info.sqsEndpoint}/_fauxqs/queues/${name}`);
-  const { messages } = (await res.json()) as { messages: Record<'ready' | 'delayed' | 'inflight', ({ body: string } | { message: { body: string } })[]> };
-  const ours = (m: { body: string } | { message: { body: string } }) => (JSON.parse('body' in m ? m.body : m.message.body) as { deliveryId: string }).deliveryId === deliveryId;
-  return (['ready', 'delayed', 'inflight'] as const).filter((where) => messages[where].some(ours));
 }
 
 /** The delivery's entry in the due index (keys-only), if parked. */
@@ -159,28 +149,6 @@ describe('webhook delivery', () => {
     expect(delivery.attempts).toEqual([expect.objectContaining({ attempt: 1, statusCode: 204 })]);
   });
 
-  it('retries a 500 and keeps the webhook-id', async () => {
-    const { tenant } = await tenantWithEndpoint('/flaky', 'client.created', { status: 500, body: 'boom' }, { status: 200 });
-    await postLead(tenant.key, { name: 'Retry Me' });
-    const [delivery] = await settled(tenant, 'delivery after a retry', (d) => d[0]?.status === 'delivered');
-    expect(delivery.attempts.map((a) => [a.attempt, a.statusCode])).toEqual([[1, 500], [2, 200]]);
-    expect(delivery.attempts[0].responseBody).toBe('boom');
-    const requests = receiver.on('/flaky');
-    expect(requests).toHaveLength(2);
-    expect(new Set(requests.map((r) => r.headers['webhook-id'])).size).toBe(1);
-    expect(requests.every((r) => !r.verifyError)).toBe(true);
-    // The retry waited for the schedule (1 s in the test stack), not immediately.
-    expect(requests[1].at - requests[0].at).toBeGreaterThanOrEqual(900);
-  });
-
-  it('honours Retry-After on 429 within the schedule', async () => {
-    const { tenant } = await tenantWithEndpoint('/busy', 'all', { status: 429, headers: { 'Retry-After': '3' } }, { status: 204 });
-    await postLead(tenant.key, { name: 'Slow Down' });
-    await settled(tenant, 'delivery after Retry-After', (d) => d[0]?.status === 'delivered');
-    const requests = receiver.on('/busy');
-    expect(requests[1].at - requests[0].at).toBeGreaterThanOrEqual(2_900);
-  });
-
   it('does not follow redirects: a 3xx is a failed attempt', async () => {
     const target = receiver.script('/redirect-target', 'whsec_unused');
     const { tenant } = await tenantWithEndpoint('/redirect', 'all', { status: 302, headers: { Location: target } }, { status: 204 });
@@ -268,34 +236,6 @@ describe('webhook delivery', () => {
     expect(receiver.on('/down-b')).toHaveLength(6);
   }, 60_000);
 
-  it('a retry due in 12 h leaves the queue for the due index, and when due goes out as attempt 5 with the same webhook-id', async () => {
-    const { deps } = await testStack();
-    const { tenant } = await tenantWithEndpoint('/long-wait', 'all',
-      { status: 503 }, { status: 503 }, { status: 503 }, { status: 429, headers: { 'Retry-After': '86400' } }, { status: 204 });
-    await postLead(tenant.key, { name: 'Come Back Tomorrow' });
-    const [delivery] = await settled(tenant, 'the fourth attempt', (d) => (d[0]?.attempts.length ?? 0) === 4 && d[0].status === 'pending');
-    const fourth = Date.parse(delivery.attempts[3].at);
-    const next = Date.parse(delivery.nextAttemptAt!);
-    // Asked for a day; the schedule caps a wait at 12 h, and the record says when.
-    expect(next - fourth).toBeLessThanOrEqual(MAX_VISIBILITY_SECONDS * 1000 + 1000);
-    expect(next - fourth).toBeGreaterThan((MAX_VISIBILITY_SECONDS - 60) * 1000);
-    // Not on the queue at all (neither in flight, nor delayed, nor ready): in the due index.
-    expect(await queued(delivery.id)).toEqual([]);
-    const key = keys.delivery(tenant.organizationId, delivery.id);
-    const entry = await dueEntry(delivery.id);
-    expect(entry).toMatchObject({ ...key, dueAt: next });
-    expect(receiver.on('/long-wait')).toHaveLength(4);
-
-    // The clock reaches the due time (compressed: the entry is moved to now); the sweeper re-queues it.
-    await deps.doc.send(new UpdateCommand({ TableName: deps.tables.deliveries, Key: key, UpdateExpression: 'SET dueAt = :now', ExpressionAttributeValues: { ':now': Date.now() } }));
-    const [done] = await settled(tenant, 'the fifth attempt', (d) => d[0]?.status === 'delivered');
-    expect(done.attempts.map((x) => [x.attempt, x.statusCode])).toEqual([[1, 503], [2, 503], [3, 503], [4, 429], [5, 204]]);
-    const requests = receiver.on('/long-wait');
-    expect(new Set(requests.map((r) => r.headers['webhook-id']))).toEqual(new Set([delivery.payload.id]));
-    expect(requests.every((r) => !r.verifyError)).toBe(true);
-    expect(await dueEntry(delivery.id)).toBeUndefined();
-  });
-
   it('a sweep that dies before or after re-queuing loses nothing: delivered once due, one webhook-id, no attempt consumed by the wait', async () => {
     const { deps } = await testStack();
     const { tenant, endpointId } = await tenantWithEndpoint('/sweep-crash', 'all', { status: 204 });
@@ -368,7 +308,7 @@ describe('webhook delivery', () => {
     const endpoint = (await getEndpoint(deps, tenant.organizationId, endpointId))!;
     // An item edited by hand: every secret expired.
     const expired = endpoint.secrets.map((x) => ({ ...x, expiresAt: new Date(Date.now() - 60_000).toISOString() }));
-    await deps.doc.send(new UpdateCommand({ TableName: deps.tables.organizations, Key: keys.endpoint(tenant.organizationId, endpointId), UpdateExpression: 'SET secrets = :s', ExpressionAttributeValues: { ':s': expired } }));
+    await deps.doc.send(new UpdateCommand({ TableName: deps.tables.endpoints, Key: keys.endpoint(tenant.organizationId, endpointId), UpdateExpression: 'SET secrets = :s', ExpressionAttributeValues: { ':s': expired } }));
     forgetEndpoints(tenant.organizationId);
     const event = { id: `evt_nosecret_${Date.now()}`, type: 'client.updated', organization_id: tenant.organizationId, timestamp: new Date().toISOString(), data: { object: { id: 'cli_x' } } } as unknown as EventPayload;
     const message = (await recordDelivery(deps, event, endpoint))!;

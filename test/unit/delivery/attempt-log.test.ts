@@ -1,7 +1,7 @@
 /** The attempt log's bounds (delivery/attempt-log.ts), and the delivered record that uses them. */
 import { describe, it, expect } from '@jest/globals';
 import { appendAttempts, attemptError, clip, keptHeaders, MAX_ERROR_CHARS, MAX_HEADER_CHARS, MAX_KEPT_ATTEMPTS, MAX_KEPT_HEADERS } from '../../../functions/core/delivery/attempt-log.js';
-import { deliveredRecord } from '../../../functions/core/delivery/deliver.js';
+import { deliveredRecord } from '../../../functions/core/delivery/batch-records.js';
 import type { DeliveryAttempt } from '../../../functions/core/platform/model.js';
 
 const attempt = (n: number): DeliveryAttempt => ({ at: new Date(n * 1000).toISOString(), attempt: n, latencyMs: 1, statusCode: 500 });

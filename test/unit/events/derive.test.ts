@@ -74,6 +74,19 @@ describe.each(['aws', 'local'] as Shape[])('events from %s stream records', (sha
       expect(modified(given.client({ email: undefined }), given.client({ email: null }))).toEqual([]); // null counts as absent
     });
 
+    it('a lead flagged or merged as a duplicate carries the link; its submissions and match key are never sent', () => {
+      const submission = { at, source: 'api', key_id: 'key_1', request_id: 'r1', ip: '203.0.113.9', user_agent: 'Mozilla/5.0', sms_consent: true };
+      const [created] = inserted(given.client({ possible_duplicate_of: 'cli_0', submission_count: 1, submissions: [submission], matchKey: 'org_1#phone#+14155550100' }));
+      expect(created.data.object).toMatchObject({ possible_duplicate_of: 'cli_0', submission_count: 1 });
+      for (const hidden of ['submissions', 'matchKey']) expect(created.data.object).not.toHaveProperty(hidden);
+      // A merge: a filled field and the count are the change; the appended submission alone is private.
+      const before = given.client({ submission_count: 1, submissions: [submission] });
+      const [merged, ...rest] = modified(before, given.client({ email: 'ada@example.com', submission_count: 2, submissions: [submission, { ...submission, request_id: 'r2' }], updated_at: later }));
+      expect(rest).toEqual([]);
+      expect(merged).toMatchObject({ type: 'client.updated', data: { previous: { email: null, submission_count: 1 } } });
+      expect(modified(before, given.client({ submission_count: 1, submissions: [submission, submission] }))).toEqual([]);
+    });
+
     it('a user deleting a client becomes client.deleted with the client as it was', () => {
       const [deleted, ...rest] = removed(given.client());
       expect(rest).toEqual([]);

@@ -1,0 +1,181 @@
+/**
+ * The deliveries table's one writer (as queue.ts is the delivery messages' one producer): the
+ * DynamoDB implementation of the delivery store (delivery-state.ts). Every change to a delivery
+ * record is a named transition carried out as one UpdateItem that writes only what it changes,
+ * conditional on the state it leaves; new records, their events' payload items and a batch's
+ * delivered records are BatchWriteItem puts. How deliveries are stored (docs/data-model.md,
+ * docs/capacity.md counts every write): an event's payload once, in an `EVENT#` item beside its
+ * deliveries, and per (event, endpoint) a small record with the status and the attempts. The id
+ * index (gsi1) and the due-time index (`due`) are keys-only, so an attempt or a status never writes
+ * an index; only parking a retry, or clearing it, writes the sparse due index.
+ */
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import { BatchGetCommand, BatchWriteCommand, GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import type { Deps } from '../platform/deps.js';
+import { inBatches } from '../platform/batches.js';
+import { keys } from '../platform/model.js';
+import { queryAll, queryPages, scanAll } from '../platform/query.js';
+import { MAX_KEPT_ATTEMPTS } from './attempt-log.js';
+import { changeOf, type Change, type DeliveryStore, type DueKey, type Key, type StoredItem } from './delivery-state.js';
+
+/** Backs off between rounds of unprocessed items (throttling); gives up after this many. */
+const MAX_ROUNDS = 8;
+const backoff = (round: number) => new Promise((r) => setTimeout(r, Math.min(1000, 25 * 2 ** round)));
+
+/** Puts every item with BatchWriteItem (25 per call, in parallel), retrying what DynamoDB leaves unprocessed. */
+async function putAll(deps: Deps, items: StoredItem[]): Promise<void> {
+  const table = deps.tables.deliveries;
+  await Promise.all(inBatches(items, 25).map(async (batch) => {
+    let requests = batch.map((Item) => ({ PutRequest: { Item } }));
+    for (let round = 0; requests.length > 0; round++) {
+      if (round >= MAX_ROUNDS) throw new Error(`BatchWriteItem left ${requests.length} item(s) unprocessed after ${MAX_ROUNDS} rounds`);
+      if (round > 0) await backoff(round);
+      const out = await deps.doc.send(new BatchWriteCommand({ RequestItems: { [table]: requests } }));
+      requests = (out.UnprocessedItems?.[table] ?? []) as typeof requests;
+    }
+  }));
+}
+
+/** Names for a projection (status and others are reserved words). */
+const projected = (projection?: string[]) => projection && {
+  ProjectionExpression: projection.map((_, i) => `#p${i}`).join(', '),
+  ExpressionAttributeNames: Object.fromEntries(projection.map((p, i) => [`#p${i}`, p])),
+};
+
+/** Reads items by key with BatchGetItem (100 per call, in parallel), retrying unprocessed keys; missing ones are absent. */
+async function getAll(deps: Deps, keyList: Key[], options: { consistent?: boolean; projection?: string[] } = {}): Promise<StoredItem[]> {
+  const table = deps.tables.deliveries;
+  const unique = [...new Map(keyList.map((k) => [`${k.pk}\u0000${k.sk}`, k])).values()];
+  const pages = await Promise.all(inBatches(unique, 100).map(async (batch) => {
+    const found: StoredItem[] = [];
+    let pending: Key[] = batch;
+    for (let round = 0; pending.length > 0; round++) {
+      if (round >= MAX_ROUNDS) throw new Error(`BatchGetItem left ${pending.length} key(s) unprocessed after ${MAX_ROUNDS} rounds`);
+      if (round > 0) await backoff(round);
+      const out = await deps.doc.send(new BatchGetCommand({
+        RequestItems: { [table]: { Keys: pending, ConsistentRead: options.consistent ?? false, ...projected(options.projection) } },
+      }));
+      found.push(...(out.Responses?.[table] ?? []));
+      pending = (out.UnprocessedKeys?.[table]?.Keys ?? []) as Key[];
+    }
+    return found;
+  }));
+  return pages.flat();
+}
+
+/** A change as an UpdateItem's expressions (`list_append` cannot trim: trimAttempts follows). Only `status` is a reserved word. */
+function updateOf(change: Change) {
+  const values: Record<string, unknown> = {};
+  const name = (attribute: string) => (attribute === 'status' ? '#s' : attribute);
+  const sets = Object.entries(change.set).map(([attribute, value], i) => {
+    values[`:v${i}`] = value;
+    return `${name(attribute)} = :v${i}`;
+  });
+  if (change.append) {
+    sets.push('attempts = list_append(if_not_exists(attempts, :empty), :a)');
+    Object.assign(values, { ':a': [change.append], ':empty': [] });
+  }
+  const removes = change.remove.filter((a) => !(a in change.set)).map(name);
+  const { leaves } = change;
+  const conditions: string[] = [];
+  if ('dueAt' in leaves) {
+    conditions.push('dueAt = :seen');
+    values[':seen'] = leaves.dueAt;
+  } else {
+    conditions.push('attribute_exists(pk)');
+    if (leaves.status) conditions.push('#s = :was');
+    if (leaves.notStatus) conditions.push('#s <> :was');
+    if (leaves.status ?? leaves.notStatus) values[':was'] = leaves.status ?? leaves.notStatus;
+    if (leaves.notDeliveredAt) {
+      conditions.push('(attribute_not_exists(deliveredAt) OR deliveredAt <> :at)');
+      values[':at'] = leaves.notDeliveredAt;
+    }
+  }
+  return {
+    UpdateExpression: [sets.length ? `SET ${sets.join(', ')}` : '', removes.length ? `REMOVE ${removes.join(', ')}` : ''].join(' ').trim(),
+    ConditionExpression: conditions.join(' AND '),
+    ...(/#s\b/.test(`${sets.join()} ${conditions.join()}`) ? { ExpressionAttributeNames: { '#s': 'status' } } : {}),
+    ...(Object.keys(values).length ? { ExpressionAttributeValues: values } : {}),
+  };
+}
+
+/**
+ * After an UpdateItem appended an attempt: when the list it returned (`ReturnValues: UPDATED_NEW`)
+ * is over the bound (attempt-log.ts), drops its oldest entries and counts them, conditional on the
+ * list still having that length. A writer that appended meanwhile makes the condition fail: that
+ * writer's own trim does the work instead.
+ */
+async function trimAttempts(deps: Deps, key: Key, updated: Record<string, unknown> | undefined): Promise<void> {
+  const length = Array.isArray(updated?.attempts) ? updated.attempts.length : 0;
+  const excess = length - MAX_KEPT_ATTEMPTS;
+  if (excess <= 0) return;
+  try {
+    await deps.doc.send(new UpdateCommand({
+      TableName: deps.tables.deliveries,
+      Key: key,
+      UpdateExpression: `REMOVE ${Array.from({ length: excess }, (_, i) => `attempts[${i}]`).join(', ')} SET olderAttempts = if_not_exists(olderAttempts, :zero) + :n`,
+      ConditionExpression: 'size(attempts) = :length',
+      ExpressionAttributeValues: { ':zero': 0, ':n': excess, ':length': length },
+    }));
+  } catch (error) {
+    if (!(error instanceof ConditionalCheckFailedException)) throw error;
+  }
+}
+
+/** The deliveries table as the delivery stage's store. */
+export function dynamoDeliveryStore(deps: Deps): DeliveryStore {
+  const table = () => deps.tables.deliveries;
+  return {
+    get: (keyList, options) => getAll(deps, keyList, options),
+    getOne: async (key, options = {}) => (await deps.doc.send(new GetCommand({
+      TableName: table(), Key: key, ConsistentRead: options.consistent ?? false, ...projected(options.projection),
+    }))).Item,
+    deliveriesOf: (organizationId, options = {}) => queryAll(deps, {
+      TableName: table(),
+      KeyConditionExpression: 'pk = :pk AND begins_with(sk, :sk)',
+      ExpressionAttributeValues: { ':pk': keys.org(organizationId).pk, ':sk': keys.deliveryPrefix },
+      ...projected(options.projection),
+      ConsistentRead: true,
+    }),
+    async keyOf(deliveryId) {
+      const { Items = [] } = await deps.doc.send(new QueryCommand({
+        TableName: table(), IndexName: 'gsi1',
+        KeyConditionExpression: 'gsi1pk = :pk', ExpressionAttributeValues: { ':pk': keys.deliveryIndex(deliveryId).gsi1pk },
+      }));
+      return Items[0] && { pk: Items[0].pk as string, sk: Items[0].sk as string };
+    },
+    async dueIn(shard, horizon, cap) {
+      const found: DueKey[] = [];
+      for await (const page of queryPages(deps, {
+        TableName: table(), IndexName: 'due',
+        KeyConditionExpression: 'duePk = :s AND dueAt <= :h', ExpressionAttributeValues: { ':s': shard, ':h': horizon },
+      })) {
+        found.push(...page.map((i) => ({ pk: i.pk as string, sk: i.sk as string, dueAt: Number(i.dueAt) })));
+        if (found.length >= cap) return { keys: found.slice(0, cap), complete: false };
+      }
+      return { keys: found, complete: true };
+    },
+    resumable: () => scanAll(deps, {
+      TableName: table(),
+      FilterExpression: '#s = :p AND #e = :delivery AND attribute_not_exists(dueAt)',
+      ExpressionAttributeNames: { '#s': 'status', '#e': 'entity' },
+      ExpressionAttributeValues: { ':p': 'pending', ':delivery': 'delivery' },
+    }),
+    recorded: (items) => putAll(deps, items),
+    deliveredInBatch: (records) => putAll(deps, records),
+    async transition(ref, t) {
+      const change = changeOf(ref, t, deps.now());
+      const key = keys.delivery(ref.organizationId, ref.deliveryId);
+      try {
+        const { Attributes } = await deps.doc.send(new UpdateCommand({
+          TableName: table(), Key: key, ...updateOf(change), ...(change.append ? { ReturnValues: 'UPDATED_NEW' as const } : {}),
+        }));
+        if (change.append) await trimAttempts(deps, key, Attributes); // the log stays bounded (attempt-log.ts)
+        return true;
+      } catch (error) {
+        if (error instanceof ConditionalCheckFailedException || (error as Error).name === 'ConditionalCheckFailedException') return false;
+        throw error;
+      }
+    },
+  };
+}

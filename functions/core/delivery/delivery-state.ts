@@ -1,0 +1,161 @@
+/**
+ * The delivery record's states and its named transitions (docs/webhooks.md "The delivery record"),
+ * as plain data: what each transition sets, removes and appends, and the state it must leave.
+ * The store implementations (delivery-record.ts on DynamoDB, the tests' in-memory one) carry the
+ * same Change out, so they cannot drift apart; the port they implement is below (DeliveryStore,
+ * DeliveryQueue; delivery-port.ts picks one).
+ */
+import { createHash } from 'node:crypto';
+import type { DeliveryAttempt, DeliveryMessage, DeliveryStatus } from '../platform/model.js';
+import { appendAttempts } from './attempt-log.js';
+
+export type Key = { pk: string; sk: string };
+export type StoredItem = Record<string, unknown>;
+/** Which delivery a transition is about. */
+export type DeliveryRef = Pick<DeliveryMessage, 'organizationId' | 'deliveryId'>;
+
+/** Partitions of the due index: a sweep reads them in parallel, and no single one takes every parked write. */
+export const DUE_SHARDS = 8;
+/** The due index's keys of a delivery parked until `dueAtMs` (sparse: only parked records carry them). */
+export function dueKeys(deliveryId: string, dueAtMs: number): { duePk: string; dueAt: number } {
+  const shard = createHash('sha256').update(deliveryId).digest().readUInt32BE(0) % DUE_SHARDS;
+  return { duePk: `due#${shard}`, dueAt: Math.round(dueAtMs) };
+}
+export const dueShards = (): string[] => Array.from({ length: DUE_SHARDS }, (_, n) => `due#${n}`);
+/** A due-index entry: the record's key and when it falls due. */
+export type DueKey = Key & { dueAt: number };
+
+/** Where a record waits in the due index: until when, and the round of attempts its message carried. */
+export interface Park { untilMs: number; round?: number }
+
+/**
+ * The named transitions (besides `recorded`, a put of the new record, and `deliveredInBatch`,
+ * a put of the record `delivered` makes: DeliveryStore). Each is conditional on the state it
+ * leaves (leaves()): a write that finds the record elsewhere changes nothing and returns false.
+ */
+export type Transition =
+  /** An attempt failed and will be retried at nextAttemptAt (parked in the due index when `park`). */
+  | { to: 'attempted'; attempt: DeliveryAttempt; nextAttemptAt: string; park?: Park }
+  /** An attempt succeeded. `unlessDeliveredAt`: not again if that very delivered write landed (a batch write's fallback). */
+  | { to: 'delivered'; attempt: DeliveryAttempt; unlessDeliveredAt?: string }
+  /** Failed for good, with the reason (and the last attempt, if one was made). */
+  | { to: 'failed'; reason: string; attempt?: DeliveryAttempt }
+  /** Not sent: the endpoint is disabled. */
+  | { to: 'skipped'; reason: string }
+  /** Not attempted now (isolation): waits in the due index until `untilMs`, no attempt used. */
+  | { to: 'parked'; park: Park; reason: string }
+  /** Re-driven: pending again, a new round of attempts from now. */
+  | { to: 'requeued' }
+  /** Its receives kept breaking off and the queue dead-lettered its message: failed, with the reason. */
+  | { to: 'dead-lettered'; reason: string }
+  /** The sweeper re-queued it: out of the due index, unless it was parked again since (`seenDueAt`). */
+  | { to: 'unparked'; seenDueAt: number };
+
+/** The state a transition must leave, as a condition both stores evaluate. */
+export type Leaves =
+  | { exists: true; status?: DeliveryStatus; notStatus?: DeliveryStatus; notDeliveredAt?: string }
+  | { dueAt: number };
+
+/** What a transition writes: attribute values to set, attributes to remove, an attempt to append (bounded). */
+export interface Change { set: StoredItem; remove: string[]; append?: DeliveryAttempt; leaves: Leaves }
+
+const DUE = ['duePk', 'dueAt', 'dueRound', 'duePriorAttempts'];
+const notDelivered: Leaves = { exists: true, notStatus: 'delivered' };
+
+/** The due index's attributes of a parked record (and dueRound removed when the message had no round). */
+function parkedAt(ref: DeliveryRef, park: Park): { set: StoredItem; remove: string[] } {
+  const due = dueKeys(ref.deliveryId, park.untilMs);
+  return {
+    set: { duePk: due.duePk, dueAt: due.dueAt, ...(park.round === undefined ? {} : { dueRound: park.round }) },
+    remove: park.round === undefined ? ['dueRound', 'duePriorAttempts'] : ['duePriorAttempts'],
+  };
+}
+
+/** An outcome of an attempt (or of the checks before one): the status, leaving the due index. */
+function outcome(ref: DeliveryRef, status: DeliveryStatus, now: string, extra: { attempt?: DeliveryAttempt; reason?: string; nextAttemptAt?: string; park?: Park }): Omit<Change, 'leaves'> {
+  const due = extra.park ? parkedAt(ref, extra.park) : { set: {}, remove: DUE };
+  return {
+    set: {
+      status, updatedAt: now, ...due.set,
+      ...(extra.reason ? { reason: extra.reason } : {}),
+      ...(extra.nextAttemptAt ? { nextAttemptAt: extra.nextAttemptAt } : {}),
+      ...(status === 'delivered' ? { deliveredAt: now } : {}),
+    },
+    remove: ['deferredReason', ...due.remove, ...(status === 'delivered' ? ['nextAttemptAt'] : [])],
+    ...(extra.attempt ? { append: extra.attempt } : {}),
+  };
+}
+
+/** The Change a transition makes at `nowMs`. */
+export function changeOf(ref: DeliveryRef, t: Transition, nowMs: number): Change {
+  const now = new Date(nowMs).toISOString();
+  switch (t.to) {
+    case 'attempted': return { ...outcome(ref, 'pending', now, t), leaves: notDelivered };
+    case 'delivered': return { ...outcome(ref, 'delivered', now, t), leaves: { exists: true, ...(t.unlessDeliveredAt ? { notDeliveredAt: t.unlessDeliveredAt } : {}) } };
+    case 'failed': return { ...outcome(ref, 'failed', now, t), leaves: notDelivered };
+    case 'skipped': return { ...outcome(ref, 'skipped', now, t), leaves: notDelivered };
+    case 'dead-lettered': return { ...outcome(ref, 'failed', now, t), leaves: { exists: true, status: 'pending' } };
+    case 'parked': {
+      const due = parkedAt(ref, t.park);
+      return { set: { ...due.set, nextAttemptAt: new Date(t.park.untilMs).toISOString(), deferredReason: t.reason, updatedAt: now }, remove: due.remove, leaves: notDelivered };
+    }
+    case 'requeued': return {
+      // A parked one leaves the due index: it is sent now.
+      set: { status: 'pending', queuedAt: now, redrivenAt: now, updatedAt: now },
+      remove: ['reason', 'nextAttemptAt', 'deferredReason', ...DUE],
+      leaves: { exists: true },
+    };
+    case 'unparked': return { set: {}, remove: DUE, leaves: { dueAt: t.seenDueAt } };
+  }
+}
+
+/** Whether `item` (undefined: none stored) is in the state a change leaves. */
+export function holds(leaves: Leaves, item: StoredItem | undefined): boolean {
+  if ('dueAt' in leaves) return item?.dueAt === leaves.dueAt;
+  return item !== undefined
+    && (leaves.status === undefined || item.status === leaves.status)
+    && (leaves.notStatus === undefined || item.status !== leaves.notStatus)
+    && (leaves.notDeliveredAt === undefined || item.deliveredAt !== leaves.notDeliveredAt);
+}
+
+/** The item after a change, its attempt log bounded (attempt-log.ts): what the DynamoDB update and its trim leave. */
+export function applyChange(item: StoredItem, change: Change): StoredItem {
+  const out: StoredItem = { ...item, ...change.set };
+  for (const name of change.remove) if (!(name in change.set)) delete out[name];
+  return change.append ? { ...out, ...appendAttempts(item as { attempts?: DeliveryAttempt[] }, change.append) } : out;
+}
+
+/** The queues a delivery message goes to. */
+export type DeliveryQueueName = 'deliveryQueue' | 'deliverySlowQueue' | 'deliveryDlq';
+
+/**
+ * The delivery stage's store (docs/decisions.md "The delivery core's port"): reading the records,
+ * and every write to them, as named transitions. DynamoDB in production (delivery-record.ts),
+ * in memory in the tests of the delivery core; test/integration/delivery-core/contract.test.ts
+ * holds both to one behaviour.
+ */
+export interface DeliveryStore {
+  /** Items by key (delivery records or event items), missing ones absent. */
+  get(keys: Key[], options?: { consistent?: boolean; projection?: string[] }): Promise<StoredItem[]>;
+  /** One item by key (a GetItem: the attempt whose batch read failed reads its own). */
+  getOne(key: Key, options?: { consistent?: boolean; projection?: string[] }): Promise<StoredItem | undefined>;
+  /** An organization's delivery records (strongly consistent), in no order. */
+  deliveriesOf(organizationId: string, options?: { projection?: string[] }): Promise<StoredItem[]>;
+  /** The key of a delivery found by its id alone (the id index). */
+  keyOf(deliveryId: string): Promise<Key | undefined>;
+  /** The entries of one due shard due by `horizon`, at most `cap` (complete: false when capped). */
+  dueIn(shard: string, horizon: number, cap: number): Promise<{ keys: DueKey[]; complete: boolean }>;
+  /** Every pending delivery record not parked in the due index (the local stack's start). */
+  resumable(): Promise<StoredItem[]>;
+  /** Recorded: new delivery records and their events' payload items, put whole (the caller found none stored). */
+  recorded(items: StoredItem[]): Promise<void>;
+  /** Delivered in a batch: the records `delivered` made of the batch's reads, put whole, unconditionally. */
+  deliveredInBatch(records: StoredItem[]): Promise<void>;
+  /** One named transition; false when the record is not in the state it leaves (nothing written). */
+  transition(ref: DeliveryRef, t: Transition): Promise<boolean>;
+}
+
+/** The delivery stage's queue: messages sent, each after its delay (0..900 s). */
+export interface DeliveryQueue {
+  send(queue: DeliveryQueueName, entries: { message: DeliveryMessage; delaySeconds: number }[]): Promise<void>;
+}

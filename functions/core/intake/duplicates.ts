@@ -1,0 +1,105 @@
+/**
+ * Duplicate leads (docs/leads.md "Duplicates"): the earlier client a lead matches, by normalized
+ * e-mail or E.164 phone through the clients table's sparse `match` index (keys only: 1 write unit a
+ * lead, never a scan), and the double-submit guard, which answers the identical submission repeated
+ * within 10 minutes (same key, same normalized body) as the same client.
+ *
+ * The guard costs no write of its own: it rides on the update every lead already makes to count
+ * its billing (the organization item when prepaid, the day's usage item when postpaid), as eight
+ * slots `dh<n>` (body hash), `dc<n>` (client id), `dt<n>` (when). That update is conditioned on the
+ * slot not holding the same hash from the last 10 minutes, so two concurrent double-clicks cannot
+ * both pass it: one creates the client, the other is answered as its duplicate.
+ */
+import { createHash } from 'node:crypto';
+import type { AttributeValue } from '@aws-sdk/client-dynamodb';
+import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import type { Deps } from '../platform/deps.js';
+import { keys } from '../platform/model.js';
+import type { LeadInput } from './lead-schema.js';
+
+export const DOUBLE_SUBMIT_MS = 10 * 60_000;
+const GUARD_SLOTS = 8;
+const E164 = /^\+[1-9]\d{5,14}$/;
+
+/** The lead's key in the match index: its e-mail, else its phone when it parsed to E.164; none without either. */
+export function matchKeyOf(organizationId: string, input: Pick<LeadInput, 'email' | 'phone'>): string | undefined {
+  if (input.email) return `${organizationId}#email#${input.email}`;
+  if (input.phone && E164.test(input.phone)) return `${organizationId}#phone#${input.phone}`;
+  return undefined;
+}
+
+export interface EarlierClient { id: string; via: 'email' | 'phone' }
+
+/**
+ * The newest earlier client of the organization with the lead's e-mail or, failing that, its phone
+ * (a client is indexed by its e-mail, or by its phone when it has no e-mail). One Query per key tried.
+ */
+export async function findEarlierClient(deps: Deps, organizationId: string, input: LeadInput): Promise<EarlierClient | undefined> {
+  const tries: [EarlierClient['via'], string | undefined][] = [
+    ['email', input.email ? matchKeyOf(organizationId, { email: input.email }) : undefined],
+    ['phone', input.phone ? matchKeyOf(organizationId, { phone: input.phone }) : undefined],
+  ];
+  for (const [via, matchKey] of tries) {
+    if (!matchKey) continue;
+    const { Items } = await deps.doc.send(new QueryCommand({
+      TableName: deps.tables.clients,
+      IndexName: 'match',
+      KeyConditionExpression: 'matchKey = :k',
+      ExpressionAttributeValues: { ':k': matchKey },
+      ScanIndexForward: false,
+      Limit: 1,
+    }));
+    const sk = Items?.[0]?.sk as string | undefined;
+    if (sk?.startsWith('CLIENT#')) return { id: sk.slice('CLIENT#'.length), via };
+  }
+  return undefined;
+}
+
+export interface SubmissionGuard { hash: string; slot: number }
+
+/** JSON with object keys sorted, so one body spelled in another key order hashes the same. */
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
+  if (value && typeof value === 'object') {
+    return `{${Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`).join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+/** The guard of one submission: a hash of the key and the normalized lead (what parseLead made of the body). */
+export function submissionGuard(keyId: string, input: LeadInput): SubmissionGuard {
+  const hash = createHash('sha256').update(`${keyId}\n${canonical(input)}`).digest('hex').slice(0, 20);
+  return { hash, slot: parseInt(hash.slice(0, 4), 16) % GUARD_SLOTS };
+}
+
+/** The parts of an update that record the submission in its slot, unless the same one was recorded in the last 10 minutes. */
+export function guardClause(guard: SubmissionGuard, clientId: string, now: number) {
+  const n = guard.slot;
+  return {
+    set: `dh${n} = :gh, dc${n} = :gc, dt${n} = :gt`,
+    condition: `(attribute_not_exists(dh${n}) OR dh${n} <> :gh OR dt${n} < :gcut)`,
+    values: { ':gh': guard.hash, ':gc': clientId, ':gt': now, ':gcut': now - DOUBLE_SUBMIT_MS },
+  };
+}
+export type GuardClause = ReturnType<typeof guardClause>;
+
+/** From a guard item's old image (a failed condition's), the client of the identical submission of the last 10 minutes, if that is why it failed. */
+export function guardedClient(old: Record<string, AttributeValue> | undefined, guard: SubmissionGuard, now: number): string | undefined {
+  const n = guard.slot;
+  if (old?.[`dh${n}`]?.S !== guard.hash || Number(old[`dt${n}`]?.N ?? 0) < now - DOUBLE_SUBMIT_MS) return undefined;
+  return old[`dc${n}`]?.S;
+}
+
+/** How long a duplicate waits for its first submission's client to be written (a double-click's twin may still be writing it). */
+const FIRST_WRITE_WAIT_MS = 1_000;
+
+/** Whether the client exists, waiting briefly for a concurrent first submission to write it. */
+export async function clientExists(deps: Deps, organizationId: string, clientId: string): Promise<boolean> {
+  const until = Date.now() + FIRST_WRITE_WAIT_MS;
+  for (;;) {
+    const { Item } = await deps.doc.send(new GetCommand({ TableName: deps.tables.clients, Key: keys.client(organizationId, clientId), ProjectionExpression: 'id', ConsistentRead: true }));
+    if (Item) return true;
+    if (Date.now() >= until) return false;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}

@@ -1,0 +1,189 @@
+/**
+ * The alarms of a stage and where they go: two TLS-only SNS topics, `page` (someone wakes up: the
+ * service is failing for many) and `ticket` (look during the day: one customer's receiver, a slow
+ * lane behind). Every alarm notifies its topic when it fires AND when it clears (OK action), so a
+ * page is never left open in the pager. Runbook: docs/deploy.md "Alarms" (one row per alarm).
+ */
+import { ArnFormat, Duration, Stack, Validations } from 'aws-cdk-lib';
+import type * as apigw from 'aws-cdk-lib/aws-apigateway';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
+import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import type * as lambda from 'aws-cdk-lib/aws-lambda';
+import * as sns from 'aws-cdk-lib/aws-sns';
+import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
+import type * as sqs from 'aws-cdk-lib/aws-sqs';
+import { Construct } from 'constructs';
+import { metricsNamespace, serviceName, type FunctionName, type QueueName, type TableName } from '../topology.js';
+
+/** Ready deliveries the delivery function (10 batches of 10 at a time) should have taken within minutes. */
+const deliveryBacklogThreshold = 100;
+/** Delivery messages in flight: the attempts under way are ≤ 10 × maxConcurrency (500); SQS's ceiling is ~120,000. */
+const deliveryInFlightThreshold = 5_000;
+/** Webhook endpoints whose circuit opened in 15 minutes that page: one is a customer's receiver down; many at once is usually ours (egress, DNS, TLS). */
+const circuitsOpenedThreshold = 10;
+/**
+ * New dead letters in an hour that open a ticket. A receiver dead for days sends its deliveries there
+ * one by one: this counts the new ones (the depth would stay high for ever and never fire again).
+ */
+export const deadLettersPerHourThreshold = 25;
+/** New dead letters in 15 minutes that page: many receivers exhausting at once is our side. */
+export const deadLetterSurgeThreshold = 200;
+/** 5XX as a share of requests (%) that pages, over at least `api5xxMinRequests` requests in 5 minutes. */
+export const api5xxSharePercent = 5;
+export const api5xxMinRequests = 20;
+
+export type Severity = 'page' | 'ticket';
+/** The functions whose failure pages: callers see it at once (lead intake), or every delivery stops. */
+const pagingFunctions: FunctionName[] = ['leadIntake', 'eventFanout', 'webhookDelivery'];
+
+export interface CrmAlarmsProps {
+  stage: string;
+  alarmEmail?: string;
+  tables: Record<TableName, dynamodb.Table>;
+  queues: Record<QueueName, sqs.Queue>;
+  functions: Record<FunctionName, lambda.Function>;
+  api: apigw.RestApi;
+}
+
+const entries = <K extends string, V>(o: Record<K, V>) => Object.entries(o) as [K, V][];
+const fiveMinutes = Duration.minutes(5);
+
+export class CrmAlarms extends Construct {
+  readonly topics: Record<Severity, sns.Topic>;
+  readonly alarms: { alarm: cloudwatch.Alarm; severity: Severity }[] = [];
+
+  constructor(scope: Construct, id: string, private readonly props: CrmAlarmsProps) {
+    super(scope, id);
+    this.topics = {
+      page: this.topic('page', 'Page', props),
+      ticket: this.topic('ticket', 'Ticket', props),
+    };
+    this.createAlarms();
+    for (const { alarm, severity } of this.alarms) {
+      alarm.addAlarmAction(new SnsAction(this.topics[severity]));
+      alarm.addOkAction(new SnsAction(this.topics[severity]));
+    }
+  }
+
+  private topic(severity: Severity, id: string, { stage, alarmEmail }: CrmAlarmsProps): sns.Topic {
+    const topic = new sns.Topic(this, id, { topicName: `crm-${stage}-${severity}`, displayName: `CRM integration API (${stage}) ${severity}`, enforceSSL: true });
+    Validations.of(topic).acknowledge({
+      id: 'AwsSolutions-SNS2',
+      reason: 'Alarm notifications carry alarm names and states, no customer data; CloudWatch cannot publish to a topic encrypted with the AWS-managed SNS key, and a customer-managed key for this alone is not worth its cost.',
+    });
+    // enforceSSL writes a topic policy holding only its Deny, and a topic policy replaces SNS's
+    // default one: without this Allow, no alarm could publish (they would fail silently).
+    const stack = Stack.of(this);
+    topic.addToResourcePolicy(new iam.PolicyStatement({
+      sid: 'AllowCloudWatchAlarms',
+      principals: [new iam.ServicePrincipal('cloudwatch.amazonaws.com')],
+      actions: ['sns:Publish'],
+      resources: [topic.topicArn],
+      conditions: {
+        StringEquals: { 'aws:SourceAccount': stack.account },
+        ArnLike: { 'aws:SourceArn': stack.formatArn({ service: 'cloudwatch', resource: 'alarm', resourceName: '*', arnFormat: ArnFormat.COLON_RESOURCE_NAME }) },
+      },
+    }));
+    // From lib/stages.ts: every deploy of the stage keeps it (a -c flag forgotten once would delete it).
+    if (alarmEmail) topic.addSubscription(new EmailSubscription(alarmEmail));
+    return topic;
+  }
+
+  private createAlarms(): void {
+    const { queues, functions, tables } = this.props;
+    const stage = this.props.api.deploymentStage;
+    const sent = (queue: QueueName, period: Duration) => queues[queue].metricNumberOfMessagesSent({ period, statistic: 'Sum' });
+
+    // Dead letters by cause: the rate of new ones, never the depth (a dead receiver keeps it up for days).
+    this.add('ticket', 'DeliveryDeadLetters', `${deadLettersPerHourThreshold} or more webhook deliveries used all their attempts in an hour (cause: receivers failing): \`crm deliveries list --org <id> --status failed\`, then re-drive per organization (docs/deploy.md).`,
+      sent('deliveryDlq', Duration.hours(1)), { threshold: deadLettersPerHourThreshold });
+    this.add('page', 'DeliveryDeadLetterSurge', `${deadLetterSurgeThreshold} or more webhook deliveries used all their attempts in 15 minutes: many receivers at once is usually our egress, DNS, TLS or signing.`,
+      sent('deliveryDlq', Duration.minutes(15)), { threshold: deadLetterSurgeThreshold });
+    this.add('page', 'FanoutFailures', 'The fan-out gave up on a stream batch (cause: events not derived): events may be missing. Fix the cause, then `crm events replay-failures` (within 24 h, the stream retention).',
+      sent('fanoutFailures', fiveMinutes), { threshold: 1 });
+    this.add('ticket', 'DeliveryFailureRate', 'More than 25% of webhook delivery attempts failed over 15 minutes.',
+      new cloudwatch.MathExpression({
+        expression: 'IF(attempts > 0, 100 * failures / attempts, 0)',
+        usingMetrics: { attempts: serviceMetric('DeliveryAttempts'), failures: serviceMetric('DeliveryFailures') },
+        period: Duration.minutes(15),
+      }), { threshold: 25, above: true });
+    // Visible = ready and not taken.
+    this.add('page', 'DeliveryQueueBacklog', `Over ${deliveryBacklogThreshold} webhook deliveries have waited ready but unconsumed for 15 minutes: the delivery function is not keeping up or not consuming.`,
+      queues.deliveryQueue.metricApproximateNumberOfMessagesVisible({ period: fiveMinutes, statistic: 'Maximum' }), { threshold: deliveryBacklogThreshold, above: true, periods: 3 });
+    // Retries never wait in flight (docs/webhooks.md): in flight are only the attempts under way (at
+    // most maxConcurrency × 10) and crashed ones awaiting their visibility time-out. SQS stops handing
+    // out messages at ~120,000 in flight, for every organization.
+    this.add('page', 'DeliveryInFlight', `Over ${deliveryInFlightThreshold} delivery messages have been in flight for 15 minutes (SQS stalls the whole queue at ~120,000): attempts are crashing or hanging.`,
+      queues.deliveryQueue.metricApproximateNumberOfMessagesNotVisible({ period: fiveMinutes, statistic: 'Maximum' }), { threshold: deliveryInFlightThreshold, above: true, periods: 3 });
+    // A message waits at most 15 min delayed, then is taken within seconds: older means stuck.
+    this.add('page', 'DeliveryOldestMessageAge', 'The oldest delivery message is over 30 minutes old: deliveries are not being consumed (or keep crashing).',
+      queues.deliveryQueue.metricApproximateAgeOfOldestMessage({ period: fiveMinutes, statistic: 'Maximum' }), { threshold: 30 * 60, above: true });
+    // The slow lane has a small concurrency of its own: its backlog grows unseen by the main lane's alarms.
+    this.add('ticket', 'DeliverySlowLaneOldestMessageAge', 'The oldest slow-lane delivery message is over 30 minutes old: the slow lane (failing, hanging or slow endpoints) is not keeping up or not consuming. Healthy endpoints are not affected.',
+      queues.deliverySlowQueue.metricApproximateAgeOfOldestMessage({ period: fiveMinutes, statistic: 'Maximum' }), { threshold: 30 * 60, above: true });
+    this.add('page', 'DueSweepLag', 'Parked webhook retries are re-queued more than 5 minutes late: the delivery sweeper is failing, throttled or capped (see its log group).',
+      serviceMetric('DueSweepLagSeconds', fiveMinutes).with({ statistic: 'Maximum' }), { threshold: 300, above: true });
+    // A sweeper that does not run at all publishes no lag: missing invocations are the alarm here.
+    this.add('page', 'DueSweepNotRunning', 'The delivery sweeper has not run for 15 minutes (its schedule rule disabled or its invoke permission gone): parked webhook retries are not being re-queued.',
+      functions.deliverySweeper.metricInvocations({ period: Duration.minutes(15), statistic: 'Sum' }), { threshold: 1, below: true });
+    this.add('page', 'FanoutIteratorAge', 'The fan-out is more than 5 minutes behind the table streams: events are late (records older than 24 h are lost).',
+      functions.eventFanout.metric('IteratorAge', { period: fiveMinutes, statistic: 'Maximum' }), { threshold: 5 * 60_000, above: true });
+    // A share, not a count: 5 errors are nothing at 10,000 requests and everything at 10.
+    this.add('page', 'Api5xxShare', `More than ${api5xxSharePercent}% of the API's answers were 5xx in 2 consecutive 5-minute periods (at least ${api5xxMinRequests} requests each).`,
+      new cloudwatch.MathExpression({
+        expression: `IF(requests >= ${api5xxMinRequests}, 100 * errors / requests, 0)`,
+        usingMetrics: { requests: stage.metricCount({ period: fiveMinutes, statistic: 'Sum' }), errors: stage.metricServerError({ period: fiveMinutes, statistic: 'Sum' }) },
+        period: fiveMinutes,
+      }), { threshold: api5xxSharePercent, above: true, periods: 2 });
+    this.add('page', 'ApiLatency', 'The API\'s p99 latency was over 3 s for 15 minutes.',
+      stage.metricLatency({ period: fiveMinutes, statistic: 'p99' }), { threshold: 3000, above: true, periods: 3 });
+    this.add('ticket', 'RateLimitFailOpen', 'The rate limiter could not reach its table and admitted requests unchecked (rateLimitFailMode "open").',
+      serviceMetric('RateLimitFailOpen', fiveMinutes), { threshold: 1 });
+    this.add('page', 'CircuitsOpened', `${circuitsOpenedThreshold} or more webhook endpoints' circuits opened in 15 minutes (their deliveries are re-scheduled, not attempted): check the delivery function's egress, DNS and TLS before blaming receivers; \`crm webhooks list\` shows each endpoint's circuit.`,
+      serviceMetric('CircuitOpened'), { threshold: circuitsOpenedThreshold });
+    this.add('page', 'DeliveryOutcomesUnwritten', 'Webhooks were delivered but their outcome could not be recorded (the deliveries table refused both the batch write and the per-record updates): their messages are received again and sent twice (same webhook-id). See the delivery function\'s log.',
+      serviceMetric('DeliveryOutcomesUnwritten', fiveMinutes), { threshold: 1 });
+    this.add('ticket', 'TenantMismatch', 'A stream record\'s organization attribute disagreed with its partition key: it was dropped, not delivered. Inspect the item the fan-out logged.',
+      serviceMetric('TenantMismatch', fiveMinutes), { threshold: 1 });
+    this.add('ticket', 'CaptchaUnavailable', 'A CAPTCHA could not be verified (provider down or slow, or an organization\'s secret rejected): publishable-key leads were refused with 503 (fail closed). See lead intake\'s log.',
+      serviceMetric('CaptchaUnavailable', fiveMinutes), { threshold: 1 });
+    for (const [name, fn] of entries(functions)) {
+      const severity: Severity = pagingFunctions.includes(name) ? 'page' : 'ticket';
+      this.add(severity, `${name}Errors`, `The ${name} function is failing (unhandled errors or timeouts): see its log group.`,
+        fn.metricErrors({ period: fiveMinutes }), { threshold: 5 });
+      this.add(severity, `${name}Throttles`, `The ${name} function was refused concurrency: the account's Lambda concurrency is exhausted (docs/capacity.md).`,
+        fn.metricThrottles({ period: fiveMinutes }), { threshold: 1 });
+    }
+    // On-demand tables throttle too: past twice their previous peak within 30 minutes, or at a hot partition.
+    for (const [name, table] of entries(tables)) {
+      this.add('ticket', `${name}TableThrottles`, `Requests to the ${name} table were throttled (reads or writes, 5 minutes): see docs/capacity.md for its partitions and peaks.`,
+        new cloudwatch.MathExpression({
+          expression: 'FILL(reads, 0) + FILL(writes, 0)',
+          usingMetrics: { reads: table.metric('ReadThrottleEvents', { period: fiveMinutes, statistic: 'Sum' }), writes: table.metric('WriteThrottleEvents', { period: fiveMinutes, statistic: 'Sum' }) },
+          period: fiveMinutes,
+        }), { threshold: 1 });
+    }
+  }
+
+  /** An alarm on one period (unless `periods`), missing data = fine (`below`: missing = firing); `threshold` reached fires, or exceeded with `above`. */
+  private add(severity: Severity, id: string, description: string, metric: cloudwatch.IMetric, opts: { threshold: number; above?: boolean; below?: boolean; periods?: number }): void {
+    const alarm = new cloudwatch.Alarm(this, id, {
+      alarmName: `${Stack.of(this).stackName}-${id}`,
+      alarmDescription: `[${severity}] ${description}`,
+      metric,
+      threshold: opts.threshold,
+      evaluationPeriods: opts.periods ?? 1,
+      comparisonOperator: opts.below ? cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD
+        : opts.above ? cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD : cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      treatMissingData: opts.below ? cloudwatch.TreatMissingData.BREACHING : cloudwatch.TreatMissingData.NOT_BREACHING,
+    });
+    this.alarms.push({ alarm, severity });
+  }
+}
+
+/** A Powertools metric of the functions (namespace and `service` dimension shared with them). */
+export function serviceMetric(metricName: string, period = Duration.minutes(15)): cloudwatch.Metric {
+  return new cloudwatch.Metric({ namespace: metricsNamespace, metricName, dimensionsMap: { service: serviceName }, statistic: 'Sum', period });
+}
