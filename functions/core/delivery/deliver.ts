@@ -16,11 +16,11 @@ import { keys, type DeliveryAttempt, type DeliveryMessage, type DeliveryRecord, 
 import { activeSecrets, endpointsOf, recordEndpointHealth } from './endpoints.js';
 import { logger, metrics } from '../platform/observability.js';
 import { signatureHeaders } from './signing.js';
-import { postWebhook, type PostResult } from './http-client.js';
+import { MAX_RESPONSE_BODY_BYTES, postWebhook, type PostResult } from './http-client.js';
 import { MAX_ATTEMPTS, parseRetryAfter, retryDelaySeconds } from './schedule.js';
 import { allowListFor } from './ssrf.js';
 import { admitAttempt, markSlow, recordAttempt } from './circuit-store.js';
-import { attemptError, keptHeaders } from './attempt-log.js';
+import { attemptError, clipBytes, keptHeaders } from './attempt-log.js';
 import type { Lane } from './circuit-breaker.js';
 import { attemptNumberOf, deferDelivery, readDeliveryMessage, sendDeliveryMessages, sendToDeadLetters } from './queue.js';
 import { deliveryStore, transition } from './delivery-port.js';
@@ -75,10 +75,10 @@ function attemptRecord(deps: Deps, attempt: number, result: PostResult): Deliver
     at: new Date(deps.now()).toISOString(), attempt, latencyMs: result.latencyMs,
     ...(result.status !== undefined ? { statusCode: result.status } : {}),
     ...(result.error ? { error: attemptError(result) } : {}),
-    ...(result.responseBody ? { responseBody: result.responseBody } : {}),
+    ...(result.responseBody ? { responseBody: clipBytes(result.responseBody, MAX_RESPONSE_BODY_BYTES) } : {}),
     // Shown with the attempt in the settings page (bounded: attempt-log.ts keptHeaders).
-    ...(result.requestHeaders ? { requestHeaders: keptHeaders(result.requestHeaders) } : {}),
-    ...(result.responseHeaders ? { responseHeaders: keptHeaders(result.responseHeaders) } : {}),
+    ...(result.requestHeaders ? { requestHeaders: keptHeaders(result.requestHeaders, 'request') } : {}),
+    ...(result.responseHeaders ? { responseHeaders: keptHeaders(result.responseHeaders, 'response') } : {}),
   };
 }
 
