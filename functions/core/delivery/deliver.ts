@@ -92,6 +92,10 @@ export function hollowPayloadReason(record: Pick<DeliveryRecord, 'payloadOmitted
   return tooBig ? 'the event was too large to queue; its payload was not kept, so it is never sent' : undefined;
 }
 
+/** Whether the message belongs to a round that a later re-drive replaced (messages without a round predate rounds). */
+export const supersededByRedrive = (message: DeliveryMessage, record: Pick<DeliveryRecord, 'redrivenAt'>): boolean =>
+  message.round !== undefined && record.redrivenAt !== undefined && message.round < Date.parse(record.redrivenAt);
+
 /** What an attempt needs of the delivery record before sending: whether it is still to be sent, and its attempts. */
 type RecordState = Pick<DeliveryRecord, 'status' | 'payloadOmitted' | 'reason' | 'attempts' | 'createdAt' | 'redrivenAt'> | undefined;
 
@@ -119,6 +123,9 @@ export async function attemptDelivery(
     logger.warn('delivery record missing; message dropped', { deliveryId: message.deliveryId });
     return { kind: 'skipped', attempt: 0, reason: 'no delivery record' };
   }
+  // A message of a round before the record's last re-drive (a retry still waiting when "Retry now"
+  // re-queued it, say) is consumed without an attempt: one delivery never runs two retry chains.
+  if (supersededByRedrive(message, record)) return { kind: 'skipped', attempt: 0, reason: 'superseded by a re-drive' };
   const attempt = attemptNumberOf(message, record);
   if (record.status === 'delivered') return { kind: 'delivered', attempt, reason: 'already delivered' };
   const hollow = hollowPayloadReason(record);

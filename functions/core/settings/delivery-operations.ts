@@ -4,7 +4,7 @@
  * still retrying), re-deliver the failed ones, and "Recover" (the failed ones since a time, counted
  * first). Re-queuing is the domain's (delivery/redrive.ts); nothing here writes a delivery record.
  */
-import { notFound, validationFailed, type FieldError } from '../platform/errors.js';
+import { conflict, notFound, validationFailed, type FieldError } from '../platform/errors.js';
 import { getEndpoint, listEndpoints, type EndpointSummary } from '../delivery/endpoints.js';
 import { redriveDelivery, redriveFailed } from '../delivery/redrive.js';
 import { hollowPayloadReason } from '../delivery/deliver.js';
@@ -13,7 +13,7 @@ import { deliveryIdFor } from '../delivery/queue.js';
 import { normalizeEventName } from '../delivery/subscriptions.js';
 import { allDeliverySummaries, pageDeliverySummaries, summariesById, type DeliverySummaryRecord } from './delivery-summaries.js';
 import { decodeCursor, encodeCursor, limitOf, objectBody, timeOf, unknownFields, type Context, type Operation } from './request-fields.js';
-import { deliveryDetail, deliverySummary, isRetrying, type DeliveryStatusView } from './views.js';
+import { awaitingRedrive, deliveryDetail, deliverySummary, isRetrying, type DeliveryStatusView } from './views.js';
 
 /** The statuses the deliveries list filters by (an unknown one is a 422, not an empty list). */
 const DELIVERY_STATUSES: DeliveryStatusView[] = ['pending', 'retrying', 'delivered', 'failed', 'skipped'];
@@ -113,6 +113,8 @@ export const deliveryOperations: Record<string, Operation> = {
   },
   'POST /api/settings/deliveries/{id}/redeliver': async (c) => {
     const before = await requireDelivery(c);
+    // Re-queued and not attempted since: another click would only queue the same send again.
+    if (awaitingRedrive(before)) throw conflict(`Delivery ${c.params.id} is already queued: it is sent again shortly, then can be re-delivered once more.`);
     // A tenant's click never sweeps the shared dead-letter queue (redrive.ts RedriveOptions).
     await redriveDelivery(c.deps, c.params.id, { sweepDeadLetters: false });
     await c.audit('delivery.redelivered', c.params.id, { status: isRetrying(before) ? 'retrying' : before.status });

@@ -145,6 +145,10 @@ export function attemptViews(record: Pick<DeliveryRecord, 'attempts' | 'olderAtt
 /** A pending delivery with a next attempt scheduled is "retrying" (a re-queued one is pending again). */
 export const isRetrying = (record: Pick<DeliveryRecord, 'status' | 'nextAttemptAt'>) => record.status === 'pending' && Boolean(record.nextAttemptAt);
 
+/** Re-queued (a re-drive, Retry now) and no attempt recorded since: "Retry now" again is a 409. */
+export const awaitingRedrive = (record: Pick<DeliveryRecord, 'status' | 'redrivenAt' | 'attempts'>) =>
+  record.status === 'pending' && Boolean(record.redrivenAt) && !(record.attempts ?? []).some((a) => a.at >= record.redrivenAt!);
+
 
 export function deliverySummary(record: Omit<DeliveryRecord, 'payload'>, urls: ReadonlyMap<string, string>): DeliverySummaryView {
   const attempts = record.attempts ?? [];

@@ -103,6 +103,27 @@ describe('the delivery log', () => {
   });
 });
 
+describe('Retry now', () => {
+  it('re-sends a retrying delivery once: the retry that was waiting is dropped, so no second chain runs and it does not fail early', async () => {
+    const { id, secret } = await addEndpoint('/portal-retry-now', ['client.created']);
+    // The first answer asks for a retry in 2 s (a delayed message: the test stack's queueDelayMaxSeconds);
+    // every later one in 60 s (parked, past this test).
+    receiver.script('/portal-retry-now', secret, { status: 503, headers: { 'Retry-After': '2' } }, { status: 503, headers: { 'Retry-After': '60' } });
+    const { delivery } = (await admin.post(`/api/settings/webhooks/${id}/test`)).json<{ delivery: Delivery }>();
+    const firstAt = receiver.on('/portal-retry-now')[0].at;
+    expect((await detail(delivery.id)).status).toBe('retrying');
+
+    const retried = await admin.post(`/api/settings/deliveries/${delivery.id}/redeliver`);
+    expect(retried.status).toBe(202);
+    await eventually(async () => (await detail(delivery.id)).attempts.length === 2, { what: 'the Retry now attempt', timeoutMs: 10_000, intervalMs: 100 });
+    // Past the first chain's retry (2 s after its attempt), with room for a loaded machine.
+    await new Promise((r) => setTimeout(r, Math.max(0, firstAt + 7_000 - Date.now())));
+    expect(receiver.on('/portal-retry-now')).toHaveLength(2);
+    const after = await detail(delivery.id);
+    expect({ status: after.status, attempts: after.attempts.map((a) => [a.number, a.manual]) }).toEqual({ status: 'retrying', attempts: [[1, false], [2, true]] });
+  }, 30_000);
+});
+
 describe('Recover', () => {
   it('counts the failed deliveries since a time without queuing them, then queues them; the new attempt continues the numbering, marked manual', async () => {
     const { id, secret } = await addEndpoint('/portal-recover', ['client.created']);
