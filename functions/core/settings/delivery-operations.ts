@@ -6,19 +6,17 @@
  */
 import { conflict, notFound, validationFailed, type FieldError } from '../platform/errors.js';
 import { getEndpoint, listEndpoints, type EndpointSummary } from '../delivery/endpoints.js';
-import { redriveDelivery, redriveFailed } from '../delivery/redrive.js';
-import { hollowPayloadReason } from '../delivery/deliver.js';
+import { redriveDelivery } from '../delivery/redrive.js';
 import { findOrganizationDelivery } from '../delivery/first-outcome.js';
 import { deliveryIdFor } from '../delivery/queue.js';
 import { normalizeEventName } from '../delivery/subscriptions.js';
-import { allDeliverySummaries, pageDeliverySummaries, summariesById, type DeliverySummaryRecord } from './delivery-summaries.js';
+import { pageDeliverySummaries, summariesById, type DeliverySummaryRecord } from './delivery-summaries.js';
+import { queueScanned, scanFailed, type BulkScan } from './bulk-redelivery.js';
 import { decodeCursor, encodeCursor, limitOf, objectBody, timeOf, unknownFields, type Context, type Operation } from './request-fields.js';
 import { awaitingRedrive, deliveryDetail, deliverySummary, isRetrying, type DeliveryStatusView } from './views.js';
 
 /** The statuses the deliveries list filters by (an unknown one is a 422, not an empty list). */
 const DELIVERY_STATUSES: DeliveryStatusView[] = ['pending', 'retrying', 'delivered', 'failed', 'skipped'];
-/** Failed deliveries one "Re-deliver all failed" or "Recover" re-queues (newest first); the answer's `remaining` counts the rest. */
-export const REDELIVER_ALL_MAX = 500;
 
 interface Filter { endpointId?: string; eventType?: string; search?: string; since?: string; until?: string }
 
@@ -81,12 +79,21 @@ function bulkBody(c: Context, fields: string[]): Record<string, string | boolean
   return body as Record<string, string | boolean | undefined>;
 }
 
-/** Re-queues the failed deliveries of `filter` (bounded: see REDELIVER_ALL_MAX), with the count of those still retrying on their own. */
+/** The organization's disabled endpoints: a re-delivery to one would only be skipped (docs/settings.md). */
+async function disabledEndpoints(c: Context): Promise<Set<string>> {
+  return new Set((await listEndpoints(c.deps, c.organization.id)).filter((e) => !e.enabled).map((e) => e.id));
+}
+
+/** The answer of a bulk call: counted (dry run) or queued; lower bounds when `more`. */
+const bulkAnswer = (scan: BulkScan, count: number) => ({
+  count, retrying: scan.retrying, ...(scan.more ? { more: true } : {}),
+  ...(scan.hollow ? { notRedeliverable: scan.hollow } : {}), ...(scan.endpointDisabled ? { endpointDisabled: scan.endpointDisabled } : {}),
+});
+
+/** Re-queues the failed deliveries of `filter` (bounded: REDELIVER_ALL_MAX and a read budget), with what was left and why. */
 async function redeliverFailed(c: Context, filter: Filter) {
-  const { redriven, hollow, remaining } = await redriveFailed(c.deps, { organizationId: c.organization.id, ...filter }, undefined, { sweepDeadLetters: false, limit: REDELIVER_ALL_MAX });
-  // "Failed" is final: one still being retried is not failed yet; the answer says how many there are, so "none failed" is never said over red rows.
-  const retrying = (await allDeliverySummaries(c.deps, c.organization.id, { since: filter.since, until: filter.until, keep: (d) => isRetrying(d) && matches(d, filter) })).length;
-  return { count: redriven, retrying, ...(remaining ? { remaining } : {}), ...(hollow ? { notRedeliverable: hollow } : {}) };
+  const scan = await scanFailed(c.deps, c.organization.id, filter, await disabledEndpoints(c));
+  return bulkAnswer(scan, await queueScanned(c.deps, scan));
 }
 
 export const deliveryOperations: Record<string, Operation> = {
@@ -114,6 +121,8 @@ export const deliveryOperations: Record<string, Operation> = {
   'POST /api/settings/deliveries/{id}/redeliver': async (c) => {
     const before = await requireDelivery(c);
     // Re-queued and not attempted since: another click would only queue the same send again.
+    const target = (await listEndpoints(c.deps, c.organization.id)).find((e) => e.id === before.endpointId);
+    if (target && !target.enabled) throw conflict(`The endpoint ${target.id} is disabled: enable it, then re-deliver.`);
     if (awaitingRedrive(before)) throw conflict(`Delivery ${c.params.id} is already queued: it is sent again shortly, then can be re-delivered once more.`);
     // A tenant's click never sweeps the shared dead-letter queue (redrive.ts RedriveOptions).
     await redriveDelivery(c.deps, c.params.id, { sweepDeadLetters: false });
@@ -139,10 +148,9 @@ export const deliveryOperations: Record<string, Operation> = {
     await requireEndpointOf(c, endpointId);
     const filter = { endpointId, since };
     if (body.dry_run === true) {
-      // The count first (nothing queued): what "Recover" would send again.
-      const failed = await allDeliverySummaries(c.deps, c.organization.id, { since, keep: (d) => d.status === 'failed' && matches(d, filter) });
-      const hollow = failed.filter((d) => hollowPayloadReason(d)).length;
-      return { status: 200, body: { count: failed.length - hollow, ...(hollow ? { notRedeliverable: hollow } : {}), dryRun: true } };
+      // The count first (nothing queued), by the very reader that queues: what "Recover" would send again.
+      const scan = await scanFailed(c.deps, c.organization.id, filter, await disabledEndpoints(c));
+      return { status: 200, body: { ...bulkAnswer(scan, scan.redrivable.length), dryRun: true } };
     }
     const answer = await redeliverFailed(c, filter);
     await c.audit('deliveries.recovered', endpointId, { count: answer.count, since });

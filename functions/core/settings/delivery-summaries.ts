@@ -39,7 +39,7 @@ export interface SummaryQuery {
 const toSummary = ({ pk: _pk, sk: _sk, ...item }: Record<string, unknown>) => ({ ...item, attempts: item.attempts ?? [] }) as unknown as DeliverySummaryRecord;
 
 /** A page of the organization's deliveries, newest first (by creation, then id). */
-export async function pageDeliverySummaries(deps: Deps, organizationId: string, query: SummaryQuery): Promise<{ items: DeliverySummaryRecord[]; next: SummaryCursor | null }> {
+export async function pageDeliverySummaries(deps: Deps, organizationId: string, query: SummaryQuery): Promise<{ items: DeliverySummaryRecord[]; next: SummaryCursor | null; looked: number }> {
   const pk = keys.org(organizationId).pk;
   const range = query.since && query.until ? ' AND createdAt BETWEEN :since AND :until' : query.since ? ' AND createdAt >= :since' : query.until ? ' AND createdAt <= :until' : '';
   const budget = query.budget ?? READ_BUDGET;
@@ -65,13 +65,13 @@ export async function pageDeliverySummaries(deps: Deps, organizationId: string, 
       found.push(summary);
       if (found.length > query.limit) {
         const items = found.slice(0, query.limit);
-        return { items, next: { createdAt: items.at(-1)!.createdAt, id: items.at(-1)!.id } };
+        return { items, next: { createdAt: items.at(-1)!.createdAt, id: items.at(-1)!.id }, looked };
       }
     }
-    if (!out.LastEvaluatedKey) return { items: found, next: null };
+    if (!out.LastEvaluatedKey) return { items: found, next: null, looked };
     start = out.LastEvaluatedKey;
     // The budget spent: a short page, continuing after the last delivery looked at.
-    if (looked >= budget) return { items: found, next: { createdAt: start.createdAt as string, id: String(start.sk).slice(keys.deliveryPrefix.length) } };
+    if (looked >= budget) return { items: found, next: { createdAt: start.createdAt as string, id: String(start.sk).slice(keys.deliveryPrefix.length) }, looked };
   }
 }
 
@@ -79,9 +79,4 @@ export async function pageDeliverySummaries(deps: Deps, organizationId: string, 
 export async function summariesById(deps: Deps, organizationId: string, deliveryIds: string[]): Promise<DeliverySummaryRecord[]> {
   const items = await deliveryStore(deps).get(deliveryIds.map((id) => keys.delivery(organizationId, id)), { consistent: true, projection: shown });
   return items.map(toSummary).sort((a, b) => b.createdAt.localeCompare(a.createdAt) || b.id.localeCompare(a.id));
-}
-
-/** Every delivery matching `keep` in a time range, read page by page (bounded by `budget` keys looked at). */
-export async function allDeliverySummaries(deps: Deps, organizationId: string, query: Omit<SummaryQuery, 'limit' | 'after'>): Promise<DeliverySummaryRecord[]> {
-  return (await pageDeliverySummaries(deps, organizationId, { ...query, limit: Number.MAX_SAFE_INTEGER })).items;
 }

@@ -6,7 +6,7 @@
  * calls the same ones): api-keys.ts, endpoints.ts, test-event.ts, redrive.ts.
  */
 import type { Deps } from '../platform/deps.js';
-import { DomainError, methodNotAllowed, notFound, tooManyRequests, unauthorized, validationFailed, type FieldError } from '../platform/errors.js';
+import { conflict, DomainError, methodNotAllowed, notFound, tooManyRequests, unauthorized, validationFailed, type FieldError } from '../platform/errors.js';
 import { logger } from '../platform/observability.js';
 import type { HttpOutcome, HttpRequest } from '../platform/http-request.js';
 import { createApiKey, listApiKeys, revokeApiKey, rotateApiKey, type NewApiKeyOptions } from '../tenancy/api-keys.js';
@@ -34,7 +34,7 @@ export const SECRET_RETRY_AFTER_SECONDS = 5;
 /** The bounds live in the domain, enforced in the write that adds one (docs/decisions.md "Settings writes"). */
 export { MAX_SIGNING_SECRETS } from '../delivery/endpoints.js';
 export { MAX_LIVE_KEYS } from '../tenancy/api-keys.js';
-export { REDELIVER_ALL_MAX } from './delivery-operations.js';
+export { REDELIVER_ALL_MAX } from './bulk-redelivery.js';
 
 /** The operations by `METHOD resource` (the resources of lib/topology.ts routes). */
 const operations: Record<string, Operation> = {
@@ -143,6 +143,8 @@ const operations: Record<string, Operation> = {
   'POST /api/settings/webhooks/{id}/test': async (c) => {
     const endpoint = await getEndpoint(c.deps, c.organization.id, c.params.id);
     if (!endpoint) throw notFound(`No endpoint ${c.params.id}.`);
+    // A test is the check before enabling one's receiver: it would be skipped, or sent while the page says disabled.
+    if (!endpoint.enabled) throw conflict(`The endpoint ${endpoint.id} is disabled: enable it, then send a test event.`);
     const body = objectBody(c.request, true);
     const errors = unknownFields(body, ['event_type']);
     if (body.event_type !== undefined && typeof body.event_type !== 'string') errors.push({ field: 'event_type', message: 'must be an event name' });

@@ -87,11 +87,13 @@ export const settingsSchemas = {
   },
 };
 
-/** A bulk re-delivery's answer: queued, still retrying on their own, left for another call, not re-deliverable. */
-const bulk = obj({
+/** A bulk re-delivery's answer: queued (or counted), still retrying on their own, left out and why, whether there may be more. */
+const bulkFields = {
   count: { type: 'integer' }, retrying: { type: 'integer', description: 'Deliveries still being retried on their own schedule (not failed yet)' },
-  remaining: { type: 'integer', description: 'Failed deliveries left for another call (at most 500 are queued per call, newest first)' }, notRedeliverable: { type: 'integer' },
-}, ['count', 'retrying']);
+  more: { const: true, description: 'The call stopped before the range\'s end (500 queued, or its read budget spent): the counts are lower bounds; call again' },
+  notRedeliverable: { type: 'integer' }, endpointDisabled: { type: 'integer', description: 'Failed deliveries to a disabled endpoint, left out (enable it first)' },
+};
+const bulk = obj(bulkFields, ['count', 'retrying']);
 
 export const settingsPaths = {
   '/api/settings': {
@@ -171,7 +173,7 @@ export const settingsPaths = {
   },
   '/api/settings/deliveries/recover': {
     post: op('recoverFailed', 'Send again every delivery that failed since a time (of one endpoint or all); with dry_run, only count them', {
-      200: json(obj({ count: { type: 'integer' }, notRedeliverable: { type: 'integer' }, dryRun: { const: true } }, ['count', 'dryRun']), 'How many would be queued (dry_run)'),
+      200: json(obj({ ...bulkFields, dryRun: { const: true } }, ['count', 'retrying', 'dryRun']), 'How many would be queued (dry_run)'),
       202: json(bulk, 'How many were queued'), ...notFound, ...invalid,
     }, { requestBody: body(obj({ since: time, endpoint_id: str, dry_run: { type: 'boolean' } }, ['since'])) }),
   },

@@ -99,9 +99,13 @@ function render(deliveries, more) {
   let tbody = body.querySelector('tbody');
   if (!more || !tbody) {
     if (!deliveries.length) {
-      fill(body, filtered()
-        ? empty('No deliveries match these filters')
-        : empty('No deliveries yet', 'When an event is sent to one of your endpoints, it shows up here with every attempt.'));
+      // A cursor without rows: the server looked at its read limit of deliveries and found no match yet; older ones may.
+      fill(body, cursor
+        ? empty('None found in the newest deliveries', 'No delivery among the newest ones looked at matches these filters. Older ones may: load more to keep looking.')
+        : filtered()
+          ? empty('No deliveries match these filters')
+          : empty('No deliveries yet', 'When an event is sent to one of your endpoints, it shows up here with every attempt.'));
+      if (cursor) body.append(loadMoreButton());
       return;
     }
     tbody = h('tbody', {});
@@ -111,11 +115,13 @@ function render(deliveries, more) {
   }
   tbody.append(...deliveries.map(row));
   body.querySelector('.more')?.remove();
-  if (cursor) {
-    const button = h('button', { type: 'button', class: 'btn subtle more' }, 'Load more');
-    button.addEventListener('click', () => busy(button, 'Loading…', () => loadDeliveries({ more: true }), $('deliveries-status')));
-    body.append(button);
-  }
+  if (cursor) body.append(loadMoreButton());
+}
+
+function loadMoreButton() {
+  const button = h('button', { type: 'button', class: 'btn subtle more' }, 'Load more');
+  button.addEventListener('click', () => busy(button, 'Loading…', () => loadDeliveries({ more: true }), $('deliveries-status')));
+  return button;
 }
 
 export async function openDelivery(id) {
@@ -179,7 +185,6 @@ function whereItGoes(endpoint) {
   if (endpoint?.state === 'paused') {
     return `Queued, but the endpoint is paused after failures${endpoint.until ? ` until ${timeOnly.format(new Date(endpoint.until))}` : ''}: the new attempt is made then (none is used meanwhile).`;
   }
-  if (endpoint?.state === 'disabled') return 'Queued, but the endpoint is disabled: the delivery is skipped unless you enable it first.';
   if (endpoint?.state === 'removed') return 'Queued, but the endpoint was deleted: nothing will be sent.';
   return undefined;
 }
@@ -211,12 +216,13 @@ async function redeliverOne(d, button, status) {
 }
 
 /** The answer of a bulk re-delivery, in words: what was queued, what is still retrying on its own, what is left. */
-function bulkOutcome({ count: queued, retrying, notRedeliverable, remaining }) {
+function bulkOutcome({ count: queued, retrying, notRedeliverable, endpointDisabled, more }) {
   return [
     queued ? `${count.format(queued)} failed ${queued === 1 ? 'delivery' : 'deliveries'} queued for re-delivery.` : 'No delivery has failed for good (used all its attempts).',
     retrying ? `${count.format(retrying)} ${retrying === 1 ? 'is' : 'are'} still being retried on ${retrying === 1 ? 'its' : 'their'} own: use “Retry now” on one to send it at once.` : '',
     notRedeliverable ? `${count.format(notRedeliverable)} could not be sent again: their content is no longer kept.` : '',
-    remaining ? `${count.format(remaining)} more are waiting: run it again to queue them.` : '',
+    endpointDisabled ? `${count.format(endpointDisabled)} ${endpointDisabled === 1 ? 'was' : 'were'} left out: ${endpointDisabled === 1 ? 'its endpoint is' : 'their endpoints are'} disabled (enable ${endpointDisabled === 1 ? 'it' : 'them'} first).` : '',
+    more ? 'There may be more: run it again to queue them.' : '',
   ].filter(Boolean).join(' ');
 }
 
@@ -254,10 +260,12 @@ export function recover() {
   openForm($('recover-dialog'), async () => {
     const body = { since: isoOf($('recover-since').value), ...($('recover-endpoint').value ? { endpoint_id: $('recover-endpoint').value } : {}) };
     if (counted === null) {
-      const { count: found, notRedeliverable } = await api('/deliveries/recover', { method: 'POST', body: { ...body, dry_run: true } });
+      const { count: found, notRedeliverable, endpointDisabled, more } = await api('/deliveries/recover', { method: 'POST', body: { ...body, dry_run: true } });
       counted = found;
-      flash($('recover-count'), `${count.format(found)} failed ${found === 1 ? 'delivery' : 'deliveries'} since ${dateTime.format(new Date(body.since))} can be sent again.`
-        + (notRedeliverable ? ` ${count.format(notRedeliverable)} cannot: their content is no longer kept.` : ''), found ? 'info' : 'ok');
+      // With `more`, the count is a lower bound: one call queues at most as many as it counted.
+      flash($('recover-count'), `${more ? 'At least ' : ''}${count.format(found)} failed ${found === 1 ? 'delivery' : 'deliveries'} since ${dateTime.format(new Date(body.since))} can be sent again.`
+        + (notRedeliverable ? ` ${count.format(notRedeliverable)} cannot: their content is no longer kept.` : '')
+        + (endpointDisabled ? ` ${count.format(endpointDisabled)} ${endpointDisabled === 1 ? 'goes' : 'go'} to a disabled endpoint and ${endpointDisabled === 1 ? 'is' : 'are'} left out.` : ''), found ? 'info' : 'ok');
       $('recover-submit').textContent = found ? `Re-deliver ${count.format(found)}` : 'Count again';
       if (!found) counted = null;
       return false;

@@ -504,6 +504,23 @@ describe('the settings page without a valid link', () => {
     await page.close();
   });
 
+  it('a filtered list the server ended short (no rows, a cursor) says none were found among the newest and offers Load more', async () => {
+    const page = await openSettings(await settingsLink(orgA));
+    await page.locator('#deliveries-body[aria-busy="false"]').waitFor();
+    // The server's read limit, reached without a match: an empty page with a cursor, then a match further back.
+    const older = { id: 'dlv_older', eventId: 'evt_older', eventType: 'client.created', url: 'https://hooks.example/older', endpointId: 'ep_x', status: 'delivered', attemptCount: 1, lastStatusCode: 200, createdAt: new Date(0).toISOString(), nextAttemptAt: null, reason: null };
+    await page.route(/\/api\/settings\/deliveries\?/, (route) => route.fulfill({
+      status: 200, contentType: 'application/json',
+      body: JSON.stringify(new URL(route.request().url()).searchParams.has('cursor') ? { deliveries: [older], nextCursor: null } : { deliveries: [], nextCursor: 'short' }),
+    }));
+    await page.locator('#filter-status').selectOption('failed');
+    await page.getByText('None found in the newest deliveries').waitFor();
+    expect(await page.getByText('No deliveries match these filters').count()).toBe(0);
+    await button(page.locator('#deliveries'), 'Load more').click();
+    await page.locator('#deliveries tbody tr[data-delivery-id="dlv_older"]').waitFor();
+    await page.close();
+  });
+
   it('warns 5 minutes before the link expires; at expiry an open dialog keeps what was typed, and a new link pasted in lets it be saved', async () => {
     const page = await openSettings(await settingsLinkExpiringIn(orgA, 12));
     await page.locator('#session-banner', { hasText: 'expires in 5 minutes' }).waitFor();

@@ -94,12 +94,18 @@ describe('the delivery log', () => {
     expect((await admin.get('/api/settings/deliveries?event_type=no.such')).status).toBe(422);
   });
 
-  it('says where a re-delivery goes when its endpoint is disabled', async () => {
+  it('refuses a re-delivery or a test event to a disabled endpoint (409), leaving the delivery as it was and sending nothing', async () => {
+    const heard = receiver.on('/portal-log').length;
     expect((await admin.patch(`/api/settings/webhooks/${endpoint.id}`, { enabled: false })).status).toBe(200);
     const call = await admin.post(`/api/settings/deliveries/${plain.id}/redeliver`);
-    expect(call.status).toBe(202);
-    expect(call.json()).toMatchObject({ endpoint: { state: 'disabled' } });
+    expect(call.status).toBe(409);
+    expect(call.json<{ detail: string }>().detail).toMatch(/disabled/);
+    expect((await admin.post(`/api/settings/webhooks/${endpoint.id}/test`)).status).toBe(409);
+    await new Promise((r) => setTimeout(r, 1_500)); // what a queued one would take to be skipped
+    expect((await detail(plain.id)).status).toBe('delivered');
+    expect(receiver.on('/portal-log')).toHaveLength(heard);
     expect((await admin.patch(`/api/settings/webhooks/${endpoint.id}`, { enabled: true })).status).toBe(200);
+    expect((await admin.post(`/api/settings/deliveries/${plain.id}/redeliver`)).status).toBe(202);
   });
 });
 
@@ -140,7 +146,7 @@ describe('Recover', () => {
     const heard = receiver.on('/portal-recover').length;
     const counted = await admin.post('/api/settings/deliveries/recover', { since, endpoint_id: id, dry_run: true });
     expect(counted.status).toBe(200);
-    expect(counted.json()).toEqual({ count: 1, dryRun: true });
+    expect(counted.json()).toEqual({ count: 1, retrying: 0, dryRun: true });
     expect((await detail(delivery.id)).status).toBe('failed');
 
     receiver.script('/portal-recover', secret, { status: 200, body: 'back' });
@@ -154,6 +160,23 @@ describe('Recover', () => {
     expect(delivered.attempts.at(-1)).toMatchObject({ number: attempts + 1, attempt: 1, manual: true, statusCode: 200 });
     expect(receiver.on('/portal-recover').length).toBe(heard + 1);
     expect(receiver.on('/portal-recover').at(-1)!.verifyError).toBeUndefined();
+  }, 60_000);
+
+  it('leaves out the failed deliveries to a disabled endpoint and counts them, in the count and the run alike', async () => {
+    const { id, secret } = await addEndpoint('/portal-recover-disabled', ['client.created']);
+    receiver.script('/portal-recover-disabled', secret, { status: 500 });
+    const since = new Date(Date.now() - 60_000).toISOString();
+    const { delivery } = (await admin.post(`/api/settings/webhooks/${id}/test`)).json<{ delivery: Delivery }>();
+    await eventually(async () => (await detail(delivery.id)).status === 'failed', { what: 'the delivery failed', timeoutMs: 30_000, intervalMs: 250 });
+    expect((await admin.patch(`/api/settings/webhooks/${id}`, { enabled: false })).status).toBe(200);
+    const heard = receiver.on('/portal-recover-disabled').length;
+    const counted = await admin.post('/api/settings/deliveries/recover', { since, endpoint_id: id, dry_run: true });
+    expect(counted.json()).toEqual({ count: 0, retrying: 0, endpointDisabled: 1, dryRun: true });
+    const run = await admin.post('/api/settings/deliveries/redeliver', { endpoint: id });
+    expect(run.json()).toEqual({ count: 0, retrying: 0, endpointDisabled: 1 });
+    await new Promise((r) => setTimeout(r, 1_500));
+    expect((await detail(delivery.id)).status).toBe('failed');
+    expect(receiver.on('/portal-recover-disabled')).toHaveLength(heard);
   }, 60_000);
 
   it('refuses a missing or future time, an unknown field, and a bad dry_run, queuing nothing', async () => {
