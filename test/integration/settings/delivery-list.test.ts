@@ -8,6 +8,7 @@ import { describe, it, expect, afterAll } from '@jest/globals';
 import { newTenant, ownDeps } from '../support/stack.js';
 import { Receiver } from '../support/receiver.js';
 import { settingsApi } from '../../../functions/core/settings/handle-settings-request.js';
+import { scanFailed } from '../../../functions/core/settings/bulk-redelivery.js';
 import { settingsClient, tokenSecret } from './support.js';
 
 const receiver = new Receiver();
@@ -74,5 +75,28 @@ describe('GET /api/settings/deliveries', () => {
     const bogus = await admin.get('/api/settings/deliveries?status=deliverd');
     expect(bogus.status).toBe(422);
     expect(bogus.json()).toMatchObject({ errors: [expect.objectContaining({ field: 'status' })] });
+  });
+});
+
+describe('the bulk re-delivery reader (settings/bulk-redelivery.ts)', () => {
+  it('reads the index with the time range as its key condition and says when it stopped before the end (a lower bound)', async () => {
+    await receiver.start();
+    const { organizationId } = await newTenant();
+    const admin = await settingsClient(organizationId);
+    const { endpoint } = (await admin.post('/api/settings/webhooks', { url: `${receiver.url}/bulk`, events: ['client.created'] })).json<{ endpoint: { id: string } }>();
+    const since = new Date(Date.now() - 60_000).toISOString();
+    for (let i = 0; i < 3; i++) expect((await admin.post(`/api/settings/webhooks/${endpoint.id}/test`)).status).toBe(200);
+
+    const deps = await ownDeps();
+    const queries: Record<string, unknown>[] = [];
+    const send = deps.doc.send.bind(deps.doc);
+    deps.doc.send = ((command: { input: Record<string, unknown> }) => {
+      if (command.constructor.name === 'QueryCommand') queries.push(command.input);
+      return send(command as unknown as Parameters<typeof send>[0]);
+    }) as unknown as typeof deps.doc.send;
+    // Three delivered ones, none failed: with a budget of 2 keys the reader cannot know there is none.
+    expect(await scanFailed(deps, organizationId, { since }, new Set(), { budget: 2 })).toEqual({ redrivable: [], retrying: 0, hollow: 0, endpointDisabled: 0, more: true });
+    expect(await scanFailed(deps, organizationId, { since }, new Set())).toEqual({ redrivable: [], retrying: 0, hollow: 0, endpointDisabled: 0, more: false });
+    for (const q of queries) expect({ index: q.IndexName, key: q.KeyConditionExpression }).toEqual({ index: 'byCreated', key: 'pk = :pk AND createdAt >= :since' });
   });
 });
