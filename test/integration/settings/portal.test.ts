@@ -6,7 +6,8 @@
  * in the request log, no CORS on the settings API, and compressed page assets.
  */
 import { describe, it, expect, beforeAll, afterAll } from '@jest/globals';
-import { eventually, newTenant, testStack, type Tenant } from '../support/stack.js';
+import { eventually, itemsOf, newTenant, testStack, type Tenant } from '../support/stack.js';
+import { MAX_REFUSED_LOGGED_PER_MINUTE } from '../../../functions/core/tenancy/request-log.js';
 import { Receiver } from '../support/receiver.js';
 import { settingsClient, settingsCall } from './support.js';
 
@@ -205,6 +206,27 @@ describe('keys and the request log', () => {
     expect(requests.find((r) => r.status === 401)).toMatchObject({ keyId: created.key.id, keyName: 'Zapier', keyLast4: created.secret.slice(-4), detail: 'refused: the key is revoked' });
     expect((await usage()).usage.today.calls).toBe(before.usage.today.calls);
   });
+
+  it(`logs at most ${MAX_REFUSED_LOGGED_PER_MINUTE} refused calls of one key a minute, and counts the rest`, async () => {
+    const { organizationId, key } = await newTenant({ name: 'Refused Flood' });
+    const owner = await settingsClient(organizationId);
+    const { keys } = (await owner.get('/api/settings/keys')).json<{ keys: { id: string }[] }>();
+    expect((await owner.delete(`/api/settings/keys/${keys[0].id}`)).status).toBe(200);
+    const { api } = await testStack();
+    const refuse = async () => (await api('/api/webhook/leads', { method: 'GET', headers: { 'X-API-Key': key } })).status;
+    await eventually(async () => (await refuse()) === 401, { what: 'the revoked key refused', timeoutMs: 5_000 });
+    const sent = 40;
+    for (let i = 0; i < sent / 10; i++) expect(await Promise.all(Array.from({ length: 10 }, refuse))).toEqual(Array(10).fill(401));
+
+    const counters = await itemsOf('requestLog', organizationId, 'REFUSED#');
+    const counted = counters.reduce((n, c) => n + Number(c.count), 0);
+    expect(counted).toBeGreaterThanOrEqual(sent); // plus the calls that waited for the cache to drop the key
+    const logged = (await itemsOf('requestLog', organizationId, 'REQUEST#')).filter((r) => r.status === 401);
+    // One minute's bound, or two if the calls straddled a minute.
+    expect(logged.length).toBe(counters.reduce((n, c) => n + Math.min(Number(c.count), MAX_REFUSED_LOGGED_PER_MINUTE), 0));
+    expect(logged.length).toBeLessThanOrEqual(counters.length * MAX_REFUSED_LOGGED_PER_MINUTE);
+    expect(logged.length).toBeLessThan(counted);
+  }, 60_000);
 });
 
 describe('the settings API and page at the edge', () => {
