@@ -18,6 +18,9 @@ import { awaitingRedrive, deliveryDetail, deliverySummary, isRetrying, type Deli
 /** The statuses the deliveries list filters by (an unknown one is a 422, not an empty list). */
 const DELIVERY_STATUSES: DeliveryStatusView[] = ['pending', 'retrying', 'delivered', 'failed', 'skipped'];
 
+/** A search is a delivery or event id; anything longer is not one. */
+const MAX_SEARCH_CHARS = 100;
+
 interface Filter { endpointId?: string; eventType?: string; search?: string; since?: string; until?: string }
 
 /** The filters not in the index's key (the time range is). */
@@ -103,6 +106,7 @@ export const deliveryOperations: Record<string, Operation> = {
     if (status && !DELIVERY_STATUSES.includes(status as DeliveryStatusView)) throw validationFailed([{ field: 'status', message: `must be one of ${DELIVERY_STATUSES.join(', ')}` }]);
     const type = eventType ? normalizeEventName(eventType) : undefined;
     if (eventType && !type) throw validationFailed([{ field: 'event_type', message: `unknown event ${eventType}` }]);
+    if (search && search.length > MAX_SEARCH_CHARS) throw validationFailed([{ field: 'search', message: `must be a delivery or event id (at most ${MAX_SEARCH_CHARS} characters)` }]);
     await requireEndpointOf(c, endpoint);
     const after = cursor ? decodeCursor(cursor) : undefined;
     const filter: Filter = { endpointId: endpoint, eventType: type, search: search?.trim() || undefined, since: timeOf('since', c.query.since), until: timeOf('until', c.query.until) };

@@ -64,11 +64,15 @@ export function timeOf(field: string, value: string | undefined): string | undef
   return new Date(t).toISOString();
 }
 
+const MAX_CURSOR_CHARS = 200;
+const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+const DELIVERY_ID = /^dlv_[A-Za-z0-9_-]{1,64}$/;
 export const encodeCursor = (d: { createdAt: string; id: string }) => Buffer.from(JSON.stringify([d.createdAt, d.id])).toString('base64url');
 export function decodeCursor(cursor: string): { createdAt: string; id: string } {
   try {
-    const [createdAt, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
-    if (typeof createdAt === 'string' && typeof id === 'string') return { createdAt, id };
+    const [createdAt, id] = cursor.length <= MAX_CURSOR_CHARS ? JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[] : [];
+    // Exactly what encodeCursor writes: an ISO time and a delivery id (a hand-made one never reaches the index).
+    if (typeof createdAt === 'string' && typeof id === 'string' && ISO_TIME.test(createdAt) && DELIVERY_ID.test(id)) return { createdAt, id };
   } catch { /* answered below */ }
   throw validationFailed([{ field: 'cursor', message: 'is not a cursor this API returned' }]);
 }

@@ -95,6 +95,16 @@ describe('the delivery log', () => {
     expect((await admin.get('/api/settings/deliveries?event_type=no.such')).status).toBe(422);
   });
 
+  it('refuses an over-long search and a cursor it did not write (422), never a 500', async () => {
+    const cursorOf = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
+    for (const query of [`search=${'x'.repeat(1_024)}`, `cursor=${cursorOf(['', ''])}`, `cursor=${cursorOf(['yesterday', 'dlv_1'])}`, `cursor=${cursorOf([new Date().toISOString(), 'DELIVERY#x'])}`, 'cursor=not-json', `cursor=${'a'.repeat(5_000)}`]) {
+      const call = await admin.get(`/api/settings/deliveries?${query}`);
+      expect({ query: query.slice(0, 40), status: call.status }).toEqual({ query: query.slice(0, 40), status: 422 });
+    }
+    const page = (await admin.get('/api/settings/deliveries?limit=1')).json<{ nextCursor: string }>();
+    expect((await admin.get(`/api/settings/deliveries?cursor=${page.nextCursor}`)).status).toBe(200);
+  });
+
   it('refuses a re-delivery or a test event to a disabled endpoint (409), leaving the delivery as it was and sending nothing', async () => {
     const heard = receiver.on('/portal-log').length;
     expect((await admin.patch(`/api/settings/webhooks/${endpoint.id}`, { enabled: false })).status).toBe(200);
