@@ -14,6 +14,8 @@ let token = null;
 let timers = [];
 /** Set once the settings were shown: from then on an expiry keeps the page and shows a banner. */
 let shown = false;
+/** The organization whose settings are shown: a pasted link of another one reloads the page. */
+let shownOrg = null;
 let onNewLink = () => {};
 
 function takeToken() {
@@ -84,6 +86,11 @@ function schedule() {
 function takeNewLink() {
   if (!new URLSearchParams(location.hash.slice(1)).get('token')) return;
   token = takeToken();
+  // Another organization's link: nothing shown (keys, endpoints, typed input) may stay on screen.
+  if (shown && claimsOf(token).org_id !== shownOrg) {
+    location.reload();
+    return;
+  }
   $('session-banner').hidden = true;
   if (!schedule()) {
     expire();
@@ -108,7 +115,10 @@ export function openSession(fresh) {
   return true;
 }
 
-export const markShown = () => { shown = true; };
+export const markShown = () => {
+  shown = true;
+  shownOrg = claimsOf(token).org_id ?? null;
+};
 /** Whether the page holds a link that still works (the live refresh pauses without one). */
 export const hasToken = () => token !== null;
 

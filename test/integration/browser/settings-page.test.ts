@@ -504,6 +504,20 @@ describe('the settings page without a valid link', () => {
     await page.close();
   });
 
+  it("another organization's link pasted into an open tab reloads the page: nothing of the first organization stays", async () => {
+    const page = await openSettings(await settingsLink(orgA));
+    await page.locator('#org-name', { hasText: 'Rosa’s Plumbing & Heating' }).waitFor();
+    await button(page, 'Generate API key').click();
+    await page.getByLabel('Name').fill('Typed for A');
+    await page.goto(await settingsLink(orgB.id)); // only the fragment changes
+    await page.locator('#deliveries-body[aria-busy="false"]').waitFor();
+    await eventually(async () => (await page.locator('#org-name').textContent()) !== 'Rosa’s Plumbing & Heating', { what: "B's settings shown" });
+    await page.locator('#webhooks', { hasText: orgB.endpointUrl }).waitFor();
+    expect(await page.getByRole('dialog', { name: 'Generate API key' }).isVisible()).toBe(false);
+    expect(await page.locator('body').innerText()).not.toContain('Typed for A');
+    await page.close();
+  });
+
   it('a filtered list the server ended short (no rows, a cursor) says none were found among the newest and offers Load more', async () => {
     const page = await openSettings(await settingsLink(orgA));
     await page.locator('#deliveries-body[aria-busy="false"]').waitFor();
