@@ -37,9 +37,9 @@ describe('servePage', () => {
     for (const file of modules) expect(source(file).split('\n').length).toBeLessThan(400);
   });
 
-  it('sends the strict policy and the hardening headers with every file', () => {
+  it('sends the strict policy and the hardening headers with every file, each module included', () => {
     expect(contentSecurityPolicy).toBe("default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'");
-    for (const path of Object.values(pagePaths)) {
+    for (const path of [...Object.values(pagePaths), ...modules.map((m) => `/settings/${m}`)]) {
       expect(servePage(path)!.headers).toMatchObject({ 'Content-Security-Policy': contentSecurityPolicy, 'X-Content-Type-Options': 'nosniff', 'Referrer-Policy': 'no-referrer' });
     }
   });
