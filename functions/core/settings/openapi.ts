@@ -143,6 +143,7 @@ export const settingsPaths = {
   '/api/settings/webhooks/{id}/test': {
     post: op('sendTestEvent', 'Send a test event (webhook.test, or any subscribed type as its catalog example marked "test": true) and wait (up to 10 s) for the first attempt', {
       200: json(obj({ delivery: ref('DeliveryDetail') }), 'The delivery: delivered, retrying, failed, or still pending after the wait'), ...notFound, ...invalid,
+      409: problem('The endpoint is disabled: enable it first'),
     }, { parameters: [id], requestBody: body(obj({ event_type: { type: 'string', description: 'A type the endpoint subscribes to; default webhook.test' } }, [])) }),
   },
   '/api/settings/deliveries': {
@@ -163,7 +164,8 @@ export const settingsPaths = {
   '/api/settings/deliveries/{id}/redeliver': {
     post: op('redeliver', 'Send a delivery again, or a retrying one now ("Retry now"); same webhook-id: receivers dedupe', {
       202: json(obj({ delivery: ref('DeliverySummary'), endpoint: obj({ state: { enum: ['ready', 'recovering', 'paused', 'disabled', 'removed'] }, until: nullable(time) }, ['state']) }),
-        'Queued; `endpoint` says whether it is sent now, held while the endpoint is paused, or skipped (disabled)'), ...notFound, 409: problem('Its payload was too large to keep: it cannot be sent again'),
+        'Queued; `endpoint` says whether it is sent now or held while the endpoint is paused'), ...notFound,
+      409: problem('Its endpoint is disabled (enable it first), it is already queued and not attempted yet, or its payload was too large to keep'),
     }, { parameters: [id] }),
   },
   '/api/settings/deliveries/redeliver': {
