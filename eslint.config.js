@@ -24,8 +24,8 @@ export default tseslint.config(
     // Scripts served to browsers (the settings page): browser globals only.
     files: ['functions/*/page/**/*.js'],
     languageOptions: {
-      globals: Object.fromEntries(['document', 'location', 'history', 'sessionStorage', 'navigator', 'fetch', 'URL', 'URLSearchParams',
-        'Node', 'setTimeout', 'atob'].map((name) => [name, 'readonly'])),
+      globals: Object.fromEntries(['document', 'window', 'setInterval', 'clearTimeout', 'location', 'history', 'sessionStorage', 'navigator', 'fetch', 'URL', 'URLSearchParams',
+        'Node', 'setTimeout', 'atob', 'CSS'].map((name) => [name, 'readonly'])),
     },
   },
 );

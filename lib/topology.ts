@@ -46,11 +46,16 @@ export const tables = {
   /** Work orders, invoices and bookings as typed items; its stream feeds the event fan-out. */
   workOrders: { envVar: 'WORK_ORDERS_TABLE', partitionKey: pk, sortKey: sk, stream: 'NEW_AND_OLD_IMAGES', ttlAttribute: 'expiresAt' },
   /** One record per (event, endpoint) with every attempt; kept 30 days. */
-  // Both indexes keys-only: a record's updates (attempts, status) write no index; `due` is sparse,
+  // Every index keys-only: a record's updates (attempts, status) write no index; `due` is sparse,
   // written only while a retry is parked out of the queue (docs/capacity.md).
   deliveries: {
     envVar: 'DELIVERIES_TABLE', partitionKey: pk, sortKey: sk, ttlAttribute: 'expiresAt',
-    globalIndexes: [{ ...gsi1, projection: 'KEYS_ONLY' }, { name: 'due', partitionKey: { name: 'duePk', type: 'S' }, sortKey: { name: 'dueAt', type: 'N' }, projection: 'KEYS_ONLY' }],
+    globalIndexes: [
+      { ...gsi1, projection: 'KEYS_ONLY' }, { name: 'due', partitionKey: { name: 'duePk', type: 'S' }, sortKey: { name: 'dueAt', type: 'N' }, projection: 'KEYS_ONLY' },
+      // The settings API's lists, newest first per organization (functions/core/settings/delivery-summaries.ts):
+      // delivery records only (event items have no createdAt); written once per record, as its keys never change.
+      { name: 'byCreated', partitionKey: { name: 'pk', type: 'S' }, sortKey: { name: 'createdAt', type: 'S' }, projection: 'KEYS_ONLY' },
+    ],
   },
   /** Per-organization request records, kept 30 days. */
   requestLog: { envVar: 'REQUEST_LOG_TABLE', partitionKey: pk, sortKey: sk, ttlAttribute: 'expiresAt' },
@@ -253,9 +258,14 @@ export interface RouteSpec {
   /** A segment `{name}` is a path parameter (one segment); a static sibling wins over it, as on API Gateway. */
   path: string;
   function: FunctionName;
+  /**
+   * Only for pages of this API's own origin (the settings page and its API): no CORS headers on its
+   * answers and no preflight, so no other origin's script may call it (docs/settings.md).
+   */
+  sameOrigin?: true;
 }
 
-const settingsRoute = (method: RouteSpec['method'], path: string): RouteSpec => ({ method, path, function: 'settingsApi' });
+const settingsRoute = (method: RouteSpec['method'], path: string): RouteSpec => ({ method, path, function: 'settingsApi', sameOrigin: true });
 export const routes: RouteSpec[] = [
   { method: 'GET', path: '/api/webhook/leads', function: 'leadIntake' },
   { method: 'POST', path: '/api/webhook/leads', function: 'leadIntake' },
@@ -277,6 +287,7 @@ export const routes: RouteSpec[] = [
   settingsRoute('POST', '/api/settings/webhooks/{id}/test'),
   settingsRoute('GET', '/api/settings/deliveries'),
   settingsRoute('POST', '/api/settings/deliveries/redeliver'),
+  settingsRoute('POST', '/api/settings/deliveries/recover'),
   settingsRoute('GET', '/api/settings/deliveries/{id}'),
   settingsRoute('POST', '/api/settings/deliveries/{id}/redeliver'),
   settingsRoute('GET', '/api/settings/requests'),
@@ -310,6 +321,9 @@ export const corsPreflightHeaders = (methods: string[]): Record<string, string> 
   'Access-Control-Max-Age': String(cors.maxAgeSeconds),
   'Access-Control-Allow-Methods': [...methods, 'OPTIONS'].join(','),
 });
+
+/** Whether a browser of another origin may call `path` (a preflight is answered there): every route but the same-origin ones. */
+export const crossOrigin = (path: string) => routes.some((r) => r.path === path && !r.sameOrigin);
 
 /** Methods served on a route's path, a resource path like `/api/settings/keys/{id}` (an ANY on the path answers the others 405). */
 export const methodsOn = (path: string) => [...new Set(routes.filter((r) => r.path === path).map((r) => r.method))];
@@ -362,6 +376,13 @@ export interface GatewayAnswerSpec {
 }
 
 /**
+ * API Gateway compresses an answer of at least this many bytes (gzip or deflate, as the client's
+ * Accept-Encoding asks; it has no br): the settings page's script and styles, a page of deliveries.
+ * The local gateway does the same (lib/local/http-server.ts).
+ */
+export const compressionMinBytes = 1024;
+
+/**
  * Request types API Gateway hands the functions as bytes (base64, `isBase64Encoded`) rather than
  * as text it decoded itself: the functions decode UTF-8 strictly, so bytes that are not UTF-8 get a
  * 400 instead of being stored as U+FFFD (docs/leads.md). Parameters (charset) are not matched.
@@ -406,7 +427,7 @@ export const apiResourcePaths = (): string[] => [...new Set(['/', ...routes.flat
 export function apiMethodFor(pathname: string, method: string): { resource: string; method: string; throttle: ThrottleSpec } {
   const { resource, proxy } = resourceFor(pathname);
   const served = proxy ? [] : methodsOn(resource);
-  if (served.includes(method as RouteSpec['method']) || (served.length > 0 && method === 'OPTIONS')) {
+  if (served.includes(method as RouteSpec['method']) || (served.length > 0 && method === 'OPTIONS' && crossOrigin(resource))) {
     const fn = routes.find((r) => r.path === resource)!.function;
     return { resource, method, throttle: functionThrottles[fn] ?? routeThrottle };
   }

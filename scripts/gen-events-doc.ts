@@ -58,6 +58,7 @@ export function render(): string {
     '| `organization_id` | The organization whose record changed; an endpoint only ever receives its own organization\'s events. |',
     '| `data.object` | The record after the change; for deletions, as it was before. Its fields are listed under [Objects](#objects). |',
     '| `data.previous` | Only on the events that say so: the old values of what changed (`null` where a field was absent). |',
+    '| `test` | Only on a test send from the settings page (any event type an endpoint subscribes to): `true`, and the payload is the example below, not a real record. |',
     '',
     'Delivery is at least once and in no guaranteed order: deduplicate by `id`, and compare `timestamp` or',
     '`updated_at` rather than arrival order when two events concern the same record.',

@@ -1,6 +1,6 @@
 /**
  * The HTTP edge shared by API handlers (middy): parses API Gateway's event into the domain's plain
- * request, and from the route's outcome builds the response (request id, CORS and the route's
+ * request, and from the route's outcome builds the response (request id, CORS unless same-origin, and the route's
  * headers on every answer, errors mapped to problem+json in one place) and one request-log entry.
  */
 import middy from '@middy/core';
@@ -22,11 +22,11 @@ const depsUnavailable = () => new DomainError(503, 'service-unavailable', 'Servi
   `The service cannot serve requests right now; retry in ${DEPS_RETRY_AFTER_SECONDS} s.`, { headers: { 'Retry-After': String(DEPS_RETRY_AFTER_SECONDS) } });
 
 /** The problem+json answer for anything thrown (errors.ts maps it), with the edge's headers. */
-function problemResult(error: unknown, requestId: string, headers: Record<string, string> = {}): APIGatewayProxyResult {
+function problemResult(error: unknown, requestId: string, headers: Record<string, string> = {}, cors = corsResponseHeaders): APIGatewayProxyResult {
   const { problem, headers: own } = toProblem(error, requestId);
   return {
     statusCode: problem.status,
-    headers: { 'Content-Type': 'application/problem+json', ...corsResponseHeaders, 'X-Request-Id': requestId, ...headers, ...own },
+    headers: { 'Content-Type': 'application/problem+json', ...cors, 'X-Request-Id': requestId, ...headers, ...own },
     body: JSON.stringify(problem),
   };
 }
@@ -69,9 +69,9 @@ function baseUrlOf(event: APIGatewayProxyEvent, headers: Record<string, string>)
 }
 
 /** API Gateway's result for an outcome: the answer as JSON, or the error as problem+json. */
-function toResult(outcome: HttpOutcome, requestId: string): APIGatewayProxyResult {
+function toResult(outcome: HttpOutcome, requestId: string, cors: Record<string, string>): APIGatewayProxyResult {
   if (!('status' in outcome)) {
-    const result = problemResult(outcome.error, requestId, outcome.headers);
+    const result = problemResult(outcome.error, requestId, outcome.headers, cors);
     if (result.statusCode >= 500) logger.error('request failed', { requestId, error: outcome.error as Error });
     return result;
   }
@@ -79,13 +79,15 @@ function toResult(outcome: HttpOutcome, requestId: string): APIGatewayProxyResul
   const text = outcome.contentType !== undefined && typeof outcome.body === 'string';
   return {
     statusCode: outcome.status,
-    headers: { 'Content-Type': text ? outcome.contentType! : 'application/json', ...corsResponseHeaders, 'X-Request-Id': requestId, ...outcome.headers },
+    headers: { 'Content-Type': text ? outcome.contentType! : 'application/json', ...cors, 'X-Request-Id': requestId, ...outcome.headers },
     body: text ? (outcome.body as string) : JSON.stringify(outcome.body),
   };
 }
 
-export function httpEdge(route: HttpRoute, options: { deps?: () => Promise<Deps> } = {}) {
+/** `sameOrigin`: answers for pages of this origin only (the settings API): no CORS headers. */
+export function httpEdge(route: HttpRoute, options: { deps?: () => Promise<Deps>; sameOrigin?: boolean } = {}) {
   const getDeps = options.deps ?? lambdaDeps;
+  const cors = options.sameOrigin ? {} : corsResponseHeaders;
   return middy<APIGatewayProxyEvent, APIGatewayProxyResult, Error, Context>()
     // Every request's metrics (e.g. RateLimitFailOpen) are published, whether it answered or threw.
     .use({ after: flushMetrics, onError: flushMetrics })
@@ -99,11 +101,11 @@ export function httpEdge(route: HttpRoute, options: { deps?: () => Promise<Deps>
       // Settings unreadable (SSM throttled or down at a cold start, no snapshot): a problem+json 503
       // the client can retry, not the gateway's bare 502 for a function that threw.
       logger.error('request failed: dependencies unavailable', { requestId, error: error as Error });
-      return problemResult(depsUnavailable(), requestId);
+      return problemResult(depsUnavailable(), requestId, {}, cors);
     }
     // A route reports its errors in the outcome; one that throws anyway is answered the same way.
     const outcome = await route(deps, toHttpRequest(event, requestId, context)).catch((error: unknown): HttpOutcome => ({ error, headers: {} }));
-    const result = toResult(outcome, requestId);
+    const result = toResult(outcome, requestId, cors);
     await recordRequest(deps, {
       requestId,
       organizationId: outcome.organizationId,

@@ -20,7 +20,8 @@ function readTokenSecret(): Promise<string> {
   return tokenSecret();
 }
 
-const api = httpEdge(settingsApi({ tokenSecret: readTokenSecret }));
+// Same-origin: the page calls it from its own origin; no other origin's script may (no CORS headers).
+const api = httpEdge(settingsApi({ tokenSecret: readTokenSecret }), { sameOrigin: true });
 
 /** The page path from the matched resource (the stage prefix of event.path differs between hosts). */
 function pagePath(event: APIGatewayProxyEvent): string | undefined {

@@ -1,5 +1,5 @@
 /**
- * The settings page (DESIGN §14): static HTML, CSS and one small script, served by the settings
+ * The settings page (DESIGN §14): static HTML, CSS and plain ES modules (one per section, docs/decisions.md "Settings page modules"), served by the settings
  * function at GET /settings and /settings/<asset>. The files sit in ./page next to this module and
  * are read once per container: from functions/settings-api/page locally, and from the `page/` folder
  * the CDK bundling copies next to index.mjs on Lambda (lib/stacks/crm-function.ts), so both read the
@@ -8,11 +8,11 @@
  * URL, so it works under an API Gateway stage prefix (/prod/settings) as on the local stack.
  */
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 
 export interface PageResponse { status: number; headers: Record<string, string>; body: string }
 
-/** The page's paths (routed to the settings function in lib/topology.ts). */
+/** The page's paths (routed to the settings function in lib/topology.ts); each module is `/settings/<name>.js`. */
 export const pagePaths = { html: '/settings', css: '/settings/settings.css', js: '/settings/settings.js' } as const;
 
 export const contentSecurityPolicy = [
@@ -30,10 +30,33 @@ const securityHeaders: Record<string, string> = {
 
 interface Asset { body: string; contentType: string; cacheControl: string }
 
-const read = (file: string) => readFileSync(new URL(`./page/${file}`, import.meta.url), 'utf8');
+const pageDir = new URL('./page/', import.meta.url);
+const read = (file: string) => readFileSync(new URL(file, pageDir), 'utf8');
 const version = (body: string) => createHash('sha256').update(body).digest('hex').slice(0, 12);
 
 let assets: Map<string, Asset> | undefined;
+
+/**
+ * The modules with their imports versioned (`./dom.js` → `./dom.js?v=<hash>`), each hash taken
+ * after its own imports were rewritten: a change in any module changes the URL of every module
+ * that imports it, up to the entry the HTML names, so a browser never pairs new and stale modules.
+ */
+function versionedModules(): Map<string, string> {
+  const sources = new Map(readdirSync(pageDir).filter((f) => f.endsWith('.js')).map((f) => [f, read(f)]));
+  const done = new Map<string, string>();
+  const resolve = (file: string, path: string[] = []): string => {
+    const ready = done.get(file);
+    if (ready !== undefined) return ready;
+    if (path.includes(file)) throw new Error(`settings page modules import each other in a cycle: ${[...path, file].join(' → ')}`);
+    const source = sources.get(file);
+    if (source === undefined) throw new Error(`settings page module ${path.at(-1)} imports ${file}, which does not exist`);
+    const body = source.replace(/(from\s+'\.\/)([\w-]+\.js)(')/g, (_, head: string, dep: string, tail: string) => `${head}${dep}?v=${version(resolve(dep, [...path, file]))}${tail}`);
+    done.set(file, body);
+    return body;
+  };
+  for (const file of sources.keys()) resolve(file);
+  return done;
+}
 
 /**
  * Read once per container. The HTML names the assets with a content hash (`?v=`), so a browser
@@ -42,15 +65,15 @@ let assets: Map<string, Asset> | undefined;
  */
 function loadAssets(): Map<string, Asset> {
   const css = read('settings.css');
-  const js = read('settings.js');
+  const modules = versionedModules();
   const html = read('settings.html')
     .replaceAll('{{cssVersion}}', version(css))
-    .replaceAll('{{jsVersion}}', version(js));
+    .replaceAll('{{jsVersion}}', version(modules.get('settings.js')!));
   const briefly = 'public, max-age=300';
   return new Map([
     [pagePaths.html, { body: html, contentType: 'text/html; charset=utf-8', cacheControl: 'no-store' }],
     [pagePaths.css, { body: css, contentType: 'text/css; charset=utf-8', cacheControl: briefly }],
-    [pagePaths.js, { body: js, contentType: 'text/javascript; charset=utf-8', cacheControl: briefly }],
+    ...[...modules].map(([file, body]): [string, Asset] => [`/settings/${file}`, { body, contentType: 'text/javascript; charset=utf-8', cacheControl: briefly }]),
   ]);
 }
 

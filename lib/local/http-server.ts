@@ -7,10 +7,11 @@
  * the CDK stack renders too (docs/local-stack.md). `/openapi.json` is a local extra.
  */
 import { createServer, type IncomingMessage, type ServerResponse, type Server } from 'node:http';
+import { deflateSync, gzipSync } from 'node:zlib';
 import { randomUUID } from 'node:crypto';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import {
-  catchAllAnswers, corsPreflightHeaders, corsResponseHeaders, edgeRules as defaultEdgeRules, gatewayMaxBodyBytes, gatewayProblemBody,
+  catchAllAnswers, compressionMinBytes, corsPreflightHeaders, corsResponseHeaders, crossOrigin, edgeRules as defaultEdgeRules, gatewayMaxBodyBytes, gatewayProblemBody,
   gatewayResponses, lambdaFailure, methodsOn, mockAcceptsContentType, routes, apiMethodFor, resourceFor, catchAllThrottle, applyEdgeTransforms, wellFormedKeys, isBinaryMediaType, malformedPath,
   type EdgeRuleSpec, type GatewayAnswerSpec, type RouteSpec, type ThrottleSpec,
 } from '../topology.js';
@@ -23,6 +24,19 @@ export type HttpHandler = (event: APIGatewayProxyEvent, context: ReturnType<type
 function send(res: ServerResponse, status: number, headers: Record<string, string>, body: string): void {
   res.writeHead(status, { ...headers, 'Content-Length': Buffer.byteLength(body) });
   res.end(body);
+}
+
+/**
+ * The function's answer as API Gateway sends it with minimumCompressionSize set: gzip (or deflate)
+ * when the client accepts it and the body is at least compressionMinBytes, else as is.
+ */
+function compressed(req: IncomingMessage, headers: Record<string, string | string[]>, payload: Buffer): { headers: Record<string, string | string[]>; payload: Buffer } {
+  const accepts = String(req.headers['accept-encoding'] ?? '').toLowerCase();
+  const already = Object.keys(headers).some((h) => h.toLowerCase() === 'content-encoding');
+  if (already || payload.length < compressionMinBytes) return { headers, payload };
+  const encoding = /\bgzip\b/.test(accepts) ? 'gzip' : /\bdeflate\b/.test(accepts) ? 'deflate' : undefined;
+  if (!encoding) return { headers, payload };
+  return { headers: { ...headers, 'Content-Encoding': encoding, Vary: 'Accept-Encoding' }, payload: encoding === 'gzip' ? gzipSync(payload) : deflateSync(payload) };
 }
 
 /**
@@ -213,7 +227,7 @@ export async function startHttpServer(options: LocalApiOptions): Promise<{ serve
         ? sendAnswer(res, spec, requestId, { fromMock: true })
         : sendAnswer(res, gatewayResponses.UNSUPPORTED_MEDIA_TYPE, requestId);
       if (allowed.length === 0) return mock(catchAllAnswers.notFound);
-      if (req.method === 'OPTIONS') {
+      if (req.method === 'OPTIONS' && crossOrigin(resource.resource)) {
         // The CORS preflight needs no key (DESIGN §6 Browsers): the headers of the stage's OPTIONS mock.
         return send(res, 204, corsPreflightHeaders(allowed), '');
       }
@@ -230,9 +244,9 @@ export async function startHttpServer(options: LocalApiOptions): Promise<{ serve
       }
       const headers: Record<string, string | string[]> = { ...(result.headers as Record<string, string>) };
       for (const [k, v] of Object.entries(result.multiValueHeaders ?? {})) headers[k] = v.map(String);
-      const payload = result.isBase64Encoded ? Buffer.from(result.body, 'base64') : Buffer.from(result.body ?? '');
-      res.writeHead(result.statusCode, { ...headers, 'Content-Length': payload.length });
-      res.end(payload);
+      const answer = compressed(req, headers, result.isBase64Encoded ? Buffer.from(result.body, 'base64') : Buffer.from(result.body ?? ''));
+      res.writeHead(result.statusCode, { ...answer.headers, 'Content-Length': answer.payload.length });
+      res.end(answer.payload);
     } catch (error) {
       options.onError?.(error);
       if (!res.headersSent) sendAnswer(res, gatewayResponses[lambdaFailure.type], requestId, { status: lambdaFailure.status, message: lambdaFailure.message });

@@ -3,14 +3,14 @@
  * answers, per-method throttles, CORS), its logs (access, execution, both with the stage's retention)
  * and the WAF in front of its stage, whose logs redact the headers that carry API keys.
  */
-import { ArnFormat, Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import { ArnFormat, Duration, RemovalPolicy, Size, Stack, Validations } from 'aws-cdk-lib';
 import * as apigw from 'aws-cdk-lib/aws-apigateway';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as wafv2 from 'aws-cdk-lib/aws-wafv2';
 import { Construct } from 'constructs';
 import {
-  catchAllAnswers, cors, corsResponseHeaders, edgeRules, gatewayProblemBody, gatewayResponses, methodsOn,
+  catchAllAnswers, compressionMinBytes, cors, corsResponseHeaders, crossOrigin, edgeRules, gatewayProblemBody, gatewayResponses, methodsOn,
   mockRequestContentTypes, mockRequestTemplate, edgeKeys, binaryMediaTypes, type EdgeKeySpec, type EdgeRuleSpec,
   routes, hasParameterChild, apiMethodFor, catchAllThrottle,
   type GatewayAnswerSpec, type GatewayResponseType, type FunctionName,
@@ -44,6 +44,8 @@ export class CrmApi extends Construct {
       endpointTypes: [apigw.EndpointType.REGIONAL],
       // Bodies the functions read reach them as bytes, so they decode UTF-8 strictly (docs/leads.md).
       binaryMediaTypes: [...binaryMediaTypes],
+      // gzip/deflate of larger answers (the settings page's assets): lib/topology.ts compressionMinBytes.
+      minCompressionSize: Size.bytes(compressionMinBytes),
       // Execution logs (errors only) need the account-level CloudWatch role.
       cloudWatchRole: true,
       deployOptions: {
@@ -52,7 +54,7 @@ export class CrmApi extends Construct {
         // each lead method and preflight gets the capacity-sized one (docs/capacity.md).
         throttlingRateLimit: catchAllThrottle.rateLimit,
         throttlingBurstLimit: catchAllThrottle.burstLimit,
-        methodOptions: Object.fromEntries([...new Set(routes.map((r) => r.path))].flatMap((path) => [...methodsOn(path), 'OPTIONS'].map((method) => {
+        methodOptions: Object.fromEntries([...new Set(routes.map((r) => r.path))].flatMap((path) => [...methodsOn(path), ...(crossOrigin(path) ? ['OPTIONS'] : [])].map((method) => {
           const { throttle } = apiMethodFor(path, method);
           // A method's own entry replaces the stage default entirely: repeat the logging level.
           return [`${path}/${method}`, { throttlingRateLimit: throttle.rateLimit, throttlingBurstLimit: throttle.burstLimit, loggingLevel: apigw.MethodLoggingLevel.ERROR }];
@@ -90,15 +92,15 @@ export class CrmApi extends Construct {
       if (allowed.length > 0) {
         resource.addMethod('ANY', ...this.answerWithoutFunction(catchAllAnswers.methodNotAllowed(allowed)));
         // Preflights are answered by API Gateway itself, without a key. Expose-Headers is not a
-        // preflight header: it is on every real answer.
-        const preflight = resource.addCorsPreflight({
+        // preflight header: it is on every real answer. Same-origin routes (settings) have none.
+        const preflight = crossOrigin(resource.path) ? resource.addCorsPreflight({
           allowOrigins: cors.allowOrigins,
           allowHeaders: cors.allowHeaders,
           allowMethods: [...allowed, 'OPTIONS'],
           maxAge: Duration.seconds(cors.maxAgeSeconds),
-        });
+        }) : undefined;
         // A preflight carrying a binary-typed body (binaryMediaTypes) must reach its mock as text, as the catch-alls do.
-        (preflight.node.defaultChild as apigw.CfnMethod).addPropertyOverride('Integration.ContentHandling', 'CONVERT_TO_TEXT');
+        (preflight?.node.defaultChild as apigw.CfnMethod | undefined)?.addPropertyOverride('Integration.ContentHandling', 'CONVERT_TO_TEXT');
       } else {
         resource.addMethod('ANY', ...this.answerWithoutFunction(catchAllAnswers.notFound));
       }

@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
@@ -167,15 +167,16 @@ describe('the bundles against the local emulators', () => {
     const html = await page.text();
     expect({ status: page.status, type: page.headers.get('content-type') }).toEqual({ status: 200, type: 'text/html; charset=utf-8' });
     expect(page.headers.get('content-security-policy')).toContain("script-src 'self'");
-    // The HTML names its assets with a content hash (page.ts); otherwise the file as written.
-    const unversioned = (text: string) => text.replace(/\?v=(\{\{\w+\}\}|[0-9a-f]+)/g, '?v=');
+    // The HTML names its assets, and each module its imports, with a content hash (page.ts); otherwise the files as written.
+    const unversioned = (text: string) => text.replace(/\?v=(\{\{\w+\}\}|[0-9a-f]+)/g, '');
     expect(unversioned(html)).toBe(unversioned(readFileSync('functions/settings-api/page/settings.html', 'utf8')));
     const assets = [...html.matchAll(/"(settings\/(settings\.(?:js|css))\?v=[0-9a-f]+)"/g)];
     expect(assets.map(([, , file]) => file).sort()).toEqual(['settings.css', 'settings.js']);
-    for (const [, src, file] of assets) {
-      const res = await fetch(new URL(src, `${apiUrl}/settings`));
-      expect(res.status).toBe(200);
-      expect(await res.text()).toBe(readFileSync(`functions/settings-api/page/${file}`, 'utf8'));
+    const modules = readdirSync('functions/settings-api/page').filter((f) => f.endsWith('.js'));
+    for (const file of ['settings.css', ...modules]) {
+      const res = await fetch(new URL(`settings/${file}`, `${apiUrl}/settings`));
+      expect({ file, status: res.status }).toEqual({ file, status: 200 });
+      expect(unversioned(await res.text())).toBe(readFileSync(`functions/settings-api/page/${file}`, 'utf8'));
     }
   });
 

@@ -18,7 +18,7 @@ import { generateApiKey } from '../../functions/core/tenancy/api-keys.js';
 import type { CrmStack } from '../../lib/stacks/crm-stack.js';
 import {
   secrets, hasParameterChild, type SecretName,
-  cors, deliveryMaxConcurrency, slowLaneMaxConcurrency, edgeAddressLimitPer5Minutes, edgeKeyLimitPerMinute, functions, gatewayResponses, mockRequestContentTypes, outputKeys, queues, routes, routeThrottle, catchAllThrottle, settingsThrottle, tables,
+  cors, deliveryMaxConcurrency, slowLaneMaxConcurrency, edgeAddressLimitPer5Minutes, edgeKeyLimitPerMinute, functions, gatewayResponses, mockRequestContentTypes, outputKeys, queues, routes, crossOrigin, compressionMinBytes, routeThrottle, catchAllThrottle, settingsThrottle, tables,
   type FunctionName, type QueueName, type TableAccess, type TableName,
 } from '../../lib/topology.js';
 
@@ -306,7 +306,7 @@ describe('the CDK stack', () => {
       '/api/webhook/leads OPTIONS': sized,
     });
     // Every routed method and its path's preflight (the settings routes included, `{id}` paths too), nothing else.
-    const routed = [...new Set(routes.flatMap((r) => [`${r.path} ${r.method}`, `${r.path} OPTIONS`]))];
+    const routed = [...new Set(routes.flatMap((r) => [`${r.path} ${r.method}`, ...(crossOrigin(r.path) ? [`${r.path} OPTIONS`] : [])]))];
     expect(Object.keys(settings).sort()).toEqual(['/* *', ...routed].sort());
     // The settings routes (a few admins per organization) get a small bucket of their own: their
     // ~30 methods at the lead size would exceed the account's quota (docs/capacity.md).
@@ -395,7 +395,12 @@ describe('the CDK stack', () => {
     }
     // Preflights only where a route is (elsewhere OPTIONS is a 404 like any method).
     const options = Object.values(template.findResources('AWS::ApiGateway::Method')).filter((m) => m.Properties.HttpMethod === 'OPTIONS');
-    expect(options.map((m) => pathOf(m.Properties.ResourceId)).sort()).toEqual([...routePaths].sort());
+    // None on the same-origin settings paths (docs/settings.md).
+    expect(options.map((m) => pathOf(m.Properties.ResourceId)).sort()).toEqual([...routePaths].filter(crossOrigin).sort());
+  });
+
+  it('compresses answers of compressionMinBytes or more (gzip/deflate), as the local gateway does', () => {
+    template.hasResourceProperties('AWS::ApiGateway::RestApi', { MinimumCompressionSize: compressionMinBytes });
   });
 
   it('answers its own errors (throttle, WAF block, 413, 504, unknown route, any other 4xx/5xx) as problem+json with the request id, CORS, and Retry-After on 429s', () => {
@@ -514,6 +519,7 @@ describe('the CDK stack', () => {
       GlobalSecondaryIndexes: [
         Match.objectLike({ IndexName: 'gsi1', Projection: { ProjectionType: 'KEYS_ONLY' } }),
         Match.objectLike({ IndexName: 'due', KeySchema: [{ AttributeName: 'duePk', KeyType: 'HASH' }, { AttributeName: 'dueAt', KeyType: 'RANGE' }], Projection: { ProjectionType: 'KEYS_ONLY' } }),
+        Match.objectLike({ IndexName: 'byCreated', KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }, { AttributeName: 'createdAt', KeyType: 'RANGE' }], Projection: { ProjectionType: 'KEYS_ONLY' } }),
       ],
     });
   });

@@ -14,6 +14,56 @@ export const MAX_ERROR_CHARS = 300;
 /** Attempts a delivery record keeps; older ones are only counted. */
 export const MAX_KEPT_ATTEMPTS = 20;
 
+/** Headers an attempt keeps of its request and of its response, characters per name and per value. */
+export const MAX_KEPT_HEADERS = 20;
+export const MAX_HEADER_NAME_CHARS = 64;
+export const MAX_HEADER_CHARS = 200;
+/** UTF-8 bytes of names and values kept per side: an attempt's headers stay under 2 KB. */
+export const MAX_HEADER_BYTES = 1024;
+
+/** The request headers shown with their values; any other (a custom header, say) by its name alone. */
+const SHOWN_REQUEST_HEADERS = new Set(['webhook-id', 'webhook-timestamp', 'webhook-signature', 'content-type', 'user-agent', 'content-length']);
+export const NOT_KEPT = '(not kept)';
+export const REDACTED = '(redacted)';
+/** Response headers that may carry a credential (a receiver's session cookie, say): kept by name only. */
+export const credentialLike = (name: string): boolean =>
+  ['set-cookie', 'www-authenticate', 'authorization'].includes(name) || name.startsWith('proxy-') || /token|secret|key|auth|cookie/i.test(name);
+
+/**
+ * The headers an attempt shows (settings API, docs/settings.md), bounded like the rest of the log:
+ * at most MAX_KEPT_HEADERS, names cut at MAX_HEADER_NAME_CHARS, values at MAX_HEADER_CHARS, and
+ * MAX_HEADER_BYTES in all (the headers after that are left out). Of the request, only the
+ * allow-listed headers keep a value (a signature shortened to its scheme and first characters);
+ * of the response, credential-like headers are redacted. Anyone holding a settings link sees them.
+ */
+export function keptHeaders(pairs: [string, string][], side: 'request' | 'response'): Record<string, string> {
+  const kept: Record<string, string> = {};
+  let bytes = 0;
+  for (const [raw, value] of pairs.slice(0, MAX_KEPT_HEADERS)) {
+    const name = clip(raw.toLowerCase(), MAX_HEADER_NAME_CHARS);
+    const shown = side === 'request'
+      ? (!SHOWN_REQUEST_HEADERS.has(name) ? NOT_KEPT : name === 'webhook-signature' ? value.split(' ').map((s) => clip(s, 16)).join(' ') : clip(value, MAX_HEADER_CHARS))
+      : (credentialLike(name) ? REDACTED : clip(value, MAX_HEADER_CHARS));
+    bytes += Buffer.byteLength(name) + Buffer.byteLength(shown);
+    if (bytes > MAX_HEADER_BYTES) break;
+    kept[name] = shown;
+  }
+  return kept;
+}
+
+/** `text` cut to at most `max` UTF-8 bytes, at a character boundary (a body excerpt decoded with U+FFFD for bad bytes can grow threefold). */
+export function clipBytes(text: string, max: number): string {
+  if (Buffer.byteLength(text) <= max) return text;
+  let out = '';
+  let bytes = 0;
+  for (const char of text) {
+    bytes += Buffer.byteLength(char);
+    if (bytes > max) break;
+    out += char;
+  }
+  return out;
+}
+
 /** `text` cut to `max` characters (code points: never half an emoji), marked with an ellipsis when cut. */
 export function clip(text: string, max: number): string {
   const chars = Array.from(text);

@@ -16,11 +16,11 @@ import { keys, type DeliveryAttempt, type DeliveryMessage, type DeliveryRecord, 
 import { activeSecrets, endpointsOf, recordEndpointHealth } from './endpoints.js';
 import { logger, metrics } from '../platform/observability.js';
 import { signatureHeaders } from './signing.js';
-import { postWebhook, type PostResult } from './http-client.js';
+import { MAX_RESPONSE_BODY_BYTES, postWebhook, type PostResult } from './http-client.js';
 import { MAX_ATTEMPTS, parseRetryAfter, retryDelaySeconds } from './schedule.js';
 import { allowListFor } from './ssrf.js';
 import { admitAttempt, markSlow, recordAttempt } from './circuit-store.js';
-import { attemptError } from './attempt-log.js';
+import { attemptError, clipBytes, keptHeaders } from './attempt-log.js';
 import type { Lane } from './circuit-breaker.js';
 import { attemptNumberOf, deferDelivery, readDeliveryMessage, sendDeliveryMessages, sendToDeadLetters } from './queue.js';
 import { deliveryStore, transition } from './delivery-port.js';
@@ -85,7 +85,10 @@ function attemptRecord(deps: Deps, attempt: number, result: PostResult): Deliver
     at: new Date(deps.now()).toISOString(), attempt, latencyMs: result.latencyMs,
     ...(result.status !== undefined ? { statusCode: result.status } : {}),
     ...(result.error ? { error: attemptError(result) } : {}),
-    ...(result.responseBody ? { responseBody: result.responseBody } : {}),
+    ...(result.responseBody ? { responseBody: clipBytes(result.responseBody, MAX_RESPONSE_BODY_BYTES) } : {}),
+    // Shown with the attempt in the settings page (bounded: attempt-log.ts keptHeaders).
+    ...(result.requestHeaders ? { requestHeaders: keptHeaders(result.requestHeaders, 'request') } : {}),
+    ...(result.responseHeaders ? { responseHeaders: keptHeaders(result.responseHeaders, 'response') } : {}),
   };
 }
 
@@ -98,6 +101,10 @@ export function hollowPayloadReason(record: Pick<DeliveryRecord, 'payloadOmitted
   const tooBig = record.payloadOmitted === true || /byte queue budget/.test(record.reason ?? '');
   return tooBig ? 'the event was too large to queue; its payload was not kept, so it is never sent' : undefined;
 }
+
+/** Whether the message belongs to a round that a later re-drive replaced (messages without a round predate rounds). */
+export const supersededByRedrive = (message: DeliveryMessage, record: Pick<DeliveryRecord, 'redrivenAt'>): boolean =>
+  message.round !== undefined && record.redrivenAt !== undefined && message.round < Date.parse(record.redrivenAt);
 
 /** What an attempt needs of the delivery record before sending: whether it is still to be sent, and its attempts. */
 type RecordState = Pick<DeliveryRecord, 'status' | 'payloadOmitted' | 'reason' | 'attempts' | 'createdAt' | 'redrivenAt'> | undefined;
@@ -126,6 +133,9 @@ export async function attemptDelivery(
     logger.warn('delivery record missing; message dropped', { deliveryId: message.deliveryId });
     return { kind: 'skipped', attempt: 0, reason: 'no delivery record' };
   }
+  // A message of a round before the record's last re-drive (a retry still waiting when "Retry now"
+  // re-queued it, say) is consumed without an attempt: one delivery never runs two retry chains.
+  if (supersededByRedrive(message, record)) return { kind: 'skipped', attempt: 0, reason: 'superseded by a re-drive' };
   const attempt = attemptNumberOf(message, record);
   if (record.status === 'delivered') return { kind: 'delivered', attempt, reason: 'already delivered' };
   const hollow = hollowPayloadReason(record);

@@ -36,6 +36,9 @@ export interface PostResult {
   responseBody?: string;
   /** The raw Retry-After header, if any (parse with schedule.parseRetryAfter). */
   retryAfter?: string;
+  /** What was sent and what came back, as pairs (the attempt log keeps them bounded: attempt-log.ts keptHeaders). */
+  requestHeaders?: [string, string][];
+  responseHeaders?: [string, string][];
 }
 
 /** Where a connection would go once the guard has passed it: a resolved address, never a name. */
@@ -165,8 +168,19 @@ export async function postWebhook(input: PostWebhookInput): Promise<PostResult> 
   let attempt = await send(url, agent, input, deadline);
   // A kept-alive socket the receiver had just closed: the request never reached it, so try once more.
   if (attempt.staleSocket && performance.now() < deadline) attempt = await send(url, agent, input, deadline);
-  return finish(attempt.outcome);
+  return { ...finish(attempt.outcome), requestHeaders: Object.entries(sentHeaders(input)) };
 }
+
+/** The request's headers: the signature's, then ours. */
+const sentHeaders = (input: PostWebhookInput): Record<string, string> => ({
+  ...input.headers,
+  'Content-Type': 'application/json',
+  'User-Agent': USER_AGENT,
+  'Content-Length': String(Buffer.byteLength(input.body)),
+});
+
+/** Node's raw header list (name, value, name, value, ...) as pairs. */
+const pairsOf = (raw: string[]): [string, string][] => Array.from({ length: Math.floor(raw.length / 2) }, (_, i) => [raw[2 * i], raw[2 * i + 1]]);
 
 function send(url: URL, agent: http.Agent, input: PostWebhookInput, deadline: number): Promise<{ outcome: Outcome; staleSocket?: boolean }> {
   return new Promise((resolve) => {
@@ -189,12 +203,7 @@ function send(url: URL, agent: http.Agent, input: PostWebhookInput, deadline: nu
       request = client.request(url, {
         method: 'POST',
         agent,
-        headers: {
-          ...input.headers,
-          'Content-Type': 'application/json',
-          'User-Agent': USER_AGENT,
-          'Content-Length': String(Buffer.byteLength(input.body)),
-        },
+        headers: sentHeaders(input),
       }, (response) => {
         status = response.statusCode ?? 0;
         const chunks: Buffer[] = [];
@@ -207,6 +216,7 @@ function send(url: URL, agent: http.Agent, input: PostWebhookInput, deadline: nu
             ok: status! >= 200 && status! < 300,
             status,
             responseBody: Buffer.concat(chunks).toString('utf8'),
+            responseHeaders: pairsOf(response.rawHeaders),
             ...(retryAfter ? { retryAfter } : {}),
             ...(redirect ? { error: `redirect (${status}) to ${shortLocation(response.headers.location)} not followed`, errorCode: 'EREDIRECT' } : {}),
           };

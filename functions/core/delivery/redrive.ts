@@ -111,6 +111,16 @@ export async function redriveFailed(
   return { redriven: failed.length, hollow: listed.length - redrivable.length, remaining: redrivable.length - failed.length, ...(deadLetters ? { deadLetters } : {}) };
 }
 
+/**
+ * Re-queues the given deliveries (records read without their payloads, e.g. the settings API's
+ * bounded scan of failed ones); their payloads are joined back here. Returns how many were queued.
+ */
+export async function redriveRecords(deps: Deps, records: Omit<DeliveryRecord, 'payload'>[]): Promise<number> {
+  const withPayload = await withPayloads(deps, records as DeliveryRecord[]);
+  for (const batch of inBatches(withPayload, 10)) await requeue(deps, batch.map(toMessage));
+  return withPayload.length;
+}
+
 /** What a pass over the dead-letter queue did: `complete` is false when it stopped at its cap. */
 export interface SweepResult {
   moved: number;

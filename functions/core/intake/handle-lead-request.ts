@@ -12,7 +12,7 @@ import { readJsonBody, type Caller, type HttpOutcome, type HttpRequest } from '.
 import type { AuthContext } from '../platform/model.js';
 import type { Client } from '../platform/crm-fields.js';
 import { logger } from '../platform/observability.js';
-import { authenticate, ExposedSecretKeyError } from '../tenancy/authenticate.js';
+import { authenticate, ExposedSecretKeyError, RejectedKeyError } from '../tenancy/authenticate.js';
 import { checkAddressRateLimit, checkRateLimit, rateLimitFor, rateLimitHeaders, reserveDailyCall, type RateLimitState } from '../tenancy/rate-limit.js';
 import { createLead, newLeadClient, type LeadOutcome } from './create-lead.js';
 import { boundedMeta } from './merge.js';
@@ -67,6 +67,8 @@ export async function handleLeadRequest(deps: Deps, request: HttpRequest): Promi
   } catch (error) {
     // Recorded under the key's organization, so its owner sees that a secret key sits in a page.
     if (error instanceof ExposedSecretKeyError) known = { ...known, organizationId: error.organizationId, keyId: error.keyId, outcome: 'secret-key-exposed' };
+    // A revoked or expired key's refused call, in its owner's request log (not billed: nothing was created).
+    if (error instanceof RejectedKeyError) known = { ...known, organizationId: error.organizationId, keyId: error.keyId, outcome: error.reason };
     if (wantsHtml(request)) return errorPage(error, request, known);
     return { ...known, error };
   }

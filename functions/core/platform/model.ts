@@ -88,6 +88,8 @@ export interface ApiKeyRecord {
   name: string;
   /** SHA-256 of the full key, hex. The key itself is never stored. */
   hash: string;
+  /** The key's last 4 characters, to tell keys apart on screen (absent on keys made before it was kept). */
+  last4?: string;
   createdAt: string;
   /** ISO time after which the key no longer authenticates (rotation grace, revocation). */
   expiresAt?: string;
@@ -168,6 +170,8 @@ export interface EventPayload {
   timestamp: string;
   organization_id: string;
   data: { object: Record<string, unknown>; previous?: Record<string, unknown> };
+  /** Only on a test send of a catalog event (its example payload, not a real record): docs/events.md. */
+  test?: true;
 }
 
 export type DeliveryStatus = 'pending' | 'delivered' | 'failed' | 'skipped';
@@ -180,6 +184,9 @@ export interface DeliveryAttempt {
   error?: string;
   /** First 4 KiB of the response body. */
   responseBody?: string;
+  /** The request's and the response's headers, bounded (delivery/attempt-log.ts keptHeaders). */
+  requestHeaders?: Record<string, string>;
+  responseHeaders?: Record<string, string>;
 }
 
 export interface DeliveryRecord {

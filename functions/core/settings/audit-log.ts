@@ -13,7 +13,7 @@ import { queryNewest } from '../platform/query.js';
 export type AuditAction =
   | 'key.created' | 'key.rotated' | 'key.revoked'
   | 'endpoint.created' | 'endpoint.updated' | 'endpoint.deleted' | 'endpoint.secret_rotated' | 'endpoint.tested'
-  | 'delivery.redelivered' | 'deliveries.redelivered'
+  | 'delivery.redelivered' | 'deliveries.redelivered' | 'deliveries.recovered'
   | 'organization.duplicate_policy_set';
 
 export interface AuditEntry {

@@ -1,29 +1,82 @@
 /**
- * GET /api/settings/deliveries reads an organization's deliveries without their payloads: a list
- * shows none, and the domain's listDeliveries (delivery/redrive.ts) fetches every listed delivery's
- * event item (up to the queue's 240 KiB each) for the CLI, i.e. every event of the organization on
- * each page of the settings list. Only the attributes a summary shows are projected. Delivery ids
- * are hashes, not time-ordered, so the partition is still read whole and sorted here (a
- * newest-first page read needs an index keyed by creation time).
+ * The settings API's delivery lists, served from the deliveries table's `byCreated` index
+ * (lib/topology.ts: keys-only, the organization's partition key and each record's `createdAt`; event
+ * items have no `createdAt`, so only delivery records are in it). A page is read newest first, a
+ * time range is the index's key condition, and each page of index keys is followed by one
+ * BatchGetItem of the summaries' attributes (never a payload, never an event item). Status, endpoint
+ * and event type are filters over what was read: a page looks at READ_BUDGET keys at most and
+ * otherwise ends short with a cursor, so no call reads the organization's whole history.
  */
+import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../platform/deps.js';
 import { keys, type DeliveryRecord } from '../platform/model.js';
-import { queryAll } from '../platform/query.js';
+import { deliveryStore } from '../delivery/delivery-port.js';
 
 /** What deliverySummary (views.ts) shows: no payload. */
 export type DeliverySummaryRecord = Omit<DeliveryRecord, 'payload'>;
 
-const shown = ['id', 'organizationId', 'endpointId', 'eventId', 'eventType', 'status', 'reason', 'attempts', 'olderAttempts', 'createdAt', 'updatedAt', 'nextAttemptAt'] as const;
+const shown = ['pk', 'sk', 'id', 'organizationId', 'endpointId', 'eventId', 'eventType', 'status', 'reason', 'attempts', 'olderAttempts', 'createdAt', 'updatedAt', 'nextAttemptAt', 'payloadOmitted'];
+/** The index the lists read (lib/topology.ts `deliveries.globalIndexes`). */
+export const BY_CREATED_INDEX = 'byCreated';
+/** Index keys one call looks at, at most, before answering a short page with a cursor. */
+export const READ_BUDGET = 1_000;
+const INDEX_PAGE = 100;
 
-export async function listDeliverySummaries(deps: Deps, organizationId: string): Promise<DeliverySummaryRecord[]> {
-  const items = await queryAll(deps, {
-    TableName: deps.tables.deliveries,
-    KeyConditionExpression: 'pk = :pk AND begins_with(sk, :sk)',
-    ExpressionAttributeValues: { ':pk': keys.org(organizationId).pk, ':sk': keys.deliveryPrefix },
-    // Names, not the attributes themselves: status and others are DynamoDB reserved words.
-    ProjectionExpression: shown.map((_, i) => `#a${i}`).join(', '),
-    ExpressionAttributeNames: Object.fromEntries(shown.map((name, i) => [`#a${i}`, name])),
-    ConsistentRead: true,
-  });
-  return items.map((item) => ({ ...item, attempts: item.attempts ?? [] }) as unknown as DeliverySummaryRecord);
+/** Where the next page starts: the index position of the last delivery shown (or looked at). */
+export interface SummaryCursor { createdAt: string; id: string }
+
+export interface SummaryQuery {
+  since?: string;
+  until?: string;
+  after?: SummaryCursor;
+  /** Deliveries wanted; with `limit + 1` found the page ends and `next` is set. */
+  limit: number;
+  keep?: (d: DeliverySummaryRecord) => boolean;
+  /** Index keys to look at before ending a short page (READ_BUDGET by default). */
+  budget?: number;
+}
+
+const toSummary = ({ pk: _pk, sk: _sk, ...item }: Record<string, unknown>) => ({ ...item, attempts: item.attempts ?? [] }) as unknown as DeliverySummaryRecord;
+
+/** A page of the organization's deliveries, newest first (by creation, then id). */
+export async function pageDeliverySummaries(deps: Deps, organizationId: string, query: SummaryQuery): Promise<{ items: DeliverySummaryRecord[]; next: SummaryCursor | null; looked: number }> {
+  const pk = keys.org(organizationId).pk;
+  const range = query.since && query.until ? ' AND createdAt BETWEEN :since AND :until' : query.since ? ' AND createdAt >= :since' : query.until ? ' AND createdAt <= :until' : '';
+  const budget = query.budget ?? READ_BUDGET;
+  const found: DeliverySummaryRecord[] = [];
+  let start: Record<string, unknown> | undefined = query.after ? { pk, sk: keys.delivery(organizationId, query.after.id).sk, createdAt: query.after.createdAt } : undefined;
+  let looked = 0;
+  for (;;) {
+    const out = await deps.doc.send(new QueryCommand({
+      TableName: deps.tables.deliveries, IndexName: BY_CREATED_INDEX, ScanIndexForward: false,
+      KeyConditionExpression: `pk = :pk${range}`,
+      ExpressionAttributeValues: { ':pk': pk, ...(query.since ? { ':since': query.since } : {}), ...(query.until ? { ':until': query.until } : {}) },
+      Limit: Math.min(INDEX_PAGE, budget - looked), ExclusiveStartKey: start,
+    }));
+    const indexKeys = out.Items ?? [];
+    looked += indexKeys.length;
+    const records = await deliveryStore(deps).get(indexKeys.map((k) => ({ pk: k.pk as string, sk: k.sk as string })), { consistent: true, projection: shown });
+    const bySk = new Map(records.map((r) => [r.sk as string, r]));
+    for (const key of indexKeys) {
+      const item = bySk.get(key.sk as string);
+      if (!item) continue; // expired (TTL) between the index read and the record read
+      const summary = toSummary(item);
+      if (query.keep && !query.keep(summary)) continue;
+      found.push(summary);
+      if (found.length > query.limit) {
+        const items = found.slice(0, query.limit);
+        return { items, next: { createdAt: items.at(-1)!.createdAt, id: items.at(-1)!.id }, looked };
+      }
+    }
+    if (!out.LastEvaluatedKey) return { items: found, next: null, looked };
+    start = out.LastEvaluatedKey;
+    // The budget spent: a short page, continuing after the last delivery looked at.
+    if (looked >= budget) return { items: found, next: { createdAt: start.createdAt as string, id: String(start.sk).slice(keys.deliveryPrefix.length) }, looked };
+  }
+}
+
+/** Deliveries by id (those of this organization that exist), for a search by delivery or event id. */
+export async function summariesById(deps: Deps, organizationId: string, deliveryIds: string[]): Promise<DeliverySummaryRecord[]> {
+  const items = await deliveryStore(deps).get(deliveryIds.map((id) => keys.delivery(organizationId, id)), { consistent: true, projection: shown });
+  return items.map(toSummary).sort((a, b) => b.createdAt.localeCompare(a.createdAt) || b.id.localeCompare(a.id));
 }

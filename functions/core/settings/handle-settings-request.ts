@@ -6,53 +6,35 @@
  * calls the same ones): api-keys.ts, endpoints.ts, test-event.ts, redrive.ts.
  */
 import type { Deps } from '../platform/deps.js';
-import { DomainError, methodNotAllowed, notFound, tooManyRequests, unauthorized, validationFailed, type FieldError } from '../platform/errors.js';
+import { conflict, DomainError, methodNotAllowed, notFound, tooManyRequests, unauthorized, validationFailed, type FieldError } from '../platform/errors.js';
 import { logger } from '../platform/observability.js';
-import { readJsonBody, type HttpOutcome, type HttpRequest } from '../platform/http-request.js';
-import type { Organization } from '../platform/model.js';
+import type { HttpOutcome, HttpRequest } from '../platform/http-request.js';
 import { createApiKey, listApiKeys, revokeApiKey, rotateApiKey, type NewApiKeyOptions } from '../tenancy/api-keys.js';
 import { getOrganization, setDuplicatePolicy } from '../tenancy/organizations.js';
 import { checkRateLimit, rateLimitHeaders } from '../tenancy/rate-limit.js';
 import { addEndpoint, getEndpoint, listEndpoints, removeEndpoint, rotateSecret, updateEndpoint } from '../delivery/endpoints.js';
-import { redriveDelivery, redriveFailed } from '../delivery/redrive.js';
-import { findOrganizationDelivery, waitForFirstOutcome } from '../delivery/first-outcome.js';
+import { waitForFirstOutcome } from '../delivery/first-outcome.js';
 import { sendTestEvent } from '../events/test-event.js';
 import { catalog } from '../events/catalog.js';
-import { listAudit, recordChange, type AuditAction } from './audit-log.js';
+import { eventSchema } from '../events/event-schema.js';
+import { listAudit, recordChange } from './audit-log.js';
 import { bearerToken, verifySessionToken, type Session } from './session-token.js';
 import { settingsOverview } from './overview.js';
 import { listRequestHistory } from './request-history.js';
-import { listDeliverySummaries } from './delivery-summaries.js';
-import { deliveryDetail, deliverySummary, endpointView, isRetrying, keyView, type DeliveryStatusView } from './views.js';
+import { deliveryOperations } from './delivery-operations.js';
+import { graceOf, limitOf, objectBody, unknownFields, type Context, type Operation } from './request-fields.js';
+import { deliveryDetail, endpointView, keyView } from './views.js';
 
 /** Management requests per organization per minute (all of its admins together). */
 export const SETTINGS_RATE_LIMIT_PER_MINUTE = 300;
-const MAX_BODY_BYTES = 16 * 1024;
 /** How long "Send test event" waits for the first attempt before answering with the delivery still pending. */
 export const TEST_EVENT_WAIT_MS = 10_000;
-const MAX_GRACE_HOURS = 168;
 /** Seconds a caller waits before retrying when the session-token secret cannot be read. */
 export const SECRET_RETRY_AFTER_SECONDS = 5;
-/** The statuses the deliveries list filters by (an unknown one is a 422, not an empty list). */
-const DELIVERY_STATUSES: DeliveryStatusView[] = ['pending', 'retrying', 'delivered', 'failed', 'skipped'];
 /** The bounds live in the domain, enforced in the write that adds one (docs/decisions.md "Settings writes"). */
 export { MAX_SIGNING_SECRETS } from '../delivery/endpoints.js';
 export { MAX_LIVE_KEYS } from '../tenancy/api-keys.js';
-/** Failed deliveries one "Re-deliver all failed" re-queues (newest first); the answer's `remaining` counts the rest. */
-export const REDELIVER_ALL_MAX = 500;
-
-interface Context {
-  deps: Deps;
-  request: HttpRequest;
-  session: Session;
-  organization: Organization;
-  params: Record<string, string>;
-  query: Record<string, string>;
-  /** Records a change in the audit log as the session's user. */
-  audit(action: AuditAction, targetId?: string, detail?: Record<string, unknown>): Promise<unknown>;
-}
-type Answer = { status: number; body: unknown };
-type Operation = (c: Context) => Promise<Answer>;
+export { REDELIVER_ALL_MAX } from './bulk-redelivery.js';
 
 /** The operations by `METHOD resource` (the resources of lib/topology.ts routes). */
 const operations: Record<string, Operation> = {
@@ -105,8 +87,11 @@ const operations: Record<string, Operation> = {
   'GET /api/settings/events': async () => ({
     status: 200,
     body: {
-      // What an endpoint can subscribe to: webhook.test goes to every endpoint anyway.
-      events: catalog.filter((e) => e.type !== 'webhook.test').map((e) => ({ name: e.type, alias: e.alias ?? null, description: e.description, group: groupOf(e.type) })),
+      // What an endpoint can subscribe to (webhook.test goes to every endpoint anyway), each with its
+      // payload's JSON Schema and an example (the catalog's: docs/events.md).
+      events: catalog.filter((e) => e.type !== 'webhook.test').map((e) => ({
+        name: e.type, alias: e.alias ?? null, description: e.description, group: groupOf(e.type), schema: eventSchema(e), example: e.example,
+      })),
     },
   }),
 
@@ -158,8 +143,16 @@ const operations: Record<string, Operation> = {
   'POST /api/settings/webhooks/{id}/test': async (c) => {
     const endpoint = await getEndpoint(c.deps, c.organization.id, c.params.id);
     if (!endpoint) throw notFound(`No endpoint ${c.params.id}.`);
-    const { eventId, deliveryIds: [deliveryId] } = await sendTestEvent(c.deps, c.organization.id, endpoint.id);
-    await c.audit('endpoint.tested', endpoint.id, { eventId, deliveryId });
+    // A test is the check before enabling one's receiver: it would be skipped, or sent while the page says disabled.
+    if (!endpoint.enabled) throw conflict(`The endpoint ${endpoint.id} is disabled: enable it, then send a test event.`);
+    const body = objectBody(c.request, true);
+    const errors = unknownFields(body, ['event_type']);
+    if (body.event_type !== undefined && typeof body.event_type !== 'string') errors.push({ field: 'event_type', message: 'must be an event name' });
+    if (errors.length) throw validationFailed(errors);
+    // Any event type the endpoint subscribes to, sent as its catalog example marked `"test": true`; webhook.test by default.
+    const eventType = body.event_type as string | undefined;
+    const { eventId, deliveryIds: [deliveryId] } = await sendTestEvent(c.deps, c.organization.id, endpoint.id, { eventType });
+    await c.audit('endpoint.tested', endpoint.id, { eventId, deliveryId, eventType: eventType ?? 'webhook.test' });
     // Bounded by the function's own time left (less a margin to answer), whichever is sooner.
     const left = c.request.deadline === undefined ? TEST_EVENT_WAIT_MS : c.request.deadline - Date.now() - 3_000;
     const delivery = await waitForFirstOutcome(c.deps, deliveryId, Math.max(0, Math.min(TEST_EVENT_WAIT_MS, left)));
@@ -167,55 +160,7 @@ const operations: Record<string, Operation> = {
     return { status: 200, body: { delivery: deliveryDetail(delivery, new Map([[endpoint.id, endpoint.url]])) } };
   },
 
-  'GET /api/settings/deliveries': async (c) => {
-    const { status, endpoint, since, until, cursor } = c.query;
-    const limit = limitOf(c.query.limit);
-    if (status && !DELIVERY_STATUSES.includes(status as DeliveryStatusView)) throw validationFailed([{ field: 'status', message: `must be one of ${DELIVERY_STATUSES.join(', ')}` }]);
-    if (endpoint && !(await getEndpoint(c.deps, c.organization.id, endpoint))) throw notFound(`No endpoint ${endpoint}.`);
-    const after = cursor ? decodeCursor(cursor) : undefined;
-    const [from, to] = [timeOf('since', since), timeOf('until', until)];
-    // Summaries only (no payloads): see delivery-summaries.ts.
-    const all = (await listDeliverySummaries(c.deps, c.organization.id))
-      .filter((d) => (!endpoint || d.endpointId === endpoint) && (!from || d.createdAt >= from) && (!to || d.createdAt <= to));
-    const filtered = status === 'retrying' ? all.filter(isRetrying)
-      : status === 'pending' ? all.filter((d) => d.status === 'pending' && !isRetrying(d))
-        : status ? all.filter((d) => d.status === status) : all;
-    // Newest first by (createdAt, id): the cursor is the last item of the previous page.
-    const ordered = filtered.sort((a, b) => b.createdAt.localeCompare(a.createdAt) || b.id.localeCompare(a.id));
-    const rest = after ? ordered.filter((d) => d.createdAt < after.createdAt || (d.createdAt === after.createdAt && d.id < after.id)) : ordered;
-    const page = rest.slice(0, limit);
-    const urls = await endpointUrls(c);
-    return {
-      status: 200,
-      body: { deliveries: page.map((d) => deliverySummary(d, urls)), nextCursor: rest.length > limit ? encodeCursor(page.at(-1)!) : null },
-    };
-  },
-  'GET /api/settings/deliveries/{id}': async (c) => {
-    const delivery = await requireDelivery(c);
-    return { status: 200, body: { delivery: deliveryDetail(delivery, await endpointUrls(c)) } };
-  },
-  'POST /api/settings/deliveries/{id}/redeliver': async (c) => {
-    await requireDelivery(c);
-    // A tenant's click never sweeps the shared dead-letter queue (redrive.ts RedriveOptions).
-    await redriveDelivery(c.deps, c.params.id, { sweepDeadLetters: false });
-    await c.audit('delivery.redelivered', c.params.id);
-    const delivery = await requireDelivery(c);
-    return { status: 202, body: { delivery: deliverySummary(delivery, await endpointUrls(c)) } };
-  },
-  'POST /api/settings/deliveries/redeliver': async (c) => {
-    const body = objectBody(c.request, true);
-    const errors: FieldError[] = [];
-    for (const field of ['endpoint', 'since', 'until']) if (body[field] !== undefined && typeof body[field] !== 'string') errors.push({ field, message: 'must be text' });
-    errors.push(...unknownFields(body, ['endpoint', 'since', 'until']));
-    if (errors.length) throw validationFailed(errors);
-    const endpointId = body.endpoint as string | undefined;
-    if (endpointId && !(await getEndpoint(c.deps, c.organization.id, endpointId))) throw notFound(`No endpoint ${endpointId}.`);
-    const filter = { organizationId: c.organization.id, endpointId, since: timeOf('since', body.since as string | undefined), until: timeOf('until', body.until as string | undefined) };
-    // Bounded per call so it ends well inside the function's time-out; the answer says what is left.
-    const { redriven, hollow, remaining } = await redriveFailed(c.deps, filter, undefined, { sweepDeadLetters: false, limit: REDELIVER_ALL_MAX });
-    await c.audit('deliveries.redelivered', endpointId, { count: redriven, since: filter.since, until: filter.until });
-    return { status: 202, body: { count: redriven, ...(remaining ? { remaining } : {}), ...(hollow ? { notRedeliverable: hollow } : {}) } };
-  },
+  ...deliveryOperations,
 
   'GET /api/settings/audit': async (c) => ({ status: 200, body: { entries: await listAudit(c.deps, c.organization.id, { limit: limitOf(c.query.limit) }) } }),
   'GET /api/settings/requests': async (c) => ({ status: 200, body: await listRequestHistory(c.deps, c.organization.id, { cursor: c.query.cursor, limit: limitOf(c.query.limit) }) }),
@@ -279,63 +224,6 @@ async function authenticateSession(deps: Deps, request: HttpRequest, options: Se
       `The settings cannot be opened right now; retry in ${SECRET_RETRY_AFTER_SECONDS} s.`, { headers: { 'Retry-After': String(SECRET_RETRY_AFTER_SECONDS) } });
   }
   return verifySessionToken(secret, token, deps.now());
-}
-
-function objectBody(request: HttpRequest, optional = false): Record<string, unknown> {
-  const raw = Buffer.isBuffer(request.body) ? request.body.toString('utf8') : request.body ?? '';
-  if (optional && raw.trim() === '') return {};
-  const body = readJsonBody(request, MAX_BODY_BYTES);
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw validationFailed([{ field: '(body)', message: 'must be a JSON object' }]);
-  return body as Record<string, unknown>;
-}
-
-function graceOf(body: Record<string, unknown>): number | undefined {
-  const grace = body.grace_hours;
-  const errors = unknownFields(body, ['grace_hours']);
-  if (grace !== undefined && (typeof grace !== 'number' || !Number.isFinite(grace) || grace < 0 || grace > MAX_GRACE_HOURS)) errors.push({ field: 'grace_hours', message: `must be 0 to ${MAX_GRACE_HOURS} hours` });
-  if (errors.length) throw validationFailed(errors);
-  return grace as number | undefined;
-}
-
-/**
- * Fields a body may not carry: a misspelt one is a 422, never ignored (`{"grace": 0}` meant to cut
- * a leaked key off now must not leave it working for the default grace).
- */
-function unknownFields(body: Record<string, unknown>, known: string[]): FieldError[] {
-  return Object.keys(body).filter((k) => !known.includes(k)).map((field) => ({ field, message: 'is not a field of this request' }));
-}
-
-function limitOf(value: string | undefined): number {
-  if (value === undefined || value === '') return 50;
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1 || n > 200) throw validationFailed([{ field: 'limit', message: 'must be 1 to 200' }]);
-  return n;
-}
-
-function timeOf(field: string, value: string | undefined): string | undefined {
-  if (value === undefined || value === '') return undefined;
-  const t = Date.parse(value);
-  if (Number.isNaN(t)) throw validationFailed([{ field, message: 'must be an ISO-8601 time' }]);
-  return new Date(t).toISOString();
-}
-
-const encodeCursor = (d: { createdAt: string; id: string }) => Buffer.from(JSON.stringify([d.createdAt, d.id])).toString('base64url');
-function decodeCursor(cursor: string): { createdAt: string; id: string } {
-  try {
-    const [createdAt, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
-    if (typeof createdAt === 'string' && typeof id === 'string') return { createdAt, id };
-  } catch { /* answered below */ }
-  throw validationFailed([{ field: 'cursor', message: 'is not a cursor this API returned' }]);
-}
-
-async function requireDelivery(c: Context) {
-  const delivery = await findOrganizationDelivery(c.deps, c.organization.id, c.params.id);
-  if (!delivery) throw notFound(`No delivery ${c.params.id}.`);
-  return delivery;
-}
-
-async function endpointUrls(c: Context): Promise<Map<string, string>> {
-  return new Map((await listEndpoints(c.deps, c.organization.id)).map((e) => [e.id, e.url]));
 }
 
 const groups: Record<string, string> = { client: 'Clients', work_order: 'Work orders', invoice: 'Invoices', booking: 'Bookings', webhook: 'Testing' };

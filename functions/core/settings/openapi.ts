@@ -41,6 +41,7 @@ const overview = obj({
   organization: obj({ id: str, name: str, plan: str, billing: { enum: ['prepaid', 'postpaid'] }, walletBalance: nullable({ type: 'number' }), currency: { const: 'USD' }, duplicatePolicy: { enum: ['flag', 'merge'] } }),
   usage: obj({ today: obj({ calls: { type: 'integer' }, billed: { type: 'number' } }), month: obj({ calls: { type: 'integer' }, billed: { type: 'number' } }) }),
   baseUrl: str, leadEndpoint: str, curlExamples: { type: 'array', items: obj({ title: str, command: str }) }, user: obj({ id: str }),
+  revocationSeconds: { type: 'integer', description: 'A revoked key is refused everywhere within this many seconds' },
 });
 const id = { name: 'id', in: 'path', required: true, schema: str };
 const grace = (max: number, def: number) => ({ required: false, content: { 'application/json': { schema: obj({ grace_hours: { type: 'number', minimum: 0, maximum: max, default: def, description: 'Hours the old one keeps working' } }, []) } } });
@@ -57,7 +58,7 @@ export const settingsSecurityScheme = {
 
 export const settingsSchemas = {
   KeySummary: obj({
-    id: str, name: str, kind: { enum: ['secret', 'publishable'] }, prefix: { type: 'string', description: 'What the key starts with (only its hash is stored)' },
+    id: str, name: str, kind: { enum: ['secret', 'publishable'] }, prefix: { type: 'string', description: 'What the key starts with, and its last 4 characters where kept (`crm_live_…x7Qa`)' }, last4: nullable(str),
     status: { enum: ['active', 'expiring', 'expired', 'revoked'] }, createdAt: time, lastUsedAt: nullable(time), expiresAt: nullable(time),
     origins: { type: 'array', items: str, description: 'Publishable keys only' },
     thankYouUrl: { ...nullable(str), description: 'Publishable keys only: where a no-script form post is sent (303)' },
@@ -78,10 +79,21 @@ export const settingsSchemas = {
   DeliveryDetail: {
     allOf: [ref('DeliverySummary'), obj({
       payload: { type: 'object', description: 'The event as sent' },
-      attempts: { type: 'array', items: obj({ attempt: { type: 'integer' }, at: time, statusCode: nullable({ type: 'integer' }), durationMs: { type: 'integer' }, error: nullable(str), responseExcerpt: nullable(str) }) },
+      attempts: { type: 'array', items: obj({
+        number: { type: 'integer', description: 'Over the delivery\'s life: a re-delivery continues it' }, attempt: { type: 'integer', description: 'Within its round' },
+        manual: { type: 'boolean', description: 'The first attempt of a re-delivery' }, at: time,
+        requestHeaders: nullable({ type: 'object', additionalProperties: str }), responseHeaders: nullable({ type: 'object', additionalProperties: str }), statusCode: nullable({ type: 'integer' }), durationMs: { type: 'integer' }, error: nullable(str), responseExcerpt: nullable(str) }) },
     })],
   },
 };
+
+/** A bulk re-delivery's answer: queued (or counted), still retrying on their own, left out and why, whether there may be more. */
+const bulkFields = {
+  count: { type: 'integer' }, retrying: { type: 'integer', description: 'Deliveries still being retried on their own schedule (not failed yet)' },
+  more: { const: true, description: 'The call stopped before the range\'s end (500 queued, or its read budget spent): the counts are lower bounds; call again' },
+  notRedeliverable: { type: 'integer' }, endpointDisabled: { type: 'integer', description: 'Failed deliveries to a disabled endpoint, left out (enable it first)' },
+};
+const bulk = obj(bulkFields, ['count', 'retrying']);
 
 export const settingsPaths = {
   '/api/settings': {
@@ -107,8 +119,8 @@ export const settingsPaths = {
     }, { parameters: [id], requestBody: grace(168, 24) }),
   },
   '/api/settings/events': {
-    get: op('listEvents', 'The events an endpoint can subscribe to, with both name forms', {
-      200: json(obj({ events: { type: 'array', items: obj({ name: str, alias: nullable(str), description: str, group: str }) } }), 'The catalog'),
+    get: op('listEvents', 'The events an endpoint can subscribe to, with both name forms, each payload\'s JSON Schema and an example', {
+      200: json(obj({ events: { type: 'array', items: obj({ name: str, alias: nullable(str), description: str, group: str, schema: { type: 'object', description: 'JSON Schema (2020-12) of the payload' }, example: { type: 'object' } }) } }), 'The catalog'),
     }),
   },
   '/api/settings/webhooks': {
@@ -129,15 +141,17 @@ export const settingsPaths = {
     }, { parameters: [id], requestBody: grace(168, 24) }),
   },
   '/api/settings/webhooks/{id}/test': {
-    post: op('sendTestEvent', 'Send a webhook.test event and wait (up to 10 s) for the first attempt', {
-      200: json(obj({ delivery: ref('DeliveryDetail') }), 'The delivery: delivered, retrying, failed, or still pending after the wait'), ...notFound,
-    }, { parameters: [id] }),
+    post: op('sendTestEvent', 'Send a test event (webhook.test, or any subscribed type as its catalog example marked "test": true) and wait (up to 10 s) for the first attempt', {
+      200: json(obj({ delivery: ref('DeliveryDetail') }), 'The delivery: delivered, retrying, failed, or still pending after the wait'), ...notFound, ...invalid,
+      409: problem('The endpoint is disabled: enable it first'),
+    }, { parameters: [id], requestBody: body(obj({ event_type: { type: 'string', description: 'A type the endpoint subscribes to; default webhook.test' } }, [])) }),
   },
   '/api/settings/deliveries': {
     get: op('listDeliveries', 'Deliveries, newest first', { 200: json(obj({ deliveries: { type: 'array', items: ref('DeliverySummary') }, nextCursor: nullable(str) }), 'A page'), ...notFound, ...invalid }, {
       parameters: [
         { name: 'status', in: 'query', schema: { enum: ['pending', 'delivered', 'retrying', 'failed', 'skipped'] } },
         { name: 'endpoint', in: 'query', schema: str },
+        { name: 'event_type', in: 'query', schema: str }, { name: 'search', in: 'query', schema: str, description: 'An event id or a delivery id' },
         { name: 'since', in: 'query', schema: time }, { name: 'until', in: 'query', schema: time },
         { name: 'cursor', in: 'query', schema: str, description: 'nextCursor of the previous page' },
         { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 200, default: 50 } },
@@ -148,19 +162,27 @@ export const settingsPaths = {
     get: op('getDelivery', 'A delivery with its payload and every attempt', { 200: json(obj({ delivery: ref('DeliveryDetail') }), 'The delivery'), ...notFound }, { parameters: [id] }),
   },
   '/api/settings/deliveries/{id}/redeliver': {
-    post: op('redeliver', 'Send a delivery again (same webhook-id: receivers dedupe)', {
-      202: json(obj({ delivery: ref('DeliverySummary') }), 'Queued'), ...notFound, 409: problem('Its payload was too large to keep: it cannot be sent again'),
+    post: op('redeliver', 'Send a delivery again, or a retrying one now ("Retry now"); same webhook-id: receivers dedupe', {
+      202: json(obj({ delivery: ref('DeliverySummary'), endpoint: obj({ state: { enum: ['ready', 'recovering', 'paused', 'disabled', 'removed'] }, until: nullable(time) }, ['state']) }),
+        'Queued; `endpoint` says whether it is sent now or held while the endpoint is paused'), ...notFound,
+      409: problem('Its endpoint is disabled (enable it first), it is already queued and not attempted yet, or its payload was too large to keep'),
     }, { parameters: [id] }),
   },
   '/api/settings/deliveries/redeliver': {
     post: op('redeliverFailed', 'Send every failed delivery again (of one endpoint, in a time range)', {
-      202: json(obj({ count: { type: 'integer' }, remaining: { type: 'integer', description: 'Failed deliveries left for another call (at most 500 are queued per call, newest first)' }, notRedeliverable: { type: 'integer' } }, ['count']), 'How many were queued'), ...notFound, ...invalid,
+      202: json(bulk, 'How many were queued'), ...notFound, ...invalid,
     }, { requestBody: { required: false, content: { 'application/json': { schema: obj({ endpoint: str, since: time, until: time }, []) } } } }),
+  },
+  '/api/settings/deliveries/recover': {
+    post: op('recoverFailed', 'Send again every delivery that failed since a time (of one endpoint or all); with dry_run, only count them', {
+      200: json(obj({ ...bulkFields, dryRun: { const: true } }, ['count', 'retrying', 'dryRun']), 'How many would be queued (dry_run)'),
+      202: json(bulk, 'How many were queued'), ...notFound, ...invalid,
+    }, { requestBody: body(obj({ since: time, endpoint_id: str, dry_run: { type: 'boolean' } }, ['since'])) }),
   },
   '/api/settings/requests': {
     get: op('listRequests', 'The lead endpoint’s request log, newest first (kept 30 days)', {
       200: json(obj({
-        requests: { type: 'array', items: obj({ at: time, method: str, path: str, status: { type: 'integer' }, keyId: nullable(str), requestId: str, durationMs: nullable({ type: 'integer' }), detail: nullable(str) }) },
+        requests: { type: 'array', items: obj({ at: time, method: str, path: str, status: { type: 'integer' }, keyId: nullable(str), keyName: nullable(str), keyLast4: nullable(str), requestId: str, durationMs: nullable({ type: 'integer' }), detail: nullable(str) }) },
         nextCursor: nullable(str),
       }), 'A page'), ...invalid,
     }, { parameters: [{ name: 'cursor', in: 'query', schema: str }, { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 200, default: 50 } }] }),

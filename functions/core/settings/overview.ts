@@ -37,6 +37,11 @@ export async function usageOf(deps: Deps, organizationId: string): Promise<{ tod
   return { today: { calls: t.calls, billed: usd(t.micros) }, month: { calls: m.calls, billed: usd(m.micros) } };
 }
 
+/**
+ * Copy-paste commands that work as pasted in bash, zsh and sh (dash), on Linux and macOS: the
+ * idempotency key comes from /dev/urandom through od and tr (POSIX), not uuidgen (missing on many
+ * machines, and an empty key then). The key is read from $CRM_API_KEY, never written here.
+ */
 export function curlExamples(baseUrl: string): { title: string; command: string }[] {
   const url = `${baseUrl}/api/webhook/leads`;
   return [
@@ -47,7 +52,7 @@ export function curlExamples(baseUrl: string): { title: string; command: string 
         `curl -s ${url} \\`,
         '  -H "Authorization: Bearer $CRM_API_KEY" \\',
         '  -H "Content-Type: application/json" \\',
-        '  -H "Idempotency-Key: $(uuidgen)" \\',
+        `  -H "Idempotency-Key: lead-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \\n')" \\`,
         `  -d '{"name":"Ada Lovelace","email":"ada@example.com","phone":"+1 415 555 0100","service":"Leaky faucet"}'`,
       ].join('\n'),
     },
@@ -70,6 +75,8 @@ export async function settingsOverview(deps: Deps, org: Organization, baseUrl: s
     baseUrl,
     leadEndpoint: `${baseUrl}/api/webhook/leads`,
     curlExamples: curlExamples(baseUrl),
+    /** How long a revoked key may still be accepted: warm containers cache key lookups this long (authenticate.ts). */
+    revocationSeconds: deps.settings.keyCacheTtlSeconds,
     user: { id: userId },
   };
 }

@@ -12,8 +12,10 @@ export interface KeyView {
   id: string;
   name: string;
   kind: 'secret' | 'publishable';
-  /** What the key starts with, for telling keys apart (only the hash is stored, so no characters of the key itself). */
+  /** What the key starts with and, where kept, its last 4 characters (`crm_live_…x7Qa`): keys are told apart by these and their id. */
   prefix: string;
+  /** The key's last 4 characters; null for a key made before they were kept. */
+  last4: string | null;
   status: ApiKeySummary['status'];
   createdAt: string;
   lastUsedAt: string | null;
@@ -32,7 +34,8 @@ export function keyView(key: Omit<ApiKeySummary, 'status'> & { status?: ApiKeySu
     id: key.keyId,
     name: key.name,
     kind,
-    prefix: `${kind === 'publishable' ? PUBLISHABLE_KEY_PREFIX : API_KEY_PREFIX}…`,
+    prefix: `${kind === 'publishable' ? PUBLISHABLE_KEY_PREFIX : API_KEY_PREFIX}…${key.last4 ?? ''}`,
+    last4: key.last4 ?? null,
     status,
     createdAt: key.createdAt,
     lastUsedAt: key.lastUsedAt ?? null,
@@ -98,11 +101,53 @@ export interface DeliverySummaryView {
 
 export interface DeliveryDetailView extends DeliverySummaryView {
   payload: object;
-  attempts: { attempt: number; at: string; statusCode: number | null; durationMs: number; error: string | null; responseExcerpt: string | null }[];
+  attempts: AttemptView[];
+}
+
+export interface AttemptView {
+  /** The attempt's number over the delivery's whole life: a re-delivery continues it (#1, #2, then #3 manual). */
+  number: number;
+  /** The number within its round (the first round's automatic retries, or a re-delivery's): what the retry schedule counts. */
+  attempt: number;
+  /** The first attempt of a round someone started (a re-delivery from the page, the CLI or a dead-letter re-drive). */
+  manual: boolean;
+  at: string;
+  statusCode: number | null;
+  durationMs: number;
+  error: string | null;
+  responseExcerpt: string | null;
+  /** What was sent and what came back (null for attempts recorded before headers were kept). */
+  requestHeaders: Record<string, string> | null;
+  responseHeaders: Record<string, string> | null;
+}
+
+/**
+ * The kept attempts numbered over the delivery's life. A round's first attempt is number 1 of that
+ * round (queue.ts attemptNumberOf); every round after the first was begun by a re-drive, so an
+ * attempt numbered 1 that is not the delivery's very first attempt is a manual one.
+ */
+export function attemptViews(record: Pick<DeliveryRecord, 'attempts' | 'olderAttempts'>): AttemptView[] {
+  const older = Number(record.olderAttempts ?? 0);
+  return (record.attempts ?? []).map((a, i) => ({
+    number: older + i + 1,
+    attempt: a.attempt,
+    manual: a.attempt === 1 && older + i > 0,
+    at: a.at,
+    statusCode: a.statusCode ?? null,
+    durationMs: a.latencyMs,
+    error: a.error ?? null,
+    responseExcerpt: a.responseBody ?? null,
+    requestHeaders: a.requestHeaders ?? null,
+    responseHeaders: a.responseHeaders ?? null,
+  }));
 }
 
 /** A pending delivery with a next attempt scheduled is "retrying" (a re-queued one is pending again). */
 export const isRetrying = (record: Pick<DeliveryRecord, 'status' | 'nextAttemptAt'>) => record.status === 'pending' && Boolean(record.nextAttemptAt);
+
+/** Re-queued (a re-drive, Retry now) and no attempt recorded since: "Retry now" again is a 409. */
+export const awaitingRedrive = (record: Pick<DeliveryRecord, 'status' | 'redrivenAt' | 'attempts'>) =>
+  record.status === 'pending' && Boolean(record.redrivenAt) && !(record.attempts ?? []).some((a) => a.at >= record.redrivenAt!);
 
 
 export function deliverySummary(record: Omit<DeliveryRecord, 'payload'>, urls: ReadonlyMap<string, string>): DeliverySummaryView {
@@ -128,13 +173,6 @@ export function deliveryDetail(record: DeliveryRecord, urls: ReadonlyMap<string,
   return {
     ...deliverySummary(record, urls),
     payload: record.payload,
-    attempts: (record.attempts ?? []).map((a) => ({
-      attempt: a.attempt,
-      at: a.at,
-      statusCode: a.statusCode ?? null,
-      durationMs: a.latencyMs,
-      error: a.error ?? null,
-      responseExcerpt: a.responseBody ?? null,
-    })),
+    attempts: attemptViews(record),
   };
 }

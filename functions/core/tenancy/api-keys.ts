@@ -160,6 +160,7 @@ function toRecord(item: Record<string, unknown>): ApiKeyRecord {
     organizationId: item.organizationId as string,
     name: item.name as string,
     hash: item.hash as string,
+    ...(typeof item.last4 === 'string' ? { last4: item.last4 } : {}),
     createdAt: item.createdAt as string,
     kind: (item.kind as ApiKeyKind | undefined) ?? 'secret',
     ...(item.origins ? { origins: item.origins as string[] } : {}),
@@ -241,7 +242,7 @@ async function sendKeyTransaction(deps: Deps, items: NonNullable<TransactWriteCo
 const keyItem = (deps: Deps, organizationId: string, name: string, policy: KeyPolicy) => {
   const kind = policy.kind ?? 'secret';
   const { key, keyId, hash } = generateApiKey(kind);
-  const record: ApiKeyRecord = { keyId, organizationId, name, hash, createdAt: new Date(deps.now()).toISOString(), ...policy, kind };
+  const record: ApiKeyRecord = { keyId, organizationId, name, hash, last4: key.slice(-4), createdAt: new Date(deps.now()).toISOString(), ...policy, kind };
   const put = {
     Put: {
       TableName: deps.tables.organizations,

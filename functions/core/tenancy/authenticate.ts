@@ -58,6 +58,17 @@ export class ExposedSecretKeyError extends DomainError {
   }
 }
 
+/**
+ * A key that exists but no longer works (revoked, or expired after a rotation's grace): a 401 that
+ * names its organization and key, so the route records the refused call in that organization's
+ * request log (logged, never billed). The answer itself names neither.
+ */
+export class RejectedKeyError extends DomainError {
+  constructor(readonly organizationId: string, readonly keyId: string, readonly reason: 'key-revoked' | 'key-expired', detail: string) {
+    super(401, 'unauthorized', 'Unauthorized', detail, { headers: { 'WWW-Authenticate': 'Bearer realm="crm", charset="UTF-8"' } });
+  }
+}
+
 interface CachedKey {
   hash: string; organizationId: string; keyId: string; name: string; expiresAt?: string; revokedAt?: string;
   kind: ApiKeyKind; publishable?: PublishableKeyPolicy;
@@ -151,8 +162,8 @@ export async function authenticate(deps: Deps, headers: Headers, options: { form
   // how the store matched it.
   if (!key || !timingSafeEqual(Buffer.from(key.hash, 'hex'), Buffer.from(hash, 'hex'))) throw unauthorized('The API key is not valid.');
   const now = deps.now();
-  if (key.revokedAt && Date.parse(key.revokedAt) <= now) throw unauthorized('The API key has been revoked.');
-  if (key.expiresAt && Date.parse(key.expiresAt) <= now) throw unauthorized('The API key has expired.');
+  if (key.revokedAt && Date.parse(key.revokedAt) <= now) throw new RejectedKeyError(key.organizationId, key.keyId, 'key-revoked', 'The API key has been revoked.');
+  if (key.expiresAt && Date.parse(key.expiresAt) <= now) throw new RejectedKeyError(key.organizationId, key.keyId, 'key-expired', 'The API key has expired.');
   // A secret key in a page's form is a leaked key: refuse it (the owner should revoke it) rather than use it.
   if (fromHeader === undefined && key.kind !== 'publishable') {
     logger.warn('secret key sent in a form body: refused; it is exposed and should be revoked', { keyId: key.keyId, organizationId: key.organizationId });

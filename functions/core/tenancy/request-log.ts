@@ -2,7 +2,7 @@
  * Every API request leaves one structured log line and, when its organization is known, a request
  * record kept settings.retentionDays (DESIGN §9). Neither holds the key or any PII value.
  */
-import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import { PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../platform/deps.js';
 import { keys } from '../platform/model.js';
 import { logger } from '../platform/observability.js';
@@ -20,18 +20,43 @@ export interface RequestEntry {
   latencyMs: number;
 }
 
+/**
+ * Refused calls (401: a revoked or expired key) one key leaves in its organization's request log per
+ * minute; the rest are only counted (`REFUSED#<keyId>#<minute>`, `count`), so a script retrying with
+ * a revoked key at the WAF's rate cannot flood the log its owner reads (docs/settings.md).
+ */
+export const MAX_REFUSED_LOGGED_PER_MINUTE = 20;
+
+/** Counts a refused call of `keyId` in its minute; whether it is within the ones logged. */
+async function refusedCallLogged(deps: Deps, organizationId: string, keyId: string, expiresAt: number): Promise<boolean> {
+  const minute = Math.floor(deps.now() / 60_000);
+  const { Attributes } = await deps.doc.send(new UpdateCommand({
+    TableName: deps.tables.requestLog,
+    Key: { pk: keys.org(organizationId).pk, sk: `${REFUSED_PREFIX}${keyId}#${minute}` },
+    UpdateExpression: 'ADD #count :one SET expiresAt = if_not_exists(expiresAt, :expiresAt)',
+    ExpressionAttributeNames: { '#count': 'count' },
+    ExpressionAttributeValues: { ':one': 1, ':expiresAt': expiresAt },
+    ReturnValues: 'UPDATED_NEW',
+  }));
+  return Number(Attributes?.count ?? 0) <= MAX_REFUSED_LOGGED_PER_MINUTE;
+}
+/** Sorts before `REQUEST#`: the request log's reads never see the counters. */
+export const REFUSED_PREFIX = 'REFUSED#';
+
 export async function recordRequest(deps: Deps, entry: RequestEntry): Promise<void> {
   logger.info('request', { ...entry });
   if (!entry.organizationId) return;
   const at = new Date(deps.now()).toISOString();
   try {
+    const expiresAt = Math.floor(deps.now() / 1000) + deps.settings.retentionDays * 86_400;
+    if (entry.status === 401 && entry.keyId && !(await refusedCallLogged(deps, entry.organizationId, entry.keyId, expiresAt))) return;
     await deps.doc.send(new PutCommand({
       TableName: deps.tables.requestLog,
       Item: {
         ...keys.request(entry.organizationId, at, entry.requestId),
         at,
         ...entry,
-        expiresAt: Math.floor(deps.now() / 1000) + deps.settings.retentionDays * 86_400,
+        expiresAt,
       },
     }));
   } catch (error) {

@@ -24,3 +24,11 @@ export async function expiredSettingsLink(organizationId: string): Promise<strin
   const token = await mintSessionToken(await tokenSecret(), { organizationId, userId: 'owner-1', ttlSeconds: 900, now: Date.now() - 2 * 3600_000 });
   return `${info.apiUrl}/settings#token=${token}`;
 }
+
+/** A link whose token expires `seconds` from now (the CLI's shortest is minutes). */
+export async function settingsLinkExpiringIn(organizationId: string, seconds: number): Promise<string> {
+  const { info } = await testStack();
+  const now = Date.now();
+  const token = await mintSessionToken(await tokenSecret(), { organizationId, userId: 'owner-1', ttlSeconds: seconds, now });
+  return `${info.apiUrl}/settings#token=${token}`;
+}

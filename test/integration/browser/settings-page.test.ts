@@ -3,10 +3,13 @@
  * opened from a settings link as an admin would (`crm settings-link`). Keys made on the page are
  * used on the lead endpoint; webhooks go to a loopback receiver that verifies each request with
  * `standardwebhooks`. The tests run in the order an admin acts, sharing one organization.
- * Screenshots land in test-artifacts/settings/ (git-ignored).
+ * axe-core (injected from its package) checks the page at desktop width and at 375 px.
+ * Screenshots land in test-artifacts/settings/ (git-ignored); with UPDATE_SCREENSHOTS=1 those that
+ * docs/settings.md shows are written to docs/img/ too.
  */
 import { describe, it, expect, beforeAll, afterAll, afterEach } from '@jest/globals';
-import { existsSync, mkdirSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Locator, type Page } from 'playwright-core';
 import { eventually, runCli, testStack } from '../support/stack.js';
@@ -14,7 +17,7 @@ import { Receiver } from '../support/receiver.js';
 import { createOrganization } from '../../../functions/core/tenancy/organizations.js';
 import { createApiKey } from '../../../functions/core/tenancy/api-keys.js';
 import { addEndpoint } from '../../../functions/core/delivery/endpoints.js';
-import { expiredSettingsLink } from './settings-links.js';
+import { expiredSettingsLink, settingsLinkExpiringIn } from './settings-links.js';
 
 // Browser globals used inside page.evaluate callbacks (the project's tsconfig has no DOM library).
 declare const sessionStorage: { getItem(key: string): string | null };
@@ -22,6 +25,10 @@ declare const navigator: { clipboard: { readText(): Promise<string> } };
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const shots = path.resolve('test-artifacts/settings');
+/** The screenshots docs/settings.md shows (as docs/img/settings-<name>.png), rewritten only on request. */
+const docShots = process.env.UPDATE_SCREENSHOTS === '1' ? path.resolve('docs/img') : undefined;
+const documented = new Set(['deliveries-failed', 'deliveries-search', 'delivery-redelivered', 'endpoint-add', 'expired-link', 'key-revoke-confirm', 'key-rotated', 'key-shown-once', 'link-expiring', 'mobile', 'page', 'recover-count']);
+const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
 let browser: Browser;
 let context: BrowserContext;
@@ -53,10 +60,24 @@ async function openSettings(url: string): Promise<Page> {
   return page;
 }
 
-async function screenshot(page: Page, name: string, fullPage = true): Promise<void> {
+/** `section`: the docs show only that section (the run's artifact is still the whole page). */
+async function screenshot(page: Page, name: string, fullPage = true, section?: string): Promise<void> {
   // From the top: a full-page capture of a scrolled page draws the sticky header mid-page.
   if (fullPage) await page.evaluate('window.scrollTo(0, 0)');
   await page.screenshot({ path: path.join(shots, `${name}.png`), fullPage });
+  if (!docShots || !documented.has(name)) return;
+  const doc = path.join(docShots, `settings-${name}.png`);
+  if (section) await page.locator(section).screenshot({ path: doc });
+  else copyFileSync(path.join(shots, `${name}.png`), doc);
+}
+
+interface AxeViolation { id: string; impact: string | null; help: string; nodes: { target: string[] }[] }
+/** axe-core's serious and critical violations on the page as it is now (its script added by the test, not the page). */
+async function seriousViolations(page: Page): Promise<string[]> {
+  // Evaluated through the DevTools protocol: the page's CSP (rightly) refuses an inline script tag.
+  if (!(await page.evaluate('typeof window.axe !== "undefined"'))) await page.evaluate(axeSource);
+  const violations = await page.evaluate('window.axe.run(document, { resultTypes: ["violations"] }).then((r) => r.violations)') as AxeViolation[];
+  return violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.impact} ${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`);
 }
 
 const button = (scope: Page | Locator, name: string) => scope.getByRole('button', { name, exact: true });
@@ -109,6 +130,7 @@ beforeAll(async () => {
   orgB = { id: b.id, key: bKey.key, keyId: bKey.record.keyId, endpointId: bEndpoint.endpoint.id, endpointUrl: bEndpoint.endpoint.url };
 
   mkdirSync(shots, { recursive: true });
+  if (docShots) mkdirSync(docShots, { recursive: true });
   browser = await chromium.launch({
     executablePath: CHROMIUM,
     args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
@@ -153,6 +175,8 @@ describe('the settings page, opened from a settings link', () => {
     expect(quickstart).toContain(`${info.apiUrl}/api/webhook/leads`);
     expect(quickstart).toContain('$CRM_API_KEY');
     expect(quickstart).not.toMatch(/crm_(live|pub)_[0-9A-Za-z]{8,}/);
+    expect(quickstart).not.toContain('uuidgen');
+    expect(await page.locator('h1:visible').count()).toBe(1);
     await page.getByText('No webhooks yet — add an endpoint to get events').waitFor();
     await screenshot(page, 'overview');
 
@@ -167,11 +191,16 @@ describe('the settings page, opened from a settings link', () => {
     await page.locator('#key-form [type=submit]').click();
     firstKey = await shownOnce(page, 'keys', 'Your new key “Website backend”');
     expect(firstKey).toMatch(/^crm_live_[0-9A-Za-z]+$/);
+    // The line the quick start's commands read the key from, beside it.
+    expect(await page.locator('[data-testid="export-line"]').textContent()).toBe(`export CRM_API_KEY='${firstKey}'`);
+    // Told apart by its last 4 characters and its id.
+    await keyRow(page, 'Website backend').locator('code', { hasText: `…${firstKey.slice(-4)}` }).waitFor();
+    expect(await keyRow(page, 'Website backend').innerText()).toMatch(/key_\w+/);
 
     await button(page.locator('#keys .reveal'), 'Copy').click();
     expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(firstKey);
     await keyRow(page, 'Website backend').waitFor();
-    await screenshot(page, 'key-shown-once');
+    await screenshot(page, 'key-shown-once', true, '#keys');
 
     expect(await leadEndpointStatus(firstKey)).toBe(200);
 
@@ -183,25 +212,33 @@ describe('the settings page, opened from a settings link', () => {
   });
 
   it('rotating with a grace period shows the new key once; old and new both work during the grace', async () => {
-    await button(keyRow(page, 'Website backend'), 'Rotate').click();
+    await keyRow(page, 'Website backend').getByRole('button', { name: /^Rotate “Website backend”/ }).click();
     await page.getByLabel('Keep the old one working for').selectOption('24');
     await page.locator('#rotate-submit').click();
     rotatedKey = await shownOnce(page, 'keys', 'New key for “Website backend”');
     expect(rotatedKey).toMatch(/^crm_live_/);
     expect(rotatedKey).not.toBe(firstKey);
-    await page.locator('#keys tbody .badge', { hasText: 'expiring' }).waitFor();
-    await screenshot(page, 'key-rotated');
+    // The old key is labelled as such, with when it stops working; the new one by its own last 4.
+    const oldRow = page.locator('#keys tbody tr', { has: page.locator('code', { hasText: `…${firstKey.slice(-4)}` }) });
+    await oldRow.locator('.badge', { hasText: /^old$/ }).waitFor();
+    expect(await oldRow.innerText()).toMatch(/works until/);
+    await page.locator('#keys tbody tr', { has: page.locator('code', { hasText: `…${rotatedKey.slice(-4)}` }) }).locator('.badge', { hasText: /^active$/ }).waitFor();
+    await screenshot(page, 'key-rotated', true, '#keys');
 
     expect(await leadEndpointStatus(rotatedKey)).toBe(200);
     expect(await leadEndpointStatus(firstKey)).toBe(200);
   });
 
-  it('revoking asks for confirmation; afterwards the key is refused (401)', async () => {
+  it('revoking asks for confirmation naming the key; afterwards the key is refused (401), within the time the page states, and the refusal is in the request log', async () => {
     const activeRow = page.locator('#keys tbody tr', { has: page.locator('.badge', { hasText: 'active' }) })
       .filter({ has: page.getByRole('rowheader', { name: /^Website backend/ }) });
-    await button(activeRow, 'Revoke').click();
+    await activeRow.getByRole('button', { name: /^Revoke “Website backend”/ }).click();
     const dialog = page.getByRole('dialog', { name: /Revoke/ });
     await dialog.waitFor();
+    // The confirmation names the key by name, id and last 4, and says how long a revocation takes to reach every server.
+    const keyId = await activeRow.getAttribute('data-key-id');
+    expect(await dialog.innerText()).toContain(`“Website backend” (${keyId}, …${rotatedKey.slice(-4)})`);
+    expect(await dialog.innerText()).toMatch(/refused within 1 second \(/); // the test stack's keyCacheTtlSeconds
     await screenshot(page, 'key-revoke-confirm', false);
     await button(dialog, 'Revoke key').click();
     await page.locator('#keys-status', { hasText: 'revoked' }).waitFor();
@@ -210,6 +247,12 @@ describe('the settings page, opened from a settings link', () => {
     // Key lookups are cached for a second on the test stack (keyCacheTtlSeconds).
     await eventually(async () => (await leadEndpointStatus(rotatedKey)) === 401, { what: 'the revoked key refused' });
     expect(await leadEndpointStatus(firstKey)).toBe(200); // still in its grace period
+
+    // The refused call is logged under the organization, with the key's name (and never billed).
+    await button(page.locator('#requests'), 'Refresh').click();
+    const refused = page.locator('#requests tbody tr', { hasText: 'refused: the key is revoked' });
+    await refused.first().waitFor();
+    expect(await refused.first().innerText()).toMatch(/401[\s\S]*Website backend/);
   });
 
   it('Add endpoint: events grouped with both name forms, the secret shown once; Send test event shows the outcome, the receiver verifies it', async () => {
@@ -245,6 +288,14 @@ describe('the settings page, opened from a settings link', () => {
     const [received] = receiver.on('/hooks/ok');
     expect(received.verifyError).toBeUndefined();
     expect(received.event).toMatchObject({ type: 'webhook.test', organization_id: orgA });
+
+    // A test event of a type the endpoint subscribes to: its catalog example, marked as a test.
+    await card.getByLabel(/Test event type/).selectOption('client.created');
+    await button(card, 'Send test event').click();
+    await card.locator('.outcome', { hasText: 'client.created' }).waitFor({ timeout: 15_000 });
+    const typed = receiver.on('/hooks/ok').at(-1)!;
+    expect(typed.verifyError).toBeUndefined();
+    expect(JSON.parse(typed.body)).toMatchObject({ type: 'client.created', organization_id: orgA, test: true, data: { object: { organization_id: orgA } } });
   });
 
   it('a failing endpoint: its attempts are shown; after the receiver recovers, Re-deliver and Re-deliver all failed send them again', async () => {
@@ -270,7 +321,7 @@ describe('the settings page, opened from a settings link', () => {
     await page.locator('#filter-status').selectOption('failed');
     await eventually(async () => (await listedDeliveries(page, 'failed')) === 2,
       { what: 'two failed deliveries listed', timeoutMs: 30_000, intervalMs: 500 });
-    await screenshot(page, 'deliveries-failed');
+    await screenshot(page, 'deliveries-failed', true, '#deliveries');
 
     // One delivery's detail: every attempt with its status code and the response excerpt.
     await page.locator('#deliveries tbody tr').first().getByRole('button', { name: /^Details/ }).click();
@@ -280,13 +331,19 @@ describe('the settings page, opened from a settings link', () => {
     expect(attempts).toBeGreaterThanOrEqual(2);
     expect(await detail.locator('.attempt').first().innerText()).toMatch(/#1\s*500/);
     expect(await detail.locator('.excerpt').first().innerText()).toContain('database unavailable');
+    // Each attempt's request and response headers, a click away.
+    await detail.locator('.attempt').first().locator('summary', { hasText: 'Headers' }).click();
+    expect(await detail.locator('.attempt').first().getByRole('region', { name: /^Request headers/ }).innerText()).toMatch(/^webhook-id: evt_/m);
     await screenshot(page, 'delivery-attempts', false);
 
     receiver.script('/hooks/failing', secret, { status: 200, body: 'ok' });
     const before = receiver.on('/hooks/failing').length;
     await button(detail, 'Re-deliver').click();
     await detail.locator('.flash', { hasText: 'Re-delivered.' }).waitFor({ timeout: 20_000 });
-    expect(await detail.locator('.attempt').last().innerText()).toMatch(/200/);
+    // The manual attempt continues the numbering and is marked manual.
+    const last = await detail.locator('.attempt').last().innerText();
+    expect(last).toMatch(new RegExp(`#${attempts + 1}\\s*manual\\s*200`, "i"));
+    await detail.locator('.attempt').last().scrollIntoViewIfNeeded();
     await screenshot(page, 'delivery-redelivered', false);
     await button(detail, 'Close').click();
     const redelivered = receiver.on('/hooks/failing').slice(before);
@@ -312,8 +369,79 @@ describe('the settings page, opened from a settings link', () => {
     expect(await rows.count()).toBeGreaterThanOrEqual(4);
     expect(await rows.first().innerText()).toMatch(/key_\w+/);
     await page.locator('#requests').screenshot({ path: path.join(shots, 'request-log.png') });
-    await page.setViewportSize({ width: 390, height: 844 });
-    await screenshot(page, 'mobile');
+    await page.setViewportSize({ width: 375, height: 812 });
+    await page.evaluate('window.scrollTo(0, 0)');
+    await screenshot(page, 'mobile', false);
+    await page.setViewportSize({ width: 1280, height: 900 });
+  });
+
+  it('the delivery log filters by event type and finds a delivery by its id; Recover counts the failed deliveries since a time, then queues them', async () => {
+    const url = `${receiver.url}/hooks/recover`;
+    await button(page, 'Add endpoint').click();
+    const dialog = page.getByRole('dialog', { name: 'Add endpoint' });
+    await dialog.getByLabel('Endpoint URL').fill(url);
+    await dialog.locator('input[value="client.created"]').check();
+    await button(dialog, 'Save endpoint').click();
+    const secret = await shownOnce(page, 'webhooks', url);
+    receiver.script('/hooks/recover', secret, { status: 503, body: 'down for maintenance' });
+    const card = endpointCard(page, url);
+    await button(card, 'Send test event').click();
+    await card.locator('.outcome', { hasText: 'not delivered' }).waitFor({ timeout: 15_000 });
+
+    // Filters: this endpoint, webhook.test, failed (after its retries run out).
+    await page.locator('#filter-status').selectOption('failed');
+    await page.locator('#filter-endpoint').selectOption({ label: url });
+    await page.locator('#filter-event').selectOption('webhook.test');
+    await eventually(async () => (await listedDeliveries(page, 'failed')) === 1, { what: 'the failed delivery listed', timeoutMs: 30_000, intervalMs: 500 });
+    const deliveryId = await page.locator('#deliveries tbody tr').first().getAttribute('data-delivery-id');
+    await page.locator('#filter-event').selectOption('client.created');
+    await page.locator('#deliveries-body[aria-busy="false"]').waitFor();
+    await page.getByText('No deliveries match these filters').waitFor();
+
+    // Search by the delivery's id, every other filter cleared.
+    for (const id of ['#filter-status', '#filter-endpoint', '#filter-event']) await page.locator(id).selectOption('');
+    await page.getByLabel('Event or delivery ID').fill(deliveryId!);
+    await button(page, 'Search').click();
+    await eventually(async () => (await page.locator('#deliveries tbody tr').count()) === 1 && (await page.locator('#deliveries tbody tr').getAttribute('data-delivery-id')) === deliveryId,
+      { what: 'only the searched delivery listed' });
+    await screenshot(page, 'deliveries-search', true, '#deliveries');
+
+    // Recover since an hour ago, this endpoint: the count first, nothing queued yet.
+    receiver.script('/hooks/recover', secret, { status: 200, body: 'back' });
+    const before = receiver.on('/hooks/recover').length;
+    await button(page, 'Recover…').click();
+    const recover = page.getByRole('dialog', { name: 'Recover failed deliveries' });
+    await recover.getByLabel('Endpoint').selectOption({ label: url });
+    await recover.getByLabel('Failed since').fill(new Date(Date.now() - 3_600_000 - new Date().getTimezoneOffset() * 60_000).toISOString().slice(0, 16));
+    await button(recover, 'Count failed deliveries').click();
+    await recover.locator('#recover-count', { hasText: '1 failed delivery since' }).waitFor();
+    await screenshot(page, 'recover-count', false);
+    expect(receiver.on('/hooks/recover').length).toBe(before);
+    await button(recover, 'Re-deliver 1').click();
+    await page.locator('#deliveries-status', { hasText: '1 failed delivery queued for re-delivery' }).waitFor();
+    await eventually(async () => receiver.on('/hooks/recover').length > before, { what: 'the recovered delivery received' });
+    expect(receiver.on('/hooks/recover').at(-1)!.verifyError).toBeUndefined();
+    await page.getByLabel('Event or delivery ID').fill('');
+    await button(page, 'Search').click();
+  }, 120_000);
+
+  it('axe finds no serious or critical violation, at desktop width and at 375 px', async () => {
+    await page.locator('#deliveries-body[aria-busy="false"]').waitFor();
+    await screenshot(page, 'page');
+    expect(await seriousViolations(page)).toEqual([]);
+    await page.setViewportSize({ width: 375, height: 812 });
+    expect(await seriousViolations(page)).toEqual([]);
+    // The endpoint dialog at 375 px: "Select all" beside, not over, its label.
+    await button(page, 'Add endpoint').click();
+    const dialog = page.getByRole('dialog', { name: 'Add endpoint' });
+    await dialog.locator('.event-option').first().waitFor();
+    const legend = await dialog.locator('legend', { hasText: 'Events to send' }).boundingBox();
+    const selectAll = await button(dialog, 'Select all').boundingBox();
+    const overlap = legend && selectAll && !(selectAll.x >= legend.x + legend.width || selectAll.y >= legend.y + legend.height || selectAll.x + selectAll.width <= legend.x || selectAll.y + selectAll.height <= legend.y);
+    expect(overlap).toBe(false);
+    expect(await seriousViolations(page)).toEqual([]);
+    await screenshot(page, 'endpoint-add-mobile', false);
+    await button(dialog, 'Cancel').click();
     await page.setViewportSize({ width: 1280, height: 900 });
   });
 
@@ -334,12 +462,16 @@ describe('the settings page, opened from a settings link', () => {
 });
 
 describe('the settings page without a valid link', () => {
-  const expiredText = 'This link has expired or is invalid — ask for a new settings link';
+  const expiredText = 'This link has expired or is invalid';
 
   it('an expired link shows the expired state and no data', async () => {
     const page = await openSettings(await expiredSettingsLink(orgA));
     await page.getByText(expiredText).waitFor();
     expect(await page.locator('#layout').isHidden()).toBe(true);
+    // Said once, then what to do.
+    const card = await page.locator('.gate-card').innerText();
+    expect(card.split('expired or is invalid').length).toBe(2);
+    expect(card).toContain('paste it into this tab');
     expect(page.url()).not.toContain('token');
     expect(await pageToken(page)).toBeNull();
     await screenshot(page, 'expired-link', false);
@@ -360,4 +492,68 @@ describe('the settings page without a valid link', () => {
     await bare.getByText(expiredText).waitFor();
     await bare.close();
   });
+
+  it('a new link pasted into the tab that shows "expired" loads the settings (only the fragment changes)', async () => {
+    const page = await openSettings(await expiredSettingsLink(orgA));
+    await page.getByText(expiredText).waitFor();
+    const fresh = await settingsLink(orgA);
+    await page.goto(fresh); // same document: a hashchange, no reload
+    await page.locator('#org-name', { hasText: 'Rosa’s Plumbing & Heating' }).waitFor();
+    expect(await page.locator('#gate').isHidden()).toBe(true);
+    expect(page.url()).not.toContain('token');
+    await page.close();
+  });
+
+  it("another organization's link pasted into an open tab reloads the page: nothing of the first organization stays", async () => {
+    const page = await openSettings(await settingsLink(orgA));
+    await page.locator('#org-name', { hasText: 'Rosa’s Plumbing & Heating' }).waitFor();
+    await button(page, 'Generate API key').click();
+    await page.getByLabel('Name').fill('Typed for A');
+    await page.goto(await settingsLink(orgB.id)); // only the fragment changes
+    await page.locator('#deliveries-body[aria-busy="false"]').waitFor();
+    await eventually(async () => (await page.locator('#org-name').textContent()) !== 'Rosa’s Plumbing & Heating', { what: "B's settings shown" });
+    await page.locator('#webhooks', { hasText: orgB.endpointUrl }).waitFor();
+    expect(await page.getByRole('dialog', { name: 'Generate API key' }).isVisible()).toBe(false);
+    expect(await page.locator('body').innerText()).not.toContain('Typed for A');
+    await page.close();
+  });
+
+  it('a filtered list the server ended short (no rows, a cursor) says none were found among the newest and offers Load more', async () => {
+    const page = await openSettings(await settingsLink(orgA));
+    await page.locator('#deliveries-body[aria-busy="false"]').waitFor();
+    // The server's read limit, reached without a match: an empty page with a cursor, then a match further back.
+    const older = { id: 'dlv_older', eventId: 'evt_older', eventType: 'client.created', url: 'https://hooks.example/older', endpointId: 'ep_x', status: 'delivered', attemptCount: 1, lastStatusCode: 200, createdAt: new Date(0).toISOString(), nextAttemptAt: null, reason: null };
+    await page.route(/\/api\/settings\/deliveries\?/, (route) => route.fulfill({
+      status: 200, contentType: 'application/json',
+      body: JSON.stringify(new URL(route.request().url()).searchParams.has('cursor') ? { deliveries: [older], nextCursor: null } : { deliveries: [], nextCursor: 'short' }),
+    }));
+    await page.locator('#filter-status').selectOption('failed');
+    await page.getByText('None found in the newest deliveries').waitFor();
+    expect(await page.getByText('No deliveries match these filters').count()).toBe(0);
+    await button(page.locator('#deliveries'), 'Load more').click();
+    await page.locator('#deliveries tbody tr[data-delivery-id="dlv_older"]').waitFor();
+    await page.close();
+  });
+
+  it('warns 5 minutes before the link expires; at expiry an open dialog keeps what was typed, and a new link pasted in lets it be saved', async () => {
+    const page = await openSettings(await settingsLinkExpiringIn(orgA, 12));
+    await page.locator('#session-banner', { hasText: 'expires in 5 minutes' }).waitFor();
+    await screenshot(page, 'link-expiring', false);
+    await button(page, 'Generate API key').click();
+    await page.getByLabel('Name').fill('Typed before expiry');
+    await page.locator('#session-banner', { hasText: 'This settings link has expired' }).waitFor({ timeout: 20_000 });
+    const dialog = page.getByRole('dialog', { name: 'Generate API key' });
+    expect(await dialog.isVisible()).toBe(true);
+    expect(await page.getByLabel('Name').inputValue()).toBe('Typed before expiry');
+    // Submitting now says what to do, and still keeps the input.
+    await page.locator('#key-form [type=submit]').click();
+    await dialog.locator('.form-error', { hasText: 'paste a new link' }).waitFor();
+    expect(await page.getByLabel('Name').inputValue()).toBe('Typed before expiry');
+
+    await page.goto(await settingsLink(orgA));
+    await page.locator('#session-banner').waitFor({ state: 'hidden' });
+    await page.locator('#key-form [type=submit]').click();
+    await shownOnce(page, 'keys', 'Your new key “Typed before expiry”');
+    await page.close();
+  }, 60_000);
 });

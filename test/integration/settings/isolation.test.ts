@@ -39,6 +39,9 @@ const withIds = (): [string, string, string, unknown][] => [
   ['POST', '/api/settings/deliveries/{id}/redeliver', `/api/settings/deliveries/${b.deliveryId}/redeliver`, {}],
   ['GET', '/api/settings/deliveries', `/api/settings/deliveries?endpoint=${b.endpointId}`, undefined],
   ['POST', '/api/settings/deliveries/redeliver', '/api/settings/deliveries/redeliver', { endpoint: b.endpointId }],
+  ['POST', '/api/settings/deliveries/recover', '/api/settings/deliveries/recover', { since: new Date(Date.now() - 3_600_000).toISOString(), endpoint_id: b.endpointId, dry_run: true }],
+  ['POST', '/api/settings/deliveries/recover', '/api/settings/deliveries/recover', { since: new Date(Date.now() - 3_600_000).toISOString(), endpoint_id: b.endpointId }],
+  ['POST', '/api/settings/webhooks/{id}/test', `/api/settings/webhooks/${b.endpointId}/test`, { event_type: 'client.created' }],
 ];
 
 describe('organization scoping of the settings API', () => {
@@ -66,5 +69,7 @@ describe('organization scoping of the settings API', () => {
     const adminA = await settingsClient(a.organizationId);
     expect(JSON.stringify((await adminA.get('/api/settings/keys')).json())).not.toContain(b.keyId);
     expect((await adminA.get('/api/settings/deliveries')).json()).toEqual({ deliveries: [], nextCursor: null });
+    // Searching for B's delivery or event by id finds nothing.
+    expect((await adminA.get(`/api/settings/deliveries?search=${b.deliveryId}`)).json()).toEqual({ deliveries: [], nextCursor: null });
   });
 });

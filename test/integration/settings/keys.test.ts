@@ -10,7 +10,7 @@ import { settingsClient } from './support.js';
 
 const leadEndpointStatus = async (key: string) => (await (await testStack()).api('/api/webhook/leads', { headers: { 'X-API-Key': key } })).status;
 
-interface KeyView { id: string; name: string; kind: string; prefix: string; status: string; expiresAt: string | null; lastUsedAt: string | null }
+interface KeyView { id: string; name: string; kind: string; prefix: string; last4: string | null; status: string; expiresAt: string | null; lastUsedAt: string | null }
 
 describe('API keys in the settings API', () => {
   it('generate, rotate with grace, revoke: the lead endpoint follows each step', async () => {
@@ -21,7 +21,7 @@ describe('API keys in the settings API', () => {
     expect(created.status).toBe(201);
     const { key, secret } = created.json<{ key: KeyView; secret: string }>();
     expect(secret).toMatch(/^crm_live_[0-9A-Za-z]{32}$/);
-    expect(key).toMatchObject({ name: 'Website form', kind: 'secret', prefix: 'crm_live_…', status: 'active', expiresAt: null });
+    expect(key).toMatchObject({ name: 'Website form', kind: 'secret', prefix: `crm_live_…${secret.slice(-4)}`, last4: secret.slice(-4), status: 'active', expiresAt: null });
     expect(await leadEndpointStatus(secret)).toBe(200);
 
     const rotated = await admin.post(`/api/settings/keys/${key.id}/rotate`, { grace_hours: 1 });
@@ -87,7 +87,7 @@ describe('API keys in the settings API', () => {
     const admin = await settingsClient(organizationId);
     const call = await admin.post('/api/settings/keys', { name: 'Landing page', kind: 'publishable', origins: ['https://shop.example'] });
     expect(call.status).toBe(201);
-    expect(call.json()).toMatchObject({ key: { kind: 'publishable', prefix: 'crm_pub_…', origins: ['https://shop.example'] }, secret: expect.stringMatching(/^crm_pub_/) });
+    expect(call.json()).toMatchObject({ key: { kind: 'publishable', prefix: expect.stringMatching(/^crm_pub_…[0-9A-Za-z]{4}$/), origins: ['https://shop.example'] }, secret: expect.stringMatching(/^crm_pub_/) });
     expect((await admin.post('/api/settings/keys', { name: 'No origins', kind: 'publishable' })).status).toBe(422);
   });
 

@@ -71,7 +71,7 @@ describe('webhooks in the settings API', () => {
     await admin.patch(`/api/settings/webhooks/${endpoint.id}`, { enabled: true });
     const all = await admin.post('/api/settings/deliveries/redeliver', { endpoint: endpoint.id });
     expect(all.status).toBe(202);
-    expect(all.json()).toEqual({ count: 1 });
+    expect(all.json()).toEqual({ count: 1, retrying: 0 });
     await eventually(async () => (await admin.get(`/api/settings/deliveries/${tested.id}`)).json<{ delivery: Detail }>().delivery.status === 'delivered', { what: 'the bulk re-delivery' });
 
     const one = await admin.post(`/api/settings/deliveries/${tested.id}/redeliver`);

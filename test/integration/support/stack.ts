@@ -88,7 +88,7 @@ export async function postLead(key: string, body: unknown, headers: Record<strin
 }
 
 /** Every item stored under an organization's partition in a table. */
-export async function itemsOf(table: 'clients' | 'organizations' | 'endpoints', organizationId: string, skPrefix = ''): Promise<Record<string, unknown>[]> {
+export async function itemsOf(table: 'clients' | 'organizations' | 'endpoints' | 'requestLog', organizationId: string, skPrefix = ''): Promise<Record<string, unknown>[]> {
   const { deps } = await testStack();
   return queryAll(deps, {
     TableName: deps.tables[table],

@@ -79,7 +79,11 @@ const post = (path: string, extra: Partial<PostWebhookInput> = {}) =>
 describe('posting a webhook', () => {
   it('delivers on a 2xx, with our User-Agent, JSON content type, the caller’s headers and the exact body', async () => {
     const result = await post('/ok', { headers: { 'webhook-id': 'evt_1', 'webhook-signature': 'v1,abc' } });
-    expect(result).toEqual({ ok: true, status: 200, responseBody: 'thanks', latencyMs: expect.any(Number) });
+    const { requestHeaders, responseHeaders, ...rest } = result;
+    expect(rest).toEqual({ ok: true, status: 200, responseBody: 'thanks', latencyMs: expect.any(Number) });
+    // What was sent and what came back, for the attempt log (attempt-log.ts keptHeaders bounds them).
+    expect(Object.fromEntries(requestHeaders!)).toMatchObject({ 'webhook-id': 'evt_1', 'webhook-signature': 'v1,abc', 'Content-Type': 'application/json' });
+    expect(Object.fromEntries(responseHeaders!.map(([name, value]) => [name.toLowerCase(), value]))).toMatchObject({ 'content-type': 'text/plain' });
     const request = rx.received.at(-1)!;
     expect(request.headers).toMatchObject({
       'user-agent': USER_AGENT, 'content-type': 'application/json', 'webhook-id': 'evt_1', 'webhook-signature': 'v1,abc', 'content-length': '23',

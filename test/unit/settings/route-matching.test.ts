@@ -23,7 +23,8 @@ describe('resourceFor', () => {
 
   it('gives routed settings methods (parameterized paths too) the settings throttle, lead methods the sized one, other methods the catch-all one', () => {
     expect(apiMethodFor('/api/settings/keys/key_1', 'DELETE')).toEqual({ resource: '/api/settings/keys/{id}', method: 'DELETE', throttle: settingsThrottle });
-    expect(apiMethodFor('/api/settings/keys/key_1', 'OPTIONS')).toEqual({ resource: '/api/settings/keys/{id}', method: 'OPTIONS', throttle: settingsThrottle });
+    // Same-origin: no preflight method; an OPTIONS meets the path's catch-all (405).
+    expect(apiMethodFor('/api/settings/keys/key_1', 'OPTIONS')).toEqual({ resource: '/api/settings/keys/{id}', method: 'ANY', throttle: catchAllThrottle });
     expect(apiMethodFor('/settings', 'GET').throttle).toBe(settingsThrottle);
     expect(apiMethodFor('/api/webhook/leads', 'POST')).toEqual({ resource: '/api/webhook/leads', method: 'POST', throttle: routeThrottle });
     expect(apiMethodFor('/api/settings/keys/key_1', 'GET')).toEqual({ resource: '/api/settings/keys/{id}', method: 'ANY', throttle: catchAllThrottle });

@@ -1,0 +1,163 @@
+/**
+ * The settings API's delivery log and re-delivery (docs/settings.md "Deliveries"): list with
+ * filters and search, one delivery with its attempts, re-deliver one (also "Retry now" for one
+ * still retrying), re-deliver the failed ones, and "Recover" (the failed ones since a time, counted
+ * first). Re-queuing is the domain's (delivery/redrive.ts); nothing here writes a delivery record.
+ */
+import { conflict, notFound, validationFailed, type FieldError } from '../platform/errors.js';
+import { getEndpoint, listEndpoints, type EndpointSummary } from '../delivery/endpoints.js';
+import { redriveDelivery } from '../delivery/redrive.js';
+import { findOrganizationDelivery } from '../delivery/first-outcome.js';
+import { deliveryIdFor } from '../delivery/queue.js';
+import { normalizeEventName } from '../delivery/subscriptions.js';
+import { pageDeliverySummaries, summariesById, type DeliverySummaryRecord } from './delivery-summaries.js';
+import { queueScanned, scanFailed, type BulkScan } from './bulk-redelivery.js';
+import { decodeCursor, encodeCursor, limitOf, objectBody, timeOf, unknownFields, type Context, type Operation } from './request-fields.js';
+import { awaitingRedrive, deliveryDetail, deliverySummary, isRetrying, type DeliveryStatusView } from './views.js';
+
+/** The statuses the deliveries list filters by (an unknown one is a 422, not an empty list). */
+const DELIVERY_STATUSES: DeliveryStatusView[] = ['pending', 'retrying', 'delivered', 'failed', 'skipped'];
+
+/** A search is a delivery or event id; anything longer is not one. */
+const MAX_SEARCH_CHARS = 100;
+
+interface Filter { endpointId?: string; eventType?: string; search?: string; since?: string; until?: string }
+
+/** The filters not in the index's key (the time range is). */
+const matches = (d: DeliverySummaryRecord, f: Filter) =>
+  (!f.endpointId || d.endpointId === f.endpointId) &&
+  (!f.eventType || d.eventType === f.eventType) &&
+  (!f.search || d.id === f.search || d.eventId === f.search) &&
+  (!f.since || d.createdAt >= f.since) &&
+  (!f.until || d.createdAt <= f.until);
+
+/**
+ * The deliveries a search names: the delivery itself, or an event's deliveries, whose ids derive
+ * from the event and each endpoint (queue.ts deliveryIdFor): read by key, not searched for.
+ */
+async function searched(c: Context, search: string, endpoints: EndpointSummary[]): Promise<DeliverySummaryRecord[]> {
+  const ids = search.startsWith('evt_') ? endpoints.map((e) => deliveryIdFor(search, e.id)) : [search];
+  return summariesById(c.deps, c.organization.id, ids);
+}
+
+const byStatus = (status: string | undefined) => (d: DeliverySummaryRecord) =>
+  status === 'retrying' ? isRetrying(d)
+    : status === 'pending' ? d.status === 'pending' && !isRetrying(d)
+      : !status || d.status === status;
+
+async function requireEndpointOf(c: Context, endpointId: string | undefined): Promise<void> {
+  if (endpointId && !(await getEndpoint(c.deps, c.organization.id, endpointId))) throw notFound(`No endpoint ${endpointId}.`);
+}
+
+async function requireDelivery(c: Context) {
+  const delivery = await findOrganizationDelivery(c.deps, c.organization.id, c.params.id);
+  if (!delivery) throw notFound(`No delivery ${c.params.id}.`);
+  return delivery;
+}
+
+const urlsOf = (endpoints: EndpointSummary[]) => new Map(endpoints.map((e) => [e.id, e.url]));
+
+/**
+ * Where a re-queued delivery goes next, from its endpoint's state: a disabled endpoint skips it, a
+ * paused one (circuit open after failures) holds it until the pause ends, without using an attempt.
+ */
+function endpointState(endpoint: EndpointSummary | undefined) {
+  if (!endpoint) return { state: 'removed' as const };
+  if (!endpoint.enabled) return { state: 'disabled' as const };
+  if (endpoint.circuit.state === 'open') return { state: 'paused' as const, until: endpoint.circuit.until ?? null };
+  return { state: endpoint.circuit.state === 'half-open' ? 'recovering' as const : 'ready' as const };
+}
+
+/** The body of a bulk re-delivery ("Re-deliver all failed", "Recover"), validated. */
+function bulkBody(c: Context, fields: string[]): Record<string, string | boolean | undefined> {
+  const body = objectBody(c.request, true);
+  const errors: FieldError[] = [];
+  for (const field of fields) {
+    if (field === 'dry_run') {
+      if (body[field] !== undefined && typeof body[field] !== 'boolean') errors.push({ field, message: 'must be true or false' });
+    } else if (body[field] !== undefined && typeof body[field] !== 'string') errors.push({ field, message: 'must be text' });
+  }
+  errors.push(...unknownFields(body, fields));
+  if (errors.length) throw validationFailed(errors);
+  return body as Record<string, string | boolean | undefined>;
+}
+
+/** The organization's disabled endpoints: a re-delivery to one would only be skipped (docs/settings.md). */
+async function disabledEndpoints(c: Context): Promise<Set<string>> {
+  return new Set((await listEndpoints(c.deps, c.organization.id)).filter((e) => !e.enabled).map((e) => e.id));
+}
+
+/** The answer of a bulk call: counted (dry run) or queued; lower bounds when `more`. */
+const bulkAnswer = (scan: BulkScan, count: number) => ({
+  count, retrying: scan.retrying, ...(scan.more ? { more: true } : {}),
+  ...(scan.hollow ? { notRedeliverable: scan.hollow } : {}), ...(scan.endpointDisabled ? { endpointDisabled: scan.endpointDisabled } : {}),
+});
+
+/** Re-queues the failed deliveries of `filter` (bounded: REDELIVER_ALL_MAX and a read budget), with what was left and why. */
+async function redeliverFailed(c: Context, filter: Filter) {
+  const scan = await scanFailed(c.deps, c.organization.id, filter, await disabledEndpoints(c));
+  return bulkAnswer(scan, await queueScanned(c.deps, scan));
+}
+
+export const deliveryOperations: Record<string, Operation> = {
+  'GET /api/settings/deliveries': async (c) => {
+    const { status, endpoint, cursor, event_type: eventType, search } = c.query;
+    const limit = limitOf(c.query.limit);
+    if (status && !DELIVERY_STATUSES.includes(status as DeliveryStatusView)) throw validationFailed([{ field: 'status', message: `must be one of ${DELIVERY_STATUSES.join(', ')}` }]);
+    const type = eventType ? normalizeEventName(eventType) : undefined;
+    if (eventType && !type) throw validationFailed([{ field: 'event_type', message: `unknown event ${eventType}` }]);
+    if (search && search.length > MAX_SEARCH_CHARS) throw validationFailed([{ field: 'search', message: `must be a delivery or event id (at most ${MAX_SEARCH_CHARS} characters)` }]);
+    await requireEndpointOf(c, endpoint);
+    const after = cursor ? decodeCursor(cursor) : undefined;
+    const filter: Filter = { endpointId: endpoint, eventType: type, search: search?.trim() || undefined, since: timeOf('since', c.query.since), until: timeOf('until', c.query.until) };
+    const endpoints = await listEndpoints(c.deps, c.organization.id);
+    const keep = (d: DeliverySummaryRecord) => matches(d, filter) && byStatus(status)(d);
+    // Summaries only (no payloads), from the index (delivery-summaries.ts); a search reads by key.
+    const { items, next } = filter.search
+      ? { items: (await searched(c, filter.search, endpoints)).filter(keep).slice(0, limit), next: null }
+      : await pageDeliverySummaries(c.deps, c.organization.id, { since: filter.since, until: filter.until, after, limit, keep });
+    return { status: 200, body: { deliveries: items.map((d) => deliverySummary(d, urlsOf(endpoints))), nextCursor: next ? encodeCursor(next) : null } };
+  },
+  'GET /api/settings/deliveries/{id}': async (c) => {
+    const delivery = await requireDelivery(c);
+    return { status: 200, body: { delivery: deliveryDetail(delivery, urlsOf(await listEndpoints(c.deps, c.organization.id))) } };
+  },
+  'POST /api/settings/deliveries/{id}/redeliver': async (c) => {
+    const before = await requireDelivery(c);
+    // Re-queued and not attempted since: another click would only queue the same send again.
+    const target = (await listEndpoints(c.deps, c.organization.id)).find((e) => e.id === before.endpointId);
+    if (target && !target.enabled) throw conflict(`The endpoint ${target.id} is disabled: enable it, then re-deliver.`);
+    if (awaitingRedrive(before)) throw conflict(`Delivery ${c.params.id} is already queued: it is sent again shortly, then can be re-delivered once more.`);
+    // A tenant's click never sweeps the shared dead-letter queue (redrive.ts RedriveOptions).
+    await redriveDelivery(c.deps, c.params.id, { sweepDeadLetters: false });
+    await c.audit('delivery.redelivered', c.params.id, { status: isRetrying(before) ? 'retrying' : before.status });
+    const [delivery, endpoints] = await Promise.all([requireDelivery(c), listEndpoints(c.deps, c.organization.id)]);
+    return { status: 202, body: { delivery: deliverySummary(delivery, urlsOf(endpoints)), endpoint: endpointState(endpoints.find((e) => e.id === delivery.endpointId)) } };
+  },
+  'POST /api/settings/deliveries/redeliver': async (c) => {
+    const body = bulkBody(c, ['endpoint', 'since', 'until']);
+    const endpointId = body.endpoint as string | undefined;
+    await requireEndpointOf(c, endpointId);
+    const filter = { endpointId, since: timeOf('since', body.since as string | undefined), until: timeOf('until', body.until as string | undefined) };
+    const answer = await redeliverFailed(c, filter);
+    await c.audit('deliveries.redelivered', endpointId, { count: answer.count, since: filter.since, until: filter.until });
+    return { status: 202, body: answer };
+  },
+  'POST /api/settings/deliveries/recover': async (c) => {
+    const body = bulkBody(c, ['since', 'endpoint_id', 'dry_run']);
+    if (typeof body.since !== 'string') throw validationFailed([{ field: 'since', message: 'is required: an ISO-8601 time' }]);
+    const since = timeOf('since', body.since)!;
+    if (since > new Date(c.deps.now()).toISOString()) throw validationFailed([{ field: 'since', message: 'must not be in the future' }]);
+    const endpointId = body.endpoint_id as string | undefined;
+    await requireEndpointOf(c, endpointId);
+    const filter = { endpointId, since };
+    if (body.dry_run === true) {
+      // The count first (nothing queued), by the very reader that queues: what "Recover" would send again.
+      const scan = await scanFailed(c.deps, c.organization.id, filter, await disabledEndpoints(c));
+      return { status: 200, body: { ...bulkAnswer(scan, scan.redrivable.length), dryRun: true } };
+    }
+    const answer = await redeliverFailed(c, filter);
+    await c.audit('deliveries.recovered', endpointId, { count: answer.count, since });
+    return { status: 202, body: answer };
+  },
+};

@@ -1,0 +1,221 @@
+// Webhook endpoints (docs/settings.md "Webhooks"): add, edit, enable, rotate the secret, delete;
+// a test event of any type the endpoint subscribes to (its catalog example, marked as a test);
+// the event picker shows each event's description, example payload and JSON Schema. The pause of
+// an endpoint after failures is shown as the live refresh (settings.js) finds it.
+
+import { $, badge, busy, confirmAction, count, empty, fill, flash, h, httpBadge, loading, openForm, problemAlert, scrollable, shownOnce, statusBadge, timeOnly, when, withCode } from './dom.js';
+import { api } from './session.js';
+
+let catalog = null;
+export let endpoints = [];
+/** Hooks the deliveries section sets: open a delivery, reload the list. */
+export const hooks = { openDelivery: () => {}, reloadDeliveries: () => {}, endpointsChanged: () => {} };
+
+export async function loadCatalog() {
+  if (catalog) return catalog;
+  const { events } = await api('/events');
+  catalog = events;
+  return catalog;
+}
+
+/** `quiet`: a live refresh, which leaves what is shown on an error. */
+export async function loadWebhooks({ quiet = false } = {}) {
+  const body = $('webhooks-body');
+  if (!quiet && !body.querySelector('.endpoint')) fill(body, loading('Loading endpoints…'));
+  try {
+    ({ endpoints } = await api('/webhooks'));
+    renderWebhooks();
+    hooks.endpointsChanged(endpoints);
+  } catch (error) {
+    if (error.status !== 401 && !quiet) fill(body, problemAlert(error));
+  }
+}
+
+/** The endpoint each card was drawn from (as JSON), to redraw only the changed ones. */
+const drawn = new WeakMap();
+
+function renderWebhooks() {
+  const body = $('webhooks-body');
+  if (!endpoints.length) {
+    fill(body, empty('No webhooks yet — add an endpoint to get events', 'An endpoint is a URL on your server that receives a signed POST for each event.'));
+    return;
+  }
+  // A live refresh keeps a card whose endpoint did not change (a test in progress, its outcome);
+  // a changed one (paused, resumed) is drawn anew with its test's outcome and chosen type moved over.
+  const cards = new Map([...body.querySelectorAll('.endpoint')].map((card) => [card.dataset.endpointId, card]));
+  fill(body, endpoints.map((endpoint) => {
+    const old = cards.get(endpoint.id);
+    const state = JSON.stringify(endpoint);
+    if (old && drawn.get(old) === state) return old;
+    const card = renderEndpoint(endpoint);
+    drawn.set(card, state);
+    if (old) {
+      for (const slot of ['.test-outcome', '.test-errors']) card.querySelector(slot).replaceChildren(...old.querySelector(slot).childNodes);
+      card.querySelector('select').value = old.querySelector('select').value;
+    }
+    return card;
+  }));
+}
+
+/** The endpoint's pause, as its owner needs to know it: why nothing is sent, and until when. */
+export function pauseNote(endpoint) {
+  if (!endpoint.circuit || endpoint.circuit.state === 'closed') return null;
+  return h('p', { class: 'cell-sub warn-text', 'data-testid': 'paused' },
+    badge(endpoint.circuit.state === 'open' ? 'paused after failures' : 'recovering', 'warn'),
+    endpoint.circuit.state === 'open' && endpoint.circuit.until ? [' — nothing is sent until ', when(endpoint.circuit.until, timeOnly), '; no attempts are used meanwhile'] : ' — the next delivery tests it');
+}
+
+function renderEndpoint(endpoint) {
+  const outcome = h('div', { class: 'test-outcome', role: 'status', 'aria-live': 'polite' });
+  const errors = h('div', { class: 'test-errors' });
+  const subscribed = endpoint.events.includes('*') ? (catalog ?? []).map((e) => e.name) : endpoint.events;
+  const typeSelect = h('select', { class: 'small', 'aria-label': `Test event type for ${endpoint.url}` },
+    h('option', { value: 'webhook.test', text: 'webhook.test' }), subscribed.map((e) => h('option', { value: e, text: e })));
+  const testButton = h('button', { type: 'button', class: 'btn small', disabled: !endpoint.enabled }, 'Send test event');
+  testButton.addEventListener('click', () => sendTest(endpoint, typeSelect.value, testButton, outcome, errors));
+  const events = endpoint.events.length
+    ? h('ul', { class: 'chips', 'aria-label': 'Subscribed events' }, endpoint.events.map((e) => h('li', {}, h('code', { text: e === '*' ? 'all events' : e }))))
+    : h('p', { class: 'muted', text: 'No events selected.' });
+  const action = (text, run, tone = 'subtle') => h('button', { type: 'button', class: `btn ${tone} small`, onclick: run }, text);
+  return h('article', { class: `endpoint${endpoint.enabled ? '' : ' is-disabled'}`, 'aria-label': endpoint.url, 'data-endpoint-id': endpoint.id },
+    h('div', { class: 'endpoint-head' },
+      h('div', { class: 'endpoint-id' },
+        h('p', { class: 'endpoint-url' }, h('code', { text: endpoint.url })),
+        h('p', { class: 'cell-sub' }, statusBadge(endpoint.enabled ? 'enabled' : 'disabled'), ' ',
+          endpoint.description ? h('span', { text: endpoint.description }) : null,
+          endpoint.description ? ' · ' : null, 'Added ', when(endpoint.createdAt)),
+        pauseNote(endpoint),
+        endpoint.disabledReason ? h('p', { class: 'cell-sub warn-text', text: `Disabled automatically: ${endpoint.disabledReason}` }) : null,
+        endpoint.failingSince && !endpoint.disabledReason ? h('p', { class: 'cell-sub warn-text' }, 'Failing since ', when(endpoint.failingSince)) : null),
+      h('div', { class: 'endpoint-actions' },
+        h('span', { class: 'test-picker' }, typeSelect, testButton),
+        action('Edit', () => endpointDialog(endpoint)),
+        action(endpoint.enabled ? 'Disable' : 'Enable', (e) => toggleEndpoint(endpoint, e.currentTarget)),
+        action('Rotate secret', () => rotateSecret(endpoint)),
+        action('Delete', () => deleteEndpoint(endpoint), 'danger-subtle'))),
+    events, outcome, errors);
+}
+
+const lastAttempt = (delivery) => delivery.attempts?.[delivery.attempts.length - 1] ?? null;
+
+/** The card's slot as it is now: a live refresh may have drawn the card anew meanwhile. */
+const slotOf = (endpoint, name) => document.querySelector(`[data-endpoint-id="${CSS.escape(endpoint.id)}"] .${name}`);
+
+async function sendTest(endpoint, eventType, button, firstOutcome, errors) {
+  errors.replaceChildren();
+  let outcome = firstOutcome;
+  fill(outcome, h('p', { class: 'loading' }, h('span', { class: 'spinner', 'aria-hidden': 'true' }), `Sending a test ${eventType} event and waiting for your endpoint to answer…`));
+  const body = eventType === 'webhook.test' ? {} : { event_type: eventType };
+  const result = await busy(button, 'Sending…', () => api(`/webhooks/${encodeURIComponent(endpoint.id)}/test`, { method: 'POST', body }), errors);
+  outcome = slotOf(endpoint, 'test-outcome') ?? outcome;
+  if (!result) {
+    outcome.replaceChildren();
+    return;
+  }
+  const { delivery } = result;
+  const attempt = lastAttempt(delivery);
+  const ok = delivery.status === 'delivered';
+  const queued = (delivery.status === 'pending' || delivery.status === 'retrying') && !attempt;
+  const headline = ok ? 'Test event delivered' : queued ? 'Test event queued' : 'Test event not delivered';
+  fill(outcome, h('div', { class: `outcome ${ok ? 'ok' : queued ? 'info' : 'bad'}` },
+    h('p', { class: 'outcome-title' }, headline, ' ', attempt ? httpBadge(attempt.statusCode) : null,
+      attempt?.durationMs !== undefined && attempt?.durationMs !== null ? h('span', { class: 'muted', text: ` in ${count.format(attempt.durationMs)} ms` }) : null),
+    h('p', { class: 'muted small' }, h('code', { text: delivery.eventType }), ' at ', when(attempt?.at || delivery.updatedAt || delivery.createdAt, timeOnly),
+      attempt?.error ? ` · ${attempt.error}` : '',
+      !attempt ? ' · the outcome will appear under Deliveries' : ''),
+    attempt?.responseExcerpt ? scrollable(`Response to the test ${delivery.eventType}`, attempt.responseExcerpt) : null,
+    h('button', { type: 'button', class: 'btn link small', onclick: () => hooks.openDelivery(delivery.id) }, 'View delivery')));
+  hooks.reloadDeliveries();
+}
+
+/** Each event with its description, and its example payload and JSON Schema a click away. */
+function renderEventsPicker(selected) {
+  const groups = new Map();
+  for (const event of catalog) {
+    if (!groups.has(event.group)) groups.set(event.group, []);
+    groups.get(event.group).push(event);
+  }
+  fill($('events-groups'), [...groups].map(([group, events]) => h('div', { class: 'event-group' },
+    h('p', { class: 'event-group-title', text: group }),
+    events.map((event) => h('div', { class: 'event-option' },
+      h('label', { class: 'event-check' },
+        h('input', { type: 'checkbox', name: 'events', value: event.name, checked: selected.has(event.name) || selected.has('*') }),
+        h('span', { class: 'event-names' }, h('code', { text: event.name }), event.alias ? h('span', { class: 'alias' }, 'also ', h('code', { text: event.alias })) : null)),
+      event.description ? h('span', { class: 'event-description' }, withCode(event.description)) : null,
+      h('details', { class: 'event-detail' }, h('summary', { text: 'Example and schema' }),
+        scrollable(`Example payload of ${event.name}`, JSON.stringify(event.example, null, 2)),
+        scrollable(`JSON Schema of ${event.name}`, JSON.stringify(event.schema, null, 2))))))));
+}
+
+export async function endpointDialog(endpoint) {
+  const form = $('endpoint-form');
+  form.reset();
+  $('endpoint-dialog-title').textContent = endpoint ? 'Edit endpoint' : 'Add endpoint';
+  $('endpoint-submit').textContent = endpoint ? 'Save changes' : 'Save endpoint';
+  $('endpoint-url').value = endpoint?.url || '';
+  $('endpoint-description').value = endpoint?.description || '';
+  fill($('events-groups'), loading('Loading events…'));
+  openForm($('endpoint-dialog'), async () => {
+    const events = [...form.querySelectorAll('input[name=events]:checked')].map((i) => i.value);
+    const body = { url: $('endpoint-url').value.trim(), events, description: $('endpoint-description').value.trim() || undefined };
+    if (endpoint) {
+      await api(`/webhooks/${encodeURIComponent(endpoint.id)}`, { method: 'PATCH', body: { ...body, description: body.description ?? null } });
+      flash($('webhooks-status'), 'Endpoint saved.');
+    } else {
+      const created = await api('/webhooks', { method: 'POST', body });
+      shownOnce($('webhooks-reveal'), {
+        title: `Signing secret for ${created.endpoint.url}`,
+        secret: created.secret,
+        note: 'Use it to verify the webhook-signature header of each request (Standard Webhooks). Copy it now: it will not be shown again.',
+      });
+    }
+    await loadWebhooks();
+    return true;
+  });
+  try {
+    await loadCatalog();
+    renderEventsPicker(new Set(endpoint?.events || []));
+  } catch (error) {
+    if (error.status !== 401) fill($('events-groups'), problemAlert(error));
+  }
+}
+
+async function toggleEndpoint(endpoint, button) {
+  const done = await busy(button, endpoint.enabled ? 'Disabling…' : 'Enabling…',
+    () => api(`/webhooks/${encodeURIComponent(endpoint.id)}`, { method: 'PATCH', body: { enabled: !endpoint.enabled } }), $('webhooks-status'));
+  if (done) {
+    flash($('webhooks-status'), `Endpoint ${endpoint.enabled ? 'disabled: no events will be sent to it' : 'enabled'}.`);
+    await loadWebhooks();
+  }
+}
+
+function rotateSecret(endpoint) {
+  $('rotate-dialog-title').textContent = 'Rotate signing secret';
+  $('rotate-text').textContent = `A new secret signs events sent to ${endpoint.url}. During the grace period each request carries both signatures, so you can switch your server over without failures.`;
+  $('rotate-form').reset();
+  openForm($('rotate-dialog'), async (form) => {
+    const rotated = await api(`/webhooks/${encodeURIComponent(endpoint.id)}/rotate-secret`, { method: 'POST', body: { grace_hours: Number(form.elements.grace.value) } });
+    shownOnce($('webhooks-reveal'), {
+      title: `New signing secret for ${endpoint.url}`,
+      secret: rotated.secret,
+      note: 'Copy it now: it will not be shown again.',
+    });
+    await loadWebhooks();
+    return true;
+  });
+}
+
+function deleteEndpoint(endpoint) {
+  confirmAction({
+    title: 'Delete this endpoint?',
+    text: `Events will no longer be sent to ${endpoint.url}. Its delivery history stays available for 30 days.`,
+    action: 'Delete endpoint',
+    run: async () => {
+      await api(`/webhooks/${encodeURIComponent(endpoint.id)}`, { method: 'DELETE' });
+      flash($('webhooks-status'), 'Endpoint deleted.');
+      await loadWebhooks();
+    },
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
