@@ -1,5 +1,5 @@
 /**
- * Import rules of the domain (DESIGN §3): folders follow the pipeline and imports point one way.
+ * Import rules of the domain (docs/architecture.md#import-rules): folders follow the pipeline and imports point one way.
  *   platform ← tenancy ← intake;  platform ← events → delivery;  crm reads tenancy and intake;
  *   the domain never imports handlers (functions/<name>/), the shared edges, the CLI, the local
  *   stack or the CDK stacks. `npm run lint:deps` (part of `npm test`) fails on any violation.

@@ -31,7 +31,7 @@ import { functions } from '../lib/topology.js';
 const { values } = parseArgs({ options: { events: { type: 'string', default: '500' }, orgs: { type: 'string', default: '20' } } });
 const total = Number(values.events);
 // Events spread over this many organizations, one endpoint each (10,000 share the service; one
-// endpoint alone would measure the per-endpoint in-flight bound of DESIGN §16, not the pipeline).
+// endpoint alone would measure the per-endpoint in-flight bound of docs/architecture.md#fair-delivery, not the pipeline).
 const orgCount = Number(values.orgs);
 const source = functions.webhookDelivery.events[0];
 // What the local queue poller runs at once: its concurrency × batch size (lib/local/stack.ts).

@@ -1,5 +1,5 @@
 /**
- * `npm run bench:fairness`: does one broken receiver delay anybody else (DESIGN §16)? On the local
+ * `npm run bench:fairness`: does one broken receiver delay anybody else (docs/architecture.md#fair-delivery)? On the local
  * stack, 20 organizations with healthy loopback receivers and one whose receiver accepts
  * connections and never answers. Events are written to the clients table in rounds (one per
  * healthy organization per round); phase 1 without the hanging organization's events, phase 2 with

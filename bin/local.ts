@@ -1,5 +1,5 @@
 /**
- * `npm start`: the whole system on this machine (DESIGN §12). Ctrl-C or SIGTERM stops everything.
+ * `npm start`: the whole system on this machine (docs/local-stack.md). Ctrl-C or SIGTERM stops everything.
  */
 import { parseArgs } from 'node:util';
 import { startLocalStack } from '../lib/local/stack.js';

@@ -93,7 +93,7 @@ export const queues = {
     deadLetter: { queue: 'deliveryDlq', maxReceiveCount: MAX_RECEIVES },
   },
   /**
-   * The slow lane (DESIGN §16): deliveries of endpoints that fail, time out or answer slowly, moved
+   * The slow lane (docs/architecture.md#fair-delivery): deliveries of endpoints that fail, time out or answer slowly, moved
    * here by the delivery function (functions/core/delivery/circuit-store.ts) and attempted with a
    * concurrency of their own (slowLaneMaxConcurrency), so they never hold the main lane's.
    */
@@ -115,7 +115,7 @@ export type QueueName = keyof typeof queues;
  */
 export interface SecretSpec { envVar: string; description: string }
 export const secrets = {
-  /** HMAC key of the settings session tokens (functions/core/settings/session-token.ts, DESIGN §14). */
+  /** HMAC key of the settings session tokens (functions/core/settings/session-token.ts, docs/settings.md). */
   settingsToken: { envVar: 'SETTINGS_TOKEN_SECRET', description: 'Signs the session tokens of the organization settings (HS256)' },
 } satisfies Record<string, SecretSpec>;
 export type SecretName = keyof typeof secrets;
@@ -269,7 +269,7 @@ const settingsRoute = (method: RouteSpec['method'], path: string): RouteSpec => 
 export const routes: RouteSpec[] = [
   { method: 'GET', path: '/api/webhook/leads', function: 'leadIntake' },
   { method: 'POST', path: '/api/webhook/leads', function: 'leadIntake' },
-  // Organization settings (DESIGN §14): the page and its assets, and the management API.
+  // Organization settings (docs/settings.md): the page and its assets, and the management API.
   settingsRoute('GET', '/settings'),
   settingsRoute('GET', '/settings/{asset}'),
   settingsRoute('GET', '/api/settings'),
@@ -294,7 +294,7 @@ export const routes: RouteSpec[] = [
   settingsRoute('GET', '/api/settings/audit'),
 ];
 
-/** Headers a browser may send cross-origin, and the ones it may read back (DESIGN §6 Browsers). */
+/** Headers a browser may send cross-origin, and the ones it may read back (docs/leads.md#browsers). */
 export const cors = {
   allowOrigins: ['*'],
   allowHeaders: ['Content-Type', 'X-API-Key', 'Authorization', 'Idempotency-Key'],
@@ -364,7 +364,7 @@ export const hasParameterChild = (resource: string) => apiResourcePaths().some((
 // CDK stack renders these as MOCK integrations, gateway responses and WAF rules; the local HTTP
 // server answers the same from the same entries, so the two cannot drift (docs/capacity.md).
 
-/** A problem+json answer the gateway makes itself (DESIGN §7). */
+/** A problem+json answer the gateway makes itself (docs/architecture.md#errors). */
 export interface GatewayAnswerSpec {
   /** Absent on the DEFAULT_4XX/5XX fallbacks: API Gateway keeps the status of the error and the body omits it. */
   status?: number;
@@ -467,7 +467,7 @@ export interface EdgeRuleSpec {
 export const edgeKeyLimitPerMinute = 6000;
 /** Per address, all requests: 120/s over 5 minutes, above one key at the edge limit (docs/capacity.md). */
 export const edgeAddressLimitPer5Minutes = 36_000;
-/** functions/core/tenancy/api-keys.ts: `crm_live_` (secret) or `crm_pub_` (publishable, DESIGN §15) + base62 (lowercased here). */
+/** functions/core/tenancy/api-keys.ts: `crm_live_` (secret) or `crm_pub_` (publishable, docs/leads.md#lead-forms-in-public-pages-publishable-keys) + base62 (lowercased here). */
 const keyFormat = 'crm_(live|pub)_[0-9a-z]+';
 /** The function accepts exactly these shapes (functions/core/tenancy/authenticate.ts), "Bearer" in any case. */
 export const edgeKeys = {

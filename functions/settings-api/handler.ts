@@ -1,5 +1,5 @@
 /**
- * The organization settings (DESIGN §14): GET /settings and its assets (page.ts), and the management
+ * The organization settings (docs/settings.md): GET /settings and its assets (page.ts), and the management
  * API under /api/settings (functions/core/settings/handle-settings-request.ts) behind the shared
  * HTTP edge. The session-token secret is read from Secrets Manager through the secret the topology
  * binds (its name in SETTINGS_TOKEN_SECRET; on the local stack the stand-in serves it), cached.

@@ -1,5 +1,5 @@
 /**
- * The settings page (DESIGN §14): static HTML, CSS and plain ES modules (one per section, docs/decisions.md "Settings page modules"), served by the settings
+ * The settings page (docs/settings.md): static HTML, CSS and plain ES modules (one per section, docs/decisions.md "Settings page modules"), served by the settings
  * function at GET /settings and /settings/<asset>. The files sit in ./page next to this module and
  * are read once per container: from functions/settings-api/page locally, and from the `page/` folder
  * the CDK bundling copies next to index.mjs on Lambda (lib/stacks/crm-function.ts), so both read the

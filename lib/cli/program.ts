@@ -1,5 +1,5 @@
 /**
- * The `crm` admin CLI (DESIGN §13): one commander program; each noun registers its verbs from its
+ * The `crm` admin CLI (docs/architecture.md#the-crm-cli): one commander program; each noun registers its verbs from its
  * own module under lib/cli/commands/. Commands parse flags, resolve the target, call one domain
  * function and print the result.
  */

@@ -168,7 +168,7 @@ export interface DynamoDbLocal extends Emulator {
 }
 
 /**
- * Starts DynamoDB Local: persistent under `dbPath`, or in memory. Always -sharedDb (TOOLCHAIN.md),
+ * Starts DynamoDB Local: persistent under `dbPath`, or in memory. Always -sharedDb (docs/architecture.md#the-local-stack-and-awss-rules),
  * -disableTelemetry and a CORS allow-list no page can match. DynamoDB Local has no bind option and listens on every interface, so it
  * runs in a private network namespace behind a 127.0.0.1 listener when the machine allows it
  * (lib/local/netns-supervisor.mjs); otherwise it listens everywhere only if `allowExposed` (default:

@@ -228,7 +228,7 @@ export async function startHttpServer(options: LocalApiOptions): Promise<{ serve
         : sendAnswer(res, gatewayResponses.UNSUPPORTED_MEDIA_TYPE, requestId);
       if (allowed.length === 0) return mock(catchAllAnswers.notFound);
       if (req.method === 'OPTIONS' && crossOrigin(resource.resource)) {
-        // The CORS preflight needs no key (DESIGN §6 Browsers): the headers of the stage's OPTIONS mock.
+        // The CORS preflight needs no key (docs/leads.md#browsers): the headers of the stage's OPTIONS mock.
         return send(res, 204, corsPreflightHeaders(allowed), '');
       }
       const route = routes.find((r) => r.path === resource.resource && r.method === req.method);

@@ -1,5 +1,5 @@
 /**
- * Makes the local SQS (fauxqs) as strict as AWS where it is kinder (TOOLCHAIN.md): SQS counts the
+ * Makes the local SQS (fauxqs) as strict as AWS where it is kinder (docs/architecture.md#the-local-stack-and-awss-rules): SQS counts the
  * 12 h visibility maximum from the message's RECEIVE, so ChangeMessageVisibility(handle, t) is
  * refused when (time since that receive) + t > 43 200 s; fauxqs only checks 0 <= t <= 43 200.
  *

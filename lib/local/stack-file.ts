@@ -1,5 +1,5 @@
 /**
- * The local stack's file (`<dir>/stack.json`, DESIGN §12): what `npm start` writes, and the one
+ * The local stack's file (`<dir>/stack.json`, docs/local-stack.md): what `npm start` writes, and the one
  * place that turns it into deps, for the CLI, the integration tests and the benches.
  */
 import { readFileSync } from 'node:fs';

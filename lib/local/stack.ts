@@ -117,7 +117,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     running.add(() => http.close());
 
     const seeded = options.seed === false ? undefined : await seedDemo(deps, { dir });
-    // A settings link for the demo organization (DESIGN §14), signed like the CRM app would.
+    // A settings link for the demo organization (docs/settings.md), signed like the CRM app would.
     const demo = seeded && {
       ...seeded,
       settingsUrl: `${http.url}/settings#token=${await mintSessionToken(readFileSync(secretsManager.files.settingsToken, 'utf8').trim(), { organizationId: seeded.organizationId, userId: 'demo-admin', ttlSeconds: MAX_SESSION_TTL_SECONDS })}`,

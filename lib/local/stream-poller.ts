@@ -50,8 +50,8 @@ export function toLambdaRecord(r: _Record, streamArn: string): DynamoDBRecord {
 
 /**
  * Pause after a poll that found nothing: short while the stream was busy within the last second,
- * so a record written just after a poll waits at most this long (DESIGN §16: "well under a
- * second"); once it has been idle longer, doubling up to IDLE_MAX_DELAY_MS (Lambda polls a shard
+ * so a record written just after a poll waits at most this long (a healthy event is delivered in well under a
+ * second: docs/architecture.md#fair-delivery); once it has been idle longer, doubling up to IDLE_MAX_DELAY_MS (Lambda polls a shard
  * about 4 times a second). An empty GetRecords costs DynamoDB Local ~1.5 ms of CPU: polling two
  * idle tables every 20 ms kept a fifth of a core busy, taken from the requests being served or
  * measured (docs/benchmarks.md); a steady trickle (a lead every few hundred ms) keeps the short pause.

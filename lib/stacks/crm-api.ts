@@ -115,7 +115,7 @@ export class CrmApi extends Construct {
     api.deploymentStage.node.addDependency(executionLogs);
 
     Validations.of(api).acknowledge(
-      { id: 'AwsSolutions-APIG2', reason: 'The function validates every body (zod) and answers 422 problem+json with per-field errors (DESIGN §6-7); a gateway validator would answer a different 400 shape first.' },
+      { id: 'AwsSolutions-APIG2', reason: 'The function validates every body (zod) and answers 422 problem+json with per-field errors (docs/leads.md, docs/architecture.md#errors); a gateway validator would answer a different 400 shape first.' },
       { id: 'AwsSolutions-APIG4', reason: 'Callers authenticate with organization API keys, checked in the function (hashed lookup, constant-time compare); an authorizer cannot reach that key store. The settings API checks its session tokens (JWT) in its function, the settings page is static. CORS preflights and the catch-all 404/405 answers are open by design.' },
       { id: 'AwsSolutions-COG4', reason: 'Callers are web forms and automation tools holding an organization API key, not Cognito users.' },
       { id: 'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs]', reason: 'The AWS-managed role API Gateway needs to write execution logs (logs only).' },

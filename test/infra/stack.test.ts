@@ -162,7 +162,7 @@ describe('the CDK stack', () => {
       BatchSize: 10,
       ScalingConfig: { MaximumConcurrency: deliveryMaxConcurrency },
     });
-    // The slow lane (DESIGN §16): failing, hanging or slow endpoints' deliveries, with a concurrency of their own.
+    // The slow lane (docs/architecture.md#fair-delivery): failing, hanging or slow endpoints' deliveries, with a concurrency of their own.
     template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
       FunctionName: { Ref: logicalId(stack.functions.webhookDelivery) },
       EventSourceArn: { 'Fn::GetAtt': [queueRef('deliverySlowQueue'), 'Arn'] },
@@ -612,7 +612,7 @@ describe('the CDK stack', () => {
     }
     const stageDimensions = [{ Name: 'ApiName', Value: `crm-integration-test` }, { Name: 'Stage', Value: { Ref: logicalId(stack.api.deploymentStage) } }];
     expect(alarmOn('Latency', stageDimensions)).toEqual([expect.objectContaining({ ExtendedStatistic: 'p99', EvaluationPeriods: 3 })]);
-    // Retries never wait in flight (DESIGN §16): the in-flight count and the oldest message's age mean stuck deliveries.
+    // Retries never wait in flight (docs/architecture.md#retries-and-dead-letters): the in-flight count and the oldest message's age mean stuck deliveries.
     const deliveryQueue = [{ Name: 'QueueName', Value: { 'Fn::GetAtt': [queueRef('deliveryQueue'), 'QueueName'] } }];
     expect(alarmOn('ApproximateAgeOfOldestMessage', deliveryQueue))
       .toEqual([expect.objectContaining({ Statistic: 'Maximum', Threshold: 1800, ComparisonOperator: 'GreaterThanThreshold', Period: 300 })]);
@@ -628,12 +628,12 @@ describe('the CDK stack', () => {
     for (const metric of ['RateLimitFailOpen', 'TenantMismatch', 'DeliveryOutcomesUnwritten']) {
       expect(alarmOn(metric, [{ Name: 'service', Value: 'crm-integration-api' }])).toEqual([expect.objectContaining({ Namespace: 'CrmIntegrationApi', Statistic: 'Sum', Threshold: 1 })]);
     }
-    // Open circuits (DESIGN §16): many endpoints opening at once is more likely our egress than their receivers.
+    // Open circuits (docs/architecture.md#fair-delivery): many endpoints opening at once is more likely our egress than their receivers.
     expect(alarmOn('CircuitOpened', [{ Name: 'service', Value: 'crm-integration-api' }]))
       .toEqual([expect.objectContaining({ Namespace: 'CrmIntegrationApi', Statistic: 'Sum', Threshold: 10, Period: 900, ComparisonOperator: 'GreaterThanOrEqualToThreshold' })]);
   });
 
-  it('alarms on CaptchaUnavailable: publishable-key leads refused because no CAPTCHA could be verified (DESIGN §15)', () => {
+  it('alarms on CaptchaUnavailable: publishable-key leads refused because no CAPTCHA could be verified (docs/leads.md#lead-forms-in-public-pages-publishable-keys)', () => {
     expect(alarmOn('CaptchaUnavailable', [{ Name: 'service', Value: 'crm-integration-api' }]))
       .toEqual([expect.objectContaining({ Namespace: 'CrmIntegrationApi', Statistic: 'Sum', Threshold: 1, Period: 300, ComparisonOperator: 'GreaterThanOrEqualToThreshold' })]);
   });

@@ -11,12 +11,12 @@ import path from 'node:path';
 export const testSettings = {
   retryScheduleSeconds: [1, 1, 1, 1],
   retryJitter: 0,
-  // Waits over 2 s leave the queue for the due index; the sweeper runs every second (DESIGN §16).
+  // Waits over 2 s leave the queue for the due index; the sweeper runs every second (docs/architecture.md#retries-and-dead-letters).
   queueDelayMaxSeconds: 2,
   dueSweepLookaheadSeconds: 1,
   keyCacheTtlSeconds: 1,
   deliveryTimeoutMs: 1500,
-  // An endpoint's circuit opens for 1 s (doubling to 2 s), not 30 s: tests that fail an endpoint five times and re-drive wait seconds (DESIGN §16).
+  // An endpoint's circuit opens for 1 s (doubling to 2 s), not 30 s: tests that fail an endpoint five times and re-drive wait seconds (docs/architecture.md#fair-delivery).
   circuitOpenSeconds: 1,
   circuitMaxOpenSeconds: 2,
   // Handlers re-read the settings parameter after this age (production: 300 s).

@@ -1,5 +1,5 @@
 /**
- * The import rules (.dependency-cruiser.cjs, DESIGN §3) catch what they say they catch: each
+ * The import rules (.dependency-cruiser.cjs, docs/architecture.md#import-rules) catch what they say they catch: each
  * planted import below, in a scratch tree shaped like this repository, must be reported, and the
  * allowed ones must not.
  */

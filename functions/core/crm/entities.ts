@@ -1,5 +1,5 @@
 /**
- * The CRM-side records whose changes become events (DESIGN §10): clients in the clients table;
+ * The CRM-side records whose changes become events (docs/events.md): clients in the clients table;
  * work orders, invoices and bookings as typed items in the work-orders table. The CRM application
  * writes these; the `crm` CLI uses this module to produce every event by hand (docs/data-model.md).
  */

@@ -1,5 +1,5 @@
 /**
- * The organization's notification inbox, which the CRM's UI reads (DESIGN §6). A lead's
+ * The organization's notification inbox, which the CRM's UI reads (docs/leads.md). A lead's
  * notification is stored on its client item (attribute `notification`), so it is written in the
  * same single-item write as the client and can never be missing for a created lead. Inbox items
  * written by earlier versions (`NOTIFICATION#…` in the organizations table) are listed too.

@@ -1,5 +1,5 @@
 /**
- * A circuit breaker per webhook endpoint (DESIGN §16): after `circuitFailureThreshold` failed
+ * A circuit breaker per webhook endpoint (docs/architecture.md#fair-delivery): after `circuitFailureThreshold` failed
  * attempts in a row (time-outs included) the endpoint's circuit opens, and its deliveries are
  * parked until the circuit's `until` instead of attempted: no POST, no attempt consumed. When
  * `until` passes, one delivery claims the probe (half-open); its success closes the circuit, its

@@ -1,5 +1,5 @@
 /**
- * The isolation of one endpoint from the others (DESIGN §16), around each attempt: the lane, the
+ * The isolation of one endpoint from the others (docs/architecture.md#fair-delivery), around each attempt: the lane, the
  * circuit, the bound on attempts in flight. The circuit's state is kept on the endpoint item
  * (circuitFailures, circuitUntil, circuitOpens, circuitProbing, circuitSlowUntil) and read with
  * the endpoint through the per-container endpoint cache: a healthy endpoint's deliveries never

@@ -1,5 +1,5 @@
 /**
- * One delivery attempt (DESIGN §11, §16): sign, POST, record the attempt, and decide what happens
+ * One delivery attempt (docs/webhooks.md#answering-retries-and-failures, docs/architecture.md#fair-delivery): sign, POST, record the attempt, and decide what happens
  * next: done, retry after the scheduled delay, or failed for good (the message then goes to the
  * dead-letter queue). The attempt number comes from the delivery record (queue.ts
  * attemptNumberOf): the attempts recorded in the message's round, plus one; a receive that made no
@@ -173,7 +173,7 @@ export async function attemptDelivery(
     return settle(deps, message, { to: 'failed', reason }, { kind: 'failed', attempt, reason });
   }
 
-  // ISOLATION GATE (DESIGN §16, delivery-isolation): the endpoint is loaded, nothing is sent yet.
+  // ISOLATION GATE (docs/architecture.md#fair-delivery, delivery-isolation): the endpoint is loaded, nothing is sent yet.
   // An attempt the gate does not admit returns { kind: 'deferred', attempt, untilMs, reason }:
   // deliverBatch parks it with deferDelivery (no attempt consumed) and consumes the message.
   // `move`: to the slow lane now; `park`: in this lane until the circuit half-opens or a slot frees.

@@ -1,5 +1,5 @@
 /**
- * Attempts in flight per endpoint, in this container (DESIGN §16): at most `bound` POSTs to one
+ * Attempts in flight per endpoint, in this container (docs/architecture.md#fair-delivery): at most `bound` POSTs to one
  * endpoint at once. One more waits for a slot up to `waitMs` (a healthy receiver frees one within
  * milliseconds, so a burst to one endpoint is only spaced out); past that the caller re-schedules
  * the delivery instead of attempting it, so a hanging receiver holds at most `bound` attempts of

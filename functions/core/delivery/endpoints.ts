@@ -1,5 +1,5 @@
 /**
- * Webhook endpoints of an organization (DESIGN §11): up to 10, each with a URL, its subscribed
+ * Webhook endpoints of an organization (docs/webhooks.md): up to 10, each with a URL, its subscribed
  * events, a signing secret shown once, an enabled flag and a description. Stored in the
  * organizations table under the organization's partition.
  */
@@ -21,7 +21,7 @@ import { newSigningSecret } from './signing.js';
 import { allowListFor, checkAddress } from './ssrf.js';
 import { requireOrganization } from '../tenancy/organizations.js';
 
-/** What an endpoint shows its owner: never its secrets; its circuit as a state (DESIGN §16). */
+/** What an endpoint shows its owner: never its secrets; its circuit as a state (docs/architecture.md#fair-delivery). */
 export type EndpointSummary = Omit<WebhookEndpoint, 'secrets' | 'circuit' | 'secretsVersion'> & { secretCount: number; circuit: { state: CircuitState; until?: string; slowLane?: true } };
 
 const summary = ({ secrets, circuit, secretsVersion: _v, ...rest }: WebhookEndpoint, now: number): EndpointSummary => ({ ...rest, secretCount: secrets.length, circuit: circuitView(circuit, now) });

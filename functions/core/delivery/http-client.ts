@@ -1,5 +1,5 @@
 /**
- * The webhook HTTP client (DESIGN §11): one POST, never a thrown network error — every outcome is a
+ * The webhook HTTP client (docs/webhooks.md): one POST, never a thrown network error — every outcome is a
  * PostResult the caller records.
  *
  * - SSRF: the guard (ssrf.ts) is the agents' DNS `lookup`, so it judges the address actually

@@ -1,6 +1,6 @@
 /**
- * The delivery queue's one producer (DESIGN §3: each queue has one owner), and where a delivery
- * waits between attempts (DESIGN §16). Fan-out, test events, re-drives, retries, deferrals and the
+ * The delivery queue's one producer (docs/architecture.md#stages-and-what-each-owns: each queue has one owner), and where a delivery
+ * waits between attempts (docs/architecture.md#fair-delivery). Fan-out, test events, re-drives, retries, deferrals and the
  * due-index sweeper all queue through here.
  *
  * A delivery is recorded once per (event, endpoint), with an id derived from both; the records of

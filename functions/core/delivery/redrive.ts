@@ -1,5 +1,5 @@
 /**
- * Re-delivery (DESIGN §11): one delivery by id, the failed deliveries of an organization (or one
+ * Re-delivery (docs/webhooks.md#answering-retries-and-failures): one delivery by id, the failed deliveries of an organization (or one
  * endpoint) in a time range, or the dead-letter queue. A re-driven delivery is a fresh message, so
  * it gets a fresh attempt count, and it carries the same payload, so the same webhook-id. A
  * delivery whose event was too large to keep is never re-driven (it would go out hollow), and a

@@ -1,7 +1,7 @@
 /**
- * The retry schedule (DESIGN §11): 5 attempts in all; the delays before attempts 2..5 are 1 min,
+ * The retry schedule (docs/webhooks.md#answering-retries-and-failures): 5 attempts in all; the delays before attempts 2..5 are 1 min,
  * 10 min, 100 min and 12 h, each with ±10 % jitter (so retries of many deliveries that failed
- * together spread out), never more than 12 h. A retry does not wait in flight (DESIGN §16): up to
+ * together spread out), never more than 12 h. A retry does not wait in flight (docs/architecture.md#retries-and-dead-letters): up to
  * settings.queueDelayMaxSeconds it is a delayed message, longer it is parked in the due index
  * (deliver.ts, sweep.ts). visibilityLeftSeconds / receivedAtOf remain for code that still hides a
  * received message (the dead-letter passes in redrive.ts, lib/local/sqs-strict.ts).

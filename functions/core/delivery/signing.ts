@@ -1,5 +1,5 @@
 /**
- * Standard Webhooks signatures (DESIGN §11): `webhook-signature: v1,<base64 HMAC-SHA256 of
+ * Standard Webhooks signatures (docs/webhooks.md#the-request): `webhook-signature: v1,<base64 HMAC-SHA256 of
  * "id.timestamp.body">`, one per active secret, space-separated, so a receiver holding either the
  * old or the new secret verifies during a rotation (the caller passes both for 24 h). Receivers
  * verify with the `standardwebhooks` libraries; there is deliberately no verify helper here.

@@ -1,5 +1,5 @@
 /**
- * SSRF guard (DESIGN §11): the addresses a webhook URL resolves to are checked when the connection
+ * SSRF guard (docs/webhooks.md#security): the addresses a webhook URL resolves to are checked when the connection
  * is made (a custom `lookup` on the HTTP agent), so a name that resolved to a public address when
  * the endpoint was registered and to a private one at delivery time is still refused.
  *

@@ -1,5 +1,5 @@
 /**
- * Event names and what an endpoint subscribes to (DESIGN §10, §11): the names as data, read by the
+ * Event names and what an endpoint subscribes to (docs/events.md, docs/webhooks.md): the names as data, read by the
  * endpoints (which validate subscriptions) and by the event catalog (events/catalog.ts, which adds
  * schemas and examples). Here in delivery/ because events/ imports delivery/, never the reverse.
  */
@@ -14,7 +14,7 @@ export const eventTypes = [
 ] as const;
 export type EventType = (typeof eventTypes)[number];
 
-/** Underscore aliases accepted wherever an event is named (DESIGN §10); payloads always carry the dotted name. */
+/** Underscore aliases accepted wherever an event is named (docs/events.md); payloads always carry the dotted name. */
 export const aliases: Readonly<Record<string, EventType>> = {
   client_created: 'client.created',
   client_updated: 'client.updated',

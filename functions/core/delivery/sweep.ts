@@ -1,5 +1,5 @@
 /**
- * The due-index sweeper (DESIGN §16): retries that wait longer than a queue delay are parked in the
+ * The due-index sweeper (docs/architecture.md#retries-and-dead-letters): retries that wait longer than a queue delay are parked in the
  * deliveries table's sparse `due` index (keys-only, sharded `due#<n>`, sorted by due time) instead
  * of in flight. Every schedule period this re-queues what falls due before the next period, as
  * messages delayed to their due time, carrying their attempt count and the same payload (so the

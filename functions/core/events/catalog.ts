@@ -1,5 +1,5 @@
 /**
- * The event catalog (DESIGN §10): one entry per event (names and aliases from
+ * The event catalog (docs/events.md): one entry per event (names and aliases from
  * delivery/subscriptions.ts) with its payload schema and an example payload. The public shape of
  * each record is in public-objects.ts; how stream records become events is in derive.ts. docs/events.md is generated from these (`npm run docs:events`).
  */

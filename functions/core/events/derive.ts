@@ -1,5 +1,5 @@
 /**
- * Stream change → events (DESIGN §10). Pure and total: the same change always yields the same
+ * Stream change → events (docs/events.md). Pure and total: the same change always yields the same
  * events with the same ids (so a re-read stream batch can never produce a second delivery), and no
  * change makes it throw (a throwing record would block its shard). The rules, and what produces
  * nothing, are listed in docs/events.md.
@@ -79,7 +79,7 @@ const rules: Record<Entity, (change: Change) => Derived[]> = {
 };
 
 /**
- * The tenant of a record is its partition key (`ORG#<id>`, DESIGN §4), never a data attribute: an
+ * The tenant of a record is its partition key (`ORG#<id>`, docs/architecture.md#tenancy), never a data attribute: an
  * image whose `organization_id` disagrees with the key (or is missing) makes the record a mismatch,
  * which yields no event at all rather than one for either organization.
  */

@@ -1,5 +1,5 @@
 /**
- * Fan-out (DESIGN §10, §11): stream changes → events → one delivery per subscribed endpoint of the
+ * Fan-out (docs/events.md, docs/webhooks.md): stream changes → events → one delivery per subscribed endpoint of the
  * event's organization. Each delivery has an id derived from (event id, endpoint id); a whole
  * batch's records are written together (delivery/queue.ts recordDeliveries: BatchWriteItem after
  * one BatchGetItem, so a re-processed batch creates nothing twice), then queued. Events for a

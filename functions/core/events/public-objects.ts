@@ -1,5 +1,5 @@
 /**
- * What receivers see of each CRM record in `data.object` (DESIGN §10): one zod schema per entity,
+ * What receivers see of each CRM record in `data.object` (docs/events.md): one zod schema per entity,
  * and `toPublic`, which turns a stored item into exactly that shape.
  *
  * The schemas are an allow-list, not a deny-list: a payload carries the documented fields and
@@ -79,7 +79,7 @@ export const isEntity = (value: unknown): value is Entity => typeof value === 's
 
 /** Fields a receiver can count on even where the CRM left them out of the item. */
 const normalize: Partial<Record<Entity, Record<string, (value: unknown) => unknown>>> = {
-  // DESIGN §6: a client whose sms_consent is not true carries `sms_consent: false`.
+  // docs/leads.md: a client whose sms_consent is not true carries `sms_consent: false`.
   client: { sms_consent: (v) => v === true },
   invoice: { payments: (v) => v ?? [] },
 };

@@ -1,5 +1,5 @@
 /**
- * CAPTCHA verification of publishable-key leads (DESIGN §15): when the organization has a provider
+ * CAPTCHA verification of publishable-key leads (docs/leads.md#lead-forms-in-public-pages-publishable-keys): when the organization has a provider
  * set (`crm org set-captcha`), the form sends the widget's token in the provider's field and it is
  * checked server-side with the provider's siteverify API before anything is written.
  *

@@ -1,5 +1,5 @@
 /**
- * Takes a lead (DESIGN §6, §9; docs/leads.md "Duplicates"): a new client (status `lead`) carrying its
+ * Takes a lead (docs/leads.md; docs/leads.md "Duplicates"): a new client (status `lead`) carrying its
  * team notification, or, under the `merge` policy, the submission attached to the earlier client it
  * matches; with the usage counter of the day and, on prepaid organizations, the wallet debit. The
  * identical submission repeated within 10 minutes is answered as the same client (duplicates.ts),

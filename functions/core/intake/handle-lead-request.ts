@@ -1,5 +1,5 @@
 /**
- * The lead endpoint's two operations (DESIGN §6, §8, §9, §15) over an authenticated, rate-limited
+ * The lead endpoint's two operations (docs/leads.md) over an authenticated, rate-limited
  * request: GET reports the key and its rate-limit state; POST validates the body and creates the
  * lead, once per Idempotency-Key. A publishable key (a page's key) may only POST, from an origin
  * listed on it, within its per-address window, past the honeypot and the organization's CAPTCHA;

@@ -1,5 +1,5 @@
 /**
- * Idempotency-Key support for lead creation (DESIGN §6), on Powertools' idempotency utility with
+ * Idempotency-Key support for lead creation (docs/leads.md), on Powertools' idempotency utility with
  * its DynamoDB persistence layer: the same key and body within 24 h replay the stored response; the
  * same key with another body is a 422; a first request still in flight is a 409. Keys are scoped
  * to the organization, so two organizations may use the same Idempotency-Key.

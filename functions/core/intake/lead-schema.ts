@@ -1,5 +1,5 @@
 /**
- * The lead contract (DESIGN §6) as zod schemas: the one source for validation and for the OpenAPI
+ * The lead contract (docs/leads.md) as zod schemas: the one source for validation and for the OpenAPI
  * document (functions/core/intake/openapi.ts). Form tools send empty strings for blank fields; those count
  * as absent.
  */

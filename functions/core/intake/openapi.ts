@@ -103,7 +103,7 @@ export function openApiDocument(serverUrl?: string) {
             required: true,
             content: {
               'application/json': { schema: { $ref: '#/components/schemas/LeadRequest' } },
-              // A plain HTML form's post (no script): publishable keys only, the key in `api_key` (DESIGN §15).
+              // A plain HTML form's post (no script): publishable keys only, the key in `api_key` (docs/leads.md#lead-forms-in-public-pages-publishable-keys).
               'application/x-www-form-urlencoded': { schema: { $ref: '#/components/schemas/LeadFormRequest' } },
             },
           },

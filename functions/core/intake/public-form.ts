@@ -1,5 +1,5 @@
 /**
- * What a publishable key (a key pasted into a public page, DESIGN §15) may do on the lead endpoint,
+ * What a publishable key (a key pasted into a public page, docs/leads.md#lead-forms-in-public-pages-publishable-keys) may do on the lead endpoint,
  * and the no-script form's side of it: POST only, only with an `Origin` listed on the key; the
  * url-encoded body of a plain `<form>` (its key in the `api_key` field, as a plain form cannot set
  * headers); the honeypot; and the small HTML pages a browser shows after a no-script post.

@@ -1,5 +1,5 @@
 /**
- * Typed domain errors and their one mapping to RFC 9457 problem+json (DESIGN §7). Domain modules
+ * Typed domain errors and their one mapping to RFC 9457 problem+json (docs/architecture.md#errors). Domain modules
  * throw these; handlers never build error bodies themselves.
  */
 

@@ -1,5 +1,5 @@
 /**
- * An HTTP request and its outcome as the domain sees them (DESIGN §3): plain values. The HTTP edge
+ * An HTTP request and its outcome as the domain sees them (docs/architecture.md#stages-and-what-each-owns): plain values. The HTTP edge
  * (functions/edge/http-edge.ts) parses API Gateway's event into an HttpRequest, and shapes the
  * response, its headers and the request-log entry from the HttpOutcome.
  */

@@ -1,5 +1,5 @@
 /**
- * The stored shapes and their keys. Every item is keyed by organization first (DESIGN §4), except
+ * The stored shapes and their keys. Every item is keyed by organization first (docs/architecture.md#tenancy), except
  * the API-key lookup item, which is keyed by the key's hash and names its one organization.
  * docs/data-model.md documents these for the CRM application that writes clients and work orders.
  */
@@ -71,7 +71,7 @@ export interface Organization {
   /** Prepaid balance in integer micro-dollars (1 USD = 1_000_000). */
   walletMicros: number;
   createdAt: string;
-  /** CAPTCHA checked on publishable-key leads (DESIGN §15); its secret is stored apart from this shape, never shown. */
+  /** CAPTCHA checked on publishable-key leads (docs/leads.md#lead-forms-in-public-pages-publishable-keys); its secret is stored apart from this shape, never shown. */
   captchaProvider?: CaptchaProvider;
   /** What a lead matching an existing client does (docs/leads.md "Duplicates"); absent: `flag`. */
   duplicatePolicy?: DuplicatePolicy;
@@ -95,7 +95,7 @@ export interface ApiKeyRecord {
   expiresAt?: string;
   revokedAt?: string;
   lastUsedAt?: string;
-  /** `secret` (`crm_live_`, servers) or `publishable` (`crm_pub_`, public pages; DESIGN §15). Absent: secret. */
+  /** `secret` (`crm_live_`, servers) or `publishable` (`crm_pub_`, public pages; docs/leads.md#lead-forms-in-public-pages-publishable-keys). Absent: secret. */
   kind?: ApiKeyKind;
   /** Publishable keys: the exact origins (`https://shop.example`) a page may call from. */
   origins?: string[];
@@ -162,7 +162,7 @@ export interface CircuitRecord {
   slowUntil?: string;
 }
 
-/** The event envelope sent to receivers (DESIGN §10). */
+/** The event envelope sent to receivers (docs/events.md). */
 export interface EventPayload {
   id: string;
   type: string;

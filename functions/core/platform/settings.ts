@@ -1,6 +1,6 @@
 /**
  * Runtime settings of a stage: one JSON document, merged over the defaults below (the production
- * values of DESIGN.md). Handlers read it from the SSM parameter named by SETTINGS_PARAMETER on every
+ * values). Handlers read it from the SSM parameter named by SETTINGS_PARAMETER on every
  * invocation through a per-container cache (`settingsMaxAgeSeconds`, 5 minutes by default; its own
  * document sets the age, shortened by a random 0-30 % per container so containers born together do
  * not refresh together), so a changed parameter reaches warm containers within that age. When SSM
@@ -46,13 +46,13 @@ export const settingsSchema = z.object({
   /** Cache of an organization's webhook endpoints in fan-out and delivery. */
   endpointCacheTtlSeconds: z._default(nonnegative().check(atMost(300, 'endpointCacheTtlSeconds', 'a disabled or removed endpoint keeps receiving this long')), 30),
   rotationGraceHours: z._default(nonnegative(), 24),
-  /** Delays before attempts 2..5, in seconds (DESIGN §11). Tests compress it. */
+  /** Delays before attempts 2..5, in seconds (docs/webhooks.md#answering-retries-and-failures). Tests compress it. */
   retryScheduleSeconds: z._default(z.array(nonnegative()), [60, 600, 6000, 43200]),
   retryJitter: z._default(z.number().check(z.minimum(0), z.maximum(1)), 0.1),
   /**
    * A retry (or a deferral) waiting at most this long stays on the delivery queue as a delayed
    * message; a longer one leaves the queue for the due-time index until the sweeper re-queues it
-   * (DESIGN §16). At most 900 s, SQS's DelaySeconds maximum. Tests shorten it.
+   * (docs/architecture.md#fair-delivery). At most 900 s, SQS's DelaySeconds maximum. Tests shorten it.
    */
   queueDelayMaxSeconds: z._default(int().check(z.nonnegative(), atMost(900, 'queueDelayMaxSeconds', 'SQS delays a message by at most 900 s')), 900),
   /** The due-index sweeper re-queues what falls due within this many seconds (as delayed messages): one schedule period. */
@@ -60,7 +60,7 @@ export const settingsSchema = z.object({
   deliveryTimeoutMs: z._default(positiveInt(), 10_000),
   /** An endpoint failing without a success for this long is disabled. */
   disableAfterFailingHours: z._default(z.number().check(z.positive()), 120),
-  /** Failed attempts in a row (time-outs included) that open an endpoint's circuit (DESIGN §16). */
+  /** Failed attempts in a row (time-outs included) that open an endpoint's circuit (docs/architecture.md#fair-delivery). */
   circuitFailureThreshold: z._default(positiveInt(), 5),
   /** How long a circuit first stays open; each failed probe doubles it, up to circuitMaxOpenSeconds. */
   circuitOpenSeconds: z._default(positiveInt(), 30),
@@ -81,7 +81,7 @@ export const settingsSchema = z.object({
   /** How long a container serves its cached copy of this document before reading SSM again. */
   settingsMaxAgeSeconds: z._default(positiveInt().check(atMost(3600, 'settingsMaxAgeSeconds', 'a changed setting, e.g. a tightened limit, takes this long to apply')), 300),
   /**
-   * CAPTCHA siteverify URLs by provider (DESIGN §15), over the providers' own (functions/core/intake/captcha.ts);
+   * CAPTCHA siteverify URLs by provider (docs/leads.md#lead-forms-in-public-pages-publishable-keys), over the providers' own (functions/core/intake/captcha.ts);
    * tests point them at a loopback stub. On a deployed stage a non-https URL is dropped (asDeployed).
    */
   captchaVerifyUrls: z._default(z.partialRecord(z.enum(['turnstile', 'hcaptcha', 'recaptcha']), z.url()), {}),

@@ -1,5 +1,5 @@
 /**
- * The audit log of the organization settings (DESIGN §14): every change made through the management
+ * The audit log of the organization settings (docs/settings.md): every change made through the management
  * API is one entry with the acting user (the session token's `sub`), what was done and to which id,
  * never a key or a secret. Entries sit in the request-log table under the organization's partition
  * (`AUDIT#<at>#<id>`), kept settings.retentionDays like the request records.

@@ -1,5 +1,5 @@
 /**
- * The management API of the organization settings (DESIGN §14, contract in docs/settings.md): one
+ * The management API of the organization settings (docs/settings.md): one
  * session token (session-token.ts) per request, scoped to its organization on every route: an id
  * of another organization is simply not found (404). A per-organization rate limit, and every change
  * recorded in the audit log with the acting user. The operations are the domain's own (the CLI
@@ -57,7 +57,7 @@ const operations: Record<string, Operation> = {
     if (typeof body.name !== 'string') errors.push({ field: 'name', message: 'is required: 1 to 100 characters' });
     if (body.kind !== undefined && body.kind !== 'secret' && body.kind !== 'publishable') errors.push({ field: 'kind', message: 'must be secret or publishable' });
     if (body.origins !== undefined && !(Array.isArray(body.origins) && body.origins.every((o) => typeof o === 'string'))) errors.push({ field: 'origins', message: 'must be a list of origins' });
-    // A publishable key's policy (DESIGN §15), named as the rest of this API names fields; the domain validates the values.
+    // A publishable key's policy (docs/leads.md#lead-forms-in-public-pages-publishable-keys), named as the rest of this API names fields; the domain validates the values.
     const policyFields = { thank_you_url: 'thankYouUrl', daily_cap: 'dailyCap', per_ip_limit: 'perIpLimit', honeypot_field: 'honeypotField' } as const;
     for (const [field, option] of Object.entries(policyFields)) {
       const value = body[field];

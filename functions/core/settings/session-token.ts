@@ -1,5 +1,5 @@
 /**
- * Session tokens of the organization settings (DESIGN §14): a JWT (HS256, `jose`) the CRM app mints
+ * Session tokens of the organization settings (docs/settings.md): a JWT (HS256, `jose`) the CRM app mints
  * for a signed-in admin of one organization: `org_id`, `sub` (the user), `aud: "crm-settings"`,
  * `iss: "crm"`, `iat` and `exp` at most 1 h after it. Verification checks signature, algorithm,
  * audience, issuer and expiry (30 s clock tolerance); any failure is one 401 that says no more than

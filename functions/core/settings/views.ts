@@ -1,5 +1,5 @@
 /**
- * The management API's shapes (the contract of DESIGN §14, /api/settings/...): keys, endpoints and
+ * The management API's shapes (the contract of docs/settings.md, /api/settings/...): keys, endpoints and
  * deliveries as an organization's admin sees them. Never a key, a hash or a signing secret: those
  * appear only in the responses that create them (handle-settings-request.ts adds them there).
  */
@@ -20,7 +20,7 @@ export interface KeyView {
   createdAt: string;
   lastUsedAt: string | null;
   expiresAt: string | null;
-  /** Publishable keys only (DESIGN §15); null: not set (no cap, the default per-address limit and honeypot field). */
+  /** Publishable keys only (docs/leads.md#lead-forms-in-public-pages-publishable-keys); null: not set (no cap, the default per-address limit and honeypot field). */
   origins?: string[];
   thankYouUrl?: string | null;
   dailyCap?: number | null;

@@ -1,5 +1,5 @@
 /**
- * API keys (DESIGN §5, §15): `crm_live_` (secret, for servers) or `crm_pub_` (publishable, for public
+ * API keys (docs/api-keys.md, docs/leads.md#lead-forms-in-public-pages-publishable-keys): `crm_live_` (secret, for servers) or `crm_pub_` (publishable, for public
  * pages) + 32 base62 characters (~190 bits from the CSPRNG). Only the SHA-256 hash is stored, as the
  * partition key of a lookup item, so authenticating is one GetItem. The key itself is returned once,
  * by create and rotate, and never stored or logged. A publishable key carries its own policy: the
@@ -24,7 +24,7 @@ const SECRET_LENGTH = 32;
 /** The shape of a well-formed key of either kind: checked before any table read. */
 export const API_KEY_PATTERN = new RegExp(`^(${API_KEY_PREFIX}|${PUBLISHABLE_KEY_PREFIX})[0-9A-Za-z]{${SECRET_LENGTH}}$`);
 
-/** Defaults of a publishable key's policy (DESIGN §15). */
+/** Defaults of a publishable key's policy (docs/leads.md#lead-forms-in-public-pages-publishable-keys). */
 export const DEFAULT_PER_IP_LIMIT = 5;
 export const DEFAULT_HONEYPOT_FIELD = 'website';
 const MAX_ORIGINS = 20;
@@ -270,7 +270,7 @@ async function putKey(deps: Deps, organizationId: string, name: string, policy: 
 
 /**
  * A new key of the organization (secret unless `options.kind` says publishable), printed once by the
- * caller. The call shape without options is the secret key of DESIGN §5.
+ * caller. The call shape without options is the secret key of docs/api-keys.md.
  */
 export async function createApiKey(deps: Deps, organizationId: string, name: string, options: NewApiKeyOptions = {}): Promise<{ key: string; record: ApiKeyRecord }> {
   const trimmed = name?.trim() ?? '';

@@ -1,5 +1,5 @@
 /**
- * Authenticates a request by its API key (DESIGN §5, §15): `X-API-Key: <key>` or `Authorization: Bearer
+ * Authenticates a request by its API key (docs/api-keys.md, docs/leads.md#lead-forms-in-public-pages-publishable-keys): `X-API-Key: <key>` or `Authorization: Bearer
  * <key>`, secret (`crm_live_`) or publishable (`crm_pub_`; what it may do is checked by the route). A malformed key is refused before any read; a well-formed one costs one GetItem by hash,
  * cached in the container for settings.keyCacheTtlSeconds (which bounds how long a revoked key keeps
  * working). Unknown keys go to a separate, smaller cache, so a flood of random keys cannot evict the
@@ -48,7 +48,7 @@ export function extractApiKey(headers: Headers, repeated: readonly string[] = []
 }
 
 /**
- * A secret key sent in a page's form (DESIGN §15): refused, and named (organization and key) so the
+ * A secret key sent in a page's form (docs/leads.md#lead-forms-in-public-pages-publishable-keys): refused, and named (organization and key) so the
  * route records the refusal under that organization, where its owner sees it (`crm logs`), and the
  * log says which key to revoke. The answer itself names neither.
  */
@@ -147,7 +147,7 @@ async function touchLastUsed(deps: Deps, key: CachedKey): Promise<void> {
 /**
  * `repeatedHeaders`: header names the request carried more than once (HttpRequest.repeatedHeaders).
  * `formKey`: the key sent as a field of a no-script form's body (a plain form cannot set headers,
- * DESIGN §15); used when no header carries one, and then only a publishable key is accepted.
+ * docs/leads.md#lead-forms-in-public-pages-publishable-keys); used when no header carries one, and then only a publishable key is accepted.
  * `allowPublishable`: publishable keys are refused (403) unless the route says it takes them; the
  * route then enforces what they may do (the lead endpoint: POST only, from a listed origin).
  */

@@ -99,7 +99,7 @@ const captchaSecretKey = (id: string) => ({ pk: keys.org(id).pk, sk: 'CAPTCHA' }
 
 /**
  * Sets (or, with provider `none`, removes) the CAPTCHA publishable-key leads of the organization
- * must pass (DESIGN §15). The provider goes on the organization item, the secret on an item of its
+ * must pass (docs/leads.md#lead-forms-in-public-pages-publishable-keys). The provider goes on the organization item, the secret on an item of its
  * own (captchaSecretKey), both in one transaction; the secret is never returned, printed or logged.
  */
 export async function setOrganizationCaptcha(deps: Deps, id: string, input: { provider: CaptchaProvider | 'none'; secret?: string }): Promise<Organization> {

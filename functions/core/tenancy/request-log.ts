@@ -1,6 +1,6 @@
 /**
  * Every API request leaves one structured log line and, when its organization is known, a request
- * record kept settings.retentionDays (DESIGN §9). Neither holds the key or any PII value.
+ * record kept settings.retentionDays (docs/leads.md#billing). Neither holds the key or any PII value.
  */
 import { PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../platform/deps.js';
@@ -15,7 +15,7 @@ export interface RequestEntry {
   method: string;
   route: string;
   status: number;
-  /** What the status does not say, e.g. `honeypot` (a 201 that created nothing, DESIGN §15). */
+  /** What the status does not say, e.g. `honeypot` (a 201 that created nothing, docs/leads.md#lead-forms-in-public-pages-publishable-keys). */
   outcome?: string;
   latencyMs: number;
 }

@@ -1,4 +1,4 @@
-// The organization settings page (DESIGN §14, docs/settings.md). Plain DOM and ES modules, no
+// The organization settings page (docs/settings.md, docs/settings.md). Plain DOM and ES modules, no
 // framework, one module per section (docs/decisions.md "Settings page modules"). Everything the
 // API returns is set with textContent or attributes, never as HTML: the Content-Security-Policy
 // forbids inline script, and no module parses markup it did not write.

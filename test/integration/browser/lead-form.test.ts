@@ -1,8 +1,8 @@
 /**
  * The paste-in lead forms (examples/lead-form.html, with a few lines of script, and
  * examples/lead-form-noscript.html, a plain form) in real headless Chromium, served from another
- * origin than the API, against the local stack, with a publishable key listing that origin (DESIGN
- * §15). Screenshots land in test-artifacts/ (git-ignored).
+ * origin than the API, against the local stack, with a publishable key listing that origin
+ * (docs/leads.md#lead-forms-in-public-pages-publishable-keys). Screenshots land in test-artifacts/ (git-ignored).
  */
 import { describe, it, expect, beforeAll, afterAll } from '@jest/globals';
 import { createServer, type Server } from 'node:http';

@@ -1,5 +1,5 @@
 /**
- * The organization settings page (DESIGN §14) in real headless Chromium against the local stack,
+ * The organization settings page (docs/settings.md) in real headless Chromium against the local stack,
  * opened from a settings link as an admin would (`crm settings-link`). Keys made on the page are
  * used on the lead endpoint; webhooks go to a loopback receiver that verifies each request with
  * `standardwebhooks`. The tests run in the order an admin acts, sharing one organization.

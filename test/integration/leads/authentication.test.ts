@@ -1,5 +1,5 @@
 /**
- * API keys at the door of the lead endpoint (DESIGN §5): both header styles, every kind of bad key
+ * API keys at the door of the lead endpoint (docs/api-keys.md): both header styles, every kind of bad key
  * refused with a 401 problem before any work, rotation with grace, revocation within the cache TTL
  * (1 s in the test stack), plan gating, and tenancy by construction.
  */

@@ -1,5 +1,5 @@
 /**
- * POST /api/webhook/leads over HTTP against the local stack (DESIGN §6, §7, §9): every field rule,
+ * POST /api/webhook/leads over HTTP against the local stack (docs/leads.md, docs/architecture.md#errors): every field rule,
  * both name forms, custom fields, SMS consent, each error status, idempotent replay, billing, and
  * that a rejected request writes nothing (tables read back).
  */

@@ -1,5 +1,5 @@
 /**
- * Publishable keys (DESIGN §15) over HTTP against the local stack: a key pasted into a public page
+ * Publishable keys (docs/leads.md#lead-forms-in-public-pages-publishable-keys) over HTTP against the local stack: a key pasted into a public page
  * creates leads only from the origins listed on it, answers CORS with that origin, never reads
  * anything, holds each client address to its own window (the local gateway takes the address from
  * the socket, as API Gateway's sourceIp: these tests send from 127.0.0.2, .3 ... via localAddress),

@@ -1,5 +1,5 @@
 /**
- * Spam defences of publishable-key leads (DESIGN §15) against the local stack: a filled honeypot
+ * Spam defences of publishable-key leads (docs/leads.md#lead-forms-in-public-pages-publishable-keys) against the local stack: a filled honeypot
  * answers 201 and creates and bills nothing (and is counted in the request log); an organization's
  * CAPTCHA is verified server-side against a loopback siteverify stub that plays the provider, set
  * as the stage's verify URL through the settings parameter, failing closed when it cannot answer.

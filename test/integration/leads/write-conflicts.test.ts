@@ -1,5 +1,5 @@
 /**
- * Leads and DynamoDB's transaction conflicts (issue 10, defect 7). On AWS, overlapping
+ * Leads and DynamoDB's transaction conflicts (docs/decisions.md#lead-write-cost-what-a-lead-writes-and-what-is-atomic). On AWS, overlapping
  * transactions on one item (the organization's wallet) are cancelled with `TransactionConflict`,
  * which the SDK does not retry; DynamoDB Local serializes transactions and never does it. So the
  * cancellation is injected with aws-sdk-client-mock and every other call reaches DynamoDB Local.

@@ -1,5 +1,5 @@
 /**
- * Every management route is scoped to the token's organization (DESIGN §14 Separation): with a valid
+ * Every management route is scoped to the token's organization (docs/settings.md#security-model): with a valid
  * token of organization A, every id of organization B is simply not found (404) on every route that
  * takes one, in the path, the query or the body, and nothing of B changes.
  */

@@ -1,5 +1,5 @@
 /**
- * Keys and signing secrets appear in the response that creates them and in no other (DESIGN §14):
+ * Keys and signing secrets appear in the response that creates them and in no other (docs/settings.md):
  * after an admin has created, rotated and tested everything, no read and no other change answers
  * with any of them. And the per-organization limit answers 429 with Retry-After.
  */

@@ -1,5 +1,5 @@
 /**
- * Who may use the settings API (DESIGN §14 Separation): a valid session token of the organization,
+ * Who may use the settings API (docs/settings.md#security-model): a valid session token of the organization,
  * nothing else. Expired, tampered, wrong-audience, wrong-issuer, over-long or missing tokens and API
  * keys get 401 problem+json; a session token gets 401 on the lead endpoint.
  */

@@ -1,5 +1,5 @@
 /**
- * Publishable keys from a test's side (DESIGN §15): a key listing origins, and requests sent as a
+ * Publishable keys from a test's side (docs/leads.md#lead-forms-in-public-pages-publishable-keys): a key listing origins, and requests sent as a
  * page's would be, from a chosen loopback address (the local gateway takes the client address
  * from the socket, as API Gateway's sourceIp; 127.0.0.0/8 is all loopback, so 127.0.0.2 is a
  * second visitor).

@@ -1,5 +1,5 @@
 /**
- * Delivery at SQS's limits (DESIGN §11, §16): a message may carry an event up to the queue budget
+ * Delivery at SQS's limits (docs/webhooks.md, docs/architecture.md#fair-delivery): a message may carry an event up to the queue budget
  * (MAX_MESSAGE_BYTES), and SendMessageBatch refuses a whole batch whose messages together exceed
  * SQS's batch payload limit (BatchRequestTooLong), whatever their count. Large events fanned out
  * to several endpoints must still all be queued and delivered, once each, with their webhook-id.

@@ -1,4 +1,4 @@
-/** The circuit breaker's decisions (DESIGN §16) and the per-endpoint bound on attempts in flight. */
+/** The circuit breaker's decisions (docs/architecture.md#fair-delivery) and the per-endpoint bound on attempts in flight. */
 import { describe, it, expect } from '@jest/globals';
 import { defaultSettings } from '../../../functions/core/platform/settings.js';
 import type { CircuitRecord } from '../../../functions/core/platform/model.js';

@@ -41,7 +41,7 @@ async function deliverVia(hostname: string, addresses: string[], allow: string[]
   return { result, seen };
 }
 
-/** Every range of DESIGN §11, with the words the refusal must use. */
+/** Every range of docs/webhooks.md#security, with the words the refusal must use. */
 const blockedAddresses: [ip: string, reason: string][] = [
   ['0.1.2.3', 'this network'],
   ['0.0.0.0', 'this network'],

@@ -6,7 +6,7 @@ import { aliases, eventTypes, isSubscribed, normalizeEventName, parseSubscriptio
 import { DomainError } from '../../../functions/core/platform/errors.js';
 import { render } from '../../../scripts/gen-events-doc.js';
 
-/** DESIGN §10, verbatim. */
+/** docs/events.md, verbatim. */
 const designTable = [
   ['client.created', 'client_created'], ['client.updated', 'client_updated'], ['client.deleted', undefined],
   ['work_order.created', 'work_order_created'], ['work_order.status_changed', undefined], ['work_order.completed', 'work_order_completed'], ['work_order.deleted', undefined],

@@ -1,4 +1,4 @@
-/** Session tokens (DESIGN §14): what is minted verifies; everything else is one 401. */
+/** Session tokens (docs/settings.md): what is minted verifies; everything else is one 401. */
 import { describe, it, expect } from '@jest/globals';
 import { SignJWT } from 'jose';
 import { DomainError } from '../../../functions/core/platform/errors.js';

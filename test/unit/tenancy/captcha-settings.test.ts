@@ -1,5 +1,5 @@
 /**
- * The CAPTCHA verify URLs of the settings document (DESIGN §15): tests point them at a loopback
+ * The CAPTCHA verify URLs of the settings document (docs/leads.md#lead-forms-in-public-pages-publishable-keys): tests point them at a loopback
  * stub; a deployed stage never sends an organization's CAPTCHA secret over plain http.
  */
 import { describe, it, expect } from '@jest/globals';

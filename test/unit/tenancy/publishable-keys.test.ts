@@ -1,5 +1,5 @@
 /**
- * A publishable key's policy (DESIGN §15) without a table: which origins a key may list, how a
+ * A publishable key's policy (docs/leads.md#lead-forms-in-public-pages-publishable-keys) without a table: which origins a key may list, how a
  * request's Origin is matched, and under which key the per-address window counts a client.
  */
 import { describe, it, expect } from '@jest/globals';
