@@ -194,12 +194,13 @@ async function redeliverOne(d, button, status) {
   const queued = await busy(button, 'Queuing…', () => api(`/deliveries/${encodeURIComponent(d.id)}/redeliver`, { method: 'POST', body: {} }), status);
   if (!queued) return;
   const held = whereItGoes(queued.endpoint);
-  if (held) {
+  if (queued.endpoint?.state === 'removed') {
     flash(status, held, 'info');
     loadDeliveries();
     return;
   }
-  const waiting = 'Queued for re-delivery. Waiting for the new attempt…';
+  // A paused endpoint: say so, and still watch, since a pause is often over in seconds.
+  const waiting = held ?? 'Queued for re-delivery. Waiting for the new attempt…';
   flash(status, waiting, 'info');
   // The new attempt is made by the delivery worker: watch for it for a while.
   for (let i = 0; i < 20 && openId === d.id && $('delivery-dialog').open; i++) {
