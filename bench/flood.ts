@@ -101,9 +101,10 @@ async function main() {
     senders.forEach((sender, i) => { if (laneOfOrg(sender.organizationId) === laneOfOrg(importer.id)) coLanedRoutes.add(`/sender${i}`); });
 
     let failedLeads = 0;
+    let leadNumber = 0;
     const sendRound = (kind: 'alone' | 'flood' | 'warm') => Promise.all(senders.map(async ({ key }) => {
       const res = await fetch(`${stack.info.apiUrl}/api/webhook/leads`, {
-        method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': key }, body: JSON.stringify({ name: 'Flood Bench', email: 'flood@example.com' }),
+        method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': key }, body: JSON.stringify({ name: 'Flood Bench', email: `flood${leadNumber++}@example.com` }), // each lead a new person (a repeat is a duplicate: 200)
       });
       const out = await res.json() as { id?: string; client?: { id: string } };
       const id = out.client?.id ?? out.id;
