@@ -89,6 +89,15 @@ async function shownOnce(page: Page, section: string, about: string): Promise<st
 }
 const keyRow = (page: Page, name: string) => page.locator('#keys tbody tr', { has: page.getByRole('rowheader', { name: new RegExp(`^${name}`) }) });
 const endpointCard = (page: Page, url: string) => page.getByRole('article', { name: url, exact: true });
+/** Adds an endpoint for `client.created` through the page's dialog; its signing secret, shown once. */
+async function addEndpointInPage(page: Page, url: string): Promise<string> {
+  await button(page, 'Add endpoint').click();
+  const dialog = page.getByRole('dialog', { name: 'Add endpoint' });
+  await dialog.getByLabel('Endpoint URL').fill(url);
+  await dialog.locator('input[value="client.created"]').check();
+  await button(dialog, 'Save endpoint').click();
+  return shownOnce(page, 'webhooks', url);
+}
 
 /** Refreshes the deliveries list and counts its rows in `status` once the answer is shown. */
 async function listedDeliveries(page: Page, status: string): Promise<number> {
@@ -300,12 +309,7 @@ describe('the settings page, opened from a settings link', () => {
 
   it('a failing endpoint: its attempts are shown; after the receiver recovers, Re-deliver and Re-deliver all failed send them again', async () => {
     const url = `${receiver.url}/hooks/failing`;
-    await button(page, 'Add endpoint').click();
-    const dialog = page.getByRole('dialog', { name: 'Add endpoint' });
-    await dialog.getByLabel('Endpoint URL').fill(url);
-    await dialog.locator('input[value="client.created"]').check();
-    await button(dialog, 'Save endpoint').click();
-    const secret = await shownOnce(page, 'webhooks', url);
+    const secret = await addEndpointInPage(page, url);
     receiver.script('/hooks/failing', secret, { status: 500, body: 'database unavailable' });
 
     // Two test events, both refused.
@@ -377,12 +381,7 @@ describe('the settings page, opened from a settings link', () => {
 
   it('the delivery log filters by event type and finds a delivery by its id; Recover counts the failed deliveries since a time, then queues them', async () => {
     const url = `${receiver.url}/hooks/recover`;
-    await button(page, 'Add endpoint').click();
-    const dialog = page.getByRole('dialog', { name: 'Add endpoint' });
-    await dialog.getByLabel('Endpoint URL').fill(url);
-    await dialog.locator('input[value="client.created"]').check();
-    await button(dialog, 'Save endpoint').click();
-    const secret = await shownOnce(page, 'webhooks', url);
+    const secret = await addEndpointInPage(page, url);
     receiver.script('/hooks/recover', secret, { status: 503, body: 'down for maintenance' });
     const card = endpointCard(page, url);
     await button(card, 'Send test event').click();

@@ -26,6 +26,14 @@ async function calls(orgId: string): Promise<number> {
 }
 /** Waits out the org cache of warm containers (keyCacheTtlSeconds is 1 s on the test stack). */
 const orgCacheExpiry = () => new Promise((r) => setTimeout(r, 1_100));
+/** A new organization whose duplicate policy is `merge`, once lead intake's organization cache sees it. */
+async function mergingTenant(options?: Parameters<typeof newTenant>[0]) {
+  const { deps } = await testStack();
+  const t = await newTenant(options);
+  await setDuplicatePolicy(deps, t.organizationId, 'merge');
+  await orgCacheExpiry();
+  return t;
+}
 
 describe('duplicate leads', () => {
   it('answers a double-submit as the same client: 200 duplicate, one client, both calls billed', async () => {
@@ -130,10 +138,7 @@ describe('duplicate leads', () => {
   });
 
   it('never turns a client\'s "no" into consent by merge: the later consent is recorded in its submission only', async () => {
-    const { deps } = await testStack();
-    const t = await newTenant();
-    await setDuplicatePolicy(deps, t.organizationId, 'merge');
-    await orgCacheExpiry();
+    const t = await mergingTenant();
     const first = await (await postLead(t.key, { name: 'Nia No', email: 'nia@example.com' })).json() as { id: string };
     const later = await postLead(t.key, { name: 'Nia No', email: 'nia@example.com', phone: '+1 415 555 0199', sms_consent: true, sms_consent_source: 'forged?' });
     expect(later.status).toBe(200);
@@ -144,10 +149,7 @@ describe('duplicate leads', () => {
   });
 
   it('never merges by phone alone: flags, and the earlier client keeps its e-mail and match key', async () => {
-    const { deps } = await testStack();
-    const t = await newTenant();
-    await setDuplicatePolicy(deps, t.organizationId, 'merge');
-    await orgCacheExpiry();
+    const t = await mergingTenant();
     const victim = await (await postLead(t.key, { name: 'Vic Tim', phone: '+1 415 555 0166' })).json() as { id: string };
     const before = (await clientsOf(t.organizationId))[0];
     const later = await postLead(t.key, { name: 'Eve Il', phone: '(415) 555-0166', email: 'attacker@evil.example', sms_consent: true, sms_consent_source: 'x' });
@@ -200,9 +202,7 @@ describe('duplicate leads', () => {
     const { deps } = await testStack();
     for (const billing of ['none', 'prepaid'] as const) {
       for (const planted of ['full', 'large'] as const) {
-        const t = await newTenant({ billing, walletMicros: 1_000_000 });
-        await setDuplicatePolicy(deps, t.organizationId, 'merge');
-        await orgCacheExpiry();
+        const t = await mergingTenant({ billing, walletMicros: 1_000_000 });
         const first = await (await postLead(t.key, { name: 'Full List', email: 'full@example.com' })).json() as { id: string };
         const listed = Array.from({ length: MAX_LISTED_SUBMISSIONS }, (_, i) => ({ at: `2026-01-01T00:00:${String(i % 60).padStart(2, '0')}.000Z`, source: 'api', key_id: t.keyId, request_id: `r${i}`, sms_consent: false }));
         const update = planted === 'full'
@@ -221,10 +221,7 @@ describe('duplicate leads', () => {
   });
 
   it('bounds what a merged submission stores (User-Agent, consent source, notes) in bytes', async () => {
-    const { deps } = await testStack();
-    const t = await newTenant();
-    await setDuplicatePolicy(deps, t.organizationId, 'merge');
-    await orgCacheExpiry();
+    const t = await mergingTenant();
     await postLead(t.key, { name: 'Ursula Agent', email: 'ua@example.com' });
     const res = await postLead(t.key, { name: 'Ursula Agent', email: 'ua@example.com', phone: '+1 415 555 0198', notes: 'é'.repeat(4000), sms_consent: true, sms_consent_source: 'ü'.repeat(500) }, { 'User-Agent': 'A'.repeat(9000) });
     expect(res.status).toBe(200);

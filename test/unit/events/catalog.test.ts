@@ -7,7 +7,7 @@ import { DomainError } from '../../../functions/core/platform/errors.js';
 import { render } from '../../../scripts/gen-events-doc.js';
 
 /** docs/events.md, verbatim. */
-const designTable = [
+const documentedTable = [
   ['client.created', 'client_created'], ['client.updated', 'client_updated'], ['client.deleted', undefined],
   ['work_order.created', 'work_order_created'], ['work_order.status_changed', undefined], ['work_order.completed', 'work_order_completed'], ['work_order.deleted', undefined],
   ['invoice.created', undefined], ['invoice.sent', 'invoice_sent'], ['invoice.paid', 'invoice_paid'],
@@ -25,14 +25,14 @@ function refusal(input: string | string[]): DomainError {
 }
 
 describe('event names', () => {
-  it('are exactly the ones of the design, with its aliases', () => {
-    expect(catalog.map((e) => [e.type, e.alias])).toEqual(designTable);
-    expect([...eventTypes]).toEqual(designTable.map(([type]) => type));
-    expect(Object.entries(aliases).sort()).toEqual(designTable.filter(([, alias]) => alias).map(([type, alias]) => [alias, type]).sort());
+  it('are exactly the ones docs/events.md lists, with their aliases', () => {
+    expect(catalog.map((e) => [e.type, e.alias])).toEqual(documentedTable);
+    expect([...eventTypes]).toEqual(documentedTable.map(([type]) => type));
+    expect(Object.entries(aliases).sort()).toEqual(documentedTable.filter(([, alias]) => alias).map(([type, alias]) => [alias, type]).sort());
   });
 
   it('normalize from either form to the dotted name', () => {
-    for (const [type, alias] of designTable) {
+    for (const [type, alias] of documentedTable) {
       expect(normalizeEventName(type!)).toBe(type);
       if (alias) expect(normalizeEventName(alias)).toBe(type);
     }
