@@ -10,7 +10,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { startLocalStack } from '../lib/local/stack.js';
-import { checkAddressRateLimit, checkRateLimit } from '../functions/core/tenancy/rate-limit.js';
+import { checkAddressRateLimit, checkRateLimit, reserveDailyCall } from '../functions/core/tenancy/rate-limit.js';
 import type { Deps } from '../functions/core/platform/deps.js';
 
 const LIMIT = 100;
@@ -58,22 +58,39 @@ function maxInAnyWindow(admitted: number[], windowMs = MINUTE): number {
 }
 
 /** Every DynamoDB request sent through the stack's document client, by operation (reset per measurement). */
-const m = { operations: {} as Record<string, number> };
+const m = { operations: {} as Record<string, number>, units: { read: 0, write: 0 } };
+type Consumed = { ReadCapacityUnits?: number; WriteCapacityUnits?: number; CapacityUnits?: number };
 function meter(deps: Deps): void {
   deps.doc.middlewareStack.add((next, context) => async (args) => {
     const name = ((context as { commandName?: string }).commandName ?? 'unknown').replace(/Command$/, '');
     m.operations[name] = (m.operations[name] ?? 0) + 1;
-    return next(args);
+    // Capacity as DynamoDB reports it: a refused conditional write is still 1 write unit.
+    (args.input as { ReturnConsumedCapacity?: string }).ReturnConsumedCapacity = 'TOTAL';
+    const count = (c: Consumed | Consumed[] | undefined) => {
+      for (const one of [c ?? []].flat()) {
+        if (name === 'BatchGetItem') m.units.read += one.ReadCapacityUnits ?? one.CapacityUnits ?? 0;
+        else m.units.write += one.WriteCapacityUnits ?? one.CapacityUnits ?? 0;
+      }
+    };
+    try {
+      const out = await next(args);
+      count((out.output as { ConsumedCapacity?: Consumed | Consumed[] }).ConsumedCapacity);
+      return out;
+    } catch (error) {
+      if ((error as { name?: string }).name === 'ConditionalCheckFailedException') m.units.write += 1;
+      throw error;
+    }
   }, { step: 'initialize', name: 'benchMeter' });
 }
 const total = (ops: Record<string, number>) => Object.values(ops).reduce((a, b) => a + b, 0);
 const perCheck = (ops: Record<string, number>, n: number) =>
-  `${(total(ops) / n).toFixed(3)} (${Object.entries(ops).map(([k, v]) => `${k} ${(v / n).toFixed(3)}`).join(', ')})`;
+  `${(total(ops) / n).toFixed(3)} (${Object.entries(ops).sort().map(([k, v]) => `${k} ${(v / n).toFixed(3)}`).join(', ')}); units per check: write ${(m.units.write / n).toFixed(3)}, read ${(m.units.read / n).toFixed(3)}`;
 
 async function replay(base: Deps, key: string, batches: number[][], offset: number): Promise<{ admitted: number[]; checks: number; operations: Record<string, number> }> {
   let clock = 0;
   const deps: Deps = { ...base, now: () => T0 + offset + clock };
   m.operations = {};
+  m.units = { read: 0, write: 0 };
   const admitted: number[] = [];
   let checks = 0;
   for (const batch of batches) {
@@ -85,20 +102,35 @@ async function replay(base: Deps, key: string, batches: number[][], offset: numb
   return { admitted, checks, operations: m.operations };
 }
 
-/** The per-address window's cost per check: first-time visitors (each a new address) and one repeat visitor. */
+/** The per-address window's cost per check (first-time visitors, each a new address, and one repeat visitor), and the daily cap's. */
 async function perAddressCost(base: Deps): Promise<void> {
-  const deps: Deps = { ...base, now: () => T0 + 30 * MINUTE + 20_000 };
-  m.operations = {};
+  let clock = 20_000;
+  const deps: Deps = { ...base, now: () => T0 + 30 * MINUTE + clock };
+  const measure = async (n: number, check: () => Promise<unknown>) => {
+    m.operations = {};
+    m.units = { read: 0, write: 0 };
+    for (let i = 0; i < n; i++) await check();
+    return perCheck(m.operations, n);
+  };
+  console.log('per-address window of a publishable key (limit 5/min per address), DynamoDB requests per check:');
   const COLD = 200;
-  for (let i = 0; i < COLD; i++) await checkAddressRateLimit(deps, 'bench-pub', `198.51.${Math.floor(i / 250)}.${i % 250}`, 5);
-  const cold = { ...m.operations };
-  m.operations = {};
+  // Spread over one sub-window: a first check in its first SETTLE_MS also closes the previous one.
+  let i = 0;
+  const cold = await measure(COLD, async () => {
+    await checkAddressRateLimit(deps, 'bench-pub', `198.51.${Math.floor(i / 250)}.${i++ % 250}`, 5);
+    clock += 50;
+  });
+  console.log(`  ${COLD} first-time addresses (spread over a sub-window): ${cold}`);
+  clock = 30_500;
   const REPEAT = 10;
   let admitted = 0;
-  for (let i = 0; i < REPEAT; i++) if ((await checkAddressRateLimit(deps, 'bench-pub', '203.0.113.9', 5)).allowed) admitted += 1;
-  console.log('per-address window of a publishable key (limit 5/min per address), DynamoDB requests per check:');
-  console.log(`  ${COLD} first-time addresses: ${perCheck(cold, COLD)}`);
-  console.log(`  one address, ${REPEAT} checks in a second (${admitted} admitted; refusals of a full sub-window cost nothing): ${perCheck(m.operations, REPEAT)}`);
+  const repeat = await measure(REPEAT, async () => {
+    if ((await checkAddressRateLimit(deps, 'bench-pub', '203.0.113.9', 5)).allowed) admitted += 1;
+  });
+  console.log(`  one address, ${REPEAT} checks in a second (${admitted} admitted; refusals of a full sub-window cost nothing): ${repeat}`);
+  const CAPPED = 50;
+  const cap = await measure(CAPPED, () => reserveDailyCall(deps, 'bench-pub', 1_000));
+  console.log(`daily cap of a publishable key, per reservation: ${cap}`);
 }
 
 async function main() {

@@ -4,15 +4,18 @@
  * key's daily cap.
  *
  * Closed sub-windows: time is cut into 10 s sub-windows, one item per key per sub-window holding its
- * count and its per-second counts. A sub-window that has ended never changes again, so its counts
- * are read (one consistent BatchGetItem for whatever this container lacks, usually the one that
- * just ended) and cached once settled (SETTLE_MS after its end: a write may still be in flight). A request at `now` is admitted by one conditional UpdateItem on the open
- * sub-window: ADD 1 if its count < limit − (what the closed sub-windows hold inside (now − 60 s, now]),
- * the oldest one counted by the second. So no 60 s span ever holds more than the limit, whatever the
- * arrival pattern; the cost is that a request is counted up to 1 s longer than 60 s (its second).
- */
+ * count and its per-second counts. A request at `now` is admitted by one conditional UpdateItem on the
+ * open sub-window: ADD 1 if it is not closed and its count < limit − (what the closed sub-windows hold
+ * inside (now − 60 s, now]), the oldest one counted by the second. So no 60 s span ever holds more than
+ * the limit, whatever the arrival pattern; the cost is that a request is counted up to 1 s longer than
+ * 60 s (its second). The first check of a container after a boundary closes the sub-window that just
+ * ended (one UpdateItem that sets `closed` and returns its final counts), so a write still in flight
+ * fails its condition and is counted in the open sub-window instead; final counts are cached until
+ * they age out, so a busy key costs one request per check plus one per 10 s.
+  */
 import { BatchGetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { Deps } from '../platform/deps.js';
 import type { Organization } from '../platform/model.js';
 import { logger, metrics } from '../platform/observability.js';
@@ -77,14 +80,17 @@ export function secondsUntilAdmitted(limit: number, counts: SubWindowCounts, now
 
 /**
  * How long after its end a sub-window may still take a write: one decided just before the boundary
- * and in flight (or sent from a container whose clock runs behind). Until then it is re-read on
- * every check; only after it is it cached (docs/decisions.md, the limiter's bound).
+ * and in flight (or sent from a container whose clock runs behind). The previous sub-window is closed
+ * (frozen) by the first check within this time after its end; an older one is read, and taken as final
+ * (docs/decisions.md, the limiter's bound).
  */
 export const SETTLE_MS = 2_000;
 const UNPROCESSED_BACKOFF_BASE_MS = 10;
 const UNPROCESSED_BACKOFF_CAP_MS = 200;
+/** Retries of a check whose sub-window was closed under it (its clock behind, or its write in flight). */
+const MOVES = 3;
 
-/** Closed sub-windows' per-second counts, by `<keyId>#<sub>`: final once settled, so kept until they age out. */
+/** Closed sub-windows' per-second counts, by `<keyId>#<sub>`: final, so kept until they age out. */
 const closedCounts = new TtlCache<string, number[]>(100_000);
 /** The open sub-window's counts as last answered: a lower bound (they only grow), so a full one is refused without a write. */
 const openCounts = new TtlCache<string, { sub: number; slots: number[] }>(50_000);
@@ -92,7 +98,10 @@ const openCounts = new TtlCache<string, { sub: number; slots: number[] }>(50_000
 /** Reads under way, by `<keyId>#<open>`: concurrent checks of one key at a sub-window's start share one. */
 const reading = new Map<string, Promise<SubWindowCounts>>();
 
-/** The closed sub-windows a check at sub-window `open` needs, read in one consistent BatchGetItem for those not cached. */
+const keepClosed = (keyId: string, sub: number, slots: number[]) => closedCounts.set(`${keyId}#${sub}`, slots, (sub + LOOKBACK + 2) * SUB_WINDOW_MS);
+const ttlOf = (sub: number) => Math.floor(((sub + LOOKBACK + 3) * SUB_WINDOW_MS) / 1000);
+
+/** The closed sub-windows a check at sub-window `open` needs, for those not cached: the previous one closed, the others read. */
 function closedSubWindows(deps: Deps, keyId: string, open: number): Promise<SubWindowCounts> {
   const id = `${keyId}#${open}`;
   const running = reading.get(id);
@@ -100,6 +109,34 @@ function closedSubWindows(deps: Deps, keyId: string, open: number): Promise<SubW
   const read = readClosed(deps, keyId, open).finally(() => reading.delete(id));
   reading.set(id, read);
   return read.then((counts) => new Map(counts));
+}
+
+/** Closes sub-window `sub`: from now on no write lands in it (they are conditioned on `closed` absent). Answers its final counts. */
+async function close(deps: Deps, keyId: string, sub: number): Promise<number[]> {
+  const { Attributes } = await deps.doc.send(new UpdateCommand({
+    TableName: deps.tables.rateWindows,
+    Key: subWindowKey(keyId, sub),
+    UpdateExpression: 'SET #closed = :yes, expiresAt = if_not_exists(expiresAt, :ttl)',
+    ExpressionAttributeNames: { '#closed': 'closed' },
+    ExpressionAttributeValues: { ':yes': true, ':ttl': ttlOf(sub) },
+    ReturnValues: 'ALL_NEW',
+  }));
+  return slotsOf(Attributes);
+}
+
+async function read(deps: Deps, keyId: string, subs: number[]): Promise<Map<string, Record<string, unknown>>> {
+  let request: Record<string, { Keys: Record<string, unknown>[]; ConsistentRead: boolean }> | undefined = subs.length === 0
+    ? undefined
+    : { [deps.tables.rateWindows]: { Keys: subs.map((sub) => subWindowKey(keyId, sub)), ConsistentRead: true } };
+  const found = new Map<string, Record<string, unknown>>();
+  for (let attempt = 0; request && Object.keys(request).length > 0; attempt++) {
+    // Keys left unprocessed (throttling): retried after a jittered, growing wait, not at once.
+    if (attempt > 0) await new Promise((r) => setTimeout(r, Math.random() * Math.min(UNPROCESSED_BACKOFF_CAP_MS, UNPROCESSED_BACKOFF_BASE_MS * 2 ** attempt)));
+    const out = await deps.doc.send(new BatchGetCommand({ RequestItems: request }));
+    for (const item of out.Responses?.[deps.tables.rateWindows] ?? []) found.set(item.pk as string, item);
+    request = out.UnprocessedKeys as typeof request;
+  }
+  return found;
 }
 
 async function readClosed(deps: Deps, keyId: string, open: number): Promise<SubWindowCounts> {
@@ -111,63 +148,42 @@ async function readClosed(deps: Deps, keyId: string, open: number): Promise<SubW
     if (cached) counts.set(sub, cached.value);
     else missing.push(sub);
   }
-  let request: Record<string, { Keys: Record<string, unknown>[]; ConsistentRead: boolean }> | undefined = missing.length === 0
-    ? undefined
-    : { [deps.tables.rateWindows]: { Keys: missing.map((sub) => subWindowKey(keyId, sub)), ConsistentRead: true } };
-  const found = new Map<string, Record<string, unknown>>();
-  for (let attempt = 0; request && Object.keys(request).length > 0; attempt++) {
-    // Keys left unprocessed (throttling): retried after a jittered, growing wait, not at once.
-    if (attempt > 0) await new Promise((r) => setTimeout(r, Math.random() * Math.min(UNPROCESSED_BACKOFF_CAP_MS, UNPROCESSED_BACKOFF_BASE_MS * 2 ** attempt)));
-    const out = await deps.doc.send(new BatchGetCommand({ RequestItems: request }));
-    for (const item of out.Responses?.[deps.tables.rateWindows] ?? []) found.set(item.pk as string, item);
-    request = out.UnprocessedKeys as typeof request;
+  // The previous sub-window, ended less than SETTLE_MS ago, may still take a write: close it rather than read it.
+  const previous = open - 1;
+  const closing = missing.includes(previous) && now < open * SUB_WINDOW_MS + SETTLE_MS;
+  const [closedNow, found] = await Promise.all([
+    closing ? close(deps, keyId, previous) : undefined,
+    read(deps, keyId, closing ? missing.filter((sub) => sub !== previous) : missing),
+  ]);
+  if (closedNow) {
+    counts.set(previous, closedNow);
+    keepClosed(keyId, previous, closedNow);
   }
   for (const sub of missing) {
+    if (closedNow && sub === previous) continue;
     const slots = slotsOf(found.get(subWindowKey(keyId, sub).pk));
     counts.set(sub, slots);
-    if (now >= (sub + 1) * SUB_WINDOW_MS + SETTLE_MS) closedCounts.set(`${keyId}#${sub}`, slots, (sub + LOOKBACK + 2) * SUB_WINDOW_MS);
+    keepClosed(keyId, sub, slots);
   }
   return counts;
 }
 
 export async function checkRateLimit(deps: Deps, keyId: string, limit: number): Promise<RateLimitState> {
   const now = deps.now();
-  const open = Math.floor(now / SUB_WINDOW_MS);
-  const slot = Math.floor((now % SUB_WINDOW_MS) / SLOT_MS);
-  const resetSeconds = Math.max(1, Math.ceil(((open + 1) * SUB_WINDOW_MS - now) / 1000));
+  const resetSeconds = Math.max(1, Math.ceil((Math.floor(now / SUB_WINDOW_MS + 1) * SUB_WINDOW_MS - now) / 1000));
   try {
+    let open = Math.floor(now / SUB_WINDOW_MS);
+    let at = now;
     const counts = await closedSubWindows(deps, keyId, open);
-    const threshold = limit - countedAt(counts, now);
-    const refuse = (slots: number[]): RateLimitState => {
-      counts.set(open, slots);
-      return { allowed: false, limit, remaining: 0, resetSeconds, retryAfterSeconds: secondsUntilAdmitted(limit, counts, now) };
-    };
-    const seen = openCounts.get(keyId, now)?.value;
-    const known = seen?.sub === open ? seen.slots : undefined;
-    if (threshold <= 0 || (known && sum(known) >= threshold)) return refuse(known ?? slotsOf(undefined));
-    const remember = (item: Record<string, unknown> | undefined) => {
-      const slots = slotsOf(item);
-      openCounts.set(keyId, { sub: open, slots }, (open + 1) * SUB_WINDOW_MS);
-      return slots;
-    };
-    try {
-      const { Attributes } = await deps.doc.send(new UpdateCommand({
-        TableName: deps.tables.rateWindows,
-        Key: subWindowKey(keyId, open),
-        UpdateExpression: 'ADD #c :one, #slot :one SET expiresAt = if_not_exists(expiresAt, :ttl)',
-        ConditionExpression: 'attribute_not_exists(#c) OR #c < :threshold',
-        ExpressionAttributeNames: { '#c': 'count', '#slot': `s${slot}` },
-        ExpressionAttributeValues: { ':one': 1, ':threshold': threshold, ':ttl': Math.floor(((open + LOOKBACK + 3) * SUB_WINDOW_MS) / 1000) },
-        ReturnValues: 'ALL_NEW',
-        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-      }));
-      const slots = remember(Attributes);
-      return { allowed: true, limit, remaining: Math.max(0, threshold - sum(slots)), resetSeconds };
-    } catch (error) {
-      if (!(error instanceof ConditionalCheckFailedException)) throw error;
-      const item = error.Item ? Object.fromEntries(Object.entries(error.Item).map(([k, v]) => [k, v.N])) : undefined;
-      return refuse(remember(item));
+    for (let move = 0; move < MOVES; move++) {
+      const outcome = await admit(deps, keyId, limit, counts, open, at);
+      if (outcome !== 'closed') return { ...outcome, limit, resetSeconds };
+      // Its sub-window was closed under it (this container's clock is behind, or the write was late):
+      // counted in the next one, from its first millisecond.
+      open += 1;
+      at = open * SUB_WINDOW_MS;
     }
+    throw new Error('rate limit sub-window closed repeatedly');
   } catch (error) {
     // The counter is unreachable. Fail open (default) so an outage of the limiter is not an outage
     // of lead intake; the metric makes it visible. 'closed' refuses with 503 instead.
@@ -178,6 +194,51 @@ export async function checkRateLimit(deps: Deps, keyId: string, limit: number): 
       throw new DomainError(503, 'rate-limit-unavailable', 'Service unavailable', 'The rate limiter is unavailable; retry shortly.', { headers: { 'Retry-After': '5' } });
     }
     return { allowed: true, limit, remaining: limit, resetSeconds, failedOpen: true };
+  }
+}
+
+/**
+ * One conditional write on sub-window `open` for a check at `at`, given the closed sub-windows before
+ * it (`counts`, completed with `open` itself when it turns out closed). 'closed' when it was.
+ */
+async function admit(deps: Deps, keyId: string, limit: number, counts: SubWindowCounts, open: number, at: number): Promise<Omit<RateLimitState, 'limit' | 'resetSeconds'> | 'closed'> {
+  const slot = Math.floor((at % SUB_WINDOW_MS) / SLOT_MS);
+  const threshold = limit - countedAt(counts, at);
+  const refuse = (slots: number[]) => {
+    const all = new Map(counts).set(open, slots);
+    return { allowed: false, remaining: 0, retryAfterSeconds: secondsUntilAdmitted(limit, all, at) };
+  };
+  const seen = openCounts.get(keyId, at)?.value;
+  const known = seen?.sub === open ? seen.slots : undefined;
+  if (threshold <= 0 || (known && sum(known) >= threshold)) return refuse(known ?? slotsOf(undefined));
+  const remember = (item: Record<string, unknown> | undefined) => {
+    const slots = slotsOf(item);
+    openCounts.set(keyId, { sub: open, slots }, (open + 1) * SUB_WINDOW_MS);
+    return slots;
+  };
+  try {
+    const { Attributes } = await deps.doc.send(new UpdateCommand({
+      TableName: deps.tables.rateWindows,
+      Key: subWindowKey(keyId, open),
+      UpdateExpression: 'ADD #c :one, #slot :one SET expiresAt = if_not_exists(expiresAt, :ttl)',
+      ConditionExpression: 'attribute_not_exists(#closed) AND (attribute_not_exists(#c) OR #c < :threshold)',
+      ExpressionAttributeNames: { '#c': 'count', '#slot': `s${slot}`, '#closed': 'closed' },
+      ExpressionAttributeValues: { ':one': 1, ':threshold': threshold, ':ttl': ttlOf(open) },
+      ReturnValues: 'ALL_NEW',
+      ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+    }));
+    const slots = remember(Attributes);
+    return { allowed: true, remaining: Math.max(0, threshold - sum(slots)) };
+  } catch (error) {
+    if (!(error instanceof ConditionalCheckFailedException)) throw error;
+    const item = error.Item ? unmarshall(error.Item) : undefined;
+    if (item?.closed) {
+      const slots = slotsOf(item);
+      counts.set(open, slots);
+      keepClosed(keyId, open, slots);
+      return 'closed';
+    }
+    return refuse(remember(item));
   }
 }
 

@@ -7,6 +7,7 @@ import { describe, it, expect } from '@jest/globals';
 import { newTenant, testStack } from '../support/stack.js';
 import { createApiKey } from '../../../functions/core/tenancy/api-keys.js';
 import { checkRateLimit } from '../../../functions/core/tenancy/rate-limit.js';
+import { BatchGetCommand } from '@aws-sdk/lib-dynamodb';
 
 /** Starts a burst early enough in a minute that it cannot straddle the window boundary. */
 async function awayFromMinuteEnd(): Promise<void> {
@@ -78,7 +79,7 @@ describe('rate limiting per API key', () => {
     expect(await admitted(12)).toBe(10);
   });
 
-  it('sees a write that lands in a sub-window just after it closed (in flight, or a container whose clock runs behind)', async () => {
+  it('closes a sub-window at the first check after it ends: a write in flight (or from a clock behind) is counted in the open one', async () => {
     const { deps } = await testStack();
     const minute = Math.floor(Date.now() / 60_000) * 60_000 + 5_400_000; // a minute of its own
     let now = minute + 9_500;
@@ -91,11 +92,30 @@ describe('rate limiting per API key', () => {
       return count;
     };
     expect(await admitted(clocked, 5)).toBe(5);
-    now = minute + 10_000; // the sub-window just closed: read with 5
+    now = minute + 10_000; // the sub-window just ended: this check closes it, with 5
     expect(await admitted(clocked, 1)).toBe(1);
-    expect(await admitted(behind, 5)).toBe(5); // the late writes land in the closed sub-window (the bound: these may exceed it)
-    now = minute + 10_500; // still settling: read again, not taken from a cache
+    // The late checks find their sub-window closed and are counted in the open one: 4 fit, not 5.
+    expect(await admitted(behind, 5)).toBe(4);
+    now = minute + 10_500;
     expect(await admitted(clocked, 5)).toBe(0);
+    const { Responses } = await deps.doc.send(new BatchGetCommand({ RequestItems: { [deps.tables.rateWindows]: { Keys: [0, 1].map((i) => ({ pk: `RLS#${key}#${(minute + 10_000 * i) / 10_000}` })), ConsistentRead: true } } }));
+    const byPk = Object.fromEntries((Responses?.[deps.tables.rateWindows] ?? []).map((item) => [item.pk, item]));
+    expect(byPk[`RLS#${key}#${minute / 10_000}`]).toMatchObject({ count: 5, closed: true });
+    expect(byPk[`RLS#${key}#${minute / 10_000 + 1}`]).toMatchObject({ count: 5 });
+    expect(byPk[`RLS#${key}#${minute / 10_000 + 1}`].closed).toBeUndefined();
+  });
+
+  it('never admits more than the limit when many late checks race the close of their sub-window', async () => {
+    const { deps } = await testStack();
+    const minute = Math.floor(Date.now() / 60_000) * 60_000 + 6_000_000;
+    const key = `key_race_${Math.random().toString(36).slice(2)}`;
+    const at = (ms: number) => ({ ...deps, now: () => minute + ms });
+    const results = await Promise.all([
+      ...Array.from({ length: 15 }, () => checkRateLimit(at(9_990), key, 10)), // the old sub-window's last moments
+      ...Array.from({ length: 15 }, () => checkRateLimit(at(10_001), key, 10)), // the next one's first: these close the old one
+    ]);
+    expect(results.filter((r) => r.allowed)).toHaveLength(10);
+    expect(results.every((r) => !r.failedOpen)).toBe(true);
   });
 
   it('never admits more than the limit in any 60 s for a caller sending from :45 on, four a second', async () => {
