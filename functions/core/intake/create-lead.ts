@@ -6,16 +6,17 @@
  * and billed like any call.
  *
  * Write cost (docs/decisions.md "Lead write cost"): the notification is part of the client item, so
- * it is atomic with it in a single write. Postpaid: the ADD on the day's usage item (which carries the
- * double-submit guard), then one PutItem (no transaction, nothing to conflict). Prepaid: one transaction of exactly what must be
- * atomic, the client and the organization item, whose one update debits the wallet and counts the
- * day's usage; a wallet that cannot pay is a 402 and nothing is written. Transactions on the hot
- * organization item can be cancelled with `TransactionConflict`, which the SDK does not retry: they
- * are retried here with full jitter, a bounded number of times.
+ * it is atomic with it in a single write. The call is billed first, by one conditional update that
+ * also carries the double-submit guard: postpaid, an ADD on the day's usage item; prepaid, the debit
+ * of the wallet on the organization item, with the day's usage (a wallet that cannot pay is a 402 and
+ * nothing is written). Then the client is written, one PutItem (or the merge's UpdateItem); if that
+ * fails, the call is refunded (the count taken back, the wallet credited). No transaction: a debit is
+ * one UpdateItem, which only conflicts with the once-a-day roll-over transaction (retried here).
  */
-import { ConditionalCheckFailedException, TransactionCanceledException, type CancellationReason } from '@aws-sdk/client-dynamodb';
+import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import { PutCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import type { Deps } from '../platform/deps.js';
 import { DomainError, paymentRequired } from '../platform/errors.js';
 import { newId, newTimeOrderedId } from '../platform/ids.js';
@@ -24,11 +25,11 @@ import { clientExists, findEarlierClient, guardClause, guardedClient, matchKeyOf
 import { logger, metrics } from '../platform/observability.js';
 import type { Client } from '../platform/crm-fields.js';
 import type { LeadInput } from './lead-schema.js';
-import { boundedMeta, mergeOnce, mergeWrite, submissionOf, type MergeUpdate, type RequestMeta } from './merge.js';
+import { boundedMeta, mergeOnce, mergeWrite, submissionOf, type RequestMeta } from './merge.js';
 
 export type { RequestMeta } from './merge.js';
 
-/** Attempts of the prepaid transaction before giving up with a 503 (conflicts, day roll-over). */
+/** Attempts of the prepaid debit before giving up with a 503 (a conflict with the day's roll-over, the roll-over itself). */
 const MAX_ATTEMPTS = 8;
 const BACKOFF_BASE_MS = 10;
 const BACKOFF_CAP_MS = 400;
@@ -62,8 +63,6 @@ export type LeadOutcome =
   | { kind: 'merged'; clientId: string }
   | { kind: 'duplicate'; clientId: string };
 
-type Write = { Put: NonNullable<PutCommand['input']> } | MergeUpdate;
-
 /**
  * Merged only under the `merge` policy, from a secret key (a page's lead never merges: the page
  * would learn that the person is a client, and anyone could write into a client through it), and
@@ -80,10 +79,9 @@ export async function createLead(deps: Deps, auth: AuthContext, input: LeadInput
   if (earlier) metrics.addMetric('DuplicateLeadMatches', MetricUnit.Count, 1);
   const merging = earlier && mayMerge(auth, earlier.via) ? earlier.id : undefined;
   const client = newLeadClient(deps, auth, input, meta, earlier && !merging ? earlier.id : undefined);
-  const price = org.billing === 'prepaid' ? deps.settings.pricePerCallMicros : 0;
+  const price = priceOf(deps, auth);
   const day = client.created_at.slice(0, 10);
   const created = createWrite(deps, client);
-  const write = merging ? mergeWrite(deps, org.id, merging, input, submissionOf(auth, input, meta, client.created_at)) : created.write;
   const guarded: Guarded = { guard, targetId: merging ?? client.id, now };
   // Not merged after all: gone (deleted meanwhile) is a new client; full (or too large) a new one flagged as its duplicate.
   const instead = (result: 'gone' | 'full') => {
@@ -92,19 +90,11 @@ export async function createLead(deps: Deps, auth: AuthContext, input: LeadInput
     return { client: other, ...createWrite(deps, other) };
   };
 
-  if (price > 0) {
-    const outcome = await debitAndWrite(deps, org.id, write, price, day, guarded);
-    if (typeof outcome === 'object') return duplicateOf(deps, auth, input, meta, outcome.duplicateOf);
-    if (outcome === 'written') return merged(merging) ?? { kind: 'created', client };
-    const other = instead(outcome);
-    await debitAndWrite(deps, org.id, other.write, price, day);
-    return { kind: 'created', client: other.client };
-  }
-  const repeated = await countUsage(deps, org.id, day, client.id, guarded);
-  if (repeated) return duplicateOf(deps, auth, input, meta, repeated);
+  const billed = await bill(deps, org.id, price, day, client.id, guarded);
+  if ('duplicateOf' in billed) return duplicateOf(deps, auth, input, meta, billed.duplicateOf);
   try {
-    if (merging && 'Update' in write) {
-      const result = await mergeOnce(deps, write);
+    if (merging) {
+      const result = await mergeOnce(deps, mergeWrite(deps, org.id, merging, input, submissionOf(auth, input, meta, client.created_at)));
       if (result === 'merged') return merged(merging)!;
       const other = instead(result);
       await putOnce(deps, other.write.Put, other.token);
@@ -112,12 +102,14 @@ export async function createLead(deps: Deps, auth: AuthContext, input: LeadInput
     }
     await putOnce(deps, created.write.Put, created.token);
   } catch (error) {
-    // Counted before the write (for the guard): a call that failed is not billed.
-    await countUsage(deps, org.id, day, client.id, undefined, -1);
+    // Billed before the write (for the guard): a call that failed is not billed.
+    await refund(deps, org.id, price, billed.day, client.id);
     throw error;
   }
   return { kind: 'created', client };
 }
+
+const priceOf = (deps: Deps, auth: AuthContext) => (auth.organization.billing === 'prepaid' ? deps.settings.pricePerCallMicros : 0);
 
 const merged = (clientId: string | undefined): LeadOutcome | undefined => {
   if (!clientId) return undefined;
@@ -134,9 +126,7 @@ async function duplicateOf(deps: Deps, auth: AuthContext, input: LeadInput, meta
   metrics.addMetric('DoubleSubmits', MetricUnit.Count, 1);
   // Its first submission failed after claiming the guard (postpaid: the usage is counted first): this one takes its place, unguarded.
   if (!await clientExists(deps, org.id, clientId)) return createUnguarded(deps, auth, input, meta);
-  const day = new Date(deps.now()).toISOString().slice(0, 10);
-  if (org.billing === 'prepaid') await debitAndWrite(deps, org.id, undefined, deps.settings.pricePerCallMicros, day);
-  else await countUsage(deps, org.id, day, clientId);
+  await bill(deps, org.id, priceOf(deps, auth), new Date(deps.now()).toISOString().slice(0, 10), clientId);
   return { kind: 'duplicate', clientId };
 }
 
@@ -145,11 +135,13 @@ async function createUnguarded(deps: Deps, auth: AuthContext, input: LeadInput, 
   const org = auth.organization;
   const client = newLeadClient(deps, auth, input, meta);
   const { write, token } = createWrite(deps, client);
-  const day = client.created_at.slice(0, 10);
-  if (org.billing === 'prepaid') await debitAndWrite(deps, org.id, write, deps.settings.pricePerCallMicros, day);
-  else {
-    await countUsage(deps, org.id, day, client.id);
+  const price = priceOf(deps, auth);
+  const { day } = await bill(deps, org.id, price, client.created_at.slice(0, 10), client.id) as { day: string };
+  try {
     await putOnce(deps, write.Put, token);
+  } catch (error) {
+    await refund(deps, org.id, price, day, client.id);
+    throw error;
   }
   return { kind: 'created', client };
 }
@@ -212,40 +204,38 @@ async function countUsage(deps: Deps, orgId: string, day: string, clientId: stri
 }
 
 /**
- * The prepaid transaction: the client put and one update of the organization item that debits the
- * wallet and counts the day (usageDay / usageCalls / usageBilledMicros). The day's counters are
- * conditioned on usageDay, so the first lead of a day closes the previous day first (openUsageDay).
- * `write`: the client's put or merge (none: a duplicate's bare debit); `guarded`: the double-submit
- * guard rides on the organization update. Answers the duplicated client when the guard refused, and
- * 'gone' when the client to merge into no longer exists, 'full' when its submission list is full or the item too large.
+ * Bills a call before its write: postpaid, counts it (countUsage); prepaid (`price` > 0), debits it.
+ * Answers the day it was counted in, or the client the guarded submission repeats.
  */
-async function debitAndWrite(deps: Deps, orgId: string, write: Write | undefined, price: number, today: string, guarded?: Guarded): Promise<'written' | 'gone' | 'full' | { duplicateOf: string }> {
+async function bill(deps: Deps, orgId: string, price: number, day: string, clientId: string, guarded?: Guarded): Promise<{ day: string } | { duplicateOf: string }> {
+  if (price > 0) return debit(deps, orgId, price, day, guarded);
+  const repeated = await countUsage(deps, orgId, day, clientId, guarded);
+  return repeated ? { duplicateOf: repeated } : { day };
+}
+
+/**
+ * The prepaid debit: one conditional update of the organization item that takes the price from the
+ * wallet and counts the day (usageDay / usageCalls / usageBilledMicros), carrying the guard. The
+ * day's counters are conditioned on usageDay, so the first lead of a day closes the previous day
+ * first (openUsageDay). A wallet that cannot pay is a 402, with nothing written.
+ */
+async function debit(deps: Deps, orgId: string, price: number, today: string, guarded?: Guarded): Promise<{ day: string } | { duplicateOf: string }> {
   let day = today;
   const guard = guarded && guardClause(guarded.guard, guarded.targetId, guarded.now);
   for (let attempt = 1; ; attempt++) {
     try {
-      await deps.doc.send(new TransactWriteCommand({
-        TransactItems: [
-          ...(write ? [write] : []),
-          {
-            Update: {
-              TableName: deps.tables.organizations,
-              Key: keys.org(orgId),
-              UpdateExpression: `SET walletMicros = walletMicros - :price${guard ? `, ${guard.set}` : ''} ADD usageCalls :one, usageBilledMicros :price`,
-              ConditionExpression: `walletMicros >= :price AND usageDay = :day${guard ? ` AND ${guard.condition}` : ''}`,
-              ExpressionAttributeValues: { ':price': price, ':one': 1, ':day': day, ...guard?.values },
-              ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-            },
-          },
-        ],
+      await deps.doc.send(new UpdateCommand({
+        TableName: deps.tables.organizations,
+        Key: keys.org(orgId),
+        UpdateExpression: `SET walletMicros = walletMicros - :price${guard ? `, ${guard.set}` : ''} ADD usageCalls :one, usageBilledMicros :price`,
+        ConditionExpression: `walletMicros >= :price AND usageDay = :day${guard ? ` AND ${guard.condition}` : ''}`,
+        ExpressionAttributeValues: { ':price': price, ':one': 1, ':day': day, ...guard?.values },
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
       }));
-      return 'written';
+      return { day };
     } catch (error) {
-      if (!(error instanceof TransactionCanceledException)) throw error;
-      const reasons = error.CancellationReasons ?? [];
-      const orgReason = reasons[write ? 1 : 0];
-      if (orgReason?.Code === 'ConditionalCheckFailed' && orgReason.Item) {
-        const old = orgReason.Item;
+      if (error instanceof ConditionalCheckFailedException && error.Item) {
+        const old = error.Item;
         const repeated = guarded && guardedClient(old, guarded.guard, guarded.now);
         if (repeated) return { duplicateOf: repeated };
         if (Number(old.walletMicros?.N ?? 0) < price) {
@@ -255,28 +245,59 @@ async function debitAndWrite(deps: Deps, orgId: string, write: Write | undefined
         // Another container's clock already opened a later day: count there rather than reopen ours.
         if (openDay && openDay > day) day = openDay;
         else await openUsageDay(deps, orgId, old, day);
-      } else if (write && 'Update' in write && reasons[0]?.Code === 'ConditionalCheckFailed') {
-        return reasons[0].Item ? 'full' : 'gone';
-      } else if (write && 'Update' in write && reasons[0]?.Code === 'ValidationError') {
-        // The merged item would pass 400 KB.
-        return 'full';
-      } else if (!reasons.some(isConflict)) {
-        throw error;
-      } else {
-        // Counted so an alarm or a dashboard shows a hot organization before leads start failing.
+      } else if ((error as Error).name === 'TransactionConflictException') {
+        // The item is in the day roll-over's transaction; the SDK does not retry this. Counted, so a
+        // dashboard shows it.
         metrics.addMetric('TransactionConflictRetries', MetricUnit.Count, 1);
-        logger.warn('lead transaction conflicted; retrying', { organizationId: orgId, attempt });
+        logger.warn('lead debit conflicted; retrying', { organizationId: orgId, attempt });
         await backoff(attempt);
+      } else {
+        throw error;
       }
       if (attempt >= MAX_ATTEMPTS) {
-        logger.error('lead transaction kept conflicting', { organizationId: orgId, attempts: attempt });
+        logger.error('lead debit kept conflicting', { organizationId: orgId, attempts: attempt });
         throw new DomainError(503, 'busy', 'Service unavailable', 'Too many concurrent writes for this organization; retry shortly.', { headers: { 'Retry-After': '1' } });
       }
     }
   }
 }
 
-const isConflict = (r: CancellationReason) => r.Code === 'TransactionConflict';
+/**
+ * Gives back a call billed for a write that then failed: postpaid, the count taken back; prepaid,
+ * the wallet credited and the day's count taken back where it now lies (the organization item, or
+ * the day's usage item once the day was closed). Never throws: a refund that cannot be written is
+ * logged with its amount and counted (`LeadRefundFailed`), for a hand refund.
+ */
+async function refund(deps: Deps, orgId: string, price: number, day: string, clientId: string): Promise<void> {
+  if (price === 0) {
+    await countUsage(deps, orgId, day, clientId, undefined, -1);
+    return;
+  }
+  const credit = (condition: boolean) => deps.doc.send(new UpdateCommand({
+    TableName: deps.tables.organizations,
+    Key: keys.org(orgId),
+    UpdateExpression: `SET walletMicros = walletMicros + :price${condition ? ' ADD usageCalls :minusOne, usageBilledMicros :minusPrice' : ''}`,
+    ...(condition ? { ConditionExpression: 'usageDay = :day', ExpressionAttributeValues: { ':price': price, ':minusOne': -1, ':minusPrice': -price, ':day': day } } : { ExpressionAttributeValues: { ':price': price } }),
+  }));
+  try {
+    try {
+      await credit(true);
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      // The day was closed meanwhile: its counts moved to its usage item.
+      await credit(false);
+      await deps.doc.send(new UpdateCommand({
+        TableName: deps.tables.organizations,
+        Key: keys.usage(orgId, day),
+        UpdateExpression: 'ADD calls :minusOne, billed_micros :minusPrice',
+        ExpressionAttributeValues: { ':minusOne': -1, ':minusPrice': -price },
+      }));
+    }
+  } catch (error) {
+    metrics.addMetric('LeadRefundFailed', MetricUnit.Count, 1);
+    logger.error('could not refund a lead whose write failed', { organizationId: orgId, clientId, micros: price, day, error: (error as Error).name });
+  }
+}
 
 /** Full jitter: a random wait up to an exponentially growing cap, so conflicting writers spread out. */
 const backoff = (attempt: number) =>
@@ -287,7 +308,7 @@ const backoff = (attempt: number) =>
  * `day`, in one transaction conditioned on the counters just read, so no debit is lost. Once a day
  * per prepaid organization. A cancellation means another request moved first; the caller retries.
  */
-async function openUsageDay(deps: Deps, orgId: string, old: NonNullable<CancellationReason['Item']>, day: string): Promise<void> {
+async function openUsageDay(deps: Deps, orgId: string, old: Record<string, AttributeValue>, day: string): Promise<void> {
   const closing = old.usageDay?.S;
   const calls = Number(old.usageCalls?.N ?? 0);
   const billed = Number(old.usageBilledMicros?.N ?? 0);

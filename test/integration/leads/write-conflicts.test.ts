@@ -1,14 +1,14 @@
 /**
- * Leads and DynamoDB's transaction conflicts (docs/decisions.md#lead-write-cost-what-a-lead-writes-and-what-is-atomic). On AWS, overlapping
- * transactions on one item (the organization's wallet) are cancelled with `TransactionConflict`,
- * which the SDK does not retry; DynamoDB Local serializes transactions and never does it. So the
- * cancellation is injected with aws-sdk-client-mock and every other call reaches DynamoDB Local.
- * Also: the day's usage rolls over without losing a debit, and a postpaid lead is counted.
+ * Leads and DynamoDB faults an emulator cannot produce (docs/decisions.md#lead-write-cost-what-a-lead-writes-and-what-is-atomic),
+ * injected with aws-sdk-client-mock while every other call reaches DynamoDB Local: a prepaid debit
+ * meeting the day roll-over's transaction (`TransactionConflictException`, which the SDK does not
+ * retry), a client write failing after its debit (refunded), a refund that fails too, a put whose
+ * answer was lost. Also: the day's usage rolls over without losing a debit, and no lead makes a
+ * transaction.
  */
 import { describe, it, expect, jest } from '@jest/globals';
 import { mockClient } from 'aws-sdk-client-mock';
-import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
-import { TransactWriteCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
+import { PutCommand, TransactWriteCommand, UpdateCommand, type PutCommandInput, type TransactWriteCommandInput, type UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
 import type { APIGatewayProxyEvent } from 'aws-lambda';
 import { itemsOf, newTenant, ownDeps, testStack, type Tenant } from '../support/stack.js';
 import type { Deps } from '../../../functions/core/platform/deps.js';
@@ -16,32 +16,50 @@ import { httpEdge } from '../../../functions/edge/http-edge.js';
 import { handleLeadRequest as leadIntake } from '../../../functions/core/intake/handle-lead-request.js';
 import { createLead } from '../../../functions/core/intake/create-lead.js';
 import { parseLead } from '../../../functions/core/intake/lead-schema.js';
-import { dailyUsage, getOrganization, listOrganizations, requireOrganization } from '../../../functions/core/tenancy/organizations.js';
+import { dailyUsage, getOrganization, listOrganizations, requireOrganization, setDuplicatePolicy } from '../../../functions/core/tenancy/organizations.js';
 import { keys } from '../../../functions/core/platform/model.js';
-import { DeleteCommand, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { lambdaContext } from '../../../lib/local/lambda-context.js';
-import { metrics } from '../../../functions/core/platform/observability.js';
+import { logger, metrics } from '../../../functions/core/platform/observability.js';
 
-const conflict = () => new TransactionCanceledException({
-  message: 'Transaction cancelled, please refer cancellation reasons for specific reasons [None, TransactionConflict]',
-  $metadata: {},
-  CancellationReasons: [{ Code: 'None' }, { Code: 'TransactionConflict', Message: 'Transaction is ongoing for the item' }],
-});
+const conflict = () => Object.assign(new Error('Transaction is ongoing for the item'), { name: 'TransactionConflictException', $metadata: {} });
+const failure = () => Object.assign(new Error('injected'), { name: 'InternalServerError', $metadata: {} });
 
-/** Deps on their own document client whose first `failures` TransactWriteItems are cancelled. */
-async function conflictingDeps(failures: number): Promise<{ deps: Deps; transactions: () => number }> {
+type Fault = 'debit' | 'refund' | 'clientPut';
+/** Which write an UpdateItem or PutItem is: the organization item's debit or refund, or a client put. */
+function faultOf(command: 'update' | 'put', input: { TableName?: string; UpdateExpression?: string }, deps: Deps): Fault | undefined {
+  if (command === 'put') return input.TableName === deps.tables.clients ? 'clientPut' : undefined;
+  if (input.TableName !== deps.tables.organizations) return undefined;
+  if (input.UpdateExpression?.startsWith('SET walletMicros = walletMicros - ')) return 'debit';
+  if (input.UpdateExpression?.startsWith('SET walletMicros = walletMicros + ')) return 'refund';
+  return undefined;
+}
+
+/**
+ * Deps on their own document client: the first `times` writes of kind `fault` throw `error()`, the
+ * rest (and every other call) reach DynamoDB Local. `seen(kind)` counts the writes of a kind sent.
+ */
+async function faultyDeps(faults: Partial<Record<Fault, { times: number; error: () => Error }>>): Promise<{ deps: Deps; seen: (kind: Fault | 'transaction') => number }> {
   const base = await ownDeps();
   const { doc } = base;
-  const realSend = doc.send.bind(doc) as (command: TransactWriteCommand) => Promise<unknown>;
+  const realSend = doc.send.bind(doc) as (command: unknown) => Promise<unknown>;
   const mock = mockClient(doc);
   mock.send.callThrough(); // every other command goes to DynamoDB Local
-  let calls = 0;
+  const counts: Record<string, number> = {};
+  const through = (command: 'update' | 'put', make: () => unknown, input: { TableName?: string; UpdateExpression?: string }) => {
+    const kind = faultOf(command, input, base);
+    if (kind) counts[kind] = (counts[kind] ?? 0) + 1;
+    const fault = kind && faults[kind];
+    if (fault && counts[kind] <= fault.times) throw fault.error();
+    return realSend(make());
+  };
+  mock.on(UpdateCommand).callsFake(async (input: UpdateCommandInput) => through('update', () => new UpdateCommand(input), input));
+  mock.on(PutCommand).callsFake(async (input: PutCommandInput) => through('put', () => new PutCommand(input), input));
   mock.on(TransactWriteCommand).callsFake(async (input: TransactWriteCommandInput) => {
-    calls += 1;
-    if (calls <= failures) throw conflict();
+    counts.transaction = (counts.transaction ?? 0) + 1;
     return realSend(new TransactWriteCommand(input));
   });
-  return { deps: { ...base, doc }, transactions: () => calls };
+  return { deps: { ...base, doc }, seen: (kind) => counts[kind] ?? 0 };
 }
 
 /**
@@ -73,17 +91,17 @@ function postEvent(t: Tenant, body: unknown): APIGatewayProxyEvent {
 
 const today = () => new Date().toISOString().slice(0, 10);
 
-describe('a prepaid lead whose transaction conflicts', () => {
+describe('a prepaid lead whose debit conflicts with the day roll-over', () => {
   it('is retried: 201, one client, the wallet debited once, each retry counted', async () => {
     const t = await newTenant({ billing: 'prepaid', walletMicros: 10_000 });
-    const { deps, transactions } = await conflictingDeps(3);
+    const { deps, seen } = await faultyDeps({ debit: { times: 3, error: conflict } });
     const handler = httpEdge(leadIntake, { deps: async () => deps });
     const added = jest.spyOn(metrics, 'addMetric');
     const res = await handler(postEvent(t, { name: 'Contended Lead' }), lambdaContext('leadIntake'));
     expect(added.mock.calls.filter(([name]) => name === 'TransactionConflictRetries')).toHaveLength(3);
     added.mockRestore();
     expect(res.statusCode).toBe(201);
-    expect(transactions()).toBeGreaterThanOrEqual(4); // 3 cancelled, then through
+    expect(seen('debit')).toBe(5); // 3 refused, then one that finds no day open (a new organization), then through
     const clients = await itemsOf('clients', t.organizationId);
     expect(clients.filter((c) => c.first_name === 'Contended')).toHaveLength(1);
     expect((await getOrganization(deps, t.organizationId))?.walletMicros).toBe(7_000);
@@ -92,20 +110,101 @@ describe('a prepaid lead whose transaction conflicts', () => {
 
   it('gives up after a bounded number of attempts with 503 and Retry-After, writing nothing', async () => {
     const t = await newTenant({ billing: 'prepaid', walletMicros: 10_000 });
-    const { deps, transactions } = await conflictingDeps(Infinity);
+    const { deps, seen } = await faultyDeps({ debit: { times: Infinity, error: conflict } });
     const handler = httpEdge(leadIntake, { deps: async () => deps });
     const res = await handler(postEvent(t, { name: 'Never Through' }), lambdaContext('leadIntake'));
     expect(res.statusCode).toBe(503);
     expect(res.headers?.['Retry-After']).toBe('1');
-    expect(transactions()).toBeLessThanOrEqual(10);
+    expect(seen('debit')).toBeLessThanOrEqual(10);
     expect(await itemsOf('clients', t.organizationId)).toEqual([]);
     expect((await getOrganization(deps, t.organizationId))?.walletMicros).toBe(10_000);
+    expect((await dailyUsage(deps, t.organizationId, today())).calls).toBe(0);
   });
 });
 
-describe('a postpaid lead whose write committed but whose answer was lost', () => {
+describe('a prepaid lead whose client write fails after its debit', () => {
+  it('is refunded: 500, no client, the wallet and the day’s count given back; the caller’s retry creates it and is billed once', async () => {
+    const t = await newTenant({ billing: 'prepaid', walletMicros: 10_000 });
+    const { deps, seen } = await faultyDeps({ clientPut: { times: 1, error: failure } });
+    const handler = httpEdge(leadIntake, { deps: async () => deps });
+    const body = { name: 'Refunded Lead', email: 'refunded@example.com' };
+    const res = await handler(postEvent(t, body), lambdaContext('leadIntake'));
+    expect(res.statusCode).toBe(500);
+    expect(seen('debit')).toBe(2); // the first finds no day open (a new organization)
+    expect(seen('refund')).toBe(1);
+    expect(await itemsOf('clients', t.organizationId)).toEqual([]);
+    expect((await getOrganization(deps, t.organizationId))?.walletMicros).toBe(10_000);
+    expect(await dailyUsage(deps, t.organizationId, today())).toEqual({ calls: 0, billedMicros: 0 });
+    // Within 10 minutes: the guard names a client never written, so the retry is created, not a duplicate.
+    const retry = await handler(postEvent(t, body), lambdaContext('leadIntake'));
+    expect(retry.statusCode).toBe(201);
+    expect(await itemsOf('clients', t.organizationId, 'CLIENT#')).toHaveLength(1);
+    expect((await getOrganization(deps, t.organizationId))?.walletMicros).toBe(7_000);
+    expect(await dailyUsage(deps, t.organizationId, today())).toEqual({ calls: 1, billedMicros: 3_000 });
+  });
+
+  it('is refunded into the closed day when the day rolled over between the debit and the failure', async () => {
+    const { deps: plain } = await testStack();
+    const t = await newTenant({ billing: 'prepaid', walletMicros: 100_000 });
+    const org = await requireOrganization(plain, t.organizationId);
+    const auth = { organization: org, key: { keyId: t.keyId, name: 'test' } };
+    const at = (d: Deps, iso: string) => ({ ...d, now: () => Date.parse(iso) });
+    await createLead(at(plain, '2030-03-01T23:59:50Z'), auth, parseLead({ name: 'Early Lead' }), { requestId: 'r0' });
+    const { deps } = await faultyDeps({});
+    // The client put fails only after another lead has opened the next day (closing this one).
+    deps.doc.middlewareStack.add((next, context) => async (args) => {
+      if (context.commandName === 'PutItemCommand' && (args.input as { Item?: { first_name?: string } }).Item?.first_name === 'Late') {
+        await createLead(at(plain, '2030-03-02T00:00:01Z'), auth, parseLead({ name: 'Next Day' }), { requestId: 'r2' });
+        throw failure();
+      }
+      return next(args);
+    }, { step: 'initialize', name: 'rollThenFail' });
+    await expect(createLead(at(deps, '2030-03-01T23:59:59Z'), auth, parseLead({ name: 'Late Lead' }), { requestId: 'r1' })).rejects.toThrow('injected');
+    expect(await dailyUsage(plain, t.organizationId, '2030-03-01')).toEqual({ calls: 1, billedMicros: 3_000 });
+    expect(await dailyUsage(plain, t.organizationId, '2030-03-02')).toEqual({ calls: 1, billedMicros: 3_000 });
+    expect((await getOrganization(plain, t.organizationId))?.walletMicros).toBe(100_000 - 2 * 3_000);
+    expect((await itemsOf('clients', t.organizationId, 'CLIENT#')).map((c) => c.first_name).sort()).toEqual(['Early', 'Next']);
+  });
+
+  it('says so when the refund fails too: the wallet stays debited, LeadRefundFailed is counted and logged with the amount', async () => {
+    const t = await newTenant({ billing: 'prepaid', walletMicros: 10_000 });
+    const { deps, seen } = await faultyDeps({ clientPut: { times: 1, error: failure }, refund: { times: Infinity, error: failure } });
+    const handler = httpEdge(leadIntake, { deps: async () => deps });
+    const added = jest.spyOn(metrics, 'addMetric');
+    const logged = jest.spyOn(logger, 'error');
+    const res = await handler(postEvent(t, { name: 'Unrefunded Lead' }), lambdaContext('leadIntake'));
+    expect(added.mock.calls.filter(([name]) => name === 'LeadRefundFailed')).toHaveLength(1);
+    expect(logged.mock.calls.some(([message, extra]) => message === 'could not refund a lead whose write failed' && (extra as { micros?: number }).micros === 3_000)).toBe(true);
+    added.mockRestore();
+    logged.mockRestore();
+    expect(res.statusCode).toBe(500);
+    expect(seen('refund')).toBeGreaterThanOrEqual(1);
+    expect(await itemsOf('clients', t.organizationId)).toEqual([]);
+    expect((await getOrganization(deps, t.organizationId))?.walletMicros).toBe(7_000);
+  });
+
+  it('is refunded when a merge fails after its debit', async () => {
+    const { deps: plain } = await testStack();
+    const t = await newTenant({ billing: 'prepaid', walletMicros: 10_000 });
+    await setDuplicatePolicy(plain, t.organizationId, 'merge');
+    const auth = { organization: await requireOrganization(plain, t.organizationId), key: { keyId: t.keyId, name: 'test' } };
+    await createLead(plain, auth, parseLead({ name: 'Mira Merge', email: 'mira@example.com' }), { requestId: 'r1' });
+    const { deps } = await faultyDeps({});
+    deps.doc.middlewareStack.add((next, context) => async (args) => {
+      if (context.commandName === 'UpdateItemCommand' && (args.input as { TableName?: string }).TableName === deps.tables.clients) throw failure();
+      return next(args);
+    }, { step: 'initialize', name: 'failMerge' });
+    await expect(createLead(deps, auth, parseLead({ name: 'Mira Merge', email: 'mira@example.com', notes: 'again' }), { requestId: 'r2' })).rejects.toThrow('injected');
+    expect((await getOrganization(plain, t.organizationId))?.walletMicros).toBe(7_000);
+    expect(await dailyUsage(plain, t.organizationId, today())).toEqual({ calls: 1, billedMicros: 3_000 });
+    const [client] = await itemsOf('clients', t.organizationId, 'CLIENT#');
+    expect(client.submission_count).toBe(1);
+  });
+});
+
+describe.each([['postpaid', {}], ['prepaid', { billing: 'prepaid' as const, walletMicros: 10_000 }]])('a %s lead whose write committed but whose answer was lost', (billing, options) => {
   it('is a 201 with one client when the SDK retry meets its own write, and an Idempotency-Key replay returns it', async () => {
-    const t = await newTenant();
+    const t = await newTenant(options);
     const { deps, puts } = await lostAnswerDeps();
     const handler = httpEdge(leadIntake, { deps: async () => deps });
     const event = postEvent(t, { name: 'Lost Answer' });
@@ -117,6 +216,8 @@ describe('a postpaid lead whose write committed but whose answer was lost', () =
     expect(again.statusCode).toBe(201);
     expect(JSON.parse(again.body).id).toBe(JSON.parse(res.body).id);
     expect((await itemsOf('clients', t.organizationId)).filter((c) => c.first_name === 'Lost')).toHaveLength(1);
+    const { deps: plain } = await testStack();
+    expect(await dailyUsage(plain, t.organizationId, today())).toEqual({ calls: 1, billedMicros: billing === 'prepaid' ? 3_000 : 0 });
   });
 });
 
@@ -152,13 +253,16 @@ describe('usage counters', () => {
     expect((await listOrganizations(deps)).filter((o) => o.id === org.id)).toHaveLength(1);
   });
 
-  it('count a postpaid lead without a transaction', async () => {
+  it.each([['postpaid', {}, 0], ['prepaid', { billing: 'prepaid' as const, walletMicros: 10_000 }, 3_000]])('count a %s lead without a transaction (once its day is open)', async (_billing, options, billedMicros) => {
     const { deps } = await testStack();
-    const t = await newTenant();
-    const { deps: watched, transactions } = await conflictingDeps(Infinity);
+    const t = await newTenant(options);
+    const { deps: watched, seen } = await faultyDeps({});
     const handler = httpEdge(leadIntake, { deps: async () => watched });
-    expect((await handler(postEvent(t, { name: 'Postpaid Lead' }), lambdaContext('leadIntake'))).statusCode).toBe(201);
-    expect(transactions()).toBe(0);
-    expect(await dailyUsage(deps, t.organizationId, today())).toEqual({ calls: 1, billedMicros: 0 });
+    expect((await handler(postEvent(t, { name: 'First Lead' }), lambdaContext('leadIntake'))).statusCode).toBe(201);
+    const opening = seen('transaction'); // prepaid: the first lead of a day opens it
+    expect((await handler(postEvent(t, { name: 'Second Lead' }), lambdaContext('leadIntake'))).statusCode).toBe(201);
+    expect(seen('transaction')).toBe(opening);
+    expect(opening).toBeLessThanOrEqual(1);
+    expect(await dailyUsage(deps, t.organizationId, today())).toEqual({ calls: 2, billedMicros: 2 * billedMicros });
   });
 });
