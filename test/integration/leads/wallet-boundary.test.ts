@@ -1,5 +1,5 @@
 /**
- * The prepaid wallet's exact boundary (docs/decisions.md "One transaction per lead"): a wallet
+ * The prepaid wallet's exact boundary (docs/decisions.md "Lead write cost"): a wallet
  * that covers a call's whole price pays for it, to the last micro-dollar; one that covers only part
  * of it refuses it with 402 and nothing is written (no partial debit, no client, no usage). And
  * leads arriving together on a wallet that covers exactly 7 calls: exactly 7 created.
