@@ -21,7 +21,7 @@ import type { Deps } from '../platform/deps.js';
 import { DomainError, paymentRequired } from '../platform/errors.js';
 import { newId, newTimeOrderedId } from '../platform/ids.js';
 import { keys, type AuthContext } from '../platform/model.js';
-import { clientExists, findEarlierClient, guardClause, guardedClient, matchKeyOf, submissionGuard, type SubmissionGuard } from './duplicates.js';
+import { clientExists, findEarlierClient, guardClause, guardedClient, matchKeyOf, ownGuard, submissionGuard, type SubmissionGuard } from './duplicates.js';
 import { logger, metrics } from '../platform/observability.js';
 import type { Client } from '../platform/crm-fields.js';
 import type { LeadInput } from './lead-schema.js';
@@ -195,7 +195,10 @@ async function countUsage(deps: Deps, orgId: string, day: string, clientId: stri
       ExpressionAttributeValues: { ':one': calls, ':zero': 0, ':entity': 'usage', ...guard?.values },
     }));
   } catch (error) {
-    if (guarded && error instanceof ConditionalCheckFailedException) return guardedClient(error.Item, guarded.guard, guarded.now);
+    if (guarded && error instanceof ConditionalCheckFailedException) {
+      if (ownGuard(error.Item, guarded.guard, guarded.targetId, guarded.now)) return undefined; // counted by the first attempt
+      return guardedClient(error.Item, guarded.guard, guarded.now);
+    }
     // The lead goes on unbilled (or, taking a count back, stays billed): an alarm's metric.
     metrics.addMetric('LeadUsageCountFailed', MetricUnit.Count, 1);
     logger.error('could not count usage of a lead', { organizationId: orgId, clientId, error: (error as Error).name });
@@ -236,6 +239,8 @@ async function debit(deps: Deps, orgId: string, price: number, today: string, gu
     } catch (error) {
       if (error instanceof ConditionalCheckFailedException && error.Item) {
         const old = error.Item;
+        // The SDK's retry of a debit whose first attempt committed (its answer lost): debited once.
+        if (guarded && ownGuard(old, guarded.guard, guarded.targetId, guarded.now)) return { day };
         const repeated = guarded && guardedClient(old, guarded.guard, guarded.now);
         if (repeated) return { duplicateOf: repeated };
         if (Number(old.walletMicros?.N ?? 0) < price) {

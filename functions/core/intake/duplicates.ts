@@ -83,6 +83,16 @@ export function guardedClient(old: Record<string, AttributeValue> | undefined, g
   return old[`dc${n}`]?.S;
 }
 
+/**
+ * Whether the guard refused because of this very submission's own record: the SDK retried a bill
+ * whose first attempt committed but whose answer was lost. Its slot then names this submission's
+ * client at this submission's time (a new client's id is fresh, so no other request can match it).
+ */
+export function ownGuard(old: Record<string, AttributeValue> | undefined, guard: SubmissionGuard, clientId: string, now: number): boolean {
+  const n = guard.slot;
+  return old?.[`dh${n}`]?.S === guard.hash && old[`dc${n}`]?.S === clientId && Number(old[`dt${n}`]?.N) === now;
+}
+
 /** How long a duplicate waits for its first submission's client to be written (a double-click's twin may still be writing it). */
 const FIRST_WRITE_WAIT_MS = 1_000;
 

@@ -2,7 +2,7 @@
  * Leads and DynamoDB faults an emulator cannot produce (docs/decisions.md#lead-write-cost-what-a-lead-writes-and-what-is-atomic),
  * injected with aws-sdk-client-mock while every other call reaches DynamoDB Local: a prepaid debit
  * meeting the day roll-over's transaction (`TransactionConflictException`, which the SDK does not
- * retry), a client write failing after its debit (refunded), a refund that fails too, a put whose
+ * retry), a client write failing after its debit (refunded), a refund that fails too, a put or a bill whose
  * answer was lost. Also: the day's usage rolls over without losing a debit, and no lead makes a
  * transaction.
  */
@@ -218,6 +218,35 @@ describe.each([['postpaid', {}], ['prepaid', { billing: 'prepaid' as const, wall
     expect((await itemsOf('clients', t.organizationId)).filter((c) => c.first_name === 'Lost')).toHaveLength(1);
     const { deps: plain } = await testStack();
     expect(await dailyUsage(plain, t.organizationId, today())).toEqual({ calls: 1, billedMicros: billing === 'prepaid' ? 3_000 : 0 });
+  });
+});
+
+describe.each([['postpaid', {}, 0], ['prepaid', { billing: 'prepaid' as const, walletMicros: 10_000 }, 3_000]])('a %s lead whose bill committed but whose answer was lost', (_billing, options, price) => {
+  it('is billed once: the SDK’s retry meets its own guard record and the lead goes on (201, one client)', async () => {
+    const t = await newTenant(options);
+    const { deps: plain } = await testStack();
+    const { doc } = await ownDeps();
+    let bills = 0;
+    // Below the retry middleware: the SDK sees a transient network error after the bill committed, and retries it.
+    doc.middlewareStack.add((next, context) => async (args) => {
+      const input = args.input as { TableName?: string; ConditionExpression?: string };
+      if (context.commandName !== 'UpdateItemCommand' || input.TableName !== plain.tables.organizations || !input.ConditionExpression?.includes('dh')) return next(args);
+      bills += 1;
+      const answer = await next(args);
+      if (bills === 1) throw Object.assign(new Error('socket hang up'), { name: 'Error', code: 'ECONNRESET', $metadata: {} });
+      return answer;
+    }, { step: 'deserialize', name: 'loseFirstBillAnswer' });
+    const handler = httpEdge(leadIntake, { deps: async () => ({ ...plain, doc }) });
+    // A prepaid organization's first debit opens its day first: open it, so the lost answer is the lead's debit.
+    if (price) expect((await handler(postEvent(t, { name: 'Opening Lead' }), lambdaContext('leadIntake'))).statusCode).toBe(201);
+    bills = 0;
+    const res = await handler(postEvent(t, { name: 'Lost Bill', email: 'lost.bill@example.com' }), lambdaContext('leadIntake'));
+    expect(bills).toBe(2);
+    expect(res.statusCode).toBe(201);
+    expect((await itemsOf('clients', t.organizationId, 'CLIENT#')).filter((c) => c.first_name === 'Lost')).toHaveLength(1);
+    const leads = price ? 2 : 1;
+    expect(await dailyUsage(plain, t.organizationId, today())).toEqual({ calls: leads, billedMicros: leads * price });
+    if (price) expect((await getOrganization(plain, t.organizationId))?.walletMicros).toBe(10_000 - 2 * price);
   });
 });
 
