@@ -197,7 +197,7 @@ describe('CAPTCHA verification against a loopback siteverify stub', () => {
     expect(set.stdout + set.stderr).not.toContain(secret);
     const listed = await runCli(['org', 'list']);
     expect(listed.stdout).not.toContain(secret);
-    // Not on the organization item, which is read on every key-cache miss and returned whole by failed prepaid transactions.
+    // Not on the organization item, which is read on every key-cache miss and returned whole by failed prepaid debits.
     const { deps } = await testStack();
     const orgItem = await deps.doc.send(new GetCommand({ TableName: deps.tables.organizations, Key: keys.org(t.organizationId), ConsistentRead: true }));
     expect(orgItem.Item).toMatchObject({ captchaProvider: 'turnstile' });

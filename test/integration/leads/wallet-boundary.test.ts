@@ -40,7 +40,7 @@ describe('the prepaid wallet boundary', () => {
   });
 
   // The first paid lead of a day opens the day on the organization item; from then on the
-  // transaction's condition alone guards the wallet, so each case pays one call first.
+  // debit's condition alone guards the wallet, so each case pays one call first.
   it.each([
     ['one micro-dollar short of the price', (price: number) => price - 1],
     ['half the price', (price: number) => Math.floor(price / 2)],
