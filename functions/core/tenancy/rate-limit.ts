@@ -81,7 +81,7 @@ export function secondsUntilAdmitted(limit: number, counts: SubWindowCounts, now
 /**
  * How long after its end a sub-window may still take a write: one decided just before the boundary
  * and in flight (or sent from a container whose clock runs behind). The previous sub-window is closed
- * (frozen) by the first check within this time after its end; an older one is read, and taken as final
+ * by the first check within this time after its end; an older one is read, and taken as final
  * (docs/decisions.md, the limiter's bound).
  */
 export const SETTLE_MS = 2_000;
