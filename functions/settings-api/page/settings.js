@@ -76,7 +76,7 @@ async function load() {
   $('gate').hidden = true;
   $('layout').hidden = false;
   markShown();
-  setRevocationSeconds(settings.revocationSeconds ?? 30);
+  setRevocationSeconds(settings.revocationSeconds ?? 5);
   renderOverview(settings);
   renderQuickstart(settings);
   await loadCatalog().catch(() => undefined);
