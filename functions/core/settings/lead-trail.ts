@@ -27,7 +27,8 @@ export interface TrailSubmission {
   /** The request, when the client records it (merged submissions do; the first is the request log's row). */
   requestId: string | null;
   at: string | null;
-  event: { id: string; type: string; timestamp: string | null; recorded: boolean };
+  /** Null for a client the CRM created (submission 1): its creation's event id is the stream's, not derived. */
+  event: { id: string; type: string; timestamp: string | null; recorded: boolean } | null;
   deliveries: (DeliverySummaryView & { attempts: AttemptView[] })[];
 }
 
@@ -52,7 +53,9 @@ export async function leadTrail(deps: Deps, organizationId: string, clientId: st
   if (!item) throw notFound(`No client ${clientId}.`);
   const merged = Array.isArray(item.submissions) ? (item.submissions as Record<string, unknown>[]) : [];
   const count = Math.max(1, Number(item.submission_count) || 1, merged.length + 1);
-  const eventIds = Array.from({ length: count }, (_, i) => leadEventId(organizationId, clientId, i + 1));
+  // A client the CRM created has no derived id for its creation (lead-events.ts): its first submission shows no event.
+  const derived = (n: number) => n > 1 || item.source === 'api';
+  const eventIds = Array.from({ length: count }, (_, i) => i + 1).filter(derived).map((n) => leadEventId(organizationId, clientId, n));
   const deliveryIds = eventIds.flatMap((eventId) => endpoints.map((e) => deliveryIdFor(eventId, e.id)));
   const [events, deliveries] = await Promise.all([
     deliveryStore(deps).get(eventIds.map((id) => keys.event(organizationId, id)), { projection: ['pk', 'sk', 'eventId', 'payload'] }),
@@ -66,14 +69,15 @@ export async function leadTrail(deps: Deps, organizationId: string, clientId: st
       id: clientId, name: name || null, status: text(item.status), source: text(item.source), createdAt: text(item.created_at),
       possibleDuplicateOf: text(item.possible_duplicate_of), submissionCount: count,
     },
-    submissions: eventIds.map((id, i) => {
+    submissions: Array.from({ length: count }, (_, i) => {
       const submission = i === 0 ? undefined : merged[i - 1];
+      const id = derived(i + 1) ? leadEventId(organizationId, clientId, i + 1) : undefined;
       return {
         number: i + 1,
         requestId: text(submission?.request_id),
         at: i === 0 ? text(item.created_at) : text(submission?.at),
-        event: { id, type: submissionEventType(i + 1), timestamp: text(eventsById.get(id)?.timestamp), recorded: eventsById.has(id) },
-        deliveries: deliveries.filter((d) => d.eventId === id).map((d) => ({ ...deliverySummary(d, urls), attempts: attemptViews(d) })),
+        event: id ? { id, type: submissionEventType(i + 1), timestamp: text(eventsById.get(id)?.timestamp), recorded: eventsById.has(id) } : null,
+        deliveries: id ? deliveries.filter((d) => d.eventId === id).map((d) => ({ ...deliverySummary(d, urls), attempts: attemptViews(d) })) : [],
       };
     }),
   };

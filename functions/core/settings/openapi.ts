@@ -194,7 +194,7 @@ export const settingsPaths = {
         client: obj({ id: str, name: nullable(str), status: nullable(str), source: nullable(str), createdAt: nullable(time), possibleDuplicateOf: nullable(str), submissionCount: { type: 'integer' } }),
         submissions: { type: 'array', items: obj({
           number: { type: 'integer' }, requestId: nullable(str), at: nullable(time),
-          event: obj({ id: str, type: str, timestamp: nullable(time), recorded: { type: 'boolean' } }),
+          event: nullable(obj({ id: str, type: str, timestamp: nullable(time), recorded: { type: 'boolean' } })),
           deliveries: { type: 'array', items: { allOf: [ref('DeliverySummary'), obj({ attempts: { type: 'array', items: ref('Attempt') } })] } },
         }) },
       }), 'The trail'), ...notFound,

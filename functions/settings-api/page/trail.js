@@ -49,11 +49,12 @@ function submissionItem(s, requestId, isFirst) {
   return h('li', { class: 'trail-step', 'data-testid': 'trail-submission' },
     h('h3', {}, what, ' ', mine ? badge('this request', 'info') : null),
     h('p', { class: 'muted' }, s.at ? when(s.at, dateTime) : '', s.requestId ? ` · request ${s.requestId}` : ''),
-    h('div', { class: 'trail-event', 'data-testid': 'trail-event' },
+    s.event ? h('div', { class: 'trail-event', 'data-testid': 'trail-event' },
       h('p', {}, 'Event ', h('code', { text: s.event.type }), ' ', h('code', { class: 'muted', text: s.event.id })),
       s.deliveries.length
         ? h('ol', { class: 'trail-deliveries' }, s.deliveries.map(deliveryItem))
-        : h('p', { class: 'muted', text: s.event.recorded ? 'Its deliveries are to endpoints deleted since.' : 'No delivery: no endpoint subscribed to it, or it is still on its way.' })));
+        : h('p', { class: 'muted', text: s.event.recorded ? 'Its deliveries are to endpoints deleted since.' : 'No delivery: no endpoint subscribed to it, or it is still on its way.' }))
+      : h('p', { class: 'muted', text: 'Created in the CRM: its events are in the delivery log, not in this trail.' }));
 }
 
 function renderTrail(trail, requestId) {

@@ -9,13 +9,14 @@ import { describe, it, expect, beforeAll, afterAll } from '@jest/globals';
 import { eventually, newTenant, postLead, testStack, type Tenant } from '../support/stack.js';
 import { Receiver } from '../support/receiver.js';
 import { settingsClient } from './support.js';
+import { createClient } from '../../../functions/core/crm/entities.js';
 
 type Client = Awaited<ReturnType<typeof settingsClient>>;
 interface Trail {
   client: { id: string; name: string | null; source: string; submissionCount: number; possibleDuplicateOf: string | null };
   submissions: {
     number: number; requestId: string | null;
-    event: { id: string; type: string; recorded: boolean };
+    event: { id: string; type: string; recorded: boolean } | null;
     deliveries: { id: string; eventId: string; status: string; url: string; attempts: { number: number; statusCode: number | null }[] }[];
   }[];
 }
@@ -45,6 +46,13 @@ const settled = (clientId: string, submissions: number) => eventually(async () =
   return trail.submissions.length === submissions && trail.submissions.every((s) => s.deliveries.length === 1 && s.deliveries[0].attempts.length > 0) && trail;
 }, { what: `the trail of ${clientId} with ${submissions} delivered submission(s)` });
 
+/** Sets the duplicate policy and waits out lead intake's organization cache (keyCacheTtlSeconds, as the page says a change takes). */
+async function duplicatePolicy(policy: 'flag' | 'merge'): Promise<void> {
+  expect((await admin.patch('/api/settings', { duplicate_policy: policy })).status).toBe(200);
+  const { deps } = await testStack();
+  await new Promise((r) => setTimeout(r, deps.settings.keyCacheTtlSeconds * 1000 + 100));
+}
+
 const requestRow = async (requestId: string) =>
   (await admin.get('/api/settings/requests')).json<{ requests: { requestId: string; clientId: string | null; detail: string | null }[] }>().requests.find((r) => r.requestId === requestId);
 
@@ -60,17 +68,17 @@ describe("a lead's trail", () => {
     expect(trail.client).toMatchObject({ id, name: 'Grace Hopper', source: 'api', submissionCount: 1, possibleDuplicateOf: null });
     const [first] = trail.submissions;
     expect(first).toMatchObject({ number: 1, event: { type: 'client.created', recorded: true } });
-    expect(first.deliveries[0]).toMatchObject({ eventId: first.event.id, status: 'delivered', url: `${receiver.url}/trail`, attempts: [{ number: 1, statusCode: 204 }] });
+    expect(first.deliveries[0]).toMatchObject({ eventId: first.event!.id, status: 'delivered', url: `${receiver.url}/trail`, attempts: [{ number: 1, statusCode: 204 }] });
     // The event the trail names is the one the receiver got and verified.
     const received = receiver.on('/trail').filter((r) => r.event?.data.object.id === id);
     expect(received).toHaveLength(1);
     expect(received[0].verifyError).toBeUndefined();
-    expect(received[0].event).toMatchObject({ id: first.event.id, type: 'client.created' });
-    expect(received[0].headers['webhook-id']).toBe(first.event.id);
+    expect(received[0].event).toMatchObject({ id: first.event!.id, type: 'client.created' });
+    expect(received[0].headers['webhook-id']).toBe(first.event!.id);
   });
 
   it('shows a submission merged into the client as its own step, with the request that made it and its client.updated event', async () => {
-    expect((await admin.patch('/api/settings', { duplicate_policy: 'merge' })).status).toBe(200);
+    await duplicatePolicy('merge');
     try {
       const created = await postLead(tenant.key, { first_name: 'Katherine', email: 'katherine@example.com' });
       const { id } = (await created.json()) as { id: string };
@@ -85,11 +93,29 @@ describe("a lead's trail", () => {
       expect(trail.client.submissionCount).toBe(2);
       const [, second] = trail.submissions;
       expect(second).toMatchObject({ number: 2, requestId, event: { type: 'client.updated', recorded: true } });
-      expect(second.deliveries[0]).toMatchObject({ eventId: second.event.id, status: 'delivered' });
-      const got = receiver.on('/trail').find((r) => r.event?.id === second.event.id);
+      expect(second.deliveries[0]).toMatchObject({ eventId: second.event!.id, status: 'delivered' });
+      const got = receiver.on('/trail').find((r) => r.event?.id === second.event!.id);
       expect(got?.event).toMatchObject({ type: 'client.updated', data: { object: { id, submission_count: 2 } } });
     } finally {
-      await admin.patch('/api/settings', { duplicate_policy: 'flag' });
+      await duplicatePolicy('flag');
+    }
+  });
+
+  it('a lead merged into a client the CRM created: its creation shows no event (not a lead\'s), the merge its client.updated', async () => {
+    const { deps } = await testStack();
+    const crmClient = await createClient(deps, tenant.organizationId, { first_name: 'Dorothy', email: 'dorothy@example.com' });
+    await duplicatePolicy('merge');
+    try {
+      const merged = await postLead(tenant.key, { first_name: 'Dorothy', last_name: 'Vaughan', email: 'dorothy@example.com' });
+      expect(await merged.json()).toMatchObject({ id: crmClient.id, merged: true });
+      const trail = await eventually(async () => {
+        const t = await trailOf(String(crmClient.id));
+        return t.submissions.length === 2 && t.submissions[1].deliveries[0]?.attempts.length > 0 && t;
+      }, { what: 'the merge delivered' });
+      expect(trail.submissions[0]).toMatchObject({ number: 1, event: null, deliveries: [] });
+      expect(trail.submissions[1]).toMatchObject({ number: 2, requestId: merged.headers.get('x-request-id'), event: { type: 'client.updated' } });
+    } finally {
+      await duplicatePolicy('flag');
     }
   });
 
