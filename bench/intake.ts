@@ -3,7 +3,7 @@
  * store underneath it. In one run: autocannon drives POST /api/webhook/leads (many keys, so the
  * limiter does not dominate), then raw DynamoDB Local PutItem runs at the same concurrency; it
  * prints leads/s, p50/p99 latency, write units per lead (prepaid and postpaid) and the ratio
- * leads/s ÷ puts/s.
+ * leads/s ÷ puts/s, and what re-reading a found key every keyRevocationSeconds costs (revocationCost).
  * Flags: --connections N (16), --seconds S (10), --keys K (50).
  */
 import { mkdtempSync } from 'node:fs';
@@ -17,7 +17,7 @@ import { startLocalStack } from '../lib/local/stack.js';
 import { depsFromStackFile, type LocalStackInfo } from '../lib/local/stack-file.js';
 import { createOrganization } from '../functions/core/tenancy/organizations.js';
 import { createApiKey } from '../functions/core/tenancy/api-keys.js';
-import { authenticate } from '../functions/core/tenancy/authenticate.js';
+import { authenticate, clearAuthCache } from '../functions/core/tenancy/authenticate.js';
 import { checkRateLimit, rateLimitFor } from '../functions/core/tenancy/rate-limit.js';
 import { createLead } from '../functions/core/intake/create-lead.js';
 import { parseLead } from '../functions/core/intake/lead-schema.js';
@@ -97,6 +97,45 @@ async function writeUnitsPerLead(deps: Deps, info: LocalStackInfo, billing: 'non
   return { first, steady, matched, repeated, merged };
 }
 
+/**
+ * What trusting a found key for keyRevocationSeconds (5 s) instead of keyCacheTtlSeconds (30 s)
+ * costs (docs/api-keys.md "How fast revocation takes effect"): one warm container serving one key at
+ * RATE requests/s for SIMULATED seconds of a fake clock, through the real authentication against
+ * DynamoDB Local: key reads per 1,000 requests and the mean time of one authentication. The two
+ * settings alternate (twice each) so the machine's load falls on both alike.
+ */
+async function revocationCost(deps: Deps, info: LocalStackInfo): Promise<Record<'before' | 'after', { readsPer1000: number; meanMicros: number }>> {
+  const RATE = 20;
+  const SIMULATED = 300;
+  let keyReads = 0;
+  const measured = depsFromStackFile(info, deps.settings);
+  measured.doc.middlewareStack.add((next, context) => async (args) => {
+    const key = (args.input as { Key?: { pk?: string } }).Key;
+    if (context.commandName === 'GetItemCommand' && String(key?.pk ?? '').startsWith('APIKEY#')) keyReads += 1;
+    return next(args);
+  }, { step: 'initialize', name: 'keyReads' });
+  const org = await createOrganization(deps, { name: 'Revocation cost', rateLimitPerMinute: edgeKeyLimitPerMinute });
+  const { key } = await createApiKey(deps, org.id, 'revocation');
+  const totals = { before: { reads: 0, micros: 0, n: 0 }, after: { reads: 0, micros: 0, n: 0 } };
+  for (const which of ['before', 'after', 'before', 'after'] as const) {
+    clearAuthCache();
+    let now = Date.now();
+    const settings = { ...deps.settings, keyCacheTtlSeconds: 30, keyRevocationSeconds: which === 'before' ? 30 : 5 };
+    const container = { ...measured, settings, now: () => now };
+    const readsBefore = keyReads;
+    const started = performance.now();
+    for (let i = 0; i < RATE * SIMULATED; i++) {
+      await authenticate(container, { 'X-API-Key': key });
+      now += 1000 / RATE;
+    }
+    totals[which].micros += (performance.now() - started) * 1000;
+    totals[which].reads += keyReads - readsBefore;
+    totals[which].n += RATE * SIMULATED;
+  }
+  const figures = (t: { reads: number; micros: number; n: number }) => ({ readsPer1000: (t.reads / t.n) * 1000, meanMicros: t.micros / t.n });
+  return { before: figures(totals.before), after: figures(totals.after) };
+}
+
 async function rawPuts(deps: Deps): Promise<{ perSecond: number; p50: number; p99: number }> {
   const latencies: number[] = [];
   const deadline = performance.now() + seconds * 1000;
@@ -144,6 +183,9 @@ async function main() {
     console.log(`  a lead matching an earlier client (flagged): prepaid ${prepaid.matched}, postpaid ${postpaid.matched}; its double-submit (no client written, billed): prepaid ${prepaid.repeated}, postpaid ${postpaid.repeated}`);
     console.log(`  a lead merged into an earlier client (merge policy, secret key): prepaid ${prepaid.merged}, postpaid ${postpaid.merged}`);
     console.log(`ratio leads/s ÷ raw puts/s: ${(leadsPerSecond / raw.perSecond).toFixed(2)}`);
+    const revocation = await revocationCost(deps, stack.info);
+    const line = (f: { readsPer1000: number; meanMicros: number }) => `${f.readsPer1000.toFixed(2)} key reads per 1,000 requests, ${f.meanMicros.toFixed(0)} µs per authentication`;
+    console.log(`key trust (one key, 20 requests/s, one container): 30 s (before): ${line(revocation.before)}; 5 s (keyRevocationSeconds): ${line(revocation.after)}`);
   } finally {
     await stack.stop();
   }

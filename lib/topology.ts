@@ -242,7 +242,11 @@ export const functions = {
     // Sending a test event waits (bounded) for its first attempt's outcome.
     timeoutSeconds: 20,
     memoryMb: 512,
-    tables: { organizations: 'readWrite', endpoints: 'readWrite', rateWindows: 'readWrite', deliveries: 'readWrite', requestLog: 'readWrite' },
+    tables: {
+      organizations: 'readWrite', endpoints: 'readWrite', rateWindows: 'readWrite', deliveries: 'readWrite', requestLog: 'readWrite',
+      // A lead's trail reads one client by its key (settings/lead-trail.ts); never a query or a scan of clients.
+      clients: { actions: ['dynamodb:GetItem'] },
+    },
     // Test events and re-deliveries are queued; never the shared dead-letter queue (redrive.ts RedriveOptions).
     queues: { deliveryQueue: 'send' },
     events: [],
@@ -291,6 +295,7 @@ export const routes: RouteSpec[] = [
   settingsRoute('GET', '/api/settings/deliveries/{id}'),
   settingsRoute('POST', '/api/settings/deliveries/{id}/redeliver'),
   settingsRoute('GET', '/api/settings/requests'),
+  settingsRoute('GET', '/api/settings/clients/{id}/trail'),
   settingsRoute('GET', '/api/settings/audit'),
 ];
 

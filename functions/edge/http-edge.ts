@@ -114,6 +114,7 @@ export function httpEdge(route: HttpRoute, options: { deps?: () => Promise<Deps>
       route: event.resource ?? event.path,
       status: result.statusCode,
       ...(outcome.outcome ? { outcome: outcome.outcome } : {}),
+      ...(outcome.clientId ? { clientId: outcome.clientId } : {}),
       latencyMs: Date.now() - started,
     });
     return result;

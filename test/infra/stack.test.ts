@@ -264,9 +264,10 @@ describe('the CDK stack', () => {
     expect(functionProps('settingsApi').Environment.Variables[secrets.settingsToken.envVar]).toEqual({ Ref: secretId });
   });
 
-  it('lets the settings function manage keys, endpoints and deliveries, but never touch clients, work orders or idempotency records, nor consume the delivery queue', () => {
+  it('lets the settings function manage keys, endpoints and deliveries, read one client by key (a lead\'s trail), but never write clients, touch work orders or idempotency records, nor consume the delivery queue', () => {
     expect(actionsOn('settingsApi', tableRef('organizations'))).toEqual(expect.arrayContaining(['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:Query']));
-    for (const table of ['clients', 'workOrders', 'idempotency'] as const) expect(actionsOn('settingsApi', tableRef(table))).toEqual([]);
+    expect(actionsOn('settingsApi', tableRef('clients'))).toEqual(['dynamodb:GetItem']);
+    for (const table of ['workOrders', 'idempotency'] as const) expect(actionsOn('settingsApi', tableRef(table))).toEqual([]);
     expect(actionsOn('settingsApi', queueRef('deliveryQueue'))).toContain('sqs:SendMessage');
     expect(actionsOn('settingsApi', queueRef('deliveryQueue'))).not.toContain('sqs:ReceiveMessage');
     expect(actionsOn('settingsApi', queueRef('fanoutFailures'))).toEqual([]);

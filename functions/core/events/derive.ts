@@ -11,6 +11,7 @@ import { API_VERSION } from './catalog.js';
 import type { EventType } from '../delivery/subscriptions.js';
 import { isEntity, toPublic, type Entity } from './public-objects.js';
 import type { Item, StreamChange } from './stream-changes.js';
+import { leadEventId, submissionEventType, submissionOf } from './lead-events.js';
 
 type Kind = Exclude<StreamChange['kind'], 'expire'>;
 
@@ -134,9 +135,13 @@ export function derive(change: StreamChange): Derivation {
   const after = newItem && toPublic(entity, newItem);
   const object = (after ?? before)!;
   const timestamp = timestampOf(change, item);
+  // A lead's submission: an id the settings trail derives from the client (lead-events.ts).
+  const submission = submissionOf(kind, oldItem, newItem);
+  const idOf = (type: EventType) => (submission !== undefined && type === submissionEventType(submission)
+    ? leadEventId(organizationId, newItem!.id as string, submission) : eventIdFor(change, type));
   return {
     events: rules[entity]({ kind, before, after }).map(({ type, previous }) => ({
-      id: eventIdFor(change, type),
+      id: idOf(type),
       type,
       api_version: API_VERSION,
       timestamp,

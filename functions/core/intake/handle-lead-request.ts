@@ -63,7 +63,8 @@ export async function handleLeadRequest(deps: Deps, request: HttpRequest): Promi
 
     const answer = request.method === 'GET' ? describeKey(auth, limit) : await createLeadOnce(deps, request, auth, form);
     const { outcome, ...rest } = answer;
-    return { ...known, ...rest, headers: { ...known.headers, ...answer.headers }, ...(outcome ? { outcome } : {}) };
+    const clientId = clientOf(answer);
+    return { ...known, ...rest, headers: { ...known.headers, ...answer.headers }, ...(outcome ? { outcome } : {}), ...(clientId ? { clientId } : {}) };
   } catch (error) {
     // Recorded under the key's organization, so its owner sees that a secret key sits in a page.
     if (error instanceof ExposedSecretKeyError) known = { ...known, organizationId: error.organizationId, keyId: error.keyId, outcome: 'secret-key-exposed' };
@@ -152,6 +153,12 @@ async function createLeadOnce(deps: Deps, request: HttpRequest, auth: AuthContex
   return { ...answer, headers: { ...answer.headers, ...headers } };
 }
 
+/** The client a lead's answer names (a honeypot's is made up), for the request log's link to its trail (docs/settings.md). */
+function clientOf(answer: Answer): string | undefined {
+  const id = (answer.body as { id?: unknown } | null)?.id;
+  return answer.status < 300 && answer.outcome !== 'honeypot' && typeof id === 'string' && id.startsWith('cli_') ? id : undefined;
+}
+
 /**
  * The answer to a lead (docs/leads.md "Duplicates"): 201 and the new client; 200 and only the id of
  * the client a submission was merged into, or that a repeat within 10 minutes belongs to, so that
@@ -162,7 +169,7 @@ async function createLeadOnce(deps: Deps, request: HttpRequest, auth: AuthContex
 function leadAnswer(auth: AuthContext, outcome: LeadOutcome, lookAlike: () => Client<'lead', 'api'>): Answer {
   const organization_id = auth.organization.id;
   const page = auth.key.publishable !== undefined;
-  if (outcome.kind === 'merged') return { status: 200, body: { id: outcome.clientId, organization_id, merged: true } };
+  if (outcome.kind === 'merged') return { status: 200, body: { id: outcome.clientId, organization_id, merged: true }, outcome: 'merged' };
   if (outcome.kind === 'duplicate') {
     const body = page ? { ...lookAlike(), id: outcome.clientId } : { id: outcome.clientId, organization_id, duplicate: true };
     return { status: page ? 201 : 200, body, outcome: 'duplicate' };

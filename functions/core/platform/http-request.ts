@@ -35,9 +35,10 @@ export interface Caller {
  * What a request came to: an answer, or the error to answer with as problem+json (platform/errors.ts),
  * plus the headers owed on either (e.g. rate-limit state) and the caller, once known. `contentType`:
  * the body is that text as is (an HTML page, an empty redirect), not JSON. `outcome`: what the request
- * log records beyond the status (e.g. `honeypot`: answered 201, nothing created).
+ * log records beyond the status (e.g. `honeypot`: answered 201, nothing created). `clientId`: the
+ * client a lead came to (created, merged into, repeated), which the request log links to its trail.
  */
-export type HttpOutcome = Caller & { headers: Record<string, string>; outcome?: string } & (
+export type HttpOutcome = Caller & { headers: Record<string, string>; outcome?: string; clientId?: string } & (
   | { status: number; body: unknown; contentType?: string }
   | { error: unknown }
 );

@@ -42,7 +42,9 @@ export const settingsSchema = z.object({
   publishableDailyCap: z._default(positiveInt().check(z.maximum(1_000_000)), 1000),
   pricePerCallMicros: z._default(int().check(z.nonnegative()), 3000),
   /** Warm-container cache of key lookups; bounds how long a revoked key keeps working. */
-  keyCacheTtlSeconds: z._default(nonnegative().check(atMost(300, 'keyCacheTtlSeconds', 'a revoked key keeps working this long')), 30),
+  keyCacheTtlSeconds: z._default(nonnegative().check(atMost(300, 'keyCacheTtlSeconds', 'an unknown key or an organization\'s change is cached this long')), 30),
+  /** A key that was found is re-read at least this often (or keyCacheTtlSeconds, if shorter): how long a revoked key keeps working (docs/api-keys.md). */
+  keyRevocationSeconds: z._default(nonnegative().check(atMost(300, 'keyRevocationSeconds', 'a revoked key keeps working this long')), 5),
   /** Cache of an organization's webhook endpoints in fan-out and delivery. */
   endpointCacheTtlSeconds: z._default(nonnegative().check(atMost(300, 'endpointCacheTtlSeconds', 'a disabled or removed endpoint keeps receiving this long')), 30),
   rotationGraceHours: z._default(nonnegative(), 24),

@@ -21,6 +21,7 @@ import { listAudit, recordChange } from './audit-log.js';
 import { bearerToken, verifySessionToken, type Session } from './session-token.js';
 import { settingsOverview } from './overview.js';
 import { listRequestHistory } from './request-history.js';
+import { leadTrail } from './lead-trail.js';
 import { deliveryOperations } from './delivery-operations.js';
 import { graceOf, limitOf, objectBody, unknownFields, type Context, type Operation } from './request-fields.js';
 import { deliveryDetail, endpointView, keyView } from './views.js';
@@ -164,6 +165,7 @@ const operations: Record<string, Operation> = {
 
   'GET /api/settings/audit': async (c) => ({ status: 200, body: { entries: await listAudit(c.deps, c.organization.id, { limit: limitOf(c.query.limit) }) } }),
   'GET /api/settings/requests': async (c) => ({ status: 200, body: await listRequestHistory(c.deps, c.organization.id, { cursor: c.query.cursor, limit: limitOf(c.query.limit) }) }),
+  'GET /api/settings/clients/{id}/trail': async (c) => ({ status: 200, body: await leadTrail(c.deps, c.organization.id, c.params.id) }),
 };
 
 /** The methods served on each resource, for the 405 of a method the gateway routed here but no operation takes. */

@@ -79,12 +79,13 @@ export const settingsSchemas = {
   DeliveryDetail: {
     allOf: [ref('DeliverySummary'), obj({
       payload: { type: 'object', description: 'The event as sent' },
-      attempts: { type: 'array', items: obj({
-        number: { type: 'integer', description: 'Over the delivery\'s life: a re-delivery continues it' }, attempt: { type: 'integer', description: 'Within its round' },
-        manual: { type: 'boolean', description: 'The first attempt of a re-delivery' }, at: time,
-        requestHeaders: nullable({ type: 'object', additionalProperties: str }), responseHeaders: nullable({ type: 'object', additionalProperties: str }), statusCode: nullable({ type: 'integer' }), durationMs: { type: 'integer' }, error: nullable(str), responseExcerpt: nullable(str) }) },
+      attempts: { type: 'array', items: ref('Attempt') },
     })],
   },
+  Attempt: obj({
+    number: { type: 'integer', description: 'Over the delivery\'s life: a re-delivery continues it' }, attempt: { type: 'integer', description: 'Within its round' },
+    manual: { type: 'boolean', description: 'The first attempt of a re-delivery' }, at: time,
+    requestHeaders: nullable({ type: 'object', additionalProperties: str }), responseHeaders: nullable({ type: 'object', additionalProperties: str }), statusCode: nullable({ type: 'integer' }), durationMs: { type: 'integer' }, error: nullable(str), responseExcerpt: nullable(str) }),
 };
 
 /** A bulk re-delivery's answer: queued (or counted), still retrying on their own, left out and why, whether there may be more. */
@@ -182,10 +183,22 @@ export const settingsPaths = {
   '/api/settings/requests': {
     get: op('listRequests', 'The lead endpoint’s request log, newest first (kept 30 days)', {
       200: json(obj({
-        requests: { type: 'array', items: obj({ at: time, method: str, path: str, status: { type: 'integer' }, keyId: nullable(str), keyName: nullable(str), keyLast4: nullable(str), requestId: str, durationMs: nullable({ type: 'integer' }), detail: nullable(str) }) },
+        requests: { type: 'array', items: obj({ at: time, method: str, path: str, status: { type: 'integer' }, keyId: nullable(str), keyName: nullable(str), keyLast4: nullable(str), requestId: str, durationMs: nullable({ type: 'integer' }), detail: nullable(str), clientId: nullable(str) }) },
         nextCursor: nullable(str),
       }), 'A page'), ...invalid,
     }, { parameters: [{ name: 'cursor', in: 'query', schema: str }, { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 200, default: 50 } }] }),
+  },
+  '/api/settings/clients/{id}/trail': {
+    get: op('getLeadTrail', 'A lead’s trail: the client, each submission (created, merged), the event it caused and that event’s deliveries with their attempts', {
+      200: json(obj({
+        client: obj({ id: str, name: nullable(str), status: nullable(str), source: nullable(str), createdAt: nullable(time), possibleDuplicateOf: nullable(str), submissionCount: { type: 'integer' } }),
+        submissions: { type: 'array', items: obj({
+          number: { type: 'integer' }, requestId: nullable(str), at: nullable(time),
+          event: nullable(obj({ id: str, type: str, timestamp: nullable(time), recorded: { type: 'boolean' } })),
+          deliveries: { type: 'array', items: { allOf: [ref('DeliverySummary'), obj({ attempts: { type: 'array', items: ref('Attempt') } })] } },
+        }) },
+      }), 'The trail'), ...notFound,
+    }, { parameters: [id] }),
   },
   '/api/settings/audit': {
     get: op('listAudit', 'Changes made in the settings, with the acting user, newest first (kept 30 days)', {

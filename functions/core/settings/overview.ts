@@ -6,6 +6,7 @@ import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../platform/deps.js';
 import { keys, type Organization } from '../platform/model.js';
 import { queryNewest } from '../platform/query.js';
+import { revocationSeconds } from '../tenancy/authenticate.js';
 
 const MICROS_PER_USD = 1_000_000;
 /** Exact: a call costs fractions of a cent (pricePerCallMicros), so no rounding to cents here. */
@@ -76,7 +77,7 @@ export async function settingsOverview(deps: Deps, org: Organization, baseUrl: s
     leadEndpoint: `${baseUrl}/api/webhook/leads`,
     curlExamples: curlExamples(baseUrl),
     /** How long a revoked key may still be accepted: warm containers cache key lookups this long (authenticate.ts). */
-    revocationSeconds: deps.settings.keyCacheTtlSeconds,
+    revocationSeconds: revocationSeconds(deps.settings),
     user: { id: userId },
   };
 }

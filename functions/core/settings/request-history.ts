@@ -16,6 +16,8 @@ const outcomes: Record<string, string> = {
   'key-expired': 'refused: the key has expired',
   'secret-key-exposed': 'refused: a secret key was sent from a web form',
   honeypot: 'spam trap filled in: nothing created',
+  merged: 'merged into an earlier client',
+  duplicate: 'a repeat of a submission of the last 10 minutes: nothing created',
 };
 
 export interface RequestView {
@@ -30,6 +32,8 @@ export interface RequestView {
   requestId: string;
   durationMs: number | null;
   detail: string | null;
+  /** The client the lead came to (GET /api/settings/clients/{id}/trail), null for other calls and rows written before it was kept. */
+  clientId: string | null;
 }
 
 export async function listRequestHistory(deps: Deps, organizationId: string, options: { cursor?: string; limit: number }): Promise<{ requests: RequestView[]; nextCursor: string | null }> {
@@ -64,6 +68,7 @@ export async function listRequestHistory(deps: Deps, organizationId: string, opt
         requestId: String(item.requestId),
         durationMs: typeof item.latencyMs === 'number' ? item.latencyMs : null,
         detail: typeof item.detail === 'string' ? item.detail : outcome ? (outcomes[outcome] ?? outcome) : null,
+        clientId: typeof item.clientId === 'string' ? item.clientId : null,
       };
     }),
     nextCursor: more && page.length ? Buffer.from(String(page.at(-1)!.sk)).toString('base64url') : null,

@@ -1,9 +1,9 @@
 /**
  * Authenticates a request by its API key (docs/api-keys.md, docs/leads.md#lead-forms-in-public-pages-publishable-keys): `X-API-Key: <key>` or `Authorization: Bearer
  * <key>`, secret (`crm_live_`) or publishable (`crm_pub_`; what it may do is checked by the route). A malformed key is refused before any read; a well-formed one costs one GetItem by hash,
- * cached in the container for settings.keyCacheTtlSeconds (which bounds how long a revoked key keeps
- * working). Unknown keys go to a separate, smaller cache, so a flood of random keys cannot evict the
- * real ones. The resolved organization scopes everything the request does.
+ * cached in the container for revocationSeconds (5 s by default: how long a revoked key keeps
+ * working, on every container). Unknown keys go to a separate, smaller cache (keyCacheTtlSeconds), so
+ * a flood of random keys cannot evict the real ones. The resolved organization scopes everything the request does.
  */
 import { timingSafeEqual } from 'node:crypto';
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
@@ -14,6 +14,7 @@ import { keys, type ApiKeyKind, type AuthContext, type Organization, type Publis
 import { getOrganization } from './organizations.js';
 import { logger } from '../platform/observability.js';
 import { TtlCache } from '../platform/ttl-cache.js';
+import type { Settings } from '../platform/settings.js';
 
 type Headers = Record<string, string | undefined>;
 
@@ -87,6 +88,13 @@ export function clearAuthCache(): void {
   lastUsedWritten.clear();
 }
 
+/**
+ * How long a found key is trusted before it is read again: the longest a revoked key keeps working
+ * in a warm container (docs/api-keys.md "How fast revocation takes effect"). The page says it.
+ */
+export const revocationSeconds = (settings: Pick<Settings, 'keyCacheTtlSeconds' | 'keyRevocationSeconds'>) =>
+  Math.min(settings.keyCacheTtlSeconds, settings.keyRevocationSeconds);
+
 async function lookupKey(deps: Deps, hash: string): Promise<CachedKey | undefined> {
   const now = deps.now();
   const cached = keyCache.get(hash, now) ?? unknownKeyCache.get(hash, now);
@@ -99,9 +107,8 @@ async function lookupKey(deps: Deps, hash: string): Promise<CachedKey | undefine
         ...(Item.kind === 'publishable' ? { publishable: publishablePolicy(deps, Item) } : {}),
       }
     : undefined;
-  const until = now + deps.settings.keyCacheTtlSeconds * 1000;
-  if (value) keyCache.set(hash, value, until);
-  else unknownKeyCache.set(hash, undefined, until);
+  if (value) keyCache.set(hash, value, now + revocationSeconds(deps.settings) * 1000);
+  else unknownKeyCache.set(hash, undefined, now + deps.settings.keyCacheTtlSeconds * 1000);
   return value;
 }
 

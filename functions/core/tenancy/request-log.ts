@@ -17,6 +17,8 @@ export interface RequestEntry {
   status: number;
   /** What the status does not say, e.g. `honeypot` (a 201 that created nothing, docs/leads.md#lead-forms-in-public-pages-publishable-keys). */
   outcome?: string;
+  /** The client a lead came to (created, merged into, repeated): the request log links to its trail. */
+  clientId?: string;
   latencyMs: number;
 }
 

@@ -145,7 +145,7 @@ async function showDelivery(id, note) {
   }
 }
 
-function attemptItem(a) {
+export function attemptItem(a) {
   return h('li', { class: 'attempt' },
     h('div', { class: 'attempt-head' },
       h('span', { class: 'attempt-no', text: `#${a.number ?? a.attempt}` }), a.manual ? badge('manual', 'info') : null, httpBadge(a.statusCode),

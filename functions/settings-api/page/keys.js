@@ -5,7 +5,7 @@
 import { $, confirmAction, copy, dateTime, empty, fill, flash, h, loading, openForm, problemAlert, shownOnce, statusBadge, when } from './dom.js';
 import { api } from './session.js';
 
-let revocationSeconds = 30;
+let revocationSeconds = 5;
 export const setRevocationSeconds = (seconds) => { revocationSeconds = seconds; };
 /** "within 1 second", "within 30 seconds": how long a revoked key may still be accepted. */
 const within = () => `within ${revocationSeconds} ${revocationSeconds === 1 ? 'second' : 'seconds'}`;

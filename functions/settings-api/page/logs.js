@@ -4,6 +4,7 @@
 
 import { $, busy, copy, count, empty, fill, h, httpBadge, loading, money, problemAlert, scrollable, when } from './dom.js';
 import { api } from './session.js';
+import { openTrail } from './trail.js';
 
 export function renderOverview(settings) {
   const { organization: org, usage } = settings;
@@ -112,7 +113,7 @@ const keyCell = (r) => (r.keyId
 
 export const loadRequests = pagedList({
   body: 'requests-body', path: '/requests', key: 'requests',
-  columns: ['Time', 'Request', 'Status', 'Key', 'Duration', 'Request ID'],
+  columns: ['Time', 'Request', 'Status', 'Key', 'Duration', 'Request ID', 'Lead'],
   emptyText: ['No requests yet', 'Calls to your lead endpoint will be listed here.'],
   row: (r) => h('tr', {},
     h('td', { 'data-label': 'Time' }, when(r.at)),
@@ -120,7 +121,10 @@ export const loadRequests = pagedList({
     h('td', { 'data-label': 'Status' }, httpBadge(r.status)),
     h('td', { 'data-label': 'Key' }, keyCell(r)),
     h('td', { 'data-label': 'Duration', class: 'num', text: r.durationMs === null || r.durationMs === undefined ? '—' : `${count.format(r.durationMs)} ms` }),
-    h('td', { 'data-label': 'Request ID' }, h('code', { class: 'request-id', title: r.requestId, text: r.requestId }))),
+    h('td', { 'data-label': 'Request ID' }, h('code', { class: 'request-id', title: r.requestId, text: r.requestId })),
+    h('td', { 'data-label': 'Lead' }, r.clientId
+      ? h('button', { type: 'button', class: 'btn subtle small', 'aria-label': `Trail of lead ${r.clientId}`, onclick: () => openTrail(r.clientId, r.requestId) }, 'Trail')
+      : h('span', { class: 'muted', text: '—' }))),
 });
 
 /** An audit entry's facts in words: names, URLs, counts (never a key or a secret: the API has none). */

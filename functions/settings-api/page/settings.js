@@ -9,6 +9,7 @@ import { generateKey, loadKeys, setRevocationSeconds } from './keys.js';
 import { endpointDialog, hooks, loadCatalog, loadWebhooks } from './webhooks.js';
 import { closedDelivery, loadDeliveries, openDelivery, recover, redeliverAllFailed, renderEndpointFilter, renderEventFilter } from './deliveries.js';
 import { loadAudit, loadRequests, renderOverview, renderQuickstart } from './logs.js';
+import { closedTrail } from './trail.js';
 
 /** How often an open page refreshes the endpoints' state and the first page of deliveries. */
 const LIVE_MS = 5_000;
@@ -31,6 +32,7 @@ function wire() {
     loadDeliveries();
   });
   $('delivery-dialog').addEventListener('close', closedDelivery);
+  $('trail-dialog').addEventListener('close', closedTrail);
   for (const radio of document.querySelectorAll('#key-form input[name=kind]')) {
     radio.addEventListener('change', () => {
       const secret = $('key-form').elements.kind.value !== 'publishable';
@@ -74,7 +76,7 @@ async function load() {
   $('gate').hidden = true;
   $('layout').hidden = false;
   markShown();
-  setRevocationSeconds(settings.revocationSeconds ?? 30);
+  setRevocationSeconds(settings.revocationSeconds ?? 5);
   renderOverview(settings);
   renderQuickstart(settings);
   await loadCatalog().catch(() => undefined);

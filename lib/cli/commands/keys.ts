@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { createApiKey, listApiKeys, revokeApiKey, rotateApiKey } from '../../../functions/core/tenancy/api-keys.js';
+import { revocationSeconds } from '../../../functions/core/tenancy/authenticate.js';
 import { CliError, printResult, printTable, safeText } from '../output.js';
 import { act, positiveInt } from '../run.js';
 
@@ -83,7 +84,7 @@ export function register(program: Command): void {
     .action(act<{ org: string; key: string }>(async ({ target, options, json }) => {
       const revoked = await revokeApiKey(target.deps, options.org, options.key);
       printResult({ json }, revoked, () =>
-        console.log(`Revoked ${revoked.keyId}; warm caches drop it within ${target.deps.settings.keyCacheTtlSeconds} s.`),
+        console.log(`Revoked ${revoked.keyId}; warm caches drop it within ${revocationSeconds(target.deps.settings)} s.`),
       );
     }));
 }

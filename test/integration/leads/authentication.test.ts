@@ -132,7 +132,7 @@ describe('the key cache and the last-used write', () => {
     clearAuthCache();
     const t = await newTenant();
     const base = await ownDeps();
-    const deps = { ...base, settings: { ...base.settings, keyCacheTtlSeconds: 600 } }; // the flood must not outlast the TTL
+    const deps = { ...base, settings: { ...base.settings, keyCacheTtlSeconds: 600, keyRevocationSeconds: 600 } }; // the flood must not outlast the TTL
     const realSend = deps.doc.send.bind(deps.doc) as (c: GetCommand) => Promise<unknown>;
     const realHash = hashApiKey(t.key);
     let realReads = 0;
@@ -155,6 +155,21 @@ describe('the key cache and the last-used write', () => {
     await authenticate(deps, { 'X-API-Key': t.key });
     expect(realReads).toBe(1);
     mock.restore();
+  });
+
+  it('re-reads a key it found every keyRevocationSeconds, however long keyCacheTtlSeconds is: a warm container refuses a revoked key within 5 s', async () => {
+    clearAuthCache();
+    const t = await newTenant();
+    const base = await ownDeps();
+    let now = Date.now();
+    const deps = { ...base, now: () => now, settings: { ...base.settings, keyCacheTtlSeconds: 30, keyRevocationSeconds: 5 } };
+    await authenticate(deps, { 'X-API-Key': t.key }); // the key is now in this container's cache
+    await revokeApiKey(base, t.organizationId, t.keyId);
+    now += 4_900;
+    // Still the cached lookup: the container has not read the key again yet.
+    await expect(authenticate(deps, { 'X-API-Key': t.key })).resolves.toMatchObject({ key: { keyId: t.keyId } });
+    now += 200;
+    await expect(authenticate(deps, { 'X-API-Key': t.key })).rejects.toMatchObject({ status: 401, message: 'The API key has been revoked.' });
   });
 
   it('records the key’s last use before the request is answered', async () => {

@@ -4,14 +4,14 @@
  * takes one, in the path, the query or the body, and nothing of B changes.
  */
 import { describe, it, expect, beforeAll, afterAll } from '@jest/globals';
-import { newTenant, testStack, type Tenant } from '../support/stack.js';
+import { newTenant, postLead, testStack, type Tenant } from '../support/stack.js';
 import { Receiver } from '../support/receiver.js';
 import { routes } from '../../../lib/topology.js';
 import { settingsClient, settingsCall } from './support.js';
 
 let receiver: Receiver;
 let a: Tenant;
-let b: { tenant: Tenant; keyId: string; key: string; endpointId: string; deliveryId: string; secret: string };
+let b: { tenant: Tenant; keyId: string; key: string; endpointId: string; deliveryId: string; secret: string; clientId: string };
 beforeAll(async () => {
   receiver = await new Receiver().start();
   a = await newTenant({ name: 'A Plumbing' });
@@ -21,7 +21,9 @@ beforeAll(async () => {
   receiver.script('/isolation-b', secret, { status: 204 });
   const { delivery } = (await adminB.post(`/api/settings/webhooks/${endpoint.id}/test`)).json<{ delivery: { id: string; status: string } }>();
   expect(delivery.status).toBe('delivered');
-  b = { tenant, keyId: tenant.keyId, key: tenant.key, endpointId: endpoint.id, deliveryId: delivery.id, secret };
+  const lead = await postLead(tenant.key, { first_name: 'Bea', email: 'bea@example.com' });
+  const { id: clientId } = (await lead.json()) as { id: string };
+  b = { tenant, keyId: tenant.keyId, key: tenant.key, endpointId: endpoint.id, deliveryId: delivery.id, secret, clientId };
 });
 afterAll(async () => {
   await receiver.stop();
@@ -42,6 +44,7 @@ const withIds = (): [string, string, string, unknown][] => [
   ['POST', '/api/settings/deliveries/recover', '/api/settings/deliveries/recover', { since: new Date(Date.now() - 3_600_000).toISOString(), endpoint_id: b.endpointId, dry_run: true }],
   ['POST', '/api/settings/deliveries/recover', '/api/settings/deliveries/recover', { since: new Date(Date.now() - 3_600_000).toISOString(), endpoint_id: b.endpointId }],
   ['POST', '/api/settings/webhooks/{id}/test', `/api/settings/webhooks/${b.endpointId}/test`, { event_type: 'client.created' }],
+  ['GET', '/api/settings/clients/{id}/trail', `/api/settings/clients/${b.clientId}/trail`, undefined],
 ];
 
 describe('organization scoping of the settings API', () => {
@@ -63,7 +66,8 @@ describe('organization scoping of the settings API', () => {
     const adminB = await settingsClient(b.tenant.organizationId);
     expect((await adminB.get('/api/settings/webhooks')).json()).toMatchObject({ endpoints: [{ id: b.endpointId, url: `${receiver.url}/isolation-b`, enabled: true, secretCount: 1 }] });
     expect((await adminB.get(`/api/settings/deliveries/${b.deliveryId}`)).json()).toMatchObject({ delivery: { status: 'delivered', attemptCount: 1 } });
-    expect(receiver.on('/isolation-b')).toHaveLength(1);
+    // B's own lead is delivered to it on its own; nothing else is sent but the one test.
+    expect(receiver.on('/isolation-b').filter((r) => r.event?.data.object.id !== b.clientId)).toHaveLength(1);
     expect(receiver.on('/stolen')).toHaveLength(0);
     // A's own lists do not show B's things.
     const adminA = await settingsClient(a.organizationId);

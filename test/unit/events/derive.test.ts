@@ -4,6 +4,7 @@ import { marshall } from '@aws-sdk/util-dynamodb';
 import type { DynamoDBRecord } from 'aws-lambda';
 import { catalog, schemas } from '../../../functions/core/events/catalog.js';
 import { keys } from '../../../functions/core/platform/model.js';
+import { leadEventId } from '../../../functions/core/events/lead-events.js';
 import { deriveEvents, expectedTimestamp, isTtlExpiry, streamRecord, streamArns, type Item, type Shape } from './given-stream.js';
 
 const at = '2026-11-01T10:00:00.000Z';
@@ -263,6 +264,28 @@ describe.each(['aws', 'local'] as Shape[])('events from %s stream records', (sha
       expect(id({ sequence: 7002 })[0]).not.toBe(created);
       expect(id({ sequence: 7001, arn: streamArns[shape].replace('clients', 'work-orders') })[0]).not.toBe(created);
       expect(id({ sequence: 7001 })[0]).toBe(created);
+    });
+
+    it("a lead's submissions carry ids derived from the client and the submission's number (the settings trail reads them by key); other changes keep stream-position ids", () => {
+      const at7001 = { sequence: 7001 };
+      const [created] = deriveEvents(streamRecord(shape, 'INSERT', { new: given.client() }, at7001));
+      expect(created).toMatchObject({ type: 'client.created', id: leadEventId('org_1', 'cli_1', 1) });
+      // Re-read at another position (a re-processed batch, another stream), it is the same event.
+      expect(deriveEvents(streamRecord(shape, 'INSERT', { new: given.client() }, { sequence: 7002 }))[0].id).toBe(created.id);
+      const merge = (from: number) => deriveEvents(streamRecord(shape, 'MODIFY', {
+        old: given.client({ submission_count: from }), new: given.client({ submission_count: from + 1, notes: `merged ${from + 1}` }),
+      }, at7001))[0];
+      expect(merge(1)).toMatchObject({ type: 'client.updated', id: leadEventId('org_1', 'cli_1', 2) });
+      expect(merge(2).id).toBe(leadEventId('org_1', 'cli_1', 3));
+      expect(new Set([created.id, merge(1).id, merge(2).id, leadEventId('org_2', 'cli_1', 1), leadEventId('org_1', 'cli_2', 1)]).size).toBe(5);
+      // A merge into a client the CRM wrote (no submission_count yet) is submission 2.
+      const intoCrm = deriveEvents(streamRecord(shape, 'MODIFY', { old: given.client({ source: 'crm' }), new: given.client({ source: 'crm', submission_count: 2 }) }, at7001))[0];
+      expect(intoCrm.id).toBe(leadEventId('org_1', 'cli_1', 2));
+      // A client the CRM inserts, and an edit that merges nothing, keep ids of their stream position.
+      const crmInsert = (sequence: number) => deriveEvents(streamRecord(shape, 'INSERT', { new: given.client({ source: 'crm' }) }, { sequence }))[0].id;
+      expect(crmInsert(7001)).not.toBe(crmInsert(7002));
+      const edit = (sequence: number) => deriveEvents(streamRecord(shape, 'MODIFY', { old: given.client({ submission_count: 2 }), new: given.client({ submission_count: 2, status: 'customer' }) }, { sequence }))[0].id;
+      expect(edit(7001)).not.toBe(edit(7002));
     });
 
     it('the timestamp is never earlier than the item’s own update time (created_at where it has none)', () => {
