@@ -7,7 +7,7 @@ import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { GetCommand, PutCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../platform/deps.js';
-import { notFound, validationFailed, type FieldError } from '../platform/errors.js';
+import { notFound, validationFailed } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
 import { cancellationReasons, isTransactionConflict, LostRace, retryLostRaces } from '../platform/optimistic.js';
 import { queryAll } from '../platform/query.js';
