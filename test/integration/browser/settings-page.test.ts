@@ -27,7 +27,7 @@ const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const shots = path.resolve('test-artifacts/settings');
 /** The screenshots docs/settings.md shows (as docs/img/settings-<name>.png), rewritten only on request. */
 const docShots = process.env.UPDATE_SCREENSHOTS === '1' ? path.resolve('docs/img') : undefined;
-const documented = new Set(['deliveries-failed', 'deliveries-search', 'delivery-redelivered', 'endpoint-add', 'expired-link', 'key-revoke-confirm', 'key-rotated', 'key-shown-once', 'link-expiring', 'mobile', 'page', 'recover-count']);
+const documented = new Set(['deliveries-failed', 'deliveries-search', 'delivery-redelivered', 'endpoint-add', 'endpoint-options', 'expired-link', 'key-revoke-confirm', 'key-rotated', 'key-shown-once', 'link-expiring', 'mobile', 'page', 'recover-count']);
 const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
 let browser: Browser;
@@ -477,7 +477,7 @@ describe('the settings page, opened from a settings link', () => {
     await dialog.locator('.form-error', { hasText: '"webhook-id" is reserved' }).waitFor();
     await button(dialog, 'Remove header row 2').click();
     expect(await seriousViolations(page)).toEqual([]);
-    await screenshot(page, 'endpoint-options', false);
+    await screenshot(page, 'endpoint-options-refused', false);
     await button(dialog, 'Save changes').click();
     await dialog.waitFor({ state: 'hidden' });
     const options = card.locator('[data-testid="endpoint-options"]');
@@ -490,6 +490,8 @@ describe('the settings page, opened from a settings link', () => {
     expect(await dialog.locator('.header-stored').innerText()).toContain('••••f8e7');
     expect(await page.locator('body').innerText()).not.toContain('rk_page_');
     expect(await dialog.getByLabel(/Rate limit/).inputValue()).toBe('1');
+    expect(await seriousViolations(page)).toEqual([]);
+    await screenshot(page, 'endpoint-options', false, '#endpoint-dialog');
     await button(dialog, 'Cancel').click();
 
     // Three test events at once: the receiver gets the header on each, no faster than 1 a second, each delivered at its first attempt.
