@@ -22,7 +22,7 @@ import { applyHeaderChanges, maskedHeaders, validateOptions, validateUrl, type H
 
 /**
  * What an endpoint shows its owner: never its secrets, its custom headers by name with masked
- * values (endpoint-options.ts); its circuit as a state (docs/architecture.md#fair-delivery).
+ * values (endpoint-fields.ts); its circuit as a state (docs/architecture.md#fair-delivery).
  */
 export type EndpointSummary = Omit<WebhookEndpoint, 'secrets' | 'circuit' | 'secretsVersion' | 'headers'> & {
   secretCount: number; headers: Record<string, string>; circuit: { state: CircuitState; until?: string; slowLane?: true };
@@ -204,11 +204,13 @@ export async function updateEndpoint(
         conditions.push('attribute_not_exists(#headers)');
       } else {
         Object.entries(headerChanges).forEach(([name, value], i) => {
+          if (value === null && !(name in current.headers!)) return; // nothing to remove (an unused name is an error to DynamoDB)
           names[`#h${i}`] = name;
-          if (value !== null) {
+          if (value === null) removes.add(`#headers.#h${i}`);
+          else {
             values[`:h${i}`] = value;
             sets.push(`#headers.#h${i} = :h${i}`);
-          } else if (name in current.headers!) removes.add(`#headers.#h${i}`);
+          }
         });
         values[':headerCount'] = Object.keys(current.headers).length;
         conditions.push('size(#headers) = :headerCount');

@@ -80,6 +80,10 @@ describe('custom headers and a rate limit in the settings API', () => {
     const item = await stored(organizationId, endpoint.id);
     expect(item.headers).toEqual({ 'x-two': '2' });
     expect(item.rateLimitPerSecond).toBeUndefined();
+    // Removing one that is not there (another admin removed it first) changes nothing else.
+    const again = await admin.patch(`/api/settings/webhooks/${endpoint.id}`, { headers: { 'x-one': null }, description: 'kept' });
+    expect(again.status).toBe(200);
+    expect(await stored(organizationId, endpoint.id)).toMatchObject({ headers: { 'x-two': '2' }, description: 'kept' });
   });
 
   it.each([
