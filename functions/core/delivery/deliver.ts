@@ -20,6 +20,7 @@ import { MAX_RESPONSE_BODY_BYTES, postWebhook, type PostResult } from './http-cl
 import { MAX_ATTEMPTS, parseRetryAfter, retryDelaySeconds } from './schedule.js';
 import { allowListFor } from './ssrf.js';
 import { admitAttempt, markSlow, recordAttempt } from './circuit-store.js';
+import { takeRateSlot } from './delivery-throttle.js';
 import { attemptError, clipBytes, keptHeaders } from './attempt-log.js';
 import type { Lane } from './circuit-breaker.js';
 import { attemptNumberOf, deferDelivery, readDeliveryMessage, sendDeliveryMessages, sendToDeadLetters } from './queue.js';
@@ -31,7 +32,7 @@ import { queues } from '../../../lib/topology.js';
 /**
  * `exhausted`: the last attempt failed (or the message kept crashing past it): it goes to the
  * dead-letter queue. `retry`: `parked` when it waits in the due index, else it is re-sent delayed.
- * `deferred`: not attempted (isolation: the endpoint's circuit is open or its bound is full), to
+ * `deferred`: not attempted (isolation: the endpoint's circuit is open or its bound is full; or its rate limit), to
  * be tried again at `untilMs` without consuming an attempt (queue.ts deferDelivery).
  */
 export type Outcome =
@@ -180,6 +181,13 @@ export async function attemptDelivery(
   const admission = await admitAttempt(deps, endpoint, lane);
   if (admission.kind === 'move') return { kind: 'deferred', attempt, untilMs: admission.until ?? deps.now(), reason: admission.reason, lane: 'slow' };
   if (admission.kind === 'park') return { kind: 'deferred', attempt, untilMs: admission.until, reason: admission.reason, lane };
+  // The endpoint's rate limit (delivery-throttle.ts), shared by every container: over it, the
+  // delivery waits for a free lane like a parked one, without an attempt (it throttles, it does not fail).
+  const throttled = await takeRateSlot(deps, endpoint).catch((error: unknown) => { admission.release(); throw error; });
+  if (throttled) {
+    admission.release();
+    return { kind: 'deferred', attempt, untilMs: throttled.untilMs, reason: throttled.reason, lane };
+  }
 
   let result: PostResult;
   // Everything after the gate gives the slot back, signing included: a slot never released stays
@@ -187,7 +195,8 @@ export async function attemptDelivery(
   try {
     const now = deps.now();
     const body = JSON.stringify(message.payload);
-    const headers = signatureHeaders({ id: message.payload.id, timestamp: Math.floor(now / 1000), body, secrets });
+    // The receiver's own headers first: none can replace ours (endpoint-fields.ts reservedHeader; the client sets content-type and the rest).
+    const headers = { ...endpoint.headers, ...signatureHeaders({ id: message.payload.id, timestamp: Math.floor(now / 1000), body, secrets }) };
     result = await postWebhook({ url: endpoint.url, headers, body, timeoutMs: admission.timeoutMs, allow: allowListFor(deps.settings) });
   } finally {
     admission.release();

@@ -3,12 +3,11 @@
  * events, a signing secret shown once, an enabled flag and a description. Stored in the
  * organizations table under the organization's partition.
  */
-import { isIP } from 'node:net';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { GetCommand, PutCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../platform/deps.js';
-import { notFound, validationFailed, type FieldError } from '../platform/errors.js';
+import { notFound, validationFailed } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
 import { cancellationReasons, isTransactionConflict, LostRace, retryLostRaces } from '../platform/optimistic.js';
 import { queryAll } from '../platform/query.js';
@@ -18,36 +17,22 @@ import { keys, type CircuitState, type SigningSecret, type WebhookEndpoint } fro
 import { circuitOf, circuitView } from './circuit-breaker.js';
 import { parseSubscription } from './subscriptions.js';
 import { newSigningSecret } from './signing.js';
-import { allowListFor, checkAddress } from './ssrf.js';
 import { requireOrganization } from '../tenancy/organizations.js';
+import { applyHeaderChanges, maskedHeaders, validateOptions, validateUrl, type HeaderChanges } from './endpoint-fields.js';
 
-/** What an endpoint shows its owner: never its secrets; its circuit as a state (docs/architecture.md#fair-delivery). */
-export type EndpointSummary = Omit<WebhookEndpoint, 'secrets' | 'circuit' | 'secretsVersion'> & { secretCount: number; circuit: { state: CircuitState; until?: string; slowLane?: true } };
+/**
+ * What an endpoint shows its owner: never its secrets, its custom headers by name with masked
+ * values (endpoint-fields.ts); its circuit as a state (docs/architecture.md#fair-delivery).
+ */
+export type EndpointSummary = Omit<WebhookEndpoint, 'secrets' | 'circuit' | 'secretsVersion' | 'headers'> & {
+  secretCount: number; headers: Record<string, string>; circuit: { state: CircuitState; until?: string; slowLane?: true };
+};
 
-const summary = ({ secrets, circuit, secretsVersion: _v, ...rest }: WebhookEndpoint, now: number): EndpointSummary => ({ ...rest, secretCount: secrets.length, circuit: circuitView(circuit, now) });
+const summary = ({ secrets, circuit, secretsVersion: _v, headers, ...rest }: WebhookEndpoint, now: number): EndpointSummary =>
+  ({ ...rest, secretCount: secrets.length, headers: maskedHeaders(headers), circuit: circuitView(circuit, now) });
 
-/** https only (http on the local stack); no credentials in the URL; IP literals checked now, names at connect time. */
-export function validateUrl(deps: Deps, raw: string): string {
-  const errors: FieldError[] = [];
-  let url: URL | undefined;
-  try {
-    url = new URL(raw);
-  } catch {
-    errors.push({ field: 'url', message: 'must be an absolute URL' });
-  }
-  if (url) {
-    if (url.protocol !== 'https:' && !(url.protocol === 'http:' && deps.settings.local)) errors.push({ field: 'url', message: 'must use https' });
-    if (url.username || url.password) errors.push({ field: 'url', message: 'must not contain credentials' });
-    if (raw.length > 2000) errors.push({ field: 'url', message: 'must be at most 2000 characters' });
-    const host = url.hostname.replace(/^\[|\]$/g, '');
-    if (isIP(host)) {
-      const decision = checkAddress(host, allowListFor(deps.settings));
-      if (decision.blocked) errors.push({ field: 'url', message: `points to a ${decision.reason} address` });
-    }
-  }
-  if (errors.length) throw validationFailed(errors);
-  return url!.toString();
-}
+/** The options a new endpoint or an update may set, validated (a 422 names the bad header). */
+export interface EndpointOptions { headers?: HeaderChanges; rateLimitPerSecond?: number | null }
 
 function toEndpoint(item: Record<string, unknown>): WebhookEndpoint {
   return {
@@ -63,6 +48,8 @@ function toEndpoint(item: Record<string, unknown>): WebhookEndpoint {
     ...(item.failingSince ? { failingSince: item.failingSince as string } : {}),
     ...(item.disabledReason ? { disabledReason: item.disabledReason as string } : {}),
     ...(circuitOf(item) ? { circuit: circuitOf(item) } : {}),
+    ...(item.headers ? { headers: item.headers as Record<string, string> } : {}),
+    ...(item.rateLimitPerSecond !== undefined ? { rateLimitPerSecond: Number(item.rateLimitPerSecond) } : {}),
   };
 }
 
@@ -105,17 +92,21 @@ async function countEndpoints(deps: Deps, organizationId: string, observed?: Rec
   })).catch((error: Error) => { if (error.name !== 'ConditionalCheckFailedException') throw error; });
 }
 
-export async function addEndpoint(deps: Deps, organizationId: string, input: { url: string; events: string | string[]; description?: string; enabled?: boolean }) {
+export async function addEndpoint(deps: Deps, organizationId: string, input: { url: string; events: string | string[]; description?: string; enabled?: boolean } & EndpointOptions) {
   await requireOrganization(deps, organizationId);
   const url = validateUrl(deps, input.url);
   const events = parseSubscription(input.events);
   if (input.description && input.description.length > 500) throw validationFailed([{ field: 'description', message: 'must be at most 500 characters' }]);
+  const options = validateOptions(input);
+  const headers = applyHeaderChanges({}, options.headers);
+  const rate = options.rate ?? null;
   const max = deps.settings.maxEndpointsPerOrganization;
   const secret = newSigningSecret();
   const now = new Date(deps.now()).toISOString();
   const endpoint: WebhookEndpoint = {
     id: newId('ep'), organizationId, url, events, secrets: [{ secret, createdAt: now }], secretsVersion: 1, enabled: input.enabled ?? true,
     ...(input.description ? { description: input.description } : {}), createdAt: now,
+    headers, ...(rate !== null ? { rateLimitPerSecond: rate } : {}),
   };
   // The bound is the count's condition in the same transaction as the put: parallel adds can
   // never pass it together (a check-then-write could), and a refused add writes nothing.
@@ -172,51 +163,85 @@ const CIRCUIT_ATTRIBUTES = ['circuitFailures', 'circuitOpens', 'circuitUntil', '
 /**
  * Changes only the attributes asked for, with one UpdateItem: never the whole item read earlier,
  * so a rotation, a health mark or a circuit change made meanwhile is kept (the secrets are never
- * written here). Answers the endpoint as stored after the update.
+ * written here). Custom headers change one name at a time (`headers.<name>`), so two admins adding
+ * different headers keep both; the write is conditional on the count of headers read, so their
+ * bound holds however many change them at once (a lost race reads again, bounded, then 409).
+ * Answers the endpoint as stored after the update.
  */
-export async function updateEndpoint(deps: Deps, organizationId: string, endpointId: string, input: { url?: string; events?: string | string[]; description?: string; enabled?: boolean }) {
-  const current = await requireEndpoint(deps, organizationId, endpointId);
-  const sets: string[] = [];
-  const removes = new Set<string>();
-  const names: Record<string, string> = {};
-  const values: Record<string, unknown> = {};
-  const set = (attribute: string, value: unknown) => {
-    names[`#${attribute}`] = attribute;
-    values[`:${attribute}`] = value;
-    sets.push(`#${attribute} = :${attribute}`);
-  };
-  if (input.url !== undefined) set('url', validateUrl(deps, input.url));
-  if (input.events !== undefined) set('events', parseSubscription(input.events));
-  if (input.description !== undefined) {
-    if (input.description.length > 500) throw validationFailed([{ field: 'description', message: 'must be at most 500 characters' }]);
-    if (input.description) set('description', input.description);
-    else removes.add('description');
-  }
-  if (input.enabled !== undefined) set('enabled', input.enabled);
-  // Re-enabling clears the health state that disabled it; a new URL or a re-enable also closes the
-  // circuit (the operator says the receiver is fixed: the next delivery tries it at once).
-  if (input.enabled === true) ['failingSince', 'disabledReason'].forEach((a) => removes.add(a));
-  if (input.enabled === true || (values[':url'] !== undefined && values[':url'] !== current.url)) CIRCUIT_ATTRIBUTES.forEach((a) => removes.add(a));
-  if (sets.length === 0 && removes.size === 0) return summary(current, deps.now());
-  for (const attribute of removes) names[`#${attribute}`] = attribute;
-  let stored: Record<string, unknown> | undefined;
-  try {
-    ({ Attributes: stored } = await deps.doc.send(new UpdateCommand({
-      TableName: deps.tables.endpoints,
-      Key: keys.endpoint(organizationId, endpointId),
-      UpdateExpression: [sets.length ? `SET ${sets.join(', ')}` : '', removes.size ? `REMOVE ${[...removes].map((a) => `#${a}`).join(', ')}` : ''].join(' ').trim(),
-      ConditionExpression: 'attribute_exists(pk)',
-      ExpressionAttributeNames: names,
-      ...(Object.keys(values).length ? { ExpressionAttributeValues: values } : {}),
-      ReturnValues: 'ALL_NEW',
-    })));
-  } catch (error) {
-    // Removed meanwhile: an update never brings an endpoint back.
-    if ((error as Error).name === 'ConditionalCheckFailedException') throw notFound(`No endpoint ${endpointId} in organization ${organizationId}.`);
-    throw error;
-  }
+export async function updateEndpoint(
+  deps: Deps, organizationId: string, endpointId: string,
+  input: { url?: string; events?: string | string[]; description?: string; enabled?: boolean } & EndpointOptions,
+) {
+  const { headers: headerChanges, rate } = validateOptions(input);
+  const updated = await retryLostRaces('The endpoint\'s headers', async () => {
+    const current = await requireEndpoint(deps, organizationId, endpointId);
+    const sets: string[] = [];
+    const removes = new Set<string>();
+    const names: Record<string, string> = {};
+    const values: Record<string, unknown> = {};
+    const conditions = ['attribute_exists(pk)'];
+    const set = (attribute: string, value: unknown) => {
+      names[`#${attribute}`] = attribute;
+      values[`:${attribute}`] = value;
+      sets.push(`#${attribute} = :${attribute}`);
+    };
+    const remove = (attribute: string) => { names[`#${attribute}`] = attribute; removes.add(`#${attribute}`); };
+    if (input.url !== undefined) set('url', validateUrl(deps, input.url));
+    if (input.events !== undefined) set('events', parseSubscription(input.events));
+    if (input.description !== undefined) {
+      if (input.description.length > 500) throw validationFailed([{ field: 'description', message: 'must be at most 500 characters' }]);
+      if (input.description) set('description', input.description);
+      else remove('description');
+    }
+    if (input.enabled !== undefined) set('enabled', input.enabled);
+    if (rate === null) remove('rateLimitPerSecond');
+    else if (rate !== undefined) set('rateLimitPerSecond', rate);
+    if (Object.keys(headerChanges).length) {
+      const next = applyHeaderChanges(current.headers ?? {}, headerChanges); // a 422 past the bound
+      names['#headers'] = 'headers';
+      if (!current.headers) {
+        set('headers', next); // an endpoint from before headers: the whole map, once
+        conditions.push('attribute_not_exists(#headers)');
+      } else {
+        Object.entries(headerChanges).forEach(([name, value], i) => {
+          if (value === null && !(name in current.headers!)) return; // nothing to remove (an unused name is an error to DynamoDB)
+          names[`#h${i}`] = name;
+          if (value === null) removes.add(`#headers.#h${i}`);
+          else {
+            values[`:h${i}`] = value;
+            sets.push(`#headers.#h${i} = :h${i}`);
+          }
+        });
+        values[':headerCount'] = Object.keys(current.headers).length;
+        conditions.push('size(#headers) = :headerCount');
+      }
+    }
+    // Re-enabling clears the health state that disabled it; a new URL or a re-enable also closes the
+    // circuit (the operator says the receiver is fixed: the next delivery tries it at once).
+    if (input.enabled === true) ['failingSince', 'disabledReason'].forEach(remove);
+    if (input.enabled === true || (values[':url'] !== undefined && values[':url'] !== current.url)) CIRCUIT_ATTRIBUTES.forEach(remove);
+    if (sets.length === 0 && removes.size === 0) return current;
+    try {
+      const { Attributes } = await deps.doc.send(new UpdateCommand({
+        TableName: deps.tables.endpoints,
+        Key: keys.endpoint(organizationId, endpointId),
+        UpdateExpression: [sets.length ? `SET ${sets.join(', ')}` : '', removes.size ? `REMOVE ${[...removes].join(', ')}` : ''].join(' ').trim(),
+        ConditionExpression: conditions.join(' AND '),
+        ExpressionAttributeNames: names,
+        ...(Object.keys(values).length ? { ExpressionAttributeValues: values } : {}),
+        ReturnValues: 'ALL_NEW',
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      }));
+      return toEndpoint(Attributes!);
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      // Removed meanwhile: an update never brings an endpoint back. Otherwise its headers changed since read.
+      if (!error.Item) throw notFound(`No endpoint ${endpointId} in organization ${organizationId}.`);
+      throw new LostRace('endpoint headers');
+    }
+  });
   endpointCache.delete(organizationId);
-  return summary(toEndpoint(stored!), deps.now());
+  return summary(updated, deps.now());
 }
 
 /** Removes the endpoint and gives its slot back (the count), in one transaction. */
@@ -227,6 +252,7 @@ export async function removeEndpoint(deps: Deps, organizationId: string, endpoin
       await deps.doc.send(new TransactWriteCommand({
         TransactItems: [
           { Delete: { TableName: deps.tables.endpoints, Key: keys.endpoint(organizationId, endpointId), ConditionExpression: 'attribute_exists(pk)' } },
+          { Delete: { TableName: deps.tables.endpoints, Key: keys.endpointThrottle(organizationId, endpointId) } }, // its rate limit's lanes
           {
             Update: {
               TableName: deps.tables.endpoints, Key: keys.endpointSlots(organizationId),
@@ -241,8 +267,8 @@ export async function removeEndpoint(deps: Deps, organizationId: string, endpoin
       const reasons = cancellationReasons(error);
       if (!reasons) throw error;
       if (reasons[0]?.Code === 'ConditionalCheckFailed') throw notFound(`No endpoint ${endpointId} in organization ${organizationId}.`);
-      if (reasons[1]?.Code === 'ConditionalCheckFailed') {
-        await countEndpoints(deps, organizationId, reasons[1].Item ? unmarshall(reasons[1].Item) : undefined);
+      if (reasons[2]?.Code === 'ConditionalCheckFailed') {
+        await countEndpoints(deps, organizationId, reasons[2].Item ? unmarshall(reasons[2].Item) : undefined);
         throw new LostRace('endpoint count made');
       }
       if (isTransactionConflict(reasons)) throw new LostRace('endpoint count');

@@ -18,6 +18,8 @@ export const keys = {
   apiKeyIndex: (orgId: string, keyId: string) => ({ gsi1pk: `ORG#${orgId}#APIKEYS`, gsi1sk: keyId }),
   endpoint: (orgId: string, endpointId: string) => ({ pk: `ORG#${orgId}`, sk: `ENDPOINT#${endpointId}` }),
   endpointPrefix: 'ENDPOINT#',
+  /** An endpoint's delivery rate limit: when each of its lanes last admitted a delivery (delivery/delivery-throttle.ts). */
+  endpointThrottle: (orgId: string, endpointId: string) => ({ pk: `ORG#${orgId}`, sk: `THROTTLE#${endpointId}` }),
   /**
    * Slot items, the bounds of an organization (docs/decisions.md "Settings writes"): its endpoint
    * count (`count`) and its live keys (`live`: key id → expiry or null, with a `version`). Every
@@ -143,6 +145,10 @@ export interface WebhookEndpoint {
   /** Set at the first failure after a success; the endpoint is disabled when it gets too old. */
   failingSince?: string;
   disabledReason?: string;
+  /** Custom headers sent with every delivery, by lower-case name (delivery/endpoint-options.ts): secrets, like `secrets`. */
+  headers?: Record<string, string>;
+  /** At most this many deliveries a second (delivery/delivery-throttle.ts); absent: no limit. */
+  rateLimitPerSecond?: number;
   /** The endpoint's circuit breaker (functions/core/delivery/circuit-breaker.ts); absent: closed, no failures counted. */
   circuit?: CircuitRecord;
 }

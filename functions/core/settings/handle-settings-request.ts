@@ -23,7 +23,7 @@ import { settingsOverview } from './overview.js';
 import { listRequestHistory } from './request-history.js';
 import { leadTrail } from './lead-trail.js';
 import { deliveryOperations } from './delivery-operations.js';
-import { graceOf, limitOf, objectBody, unknownFields, type Context, type Operation } from './request-fields.js';
+import { endpointOptionsOf, graceOf, limitOf, objectBody, unknownFields, type Context, type Operation } from './request-fields.js';
 import { deliveryDetail, endpointView, keyView } from './views.js';
 
 /** Management requests per organization per minute (all of its admins together). */
@@ -103,9 +103,11 @@ const operations: Record<string, Operation> = {
     if (typeof body.url !== 'string') errors.push({ field: 'url', message: 'is required' });
     if (!Array.isArray(body.events) || body.events.length === 0 || !body.events.every((e) => typeof e === 'string')) errors.push({ field: 'events', message: 'must be a non-empty list of event names' });
     if (body.description !== undefined && typeof body.description !== 'string') errors.push({ field: 'description', message: 'must be text' });
-    errors.push(...unknownFields(body, ['url', 'events', 'description']));
+    errors.push(...unknownFields(body, ['url', 'events', 'description', 'headers', 'rate_limit_per_second']));
     if (errors.length) throw validationFailed(errors);
-    const { endpoint, secret } = await addEndpoint(c.deps, c.organization.id, { url: body.url as string, events: body.events as string[], description: body.description as string | undefined });
+    const { endpoint, secret } = await addEndpoint(c.deps, c.organization.id, {
+      url: body.url as string, events: body.events as string[], description: body.description as string | undefined, ...endpointOptionsOf(body),
+    });
     await c.audit('endpoint.created', endpoint.id, { url: endpoint.url, events: endpoint.events });
     return { status: 201, body: { endpoint: endpointView(endpoint), secret } };
   },
@@ -116,7 +118,7 @@ const operations: Record<string, Operation> = {
     if (body.events !== undefined && !(Array.isArray(body.events) && body.events.length > 0 && body.events.every((e) => typeof e === 'string'))) errors.push({ field: 'events', message: 'must be a non-empty list of event names' });
     if (body.enabled !== undefined && typeof body.enabled !== 'boolean') errors.push({ field: 'enabled', message: 'must be true or false' });
     if (body.description !== undefined && body.description !== null && typeof body.description !== 'string') errors.push({ field: 'description', message: 'must be text' });
-    const unknown = Object.keys(body).filter((k) => !['url', 'events', 'enabled', 'description'].includes(k));
+    const unknown = Object.keys(body).filter((k) => !['url', 'events', 'enabled', 'description', 'headers', 'rate_limit_per_second'].includes(k));
     for (const field of unknown) errors.push({ field, message: 'is not a field of an endpoint' });
     if (errors.length) throw validationFailed(errors);
     const input = {
@@ -124,9 +126,15 @@ const operations: Record<string, Operation> = {
       ...(body.events !== undefined ? { events: body.events as string[] } : {}),
       ...(body.enabled !== undefined ? { enabled: body.enabled as boolean } : {}),
       ...(body.description !== undefined ? { description: (body.description as string | null) ?? '' } : {}),
+      ...endpointOptionsOf(body),
     };
     const updated = await updateEndpoint(c.deps, c.organization.id, c.params.id, input);
-    await c.audit('endpoint.updated', c.params.id, { fields: Object.keys(input), ...(input.url ? { url: updated.url } : {}), ...(input.enabled !== undefined ? { enabled: input.enabled } : {}) });
+    // Header names only, never their values (secrets).
+    await c.audit('endpoint.updated', c.params.id, {
+      fields: Object.keys(input), ...(input.url ? { url: updated.url } : {}), ...(input.enabled !== undefined ? { enabled: input.enabled } : {}),
+      ...(input.headers ? { headers: Object.keys(input.headers as object).map((n) => n.toLowerCase()) } : {}),
+      ...(input.rateLimitPerSecond !== undefined ? { rateLimitPerSecond: input.rateLimitPerSecond } : {}),
+    });
     return { status: 200, body: { endpoint: endpointView(updated) } };
   },
   'DELETE /api/settings/webhooks/{id}': async (c) => {

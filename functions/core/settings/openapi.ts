@@ -44,6 +44,14 @@ const overview = obj({
   revocationSeconds: { type: 'integer', description: 'A revoked key is refused everywhere within this many seconds' },
 });
 const id = { name: 'id', in: 'path', required: true, schema: str };
+/** An endpoint's options as a request gives them (delivery/endpoint-fields.ts). */
+const endpointOptions = {
+  headers: {
+    type: 'object', maxProperties: 10, additionalProperties: nullable({ type: 'string', minLength: 1, maxLength: 1000 }),
+    description: 'Custom headers by name (an RFC 9110 token; webhook-*, content-type, content-length, host, user-agent, connection and other headers the delivery sets are refused): a value sets one, null removes one; the others stay. At most 10.',
+  },
+  rate_limit_per_second: { ...nullable({ type: 'integer', minimum: 1, maximum: 100 }), description: 'At most this many deliveries a second to the endpoint; null: no limit. Over it, deliveries wait without using attempts.' },
+};
 const grace = (max: number, def: number) => ({ required: false, content: { 'application/json': { schema: obj({ grace_hours: { type: 'number', minimum: 0, maximum: max, default: def, description: 'Hours the old one keeps working' } }, []) } } });
 const body = (schema: unknown) => ({ required: true, content: { 'application/json': { schema } } });
 const op = (operationId: string, summary: string, responses: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
@@ -69,9 +77,11 @@ export const settingsSchemas = {
   Endpoint: obj({
     id: str, url: str, events: { type: 'array', items: str, description: 'Canonical dotted names, or ["*"]' }, enabled: { type: 'boolean' },
     description: nullable(str), createdAt: time, updatedAt: time, secretCount: { type: 'integer' },
+    headers: { type: 'object', additionalProperties: str, description: 'Custom headers sent with every delivery, by lower-case name; values masked (`••••` and, for 16 characters or more, the last 4)' },
+    rateLimitPerSecond: { ...nullable({ type: 'integer' }), description: 'At most this many deliveries a second; null: no limit' },
     disabledReason: str, failingSince: time,
     circuit: obj({ state: { enum: ['closed', 'open', 'half-open'] }, until: time }, ['state']),
-  }, ['id', 'url', 'events', 'enabled', 'description', 'createdAt', 'updatedAt', 'secretCount']),
+  }, ['id', 'url', 'events', 'enabled', 'description', 'createdAt', 'updatedAt', 'secretCount', 'headers', 'rateLimitPerSecond']),
   DeliverySummary: obj({
     id: str, eventId: str, eventType: str, endpointId: str, url: nullable(str), status: { enum: ['pending', 'delivered', 'retrying', 'failed', 'skipped'] },
     attemptCount: { type: 'integer' }, lastStatusCode: nullable({ type: 'integer' }), createdAt: time, updatedAt: time, nextAttemptAt: nullable(time), reason: nullable(str),
@@ -128,11 +138,11 @@ export const settingsPaths = {
     get: op('listEndpoints', 'Webhook endpoints (never their secrets)', { 200: json(obj({ endpoints: { type: 'array', items: ref('Endpoint') } }), 'The endpoints') }),
     post: op('addEndpoint', 'Add an endpoint (the only response that shows its signing secret)', {
       201: json(obj({ endpoint: ref('Endpoint'), secret: { type: 'string', description: '`whsec_…`: shown once' } }), 'Added'), ...invalid, ...lostRace,
-    }, { requestBody: body(obj({ url: str, events: { type: 'array', items: str, minItems: 1 }, description: str }, ['url', 'events'])) }),
+    }, { requestBody: body(obj({ url: str, events: { type: 'array', items: str, minItems: 1 }, description: str, ...endpointOptions }, ['url', 'events'])) }),
   },
   '/api/settings/webhooks/{id}': {
-    patch: op('updateEndpoint', 'Change the URL, events, description or enabled flag (enabling closes the circuit)', { 200: json(obj({ endpoint: ref('Endpoint') }), 'Updated'), ...notFound, ...invalid }, {
-      parameters: [id], requestBody: body(obj({ url: str, events: { type: 'array', items: str, minItems: 1 }, enabled: { type: 'boolean' }, description: nullable(str) }, [])),
+    patch: op('updateEndpoint', 'Change the URL, events, description, enabled flag, custom headers or rate limit (enabling closes the circuit)', { 200: json(obj({ endpoint: ref('Endpoint') }), 'Updated'), ...notFound, ...invalid, ...lostRace }, {
+      parameters: [id], requestBody: body(obj({ url: str, events: { type: 'array', items: str, minItems: 1 }, enabled: { type: 'boolean' }, description: nullable(str), ...endpointOptions }, [])),
     }),
     delete: op('deleteEndpoint', 'Remove an endpoint', { 200: json(obj({ endpoint: ref('Endpoint') }), 'Removed'), ...notFound, ...lostRace }, { parameters: [id] }),
   },

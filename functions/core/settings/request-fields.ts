@@ -9,6 +9,8 @@ import { readJsonBody, type HttpRequest } from '../platform/http-request.js';
 import type { Organization } from '../platform/model.js';
 import type { AuditAction } from './audit-log.js';
 import type { Session } from './session-token.js';
+import type { EndpointOptions } from '../delivery/endpoints.js';
+import type { HeaderChanges } from '../delivery/endpoint-fields.js';
 
 const MAX_BODY_BYTES = 16 * 1024;
 const MAX_GRACE_HOURS = 168;
@@ -33,6 +35,12 @@ export function objectBody(request: HttpRequest, optional = false): Record<strin
   if (typeof body !== 'object' || body === null || Array.isArray(body)) throw validationFailed([{ field: '(body)', message: 'must be a JSON object' }]);
   return body as Record<string, unknown>;
 }
+
+/** An endpoint body's `headers` and `rate_limit_per_second`, as the domain takes them (it validates them: delivery/endpoint-fields.ts). */
+export const endpointOptionsOf = (body: Record<string, unknown>): EndpointOptions => ({
+  ...(body.headers !== undefined ? { headers: body.headers as HeaderChanges } : {}),
+  ...(body.rate_limit_per_second !== undefined ? { rateLimitPerSecond: body.rate_limit_per_second as number | null } : {}),
+});
 
 export function graceOf(body: Record<string, unknown>): number | undefined {
   const grace = body.grace_hours;

@@ -60,6 +60,9 @@ export interface EndpointView {
   createdAt: string;
   updatedAt: string;
   secretCount: number;
+  /** Custom headers by name, each value masked (never shown in full again). */
+  headers: Record<string, string>;
+  rateLimitPerSecond: number | null;
   disabledReason?: string;
   failingSince?: string;
   circuit?: { state: 'closed' | 'open' | 'half-open'; until?: string };
@@ -75,6 +78,8 @@ export function endpointView(endpoint: EndpointSummary & { updatedAt?: string; c
     createdAt: endpoint.createdAt,
     updatedAt: endpoint.updatedAt ?? endpoint.createdAt,
     secretCount: endpoint.secretCount,
+    headers: endpoint.headers,
+    rateLimitPerSecond: endpoint.rateLimitPerSecond ?? null,
     ...(endpoint.disabledReason ? { disabledReason: endpoint.disabledReason } : {}),
     ...(endpoint.failingSince ? { failingSince: endpoint.failingSince } : {}),
     ...(endpoint.circuit ? { circuit: endpoint.circuit } : {}),

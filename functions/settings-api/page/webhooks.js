@@ -5,6 +5,7 @@
 
 import { $, badge, busy, confirmAction, count, empty, fill, flash, h, httpBadge, loading, openForm, problemAlert, scrollable, shownOnce, statusBadge, timeOnly, when, withCode } from './dom.js';
 import { api } from './session.js';
+import { fillOptions, optionsNote, readOptions } from './endpoint-options.js';
 
 let catalog = null;
 export let endpoints = [];
@@ -84,6 +85,7 @@ function renderEndpoint(endpoint) {
         h('p', { class: 'cell-sub' }, statusBadge(endpoint.enabled ? 'enabled' : 'disabled'), ' ',
           endpoint.description ? h('span', { text: endpoint.description }) : null,
           endpoint.description ? ' · ' : null, 'Added ', when(endpoint.createdAt)),
+        optionsNote(endpoint),
         pauseNote(endpoint),
         endpoint.disabledReason ? h('p', { class: 'cell-sub warn-text', text: `Disabled automatically: ${endpoint.disabledReason}` }) : null,
         endpoint.failingSince && !endpoint.disabledReason ? h('p', { class: 'cell-sub warn-text' }, 'Failing since ', when(endpoint.failingSince)) : null),
@@ -154,10 +156,11 @@ export async function endpointDialog(endpoint) {
   $('endpoint-submit').textContent = endpoint ? 'Save changes' : 'Save endpoint';
   $('endpoint-url').value = endpoint?.url || '';
   $('endpoint-description').value = endpoint?.description || '';
+  fillOptions(endpoint);
   fill($('events-groups'), loading('Loading events…'));
   openForm($('endpoint-dialog'), async () => {
     const events = [...form.querySelectorAll('input[name=events]:checked')].map((i) => i.value);
-    const body = { url: $('endpoint-url').value.trim(), events, description: $('endpoint-description').value.trim() || undefined };
+    const body = { url: $('endpoint-url').value.trim(), events, description: $('endpoint-description').value.trim() || undefined, ...readOptions(endpoint) };
     if (endpoint) {
       await api(`/webhooks/${encodeURIComponent(endpoint.id)}`, { method: 'PATCH', body: { ...body, description: body.description ?? null } });
       flash($('webhooks-status'), 'Endpoint saved.');

@@ -19,6 +19,35 @@ const bool = (flag: string, value: string | undefined) => {
   if (value === 'true' || value === 'false') return value === 'true';
   throw new CliError(`${flag} must be true or false, got "${value}"`, 2);
 };
+/** `--header 'Name: value'` (repeatable) sets one, `--remove-header Name` removes one; the domain validates both (a 422 names the header). */
+const collect = (value: string, previous: string[] = []) => [...previous, value];
+function headerChanges(set: string[] = [], removed: string[] = []): Record<string, string | null> | undefined {
+  if (!set.length && !removed.length) return undefined;
+  const changes: Record<string, string | null> = {};
+  for (const pair of set) {
+    const colon = pair.indexOf(':');
+    if (colon <= 0) throw new CliError(`--header must be "Name: value", got "${pair}"`, 2);
+    changes[pair.slice(0, colon).trim()] = pair.slice(colon + 1).trim();
+  }
+  for (const name of removed) changes[name] = null;
+  return changes;
+}
+/** `--rate-limit <n>` deliveries a second, or `none`. */
+function rateLimit(value: string | undefined): number | null | undefined {
+  if (value === undefined) return undefined;
+  if (value === 'none') return null;
+  if (!/^\d+$/.test(value)) throw new CliError(`--rate-limit must be a whole number of deliveries a second, or none; got "${value}"`, 2);
+  return Number(value);
+}
+const optionsOf = (o: { header?: string[]; removeHeader?: string[]; rateLimit?: string }) => {
+  const headers = headerChanges(o.header, o.removeHeader);
+  const rate = rateLimit(o.rateLimit);
+  return { ...(headers ? { headers } : {}), ...(rate !== undefined ? { rateLimitPerSecond: rate } : {}) };
+};
+/** Custom headers as listed: names and masked values. */
+const headersText = (headers: Record<string, string>) => Object.entries(headers).map(([n, v]) => `${n}: ${v}`).join(', ');
+type OptionFlags = { header?: string[]; removeHeader?: string[]; rateLimit?: string };
+
 const hours = (value: string | undefined) => {
   if (value === undefined) return undefined;
   const n = Number(value);
@@ -35,8 +64,10 @@ export function register(program: Command): void {
     .requiredOption('--url <url>', 'https URL the events are POSTed to')
     .option('--events <list>', 'all, or event names separated by commas (client.created or client_created)', 'all')
     .option('--description <text>', 'what this endpoint is for')
-    .action(act<{ org: string; url: string; events: string; description?: string }>(async ({ target, options, json }) => {
-      const { endpoint, secret } = await addEndpoint(target.deps, options.org, { url: options.url, events: options.events, description: options.description });
+    .option('--header <name: value>', 'a custom header sent with every delivery (repeatable)', collect)
+    .option('--rate-limit <n>', 'at most n deliveries a second (default: no limit)')
+    .action(act<{ org: string; url: string; events: string; description?: string } & OptionFlags>(async ({ target, options, json }) => {
+      const { endpoint, secret } = await addEndpoint(target.deps, options.org, { url: options.url, events: options.events, description: options.description, ...optionsOf(options) });
       printResult({ json }, { ...endpoint, secret }, () => {
         console.log(safeText(`Added endpoint ${endpoint.id} → ${endpoint.url} (${endpoint.events.join(', ')})`));
         shownOnce(secret);
@@ -48,22 +79,29 @@ export function register(program: Command): void {
     .requiredOption('--org <id>', 'organization id')
     .action(act<{ org: string }>(async ({ target, options, json }) => {
       const list = await listEndpoints(target.deps, options.org);
-      printResult({ json }, list, () => printTable(list.map((e) => ({ ...e, events: e.events.join(','), circuit: circuitText(e.circuit) })), ['id', 'url', 'events', 'enabled', 'circuit', 'description', 'failingSince', 'disabledReason']));
+      printResult({ json }, list, () => printTable(list.map((e) => ({ ...e, events: e.events.join(','), circuit: circuitText(e.circuit), headers: headersText(e.headers), rateLimit: e.rateLimitPerSecond ? `${e.rateLimitPerSecond}/s` : '' })),
+        ['id', 'url', 'events', 'enabled', 'circuit', 'headers', 'rateLimit', 'description', 'failingSince', 'disabledReason']));
     }));
   webhooks
     .command('update')
-    .description('change an endpoint’s URL, events, description or enabled flag')
+    .description('change an endpoint’s URL, events, description, enabled flag, custom headers or rate limit')
     .requiredOption('--org <id>', 'organization id')
     .requiredOption('--endpoint <id>', 'endpoint id')
     .option('--url <url>', 'new URL')
     .option('--events <list>', 'all, or event names separated by commas')
     .option('--description <text>', 'new description')
     .option('--enabled <bool>', 'true or false (true also clears a health-based disable)')
-    .action(act<{ org: string; endpoint: string; url?: string; events?: string; description?: string; enabled?: string }>(async ({ target, options, json }) => {
+    .option('--header <name: value>', 'set a custom header sent with every delivery (repeatable; the others stay)', collect)
+    .option('--remove-header <name>', 'remove a custom header (repeatable)', collect)
+    .option('--rate-limit <n>', 'at most n deliveries a second, or none')
+    .action(act<{ org: string; endpoint: string; url?: string; events?: string; description?: string; enabled?: string } & OptionFlags>(async ({ target, options, json }) => {
       const updated = await updateEndpoint(target.deps, options.org, options.endpoint, {
-        url: options.url, events: options.events, description: options.description, enabled: bool('--enabled', options.enabled),
+        url: options.url, events: options.events, description: options.description, enabled: bool('--enabled', options.enabled), ...optionsOf(options),
       });
-      printResult({ json }, updated, () => console.log(safeText(`Updated ${updated.id}: ${updated.url} (${updated.events.join(', ')}), ${updated.enabled ? 'enabled' : 'disabled'}`)));
+      printResult({ json }, updated, () => {
+        console.log(safeText(`Updated ${updated.id}: ${updated.url} (${updated.events.join(', ')}), ${updated.enabled ? 'enabled' : 'disabled'}`));
+        console.log(safeText(`Custom headers: ${headersText(updated.headers) || 'none'}; rate limit: ${updated.rateLimitPerSecond ? `${updated.rateLimitPerSecond} a second` : 'none'}`));
+      });
     }));
   webhooks
     .command('remove')

@@ -27,7 +27,7 @@ const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const shots = path.resolve('test-artifacts/settings');
 /** The screenshots docs/settings.md shows (as docs/img/settings-<name>.png), rewritten only on request. */
 const docShots = process.env.UPDATE_SCREENSHOTS === '1' ? path.resolve('docs/img') : undefined;
-const documented = new Set(['deliveries-failed', 'deliveries-search', 'delivery-redelivered', 'endpoint-add', 'expired-link', 'key-revoke-confirm', 'key-rotated', 'key-shown-once', 'lead-trail', 'lead-trail-mobile', 'link-expiring', 'mobile', 'page', 'recover-count']);
+const documented = new Set(['deliveries-failed', 'deliveries-search', 'delivery-redelivered', 'endpoint-add', 'endpoint-options', 'expired-link', 'key-revoke-confirm', 'key-rotated', 'key-shown-once', 'lead-trail', 'lead-trail-mobile', 'link-expiring', 'mobile', 'page', 'recover-count']);
 const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
 let browser: Browser;
@@ -513,6 +513,62 @@ describe('the settings page, opened from a settings link', () => {
     // B's key and endpoint are untouched.
     expect(await leadEndpointStatus(orgB.key)).toBe(200);
     expect(receiver.on('/other-tenant')).toHaveLength(0);
+  });
+
+  it('Edit endpoint: a custom header and a rate limit; the receiver gets the header, shown masked; 1 a second, no attempt used', async () => {
+    const url = `${receiver.url}/hooks/options`;
+    const secret = await addEndpointInPage(page, url);
+    receiver.script('/hooks/options', secret, { status: 204 });
+    const card = endpointCard(page, url);
+    await button(card, 'Edit').click();
+    const dialog = page.getByRole('dialog', { name: 'Edit endpoint' });
+    await dialog.getByLabel('Header name 1').fill('X-Receiver-Key');
+    await dialog.getByLabel('Header value 1').fill('rk_page_5e4d3c2b1a09f8e7');
+    await button(dialog, 'Add another header').click();
+    await dialog.getByLabel('Header name 2').fill('Webhook-Id');
+    await dialog.getByLabel('Header value 2').fill('forged');
+    await dialog.getByLabel(/Rate limit/).fill('1');
+    await button(dialog, 'Save changes').click();
+    // A reserved name is refused, naming it; the dialog keeps what was typed.
+    await dialog.locator('.form-error', { hasText: '"webhook-id" is reserved' }).waitFor();
+    await button(dialog, 'Remove header row 2').click();
+    expect(await seriousViolations(page)).toEqual([]);
+    await screenshot(page, 'endpoint-options-refused', false);
+    await button(dialog, 'Save changes').click();
+    await dialog.waitFor({ state: 'hidden' });
+    const options = card.locator('[data-testid="endpoint-options"]');
+    await options.waitFor();
+    expect(await options.innerText()).toBe('Custom headers: x-receiver-key · At most 1 delivery a second');
+
+    // Reopened, the header shows masked, never its value.
+    await button(card, 'Edit').click();
+    await dialog.locator('.header-stored', { hasText: 'x-receiver-key' }).waitFor();
+    expect(await dialog.locator('.header-stored').innerText()).toContain('••••f8e7');
+    expect(await page.locator('body').innerText()).not.toContain('rk_page_');
+    expect(await dialog.getByLabel(/Rate limit/).inputValue()).toBe('1');
+    expect(await seriousViolations(page)).toEqual([]);
+    await screenshot(page, 'endpoint-options', false, '#endpoint-dialog');
+    await button(dialog, 'Cancel').click();
+
+    // Three test events at once: the receiver gets the header on each, no faster than 1 a second, each delivered at its first attempt.
+    const endpointId = await card.getAttribute('data-endpoint-id');
+    const sent = await Promise.all([0, 1, 2].map(() => fetchFromPage(page, `api/settings/webhooks/${endpointId}/test`, 'POST', {})));
+    expect(sent.map((s) => s.status)).toEqual([200, 200, 200]);
+    const received = await eventually(async () => { const r = receiver.on('/hooks/options'); return r.length === 3 && r; }, { timeoutMs: 20_000, what: '3 test events received' });
+    for (const r of received) {
+      expect(r.verifyError).toBeUndefined();
+      expect(r.headers['x-receiver-key']).toBe('rk_page_5e4d3c2b1a09f8e7');
+    }
+    const at = received.map((r) => r.at).sort((x, y) => x - y);
+    expect(Math.min(at[1] - at[0], at[2] - at[1])).toBeGreaterThanOrEqual(1000 - 300);
+    const ids = sent.map((s) => (JSON.parse(s.text) as { delivery: { id: string } }).delivery.id);
+    for (const id of ids) {
+      const detail = await eventually(async () => {
+        const d = JSON.parse((await fetchFromPage(page, `api/settings/deliveries/${id}`)).text) as { delivery: { status: string; attemptCount: number } };
+        return d.delivery.status === 'delivered' && d.delivery;
+      }, { what: `delivery ${id} delivered` });
+      expect(detail.attemptCount).toBe(1);
+    }
   });
 });
 

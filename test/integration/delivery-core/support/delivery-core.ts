@@ -22,6 +22,7 @@ import { queues } from '../../../../lib/topology.js';
 import { forgetAllEndpoints } from '../../../../functions/core/delivery/endpoints.js';
 import { forgetFailedHere } from '../../../../functions/core/delivery/circuit-store.js';
 import { forgetSlots } from '../../../../functions/core/delivery/endpoint-concurrency.js';
+import { forgetThrottles } from '../../../../functions/core/delivery/delivery-throttle.js';
 import { MemoryDeliveryQueue, MemoryDeliveryStore } from './memory-delivery.js';
 
 const LANES: [DeliveryQueueName, 'main' | 'slow'][] = [['deliveryQueue', 'main'], ['deliverySlowQueue', 'slow']];
@@ -127,7 +128,7 @@ export class DeliveryCore {
    * The local stack's restart, at any moment (a round may be under way: what it has sent stays
    * sent, but it records, queues and writes nothing more, as a killed process): the SQS emulator's
    * messages are gone, and so is what the process held (its cached endpoints, the failures it saw,
-   * its per-endpoint slots), so a circuit is read from the endpoint item again; pending deliveries
+   * its per-endpoint slots and rate-limit hints), so a circuit is read from the endpoint item again; pending deliveries
    * are queued again from their records.
    */
   async restart(): Promise<number> {
@@ -135,6 +136,7 @@ export class DeliveryCore {
     forgetAllEndpoints();
     forgetFailedHere();
     forgetSlots();
+    forgetThrottles();
     this.queue.clear();
     this.nextSweep = 0;
     return resumePendingDeliveries(this.deps);

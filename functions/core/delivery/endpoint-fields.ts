@@ -1,0 +1,116 @@
+/**
+ * An endpoint's fields as its owner gives them, validated here for the settings API and the CLI
+ * alike (a bad one is a 422 naming it): its URL; custom headers the receiver wants on every
+ * request (its own auth header, say; values kept like signing secrets: only the delivery reads
+ * them back, owners see them masked); at most N deliveries a second (docs/webhooks.md "Custom
+ * headers", "Rate limit").
+ */
+import { isIP } from 'node:net';
+import type { Deps } from '../platform/deps.js';
+import { validationFailed, type FieldError } from '../platform/errors.js';
+import { allowListFor, checkAddress } from './ssrf.js';
+
+/** https only (http on the local stack); no credentials in the URL; IP literals checked now, names at connect time. */
+export function validateUrl(deps: Deps, raw: string): string {
+  const errors: FieldError[] = [];
+  let url: URL | undefined;
+  try {
+    url = new URL(raw);
+  } catch {
+    errors.push({ field: 'url', message: 'must be an absolute URL' });
+  }
+  if (url) {
+    if (url.protocol !== 'https:' && !(url.protocol === 'http:' && deps.settings.local)) errors.push({ field: 'url', message: 'must use https' });
+    if (url.username || url.password) errors.push({ field: 'url', message: 'must not contain credentials' });
+    if (raw.length > 2000) errors.push({ field: 'url', message: 'must be at most 2000 characters' });
+    const host = url.hostname.replace(/^\[|\]$/g, '');
+    if (isIP(host)) {
+      const decision = checkAddress(host, allowListFor(deps.settings));
+      if (decision.blocked) errors.push({ field: 'url', message: `points to a ${decision.reason} address` });
+    }
+  }
+  if (errors.length) throw validationFailed(errors);
+  return url!.toString();
+}
+
+
+/** Custom headers an endpoint may carry, and their bounds (a name is also an attribute name in DynamoDB). */
+export const MAX_CUSTOM_HEADERS = 10;
+export const MAX_HEADER_NAME_LENGTH = 64;
+export const MAX_HEADER_VALUE_LENGTH = 1000;
+/** Deliveries a second an endpoint may be limited to: whole numbers, each one an attribute of its throttle item (delivery-throttle.ts). */
+export const MAX_RATE_LIMIT_PER_SECOND = 100;
+
+/** RFC 9110 §5.6.2 token characters. */
+const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+/** Visible ASCII and spaces/tabs inside (RFC 9110 §5.5 field-value, without obs-text): no CR, LF or other control. */
+const FIELD_VALUE = /^[\x21-\x7e]([\x20-\x7e\t]*[\x21-\x7e])?$/;
+
+/**
+ * Names the delivery sets itself or that steer the connection: a receiver's header must never
+ * replace the signature, the body's framing or the host it is sent to.
+ */
+const RESERVED = new Set([
+  'content-type', 'content-length', 'content-encoding', 'host', 'user-agent', 'connection', 'keep-alive',
+  'transfer-encoding', 'te', 'trailer', 'upgrade', 'expect', 'accept-encoding', 'date',
+]);
+export const reservedHeader = (name: string): boolean =>
+  RESERVED.has(name) || name.startsWith('webhook-') || name.startsWith('proxy-') || name.startsWith(':');
+
+/** A change of custom headers: a name with a value sets it, with null removes it (names are compared in lower case). */
+export type HeaderChanges = Record<string, string | null>;
+
+/** The changes as stored names (lower case); each bad header is an error in `errors`. */
+function headerChanges(input: unknown, errors: FieldError[]): HeaderChanges {
+  const changes: HeaderChanges = {};
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
+    errors.push({ field: 'headers', message: 'must be an object of header name to value (null removes one)' });
+    return changes;
+  }
+  if (Object.keys(input).length > 2 * MAX_CUSTOM_HEADERS) errors.push({ field: 'headers', message: `names at most ${2 * MAX_CUSTOM_HEADERS} headers at once` });
+  for (const [raw, value] of Object.entries(input as Record<string, unknown>)) {
+    const field = `headers.${raw.slice(0, MAX_HEADER_NAME_LENGTH)}`;
+    const name = raw.toLowerCase();
+    if (!TOKEN.test(raw) || raw.length > MAX_HEADER_NAME_LENGTH) errors.push({ field, message: `is not a header name (letters, digits and !#$%&'*+.^_\`|~- only, at most ${MAX_HEADER_NAME_LENGTH})` });
+    else if (reservedHeader(name)) errors.push({ field, message: `"${name}" is reserved: the delivery sets it itself (webhook-*, content-type, content-length, host, user-agent and connection headers cannot be replaced)` });
+    else if (name in changes) errors.push({ field, message: 'is given twice (names are not case-sensitive)' });
+    if (value !== null && typeof value !== 'string') errors.push({ field, message: 'must be text, or null to remove the header' });
+    else if (typeof value === 'string' && (value.length > MAX_HEADER_VALUE_LENGTH || !FIELD_VALUE.test(value))) {
+      errors.push({ field, message: `must be 1 to ${MAX_HEADER_VALUE_LENGTH} printable ASCII characters, without line breaks or leading or trailing spaces` });
+    }
+    changes[name] = value as string | null;
+  }
+  return changes;
+}
+
+/** The headers after the changes; a 422 past MAX_CUSTOM_HEADERS. */
+export function applyHeaderChanges(current: Record<string, string>, changes: HeaderChanges): Record<string, string> {
+  const next = { ...current };
+  for (const [name, value] of Object.entries(changes)) {
+    if (value === null) delete next[name];
+    else next[name] = value;
+  }
+  if (Object.keys(next).length > MAX_CUSTOM_HEADERS) {
+    throw validationFailed([{ field: 'headers', message: `an endpoint has at most ${MAX_CUSTOM_HEADERS} custom headers (it would have ${Object.keys(next).length}); remove one with null` }]);
+  }
+  return next;
+}
+
+/** The options of an endpoint as given (undefined: unchanged), validated together: one 422 lists every bad one. */
+export function validateOptions(input: { headers?: unknown; rateLimitPerSecond?: unknown }): { headers: HeaderChanges; rate?: number | null } {
+  const errors: FieldError[] = [];
+  const headers = input.headers === undefined ? {} : headerChanges(input.headers, errors);
+  const rate = input.rateLimitPerSecond;
+  if (rate !== undefined && rate !== null && (typeof rate !== 'number' || !Number.isInteger(rate) || rate < 1 || rate > MAX_RATE_LIMIT_PER_SECOND)) {
+    errors.push({ field: 'rate_limit_per_second', message: `must be a whole number of deliveries a second from 1 to ${MAX_RATE_LIMIT_PER_SECOND}, or null for no limit` });
+  }
+  if (errors.length) throw validationFailed(errors);
+  return { headers, ...(rate !== undefined ? { rate: rate as number | null } : {}) };
+}
+
+/** A header value as its owner sees it: a long one by its last 4 characters, a short one not at all. */
+export const maskedValue = (value: string): string => (value.length >= 16 ? `••••${value.slice(-4)}` : '••••');
+
+/** The headers as the settings API and the CLI show them: names and masked values. */
+export const maskedHeaders = (headers: Record<string, string> | undefined): Record<string, string> =>
+  Object.fromEntries(Object.entries(headers ?? {}).map(([name, value]) => [name, maskedValue(value)]));
