@@ -31,6 +31,8 @@ export interface StageConfig {
   leadIntakeReservedConcurrency: number;
   /** The delivery function's reserved concurrency; absent: the sum of its mappings' (0: none). */
   deliveryReservedConcurrency?: number;
+  /** The bulk fan-out's reserved concurrency; absent: its mapping's maximum concurrency (0: none). docs/capacity.md. */
+  bulkReservedConcurrency?: number;
   /**
    * The delivery sweeper's reserved concurrency: 1 (absent) runs one sweep at a time, a second
    * overlapping run is refused; 0 reserves none (an account whose limit is 10 can reserve nothing).
@@ -55,6 +57,7 @@ export const stages: Record<string, StageConfig> = {
     // A new account's concurrency limit is 10: nothing reserved.
     leadIntakeReservedConcurrency: 0,
     deliveryReservedConcurrency: 0,
+    bulkReservedConcurrency: 0,
     sweeperReservedConcurrency: 0,
     logRetentionDays: 14,
   },

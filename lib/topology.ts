@@ -103,6 +103,13 @@ export const queues = {
     retentionDays: 14,
     deadLetter: { queue: 'deliveryDlq', maxReceiveCount: MAX_RECEIVES },
   },
+  /** Dead-letter queue of the bulk queue: shares the bulk fan-out failed to record 5 times (re-drive them to the bulk queue). */
+  bulkDlq: { envVar: 'BULK_DLQ_URL', visibilityTimeoutSeconds: 30, retentionDays: 14 },
+  /**
+   * An organization's large share of a stream batch (an import), handed off by the fan-out's lane in
+   * compact messages and recorded by the bulk fan-out (docs/capacity.md "Fan-out lanes"). 6 x its time-out.
+   */
+  bulkQueue: { envVar: 'BULK_QUEUE_URL', visibilityTimeoutSeconds: 180, retentionDays: 14, deadLetter: { queue: 'bulkDlq', maxReceiveCount: 5 } },
   /** On-failure destination of the stream event sources: batches the fan-out gave up on. */
   fanoutFailures: { envVar: 'FANOUT_FAILURES_QUEUE_URL', visibilityTimeoutSeconds: 30, retentionDays: 14 },
 } satisfies Record<string, QueueSpec>;
@@ -207,7 +214,8 @@ export const functions = {
     memoryMb: 512,
     // Routing fields only: the fan-out never reads a signing secret.
     tables: { endpoints: 'readFields', deliveries: 'readWrite' },
-    queues: { deliveryQueue: 'send' },
+    // An organization's large share goes to the bulk queue instead of being recorded in the lane.
+    queues: { deliveryQueue: 'send', bulkQueue: 'send' },
     events: [
       { kind: 'stream', table: 'clients', batchSize: 400, parallelizationFactor: 10, maxRetries: 10, bisectOnError: true, onFailure: 'fanoutFailures' },
       { kind: 'stream', table: 'workOrders', batchSize: 400, parallelizationFactor: 10, maxRetries: 10, bisectOnError: true, onFailure: 'fanoutFailures' },
@@ -226,6 +234,17 @@ export const functions = {
       { kind: 'queue', queue: 'deliveryQueue', batchSize: 10, maxConcurrency: deliveryMaxConcurrency },
       { kind: 'queue', queue: 'deliverySlowQueue', batchSize: 10, maxConcurrency: slowLaneMaxConcurrency },
     ],
+  },
+  bulkFanout: {
+    entry: 'bulk-fanout',
+    description: 'Records and queues the deliveries of an organization\'s large share, handed off by the event fan-out',
+    timeoutSeconds: 30,
+    memoryMb: 512,
+    // The messages carry the planned deliveries (endpoint ids and states): no endpoint read.
+    tables: { deliveries: 'readWrite' },
+    queues: { bulkQueue: 'consume', deliveryQueue: 'send' },
+    // One message (≤ 100 events) per batch; 10 at once: the importer's partition takes ~1,000 WRU/s (docs/capacity.md).
+    events: [{ kind: 'queue', queue: 'bulkQueue', batchSize: 1, maxConcurrency: 10 }],
   },
   deliverySweeper: {
     entry: 'delivery-sweeper',

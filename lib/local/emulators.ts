@@ -14,6 +14,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { enforceVisibilityLimit } from './sqs-strict.js';
 import { makeQueuesFair, type FauxqsStore } from './sqs-fair.js';
+import { makeQueuesDurable, SqsJournal } from './sqs-journal.js';
 import { isLoopbackHost, hostOfRequestHead, foreignHostResponse, foreignHostMessage, listenOnLoopback } from './loopback-host.js';
 import { emulatorCredentials } from '../../functions/core/platform/deps.js';
 
@@ -268,8 +269,12 @@ function packageDir(name: string): string {
   throw new Error(`${name} is not installed: run npm ci`);
 }
 
-/** Starts the fauxqs SQS emulator in this process, bound to 127.0.0.1. In-memory: queues do not survive a restart. */
-export async function startSqsEmulator(options: { port?: number }): Promise<Emulator> {
+/**
+ * Starts the fauxqs SQS emulator in this process, bound to 127.0.0.1. In memory, unless `journal`
+ * names a file: then its messages survive a restart, as on SQS (sqs-journal.ts; the queues are
+ * created again by provisioning, and take their messages back).
+ */
+export async function startSqsEmulator(options: { port?: number; journal?: string }): Promise<Emulator> {
   const { buildApp } = await import('fauxqs');
   const port = await freePort(options.port ?? 0);
   // fauxqs exports its store class only from its dist folder (not its package exports): the store
@@ -282,7 +287,16 @@ export async function startSqsEmulator(options: { port?: number }): Promise<Emul
     if (!isLoopbackHost(request.headers.host, port)) return reply.code(403).header('content-type', 'text/plain').send(foreignHostMessage);
   });
   enforceVisibilityLimit(app); // AWS's cumulative 12 h visibility rule, which fauxqs lacks
-  makeQueuesFair(app, sqsStore); // SQS fair queues: quiet tenants' messages first (delivery/queue.ts sends the group)
+  const groupOf = makeQueuesFair(app, sqsStore); // SQS fair queues: quiet tenants' messages first (delivery/queue.ts sends the group)
+  const journal = options.journal === undefined ? undefined : new SqsJournal(options.journal);
+  if (journal) makeQueuesDurable(sqsStore as never, journal, groupOf);
   await app.listen({ port, host: '127.0.0.1' });
-  return { endpoint: `http://127.0.0.1:${port}`, port, stop: async () => void (await app.close()) };
+  return {
+    endpoint: `http://127.0.0.1:${port}`,
+    port,
+    stop: async () => {
+      await app.close();
+      journal?.close();
+    },
+  };
 }

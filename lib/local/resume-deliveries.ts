@@ -1,10 +1,10 @@
 /**
- * Local stack start, and `crm deliveries requeue-pending` after a restore (docs/operations.md): the
- * old queue is gone (the SQS emulator keeps no messages across restarts), so deliveries
- * left pending by the last run are queued again through the delivery queue's one producer, with the
+ * `crm deliveries requeue-pending` after a restore (docs/operations.md): the restored table's
+ * pending deliveries have no message on the queue, so they are queued again through the delivery queue's one producer, with the
  * rest of their wait (their attempts are counted from their records, since their last re-drive) (a retry due later stays delayed). Those parked in
- * the due index are the sweeper's, which finds them in DynamoDB as on AWS. On AWS the queue keeps
- * its messages: there this full-table scan runs only after a restore, from the CLI.
+ * the due index are the sweeper's, which finds them in DynamoDB as on AWS. The queues keep their
+ * messages across restarts (on AWS, and locally: lib/local/sqs-journal.ts), so this full-table scan
+ * runs only after a restore, from the CLI.
  */
 import type { Deps } from '../../functions/core/platform/deps.js';
 import { sendDeliveryMessages } from '../../functions/core/delivery/queue.js';

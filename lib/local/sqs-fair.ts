@@ -72,7 +72,7 @@ export function fairOrder<T>(ready: readonly T[], tenantOf: (m: T) => string, lo
 }
 
 /** What this module uses of fauxqs's standard queue (fauxqs 1.9: dist/sqs/sqsStore.js). */
-interface FauxqsMessage { messageId: string; body: string }
+interface FauxqsMessage { messageId: string; body: string; messageGroupId?: string }
 interface FauxqsQueue {
   attributes: Record<string, string>;
   messages: FauxqsMessage[];
@@ -100,7 +100,7 @@ class Groups {
   /** Called as fauxqs enqueues a sent message: it takes the group its request named. */
   take(queue: FauxqsQueue, message: FauxqsMessage): void {
     const pending = this.sending.get(queue)?.get(message.body);
-    const group = pending?.shift();
+    const group = pending?.shift() ?? message.messageGroupId; // a message replayed from the journal carries its own (sqs-journal.ts)
     if (pending && pending.length === 0) this.sending.get(queue)!.delete(message.body);
     if (group !== undefined) this.byMessage.set(message.messageId, group);
   }
@@ -182,10 +182,10 @@ const SENDS = new Set(['AmazonSQS.SendMessage', 'AmazonSQS.SendMessageBatch']);
 
 /**
  * Makes every standard queue the store creates fair (FIFO queues keep their own group ordering),
- * and keeps the MessageGroupId of each message sent to one, which fauxqs drops: a send's groups
+ * and keeps the MessageGroupId of each message sent to one (returned: by MessageId), which fauxqs drops: a send's groups
  * are noted by body before fauxqs handles it, and taken as it enqueues each message.
  */
-export function makeQueuesFair(app: FastifyInstance, store: FauxqsStore, now: () => number = Date.now): void {
+export function makeQueuesFair(app: FastifyInstance, store: FauxqsStore, now: () => number = Date.now): (messageId: string) => string | undefined {
   const groups = new Groups();
   const create = store.createQueue.bind(store);
   store.createQueue = (...args: unknown[]) => {
@@ -210,4 +210,5 @@ export function makeQueuesFair(app: FastifyInstance, store: FauxqsStore, now: ()
     // Whatever an enqueue did not take (a refused entry or request) is dropped.
     for (const e of sending?.sends ?? []) if (groups.sending.get(sending!.queue)?.has(e.MessageBody)) groups.forget(sending!.queue, e.MessageBody);
   });
+  return (messageId) => groups.byMessage.get(messageId);
 }

@@ -19,7 +19,6 @@ import { ensureSecretFile, startSecretsStandIn } from './secrets-stand-in.js';
 import { mintSessionToken, MAX_SESSION_TTL_SECONDS } from '../../functions/core/settings/session-token.js';
 import { startEventSources, type AnyHandler } from './event-sources.js';
 import { lambdaEnvironment, applyToProcessEnvironment } from './lambda-environment.js';
-import { resumePendingDeliveries } from './resume-deliveries.js';
 import { seedDemo } from './seed.js';
 
 const REGION = 'us-east-1';
@@ -110,9 +109,6 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     const scheduleIntervalMs = period === undefined ? undefined : () => period;
     running.add(startEventSources({ handlers, provisioned, streams, sqs: deps.sqs, dir, onError: running.onError, scheduleIntervalMs }).stop);
 
-    const resumed = await resumePendingDeliveries(deps);
-    if (resumed > 0) log(`resumed ${resumed} pending deliveries`);
-
     const http = await startHttpServer({ port: options.port ?? 3000, handlers: handlers as Record<string, HttpHandler>, onError: running.onError('http') });
     running.add(() => http.close());
 
@@ -150,7 +146,8 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
 async function startEmulators(options: LocalStackOptions, dir: string, running: Running): Promise<{ dynamodb: string; isolated: boolean; sqs: string }> {
   const dynamo = await startDynamoDbLocal({ port: options.dynamodbPort, inMemory: options.inMemory, dbPath: path.join(dir, 'dynamodb'), socketDir: dir, allowExposed: options.exposeDynamoDb });
   running.add(() => dynamo.stop());
-  const sqs = await startSqsEmulator({ port: options.sqsPort });
+  // Durable like SQS when the tables are (sqs-journal.ts): a killed stack loses no message.
+  const sqs = await startSqsEmulator({ port: options.sqsPort, journal: options.inMemory ? undefined : path.join(dir, 'sqs-journal.jsonl') });
   running.add(() => sqs.stop());
   return { dynamodb: dynamo.endpoint, isolated: dynamo.isolated, sqs: sqs.endpoint };
 }

@@ -29,7 +29,7 @@ export function resolveStage(stage: string, config: StageConfig | undefined, con
   if (account !== 'any' && !/^\d{12}$/.test(account)) throw new StageConfigError(`Invalid account "${account}" for stage "${stage}": 12 digits or 'any'.`);
   if (config.alarmEmail !== undefined && !/^[^@\s]+@[^@\s]+$/.test(config.alarmEmail)) throw new StageConfigError(`Invalid alarmEmail "${config.alarmEmail}" for stage "${stage}".`);
   if (config.pagerEndpoint !== undefined && !/^https:\/\/[^\s]+$/.test(config.pagerEndpoint)) throw new StageConfigError(`Invalid pagerEndpoint for stage "${stage}": an https:// URL.`);
-  const counts = { leadIntakeReservedConcurrency: [0, 1000], deliveryReservedConcurrency: [0, 1000], deliveryMaxConcurrency: [2, 1000] } as const;
+  const counts = { leadIntakeReservedConcurrency: [0, 1000], deliveryReservedConcurrency: [0, 1000], bulkReservedConcurrency: [0, 1000], deliveryMaxConcurrency: [2, 1000] } as const;
   for (const [name, [min, max]] of Object.entries(counts)) {
     const value = config[name as keyof typeof counts];
     if (!whole(value, min, max)) throw new StageConfigError(`Invalid ${name} ${value} for stage "${stage}": a whole number from ${min} to ${max}.`);

@@ -38,7 +38,7 @@ export const api5xxMinRequests = 20;
 
 export type Severity = 'page' | 'ticket';
 /** The functions whose failure pages: callers see it at once (lead intake), or every delivery stops. */
-const pagingFunctions: FunctionName[] = ['leadIntake', 'eventFanout', 'webhookDelivery'];
+const pagingFunctions: FunctionName[] = ['leadIntake', 'eventFanout', 'bulkFanout', 'webhookDelivery'];
 
 export interface CrmAlarmsProps {
   stage: string;
@@ -140,6 +140,11 @@ export class CrmAlarms extends Construct {
     // A sweeper that does not run at all publishes no lag: missing invocations are the alarm here.
     this.add('page', 'DueSweepNotRunning', 'The delivery sweeper has not run for 15 minutes (its schedule rule disabled or its invoke permission gone): parked webhook retries are not being re-queued.',
       functions.deliverySweeper.metricInvocations({ period: Duration.minutes(15), statistic: 'Sum' }), { threshold: 1, below: true });
+    // The bulk queue holds the only copy of an import's share (the lane has moved past it): a dead letter is a loss until re-driven.
+    this.add('page', 'BulkDeadLetters', 'The bulk fan-out gave up on an organization\'s large share (5 receives): its webhooks are not recorded. Fix the cause (its log), then move the bulk dead-letter queue back to the bulk queue (StartMessageMoveTask; docs/deploy.md).',
+      sent('bulkDlq', fiveMinutes), { threshold: 1 });
+    this.add('page', 'BulkOldestMessageAge', 'The oldest bulk message is over 15 minutes old: an import\'s webhooks are late (the bulk fan-out is throttled, failing or not consuming).',
+      queues.bulkQueue.metricApproximateAgeOfOldestMessage({ period: fiveMinutes, statistic: 'Maximum' }), { threshold: 15 * 60, above: true });
     this.add('page', 'FanoutIteratorAge', 'The fan-out is more than 5 minutes behind the table streams: events are late (records older than 24 h are lost).',
       functions.eventFanout.metric('IteratorAge', { period: fiveMinutes, statistic: 'Maximum' }), { threshold: 5 * 60_000, above: true });
     // A share, not a count: 5 errors are nothing at 10,000 requests and everything at 10.

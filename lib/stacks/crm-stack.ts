@@ -37,17 +37,24 @@ const functionSpecs: Record<FunctionName, FunctionSpec> = functions;
 const secretSpecs: Record<SecretName, SecretSpec> = secrets;
 const keyType = (t: 'S' | 'N') => (t === 'S' ? dynamodb.AttributeType.STRING : dynamodb.AttributeType.NUMBER);
 
-type Concurrency = Pick<StageConfig, 'deliveryMaxConcurrency' | 'deliveryReservedConcurrency'>;
+type Concurrency = Pick<StageConfig, 'deliveryMaxConcurrency' | 'deliveryReservedConcurrency' | 'bulkReservedConcurrency'>;
 /** An SQS event source's MaximumConcurrency: the topology's, or the stage's for the main delivery lane. */
 const mappingConcurrency = (source: Extract<EventSourceSpec, { kind: 'queue' }>, config: Concurrency) =>
   source.queue === 'deliveryQueue' ? config.deliveryMaxConcurrency ?? source.maxConcurrency : source.maxConcurrency;
 
-/** The delivery function's reserved concurrency: at least the sum of its mappings' (0: none reserved). */
-export function deliveryReservedConcurrency(config: Concurrency): number {
-  const mappings = functions.webhookDelivery.events.reduce((sum, source) => sum + (source.kind === 'queue' ? mappingConcurrency(source, config) : 0), 0);
-  const reserved = config.deliveryReservedConcurrency ?? mappings;
+/** The queue-fed functions whose concurrency is reserved, with the stage setting that may change it. */
+const queueFed = {
+  webhookDelivery: { setting: 'deliveryReservedConcurrency', what: 'the delivery function' },
+  bulkFanout: { setting: 'bulkReservedConcurrency', what: 'the bulk fan-out' },
+} as const;
+
+/** A queue-fed function's reserved concurrency: at least the sum of its mappings' (0: none reserved), as AWS advises for SQS event sources. */
+export function reservedConcurrency(name: keyof typeof queueFed, config: Concurrency): number {
+  const { setting, what } = queueFed[name];
+  const mappings = functionSpecs[name].events.reduce((sum, source) => sum + (source.kind === 'queue' ? mappingConcurrency(source, config) : 0), 0);
+  const reserved = config[setting] ?? mappings;
   if (reserved !== 0 && reserved < mappings) {
-    throw new Error(`deliveryReservedConcurrency ${reserved} is below the delivery function's event sources' maximum concurrency (${mappings} in all): reserve at least that, or 0 for none (docs/capacity.md).`);
+    throw new Error(`${setting} ${reserved} is below ${what}'s event sources' maximum concurrency (${mappings} in all): reserve at least that, or 0 for none (docs/capacity.md).`);
   }
   return reserved;
 }
@@ -110,8 +117,10 @@ export class CrmStack extends Stack {
     }
     // Lead intake keeps its headroom whatever deliveries do (docs/capacity.md).
     if (config.leadIntakeReservedConcurrency > 0) this.reserve('leadIntake', config.leadIntakeReservedConcurrency);
-    const deliveryReserved = deliveryReservedConcurrency(config);
-    if (deliveryReserved > 0) this.reserve('webhookDelivery', deliveryReserved);
+    for (const name of Object.keys(queueFed) as (keyof typeof queueFed)[]) {
+      const reserved = reservedConcurrency(name, config);
+      if (reserved > 0) this.reserve(name, reserved);
+    }
 
     // 'Default' adds nothing to its children's logical ids: the API keeps its id (and URL) across this split.
     this.api = new CrmApi(this, 'Default', { stage, functions: this.functions, logRetention: config.logRetentionDays as number }).api;

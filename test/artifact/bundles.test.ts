@@ -10,7 +10,9 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
-import type { DynamoDBBatchResponse } from 'aws-lambda';
+import type { DynamoDBBatchResponse, SQSBatchResponse } from 'aws-lambda';
+import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
+import { bulkMessages } from '../../functions/core/events/bulk-share.js';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { functions, secretName, secrets, type FunctionName, type QueueName, type SecretName, type TableName } from '../../lib/topology.js';
 import { createDeps, type Deps } from '../../functions/core/platform/deps.js';
@@ -140,6 +142,7 @@ describe('the bundles against the local emulators', () => {
   let apiKey: string;
   let organizationId: string;
   let endpointPath: string;
+  let endpointId: string;
 
   beforeAll(async () => {
     await receiver.start();
@@ -156,7 +159,8 @@ describe('the bundles against the local emulators', () => {
     const org = await createOrganization(deps, { name: 'Artifact Plumbing', plan: 'pro' });
     organizationId = org.id;
     apiKey = (await createApiKey(deps, org.id, 'artifact')).key;
-    const { secret } = await addEndpoint(deps, org.id, { url: receiver.url + '/hook', events: 'client.created' });
+    const { secret, endpoint } = await addEndpoint(deps, org.id, { url: receiver.url + '/hook', events: 'client.created' });
+    endpointId = endpoint.id;
     endpointPath = new URL(receiver.script('/hook', secret, { status: 204 })).pathname;
   });
 
@@ -239,4 +243,16 @@ describe('the bundles against the local emulators', () => {
       streams.destroy();
     }
   }, 40_000);
+
+  it('the bulk fan-out bundle records and queues an import’s bulk message: its deliveries in the deliveries table, their messages on the delivery queue (after the lead, whose pollers are stopped)', async () => {
+    const events = ['cli_bulk1', 'cli_bulk2'].map((id) => ({ id: `evt_artifact_${id}`, type: 'client.created', organization_id: organizationId, created_at: new Date().toISOString(), data: { object: { id } } }));
+    const [message] = bulkMessages(events.map((event) => ({ event: event as never, endpoint: { id: endpointId, enabled: true } })));
+    const response = await containers.bulkFanout.invoke<SQSBatchResponse>({ Records: [{ messageId: 'm-1', receiptHandle: 'r-1', body: JSON.stringify(message), attributes: {}, eventSource: 'aws:sqs' }] });
+    expect(response).toEqual({ batchItemFailures: [] });
+    const recorded = (await listDeliveries(deps, organizationId)).filter((d) => d.eventId.startsWith('evt_artifact_cli_bulk'));
+    expect(recorded.map((d) => [d.eventId, d.status]).sort()).toEqual(events.map((e) => [e.id, 'pending']));
+    // Visible, or taken by the stopped poller's last long poll (the emulator may answer it after the client gave up).
+    const { Attributes = {} } = await deps.sqs.send(new GetQueueAttributesCommand({ QueueUrl: provisioned.queues.deliveryQueue, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'] }));
+    expect(Number(Attributes.ApproximateNumberOfMessages) + Number(Attributes.ApproximateNumberOfMessagesNotVisible)).toBeGreaterThanOrEqual(2);
+  });
 });

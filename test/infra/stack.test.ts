@@ -174,7 +174,7 @@ describe('the CDK stack', () => {
       VisibilityTimeout: queues.deliverySlowQueue.visibilityTimeoutSeconds,
       RedrivePolicy: { deadLetterTargetArn: { 'Fn::GetAtt': [queueRef('deliveryDlq'), 'Arn'] }, maxReceiveCount: 10 },
     });
-    template.resourceCountIs('AWS::Lambda::EventSourceMapping', 4);
+    template.resourceCountIs('AWS::Lambda::EventSourceMapping', 5); // + the bulk queue's (below)
   });
 
   it('lets lead intake write clients but never send to a queue or touch deliveries', () => {
@@ -566,7 +566,7 @@ describe('the CDK stack', () => {
 
   it('alarms on the rate of new dead letters by cause, never on the depth (a receiver dead for days would keep it red for ever), and on the delivery failure rate and function errors', () => {
     // No alarm on what a parking queue holds.
-    for (const queue of ['deliveryDlq', 'fanoutFailures'] as const) {
+    for (const queue of ['deliveryDlq', 'fanoutFailures', 'bulkDlq'] as const) {
       expect(alarmsOf().filter((a) => JSON.stringify(a.Dimensions) === JSON.stringify(queueDimension(queue)) && a.MetricName !== 'NumberOfMessagesSent')).toEqual([]);
     }
     // Exhausted deliveries (sent there by the delivery function): a ticket per hour's worth, a page for a surge.
@@ -581,6 +581,12 @@ describe('the CDK stack', () => {
     for (const name of Object.keys(functions) as FunctionName[]) {
       expect(alarmOn('Errors', [{ Name: 'FunctionName', Value: { Ref: logicalId(stack.functions[name]) } }])).toHaveLength(1);
     }
+  });
+
+  it('alarms on the bulk path: a page on the first bulk dead letter (the only copy of an import\'s share) and on a bulk message 15 minutes old', () => {
+    expect(alarmOn('NumberOfMessagesSent', queueDimension('bulkDlq'))).toEqual([expect.objectContaining({ AlarmName: 'Crm-test-BulkDeadLetters', Statistic: 'Sum', Period: 300, Threshold: 1 })]);
+    expect(alarmOn('ApproximateAgeOfOldestMessage', queueDimension('bulkQueue'))).toEqual([expect.objectContaining({ AlarmName: 'Crm-test-BulkOldestMessageAge', Threshold: 900 })]);
+    expect(alarmNamed('BulkDeadLetters').AlarmDescription).toMatch(/^\[page\]/);
   });
 
   it('alarms on 5xx as a share of the API\'s requests, over a minimum of requests (5 errors are nothing at 10,000 and everything at 10)', () => {
@@ -772,6 +778,44 @@ describe('the stage configuration (lib/stages.ts)', () => {
     const devTemplate = Template.fromStack(dev.stack);
     for (const fn of Object.values(devTemplate.findResources('AWS::Lambda::Function'))) expect(fn.Properties.ReservedConcurrentExecutions).toBeUndefined();
     devTemplate.allResourcesProperties('AWS::Logs::LogGroup', { RetentionInDays: stages.dev.logRetentionDays });
+  });
+});
+
+describe('the bulk path: an organization\'s large share of a stream batch (docs/capacity.md "Fan-out lanes")', () => {
+  it('has a bulk queue fed to the bulk fan-out one message at a time, with partial batch responses and bounded concurrency, its visibility ≥ 6 × the consumer\'s time-out', () => {
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      FunctionName: { Ref: logicalId(stack.functions.bulkFanout) },
+      EventSourceArn: { 'Fn::GetAtt': [queueRef('bulkQueue'), 'Arn'] },
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+      BatchSize: 1,
+      ScalingConfig: { MaximumConcurrency: 10 },
+    });
+    expect(queues.bulkQueue.visibilityTimeoutSeconds).toBeGreaterThanOrEqual(6 * functions.bulkFanout.timeoutSeconds);
+    expect(template.findResources('AWS::SQS::Queue')[queueRef('bulkQueue')].Properties).toMatchObject({
+      VisibilityTimeout: queues.bulkQueue.visibilityTimeoutSeconds,
+      RedrivePolicy: { deadLetterTargetArn: { 'Fn::GetAtt': [queueRef('bulkDlq'), 'Arn'] }, maxReceiveCount: 5 },
+    });
+    // The dead-letter queue holds the only copy of the share: kept with the stack (its alarms: "alarms on the bulk path" below).
+    expect(template.findResources('AWS::SQS::Queue')[queueRef('bulkDlq')].DeletionPolicy).toBe('Retain');
+  });
+
+  it('lets the fan-out only send to the bulk queue, and the bulk fan-out only consume it, write delivery records and send to the delivery queue: no endpoints, no CRM tables, no dead letters', () => {
+    expect(actionsOn('eventFanout', queueRef('bulkQueue'))).toEqual(['sqs:SendMessage']);
+    expect(actionsOn('bulkFanout', queueRef('bulkQueue')).sort()).toEqual(['sqs:DeleteMessage', 'sqs:GetQueueAttributes', 'sqs:ReceiveMessage']);
+    expect(actionsOn('bulkFanout', queueRef('deliveryQueue'))).toEqual(['sqs:SendMessage']);
+    expect(actionsOn('bulkFanout', tableRef('deliveries'))).toEqual(expect.arrayContaining(['dynamodb:BatchGetItem', 'dynamodb:BatchWriteItem']));
+    for (const table of ['endpoints', 'clients', 'workOrders', 'organizations'] as const) expect(actionsOn('bulkFanout', tableRef(table))).toEqual([]);
+    for (const queue of ['bulkDlq', 'deliveryDlq', 'deliverySlowQueue', 'fanoutFailures'] as const) expect(actionsOn('bulkFanout', queueRef(queue))).toEqual([]);
+    // Nobody else touches the bulk queue.
+    const bound = (Object.keys(functions) as FunctionName[]).filter((name) => actionsOn(name, queueRef('bulkQueue')).length > 0);
+    expect(bound.sort()).toEqual(['bulkFanout', 'eventFanout']);
+  });
+
+  it('reserves the bulk fan-out at least its mapping\'s maximum concurrency (a stage may set more, or 0 for none; less is refused)', () => {
+    expect(functionProps('bulkFanout').ReservedConcurrentExecutions).toBe(10);
+    expect(functionPropsOf(build({}, { bulkReservedConcurrency: 20 }).stack, 'bulkFanout').ReservedConcurrentExecutions).toBe(20);
+    expect(() => build({}, { bulkReservedConcurrency: 5 })).toThrow(/bulkReservedConcurrency 5 is below the bulk fan-out's event sources' maximum concurrency \(10 in all\)/);
+    expect(functionPropsOf(build({}, { bulkReservedConcurrency: 0 }).stack, 'bulkFanout').ReservedConcurrentExecutions).toBeUndefined();
   });
 });
 

@@ -103,8 +103,10 @@ export async function sendToDeadLetters(deps: Deps, message: DeliveryMessage): P
 /** A delivery record as stored: its payload is its event's (store.ts). */
 type StoredDelivery = Omit<DeliveryRecord, 'payload'> & Record<string, unknown>;
 
+/** What recording a delivery reads of its endpoint: which one, and whether it is enabled (as the fan-out read it). */
+export type EndpointState = Pick<WebhookEndpoint, 'id' | 'enabled' | 'disabledReason'>;
 /** One delivery to record: an event for one endpoint subscribed to it. */
-export interface PlannedDelivery { event: EventPayload; endpoint: WebhookEndpoint }
+export interface PlannedDelivery { event: EventPayload; endpoint: EndpointState }
 
 /** Recorded deliveries: the messages to send, then the events' payload items to write (queueDeliveries). */
 export interface RecordedDeliveries { messages: DeliveryMessage[]; events: Record<string, unknown>[] }

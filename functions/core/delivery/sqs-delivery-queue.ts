@@ -10,36 +10,16 @@ import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import type { Deps } from '../platform/deps.js';
 import type { DeliveryMessage } from '../platform/model.js';
 import type { DeliveryQueue } from './delivery-state.js';
+import { inSqsBatches } from '../platform/batches.js';
 
 /** SQS's DelaySeconds maximum. */
 export const MAX_QUEUE_DELAY_SECONDS = 900;
-/** SendMessageBatch takes at most 10 messages and 256 KiB of bodies (with attributes) in all (BatchRequestTooLong). */
-const MAX_BATCH_BYTES = 256 * 1024;
-
 type Entry = { message: DeliveryMessage; delaySeconds: number };
-
-/** Entries in consecutive SendMessageBatch groups: at most 10 each, and within the batch payload limit. */
-function sqsBatches(entries: Entry[]): Entry[][] {
-  const batches: Entry[][] = [];
-  let size = 0;
-  for (const e of entries) {
-    const bytes = Buffer.byteLength(JSON.stringify(e.message)) + 64; // + the entry's id and delay
-    const last = batches.at(-1);
-    if (!last || last.length >= 10 || size + bytes > MAX_BATCH_BYTES) {
-      batches.push([e]);
-      size = bytes;
-    } else {
-      last.push(e);
-      size += bytes;
-    }
-  }
-  return batches;
-}
 
 export function sqsDeliveryQueue(deps: Deps): DeliveryQueue {
   return {
     async send(queue, entries) {
-      await Promise.all(sqsBatches(entries).map(async (batch) => {
+      await Promise.all(inSqsBatches(entries, (e: Entry) => Buffer.byteLength(JSON.stringify(e.message))).map(async (batch) => {
         const out = await deps.sqs.send(new SendMessageBatchCommand({
           QueueUrl: deps.queues[queue],
           Entries: batch.map(({ message, delaySeconds }, n) => {

@@ -2,7 +2,8 @@
  * Fan-out (docs/events.md, docs/webhooks.md): stream changes → events → one delivery per subscribed endpoint of the
  * event's organization. Each delivery has an id derived from (event id, endpoint id); a whole
  * batch's records are written together (delivery/queue.ts recordDeliveries: BatchWriteItem after
- * one BatchGetItem, so a re-processed batch creates nothing twice), then queued. Events for a
+ * one BatchGetItem, so a re-processed batch creates nothing twice), then queued; an organization's
+ * large share is handed to the bulk queue and recorded there the same way (bulk-share.ts). Events for a
  * disabled endpoint are recorded as skipped; payloads too big for the queue are recorded as failed
  * with the reason, never retried in a loop.
  */
@@ -13,6 +14,7 @@ import { currentEndpoints } from '../delivery/endpoints.js';
 import { queueDeliveries, recordDeliveries, type PlannedDelivery } from '../delivery/queue.js';
 import { logger, metrics } from '../platform/observability.js';
 import { derive } from './derive.js';
+import { fitsBulkMessage, handOff } from './bulk-share.js';
 import type { StreamChange } from './stream-changes.js';
 import { isSubscribed } from '../delivery/subscriptions.js';
 
@@ -35,26 +37,29 @@ function reportTenantMismatch(change: StreamChange, organizationId: string | und
   metrics.addMetric('TenantMismatch', MetricUnit.Count, 1);
 }
 
-/** An organization with at least this many deliveries in one batch has them recorded and queued on their own. */
+/** An organization with at least this many deliveries in one batch has them handed to the bulk queue. */
 export const LARGE_SHARE = 25;
 
 /**
- * The batch's deliveries in shares recorded and queued at once: each organization with a large
- * share (an import, a nightly sync) on its own, everybody else's together. Another organization's
- * change in the same batch (one in ten shares the importer's lane: docs/capacity.md "Fan-out
- * lanes") is then queued without waiting for the import's hundreds of writes; each organization's
- * deliveries stay in one share, in order. A share of 25 or more fills a BatchWriteItem anyway.
+ * The batch's deliveries split between the lane and the bulk queue (bulk-share.ts): each
+ * organization with a large share (an import, a nightly sync) is handed off, one share per
+ * organization, in order; everybody else's deliveries, and any event too big for a bulk message,
+ * are recorded in the lane. Another organization's change in the same batch (one in ten shares the
+ * importer's lane: docs/capacity.md "Fan-out lanes") is then queued without waiting for the
+ * import's writes, and the lane keeps pace with the import.
  */
-export function shares(planned: PlannedDelivery[]): PlannedDelivery[][] {
-  const byOrg = new Map<string, PlannedDelivery[]>();
+export function shares(planned: PlannedDelivery[]): { lane: PlannedDelivery[]; bulk: PlannedDelivery[][] } {
+  const count = new Map<string, number>();
+  for (const p of planned) count.set(p.event.organization_id, (count.get(p.event.organization_id) ?? 0) + 1);
+  const bulk = new Map<string, PlannedDelivery[]>();
+  const lane: PlannedDelivery[] = [];
   for (const p of planned) {
     const org = p.event.organization_id;
-    if (byOrg.has(org)) byOrg.get(org)!.push(p);
-    else byOrg.set(org, [p]);
+    if (count.get(org)! < LARGE_SHARE || !fitsBulkMessage(p.event)) lane.push(p);
+    else if (bulk.has(org)) bulk.get(org)!.push(p);
+    else bulk.set(org, [p]);
   }
-  const large = [...byOrg.values()].filter((share) => share.length >= LARGE_SHARE);
-  const rest = [...byOrg.values()].filter((share) => share.length < LARGE_SHARE).flat();
-  return [...large, ...(rest.length > 0 ? [rest] : [])];
+  return { lane, bulk: [...bulk.values()] };
 }
 
 /** `failedFrom`: the sequence number of the first change whose work did not complete. */
@@ -62,8 +67,8 @@ export interface FanOutResult { failedFrom?: string }
 
 /**
  * The stream batch's work. Each organization's endpoints are read once; the deliveries of every
- * change up to the first whose endpoints could not be read are recorded and queued in shares
- * (`shares`), in batches of 10. If that fails, the whole batch is reported failed (the event source retries it;
+ * change up to the first whose endpoints could not be read are recorded and queued in the lane,
+ * or handed to the bulk queue (`shares`). If that fails, the whole batch is reported failed (the event source retries it;
  * redoing it creates nothing twice); if an endpoint read failed, the batch is reported failed
  * from that change on.
  */
@@ -91,8 +96,9 @@ export async function fanOut(deps: Deps, changes: StreamChange[]): Promise<FanOu
   // Record and queue what the changes before the first failure produced (changes after it will be redone).
   const firstFailed = work.findIndex((w) => !w.ok);
   const done = firstFailed === -1 ? work : work.slice(0, firstFailed);
+  const { lane, bulk } = shares(done.flatMap((w) => w.planned));
   try {
-    await Promise.all(shares(done.flatMap((w) => w.planned)).map(async (share) => queueDeliveries(deps, await recordDeliveries(deps, share))));
+    await Promise.all([handOff(deps, bulk), (async () => queueDeliveries(deps, await recordDeliveries(deps, lane)))()]);
   } catch (error) {
     logger.error('recording or queuing deliveries failed', { error: error as Error });
     return changes[0] ? { failedFrom: changes[0].sequenceNumber } : {};

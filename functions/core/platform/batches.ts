@@ -4,3 +4,24 @@ export function inBatches<T>(items: readonly T[], size: number): T[][] {
   for (let i = 0; i < items.length; i += size) batches.push(items.slice(i, i + size));
   return batches;
 }
+
+/** SendMessageBatch takes at most 10 messages and 256 KiB of bodies (with attributes) in all (BatchRequestTooLong). */
+const MAX_SQS_BATCH_BYTES = 256 * 1024;
+
+/** `items` in consecutive SendMessageBatch groups: at most 10 each, and their `bytesOf` within the batch payload limit. */
+export function inSqsBatches<T>(items: readonly T[], bytesOf: (item: T) => number): T[][] {
+  const batches: T[][] = [];
+  let size = 0;
+  for (const item of items) {
+    const bytes = bytesOf(item) + 64; // + the entry's id and attributes
+    const last = batches.at(-1);
+    if (!last || last.length >= 10 || size + bytes > MAX_SQS_BATCH_BYTES) {
+      batches.push([item]);
+      size = bytes;
+    } else {
+      last.push(item);
+      size += bytes;
+    }
+  }
+  return batches;
+}

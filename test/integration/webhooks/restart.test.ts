@@ -1,12 +1,14 @@
 /**
  * Fault test: the whole local stack (stream pollers, SQS emulator, queue pollers, functions) is
  * killed in the middle of an import and started again on the same data. Every event must end
- * delivered, none lost; duplicates, if any, carry the same webhook-id. The delivery core's own
+ * delivered, none lost; duplicates, if any, carry the same webhook-id. The kill falls after the
+ * fan-out handed the import to the bulk queue and before the bulk fan-out recorded all of it: the
+ * messages must survive the kill, as on SQS (lib/local/sqs-journal.ts). The delivery core's own
  * restarts (a burst cut off mid-round, a parked retry outliving a restart) run on the in-memory
  * port: delivery-core/restart.test.ts.
  */
 import { describe, it, expect, afterAll } from '@jest/globals';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createOrganization } from '../../../functions/core/tenancy/organizations.js';
@@ -28,6 +30,22 @@ const stack = new RestartableStack(dir, testSettings);
 const start = () => stack.start();
 const stop = (signal?: 'SIGTERM' | 'SIGKILL') => stack.stop(signal);
 
+/** The bulk queue's messages sent and not deleted, as the local SQS's journal holds them. */
+function handedOffNotDone(queueUrl: string): number {
+  const file = path.join(dir, 'sqs-journal.jsonl');
+  if (!existsSync(file)) return 0;
+  const queue = queueUrl.split('/').at(-1);
+  const live = new Map<string, string>();
+  for (const text of readFileSync(file, 'utf8').split('\n')) {
+    try {
+      const line = JSON.parse(text) as { put?: string; message?: { messageId: string }; deleted?: string };
+      if (line.put) live.set(line.message!.messageId, line.put);
+      else if (line.deleted) live.delete(line.deleted);
+    } catch { /* the line being written */ }
+  }
+  return [...live.values()].filter((q) => q === queue).length;
+}
+
 afterAll(async () => {
   await stop();
   await receiver.stop();
@@ -35,11 +53,11 @@ afterAll(async () => {
 });
 
 describe('a restart in the middle of delivering', () => {
-  it('an import killed mid-way (SIGKILL: no batch finished, no checkpoint written) loses nothing: every imported client’s client.created ends delivered', async () => {
+  it('an import killed mid-way (SIGKILL: no batch under way finishes or writes its checkpoint) loses nothing: every imported client’s client.created ends delivered, the bulk queue’s waiting messages included', async () => {
     await stop();
     if (!receiverStarted) await receiver.start();
     receiverStarted = true;
-    let { deps } = await start();
+    let { deps, info } = await start();
     const org = await createOrganization(deps, { name: 'Import Co' });
     const { endpoint, secret } = await addEndpoint(deps, org.id, { url: 'http://127.0.0.1:9/x', events: 'client.created' });
     await updateEndpoint(deps, org.id, endpoint.id, { url: receiver.script('/import', secret, { status: 204, delayMs: 20 }) });
@@ -52,11 +70,14 @@ describe('a restart in the middle of delivering', () => {
         PutRequest: { Item: { ...keys.client(org.id, id), entity: 'client', id, organization_id: org.id, status: 'lead', first_name: 'Imported', sms_consent: false, created_at: at, updated_at: at } },
       })) } }));
     }
-    await eventually(async () => receiver.on('/import').length >= 20, { what: 'the first deliveries of the import' });
+    // Killed once deliveries arrive while part of the import still waits in the bulk queue.
+    await eventually(async () => receiver.on('/import').length >= 1 && handedOffNotDone(info.queues.bulkQueue) > 0,
+      { what: 'the first deliveries, with bulk messages still waiting', intervalMs: 20 });
     await stop('SIGKILL');
+    expect(handedOffNotDone(info.queues.bulkQueue)).toBeGreaterThan(0);
     expect(receiver.on('/import').length).toBeLessThan(total);
 
-    ({ deps } = await start());
+    ({ deps, info } = await start());
     const delivered = await eventually(async () => {
       const list = await listDeliveries(deps, org.id, { limit: 1000 });
       return list.length === total && list.every((d) => d.status === 'delivered') ? list : undefined;

@@ -1,7 +1,7 @@
 /**
  * The fan-out's handling of a record whose organization_id disagrees with its partition key: no
  * event, and an alarmable trace (a `TenantMismatch` metric, flushed, and a log line without PII).
- * Such a record needs no table or queue, so none is given.
+ * Such a record needs no table or queue, so none is given. Then the hand-off decision (`shares`).
  */
 import { describe, it, expect, jest, afterEach } from '@jest/globals';
 import type { Deps } from '../../../functions/core/platform/deps.js';
@@ -45,20 +45,28 @@ describe.each(['aws', 'local'] as Shape[])('a %s record filed under another orga
   });
 });
 
-describe('the shares a batch’s deliveries are recorded and queued in', () => {
-  const planned = (org: string, n: number) => Array.from({ length: n }, (_, i) => ({ event: { id: `evt_${org}_${i}`, organization_id: org }, endpoint: { id: 'ep' } }) as never);
-  const orgsOf = (share: { event: { organization_id: string; id: string } }[]) => [...new Set(share.map((p) => p.event.organization_id))];
+describe('the hand-off decision: which deliveries of a batch the lane records and which go to the bulk queue', () => {
+  const event = (org: string, i: number, data = {}) => ({ id: `evt_${org}_${i}`, organization_id: org, data }) as never;
+  const planned = (org: string, n: number) => Array.from({ length: n }, (_, i) => ({ event: event(org, i), endpoint: { id: 'ep', enabled: true } }));
+  const ids = (share: { event: { id: string } }[]) => share.map((p) => p.event.id);
 
-  it('puts an organization with 25 or more deliveries in a share of its own, everybody else’s together, each in order', () => {
-    const batch = [...planned('importer', 30), ...planned('a', 1), ...planned('b', 24), ...planned('sync', 25), ...planned('a', 1)];
-    const out = shares(batch);
-    expect(out.map(orgsOf)).toEqual([['importer'], ['sync'], ['a', 'b']]);
-    expect(out[2].filter((p: { event: { organization_id: string } }) => p.event.organization_id === 'a').map((p: { event: { id: string } }) => p.event.id)).toEqual(['evt_a_0', 'evt_a_0']);
-    expect(out.flat()).toHaveLength(batch.length);
+  it('hands off each organization with 25 or more deliveries as a share of its own, in order; everybody else’s stay in the lane, in order', () => {
+    const batch = [...planned('importer', 30), ...planned('a', 1), ...planned('b', 24), ...planned('sync', 25), ...planned('a', 2).slice(1)];
+    const { lane, bulk } = shares(batch);
+    expect(bulk.map(ids)).toEqual([ids(planned('importer', 30)), ids(planned('sync', 25))]);
+    expect(ids(lane)).toEqual([...ids(planned('a', 1)), ...ids(planned('b', 24)), 'evt_a_1']);
+    expect(lane.length + bulk.flat().length).toBe(batch.length);
   });
 
-  it('keeps a batch of small shares as one (one BatchWriteItem for many organizations)', () => {
-    expect(shares([...planned('a', 3), ...planned('b', 3)]).map(orgsOf)).toEqual([['a', 'b']]);
-    expect(shares([])).toEqual([]);
+  it('keeps a batch of small shares in the lane (one BatchWriteItem for many organizations), and hands off nothing', () => {
+    expect(shares([...planned('a', 3), ...planned('b', 3)])).toEqual({ lane: [...planned('a', 3), ...planned('b', 3)], bulk: [] });
+    expect(shares([])).toEqual({ lane: [], bulk: [] });
+  });
+
+  it('keeps in the lane an event too big for a bulk message (recorded there as too big for the queue), the rest of its share handed off', () => {
+    const big = { event: event('importer', 99, { object: { notes: 'x'.repeat(70 * 1024) } }), endpoint: { id: 'ep', enabled: true } };
+    const { lane, bulk } = shares([...planned('importer', 30), big]);
+    expect(ids(lane)).toEqual(['evt_importer_99']);
+    expect(bulk.map(ids)).toEqual([ids(planned('importer', 30))]);
   });
 });

@@ -1,0 +1,7 @@
+/** Bulk queue → the recorded and queued deliveries of an organization's large share (functions/core/events/bulk-share.ts). */
+import type { SQSEvent, SQSBatchResponse } from 'aws-lambda';
+import { lambdaDeps } from '../core/platform/deps.js';
+import { fanOutBulkBatch } from './sqs-batch.js';
+import { instrumented } from '../edge/lambda-edge.js';
+
+export const handler = instrumented(async (event: SQSEvent): Promise<SQSBatchResponse> => fanOutBulkBatch(await lambdaDeps(), event.Records));

@@ -1,0 +1,22 @@
+/**
+ * The bulk fan-out's edge: Lambda's SQS batch in, partial batch response out. A message whose
+ * deliveries could not all be recorded and queued is reported failed and received again (a repeat
+ * creates nothing twice); after the queue's maxReceiveCount it moves to the bulk dead-letter queue.
+ */
+import type { SQSBatchResponse, SQSRecord } from 'aws-lambda';
+import type { Deps } from '../core/platform/deps.js';
+import { fanOutBulk } from '../core/events/bulk-share.js';
+import { logger, withMetrics } from '../core/platform/observability.js';
+
+export const fanOutBulkBatch = withMetrics(async (deps: Deps, records: SQSRecord[]): Promise<SQSBatchResponse> => {
+  const failed = await Promise.all(records.map(async (record) => {
+    try {
+      await fanOutBulk(deps, record.body);
+      return undefined;
+    } catch (error) {
+      logger.error('bulk share not recorded', { messageId: record.messageId, error: error as Error });
+      return { itemIdentifier: record.messageId };
+    }
+  }));
+  return { batchItemFailures: failed.filter((f) => f !== undefined) };
+});
