@@ -24,7 +24,7 @@ import { parseLead } from '../functions/core/intake/lead-schema.js';
 import { recordRequest } from '../functions/core/tenancy/request-log.js';
 import type { Deps } from '../functions/core/platform/deps.js';
 import { newId } from '../functions/core/platform/ids.js';
-import { edgeKeyLimitPerMinute } from '../lib/topology.js';
+import { wafKeyLimitPerMinute } from '../functions/front-door/waf.js';
 
 const { values } = parseArgs({ options: { connections: { type: 'string', default: '16' }, seconds: { type: 'string', default: '10' }, keys: { type: 'string', default: '50' } } });
 const connections = Number(values.connections);
@@ -64,7 +64,7 @@ async function writeUnitsPerLead(deps: Deps, info: LocalStackInfo, billing: 'non
     }
     return out;
   }, { step: 'initialize', name: 'consumedCapacity' });
-  const org = await createOrganization(deps, { name: `Measured ${billing}`, billing, walletMicros: 1_000_000_000, rateLimitPerMinute: edgeKeyLimitPerMinute });
+  const org = await createOrganization(deps, { name: `Measured ${billing}`, billing, walletMicros: 1_000_000_000, rateLimitPerMinute: wafKeyLimitPerMinute });
   const { key } = await createApiKey(deps, org.id, 'measured');
   const one = async (body: Record<string, unknown>, merge = false) => {
     const before = units;
@@ -107,7 +107,7 @@ async function main() {
     const { deps } = stack;
     const keys: string[] = [];
     for (let i = 0; i < keyCount; i++) {
-      const org = await createOrganization(deps, { name: `Bench ${i}`, billing: 'prepaid', walletMicros: 1_000_000_000, rateLimitPerMinute: edgeKeyLimitPerMinute });
+      const org = await createOrganization(deps, { name: `Bench ${i}`, billing: 'prepaid', walletMicros: 1_000_000_000, rateLimitPerMinute: wafKeyLimitPerMinute });
       keys.push((await createApiKey(deps, org.id, 'bench')).key);
     }
     let next = 0;

@@ -5,7 +5,7 @@
  */
 import middy from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
-import { corsResponseHeaders } from '../../lib/topology.js';
+import { corsResponseHeaders } from '../core/intake/cors.js';
 import type { Deps } from '../core/platform/deps.js';
 import { lambdaDeps } from '../core/platform/deps.js';
 import { toProblem, DomainError } from '../core/platform/errors.js';

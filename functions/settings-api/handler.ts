@@ -5,7 +5,7 @@
  * binds (its name in SETTINGS_TOKEN_SECRET; on the local stack the stand-in serves it), cached.
  */
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
-import { secrets } from '../../lib/topology.js';
+import { secretEnvVars } from '../core/platform/bindings.js';
 import { httpEdge } from '../edge/http-edge.js';
 import { settingsApi } from '../core/settings/handle-settings-request.js';
 import { secretsManagerSource, type SecretSource } from '../core/settings/token-secret.js';
@@ -14,8 +14,8 @@ import { instrumented } from '../edge/lambda-edge.js';
 
 let tokenSecret: SecretSource | undefined;
 function readTokenSecret(): Promise<string> {
-  const name = process.env[secrets.settingsToken.envVar];
-  if (!name) throw new Error(`${secrets.settingsToken.envVar} is not set: this function is not bound to the settingsToken secret`);
+  const name = process.env[secretEnvVars.settingsToken];
+  if (!name) throw new Error(`${secretEnvVars.settingsToken} is not set: this function is not bound to the settingsToken secret`);
   tokenSecret ??= secretsManagerSource(name);
   return tokenSecret();
 }

@@ -17,10 +17,8 @@ import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import * as ssm from 'aws-cdk-lib/aws-ssm';
 import type { Construct } from 'constructs';
-import {
-  serviceName, settingsParameterEnvVar,
-  type FunctionSpec, type QueueAccess, type SecretSpec, type QueueSpec, type TableAccess, type TableSpec,
-} from '../topology.js';
+import { type FunctionSpec, type QueueAccess, type SecretSpec, type QueueSpec, type TableAccess, type TableSpec } from '../topology.js';
+import { serviceName, settingsParameterEnvVar } from '../../functions/core/platform/bindings.js';
 import { settingsSnapshotEnvVar } from '../../functions/core/platform/settings.js';
 
 /** Every read the domain makes (TransactGetItems needs GetItem); never Scan. */

@@ -18,10 +18,7 @@ import * as sqs from 'aws-cdk-lib/aws-sqs';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as ssm from 'aws-cdk-lib/aws-ssm';
 import type { Construct } from 'constructs';
-import {
-  functions, outputKeys, queues, secrets, type SecretName, type SecretSpec, settingsParameterName, tables,
-  type EventSourceSpec, type FunctionName, type FunctionSpec, type QueueName, type QueueSpec, type TableName, type TableSpec,
-} from '../topology.js';
+import { functions, outputKeys, queues, secrets, type SecretName, type SecretSpec, settingsParameterName, tables, type EventSourceSpec, type FunctionName, type FunctionSpec, type QueueName, type QueueSpec, type TableName, type TableSpec } from '../topology.js';
 import type { BackupConfig, StageConfig } from '../stages.js';
 import { defaultSettings } from '../../functions/core/platform/settings.js';
 import { CrmAlarms } from './crm-alarms.js';

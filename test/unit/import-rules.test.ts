@@ -33,10 +33,14 @@ beforeAll(() => {
   dir = mkdtempSync(path.join(tmpdir(), 'import-rules-'));
   copyFileSync(path.join(root, '.dependency-cruiser.cjs'), path.join(dir, '.dependency-cruiser.cjs'));
   writeFileSync(path.join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions: { module: 'NodeNext', moduleResolution: 'NodeNext', allowImportingTsExtensions: true, noEmit: true } }));
-  plant('lib/topology.ts', ['../functions/core/platform/errors.ts']);
+  plant('lib/topology.ts', ['../functions/core/platform/bindings.ts', '../functions/core/platform/errors.ts']);
+  plant('functions/core/platform/bindings.ts');
   plant('functions/core/platform/errors.ts');
   plant('functions/core/platform/deps.ts', ['../delivery/queue.ts']);
-  plant('functions/core/tenancy/keys.ts', ['../platform/errors.ts', '../../../lib/topology.ts']);
+  plant('functions/core/tenancy/keys.ts', ['../platform/errors.ts', '../platform/bindings.ts', '../../../lib/topology.ts', '../../front-door/waf.ts']);
+  plant('functions/front-door/waf.ts', ['../core/platform/bindings.ts', '../edge/http-edge.ts']);
+  plant('functions/edge/http-edge.ts', ['../front-door/waf.ts', '../../lib/stages.ts']);
+  plant('lib/stages.ts');
   plant('functions/core/delivery/queue.ts', ['../events/fanout.ts']);
   plant('functions/core/events/fanout.ts', ['../delivery/signing.ts', '../tenancy/keys.ts']);
   plant('functions/core/delivery/signing.ts');
@@ -56,6 +60,13 @@ describe('the import rules', () => {
       'commands-not-program: lib/cli/commands/keys.ts → lib/cli/program.ts',
       'delivery-imports: functions/core/delivery/queue.ts → functions/core/events/fanout.ts',
       'domain-knows-no-edge: functions/core/intake/lead.ts → lib/cli/run.ts',
+      'functions-know-no-lib: functions/core/intake/lead.ts → lib/cli/run.ts',
+      'domain-knows-no-edge: functions/core/tenancy/keys.ts → lib/topology.ts',
+      'functions-know-no-lib: functions/core/tenancy/keys.ts → lib/topology.ts',
+      'domain-knows-no-edge: functions/core/tenancy/keys.ts → functions/front-door/waf.ts',
+      'front-door-is-data: functions/front-door/waf.ts → functions/edge/http-edge.ts',
+      'functions-know-no-lib: functions/edge/http-edge.ts → lib/stages.ts',
+      'topology-is-data: lib/topology.ts → functions/core/platform/errors.ts',
       'domain-knows-no-edge: functions/core/intake/lead.ts → scripts/tool.ts',
       'local-knows-no-cli: lib/local/stack.ts → lib/cli/run.ts',
       'no-loose-domain-files: functions/core/loose.ts → functions/core/platform/errors.ts',

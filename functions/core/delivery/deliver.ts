@@ -26,7 +26,7 @@ import { attemptNumberOf, deferDelivery, readDeliveryMessage, sendDeliveryMessag
 import { deliveryStore, transition } from './delivery-port.js';
 import type { Transition } from './delivery-state.js';
 import { DeliveredWrites, readBatchRecords, type StoredRecord } from './batch-records.js';
-import { queues } from '../../../lib/topology.js';
+import { deliveryMaxReceives } from '../platform/bindings.js';
 
 /**
  * `exhausted`: the last attempt failed (or the message kept crashing past it): it goes to the
@@ -261,7 +261,7 @@ async function sendOn(deps: Deps, message: DeliveryMessage, outcome: Outcome): P
 }
 
 /** The delivery queues' maxReceiveCount: the receive after this many moves the message to the dead-letter queue. */
-const MAX_RECEIVES = queues.deliveryQueue.deadLetter.maxReceiveCount;
+const MAX_RECEIVES = deliveryMaxReceives;
 
 /**
  * A message whose receives kept breaking off unexpectedly is moved to the dead-letter queue by SQS

@@ -13,7 +13,7 @@ import { newId } from '../platform/ids.js';
 import { cancellationReasons, isTransactionConflict, LostRace, retryLostRaces } from '../platform/optimistic.js';
 import { queryAll } from '../platform/query.js';
 import { TtlCache } from '../platform/ttl-cache.js';
-import { tables } from '../../../lib/topology.js';
+import { endpointRoutingFields } from '../platform/bindings.js';
 import { keys, type CircuitState, type SigningSecret, type WebhookEndpoint } from '../platform/model.js';
 import { circuitOf, circuitView } from './circuit-breaker.js';
 import { parseSubscription } from './subscriptions.js';
@@ -66,9 +66,9 @@ function toEndpoint(item: Record<string, unknown>): WebhookEndpoint {
   };
 }
 
-/** `routingOnly`: the fields tables.endpoints.readableFields lists (no secrets), as the fan-out's grant requires. */
+/** `routingOnly`: the endpoints' routing fields alone (no secrets), as the fan-out's grant requires. */
 async function queryEndpoints(deps: Deps, organizationId: string, routingOnly = false): Promise<WebhookEndpoint[]> {
-  const fields = tables.endpoints.readableFields;
+  const fields = endpointRoutingFields;
   const items = await queryAll(deps, {
     TableName: deps.tables.endpoints,
     KeyConditionExpression: 'pk = :pk AND begins_with(sk, :sk)',

@@ -6,7 +6,7 @@
 // zod/mini like the schemas it documents (functions/core/intake/lead-schema.ts). This module is served by
 // the local stack only: no Lambda handler imports it, so z.toJSONSchema stays out of every bundle.
 import * as z from '../platform/zod-mini.js';
-import { cors } from '../../../lib/topology.js';
+import { cors } from './cors.js';
 import { clientSchema, leadRequestSchema, MAX_BODY_BYTES } from './lead-schema.js';
 
 const described = <T extends z.ZodMiniType>(schema: T, description: string) => schema.check(z.describe(description));

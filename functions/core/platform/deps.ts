@@ -7,7 +7,7 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { tables, type TableName, queues, type QueueName } from '../../../lib/topology.js';
+import { tableEnvVars, type TableName, queueEnvVars, type QueueName } from './bindings.js';
 import type { Tracer } from '@aws-lambda-powertools/tracer';
 import { loadTracer } from './tracing.js';
 import { loadSettings, type Settings } from './settings.js';
@@ -68,14 +68,14 @@ export function createDeps(input: ServiceUrls & {
  * Table names and queue URLs read from the env vars the stack binds next to each grant. A name the
  * function was not bound to throws on use, naming the missing binding.
  */
-function namesFromEnv<K extends string>(specs: Record<K, { envVar: string }>, what: string): Record<K, string> {
+function namesFromEnv<K extends string>(envVars: Record<K, string>, what: string): Record<K, string> {
   const out = {} as Record<K, string>;
-  for (const [name, spec] of Object.entries(specs) as [K, { envVar: string }][]) {
+  for (const [name, envVar] of Object.entries(envVars) as [K, string][]) {
     Object.defineProperty(out, name, {
       enumerable: true,
       get() {
-        const value = process.env[spec.envVar];
-        if (!value) throw new Error(`${spec.envVar} is not set: this function is not bound to the ${name} ${what}`);
+        const value = process.env[envVar];
+        if (!value) throw new Error(`${envVar} is not set: this function is not bound to the ${name} ${what}`);
         return value;
       },
     });
@@ -90,6 +90,6 @@ let container: Promise<Omit<Deps, 'settings' | 'now'>> | undefined;
  * the container and a changed parameter is picked up.
  */
 export async function lambdaDeps(): Promise<Deps> {
-  container ??= loadTracer().then((tracer) => ({ ...createAwsClients({}, tracer), tables: namesFromEnv(tables, 'table'), queues: namesFromEnv(queues, 'queue') }));
+  container ??= loadTracer().then((tracer) => ({ ...createAwsClients({}, tracer), tables: namesFromEnv(tableEnvVars, 'table'), queues: namesFromEnv(queueEnvVars, 'queue') }));
   return { ...(await container), settings: await loadSettings(), now: Date.now };
 }

@@ -5,7 +5,7 @@
  */
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
-import { metricsNamespace, serviceName } from '../../../lib/topology.js';
+import { metricsNamespace, serviceName } from './bindings.js';
 
 export const logger = new Logger({ serviceName });
 export const metrics = new Metrics({ serviceName, namespace: metricsNamespace });

@@ -12,7 +12,7 @@
 // zod/mini, not classic zod: its functional API tree-shakes, so a bundle carries only the parts it
 // uses (≈12 KB instead of ≈95 KB, and less to evaluate at cold start). Same validation and messages.
 import * as z from './zod-mini.js';
-import { edgeKeyLimitPerMinute, settingsParameterEnvVar } from '../../../lib/topology.js';
+import { settingsParameterEnvVar } from './bindings.js';
 import type { SSMClient } from '@aws-sdk/client-ssm';
 import { logger } from './observability.js';
 import { traced } from './tracing.js';
@@ -21,8 +21,13 @@ import { cidrProblem, withoutSensitiveAllowEntries } from './ip-ranges.js';
 
 const int = () => z.number().check(z.int());
 const positiveInt = () => z.number().check(z.int(), z.positive());
-/** A per-key limit the edge (WAF, docs/capacity.md) never refuses first. */
-const keyLimit = () => z.number().check(z.int(), z.positive(), z.maximum(edgeKeyLimitPerMinute));
+/**
+ * The ceiling of every per-key limit (plans, an organization's override): twice one organization's
+ * burst (50 leads/s) and 6 x the highest plan limit. The WAF's per-key rules count at it
+ * (functions/front-door/waf.ts), so a key within its limit is never refused there first (docs/capacity.md).
+ */
+export const rateLimitCeilingPerMinute = 6000;
+const keyLimit = () => z.number().check(z.int(), z.positive(), z.maximum(rateLimitCeilingPerMinute));
 const nonnegative = () => z.number().check(z.nonnegative());
 /** A bound on a setting that times a security control (how long a revoked key or a removed endpoint lives on). */
 const atMost = (max: number, field: string, why: string) => z.maximum(max, `${field} must be at most ${max} (${why})`);

@@ -36,7 +36,7 @@ export { MAX_SIGNING_SECRETS } from '../delivery/endpoints.js';
 export { MAX_LIVE_KEYS } from '../tenancy/api-keys.js';
 export { REDELIVER_ALL_MAX } from './bulk-redelivery.js';
 
-/** The operations by `METHOD resource` (the resources of lib/topology.ts routes). */
+/** The operations by `METHOD resource` (the resources of functions/front-door/routes.ts). */
 const operations: Record<string, Operation> = {
   'GET /api/settings': async (c) => ({ status: 200, body: await settingsOverview(c.deps, c.organization, c.request.baseUrl ?? '', c.session.userId) }),
   // The organization's own choices; for now what a lead matching an existing client does (docs/leads.md "Duplicates").

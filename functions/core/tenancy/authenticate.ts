@@ -40,7 +40,7 @@ export function extractApiKey(headers: Headers, repeated: readonly string[] = []
   if (apiKey !== undefined) return apiKey;
   if (authorization !== undefined) {
     // Exactly one space: the WAF counts a key by its header's value (lowercased), so every other
-    // spelling of one key is refused here rather than counted as a key of its own (lib/topology.ts edgeKeys).
+    // spelling of one key is refused here rather than counted as a key of its own (functions/front-door/waf.ts wafKeys).
     const match = /^Bearer ([^\s]+)$/i.exec(authorization);
     return match ? match[1] : '';
   }

@@ -8,7 +8,7 @@ import { describe, it, expect, beforeAll } from '@jest/globals';
 import { connect } from 'node:net';
 import { itemsOf, newTenant, testStack, type Tenant } from '../support/stack.js';
 import { dailyUsage, getOrganization } from '../../../functions/core/tenancy/organizations.js';
-import { edgeKeyLimitPerMinute } from '../../../lib/topology.js';
+import { wafKeyLimitPerMinute } from '../../../functions/front-door/waf.js';
 import { authenticate } from '../../../functions/core/tenancy/authenticate.js';
 import { givenPublishableKey } from '../support/public-forms.js';
 
@@ -36,7 +36,7 @@ const json = (key: string): [string, string][] => [['Content-Type', 'application
 
 let t: Tenant;
 beforeAll(async () => {
-  t = await newTenant({ rateLimitPerMinute: edgeKeyLimitPerMinute, billing: 'prepaid', walletMicros: WALLET });
+  t = await newTenant({ rateLimitPerMinute: wafKeyLimitPerMinute, billing: 'prepaid', walletMicros: WALLET });
 });
 
 /** Nothing created and nothing billed for the tenant so far. */

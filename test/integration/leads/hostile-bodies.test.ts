@@ -12,7 +12,7 @@ import { listNotifications } from '../../../functions/core/crm/notifications.js'
 import { getOrganization } from '../../../functions/core/tenancy/organizations.js';
 import { addEndpoint } from '../../../functions/core/delivery/endpoints.js';
 import { keys } from '../../../functions/core/platform/model.js';
-import { edgeKeyLimitPerMinute } from '../../../lib/topology.js';
+import { wafKeyLimitPerMinute } from '../../../functions/front-door/waf.js';
 
 const protoKey = fc.constantFrom('__proto__', 'constructor', 'prototype', 'toString', 'hasOwnProperty');
 const text = fc.oneof(
@@ -56,7 +56,7 @@ const body = fc.oneof(
 
 describe('hostile and random lead bodies', () => {
   it('never cause a 5xx or a partial write', async () => {
-    const t = await newTenant({ rateLimitPerMinute: edgeKeyLimitPerMinute, billing: 'prepaid', walletMicros: 1_000_000_000 });
+    const t = await newTenant({ rateLimitPerMinute: wafKeyLimitPerMinute, billing: 'prepaid', walletMicros: 1_000_000_000 });
     const statuses = new Map<number, number>();
     await fc.assert(
       fc.asyncProperty(body, async (raw) => {

@@ -7,7 +7,7 @@
 import { describe, it, expect, beforeAll, afterAll } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
-import { metricsNamespace } from '../../../lib/topology.js';
+import { metricsNamespace } from '../../../functions/core/platform/bindings.js';
 import type { AddressInfo } from 'node:net';
 import { SSMClient, GetParameterCommand, PutParameterCommand } from '@aws-sdk/client-ssm';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';

@@ -10,7 +10,7 @@ import { itemsOf, newTenant, postLead, testStack, type Tenant } from '../support
 import { keys } from '../../../functions/core/platform/model.js';
 import { listNotifications } from '../../../functions/core/crm/notifications.js';
 import { dailyUsage } from '../../../functions/core/tenancy/organizations.js';
-import { edgeKeyLimitPerMinute } from '../../../lib/topology.js';
+import { wafKeyLimitPerMinute } from '../../../functions/front-door/waf.js';
 
 async function writesOf(tenant: Tenant) {
   const { deps } = await testStack();
@@ -23,7 +23,7 @@ async function writesOf(tenant: Tenant) {
   };
 }
 
-const prepaid = (walletMicros: number) => newTenant({ billing: 'prepaid', walletMicros, rateLimitPerMinute: edgeKeyLimitPerMinute });
+const prepaid = (walletMicros: number) => newTenant({ billing: 'prepaid', walletMicros, rateLimitPerMinute: wafKeyLimitPerMinute });
 
 describe('the prepaid wallet boundary', () => {
   it('a wallet holding exactly the price pays for one call and is left at 0; the next call is a 402', async () => {

@@ -10,7 +10,7 @@ import { SSMClient, GetParameterCommand, PutParameterCommand } from '@aws-sdk/cl
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, DynamoDBStreamEvent, Context } from 'aws-lambda';
 import { testStack, newTenant, eventually } from '../support/stack.js';
 import { startSsmStandIn, type SsmStandIn } from '../../../lib/local/ssm-stand-in.js';
-import { settingsParameterEnvVar } from '../../../lib/topology.js';
+import { settingsParameterEnvVar } from '../../../functions/core/platform/bindings.js';
 import { localStackMarkerEnvVar, parseSettings, resetSettingsCache, settingsSnapshotEnvVar } from '../../../functions/core/platform/settings.js';
 import { lambdaDeps } from '../../../functions/core/platform/deps.js';
 import { logger } from '../../../functions/core/platform/observability.js';

@@ -1,5 +1,5 @@
 /**
- * The local API Gateway routes parameterized paths as the stage does (lib/topology.ts resourceFor):
+ * The local API Gateway routes parameterized paths as the stage does (functions/front-door/routes.ts resourceFor):
  * `{id}` paths reach the settings function, other methods there get the catch-all 405, deeper paths
  * the 404; no preflight is answered (the settings API is same-origin: a 405 like any other method).
  * The settings page is served without a token.

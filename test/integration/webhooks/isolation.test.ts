@@ -24,7 +24,7 @@ import { eventually } from '../support/stack.js';
 import { RestartableStack } from '../support/restartable-stack.js';
 import { Receiver } from '../support/receiver.js';
 import { HangingReceiver, ISOLATION_BOUND, isolationSettings } from '../support/hanging-receiver.js';
-import { edgeKeyLimitPerMinute } from '../../../lib/topology.js';
+import { wafKeyLimitPerMinute } from '../../../functions/front-door/waf.js';
 
 const BOUND = ISOLATION_BOUND;
 const settings = {
@@ -60,7 +60,7 @@ afterAll(async () => {
 type Delivery = { id: string; status: string; attempts?: unknown[]; payload: { id: string } };
 
 async function tenant(deps: Deps, name: string, url: (secret: string) => string) {
-  const org = await createOrganization(deps, { name, rateLimitPerMinute: edgeKeyLimitPerMinute });
+  const org = await createOrganization(deps, { name, rateLimitPerMinute: wafKeyLimitPerMinute });
   const { key } = await createApiKey(deps, org.id, 'isolation');
   const { endpoint, secret } = await addEndpoint(deps, org.id, { url: 'http://127.0.0.1:9/placeholder', events: 'client.created' });
   await updateEndpoint(deps, org.id, endpoint.id, { url: url(secret) });

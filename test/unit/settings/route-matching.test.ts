@@ -1,6 +1,6 @@
-/** Paths with parameters land on the resource API Gateway would pick (lib/topology.ts resourceFor), for the local server and the stack alike. */
+/** Paths with parameters land on the resource API Gateway would pick (functions/front-door/routes.ts resourceFor), for the local server and the stack alike. */
 import { describe, it, expect } from '@jest/globals';
-import { apiMethodFor, catchAllThrottle, hasParameterChild, resourceFor, routeThrottle, settingsThrottle } from '../../../lib/topology.js';
+import { apiMethodFor, catchAllThrottle, hasParameterChild, resourceFor, routeThrottle, settingsThrottle } from '../../../functions/front-door/routes.js';
 
 describe('resourceFor', () => {
   it.each([
