@@ -1,7 +1,7 @@
 /** The OpenAPI document is generated from the handler's zod schemas and docs/openapi.json is current. */
 import { describe, it, expect } from '@jest/globals';
 import { readFileSync } from 'node:fs';
-import { openApiDocument } from '../../functions/core/intake/openapi.js';
+import { leadEndpointDocument } from '../../functions/core/intake/openapi.js';
 import { render } from '../../scripts/gen-openapi.js';
 
 describe('the OpenAPI document', () => {
@@ -10,7 +10,7 @@ describe('the OpenAPI document', () => {
   });
 
   it('describes every lead field with the bounds the validator enforces', () => {
-    const schema = openApiDocument().components.schemas.LeadRequest as { properties: Record<string, { maxLength?: number }> };
+    const schema = leadEndpointDocument().components.schemas.LeadRequest as { properties: Record<string, { maxLength?: number }> };
     expect(Object.keys(schema.properties).sort()).toEqual(
       ['address', 'custom_fields', 'email', 'first_name', 'last_name', 'name', 'notes', 'phone', 'service', 'sms_consent', 'sms_consent_source'],
     );
@@ -20,7 +20,7 @@ describe('the OpenAPI document', () => {
   });
 
   it('documents every status the endpoint answers', () => {
-    const { paths } = openApiDocument();
+    const { paths } = leadEndpointDocument();
     expect(Object.keys(paths['/api/webhook/leads'].post.responses).sort()).toEqual(['200', '201', '303', '400', '401', '402', '403', '409', '413', '415', '422', '429', '500', '503']);
     expect(Object.keys(paths['/api/webhook/leads'].get.responses).sort()).toEqual(['200', '401', '403', '429', '500']);
   });

@@ -2,7 +2,7 @@
 import { describe, it, expect } from '@jest/globals';
 import { createHmac } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
-import { newSigningSecret, sign, signatureHeaders } from '../../functions/core/delivery/signing.js';
+import { newSigningSecret, sign } from '../../functions/core/delivery/signing.js';
 
 /** What a receiver does: paste the whsec_ secret into the library. */
 const receiverWith = (secret: string) => new Webhook(secret);
@@ -61,11 +61,10 @@ describe('Standard Webhooks signatures', () => {
     expect(() => receiverWith(oldSecret).verify(`${body} `, headers)).toThrow();
   });
 
-  it('accept a secret without its whsec_ prefix, and keep the earlier name', () => {
+  it('accept a secret without its whsec_ prefix', () => {
     const secret = newSigningSecret();
     const input = { id: 'evt_3', timestamp: nowSeconds(), body, secrets: [secret] };
     expect(sign({ ...input, secrets: [secret.slice(6)] })).toEqual(sign(input));
-    expect(signatureHeaders).toBe(sign);
   });
 
   it('refuse to sign with no secret or a timestamp in milliseconds', () => {

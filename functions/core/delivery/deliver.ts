@@ -15,12 +15,13 @@ import type { Deps } from '../platform/deps.js';
 import { keys, type DeliveryAttempt, type DeliveryMessage, type DeliveryRecord, type WebhookEndpoint } from '../platform/model.js';
 import { activeSecrets, endpointsOf, recordEndpointHealth } from './endpoints.js';
 import { logger, metrics } from '../platform/observability.js';
-import { signatureHeaders } from './signing.js';
+import { sign } from './signing.js';
 import { MAX_RESPONSE_BODY_BYTES, postWebhook, type PostResult } from './http-client.js';
 import { MAX_ATTEMPTS, parseRetryAfter, retryDelaySeconds } from './schedule.js';
 import { allowListFor } from './ssrf.js';
 import { admitAttempt, markSlow, recordAttempt } from './circuit-store.js';
-import { attemptError, clipBytes, keptHeaders } from './attempt-log.js';
+import { attemptError, keptHeaders } from './attempt-log.js';
+import { clipBytes } from '../platform/text.js';
 import type { Lane } from './circuit-breaker.js';
 import { attemptNumberOf, deferDelivery, readDeliveryMessage, sendDeliveryMessages, sendToDeadLetters } from './queue.js';
 import { deliveryStore, transition } from './delivery-port.js';
@@ -187,7 +188,7 @@ export async function attemptDelivery(
   try {
     const now = deps.now();
     const body = JSON.stringify(message.payload);
-    const headers = signatureHeaders({ id: message.payload.id, timestamp: Math.floor(now / 1000), body, secrets });
+    const headers = sign({ id: message.payload.id, timestamp: Math.floor(now / 1000), body, secrets });
     result = await postWebhook({ url: endpoint.url, headers, body, timeoutMs: admission.timeoutMs, allow: allowListFor(deps.settings) });
   } finally {
     admission.release();

@@ -18,7 +18,7 @@ import { keys, type CircuitState, type SigningSecret, type WebhookEndpoint } fro
 import { circuitOf, circuitView } from './circuit-breaker.js';
 import { parseSubscription } from './subscriptions.js';
 import { newSigningSecret } from './signing.js';
-import { allowListFor, checkAddress } from './ssrf.js';
+import { allowListFor, isBlockedAddress } from './ssrf.js';
 import { requireOrganization } from '../tenancy/organizations.js';
 
 /** What an endpoint shows its owner: never its secrets; its circuit as a state (docs/architecture.md#fair-delivery). */
@@ -41,7 +41,7 @@ export function validateUrl(deps: Deps, raw: string): string {
     if (raw.length > 2000) errors.push({ field: 'url', message: 'must be at most 2000 characters' });
     const host = url.hostname.replace(/^\[|\]$/g, '');
     if (isIP(host)) {
-      const decision = checkAddress(host, allowListFor(deps.settings));
+      const decision = isBlockedAddress(host, allowListFor(deps.settings));
       if (decision.blocked) errors.push({ field: 'url', message: `points to a ${decision.reason} address` });
     }
   }

@@ -64,7 +64,8 @@ const awsServer = {
   variables: { apiId: { default: 'abc123' }, region: { default: 'us-east-1' }, stage: { default: 'prod' } },
 };
 
-export function openApiDocument(serverUrl?: string) {
+/** The lead endpoint's part of the OpenAPI document (functions/core/settings/openapi.ts adds the settings API's). */
+export function leadEndpointDocument(serverUrl?: string) {
   return {
     openapi: '3.1.0',
     info: {

@@ -5,7 +5,7 @@
  * `npm run docs:openapi` writes docs/openapi.json; test/unit/settings/openapi.test.ts checks that
  * each route is documented.
  */
-import { openApiDocument as leadEndpointDocument } from '../intake/openapi.js';
+import { leadEndpointDocument } from '../intake/openapi.js';
 
 export function openApiDocument(serverUrl?: string) {
   const lead = leadEndpointDocument(serverUrl);
