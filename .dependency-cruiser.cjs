@@ -38,7 +38,7 @@ module.exports = {
       from: { path: '^functions/core/[^/]+$' },
       to: {},
     },
-    importsOnly('domain-knows-no-edge', 'the domain takes plain values: it imports only the domain and packages, never a handler, an adapter, the front door, the CLI, the local stack, the CDK or a script', core, [core]),
+    importsOnly('domain-knows-no-adapter', 'the domain takes plain values: it imports only the domain and packages, never a handler, an adapter, the front door, the CLI, the local stack, the CDK or a script', core, [core]),
     {
       name: 'functions-know-no-lib',
       comment: 'the deployed code never imports lib/ (the stacks, the local stack, the CLI, the topology): lib/ reads functions/, never the other way',
@@ -48,7 +48,7 @@ module.exports = {
     },
     importsOnly('front-door-is-data', 'functions/front-door/ (routes, WAF rules, gateway answers) is read by the stacks and the local front door: it imports only the domain and itself', '^functions/front-door/', [core, '^functions/front-door/']),
     {
-      name: 'domain-knows-no-edge-packages',
+      name: 'domain-knows-no-adapter-packages',
       comment: 'CDK, the CLI framework and middy belong to the stacks, the CLI and the edges',
       severity: 'error',
       from: { path: core },
@@ -77,7 +77,7 @@ module.exports = {
     },
     {
       name: 'domain-knows-no-trigger-shapes',
-      comment: 'Lambda/API Gateway event types stay in the handlers and adapters (functions/<name>/, functions/edge/)',
+      comment: 'Lambda/API Gateway event types stay in the handlers and adapters (functions/<name>/, functions/adapters/)',
       severity: 'error',
       from: { path: core },
       to: { path: '^(aws-lambda$|node_modules/@types/aws-lambda/)' },

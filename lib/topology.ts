@@ -249,7 +249,7 @@ export const functions = {
     timeoutSeconds: 20,
     memoryMb: 512,
     tables: { organizations: 'readWrite', endpoints: 'readWrite', rateWindows: 'readWrite', deliveries: 'readWrite', requestLog: 'readWrite' },
-    // Test events and re-deliveries are queued; never the shared dead-letter queue (redrive.ts RedriveOptions).
+    // Test events and re-deliveries are queued; never the shared dead-letter queue (redeliver.ts RedeliverOptions).
     queues: { deliveryQueue: 'send' },
     events: [],
     secrets: { settingsToken: 'read' },

@@ -13,7 +13,7 @@ import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import { catchAllAnswers, compressionMinBytes, gatewayMaxBodyBytes, gatewayProblemBody, gatewayResponses, lambdaFailure, mockAcceptsContentType, isBinaryMediaType, malformedPath, type GatewayAnswerSpec } from '../../functions/front-door/gateway-answers.js';
 import { corsPreflightHeaders, crossOrigin, methodsOn, routes, apiMethodFor, resourceFor, catchAllThrottle, type RouteSpec, type ThrottleSpec } from '../../functions/front-door/routes.js';
 import { corsResponseHeaders } from '../../functions/core/intake/cors.js';
-import { wafRules as defaultEdgeRules, applyWafTransforms, wellFormedKeys, type WafRuleSpec } from '../../functions/front-door/waf.js';
+import { wafRules as defaultWafRules, applyWafTransforms, wellFormedKeys, type WafRuleSpec } from '../../functions/front-door/waf.js';
 import { lambdaContext } from './lambda-context.js';
 import { isLoopbackHost, foreignHostProblem, listenOnLoopback } from './loopback-host.js';
 import { openApiDocument } from '../../functions/core/settings/openapi.js';
@@ -189,7 +189,7 @@ export interface LocalApiOptions {
 }
 
 export async function startHttpServer(options: LocalApiOptions): Promise<{ server: Server; url: string; close(): Promise<void> }> {
-  const edge = new WafRateRules(options.wafRules ?? defaultEdgeRules);
+  const waf = new WafRateRules(options.wafRules ?? defaultWafRules);
   // One bucket per (resource, method), as API Gateway applies stage throttling per method.
   const buckets = new Map<string, TokenBucket>();
   const takeToken = (pathname: string, httpMethod: string) => {
@@ -212,7 +212,7 @@ export async function startHttpServer(options: LocalApiOptions): Promise<{ serve
       }
       // In the order AWS applies them: the WAF, the method's throttle, the payload limit, then the integration.
       const address = (req.socket.remoteAddress ?? '127.0.0.1').replace(/^::ffff:/, '');
-      if (edge.blocks({ headers: req.headers, address, method: req.method ?? 'GET' })) return sendAnswer(res, gatewayResponses.WAF_FILTERED, requestId);
+      if (waf.blocks({ headers: req.headers, address, method: req.method ?? 'GET' })) return sendAnswer(res, gatewayResponses.WAF_FILTERED, requestId);
       if (!wellEscaped(pathname)) return sendAnswer(res, gatewayResponses[malformedPath.type], requestId, { status: malformedPath.status, message: malformedPath.message });
       if (!takeToken(pathname, req.method ?? 'GET')) return sendAnswer(res, gatewayResponses.THROTTLED, requestId);
       const body = await readBody(req);

@@ -19,7 +19,7 @@ import { ensureSecretFile, startSecretsStandIn } from './secrets-stand-in.js';
 import { mintSessionToken, MAX_SESSION_TTL_SECONDS } from '../../functions/core/settings/session-token.js';
 import { startEventSources, type AnyHandler } from './event-sources.js';
 import { lambdaEnvironment, applyToProcessEnvironment } from './lambda-environment.js';
-import { resumePendingDeliveries } from './resume-deliveries.js';
+import { requeuePendingDeliveries } from './requeue-deliveries.js';
 import { seedDemo } from './seed.js';
 
 const REGION = 'us-east-1';
@@ -110,8 +110,8 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     const scheduleIntervalMs = period === undefined ? undefined : () => period;
     running.add(startEventSources({ handlers, provisioned, streams, sqs: deps.sqs, dir, onError: running.onError, scheduleIntervalMs }).stop);
 
-    const resumed = await resumePendingDeliveries(deps);
-    if (resumed > 0) log(`resumed ${resumed} pending deliveries`);
+    const requeued = await requeuePendingDeliveries(deps);
+    if (requeued > 0) log(`requeued ${requeued} pending deliveries`);
 
     const http = await startHttpServer({ port: options.port ?? 3000, handlers: handlers as Record<string, HttpHandler>, onError: running.onError('http') });
     running.add(() => http.close());
@@ -175,7 +175,7 @@ async function startSecretStore(dir: string, stage: string, running: Running): P
   return { endpoint: standIn.endpoint, names, files };
 }
 
-/** The topology's tables and queues, and the deps the local stack itself uses (resume, seed). */
+/** The topology's tables and queues, and the deps the local stack itself uses (requeue, seed). */
 async function provision(emulators: { dynamodb: string; sqs: string }, settings: Settings): Promise<{ deps: Deps; provisioned: Provisioned }> {
   const deps = createDeps({ region: REGION, dynamodbEndpoint: emulators.dynamodb, sqsEndpoint: emulators.sqs, tables: {} as Record<TableName, string>, queues: {} as Record<QueueName, string>, settings });
   const provisioned = await provisionTopology(deps.dynamodb, deps.sqs);

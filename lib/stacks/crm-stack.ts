@@ -232,7 +232,7 @@ export class CrmStack extends Stack {
     if (!dead) {
       Validations.of(queue).acknowledge({
         id: 'AwsSolutions-SQS3',
-        reason: 'This queue is itself a dead-letter / on-failure destination: messages here are parked for inspection and re-drive, not processed.',
+        reason: 'This queue is itself a dead-letter / on-failure destination: messages here are parked for inspection and redelivery, not processed.',
       });
     }
     return queue;

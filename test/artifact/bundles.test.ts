@@ -19,7 +19,7 @@ import { parseSettings } from '../../functions/core/platform/settings.js';
 import { createOrganization } from '../../functions/core/tenancy/organizations.js';
 import { createApiKey } from '../../functions/core/tenancy/api-keys.js';
 import { addEndpoint } from '../../functions/core/delivery/endpoints.js';
-import { listDeliveries } from '../../functions/core/delivery/redrive.js';
+import { listDeliveries } from '../../functions/core/delivery/redeliver.js';
 import { mintSessionToken } from '../../functions/core/settings/session-token.js';
 import { startDynamoDbLocal, startSqsEmulator, localCredentials, emulatorEnvironment, type Emulator } from '../../lib/local/emulators.js';
 import { provisionTopology, type Provisioned } from '../../lib/local/provision.js';

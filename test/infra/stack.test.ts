@@ -444,7 +444,7 @@ describe('the CDK stack', () => {
     const bearer = wellFormed('authorization', '^bearer crm_(live|pub)_[0-9a-z]+$');
     // Every address, every request: random well-formed keys from one caller are bounded too.
     expect(statement('PerAddress')).toEqual({ Limit: wafAddressLimitPer5Minutes, EvaluationWindowSec: 300, AggregateKeyType: 'IP' });
-    // One address may send one key at the edge limit and more besides.
+    // One address may send one key at the WAF.s key limit and more besides.
     expect(wafAddressLimitPer5Minutes).toBeGreaterThan(5 * wafKeyLimitPerMinute);
     for (const [rule, header, scope] of [['PerApiKey', 'x-api-key', apiKey], ['PerBearerKey', 'authorization', bearer]] as const) {
       expect(statement(rule)).toEqual({
@@ -474,7 +474,7 @@ describe('the CDK stack', () => {
     for (const v of [props.VisibilityConfig, ...props.Rules.map((r: { VisibilityConfig: unknown }) => r.VisibilityConfig)]) {
       expect(v).toMatchObject({ SampledRequestsEnabled: false });
     }
-    // Above the highest plan limit: a key within its plan is never refused at the edge.
+    // Above the highest plan limit: a key within its plan is never refused at the WAF.
     const { planRateLimits } = JSON.parse(template.findResources('AWS::SSM::Parameter')[logicalId(stack.settings)].Properties.Value) as { planRateLimits: Record<string, number> };
     expect(wafKeyLimitPerMinute).toBeGreaterThan(Math.max(...Object.values(planRateLimits)));
     template.hasResourceProperties('AWS::WAFv2::WebACLAssociation', {

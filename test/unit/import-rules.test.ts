@@ -38,8 +38,8 @@ beforeAll(() => {
   plant('functions/core/platform/errors.ts');
   plant('functions/core/platform/deps.ts', ['../delivery/queue.ts']);
   plant('functions/core/tenancy/keys.ts', ['../platform/errors.ts', '../platform/bindings.ts', '../../../lib/topology.ts', '../../front-door/waf.ts']);
-  plant('functions/front-door/waf.ts', ['../core/platform/bindings.ts', '../edge/http-edge.ts']);
-  plant('functions/edge/http-edge.ts', ['../front-door/waf.ts', '../../lib/stages.ts']);
+  plant('functions/front-door/waf.ts', ['../core/platform/bindings.ts', '../adapters/http-adapter.ts']);
+  plant('functions/adapters/http-adapter.ts', ['../front-door/waf.ts', '../../lib/stages.ts']);
   plant('lib/stages.ts');
   plant('functions/core/delivery/queue.ts', ['../events/fanout.ts']);
   plant('functions/core/events/fanout.ts', ['../delivery/signing.ts', '../tenancy/keys.ts']);
@@ -59,15 +59,15 @@ describe('the import rules', () => {
     expect(violations().sort()).toEqual([
       'commands-not-program: lib/cli/commands/keys.ts → lib/cli/program.ts',
       'delivery-imports: functions/core/delivery/queue.ts → functions/core/events/fanout.ts',
-      'domain-knows-no-edge: functions/core/intake/lead.ts → lib/cli/run.ts',
+      'domain-knows-no-adapter: functions/core/intake/lead.ts → lib/cli/run.ts',
       'functions-know-no-lib: functions/core/intake/lead.ts → lib/cli/run.ts',
-      'domain-knows-no-edge: functions/core/tenancy/keys.ts → lib/topology.ts',
+      'domain-knows-no-adapter: functions/core/tenancy/keys.ts → lib/topology.ts',
       'functions-know-no-lib: functions/core/tenancy/keys.ts → lib/topology.ts',
-      'domain-knows-no-edge: functions/core/tenancy/keys.ts → functions/front-door/waf.ts',
-      'front-door-is-data: functions/front-door/waf.ts → functions/edge/http-edge.ts',
-      'functions-know-no-lib: functions/edge/http-edge.ts → lib/stages.ts',
+      'domain-knows-no-adapter: functions/core/tenancy/keys.ts → functions/front-door/waf.ts',
+      'front-door-is-data: functions/front-door/waf.ts → functions/adapters/http-adapter.ts',
+      'functions-know-no-lib: functions/adapters/http-adapter.ts → lib/stages.ts',
       'topology-is-data: lib/topology.ts → functions/core/platform/errors.ts',
-      'domain-knows-no-edge: functions/core/intake/lead.ts → scripts/tool.ts',
+      'domain-knows-no-adapter: functions/core/intake/lead.ts → scripts/tool.ts',
       'local-knows-no-cli: lib/local/stack.ts → lib/cli/run.ts',
       'no-loose-domain-files: functions/core/loose.ts → functions/core/platform/errors.ts',
       'platform-imports: functions/core/platform/deps.ts → functions/core/delivery/queue.ts',

@@ -2,7 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { defaultSettings, parseSettings, rateLimitCeilingPerMinute } from '../../functions/core/platform/settings.js';
 
 describe('settings', () => {
-  it('keeps every plan limit and the default at or under the edge per-key limit, so the WAF never refuses a key first', () => {
+  it('keeps every plan limit and the default at or under the WAF.s per-key limit, so the WAF never refuses a key first', () => {
     for (const limit of [...Object.values(defaultSettings.planRateLimits), defaultSettings.defaultRateLimitPerMinute]) {
       expect(limit).toBeLessThanOrEqual(rateLimitCeilingPerMinute);
     }

@@ -3,7 +3,7 @@
  * next: done, retry after the scheduled delay, or failed for good (the message then goes to the
  * dead-letter queue). The attempt number comes from the delivery record (queue.ts
  * attemptNumberOf): the attempts recorded in the message's round, plus one; a receive that made no
- * attempt uses none, and a re-driven delivery starts a new round. A retry never waits in flight: it is a new delayed message, or,
+ * attempt uses none, and a redelivered delivery starts a new round. A retry never waits in flight: it is a new delayed message, or,
  * beyond queueDelayMaxSeconds, parked in the due index (written with the attempt, in one update)
  * until the sweeper re-queues it; only then is the received message deleted. This module is the
  * attempt policy: every outcome is written as a named transition of the delivery record
@@ -66,7 +66,7 @@ export const staysQueued = (outcome: BatchOutcome): boolean => outcome.kind === 
  * Records an outcome with its transition (delivery-record.ts), pinned to the message's round; each
  * is conditional on the state it leaves, so one refused changes nothing and nothing more is sent
  * or queued: the outcome becomes what the record says now (delivered meanwhile by a duplicate
- * message, its record gone, or a re-drive began a new round, whose message carries on).
+ * message, its record gone, or a redelivery began a new round, whose message carries on).
  */
 async function settle(deps: Deps, message: DeliveryMessage, change: Transition, outcome: Outcome): Promise<Outcome> {
   if (await transition(deps, message, { ...change, round: message.round })) return outcome;
@@ -77,8 +77,8 @@ async function settle(deps: Deps, message: DeliveryMessage, change: Transition, 
     return { kind: 'skipped', attempt, reason: 'no delivery record' };
   }
   if (now.status === 'delivered') return { kind: 'delivered', attempt, reason: 'already delivered' };
-  logger.info('outcome of an earlier round not recorded: re-driven since', { deliveryId: message.deliveryId, transition: change.to });
-  return { kind: 'skipped', attempt, reason: 'superseded: re-driven since' };
+  logger.info('outcome of an earlier round not recorded: redelivered since', { deliveryId: message.deliveryId, transition: change.to });
+  return { kind: 'skipped', attempt, reason: 'superseded: redelivered since' };
 }
 
 function attemptRecord(deps: Deps, attempt: number, result: PostResult): DeliveryAttempt {
@@ -103,8 +103,8 @@ export function hollowPayloadReason(record: Pick<DeliveryRecord, 'payloadOmitted
   return tooBig ? 'the event was too large to queue; its payload was not kept, so it is never sent' : undefined;
 }
 
-/** Whether the message belongs to a round that a later re-drive replaced (messages without a round predate rounds). */
-export const supersededByRedrive = (message: DeliveryMessage, record: Pick<DeliveryRecord, 'redrivenAt'>): boolean =>
+/** Whether the message belongs to a round that a later redelivery replaced (messages without a round predate rounds). */
+export const supersededByRedelivery = (message: DeliveryMessage, record: Pick<DeliveryRecord, 'redrivenAt'>): boolean =>
   message.round !== undefined && record.redrivenAt !== undefined && message.round < Date.parse(record.redrivenAt);
 
 /** What an attempt needs of the delivery record before sending: whether it is still to be sent, and its attempts. */
@@ -134,9 +134,9 @@ export async function attemptDelivery(
     logger.warn('delivery record missing; message dropped', { deliveryId: message.deliveryId });
     return { kind: 'skipped', attempt: 0, reason: 'no delivery record' };
   }
-  // A message of a round before the record's last re-drive (a retry still waiting when "Retry now"
+  // A message of a round before the record's last redelivery (a retry still waiting when "Retry now"
   // re-queued it, say) is consumed without an attempt: one delivery never runs two retry chains.
-  if (supersededByRedrive(message, record)) return { kind: 'skipped', attempt: 0, reason: 'superseded by a re-drive' };
+  if (supersededByRedelivery(message, record)) return { kind: 'skipped', attempt: 0, reason: 'superseded by a redelivery' };
   const attempt = attemptNumberOf(message, record);
   if (record.status === 'delivered') return { kind: 'delivered', attempt, reason: 'already delivered' };
   const hollow = hollowPayloadReason(record);
@@ -162,15 +162,15 @@ export async function attemptDelivery(
   // Endpoints are validated on write, but a row written earlier (or by hand) is re-checked here:
   // outside the local stack an event is never sent in cleartext.
   if (!deps.settings.local && !endpoint.url.startsWith('https:')) {
-    const reason = 'the endpoint URL is not https; events are only sent over TLS (update the URL and re-drive)';
+    const reason = 'the endpoint URL is not https; events are only sent over TLS (update the URL and redeliver)';
     return settle(deps, message, { to: 'failed', reason }, { kind: 'failed', attempt, reason });
   }
 
   // Rotation always leaves the newest secret unexpired, but an item edited by hand may have none:
-  // a recorded failure (re-drivable once a secret is rotated in), not a crash on every receive.
+  // a recorded failure (redeliverable once a secret is rotated in), not a crash on every receive.
   const secrets = activeSecrets(endpoint, deps.now());
   if (secrets.length === 0) {
-    const reason = 'the endpoint has no active signing secret (rotate it: settings page or `crm webhooks rotate-secret`, then re-drive)';
+    const reason = 'the endpoint has no active signing secret (rotate it: settings page or `crm webhooks rotate-secret`, then redeliver)';
     return settle(deps, message, { to: 'failed', reason }, { kind: 'failed', attempt, reason });
   }
 
@@ -268,10 +268,10 @@ const MAX_RECEIVES = deliveryMaxReceives;
  * A message whose receives kept breaking off unexpectedly is moved to the dead-letter queue by SQS
  * itself; its record says so (failed, with the reason), or it would stay `pending` for good, out
  * of every list of failed deliveries and of "re-deliver all failed". Best effort: the cause may
- * be the table itself (the dead-letter pass re-drives the message either way).
+ * be the table itself (the dead-letter pass redeliveries the message either way).
  */
 async function markDeadLettered(deps: Deps, message: DeliveryMessage, receives: number): Promise<void> {
-  const reason = `its last ${receives} receives broke off unexpectedly (see the delivery function's log), so the queue moved it to the dead-letter queue; re-drive it once the cause is fixed`;
+  const reason = `its last ${receives} receives broke off unexpectedly (see the delivery function's log), so the queue moved it to the dead-letter queue; redeliver it once the cause is fixed`;
   await transition(deps, message, { to: 'dead-lettered', reason, round: message.round }).catch((error: unknown) => {
     logger.error('recording a dead-lettered delivery as failed failed', { deliveryId: message.deliveryId, error: error as Error });
   });

@@ -1,6 +1,6 @@
 /**
- * An HTTP request and its outcome as the domain sees them (docs/architecture.md#stages-and-what-each-owns): plain values. The HTTP edge
- * (functions/edge/http-edge.ts) parses API Gateway's event into an HttpRequest, and shapes the
+ * An HTTP request and its outcome as the domain sees them (docs/architecture.md#stages-and-what-each-owns): plain values. The HTTP adapter
+ * (functions/adapters/http-adapter.ts) parses API Gateway's event into an HttpRequest, and shapes the
  * response, its headers and the request-log entry from the HttpOutcome.
  */
 import { badRequest, payloadTooLarge, unsupportedMediaType } from './errors.js';

@@ -19,7 +19,7 @@ export function flushMetrics(): void {
   if (metrics.hasStoredMetrics()) metrics.publishStoredMetrics();
 }
 
-/** An edge's work that flushes its metrics at the end of every invocation, answered or thrown. */
+/** An adapter.s work that flushes its metrics at the end of every invocation, answered or thrown. */
 export function withMetrics<A extends unknown[], R>(work: (...args: A) => Promise<R>): (...args: A) => Promise<R> {
   return async (...args) => {
     try {

@@ -3,7 +3,7 @@
  * session token (session-token.ts) per request, scoped to its organization on every route: an id
  * of another organization is simply not found (404). A per-organization rate limit, and every change
  * recorded in the audit log with the acting user. The operations are the domain's own (the CLI
- * calls the same ones): api-keys.ts, endpoints.ts, test-event.ts, redrive.ts.
+ * calls the same ones): api-keys.ts, endpoints.ts, test-event.ts, redeliver.ts.
  */
 import type { Deps } from '../platform/deps.js';
 import { conflict, DomainError, methodNotAllowed, notFound, tooManyRequests, unauthorized, validationFailed, type FieldError } from '../platform/errors.js';
@@ -174,7 +174,7 @@ export interface SettingsApiOptions {
   tokenSecret: () => Promise<string>;
 }
 
-/** The route of the settings function's API paths (the HTTP edge shapes the response). */
+/** The route of the settings function's API paths (the HTTP adapter shapes the response). */
 export function settingsApi(options: SettingsApiOptions) {
   return async function handleSettingsRequest(deps: Deps, request: HttpRequest): Promise<HttpOutcome> {
     let headers: Record<string, string> = {};

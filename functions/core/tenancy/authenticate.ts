@@ -20,10 +20,10 @@ type Headers = Record<string, string | undefined>;
 const KEY_HEADERS = ['x-api-key', 'authorization'];
 
 /**
- * The key from either header style, exactly as sent (never trimmed: the edge's per-key rules match
+ * The key from either header style, exactly as sent (never trimmed: the WAF.s per-key rules match
  * only well-formed values, so a padded key must not pass here); undefined when neither is present.
- * More than one key header (repeated, in two cases, or both styles) is a 400: the edge and the
- * function could otherwise each take a different one. `repeated`: header names the edge saw twice.
+ * More than one key header (repeated, in two cases, or both styles) is a 400: the WAF and the
+ * function could otherwise each take a different one. `repeated`: header names the HTTP adapter saw twice.
  */
 export function extractApiKey(headers: Headers, repeated: readonly string[] = []): string | undefined {
   let apiKey: string | undefined;

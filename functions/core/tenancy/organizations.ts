@@ -26,7 +26,7 @@ export async function createOrganization(deps: Deps, input: NewOrganization): Pr
   if (!name || name.length > 200) errors.push({ field: 'name', message: 'must be 1 to 200 characters' });
   if (input.rateLimitPerMinute !== undefined && (!Number.isInteger(input.rateLimitPerMinute) || input.rateLimitPerMinute < 1))
     errors.push({ field: 'rate_limit', message: 'must be a positive integer' });
-  // Above the WAF's per-key limit the edge would refuse the key first (docs/capacity.md).
+  // Above the WAF's per-key limit the WAF would refuse the key first (docs/capacity.md).
   else if (input.rateLimitPerMinute !== undefined && input.rateLimitPerMinute > rateLimitCeilingPerMinute)
     errors.push({ field: 'rate_limit', message: `must be at most ${rateLimitCeilingPerMinute} per minute (the WAF's per-key limit)` });
   if (input.walletMicros !== undefined && (!Number.isSafeInteger(input.walletMicros) || input.walletMicros < 0))

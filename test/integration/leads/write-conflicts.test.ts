@@ -12,7 +12,7 @@ import { TransactWriteCommand, type TransactWriteCommandInput } from '@aws-sdk/l
 import type { APIGatewayProxyEvent } from 'aws-lambda';
 import { itemsOf, newTenant, ownDeps, testStack, type Tenant } from '../support/stack.js';
 import type { Deps } from '../../../functions/core/platform/deps.js';
-import { httpEdge } from '../../../functions/edge/http-edge.js';
+import { httpAdapter } from '../../../functions/adapters/http-adapter.js';
 import { handleLeadRequest as leadIntake } from '../../../functions/core/intake/handle-lead-request.js';
 import { createLead } from '../../../functions/core/intake/create-lead.js';
 import { parseLead } from '../../../functions/core/intake/lead-schema.js';
@@ -77,7 +77,7 @@ describe('a prepaid lead whose transaction conflicts', () => {
   it('is retried: 201, one client, the wallet debited once, each retry counted', async () => {
     const t = await newTenant({ billing: 'prepaid', walletMicros: 10_000 });
     const { deps, transactions } = await conflictingDeps(3);
-    const handler = httpEdge(leadIntake, { deps: async () => deps });
+    const handler = httpAdapter(leadIntake, { deps: async () => deps });
     const added = jest.spyOn(metrics, 'addMetric');
     const res = await handler(postEvent(t, { name: 'Contended Lead' }), lambdaContext('leadIntake'));
     expect(added.mock.calls.filter(([name]) => name === 'TransactionConflictRetries')).toHaveLength(3);
@@ -93,7 +93,7 @@ describe('a prepaid lead whose transaction conflicts', () => {
   it('gives up after a bounded number of attempts with 503 and Retry-After, writing nothing', async () => {
     const t = await newTenant({ billing: 'prepaid', walletMicros: 10_000 });
     const { deps, transactions } = await conflictingDeps(Infinity);
-    const handler = httpEdge(leadIntake, { deps: async () => deps });
+    const handler = httpAdapter(leadIntake, { deps: async () => deps });
     const res = await handler(postEvent(t, { name: 'Never Through' }), lambdaContext('leadIntake'));
     expect(res.statusCode).toBe(503);
     expect(res.headers?.['Retry-After']).toBe('1');
@@ -107,7 +107,7 @@ describe('a postpaid lead whose write committed but whose answer was lost', () =
   it('is a 201 with one client when the SDK retry meets its own write, and an Idempotency-Key replay returns it', async () => {
     const t = await newTenant();
     const { deps, puts } = await lostAnswerDeps();
-    const handler = httpEdge(leadIntake, { deps: async () => deps });
+    const handler = httpAdapter(leadIntake, { deps: async () => deps });
     const event = postEvent(t, { name: 'Lost Answer' });
     event.headers['Idempotency-Key'] = `lost-${Date.now()}`;
     const res = await handler(event, lambdaContext('leadIntake'));
@@ -156,7 +156,7 @@ describe('usage counters', () => {
     const { deps } = await testStack();
     const t = await newTenant();
     const { deps: watched, transactions } = await conflictingDeps(Infinity);
-    const handler = httpEdge(leadIntake, { deps: async () => watched });
+    const handler = httpAdapter(leadIntake, { deps: async () => watched });
     expect((await handler(postEvent(t, { name: 'Postpaid Lead' }), lambdaContext('leadIntake'))).statusCode).toBe(201);
     expect(transactions()).toBe(0);
     expect(await dailyUsage(deps, t.organizationId, today())).toEqual({ calls: 1, billedMicros: 0 });

@@ -214,7 +214,7 @@ describe('the local front door under load and failure', () => {
   const rulesWith = (limits: Record<string, number>) => wafRules.map((r) => ({ ...r, limit: limits[r.name] ?? r.limit }));
   const newKey = () => generateApiKey().key;
 
-  it('blocks a flooding key at the edge while another key is served (one key never refuses another)', async () => {
+  it('blocks a flooding key at the WAF while another key is served (one key never refuses another)', async () => {
     await withServer({ wafRules: rulesWith({ PerApiKey: 3, PerBearerKey: 3, PerAddressWithoutKey: 3 }) }, async (url) => {
       const [flood, calm] = [newKey(), newKey()];
       for (let i = 0; i < 3; i++) expect((await get(url, { 'X-API-Key': flood })).status).toBe(200);
@@ -283,8 +283,8 @@ describe('the local front door under load and failure', () => {
   });
 });
 
-describe('the edge limit bounds per-organization overrides', () => {
-  it('refuses a rate-limit override above the WAF\'s per-key limit, which would refuse the key at the edge first', async () => {
+describe('the WAF key limit bounds per-organization overrides', () => {
+  it('refuses a rate-limit override above the WAF\'s per-key limit, which would refuse the key at the WAF first', async () => {
     const over = await runCli(['org', 'create', '--name', 'Too Fast', '--rate-limit', String(wafKeyLimitPerMinute + 1)]);
     expect(over.code).not.toBe(0);
     expect(over.stderr).toContain(`at most ${wafKeyLimitPerMinute}`);

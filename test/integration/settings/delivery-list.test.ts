@@ -95,8 +95,8 @@ describe('the bulk re-delivery reader (settings/bulk-redelivery.ts)', () => {
       return send(command as unknown as Parameters<typeof send>[0]);
     }) as unknown as typeof deps.doc.send;
     // Three delivered ones, none failed: with a budget of 2 keys the reader cannot know there is none.
-    expect(await scanFailed(deps, organizationId, { since }, new Set(), { budget: 2 })).toEqual({ redrivable: [], retrying: 0, hollow: 0, endpointDisabled: 0, more: true });
-    expect(await scanFailed(deps, organizationId, { since }, new Set())).toEqual({ redrivable: [], retrying: 0, hollow: 0, endpointDisabled: 0, more: false });
+    expect(await scanFailed(deps, organizationId, { since }, new Set(), { budget: 2 })).toEqual({ redeliverable: [], retrying: 0, hollow: 0, endpointDisabled: 0, more: true });
+    expect(await scanFailed(deps, organizationId, { since }, new Set())).toEqual({ redeliverable: [], retrying: 0, hollow: 0, endpointDisabled: 0, more: false });
     for (const q of queries) expect({ index: q.IndexName, key: q.KeyConditionExpression }).toEqual({ index: 'byCreated', key: 'pk = :pk AND createdAt >= :since' });
   });
 });

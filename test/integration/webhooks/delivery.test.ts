@@ -13,7 +13,7 @@ import { CreateQueueCommand, DeleteMessageBatchCommand, DeleteQueueCommand, GetQ
 import { eventually, newTenant, postLead, runCli, testStack, type Tenant } from '../support/stack.js';
 import { Receiver } from '../support/receiver.js';
 import { addEndpoint, forgetEndpoints, getEndpoint, rotateSecret, updateEndpoint } from '../../../functions/core/delivery/endpoints.js';
-import { listDeliveries, redriveDeadLetters, redriveDelivery } from '../../../functions/core/delivery/redrive.js';
+import { listDeliveries, redeliverDeadLetters, redeliverDelivery } from '../../../functions/core/delivery/redeliver.js';
 import { attemptDelivery, deliverBatch, staysQueued } from '../../../functions/core/delivery/deliver.js';
 import { MAX_MESSAGE_BYTES, deferDelivery, recordDelivery, sendDeliveryMessages } from '../../../functions/core/delivery/queue.js';
 import { dueKeys } from '../../../functions/core/delivery/store.js';
@@ -210,10 +210,10 @@ describe('webhook delivery', () => {
     }, { what: 'both messages in the dead-letter queue', timeoutMs: 15_000 });
 
     receiver.script('/down', (await getEndpoint(deps, a.tenant.organizationId, a.endpointId))!.secrets[0].secret, { status: 200 });
-    const redrive = await runCli(['deliveries', 'redrive', '--all', '--org', a.tenant.organizationId]);
+    const redrive = await runCli(['deliveries', 'redeliver', '--all', '--org', a.tenant.organizationId]);
     expect(redrive.code).toBe(0);
     expect(redrive.json<{ moved: number }>().moved).toBe(1);
-    const [delivered] = await settled(a.tenant, 'the re-driven delivery', (d) => d[0]?.status === 'delivered');
+    const [delivered] = await settled(a.tenant, 'the redelivered delivery', (d) => d[0]?.status === 'delivered');
     expect(delivered.attempts.at(-1)).toMatchObject({ attempt: 1, statusCode: 200 }); // a fresh attempt count
     const requests = receiver.on('/down');
     expect(new Set(requests.map((r) => r.headers['webhook-id']))).toEqual(new Set([failed.payload.id]));
@@ -226,12 +226,12 @@ describe('webhook delivery', () => {
     expect((await deliveriesOf(b.tenant))[0]).toMatchObject({ status: 'failed' });
     expect(receiver.on('/down-b')).toHaveLength(5);
 
-    // Re-driving B's failed deliveries (not the queue) removes their dead-letter copy too, so a
+    // Redelivering B's failed deliveries (not the queue) removes their dead-letter copy too, so a
     // later --all cannot send them a second time and the dead-letter alarm clears.
     receiver.script('/down-b', b.secret, { status: 204 });
-    const byOrg = await runCli(['deliveries', 'redrive', '--org', b.tenant.organizationId]);
+    const byOrg = await runCli(['deliveries', 'redeliver', '--org', b.tenant.organizationId]);
     expect(byOrg.json()).toEqual({ redriven: 1 });
-    await settled(b.tenant, 'B’s re-driven delivery', (d) => d[0]?.status === 'delivered');
+    await settled(b.tenant, 'B’s redelivered delivery', (d) => d[0]?.status === 'delivered');
     expect((await deadLetterIds()).has(failedB.id)).toBe(false);
     expect(receiver.on('/down-b')).toHaveLength(6);
   }, 60_000);
@@ -263,7 +263,7 @@ describe('webhook delivery', () => {
     expect(new Set(receiver.on('/sweep-crash').map((r) => r.headers['webhook-id']))).toEqual(new Set([event.id]));
   });
 
-  it('never sends a delivery whose event was too large to keep, re-driven or not', async () => {
+  it('never sends a delivery whose event was too large to keep, redelivered or not', async () => {
     const { deps } = await testStack();
     const { tenant, endpointId } = await tenantWithEndpoint('/too-big');
     const endpoint = (await getEndpoint(deps, tenant.organizationId, endpointId))!;
@@ -276,10 +276,10 @@ describe('webhook delivery', () => {
     const [hollow] = await deliveriesOf(tenant);
     expect(hollow).toMatchObject({ status: 'failed', reason: expect.stringContaining('queue budget'), payloadOmitted: true });
 
-    const one = await runCli(['deliveries', 'redrive', '--delivery', hollow.id], { json: false });
+    const one = await runCli(['deliveries', 'redeliver', '--delivery', hollow.id], { json: false });
     expect(one.code).not.toBe(0);
     expect(one.stderr).toMatch(/too large/);
-    const byOrg = await runCli(['deliveries', 'redrive', '--org', tenant.organizationId]);
+    const byOrg = await runCli(['deliveries', 'redeliver', '--org', tenant.organizationId]);
     expect(byOrg.json()).toEqual({ redriven: 0, notRedriven: 1 });
     // Even a message that reaches the queue another way is refused by the delivery function.
     await sendDeliveryMessages(deps, [{ deliveryId: hollow.id, organizationId: tenant.organizationId, endpointId, payload: (hollow as unknown as { payload: EventPayload }).payload }]);
@@ -302,7 +302,7 @@ describe('webhook delivery', () => {
     expect((await deliveriesOf(tenant))[0]).toMatchObject({ status: 'failed', reason: expect.stringContaining('not https'), attempts: [] });
   });
 
-  it('an endpoint left with no active signing secret fails the delivery with the reason (nothing sent), and it is re-driven once a secret is rotated in', async () => {
+  it('an endpoint left with no active signing secret fails the delivery with the reason (nothing sent), and it is redelivered once a secret is rotated in', async () => {
     const { deps } = await testStack();
     const { tenant, endpointId } = await tenantWithEndpoint('/no-secret');
     const endpoint = (await getEndpoint(deps, tenant.organizationId, endpointId))!;
@@ -319,8 +319,9 @@ describe('webhook delivery', () => {
 
     const { secret } = await rotateSecret(deps, tenant.organizationId, endpointId);
     receiver.script('/no-secret', secret, { status: 204 });
+    // The verb operators typed before `redeliver` (docs/architecture.md#glossary) still works: an alias.
     expect((await runCli(['deliveries', 'redrive', '--delivery', message.deliveryId])).code).toBe(0);
-    await settled(tenant, 'the re-driven delivery', (d) => d[0]?.status === 'delivered');
+    await settled(tenant, 'the redelivered delivery', (d) => d[0]?.status === 'delivered');
     expect(receiver.on('/no-secret').map((r) => [r.headers['webhook-id'], r.verifyError])).toEqual([[event.id, undefined]]);
   });
 
@@ -501,7 +502,7 @@ describe('webhook delivery', () => {
     await updateEndpoint(deps, tenant.organizationId, endpointId, { enabled: false }); // stop the retries
   });
 
-  it('lists deliveries by status and re-drives one by id, or an organization’s failed ones', async () => {
+  it('lists deliveries by status and redelivers one by id, or an organization’s failed ones', async () => {
     const { deps } = await testStack();
     const { tenant, endpointId, secret } = await tenantWithEndpoint('/redrive-some', 'all', { status: 410 });
     await postLead(tenant.key, { name: 'First' });
@@ -512,15 +513,15 @@ describe('webhook delivery', () => {
 
     receiver.script('/redrive-some', secret, { status: 204 });
     await updateEndpoint(deps, tenant.organizationId, endpointId, { enabled: true }); // the 410 disabled it
-    const one = await runCli(['deliveries', 'redrive', '--delivery', gone.id]);
+    const one = await runCli(['deliveries', 'redeliver', '--delivery', gone.id]);
     expect(one.code).toBe(0);
-    await settled(tenant, 'the re-driven delivery', (d) => d[0]?.status === 'delivered');
+    await settled(tenant, 'the redelivered delivery', (d) => d[0]?.status === 'delivered');
     expect(new Set(receiver.on('/redrive-some').map((r) => r.headers['webhook-id']))).toEqual(new Set([gone.payload.id]));
     expect(receiver.on('/redrive-some').at(-1)!.verifyError).toBeUndefined();
 
-    const none = await runCli(['deliveries', 'redrive', '--org', tenant.organizationId]);
+    const none = await runCli(['deliveries', 'redeliver', '--org', tenant.organizationId]);
     expect(none.json()).toEqual({ redriven: 0 });
-    const bad = await runCli(['deliveries', 'redrive'], { json: false });
+    const bad = await runCli(['deliveries', 'redeliver'], { json: false });
     expect(bad.code).not.toBe(0);
     expect(bad.stderr).toMatch(/--delivery/);
   });
@@ -532,9 +533,9 @@ describe('webhook delivery', () => {
     const others = await deadLettered(dlq.deps, b.tenant, b.endpointId, 40); // first in the queue
     const ours = await deadLettered(dlq.deps, a.tenant, a.endpointId, 2);
     // 30 s pass between receives: a pass that hid skipped messages for a minute meets them again.
-    const result = await redriveDeadLetters({ ...dlq.deps, sqs: slowPassSqs(dlq.deps.sqs, 30) }, { organizationId: a.tenant.organizationId });
+    const result = await redeliverDeadLetters({ ...dlq.deps, sqs: slowPassSqs(dlq.deps.sqs, 30) }, { organizationId: a.tenant.organizationId });
     expect(result).toMatchObject({ moved: 2, complete: true });
-    await settled(a.tenant, 'both re-driven deliveries', (d) => d.filter((x) => x.status === 'delivered').length === 2);
+    await settled(a.tenant, 'both redelivered deliveries', (d) => d.filter((x) => x.status === 'delivered').length === 2);
     const left = await deadLetterIds(dlq.deps);
     expect(others.every((id) => left.has(id))).toBe(true); // released at the end of the pass
     expect(ours.some((id) => left.has(id))).toBe(false);
@@ -547,16 +548,16 @@ describe('webhook delivery', () => {
     const b = await tenantWithEndpoint('/capped-b', 'all', { status: 204 });
     const others = await deadLettered(dlq.deps, b.tenant, b.endpointId, 12);
     const ours = await deadLettered(dlq.deps, a.tenant, a.endpointId, 2);
-    const first = await dlq.cli(['deliveries', 'redrive', '--all', '--org', a.tenant.organizationId, '--max', '10']);
+    const first = await dlq.cli(['deliveries', 'redeliver', '--all', '--org', a.tenant.organizationId, '--max', '10']);
     expect(first.json()).toMatchObject({ moved: 0, seen: 10, total: 14, complete: false });
-    const human = await dlq.cli(['deliveries', 'redrive', '--all', '--org', a.tenant.organizationId, '--max', '1'], { json: false });
+    const human = await dlq.cli(['deliveries', 'redeliver', '--all', '--org', a.tenant.organizationId, '--max', '1'], { json: false });
     expect(human.stdout).toMatch(/Looked at 1 of ~14 dead-letter message\(s\).*running the same command again continues/s);
     // The dead-letter queue is fair too (its messages carry their organization): with b's ten held
     // by the first pass, the second may already take one of a's (b holds all the processing time).
-    const rest = await dlq.cli(['deliveries', 'redrive', '--all', '--org', a.tenant.organizationId]);
+    const rest = await dlq.cli(['deliveries', 'redeliver', '--all', '--org', a.tenant.organizationId]);
     expect(rest.json()).toMatchObject({ complete: true });
     expect(rest.json<{ moved: number }>().moved).toBeGreaterThanOrEqual(1);
-    await settled(a.tenant, 'both re-driven deliveries', (d) => d.filter((x) => x.status === 'delivered').length === 2);
+    await settled(a.tenant, 'both redelivered deliveries', (d) => d.filter((x) => x.status === 'delivered').length === 2);
     expect(new Set(receiver.on('/capped-a').map((r) => r.headers['webhook-id']))).toEqual(new Set((await deliveriesOf(a.tenant)).map((d) => d.payload.id)));
     expect(receiver.on('/capped-b')).toHaveLength(0);
     // B's twelve are all still there: visible, or held by the capped passes until their hold ends.
@@ -569,9 +570,9 @@ describe('webhook delivery', () => {
     const dlq = await privateDeadLetters();
     const a = await tenantWithEndpoint('/stale-copy', 'all', { status: 204 });
     const [id] = await deadLettered(dlq.deps, a.tenant, a.endpointId, 1);
-    await redriveDelivery(dlq.deps, id, { sweepDeadLetters: false });
+    await redeliverDelivery(dlq.deps, id, { removeDeadLetterCopies: false });
     await settled(a.tenant, 'the re-delivery', (d) => d[0]?.status === 'delivered');
-    expect(await redriveDeadLetters(dlq.deps, { organizationId: a.tenant.organizationId })).toMatchObject({ moved: 1, alreadyDelivered: 1 });
+    expect(await redeliverDeadLetters(dlq.deps, { organizationId: a.tenant.organizationId })).toMatchObject({ moved: 1, alreadyDelivered: 1 });
     expect(await deadLetterIds(dlq.deps)).not.toContain(id);
     await new Promise((resolve) => setTimeout(resolve, 2_000)); // a wrongly re-queued copy would arrive by now
     expect(receiver.on('/stale-copy')).toHaveLength(1);

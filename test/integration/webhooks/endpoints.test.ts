@@ -6,7 +6,7 @@ import { Receiver } from '../support/receiver.js';
 import { tables } from '../../../lib/topology.js';
 import { addEndpoint, currentEndpoints, getEndpoint, recordEndpointHealth, updateEndpoint } from '../../../functions/core/delivery/endpoints.js';
 import { deliveryIdFor, recordDelivery } from '../../../functions/core/delivery/queue.js';
-import { findDelivery } from '../../../functions/core/delivery/redrive.js';
+import { findDelivery } from '../../../functions/core/delivery/redeliver.js';
 import { webhookTestEvent } from '../../../functions/core/events/catalog.js';
 
 let receiver: Receiver;

@@ -14,7 +14,7 @@ import { Receiver } from '../support/receiver.js';
 import { addEndpoint, updateEndpoint } from '../../../functions/core/delivery/endpoints.js';
 import { catalog, schemas } from '../../../functions/core/events/catalog.js';
 import { fanOutStreamBatch as fanOut } from '../../../functions/event-fanout/stream-batch.js';
-import { listDeliveries } from '../../../functions/core/delivery/redrive.js';
+import { listDeliveries } from '../../../functions/core/delivery/redeliver.js';
 import { keys } from '../../../functions/core/platform/model.js';
 import { streamRecord } from '../../unit/events/given-stream.js';
 import { fannedOut, insertOf } from './stream-position.js';

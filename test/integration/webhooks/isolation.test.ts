@@ -18,7 +18,7 @@ import type { Deps } from '../../../functions/core/platform/deps.js';
 import { createOrganization } from '../../../functions/core/tenancy/organizations.js';
 import { createApiKey } from '../../../functions/core/tenancy/api-keys.js';
 import { addEndpoint, listEndpoints, updateEndpoint } from '../../../functions/core/delivery/endpoints.js';
-import { listDeliveries } from '../../../functions/core/delivery/redrive.js';
+import { listDeliveries } from '../../../functions/core/delivery/redeliver.js';
 import type { LocalStackInfo } from '../../../lib/local/stack-file.js';
 import { eventually } from '../support/stack.js';
 import { RestartableStack } from '../support/restartable-stack.js';

@@ -11,7 +11,7 @@ import { mockClient } from 'aws-sdk-client-mock';
 import { eventually, newTenant, postLead, runCli, testStack } from '../support/stack.js';
 import { Receiver } from '../support/receiver.js';
 import { addEndpoint, updateEndpoint } from '../../../functions/core/delivery/endpoints.js';
-import { listDeliveries } from '../../../functions/core/delivery/redrive.js';
+import { listDeliveries } from '../../../functions/core/delivery/redeliver.js';
 import { replayFanoutFailures } from '../../../functions/core/events/replay.js';
 import { fannedOut, insertOf, streamsClient, type StreamPosition } from './stream-position.js';
 import { deliveriesSettled } from './settled.js';

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createOrganization } from '../../../functions/core/tenancy/organizations.js';
 import { addEndpoint, updateEndpoint } from '../../../functions/core/delivery/endpoints.js';
-import { listDeliveries } from '../../../functions/core/delivery/redrive.js';
+import { listDeliveries } from '../../../functions/core/delivery/redeliver.js';
 import { testSettings } from '../global-setup.js';
 import { eventually } from '../support/stack.js';
 import { RestartableStack } from '../support/restartable-stack.js';

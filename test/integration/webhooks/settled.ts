@@ -5,7 +5,7 @@
  */
 import { eventually, testStack } from '../support/stack.js';
 import type { Receiver } from '../support/receiver.js';
-import { listDeliveries } from '../../../functions/core/delivery/redrive.js';
+import { listDeliveries } from '../../../functions/core/delivery/redeliver.js';
 
 export async function deliveriesSettled(receiver: Receiver, organizationId: string, path: string): Promise<void> {
   const { deps } = await testStack();

@@ -1,7 +1,7 @@
 /**
  * The delivery stage run in the test's process on the in-memory port (memory-delivery.ts) and a
  * simulated clock: the same domain code the delivery function, the due sweeper and the local
- * stack's start run (deliverBatch, sweepDueDeliveries, resumePendingDeliveries), driven in rounds
+ * stack's start run (deliverBatch, sweepDueDeliveries, requeuePendingDeliveries), driven in rounds
  * as the queue pollers drive it. Endpoints and their circuits stay in the suite's DynamoDB Local
  * (they are not the delivery record's); receivers are real HTTP servers on 127.0.0.1. The clock is
  * the real one plus a skew that jumps whenever nothing is due, so waits of seconds or hours cost
@@ -15,9 +15,9 @@ import { withDeliveryPorts } from '../../../../functions/core/delivery/delivery-
 import { deliverBatch, staysQueued } from '../../../../functions/core/delivery/deliver.js';
 import { sweepDueDeliveries } from '../../../../functions/core/delivery/sweep.js';
 import { queueDeliveries, recordDeliveries } from '../../../../functions/core/delivery/queue.js';
-import { listDeliveries } from '../../../../functions/core/delivery/redrive.js';
+import { listDeliveries } from '../../../../functions/core/delivery/redeliver.js';
 import type { DeliveryQueueName } from '../../../../functions/core/delivery/delivery-state.js';
-import { resumePendingDeliveries } from '../../../../lib/local/resume-deliveries.js';
+import { requeuePendingDeliveries } from '../../../../lib/local/requeue-deliveries.js';
 import { queues } from '../../../../lib/topology.js';
 import { forgetAllEndpoints } from '../../../../functions/core/delivery/endpoints.js';
 import { forgetFailedHere } from '../../../../functions/core/delivery/circuit-store.js';
@@ -137,7 +137,7 @@ export class DeliveryCore {
     forgetSlots();
     this.queue.clear();
     this.nextSweep = 0;
-    return resumePendingDeliveries(this.deps);
+    return requeuePendingDeliveries(this.deps);
   }
 
   /** An organization's deliveries, as the CLI and the settings API read them. */

@@ -1,12 +1,12 @@
 /**
- * The runbook's re-drive (docs/operations.md "Re-drive"): per organization, after a test event has
- * told which receivers answer again, `crm deliveries redrive --org --skip-failing` sends the failed
+ * The runbook's redeliver (docs/operations.md "Redeliver"): per organization, after a test event has
+ * told which receivers answer again, `crm deliveries redeliver --org --skip-failing` sends the failed
  * deliveries of the endpoints that answer and leaves those of an endpoint still failing failed,
  * unsent, and named.
  */
 import { describe, it, expect, beforeAll, afterAll } from '@jest/globals';
 import { addEndpoint, updateEndpoint } from '../../../functions/core/delivery/endpoints.js';
-import { listDeliveries } from '../../../functions/core/delivery/redrive.js';
+import { listDeliveries } from '../../../functions/core/delivery/redeliver.js';
 import { eventually, newTenant, postLead, runCli, testStack } from '../support/stack.js';
 import { Receiver } from '../support/receiver.js';
 
@@ -14,7 +14,7 @@ const receiver = new Receiver();
 beforeAll(async () => { await receiver.start(); });
 afterAll(async () => { await receiver.stop(); });
 
-describe('crm deliveries redrive --org --skip-failing', () => {
+describe('crm deliveries redeliver --org --skip-failing', () => {
   it('re-sends the failed deliveries of endpoints that answer again, and leaves those of an endpoint still failing', async () => {
     const { deps } = await testStack();
     const tenant = await newTenant({ name: 'Half Down Co' });
@@ -41,11 +41,11 @@ describe('crm deliveries redrive --org --skip-failing', () => {
     const leadsTo = (path: string) => receiver.on(path).filter((r) => r.event?.type === 'client.created');
     const sentToDown = leadsTo('/still-down').length;
 
-    const redrive = await runCli(['deliveries', 'redrive', '--org', tenant.organizationId, '--skip-failing']);
+    const redrive = await runCli(['deliveries', 'redeliver', '--org', tenant.organizationId, '--skip-failing']);
     expect(redrive.code).toBe(0);
     expect(redrive.json()).toEqual({ redriven: 1, skippedEndpoints: [{ id: down.id, why: expect.any(String) }] });
     await eventually(async () => (await listDeliveries(deps, tenant.organizationId)).find((d) => d.id === failedTo(fixed.id).id)?.status === 'delivered',
-      { what: 'the fixed endpoint\'s re-driven delivery', timeoutMs: 20_000 });
+      { what: 'the fixed endpoint\'s redelivered delivery', timeoutMs: 20_000 });
     // Its original webhook-id, verified with its secret.
     const original = (failedTo(fixed.id).payload as { id: string }).id;
     expect(leadsTo('/fixed').filter((r) => r.headers['webhook-id'] === original && r.verifyError === undefined).length).toBeGreaterThanOrEqual(1);
@@ -55,6 +55,6 @@ describe('crm deliveries redrive --org --skip-failing', () => {
     expect((await listDeliveries(deps, tenant.organizationId)).find((d) => d.id === failedTo(down.id).id)?.status).toBe('failed');
 
     // Without --org it is refused, as is --skip-failing with --all.
-    expect((await runCli(['deliveries', 'redrive', '--all', '--skip-failing'])).code).toBe(2);
+    expect((await runCli(['deliveries', 'redeliver', '--all', '--skip-failing'])).code).toBe(2);
   }, 90_000);
 });

@@ -1,10 +1,10 @@
 /**
- * Every handler is wrapped by `instrumented` (functions/edge/lambda-edge.ts): its log lines carry the
+ * Every handler is wrapped by `instrumented` (functions/adapters/instrumentation.ts): its log lines carry the
  * Lambda context (function name, request id, cold start flag), and a key one invocation appended is gone
  * in the next.
  */
 import { describe, it, expect, jest, afterEach } from '@jest/globals';
-import { instrumented } from '../../../functions/edge/lambda-edge.js';
+import { instrumented } from '../../../functions/adapters/instrumentation.js';
 import { logger } from '../../../functions/core/platform/observability.js';
 import { lambdaContext } from '../../../lib/local/lambda-context.js';
 

@@ -1,9 +1,9 @@
 /**
  * Re-delivery (docs/webhooks.md#answering-retries-and-failures): one delivery by id, the failed deliveries of an organization (or one
- * endpoint) in a time range, or the dead-letter queue. A re-driven delivery is a fresh message, so
+ * endpoint) in a time range, or the dead-letter queue. A redelivered delivery is a fresh message, so
  * it gets a fresh attempt count, and it carries the same payload, so the same webhook-id. A
- * delivery whose event was too large to keep is never re-driven (it would go out hollow), and a
- * re-driven delivery's copy in the dead-letter queue is removed, so it cannot be sent twice.
+ * delivery whose event was too large to keep is never redelivered (it would go out hollow), and a
+ * redelivered delivery's copy in the dead-letter queue is removed, so it cannot be sent twice.
  */
 import {
   ChangeMessageVisibilityBatchCommand, DeleteMessageBatchCommand, GetQueueAttributesCommand, ReceiveMessageCommand, StartMessageMoveTaskCommand,
@@ -36,7 +36,7 @@ const matches = (item: { organizationId?: unknown; endpointId?: unknown; created
   (!f.until || String(item.createdAt) <= f.until);
 
 async function markRequeued(deps: Deps, message: DeliveryMessage): Promise<void> {
-  if (!(await transition(deps, message, { to: 'requeued' }))) throw new Error(`no delivery record ${message.deliveryId} to re-queue`);
+  if (!(await transition(deps, message, { to: 'redelivered' }))) throw new Error(`no delivery record ${message.deliveryId} to redeliver`);
 }
 
 async function requeue(deps: Deps, messages: DeliveryMessage[]): Promise<void> {
@@ -53,27 +53,27 @@ export async function findDelivery(deps: Deps, deliveryId: string): Promise<Deli
 }
 
 /**
- * `sweepDeadLetters: false` leaves a re-driven delivery's dead-letter copy in place: what a tenant's
+ * `removeDeadLetterCopies: false` leaves a redelivered delivery's dead-letter copy in place: what a tenant's
  * click does (settings API), so it never pages through the dead-letter queue every organization
  * shares, nor holds other organizations' messages hidden if its function times out mid-pass. A
- * left copy is harmless: when an operator re-drives it later, the delivery function finds the
+ * left copy is harmless: when an operator redeliveries it later, the delivery function finds the
  * record delivered and skips it, or attempts a still-failing one again under the same webhook-id.
  */
-export interface RedriveOptions { sweepDeadLetters?: boolean }
+export interface RedeliverOptions { removeDeadLetterCopies?: boolean }
 
 /**
  * Any delivery by id, whatever its status (a delivered one is sent again: receivers dedupe by
  * webhook-id), except one whose payload was not kept.
  */
-export async function redriveDelivery(deps: Deps, deliveryId: string, options: RedriveOptions = {}): Promise<DeliveryMessage & { deadLetters?: SweepResult }> {
+export async function redeliverDelivery(deps: Deps, deliveryId: string, options: RedeliverOptions = {}): Promise<DeliveryMessage & { deadLetters?: DeadLetterPass }> {
   const item = await findDelivery(deps, deliveryId);
   if (!item) throw notFound(`No delivery ${deliveryId}.`);
   const hollow = hollowPayloadReason(item);
-  if (hollow) throw conflict(`Delivery ${deliveryId} cannot be re-driven: ${hollow}.`);
+  if (hollow) throw conflict(`Delivery ${deliveryId} cannot be redelivered: ${hollow}.`);
   const message = toMessage(item);
   await requeue(deps, [message]);
   // Only an exhausted (failed) delivery has a dead-letter copy.
-  const deadLetters = item.status === 'failed' && options.sweepDeadLetters !== false ? await removeDeadLetters(deps, new Set([message.deliveryId])) : undefined;
+  const deadLetters = item.status === 'failed' && options.removeDeadLetterCopies !== false ? await removeDeadLetters(deps, new Set([message.deliveryId])) : undefined;
   return { ...message, ...(deadLetters ? { deadLetters } : {}) };
 }
 
@@ -94,35 +94,35 @@ export async function listDeliveries(
  * queue; those whose payload was not kept are left failed and counted in `hollow`. Their copies in
  * the dead-letter queue are then removed.
  */
-export async function redriveFailed(
+export async function redeliverFailed(
   deps: Deps, filter: DeliveryFilter & { organizationId: string }, onProgress?: (done: number, total: number) => void,
-  options: RedriveOptions & { maxMessages?: number; /** At most this many per call (newest first); the rest are counted in `remaining`. */ limit?: number } = {},
-): Promise<{ redriven: number; hollow: number; remaining: number; deadLetters?: SweepResult }> {
+  options: RedeliverOptions & { maxMessages?: number; /** At most this many per call (newest first); the rest are counted in `remaining`. */ limit?: number } = {},
+): Promise<{ redriven: number; hollow: number; remaining: number; deadLetters?: DeadLetterPass }> {
   // Payloads only for the ones this call re-queues (a bounded call over a long backlog reads 500, not all).
   const listed = await listDeliveries(deps, filter.organizationId, { ...filter, status: 'failed', limit: Number.MAX_SAFE_INTEGER, payloads: false });
-  const redrivable = listed.filter((item) => !hollowPayloadReason(item));
-  const failed = await withPayloads(deps, redrivable.slice(0, options.limit ?? redrivable.length));
+  const redeliverable = listed.filter((item) => !hollowPayloadReason(item));
+  const failed = await withPayloads(deps, redeliverable.slice(0, options.limit ?? redeliverable.length));
   let done = 0;
   for (const batch of inBatches(failed, 10)) {
     await requeue(deps, batch.map(toMessage));
     onProgress?.((done += batch.length), failed.length);
   }
-  const deadLetters = options.sweepDeadLetters === false ? undefined : await removeDeadLetters(deps, new Set(failed.map((item) => item.id)), options.maxMessages);
-  return { redriven: failed.length, hollow: listed.length - redrivable.length, remaining: redrivable.length - failed.length, ...(deadLetters ? { deadLetters } : {}) };
+  const deadLetters = options.removeDeadLetterCopies === false ? undefined : await removeDeadLetters(deps, new Set(failed.map((item) => item.id)), options.maxMessages);
+  return { redriven: failed.length, hollow: listed.length - redeliverable.length, remaining: redeliverable.length - failed.length, ...(deadLetters ? { deadLetters } : {}) };
 }
 
 /**
  * Re-queues the given deliveries (records read without their payloads, e.g. the settings API's
  * bounded scan of failed ones); their payloads are joined back here. Returns how many were queued.
  */
-export async function redriveRecords(deps: Deps, records: Omit<DeliveryRecord, 'payload'>[]): Promise<number> {
+export async function redeliverRecords(deps: Deps, records: Omit<DeliveryRecord, 'payload'>[]): Promise<number> {
   const withPayload = await withPayloads(deps, records as DeliveryRecord[]);
   for (const batch of inBatches(withPayload, 10)) await requeue(deps, batch.map(toMessage));
   return withPayload.length;
 }
 
 /** What a pass over the dead-letter queue did: `complete` is false when it stopped at its cap. */
-export interface SweepResult {
+export interface DeadLetterPass {
   moved: number;
   /** Messages looked at in this pass. */
   seen: number;
@@ -134,22 +134,22 @@ export interface SweepResult {
 }
 
 /** Dead-letter messages one pass looks at; `--max` changes it. */
-export const SWEEP_PASS_MAX = 1_000;
+export const DEAD_LETTER_PASS_MAX = 1_000;
 /**
  * How long a looked-at message stays hidden. Long, so that a slow pass never meets its own skipped
  * messages again (they would crowd out unseen ones); a capped pass leaves them hidden, so running
  * it again continues with the rest; any other pass makes them visible again at its end.
  */
-export const SWEEP_HOLD_SECONDS = 15 * 60;
+export const DEAD_LETTER_HOLD_SECONDS = 15 * 60;
 
 /**
  * Moves dead-letter messages back to the delivery queue. Without a filter, on AWS, SQS's own
  * StartMessageMoveTask does it; otherwise (filters, or the local emulator) receive → send → delete,
  * leaving messages that do not match where they are.
  */
-export async function redriveDeadLetters(
+export async function redeliverDeadLetters(
   deps: Deps, filter: DeliveryFilter = {}, onProgress?: (moved: number, seen: number) => void, options: { maxMessages?: number } = {},
-): Promise<Partial<SweepResult> & { moved: number; task?: string; alreadyDelivered?: number }> {
+): Promise<Partial<DeadLetterPass> & { moved: number; task?: string; alreadyDelivered?: number }> {
   const unfiltered = !filter.organizationId && !filter.endpointId && !filter.since && !filter.until;
   if (unfiltered && !deps.settings.local) {
     const arn = async (url: string) => (await deps.sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] }))).Attributes!.QueueArn!;
@@ -160,7 +160,7 @@ export async function redriveDeadLetters(
   // which leaves the copy) is only removed: sending it again would repeat a delivered webhook.
   // (The move task's messages meet the same rule in deliver.ts, which skips delivered records.)
   const delivered = new Set<string>();
-  const result = await sweepDeadLetters(deps, async (delivery) => {
+  const result = await passOverDeadLetters(deps, async (delivery) => {
     const Item = await deliveryStore(deps).getOne(keys.delivery(delivery.organizationId, delivery.deliveryId));
     const picked = matches({ organizationId: delivery.organizationId, endpointId: delivery.endpointId, createdAt: Item?.createdAt }, filter);
     if (picked && Item?.status === 'delivered') delivered.add(delivery.deliveryId);
@@ -170,10 +170,10 @@ export async function redriveDeadLetters(
 }
 
 /** Deletes the dead-letter copies of these deliveries (they were queued again another way); stops once all are found. */
-async function removeDeadLetters(deps: Deps, deliveryIds: Set<string>, maxMessages?: number): Promise<SweepResult | undefined> {
+async function removeDeadLetters(deps: Deps, deliveryIds: Set<string>, maxMessages?: number): Promise<DeadLetterPass | undefined> {
   if (deliveryIds.size === 0) return undefined;
   const left = new Set(deliveryIds);
-  return sweepDeadLetters(deps, (delivery) => left.delete(delivery.deliveryId), async () => undefined, { maxMessages, done: () => left.size === 0 });
+  return passOverDeadLetters(deps, (delivery) => left.delete(delivery.deliveryId), async () => undefined, { maxMessages, done: () => left.size === 0 });
 }
 
 async function deadLetterDepth(deps: Deps): Promise<{ visible: number; inFlight: number }> {
@@ -186,16 +186,16 @@ async function deadLetterDepth(deps: Deps): Promise<{ visible: number; inFlight:
 /**
  * One pass over the dead-letter queue by receive → act → delete (StartMessageMoveTask cannot
  * filter, and the local emulator lacks it): messages `pick` selects are handed to `take`, then
- * deleted; the others are held (SWEEP_HOLD_SECONDS) and only their id and receipt handle kept.
+ * deleted; the others are held (DEAD_LETTER_HOLD_SECONDS) and only their id and receipt handle kept.
  * An empty receive does not mean the end (SQS samples its servers): the pass ends when the queue
  * reports no visible message, when `done()` says so, or at `maxMessages` (then `complete` is false).
  */
-async function sweepDeadLetters(
+async function passOverDeadLetters(
   deps: Deps,
   pick: (delivery: DeliveryMessage) => boolean | Promise<boolean>,
   take: (deliveries: DeliveryMessage[]) => Promise<void>,
-  { onProgress, maxMessages = SWEEP_PASS_MAX, done = () => false }: { onProgress?: (moved: number, seen: number) => void; maxMessages?: number; done?: () => boolean } = {},
-): Promise<SweepResult> {
+  { onProgress, maxMessages = DEAD_LETTER_PASS_MAX, done = () => false }: { onProgress?: (moved: number, seen: number) => void; maxMessages?: number; done?: () => boolean } = {},
+): Promise<DeadLetterPass> {
   const start = await deadLetterDepth(deps);
   let moved = 0;
   const seen = new Set<string>();
@@ -204,7 +204,7 @@ async function sweepDeadLetters(
   let stopped: 'empty' | 'done' | 'cap' | 'stalled' = 'cap';
   for (let stalls = 0; seen.size < maxMessages;) {
     const { Messages = [] } = await deps.sqs.send(new ReceiveMessageCommand({
-      QueueUrl: deps.queues.deliveryDlq, MaxNumberOfMessages: Math.min(10, maxMessages - seen.size), WaitTimeSeconds: 1, VisibilityTimeout: SWEEP_HOLD_SECONDS,
+      QueueUrl: deps.queues.deliveryDlq, MaxNumberOfMessages: Math.min(10, maxMessages - seen.size), WaitTimeSeconds: 1, VisibilityTimeout: DEAD_LETTER_HOLD_SECONDS,
     }));
     // One met again (held longer than the hold): keep its new handle, do not judge it twice.
     for (const m of Messages) if (skipped.has(m.MessageId!)) skipped.set(m.MessageId!, m.ReceiptHandle!);

@@ -2,7 +2,7 @@
  * Local stack start, and `crm deliveries requeue-pending` after a restore (docs/operations.md): the
  * old queue is gone (the SQS emulator keeps no messages across restarts), so deliveries
  * left pending by the last run are queued again through the delivery queue's one producer, with the
- * rest of their wait (their attempts are counted from their records, since their last re-drive) (a retry due later stays delayed). Those parked in
+ * rest of their wait (their attempts are counted from their records, since their last redelivery) (a retry due later stays delayed). Those parked in
  * the due index are the sweeper's, which finds them in DynamoDB as on AWS. On AWS the queue keeps
  * its messages: there this full-table scan runs only after a restore, from the CLI.
  */
@@ -13,8 +13,8 @@ import { deliveryStore } from '../../functions/core/delivery/delivery-port.js';
 import type { DeliveryMessage } from '../../functions/core/platform/model.js';
 
 /** Queues every pending delivery that is not parked again; returns how many. */
-export async function resumePendingDeliveries(deps: Deps): Promise<number> {
-  const items = await deliveryStore(deps).resumable();
+export async function requeuePendingDeliveries(deps: Deps): Promise<number> {
+  const items = await deliveryStore(deps).requeueable();
   const records = (await withPayloads(deps, items.map(toDeliveryRecord))).filter((r) => r.payload);
   const dueAt = new Map(records.map((r) => [r.id, r.nextAttemptAt ? Date.parse(r.nextAttemptAt) : 0]));
   const messages: DeliveryMessage[] = records.map((r) => ({

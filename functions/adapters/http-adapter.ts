@@ -1,5 +1,5 @@
 /**
- * The HTTP edge shared by API handlers (middy): parses API Gateway's event into the domain's plain
+ * The HTTP adapter shared by API handlers (middy): parses API Gateway's event into the domain's plain
  * request, and from the route's outcome builds the response (request id, CORS unless same-origin, and the route's
  * headers on every answer, errors mapped to problem+json in one place) and one request-log entry.
  */
@@ -21,7 +21,7 @@ const DEPS_RETRY_AFTER_SECONDS = 10;
 const depsUnavailable = () => new DomainError(503, 'service-unavailable', 'Service unavailable',
   `The service cannot serve requests right now; retry in ${DEPS_RETRY_AFTER_SECONDS} s.`, { headers: { 'Retry-After': String(DEPS_RETRY_AFTER_SECONDS) } });
 
-/** The problem+json answer for anything thrown (errors.ts maps it), with the edge's headers. */
+/** The problem+json answer for anything thrown (errors.ts maps it), with the adapter.s headers. */
 function problemResult(error: unknown, requestId: string, headers: Record<string, string> = {}, cors = corsResponseHeaders): APIGatewayProxyResult {
   const { problem, headers: own } = toProblem(error, requestId);
   return {
@@ -42,7 +42,7 @@ function toHttpRequest(event: APIGatewayProxyEvent, requestId: string, context?:
     body: event.isBase64Encoded ? Buffer.from(event.body ?? '', 'base64') : (event.body ?? undefined),
     sourceIp: event.requestContext?.identity?.sourceIp ?? undefined,
     requestId,
-    // Taken now, at the edge: the time left shrinks while the domain authenticates and rate-limits.
+    // Taken now, in the adapter: the time left shrinks while the domain authenticates and rate-limits.
     deadline: context ? Date.now() + context.getRemainingTimeInMillis() : undefined,
     resource: event.resource,
     pathParameters: Object.fromEntries(Object.entries(event.pathParameters ?? {}).filter((e): e is [string, string] => typeof e[1] === 'string')),
@@ -85,7 +85,7 @@ function toResult(outcome: HttpOutcome, requestId: string, cors: Record<string, 
 }
 
 /** `sameOrigin`: answers for pages of this origin only (the settings API): no CORS headers. */
-export function httpEdge(route: HttpRoute, options: { deps?: () => Promise<Deps>; sameOrigin?: boolean } = {}) {
+export function httpAdapter(route: HttpRoute, options: { deps?: () => Promise<Deps>; sameOrigin?: boolean } = {}) {
   const getDeps = options.deps ?? lambdaDeps;
   const cors = options.sameOrigin ? {} : corsResponseHeaders;
   return middy<APIGatewayProxyEvent, APIGatewayProxyResult, Error, Context>()
