@@ -49,7 +49,7 @@ async function writeUnitsPerLead(deps: Deps, info: LocalStackInfo, billing: 'non
   let units = 0;
   const parts = new Map<string, number>();
   // Its own clients, so the middleware below counts only this lead's writes.
-  const measured = depsFromStackFile(info, deps.settings);
+  const measured = depsFromStackFile(info, deps.config);
   measured.doc.middlewareStack.add((next, context) => async (args) => {
     if (!WRITES.has(context.commandName ?? '')) return next(args);
     (args.input as Record<string, unknown>).ReturnConsumedCapacity = 'INDEXES';

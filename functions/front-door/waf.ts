@@ -3,7 +3,7 @@
  * key headers after. The CDK stack renders them (lib/stacks/crm-api.ts); the local front door
  * (lib/local/http-server.ts) counts requests with the same functions (docs/capacity.md).
  */
-import { rateLimitCeilingPerMinute } from '../core/platform/settings.js';
+import { rateLimitCeilingPerMinute } from '../core/platform/config.js';
 
 /** WAF text transformations, applied in order to a value before it is matched or counted. */
 export type WafTransform = 'LOWERCASE' | 'COMPRESS_WHITE_SPACE';
@@ -31,7 +31,7 @@ export interface WafRuleSpec {
 }
 
 /**
- * Per key: the ceiling of every per-key limit (functions/core/platform/settings.ts
+ * Per key: the ceiling of every per-key limit (functions/core/platform/config.ts
  * `rateLimitCeilingPerMinute`), so a key within its own limit never meets the WAF first.
  */
 export const wafKeyLimitPerMinute = rateLimitCeilingPerMinute;

@@ -5,7 +5,7 @@
  */
 import { tables, queues, secrets, type TableName, type QueueName, type SecretName } from '../topology.js';
 import { settingsParameterEnvVar } from '../../functions/core/platform/bindings.js';
-import { localStackMarkerEnvVar } from '../../functions/core/platform/settings.js';
+import { localStackMarkerEnvVar } from '../../functions/core/platform/config.js';
 import { emulatorEnvironment } from './emulators.js';
 
 /** A variable set to `undefined` is removed. */

@@ -161,7 +161,7 @@ export async function attemptDelivery(
   }
   // Endpoints are validated on write, but a row written earlier (or by hand) is re-checked here:
   // outside the local stack an event is never sent in cleartext.
-  if (!deps.settings.local && !endpoint.url.startsWith('https:')) {
+  if (!deps.config.local && !endpoint.url.startsWith('https:')) {
     const reason = 'the endpoint URL is not https; events are only sent over TLS (update the URL and redeliver)';
     return settle(deps, message, { to: 'failed', reason }, { kind: 'failed', attempt, reason });
   }
@@ -189,13 +189,13 @@ export async function attemptDelivery(
     const now = deps.now();
     const body = JSON.stringify(message.payload);
     const headers = sign({ id: message.payload.id, timestamp: Math.floor(now / 1000), body, secrets });
-    result = await postWebhook({ url: endpoint.url, headers, body, timeoutMs: admission.timeoutMs, allow: allowListFor(deps.settings) });
+    result = await postWebhook({ url: endpoint.url, headers, body, timeoutMs: admission.timeoutMs, allow: allowListFor(deps.config) });
   } finally {
     admission.release();
   }
   // ISOLATION REPORT (delivery-isolation): the attempt's result (result.ok, result.errorCode) goes to the breaker here.
   // A main-lane POST cut off at its short budget is not an attempt: it moves to the slow lane (full time-out), its endpoint too.
-  if (result.errorCode === 'ETIMEDOUT' && admission.timeoutMs < deps.settings.deliveryTimeoutMs) {
+  if (result.errorCode === 'ETIMEDOUT' && admission.timeoutMs < deps.config.deliveryTimeoutMs) {
     await markSlow(deps, endpoint);
     return { kind: 'deferred', attempt, untilMs: deps.now(), reason: `no answer within ${admission.timeoutMs} ms: moved to the slow lane`, lane: 'slow' };
   }
@@ -236,10 +236,10 @@ async function recordOutcome(
   }
   const decidedAt = deps.now();
   const retryAfter = result.status === 429 || result.status === 503 ? parseRetryAfter(result.retryAfter, decidedAt) : undefined;
-  const delaySeconds = retryDelaySeconds(attempt, { schedule: deps.settings.retryScheduleSeconds, jitter: deps.settings.retryJitter, retryAfterSeconds: retryAfter });
+  const delaySeconds = retryDelaySeconds(attempt, { schedule: deps.config.retryScheduleSeconds, jitter: deps.config.retryJitter, retryAfterSeconds: retryAfter });
   const untilMs = decidedAt + delaySeconds * 1000;
   // Beyond a queue delay, the retry leaves the queue: parked in the due index with this very write.
-  const parked = delaySeconds > deps.settings.queueDelayMaxSeconds;
+  const parked = delaySeconds > deps.config.queueDelayMaxSeconds;
   const settled = await settle(deps, message, { to: 'attempted', attempt: record_, nextAttemptAt: new Date(untilMs).toISOString(), ...(parked ? { park: { untilMs, round: message.round } } : {}) },
     { kind: 'retry', attempt, result, delaySeconds, parked });
   if (settled.kind === 'retry' && settled.parked) metrics.addMetric('DeliveryRetriesParked', MetricUnit.Count, 1); // once written

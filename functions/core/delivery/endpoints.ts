@@ -36,12 +36,12 @@ export function validateUrl(deps: Deps, raw: string): string {
     errors.push({ field: 'url', message: 'must be an absolute URL' });
   }
   if (url) {
-    if (url.protocol !== 'https:' && !(url.protocol === 'http:' && deps.settings.local)) errors.push({ field: 'url', message: 'must use https' });
+    if (url.protocol !== 'https:' && !(url.protocol === 'http:' && deps.config.local)) errors.push({ field: 'url', message: 'must use https' });
     if (url.username || url.password) errors.push({ field: 'url', message: 'must not contain credentials' });
     if (raw.length > 2000) errors.push({ field: 'url', message: 'must be at most 2000 characters' });
     const host = url.hostname.replace(/^\[|\]$/g, '');
     if (isIP(host)) {
-      const decision = isBlockedAddress(host, allowListFor(deps.settings));
+      const decision = isBlockedAddress(host, allowListFor(deps.config));
       if (decision.blocked) errors.push({ field: 'url', message: `points to a ${decision.reason} address` });
     }
   }
@@ -110,7 +110,7 @@ export async function addEndpoint(deps: Deps, organizationId: string, input: { u
   const url = validateUrl(deps, input.url);
   const events = parseSubscription(input.events);
   if (input.description && input.description.length > 500) throw validationFailed([{ field: 'description', message: 'must be at most 500 characters' }]);
-  const max = deps.settings.maxEndpointsPerOrganization;
+  const max = deps.config.maxEndpointsPerOrganization;
   const secret = newSigningSecret();
   const now = new Date(deps.now()).toISOString();
   const endpoint: WebhookEndpoint = {
@@ -316,7 +316,7 @@ export async function recordEndpointHealth(deps: Deps, endpoint: WebhookEndpoint
     await update('SET enabled = :f, disabledReason = :r', { ':f': false, ':r': `the receiver answered 410 Gone at ${now}` });
   } else if (!endpoint.failingSince) {
     await update('SET failingSince = :now', { ':now': now }, 'attribute_exists(pk) AND attribute_not_exists(failingSince)');
-  } else if (deps.now() - Date.parse(endpoint.failingSince) > deps.settings.disableAfterFailingHours * 3_600_000) {
+  } else if (deps.now() - Date.parse(endpoint.failingSince) > deps.config.disableAfterFailingHours * 3_600_000) {
     await update('SET enabled = :f, disabledReason = :r', { ':f': false, ':r': `failing without a success since ${endpoint.failingSince}` });
   }
   if (outcome !== 'ok' || endpoint.failingSince) endpointCache.delete(endpoint.organizationId);
@@ -343,7 +343,7 @@ export const forgetEndpoints = (organizationId: string) => endpointCache.delete(
 export const forgetAllEndpoints = () => endpointCache.clear();
 export async function endpointsOf(deps: Deps, organizationId: string, endpointId?: string): Promise<WebhookEndpoint[]> {
   const now = deps.now();
-  const ttlMs = deps.settings.endpointCacheTtlSeconds * 1000;
+  const ttlMs = deps.config.endpointCacheTtlSeconds * 1000;
   const has = (list: WebhookEndpoint[]) => !endpointId || list.some((e) => e.id === endpointId);
   const read = () => endpointCache.load(organizationId, deps.now(), ttlMs, () => queryEndpoints(deps, organizationId));
   const cached = endpointCache.get(organizationId, now);

@@ -38,7 +38,7 @@ export const MAX_MESSAGE_BYTES = 240 * 1024;
 export const deliveryIdFor = (eventId: string, endpointId: string) =>
   'dlv_' + createHash('sha256').update(`${eventId}|${endpointId}`).digest('base64url').slice(0, 22);
 
-const expiresAt = (deps: Deps) => Math.floor(deps.now() / 1000) + deps.settings.retentionDays * 86_400;
+const expiresAt = (deps: Deps) => Math.floor(deps.now() / 1000) + deps.config.retentionDays * 86_400;
 
 /**
  * Sends delivery messages through the stage's queue port (SQS: sqs-delivery-queue.ts, which makes
@@ -83,7 +83,7 @@ export async function deferDelivery(
   deps: Deps, message: DeliveryMessage, untilMs: number, options: { reason: string; queue?: 'deliveryQueue' | 'deliverySlowQueue' },
 ): Promise<'queued' | 'parked' | 'settled'> {
   const delaySeconds = Math.max(0, (untilMs - deps.now()) / 1000);
-  if (delaySeconds <= deps.settings.queueDelayMaxSeconds) {
+  if (delaySeconds <= deps.config.queueDelayMaxSeconds) {
     await sendDeliveryMessages(deps, [message], { delaySeconds: () => delaySeconds, queue: options.queue });
     return 'queued';
   }

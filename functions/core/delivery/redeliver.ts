@@ -151,7 +151,7 @@ export async function redeliverDeadLetters(
   deps: Deps, filter: DeliveryFilter = {}, onProgress?: (moved: number, seen: number) => void, options: { maxMessages?: number } = {},
 ): Promise<Partial<DeadLetterPass> & { moved: number; task?: string; alreadyDelivered?: number }> {
   const unfiltered = !filter.organizationId && !filter.endpointId && !filter.since && !filter.until;
-  if (unfiltered && !deps.settings.local) {
+  if (unfiltered && !deps.config.local) {
     const arn = async (url: string) => (await deps.sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] }))).Attributes!.QueueArn!;
     const out = await deps.sqs.send(new StartMessageMoveTaskCommand({ SourceArn: await arn(deps.queues.deliveryDlq), DestinationArn: await arn(deps.queues.deliveryQueue) }));
     return { moved: 0, task: out.TaskHandle };

@@ -80,7 +80,7 @@ export async function createLead(deps: Deps, auth: AuthContext, input: LeadInput
   if (earlier) metrics.addMetric('DuplicateLeadMatches', MetricUnit.Count, 1);
   const merging = earlier && mayMerge(auth, earlier.via) ? earlier.id : undefined;
   const client = newLeadClient(deps, auth, input, meta, earlier && !merging ? earlier.id : undefined);
-  const price = org.billing === 'prepaid' ? deps.settings.pricePerCallMicros : 0;
+  const price = org.billing === 'prepaid' ? deps.config.pricePerCallMicros : 0;
   const day = client.created_at.slice(0, 10);
   const created = createWrite(deps, client);
   const write = merging ? mergeWrite(deps, org.id, merging, input, submissionOf(auth, input, meta, client.created_at)) : created.write;
@@ -135,7 +135,7 @@ async function duplicateOf(deps: Deps, auth: AuthContext, input: LeadInput, meta
   // Its first submission failed after claiming the guard (postpaid: the usage is counted first): this one takes its place, unguarded.
   if (!await clientExists(deps, org.id, clientId)) return createUnguarded(deps, auth, input, meta);
   const day = new Date(deps.now()).toISOString().slice(0, 10);
-  if (org.billing === 'prepaid') await debitAndWrite(deps, org.id, undefined, deps.settings.pricePerCallMicros, day);
+  if (org.billing === 'prepaid') await debitAndWrite(deps, org.id, undefined, deps.config.pricePerCallMicros, day);
   else await countUsage(deps, org.id, day, clientId);
   return { kind: 'duplicate', clientId };
 }
@@ -146,7 +146,7 @@ async function createUnguarded(deps: Deps, auth: AuthContext, input: LeadInput, 
   const client = newLeadClient(deps, auth, input, meta);
   const { write, token } = createWrite(deps, client);
   const day = client.created_at.slice(0, 10);
-  if (org.billing === 'prepaid') await debitAndWrite(deps, org.id, write, deps.settings.pricePerCallMicros, day);
+  if (org.billing === 'prepaid') await debitAndWrite(deps, org.id, write, deps.config.pricePerCallMicros, day);
   else {
     await countUsage(deps, org.id, day, client.id);
     await putOnce(deps, write.Put, token);

@@ -33,7 +33,7 @@ export const secretEnvVars = {
 } as const;
 export type SecretName = keyof typeof secretEnvVars;
 
-/** Env var naming the SSM parameter with the stage's runtime settings (functions/core/platform/settings.ts). */
+/** Env var naming the SSM parameter with the stage's runtime configuration (functions/core/platform/config.ts). */
 export const settingsParameterEnvVar = 'SETTINGS_PARAMETER';
 export const serviceName = 'crm-integration-api';
 /** CloudWatch namespace of the functions' metrics (Powertools) and of the alarms on them. */

@@ -1,6 +1,6 @@
 /**
  * The dependencies every domain module takes as its first argument: AWS SDK clients, the physical
- * names of the topology's tables and queues, the stage's settings and a clock. Lambda handlers
+ * names of the topology's tables and queues, the stage's runtime configuration and a clock. Lambda handlers
  * get it per invocation from env (`lambdaDeps()`); the local stack, the CLI and tests build
  * it from the emulators' URLs (`createDeps()`). Domain code never reads process.env.
  */
@@ -10,7 +10,7 @@ import { SQSClient } from '@aws-sdk/client-sqs';
 import { tableEnvVars, type TableName, queueEnvVars, type QueueName } from './bindings.js';
 import type { Tracer } from '@aws-lambda-powertools/tracer';
 import { loadTracer } from './tracing.js';
-import { loadSettings, type Settings } from './settings.js';
+import { loadConfig, type Config } from './config.js';
 
 export interface Deps {
   dynamodb: DynamoDBClient;
@@ -20,7 +20,8 @@ export interface Deps {
   tables: Record<TableName, string>;
   /** Queue URLs by topology name. */
   queues: Record<QueueName, string>;
-  settings: Settings;
+  /** The stage's runtime configuration (functions/core/platform/config.ts). */
+  config: Config;
   /** Milliseconds since the epoch; tests may pin it. */
   now: () => number;
 }
@@ -58,10 +59,10 @@ export function createAwsClients(urls: ServiceUrls = {}, tracer?: Tracer): Pick<
 export function createDeps(input: ServiceUrls & {
   tables: Record<TableName, string>;
   queues: Record<QueueName, string>;
-  settings: Settings;
+  config: Config;
   now?: () => number;
 }): Deps {
-  return { ...createAwsClients(input), tables: input.tables, queues: input.queues, settings: input.settings, now: input.now ?? Date.now };
+  return { ...createAwsClients(input), tables: input.tables, queues: input.queues, config: input.config, now: input.now ?? Date.now };
 }
 
 /**
@@ -83,13 +84,13 @@ function namesFromEnv<K extends string>(envVars: Record<K, string>, what: string
   return out;
 }
 
-let container: Promise<Omit<Deps, 'settings' | 'now'>> | undefined;
+let container: Promise<Omit<Deps, 'config' | 'now'>> | undefined;
 /**
- * The deps of one invocation: SDK clients and names created once per container, settings read per
- * invocation through their cache (functions/core/platform/settings.ts), so a failed read never sticks to
+ * The deps of one invocation: SDK clients and names created once per container, the runtime configuration read per
+ * invocation through its cache (functions/core/platform/config.ts), so a failed read never sticks to
  * the container and a changed parameter is picked up.
  */
 export async function lambdaDeps(): Promise<Deps> {
   container ??= loadTracer().then((tracer) => ({ ...createAwsClients({}, tracer), tables: namesFromEnv(tableEnvVars, 'table'), queues: namesFromEnv(queueEnvVars, 'queue') }));
-  return { ...(await container), settings: await loadSettings(), now: Date.now };
+  return { ...(await container), config: await loadConfig(), now: Date.now };
 }

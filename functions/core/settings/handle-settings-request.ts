@@ -75,7 +75,7 @@ const operations: Record<string, Operation> = {
   'POST /api/settings/keys/{id}/rotate': async (c) => {
     const graceHours = graceOf(objectBody(c.request, true));
     const { key, record, previous } = await rotateApiKey(c.deps, c.organization.id, c.params.id, { graceHours });
-    await c.audit('key.rotated', c.params.id, { newKeyId: record.keyId, graceHours: graceHours ?? c.deps.settings.rotationGraceHours });
+    await c.audit('key.rotated', c.params.id, { newKeyId: record.keyId, graceHours: graceHours ?? c.deps.config.rotationGraceHours });
     return { status: 201, body: { key: keyView(record, 'active'), secret: key, previous: keyView(previous) } };
   },
   'DELETE /api/settings/keys/{id}': async (c) => {

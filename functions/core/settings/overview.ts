@@ -76,7 +76,7 @@ export async function settingsOverview(deps: Deps, org: Organization, baseUrl: s
     leadEndpoint: `${baseUrl}/api/webhook/leads`,
     curlExamples: curlExamples(baseUrl),
     /** How long a revoked key may still be accepted: warm containers cache key lookups this long (authenticate.ts). */
-    revocationSeconds: deps.settings.keyCacheTtlSeconds,
+    revocationSeconds: deps.config.keyCacheTtlSeconds,
     user: { id: userId },
   };
 }

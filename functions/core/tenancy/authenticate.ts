@@ -99,7 +99,7 @@ async function lookupKey(deps: Deps, hash: string): Promise<CachedKey | undefine
         ...(Item.kind === 'publishable' ? { publishable: publishablePolicy(deps, Item) } : {}),
       }
     : undefined;
-  const until = now + deps.settings.keyCacheTtlSeconds * 1000;
+  const until = now + deps.config.keyCacheTtlSeconds * 1000;
   if (value) keyCache.set(hash, value, until);
   else unknownKeyCache.set(hash, undefined, until);
   return value;
@@ -112,12 +112,12 @@ function publishablePolicy(deps: Deps, item: Record<string, unknown>): Publishab
     perIpLimit: item.perIpLimit === undefined ? DEFAULT_PER_IP_LIMIT : Number(item.perIpLimit),
     honeypotField: (item.honeypotField as string | undefined) ?? DEFAULT_HONEYPOT_FIELD,
     ...(item.thankYouUrl ? { thankYouUrl: item.thankYouUrl as string } : {}),
-    dailyCap: item.dailyCap !== undefined && item.dailyCap !== null ? Number(item.dailyCap) : deps.settings.publishableDailyCap,
+    dailyCap: item.dailyCap !== undefined && item.dailyCap !== null ? Number(item.dailyCap) : deps.config.publishableDailyCap,
   };
 }
 
 const lookupOrganization = (deps: Deps, id: string): Promise<Organization | undefined> =>
-  orgCache.getOrLoad(id, deps.now(), deps.settings.keyCacheTtlSeconds * 1000, () => getOrganization(deps, id));
+  orgCache.getOrLoad(id, deps.now(), deps.config.keyCacheTtlSeconds * 1000, () => getOrganization(deps, id));
 
 /** How long the last-used write may delay a request before it is given up. */
 const LAST_USED_TIMEOUT_MS = 1_000;
@@ -172,7 +172,7 @@ export async function authenticate(deps: Deps, headers: Headers, options: { form
   if (key.kind === 'publishable' && !options.allowPublishable) throw forbidden('A publishable key (crm_pub_...) may only POST leads to /api/webhook/leads.');
   const organization = await lookupOrganization(deps, key.organizationId);
   if (!organization) throw unauthorized('The API key is not valid.');
-  const { allowedPlans } = deps.settings;
+  const { allowedPlans } = deps.config;
   if (allowedPlans !== 'all' && !allowedPlans.includes(organization.plan)) {
     throw forbidden(`The ${organization.plan} plan does not include the integration API. Upgrade to one of: ${allowedPlans.join(', ')}.`);
   }

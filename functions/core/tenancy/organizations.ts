@@ -9,7 +9,7 @@ import { notFound, validationFailed } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
 import { queryAll } from '../platform/query.js';
 import { keys, type Billing, type CaptchaProvider, type DuplicatePolicy, type Organization } from '../platform/model.js';
-import { rateLimitCeilingPerMinute } from '../platform/settings.js';
+import { rateLimitCeilingPerMinute } from '../platform/config.js';
 import { inBatches } from '../platform/batches.js';
 
 export interface NewOrganization {

@@ -9,7 +9,7 @@
 import { describe, it, expect, beforeAll, afterAll } from '@jest/globals';
 import { testStack } from '../support/stack.js';
 import { Receiver } from '../support/receiver.js';
-import { defaultSettings } from '../../../functions/core/platform/settings.js';
+import { defaultConfig } from '../../../functions/core/platform/config.js';
 import { MAX_VISIBILITY_SECONDS } from '../../../functions/core/delivery/schedule.js';
 import { keys, type DeliveryRecord } from '../../../functions/core/platform/model.js';
 import { clientCreated, DeliveryCore } from './support/delivery-core.js';
@@ -27,8 +27,8 @@ afterAll(async () => {
 async function core(): Promise<DeliveryCore> {
   const { deps } = await testStack();
   return new DeliveryCore(deps, {
-    retryScheduleSeconds: defaultSettings.retryScheduleSeconds, retryJitter: 0, queueDelayMaxSeconds: defaultSettings.queueDelayMaxSeconds,
-    dueSweepLookaheadSeconds: defaultSettings.dueSweepLookaheadSeconds, circuitFailureThreshold: 100,
+    retryScheduleSeconds: defaultConfig.retryScheduleSeconds, retryJitter: 0, queueDelayMaxSeconds: defaultConfig.queueDelayMaxSeconds,
+    dueSweepLookaheadSeconds: defaultConfig.dueSweepLookaheadSeconds, circuitFailureThreshold: 100,
   });
 }
 

@@ -71,7 +71,7 @@ describe('authenticating with an API key', () => {
     await revokeApiKey(deps, t.organizationId, t.keyId);
     const started = Date.now();
     await eventually(async () => (await getWith({ 'X-API-Key': t.key })).status === 401, { what: 'the revoked key to be refused', timeoutMs: 5_000 });
-    expect(Date.now() - started).toBeLessThan(deps.settings.keyCacheTtlSeconds * 1000 + 2_000);
+    expect(Date.now() - started).toBeLessThan(deps.config.keyCacheTtlSeconds * 1000 + 2_000);
     const before = (await itemsOf('clients', t.organizationId)).length;
     expect((await postLead(t.key, lead)).status).toBe(401);
     expect(await itemsOf('clients', t.organizationId)).toHaveLength(before);
@@ -119,7 +119,7 @@ describe('authenticating with an API key', () => {
   it('refuses an organization whose plan is not allowed with 403', async () => {
     const { deps } = await testStack();
     const t = await newTenant({ plan: 'free' });
-    const restricted = { ...deps, settings: { ...deps.settings, allowedPlans: ['pro', 'enterprise'] } };
+    const restricted = { ...deps, config: { ...deps.config, allowedPlans: ['pro', 'enterprise'] } };
     const error = await authenticate(restricted, { 'X-API-Key': t.key }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(DomainError);
     expect(error).toMatchObject({ status: 403, message: expect.stringContaining('pro, enterprise') });
@@ -132,7 +132,7 @@ describe('the key cache and the last-used write', () => {
     clearAuthCache();
     const t = await newTenant();
     const base = await ownDeps();
-    const deps = { ...base, settings: { ...base.settings, keyCacheTtlSeconds: 600 } }; // the flood must not outlast the TTL
+    const deps = { ...base, config: { ...base.config, keyCacheTtlSeconds: 600 } }; // the flood must not outlast the TTL
     const realSend = deps.doc.send.bind(deps.doc) as (c: GetCommand) => Promise<unknown>;
     const realHash = hashApiKey(t.key);
     let realReads = 0;

@@ -132,7 +132,7 @@ describe('exact input on the lead endpoint', () => {
     const { deps } = await testStack();
     const uncapped = await givenPublishableKey();
     const capped = await givenPublishableKey({ dailyCap: 7 });
-    const stage = { ...deps, settings: { ...deps.settings, publishableDailyCap: 3 } };
+    const stage = { ...deps, config: { ...deps.config, publishableDailyCap: 3 } };
     expect((await authenticate(stage, { 'X-API-Key': uncapped.key }, { allowPublishable: true })).key.publishable?.dailyCap).toBe(3);
     expect((await authenticate(stage, { 'X-API-Key': capped.key }, { allowPublishable: true })).key.publishable?.dailyCap).toBe(7);
   });

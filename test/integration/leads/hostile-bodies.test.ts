@@ -84,7 +84,7 @@ describe('hostile and random lead bodies', () => {
     // Closed days sit in USAGE# items; the open day of a prepaid organization on its own item.
     const openDay = (await itemsOf('organizations', t.organizationId, 'ORG'))[0]?.usageCalls;
     expect(usage.reduce((n, u) => n + Number(u.calls), 0) + Number(openDay ?? 0)).toBe(billed);
-    expect(org?.walletMicros).toBe(1_000_000_000 - billed * deps.settings.pricePerCallMicros);
+    expect(org?.walletMicros).toBe(1_000_000_000 - billed * deps.config.pricePerCallMicros);
     // Both outcomes were exercised, or the generators are broken.
     expect(created).toBeGreaterThan(50);
     expect(statuses.get(422) ?? 0).toBeGreaterThan(50);

@@ -38,7 +38,7 @@ describe('a publishable key from a page of an allowed origin', () => {
 
     const [client] = await itemsOf('clients', t.organizationId);
     expect(client).toMatchObject({ id: res.json().id, status: 'lead', first_name: 'Ada', last_name: 'Lovelace', email: 'ada@example.com' });
-    expect((await getOrganization(deps, t.organizationId))?.walletMicros).toBe(1_000_000 - deps.settings.pricePerCallMicros);
+    expect((await getOrganization(deps, t.organizationId))?.walletMicros).toBe(1_000_000 - deps.config.pricePerCallMicros);
   });
 
   it('a secret key keeps working from a server: no Origin needed, CORS stays *', async () => {
@@ -134,7 +134,7 @@ describe('the daily cap of billed calls', () => {
     expect(Math.abs(Number(capped.headers['retry-after']) - untilMidnight)).toBeLessThanOrEqual(5);
     expect(await itemsOf('clients', t.organizationId)).toHaveLength(2);
     const { deps } = await testStack();
-    expect((await getOrganization(deps, t.organizationId))?.walletMicros).toBe(1_000_000 - 2 * deps.settings.pricePerCallMicros);
+    expect((await getOrganization(deps, t.organizationId))?.walletMicros).toBe(1_000_000 - 2 * deps.config.pricePerCallMicros);
   });
 });
 

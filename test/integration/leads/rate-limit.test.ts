@@ -122,7 +122,7 @@ describe('rate limiting per API key', () => {
 
     it('refuses with 503 and Retry-After when the stage is set to fail closed', async () => {
       const { deps } = await testStack();
-      const broken = { ...deps, tables: { ...deps.tables, rateWindows: 'no-such-table' }, settings: { ...deps.settings, rateLimitFailMode: 'closed' as const } };
+      const broken = { ...deps, tables: { ...deps.tables, rateWindows: 'no-such-table' }, config: { ...deps.config, rateLimitFailMode: 'closed' as const } };
       await expect(checkRateLimit(broken, 'key_x', 100)).rejects.toMatchObject({ status: 503, extra: { headers: { 'Retry-After': '5' } } });
     });
   });

@@ -28,7 +28,7 @@ const prepaid = (walletMicros: number) => newTenant({ billing: 'prepaid', wallet
 describe('the prepaid wallet boundary', () => {
   it('a wallet holding exactly the price pays for one call and is left at 0; the next call is a 402', async () => {
     const { deps } = await testStack();
-    const price = deps.settings.pricePerCallMicros;
+    const price = deps.config.pricePerCallMicros;
     expect(price).toBeGreaterThan(1);
     const t = await prepaid(price);
     expect((await postLead(t.key, { name: 'Exactly Paid' })).status).toBe(201);
@@ -47,7 +47,7 @@ describe('the prepaid wallet boundary', () => {
     ['a single micro-dollar', () => 1],
   ])('a wallet left with %s refuses the call it cannot pay in full with 402, and debits nothing for it', async (_what, partFor) => {
     const { deps } = await testStack();
-    const price = deps.settings.pricePerCallMicros;
+    const price = deps.config.pricePerCallMicros;
     const part = partFor(price);
     const t = await prepaid(price + part);
     expect((await postLead(t.key, { name: 'Paid In Full' })).status).toBe(201);
@@ -60,14 +60,14 @@ describe('the prepaid wallet boundary', () => {
 
   it('a new organization whose wallet is one micro-dollar short of its first call: 402, nothing written', async () => {
     const { deps } = await testStack();
-    const t = await prepaid(deps.settings.pricePerCallMicros - 1);
+    const t = await prepaid(deps.config.pricePerCallMicros - 1);
     expect((await postLead(t.key, { name: 'First And Unpaid' })).status).toBe(402);
-    expect(await writesOf(t)).toEqual({ clients: 0, notifications: 0, usage: { calls: 0, billedMicros: 0 }, wallet: deps.settings.pricePerCallMicros - 1 });
+    expect(await writesOf(t)).toEqual({ clients: 0, notifications: 0, usage: { calls: 0, billedMicros: 0 }, wallet: deps.config.pricePerCallMicros - 1 });
   });
 
   it('20 leads arriving together on a wallet covering exactly 7: exactly 7 created, 13 refused with 402, the wallet at 0', async () => {
     const { deps } = await testStack();
-    const price = deps.settings.pricePerCallMicros;
+    const price = deps.config.pricePerCallMicros;
     const t = await prepaid(7 * price);
     const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => postLead(t.key, { name: `Together ${i}` })));
     const statuses = answers.map((a) => a.status);

@@ -11,7 +11,7 @@ import type { APIGatewayProxyEvent, APIGatewayProxyResult, DynamoDBStreamEvent, 
 import { testStack, newTenant, eventually } from '../support/stack.js';
 import { startSsmStandIn, type SsmStandIn } from '../../../lib/local/ssm-stand-in.js';
 import { settingsParameterEnvVar } from '../../../functions/core/platform/bindings.js';
-import { localStackMarkerEnvVar, parseSettings, resetSettingsCache, settingsSnapshotEnvVar } from '../../../functions/core/platform/settings.js';
+import { localStackMarkerEnvVar, parseConfig, resetConfigCache, settingsSnapshotEnvVar } from '../../../functions/core/platform/config.js';
 import { lambdaDeps } from '../../../functions/core/platform/deps.js';
 import { logger } from '../../../functions/core/platform/observability.js';
 
@@ -37,7 +37,7 @@ function useSettingsStandIn(name: string, started: (standIn: SsmStandIn) => void
   });
   beforeEach(() => {
     delete process.env[settingsSnapshotEnvVar];
-    resetSettingsCache();
+    resetConfigCache();
     standIn.failWith(undefined);
   });
 }
@@ -88,22 +88,22 @@ describe('a handler whose SSM fails', () => {
     await expect(invoke()).rejects.toThrow();
     standIn.failWith(undefined);
     await expect(invoke()).resolves.toEqual({ batchItemFailures: [] });
-    expect((await lambdaDeps()).settings.pricePerCallMicros).toBe(2222);
+    expect((await lambdaDeps()).config.pricePerCallMicros).toBe(2222);
   });
 
   it('serves the previous settings while SSM is down, then picks up the new value', async () => {
     put({ pricePerCallMicros: 3333 });
-    expect((await lambdaDeps()).settings.pricePerCallMicros).toBe(3333);
+    expect((await lambdaDeps()).config.pricePerCallMicros).toBe(3333);
     const warn = jest.spyOn(logger, 'warn').mockImplementation(() => undefined);
     put({ pricePerCallMicros: 4444 });
     standIn.failWith(unavailable);
     const failedReads = standIn.requests;
     // Past the max age the read fails: every invocation still succeeds on the previous value.
     await eventually(async () => (await invoke()) && standIn.requests > failedReads, { what: 'a failed read after the max age' });
-    expect((await lambdaDeps()).settings.pricePerCallMicros).toBe(3333);
+    expect((await lambdaDeps()).config.pricePerCallMicros).toBe(3333);
     expect(warn).toHaveBeenCalledWith(expect.stringMatching(/serving the previous value/), expect.anything());
     standIn.failWith(undefined);
-    await eventually(async () => (await lambdaDeps()).settings.pricePerCallMicros === 4444, { what: 'the new value after SSM recovered' });
+    await eventually(async () => (await lambdaDeps()).config.pricePerCallMicros === 4444, { what: 'the new value after SSM recovered' });
     warn.mockRestore();
   });
 
@@ -112,12 +112,12 @@ describe('a handler whose SSM fails', () => {
     const warn = jest.spyOn(logger, 'warn').mockImplementation(() => undefined);
     process.env.AWS_LAMBDA_FUNCTION_NAME = 'Crm-prod-eventFanout';
     try {
-      expect((await lambdaDeps()).settings.local).toBe(false);
+      expect((await lambdaDeps()).config.local).toBe(false);
       expect(warn).toHaveBeenCalledWith(expect.stringMatching(/"local": true ignored/));
       // The local stack (which sets its marker) is the one place it takes effect.
-      resetSettingsCache();
+      resetConfigCache();
       process.env[localStackMarkerEnvVar] = '1';
-      expect((await lambdaDeps()).settings.local).toBe(true);
+      expect((await lambdaDeps()).config.local).toBe(true);
     } finally {
       delete process.env.AWS_LAMBDA_FUNCTION_NAME;
       delete process.env[localStackMarkerEnvVar];
@@ -139,7 +139,7 @@ describe('settings under SSM pressure (GetParameter: 40 TPS per account and regi
     put({ pricePerCallMicros: 1212 });
     standIn.failWith(unavailable, 5);
     const before = standIn.requests;
-    expect((await lambdaDeps()).settings.pricePerCallMicros).toBe(1212);
+    expect((await lambdaDeps()).config.pricePerCallMicros).toBe(1212);
     expect(standIn.requests - before).toBe(6);
   });
 
@@ -149,10 +149,10 @@ describe('settings under SSM pressure (GetParameter: 40 TPS per account and regi
     const warn = jest.spyOn(logger, 'warn').mockImplementation(() => undefined);
     try {
       standIn.failWith(throttled);
-      expect((await lambdaDeps()).settings.pricePerCallMicros).toBe(2323);
+      expect((await lambdaDeps()).config.pricePerCallMicros).toBe(2323);
       expect(warn).toHaveBeenCalledWith(expect.stringMatching(/deploy-time snapshot/), expect.objectContaining({ parameter: name }));
       standIn.failWith(undefined);
-      await eventually(async () => (await lambdaDeps()).settings.pricePerCallMicros === 3434, { what: 'the parameter after SSM recovered' });
+      await eventually(async () => (await lambdaDeps()).config.pricePerCallMicros === 3434, { what: 'the parameter after SSM recovered' });
     } finally {
       warn.mockRestore();
     }
@@ -180,13 +180,13 @@ describe('settings under SSM pressure (GetParameter: 40 TPS per account and regi
     const random = jest.spyOn(Math, 'random').mockReturnValue(0); // this container draws the shortest age: 70 %
     try {
       put({ pricePerCallMicros: 5656, settingsMaxAgeSeconds: 100 });
-      resetSettingsCache();
-      expect((await lambdaDeps()).settings.pricePerCallMicros).toBe(5656);
+      resetConfigCache();
+      expect((await lambdaDeps()).config.pricePerCallMicros).toBe(5656);
       put({ pricePerCallMicros: 6767, settingsMaxAgeSeconds: 100 });
       jest.setSystemTime(start + 69_000);
-      expect((await lambdaDeps()).settings.pricePerCallMicros).toBe(5656);
+      expect((await lambdaDeps()).config.pricePerCallMicros).toBe(5656);
       jest.setSystemTime(start + 71_000);
-      expect((await lambdaDeps()).settings.pricePerCallMicros).toBe(6767);
+      expect((await lambdaDeps()).config.pricePerCallMicros).toBe(6767);
     } finally {
       random.mockRestore();
       jest.useRealTimers();
@@ -198,7 +198,7 @@ describe('settings under SSM pressure (GetParameter: 40 TPS per account and regi
     const warn = jest.spyOn(logger, 'warn').mockImplementation(() => undefined);
     process.env.AWS_LAMBDA_FUNCTION_NAME = 'Crm-prod-webhookDelivery';
     try {
-      expect((await lambdaDeps()).settings.ssrfAllowList).toEqual(['10.20.0.0/16']);
+      expect((await lambdaDeps()).config.ssrfAllowList).toEqual(['10.20.0.0/16']);
       expect(warn).toHaveBeenCalledWith(expect.stringMatching(/"169\.254\.0\.0\/16" ignored: it overlaps link-local/));
     } finally {
       delete process.env.AWS_LAMBDA_FUNCTION_NAME;
@@ -211,8 +211,8 @@ describe('settings that time security controls are bounded', () => {
   it('refuses keyCacheTtlSeconds or endpointCacheTtlSeconds over 300 s and settingsMaxAgeSeconds over 3600 s, naming the field', () => {
     const bounds = { keyCacheTtlSeconds: 300, endpointCacheTtlSeconds: 300, settingsMaxAgeSeconds: 3600 };
     for (const [field, max] of Object.entries(bounds)) {
-      expect(parseSettings({ [field]: max })[field as keyof typeof bounds]).toBe(max);
-      expect(() => parseSettings({ [field]: max + 1 })).toThrow(new RegExp(`${field} must be at most ${max}`));
+      expect(parseConfig({ [field]: max })[field as keyof typeof bounds]).toBe(max);
+      expect(() => parseConfig({ [field]: max + 1 })).toThrow(new RegExp(`${field} must be at most ${max}`));
     }
   });
 });

@@ -103,7 +103,7 @@ describe('settings writes under concurrency', () => {
     const { organizationId } = await newTenant();
     const admin = await settingsClient(organizationId);
     const { deps } = await testStack();
-    const max = deps.settings.maxEndpointsPerOrganization;
+    const max = deps.config.maxEndpointsPerOrganization;
     expect(max).toBe(10);
     const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => admin.post('/api/settings/webhooks', { url: `http://127.0.0.1:9/ep-${i}`, events: ['client.created'] })));
     expect(answers.filter((a) => a.status === 201)).toHaveLength(max);

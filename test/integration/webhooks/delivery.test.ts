@@ -295,7 +295,7 @@ describe('webhook delivery', () => {
     const event = { id: `evt_clear_${Date.now()}`, type: 'client.updated', organization_id: tenant.organizationId, timestamp: new Date().toISOString(), data: { object: { id: 'cli_x' } } } as unknown as EventPayload;
     const message = (await recordDelivery(deps, event, endpoint))!; // recorded, not queued: attempted by hand below
     // A deployed stage whose allow-list admits the receiver: only the scheme stands in the way.
-    const deployed = { ...deps, settings: { ...deps.settings, local: false, ssrfAllowList: ['127.0.0.0/8'] } };
+    const deployed = { ...deps, config: { ...deps.config, local: false, ssrfAllowList: ['127.0.0.0/8'] } };
     const outcome = await attemptDelivery(deployed, message);
     expect(outcome).toMatchObject({ kind: 'failed', reason: expect.stringContaining('not https') });
     expect(receiver.on('/cleartext')).toHaveLength(0);

@@ -72,7 +72,7 @@ describe('crm webhooks', () => {
   it('refuses plain http outside the local stack', async () => {
     const { deps } = await testStack();
     const { organizationId: org } = await newTenant();
-    const aws = { ...deps, settings: { ...deps.settings, local: false } };
+    const aws = { ...deps, config: { ...deps.config, local: false } };
     await expect(addEndpoint(aws, org, { url: 'http://hooks.example.com/x', events: 'all' })).rejects.toMatchObject({ status: 422, extra: { errors: [{ field: 'url', message: 'must use https' }] } });
   });
 

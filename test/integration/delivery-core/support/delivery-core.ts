@@ -8,7 +8,7 @@
  * nothing, while HTTP time-outs stay real.
  */
 import type { Deps } from '../../../../functions/core/platform/deps.js';
-import type { Settings } from '../../../../functions/core/platform/settings.js';
+import type { Config } from '../../../../functions/core/platform/config.js';
 import type { DeliveryMessage, DeliveryRecord, EventPayload, WebhookEndpoint } from '../../../../functions/core/platform/model.js';
 import { inBatches } from '../../../../functions/core/platform/batches.js';
 import { withDeliveryPorts } from '../../../../functions/core/delivery/delivery-port.js';
@@ -59,8 +59,8 @@ export class DeliveryCore {
   readonly deps: Deps;
   private nextSweep = 0;
 
-  constructor(base: Deps, settings: Partial<Settings> = {}) {
-    this.deps = withDeliveryPorts({ ...base, settings: { ...base.settings, ...settings }, now: this.now }, { store: this.store, queue: this.queue });
+  constructor(base: Deps, settings: Partial<Config> = {}) {
+    this.deps = withDeliveryPorts({ ...base, config: { ...base.config, ...settings }, now: this.now }, { store: this.store, queue: this.queue });
   }
 
   /** Moves the clock forward. */
@@ -84,7 +84,7 @@ export class DeliveryCore {
   async round(): Promise<number> {
     if (this.now() >= this.nextSweep) {
       await sweepDueDeliveries(this.deps);
-      this.nextSweep = this.now() + this.deps.settings.dueSweepLookaheadSeconds * 1000;
+      this.nextSweep = this.now() + this.deps.config.dueSweepLookaheadSeconds * 1000;
     }
     const generation = this.generation;
     const alive = () => generation === this.generation;

@@ -1,5 +1,6 @@
 /**
- * Runtime settings of a stage: one JSON document, merged over the defaults below (the production
+ * The runtime configuration of a stage (docs/architecture.md#glossary; not the organization
+ * settings of functions/core/settings/): one JSON document, merged over the defaults below (the production
  * values). Handlers read it from the SSM parameter named by SETTINGS_PARAMETER on every
  * invocation through a per-container cache (`settingsMaxAgeSeconds`, 5 minutes by default; its own
  * document sets the age, shortened by a random 0-30 % per container so containers born together do
@@ -7,7 +8,9 @@
  * fails on a container's first read, the deploy-time snapshot of the document (CRM_SETTINGS_SNAPSHOT,
  * set by lib/stacks/crm-function.ts) is served instead of failing. The local stack runs a
  * stand-in for SSM (lib/local/ssm-stand-in.ts) and sets the same variables. Without
- * SETTINGS_PARAMETER (the CLI, in-process tests) CRM_SETTINGS (JSON) or the defaults apply.
+ * SETTINGS_PARAMETER (the CLI, in-process tests) CRM_SETTINGS (JSON) or the defaults apply. The
+ * parameter's path, the env var names and `settingsMaxAgeSeconds` are deployed interfaces and keep
+ * their names.
  */
 // zod/mini, not classic zod: its functional API tree-shakes, so a bundle carries only the parts it
 // uses (≈12 KB instead of ≈95 KB, and less to evaluate at cold start). Same validation and messages.
@@ -32,7 +35,7 @@ const nonnegative = () => z.number().check(z.nonnegative());
 /** A bound on a setting that times a security control (how long a revoked key or a removed endpoint lives on). */
 const atMost = (max: number, field: string, why: string) => z.maximum(max, `${field} must be at most ${max} (${why})`);
 
-export const settingsSchema = z.object({
+export const configSchema = z.object({
   stage: z._default(z.string(), 'dev'),
   /** Local mode: http:// endpoints allowed, loopback allowed by the SSRF guard. */
   local: z._default(z.boolean(), false),
@@ -93,13 +96,13 @@ export const settingsSchema = z.object({
   /** How long a siteverify call may take before the lead is refused (fail closed, 503). */
   captchaTimeoutMs: z._default(positiveInt().check(atMost(10_000, 'captchaTimeoutMs', 'the lead function times out at 10 s')), 3000),
 });
-export type Settings = z.infer<typeof settingsSchema>;
+export type Config = z.infer<typeof configSchema>;
 
-export const defaultSettings: Settings = settingsSchema.parse({});
+export const defaultConfig: Config = configSchema.parse({});
 
 /** Parses a settings document (partial JSON) over the defaults; throws with the bad field named. */
-export function parseSettings(json: unknown): Settings {
-  return settingsSchema.parse(json ?? {});
+export function parseConfig(json: unknown): Config {
+  return configSchema.parse(json ?? {});
 }
 
 export { localStackMarkerEnvVar } from './runtime.js';
@@ -110,7 +113,7 @@ export { localStackMarkerEnvVar } from './runtime.js';
  * over loopback or link-local (cloud metadata) ranges would re-open them: both are dropped with a
  * warning rather than refused, so a stray entry does not take the service down.
  */
-export function asDeployed(settings: Settings, where: string, warn: (message: string) => void = (m) => logger.warn(m)): Settings {
+export function asDeployed(settings: Config, where: string, warn: (message: string) => void = (m) => logger.warn(m)): Config {
   let out = settings;
   if (out.local) {
     warn(`settings: "local": true ignored (${where}); the SSRF guard keeps refusing loopback`);
@@ -145,15 +148,15 @@ const REFRESH_ATTEMPTS = 2;
  */
 const COLD_READ_BUDGET_MS = 2_000;
 /** The document last read and parsed; kept to serve while SSM fails (stale beats down). */
-let current: { raw: string; settings: Settings; readAt: number } | undefined;
+let current: { raw: string; settings: Config; readAt: number } | undefined;
 let retryAt = 0;
-let fromEnv: { raw: string | undefined; settings: Settings } | undefined;
+let fromEnv: { raw: string | undefined; settings: Config } | undefined;
 /** While SSM fails and a copy exists, wait this long between attempts (bounded by the max age). */
 const STALE_RETRY_MS = 10_000;
 /** This container's share of the max age, in [0.7, 1): containers born together refresh apart. */
 let ageFactor: number | undefined;
 
-function finish(settings: Settings): Settings {
+function finish(settings: Config): Config {
   return onDeployedLambda() ? asDeployed(settings, 'read on Lambda') : settings;
 }
 
@@ -169,11 +172,11 @@ async function ssmClient(attempts: number): Promise<SSMClient> {
 }
 
 /** The deploy-time document, when SSM cannot give one and nothing is cached; undefined if absent or bad. */
-function snapshot(): { raw: string; settings: Settings } | undefined {
+function snapshot(): { raw: string; settings: Config } | undefined {
   const raw = process.env[settingsSnapshotEnvVar];
   if (!raw) return undefined;
   try {
-    return { raw, settings: finish(parseSettings(JSON.parse(raw))) };
+    return { raw, settings: finish(parseConfig(JSON.parse(raw))) };
   } catch (error) {
     logger.error('settings: the deploy-time snapshot does not parse', { error: (error as Error).message });
     return undefined;
@@ -192,7 +195,7 @@ function within<T>(promise: Promise<T>, ms: number): Promise<T> {
 }
 
 /** The raw settings document; the client's SDK retries transient errors. */
-export async function readSettingsParameter(client: SSMClient, name: string): Promise<string> {
+export async function readConfigParameter(client: SSMClient, name: string): Promise<string> {
   const { GetParameterCommand } = await import('@aws-sdk/client-ssm');
   const out = await client.send(new GetParameterCommand({ Name: name }));
   return out.Parameter?.Value ?? '{}';
@@ -204,22 +207,22 @@ export async function readSettingsParameter(client: SSMClient, name: string): Pr
  * with a previous value it is served stale (logged) and SSM is tried again after a short pause;
  * without one the invocation fails and the next one tries again.
  */
-export async function loadSettings(): Promise<Settings> {
+export async function loadConfig(): Promise<Config> {
   const parameter = process.env[settingsParameterEnvVar];
   if (!parameter) {
     const raw = process.env.CRM_SETTINGS;
-    if (!fromEnv || fromEnv.raw !== raw) fromEnv = { raw, settings: finish(raw ? parseSettings(JSON.parse(raw)) : defaultSettings) };
+    if (!fromEnv || fromEnv.raw !== raw) fromEnv = { raw, settings: finish(raw ? parseConfig(JSON.parse(raw)) : defaultConfig) };
     return fromEnv.settings;
   }
   const now = Date.now();
   ageFactor ??= 0.7 + 0.3 * Math.random();
-  const maxAgeMs = (s: Settings) => s.settingsMaxAgeSeconds * 1000 * ageFactor!;
+  const maxAgeMs = (s: Config) => s.settingsMaxAgeSeconds * 1000 * ageFactor!;
   if (current && (now - current.readAt < maxAgeMs(current.settings) || now < retryAt)) return current.settings;
   try {
-    const read = readSettingsParameter(await ssmClient(current ? REFRESH_ATTEMPTS : COLD_ATTEMPTS), parameter);
+    const read = readConfigParameter(await ssmClient(current ? REFRESH_ATTEMPTS : COLD_ATTEMPTS), parameter);
     const raw = await (!current && process.env[settingsSnapshotEnvVar] ? within(read, COLD_READ_BUDGET_MS) : read);
     // Parse (and warn) once per new document, not per read.
-    if (!current || raw !== current.raw) current = { raw, settings: finish(parseSettings(JSON.parse(raw))), readAt: now };
+    if (!current || raw !== current.raw) current = { raw, settings: finish(parseConfig(JSON.parse(raw))), readAt: now };
     else current.readAt = now;
     return current.settings;
   } catch (error) {
@@ -239,7 +242,7 @@ export async function loadSettings(): Promise<Settings> {
 }
 
 /** Forgets every cached copy and SSM client (tests that switch settings sources in one process). */
-export function resetSettingsCache(): void {
+export function resetConfigCache(): void {
   for (const client of ssmClients.values()) client.destroy();
   ssmClients.clear(); // and with them the adaptive rate limiter's state
   current = undefined;
