@@ -51,7 +51,7 @@ export function render(): string {
     '',
     '| field | meaning |',
     '|---|---|',
-    '| `id` | `evt_` + 22 characters. Derived from the change itself, so every retry, re-drive or re-read of the same change carries the same id, also sent as the `webhook-id` header. Process each id once. |',
+    '| `id` | `evt_` + 22 characters. Derived from the change itself, so every retry, redelivery or re-read of the same change carries the same id, also sent as the `webhook-id` header. Process each id once. |',
     '| `type` | The canonical, dotted event name. |',
     '| `api_version` | The payload schema, a date (see [Versioning](#versioning-and-deprecation)). |',
     '| `timestamp` | When the change happened (ISO 8601, UTC), not when it was delivered: the stream record\'s time, but never earlier than the record\'s own `updated_at` (`created_at` where it has none). |',
