@@ -4,15 +4,13 @@
  * deliveries of the endpoints that answer and leaves those of an endpoint still failing failed,
  * unsent, and named.
  */
-import { describe, it, expect, beforeAll, afterAll } from '@jest/globals';
+import { describe, it, expect } from '@jest/globals';
 import { addEndpoint, updateEndpoint } from '../../../functions/core/delivery/endpoints.js';
 import { listDeliveries } from '../../../functions/core/delivery/redeliver.js';
 import { eventually, newTenant, postLead, runCli, testStack } from '../support/stack.js';
-import { Receiver } from '../support/receiver.js';
+import { receiverForFile } from '../support/receiver.js';
 
-const receiver = new Receiver();
-beforeAll(async () => { await receiver.start(); });
-afterAll(async () => { await receiver.stop(); });
+const receiver = receiverForFile();
 
 describe('crm deliveries redeliver --org --skip-failing', () => {
   it('re-sends the failed deliveries of endpoints that answer again, and leaves those of an endpoint still failing', async () => {

@@ -9,7 +9,8 @@ import { newTenant, ownDeps } from '../support/stack.js';
 import { Receiver } from '../support/receiver.js';
 import { settingsApi } from '../../../functions/core/settings/handle-settings-request.js';
 import { scanFailed } from '../../../functions/core/settings/bulk-redelivery.js';
-import { settingsClient, tokenSecret } from './support.js';
+import { settingsClient } from './support.js';
+import { tokenSecret } from '../support/settings-links.js';
 
 const receiver = new Receiver();
 afterAll(() => receiver.stop());

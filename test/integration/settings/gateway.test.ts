@@ -6,7 +6,8 @@
  */
 import { describe, it, expect } from '@jest/globals';
 import { newTenant, testStack } from '../support/stack.js';
-import { settingsCall, sessionToken } from './support.js';
+import { settingsCall } from './support.js';
+import { sessionToken } from '../support/settings-links.js';
 
 describe('routing of the settings paths', () => {
   it('answers a wrong method on an {id} path 405 with Allow, without running the function', async () => {

@@ -4,25 +4,19 @@
  * replay delivers nothing twice; empty GetRecords pages before the batch's end (which DynamoDB
  * Streams may return, DynamoDB Local never) are read past, injected with aws-sdk-client-mock.
  */
-import { describe, it, expect, beforeAll, afterAll } from '@jest/globals';
+import { describe, it, expect } from '@jest/globals';
 import { GetRecordsCommand, GetShardIteratorCommand, TrimmedDataAccessException } from '@aws-sdk/client-dynamodb-streams';
 import { DeleteMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { mockClient } from 'aws-sdk-client-mock';
 import { eventually, newTenant, postLead, runCli, testStack } from '../support/stack.js';
-import { Receiver } from '../support/receiver.js';
+import { receiverForFile } from '../support/receiver.js';
 import { addEndpoint, updateEndpoint } from '../../../functions/core/delivery/endpoints.js';
 import { listDeliveries } from '../../../functions/core/delivery/redeliver.js';
 import { replayFanoutFailures } from '../../../functions/core/events/replay.js';
 import { fannedOut, insertOf, streamsClient, type StreamPosition } from './stream-position.js';
 import { deliveriesSettled } from './settled.js';
 
-let receiver: Receiver;
-beforeAll(async () => {
-  receiver = await new Receiver().start();
-});
-afterAll(async () => {
-  await receiver.stop();
-});
+const receiver = receiverForFile();
 
 /** Describes the stream batch from `first` to `last` in the fan-out failure queue, as Lambda's on-failure destination does. */
 async function parkBatch(first: StreamPosition, last: StreamPosition, batchSize = 1, shardId = first.shardId) {

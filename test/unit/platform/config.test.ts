@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { defaultConfig, parseConfig, rateLimitCeilingPerMinute } from '../../functions/core/platform/config.js';
+import { defaultConfig, parseConfig, rateLimitCeilingPerMinute } from '../../../functions/core/platform/config.js';
 
 describe('settings', () => {
   it('keeps every plan limit and the default at or under the WAF.s per-key limit, so the WAF never refuses a key first', () => {

@@ -4,24 +4,18 @@
  * every new outcome is still written; before the bound the item reached DynamoDB's 400 KB limit
  * after ~21 attempts and no outcome could be recorded any more.
  */
-import { describe, it, expect, beforeAll, afterAll } from '@jest/globals';
+import { describe, it, expect } from '@jest/globals';
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { newTenant, testStack } from '../support/stack.js';
 import { settingsClient } from '../settings/support.js';
-import { Receiver } from '../support/receiver.js';
+import { receiverForFile } from '../support/receiver.js';
 import { addEndpoint, getEndpoint, updateEndpoint } from '../../../functions/core/delivery/endpoints.js';
 import { attemptDelivery } from '../../../functions/core/delivery/deliver.js';
 import { freshMessage, recordDelivery } from '../../../functions/core/delivery/queue.js';
 import { MAX_ERROR_CHARS, MAX_KEPT_ATTEMPTS } from '../../../functions/core/delivery/attempt-log.js';
 import { keys, type DeliveryAttempt, type EventPayload } from '../../../functions/core/platform/model.js';
 
-let receiver: Receiver;
-beforeAll(async () => {
-  receiver = await new Receiver().start();
-});
-afterAll(async () => {
-  await receiver.stop();
-});
+const receiver = receiverForFile();
 
 describe('a hostile receiver', () => {
   it('15 KB Location and 5 KB body, re-delivered 50 times: every outcome is recorded, the record keeps the last 20 attempts and counts the rest', async () => {

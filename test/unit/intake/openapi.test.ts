@@ -1,8 +1,8 @@
 /** The OpenAPI document is generated from the handler's zod schemas and docs/openapi.json is current. */
 import { describe, it, expect } from '@jest/globals';
 import { readFileSync } from 'node:fs';
-import { leadEndpointDocument } from '../../functions/core/intake/openapi.js';
-import { render } from '../../scripts/gen-openapi.js';
+import { leadEndpointDocument } from '../../../functions/core/intake/openapi.js';
+import { render } from '../../../scripts/gen-openapi.js';
 
 describe('the OpenAPI document', () => {
   it('is committed as generated (run `npm run docs:openapi` after changing the schemas)', () => {

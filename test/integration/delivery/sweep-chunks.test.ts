@@ -5,10 +5,10 @@
  * head again every period without progress. Nothing is lost either way: the rest goes out on the
  * next sweep, with its webhook-id.
  */
-import { describe, it, expect, beforeAll, afterAll } from '@jest/globals';
+import { describe, it, expect } from '@jest/globals';
 import { BatchGetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { eventually, newTenant, testStack } from '../support/stack.js';
-import { Receiver } from '../support/receiver.js';
+import { receiverForFile } from '../support/receiver.js';
 import { addEndpoint, getEndpoint } from '../../../functions/core/delivery/endpoints.js';
 import { deferDelivery, recordDelivery } from '../../../functions/core/delivery/queue.js';
 import { dueKeys } from '../../../functions/core/delivery/store.js';
@@ -16,13 +16,7 @@ import { sweepDueDeliveries } from '../../../functions/core/delivery/sweep.js';
 import { keys, type DeliveryMessage, type EventPayload } from '../../../functions/core/platform/model.js';
 import type { Deps } from '../../../functions/core/platform/deps.js';
 
-let receiver: Receiver;
-beforeAll(async () => {
-  receiver = await new Receiver().start();
-});
-afterAll(async () => {
-  await receiver.stop();
-});
+const receiver = receiverForFile();
 
 async function dueEntry(deliveryId: string): Promise<Record<string, unknown> | undefined> {
   const { deps } = await testStack();

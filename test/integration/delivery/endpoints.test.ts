@@ -1,21 +1,15 @@
 /** Webhook endpoints from the CLI and the domain: validation, limits, secrets shown once, rotation, health. */
-import { describe, it, expect, beforeAll, afterAll } from '@jest/globals';
+import { describe, it, expect } from '@jest/globals';
 import { Webhook } from 'standardwebhooks';
 import { eventually, newTenant, ownDeps, runCli, testStack } from '../support/stack.js';
-import { Receiver } from '../support/receiver.js';
+import { receiverForFile } from '../support/receiver.js';
 import { tables } from '../../../lib/topology.js';
 import { addEndpoint, currentEndpoints, getEndpoint, recordEndpointHealth, updateEndpoint } from '../../../functions/core/delivery/endpoints.js';
 import { deliveryIdFor, recordDelivery } from '../../../functions/core/delivery/queue.js';
 import { findDelivery } from '../../../functions/core/delivery/redeliver.js';
 import { webhookTestEvent } from '../../../functions/core/events/catalog.js';
 
-let receiver: Receiver;
-beforeAll(async () => {
-  receiver = await new Receiver().start();
-});
-afterAll(async () => {
-  await receiver.stop();
-});
+const receiver = receiverForFile();
 
 describe('the fan-out\'s endpoint read', () => {
   it('asks for the routing fields alone (Select SPECIFIC_ATTRIBUTES, the projection its IAM grant allows): never a signing secret', async () => {

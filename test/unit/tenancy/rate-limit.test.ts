@@ -4,7 +4,7 @@
  */
 import { describe, it, expect } from '@jest/globals';
 import fc from 'fast-check';
-import { countedAt, secondsUntilAdmitted, SUB_WINDOW_MS, WINDOW_MS, type SubWindowCounts } from '../../functions/core/tenancy/rate-limit.js';
+import { countedAt, secondsUntilAdmitted, SUB_WINDOW_MS, WINDOW_MS, type SubWindowCounts } from '../../../functions/core/tenancy/rate-limit.js';
 
 const BASE = 1_000_000; // a sub-window number far from zero
 

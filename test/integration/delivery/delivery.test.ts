@@ -5,13 +5,13 @@
  * the same webhook-id. The schedule itself (a 500 retried after its wait, Retry-After, a 12 h wait
  * in the due index) runs on the in-memory delivery core: delivery-core/scheduling.test.ts.
  */
-import { describe, it, expect, beforeAll, afterAll, afterEach } from '@jest/globals';
+import { describe, it, expect, afterEach } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import { rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { CreateQueueCommand, DeleteMessageBatchCommand, DeleteQueueCommand, GetQueueAttributesCommand, ReceiveMessageCommand, type Message, type SQSClient } from '@aws-sdk/client-sqs';
 import { eventually, newTenant, postLead, runCli, testStack, type Tenant } from '../support/stack.js';
-import { Receiver } from '../support/receiver.js';
+import { Receiver, receiverForFile } from '../support/receiver.js';
 import { addEndpoint, forgetEndpoints, getEndpoint, rotateSecret, updateEndpoint } from '../../../functions/core/delivery/endpoints.js';
 import { listDeliveries, redeliverDeadLetters, redeliverDelivery } from '../../../functions/core/delivery/redeliver.js';
 import { attemptDelivery, deliverBatch, staysQueued } from '../../../functions/core/delivery/deliver.js';
@@ -22,13 +22,7 @@ import { keys, type DeliveryMessage, type EventPayload } from '../../../function
 import type { Deps } from '../../../functions/core/platform/deps.js';
 import { BatchGetCommand, GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 
-let receiver: Receiver;
-beforeAll(async () => {
-  receiver = await new Receiver().start();
-});
-afterAll(async () => {
-  await receiver.stop();
-});
+const receiver = receiverForFile();
 
 interface Attempt { attempt: number; statusCode?: number; error?: string; responseBody?: string; at: string }
 type Delivery = { id: string; status: string; eventType: string; attempts: Attempt[]; reason?: string; nextAttemptAt?: string; payload: { id: string } };

@@ -5,12 +5,12 @@
  * change written after it was added (with the production endpoint cache TTL); a change's tenant is
  * its partition key.
  */
-import { describe, it, expect, beforeAll, afterAll } from '@jest/globals';
+import { describe, it, expect } from '@jest/globals';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import type { DynamoDBRecord } from 'aws-lambda';
 import { eventually, newTenant, postLead, runCli, testStack } from '../support/stack.js';
-import { Receiver } from '../support/receiver.js';
+import { receiverForFile } from '../support/receiver.js';
 import { addEndpoint, updateEndpoint } from '../../../functions/core/delivery/endpoints.js';
 import { catalog, schemas } from '../../../functions/core/events/catalog.js';
 import { fanOutStreamBatch as fanOut } from '../../../functions/event-fanout/stream-batch.js';
@@ -20,13 +20,7 @@ import { streamRecord } from '../../unit/events/given-stream.js';
 import { fannedOut, insertOf } from './stream-position.js';
 import { deliveriesSettled } from './settled.js';
 
-let receiver: Receiver;
-beforeAll(async () => {
-  receiver = await new Receiver().start();
-});
-afterAll(async () => {
-  await receiver.stop();
-});
+const receiver = receiverForFile();
 
 async function subscribed(path: string, events: string) {
   const { deps } = await testStack();

@@ -4,21 +4,15 @@
  * SQS's batch payload limit (BatchRequestTooLong), whatever their count. Large events fanned out
  * to several endpoints must still all be queued and delivered, once each, with their webhook-id.
  */
-import { describe, it, expect, beforeAll, afterAll } from '@jest/globals';
+import { describe, it, expect } from '@jest/globals';
 import { eventually, newTenant, testStack } from '../support/stack.js';
-import { Receiver } from '../support/receiver.js';
+import { receiverForFile } from '../support/receiver.js';
 import { addEndpoint, currentEndpoints } from '../../../functions/core/delivery/endpoints.js';
 import { MAX_MESSAGE_BYTES } from '../../../functions/core/delivery/queue.js';
 import { fanOutEvent } from '../../../functions/core/events/fanout.js';
 import type { EventPayload } from '../../../functions/core/platform/model.js';
 
-let receiver: Receiver;
-beforeAll(async () => {
-  receiver = await new Receiver().start();
-});
-afterAll(async () => {
-  await receiver.stop();
-});
+const receiver = receiverForFile();
 
 describe('large events', () => {
   it('an event near the per-message budget, fanned out to 5 endpoints, is queued in batches SQS accepts and delivered to each', async () => {

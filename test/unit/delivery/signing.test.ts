@@ -2,7 +2,7 @@
 import { describe, it, expect } from '@jest/globals';
 import { createHmac } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
-import { newSigningSecret, sign } from '../../functions/core/delivery/signing.js';
+import { newSigningSecret, sign } from '../../../functions/core/delivery/signing.js';
 
 /** What a receiver does: paste the whsec_ secret into the library. */
 const receiverWith = (secret: string) => new Webhook(secret);
