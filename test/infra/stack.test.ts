@@ -810,7 +810,7 @@ describe('least privilege (a later grant that widens access fails here)', () => 
     }
   });
 
-  it('gives the settings API no way to receive or delete dead letters (a tenant\'s re-delivery never sweeps the shared queue)', () => {
+  it('gives the settings API no way to receive or delete dead letters (a tenant\'s redelivery never passes over the shared queue)', () => {
     expect(actionsOn('settingsApi', queueRef('deliveryDlq'))).toEqual([]);
     expect(functionProps('settingsApi').Environment.Variables[queues.deliveryDlq.envVar]).toBeUndefined();
   });

@@ -128,7 +128,7 @@ export const deliveryOperations: Record<string, Operation> = {
     const target = (await listEndpoints(c.deps, c.organization.id)).find((e) => e.id === before.endpointId);
     if (target && !target.enabled) throw conflict(`The endpoint ${target.id} is disabled: enable it, then re-deliver.`);
     if (awaitingRedelivery(before)) throw conflict(`Delivery ${c.params.id} is already queued: it is sent again shortly, then can be re-delivered once more.`);
-    // A tenant's click never sweeps the shared dead-letter queue (redeliver.ts RedeliverOptions).
+    // A tenant's click never passes over the shared dead-letter queue (redeliver.ts RedeliverOptions).
     await redeliverDelivery(c.deps, c.params.id, { removeDeadLetterCopies: false });
     await c.audit('delivery.redelivered', c.params.id, { status: isRetrying(before) ? 'retrying' : before.status });
     const [delivery, endpoints] = await Promise.all([requireDelivery(c), listEndpoints(c.deps, c.organization.id)]);
