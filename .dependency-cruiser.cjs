@@ -1,8 +1,9 @@
 /**
  * Import rules of the domain (docs/architecture.md#import-rules): folders follow the pipeline and imports point one way.
  *   platform ← tenancy ← intake;  platform ← events → delivery;  crm reads tenancy and intake;
- *   the domain never imports handlers (functions/<name>/), the shared edges, the CLI, the local
- *   stack or the CDK stacks. `npm run lint:deps` (part of `npm test`) fails on any violation.
+ *   the domain never imports handlers (functions/<name>/), the adapters, the front door, the CLI,
+ *   the local stack or the CDK stacks; nothing in functions/ imports lib/ (lib/topology.ts reads
+ *   functions/core/platform/bindings.ts instead). `npm run lint:deps` (part of `npm test`) fails on any violation.
  */
 const core = '^functions/core/';
 const stage = (name) => `${core}${name}/`;
@@ -12,6 +13,12 @@ const onlyMayImport = (from, allowed) => ({
   severity: 'error',
   from: { path: stage(from) },
   to: { path: core, pathNot: [stage(from), ...allowed.map(stage)] },
+});
+/** Files under `from` may import only `allowed` paths and packages. */
+const importsOnly = (name, comment, from, allowed) => ({
+  name, comment, severity: 'error',
+  from: { path: from },
+  to: { pathNot: [...allowed, '(^|/)node_modules/', '^node:'], dependencyTypesNot: ['core'] },
 });
 
 module.exports = {
@@ -31,15 +38,17 @@ module.exports = {
       from: { path: '^functions/core/[^/]+$' },
       to: {},
     },
+    importsOnly('domain-knows-no-adapter', 'the domain takes plain values: it imports only the domain and packages, never a handler, an adapter, the front door, the CLI, the local stack, the CDK or a script', core, [core]),
     {
-      name: 'domain-knows-no-edge',
-      comment: 'the domain takes plain values: it imports only the domain, lib/topology.ts and packages, never a handler, an edge, the CLI, the local stack, the CDK or a script',
+      name: 'functions-know-no-lib',
+      comment: 'the deployed code never imports lib/ (the stacks, the local stack, the CLI, the topology): lib/ reads functions/, never the other way',
       severity: 'error',
-      from: { path: core },
-      to: { pathNot: [core, '^lib/topology[.]ts$', '(^|/)node_modules/', '^node:'], dependencyTypesNot: ['core'] },
+      from: { path: '^functions/' },
+      to: { path: '^lib/' },
     },
+    importsOnly('front-door-is-data', 'functions/front-door/ (routes, WAF rules, gateway answers) is read by the stacks and the local front door: it imports only the domain and itself', '^functions/front-door/', [core, '^functions/front-door/']),
     {
-      name: 'domain-knows-no-edge-packages',
+      name: 'domain-knows-no-adapter-packages',
       comment: 'CDK, the CLI framework and middy belong to the stacks, the CLI and the edges',
       severity: 'error',
       from: { path: core },
@@ -47,10 +56,10 @@ module.exports = {
     },
     {
       name: 'topology-is-data',
-      comment: 'lib/topology.ts is read by the domain, the stacks and the local stack: it imports only the error shapes of its gateway answers',
+      comment: 'lib/topology.ts is read by the stacks and the local stack: it imports only the bindings it shares with the functions (functions/core/platform/bindings.ts)',
       severity: 'error',
       from: { path: '^lib/topology[.]ts$' },
-      to: { pathNot: ['^functions/core/platform/errors[.]ts$', '^node:'], dependencyTypesNot: ['core', 'npm', 'npm-dev', 'type-only'] },
+      to: { pathNot: ['^functions/core/platform/bindings[.]ts$', '^node:'], dependencyTypesNot: ['core', 'npm', 'npm-dev', 'type-only'] },
     },
     {
       name: 'local-knows-no-cli',
@@ -68,7 +77,7 @@ module.exports = {
     },
     {
       name: 'domain-knows-no-trigger-shapes',
-      comment: 'Lambda/API Gateway event types stay at the edge (functions/<name>/, functions/edge/)',
+      comment: 'Lambda/API Gateway event types stay in the handlers and adapters (functions/<name>/, functions/adapters/)',
       severity: 'error',
       from: { path: core },
       to: { path: '^(aws-lambda$|node_modules/@types/aws-lambda/)' },

@@ -24,7 +24,7 @@ import { createOrganization } from '../functions/core/tenancy/organizations.js';
 import { addEndpoint } from '../functions/core/delivery/endpoints.js';
 import { keys } from '../functions/core/platform/model.js';
 import { scanAll } from '../functions/core/platform/query.js';
-import { signatureHeaders } from '../functions/core/delivery/signing.js';
+import { sign } from '../functions/core/delivery/signing.js';
 import { postWebhook } from '../functions/core/delivery/http-client.js';
 import { functions } from '../lib/topology.js';
 
@@ -178,7 +178,7 @@ async function main() {
     await Promise.all(Array.from({ length: concurrency }, async () => {
       while (next < total) {
         next++;
-        const headers = signatureHeaders({ id: `evt_plain${next}`, timestamp: Math.floor(Date.now() / 1000), body, secrets: [secret] });
+        const headers = sign({ id: `evt_plain${next}`, timestamp: Math.floor(Date.now() / 1000), body, secrets: [secret] });
         const result = await postWebhook({ url: `${base}/plain`, headers, body, timeoutMs: 10_000, allow: ['127.0.0.0/8'] });
         if (!result.ok) throw new Error(`plain POST failed: ${result.error}`);
       }

@@ -24,7 +24,7 @@ import { parseLead } from '../functions/core/intake/lead-schema.js';
 import { recordRequest } from '../functions/core/tenancy/request-log.js';
 import type { Deps } from '../functions/core/platform/deps.js';
 import { newId } from '../functions/core/platform/ids.js';
-import { edgeKeyLimitPerMinute } from '../lib/topology.js';
+import { wafKeyLimitPerMinute } from '../functions/front-door/waf.js';
 
 const { values } = parseArgs({ options: { connections: { type: 'string', default: '16' }, seconds: { type: 'string', default: '10' }, keys: { type: 'string', default: '50' } } });
 const connections = Number(values.connections);
@@ -56,7 +56,7 @@ async function writeUnitsPerLead(deps: Deps, info: LocalStackInfo, billing: 'non
   // after a boundary also closes the sub-window that ended (1 unit per key per 10 s), printed apart.
   let tick = 0;
   const start = Math.floor(Date.now() / 10_000) * 10_000 + 3_000;
-  const measured = { ...depsFromStackFile(info, deps.settings), now: () => start + tick++ };
+  const measured = { ...depsFromStackFile(info, deps.config), now: () => start + tick++ };
   measured.doc.middlewareStack.add((next, context) => async (args) => {
     if (!WRITES.has(context.commandName ?? '')) return next(args);
     (args.input as Record<string, unknown>).ReturnConsumedCapacity = 'INDEXES';
@@ -72,7 +72,7 @@ async function writeUnitsPerLead(deps: Deps, info: LocalStackInfo, billing: 'non
     }
     return out;
   }, { step: 'initialize', name: 'consumedCapacity' });
-  const org = await createOrganization(deps, { name: `Measured ${billing}`, billing, walletMicros: 1_000_000_000, rateLimitPerMinute: edgeKeyLimitPerMinute });
+  const org = await createOrganization(deps, { name: `Measured ${billing}`, billing, walletMicros: 1_000_000_000, rateLimitPerMinute: wafKeyLimitPerMinute });
   const { key } = await createApiKey(deps, org.id, 'measured');
   const one = async (body: Record<string, unknown>, merge = false) => {
     const before = units;
@@ -108,19 +108,19 @@ async function revocationCost(deps: Deps, info: LocalStackInfo): Promise<Record<
   const RATE = 20;
   const SIMULATED = 300;
   let keyReads = 0;
-  const measured = depsFromStackFile(info, deps.settings);
+  const measured = depsFromStackFile(info, deps.config);
   measured.doc.middlewareStack.add((next, context) => async (args) => {
     const key = (args.input as { Key?: { pk?: string } }).Key;
     if (context.commandName === 'GetItemCommand' && String(key?.pk ?? '').startsWith('APIKEY#')) keyReads += 1;
     return next(args);
   }, { step: 'initialize', name: 'keyReads' });
-  const org = await createOrganization(deps, { name: 'Revocation cost', rateLimitPerMinute: edgeKeyLimitPerMinute });
+  const org = await createOrganization(deps, { name: 'Revocation cost', rateLimitPerMinute: wafKeyLimitPerMinute });
   const { key } = await createApiKey(deps, org.id, 'revocation');
   const totals = { before: { reads: 0, micros: 0, n: 0 }, after: { reads: 0, micros: 0, n: 0 } };
   for (const which of ['before', 'after', 'before', 'after'] as const) {
     clearAuthCache();
     let now = Date.now();
-    const settings = { ...deps.settings, keyCacheTtlSeconds: 30, keyRevocationSeconds: which === 'before' ? 30 : 5 };
+    const settings = { ...deps.config, keyCacheTtlSeconds: 30, keyRevocationSeconds: which === 'before' ? 30 : 5 };
     const container = { ...measured, settings, now: () => now };
     const readsBefore = keyReads;
     const started = performance.now();
@@ -157,7 +157,7 @@ async function main() {
     const { deps } = stack;
     const keys: string[] = [];
     for (let i = 0; i < keyCount; i++) {
-      const org = await createOrganization(deps, { name: `Bench ${i}`, billing: 'prepaid', walletMicros: 1_000_000_000, rateLimitPerMinute: edgeKeyLimitPerMinute });
+      const org = await createOrganization(deps, { name: `Bench ${i}`, billing: 'prepaid', walletMicros: 1_000_000_000, rateLimitPerMinute: wafKeyLimitPerMinute });
       keys.push((await createApiKey(deps, org.id, 'bench')).key);
     }
     let next = 0;

@@ -2,6 +2,6 @@
 import { lambdaDeps } from '../core/platform/deps.js';
 import { sweepDueDeliveries, type SweepOutcome } from '../core/delivery/sweep.js';
 import { withMetrics } from '../core/platform/observability.js';
-import { instrumented } from '../edge/lambda-edge.js';
+import { instrumented } from '../adapters/instrumentation.js';
 
 export const handler = instrumented(withMetrics(async (): Promise<SweepOutcome> => sweepDueDeliveries(await lambdaDeps())));

@@ -1,5 +1,5 @@
 /**
- * The fan-out's edge: Lambda's DynamoDB stream batch in, partial batch response out. Each record
+ * The stream adapter of the fan-out: Lambda's DynamoDB stream batch in, partial batch response out. Each record
  * becomes a plain StreamChange (the same conversion the replay uses); the first change the domain
  * could not finish is reported, so the event source retries from there.
  */

@@ -1,27 +1,27 @@
 /**
  * The organization settings (docs/settings.md): GET /settings and its assets (page.ts), and the management
  * API under /api/settings (functions/core/settings/handle-settings-request.ts) behind the shared
- * HTTP edge. The session-token secret is read from Secrets Manager through the secret the topology
+ * HTTP adapter. The session-token secret is read from Secrets Manager through the secret the topology
  * binds (its name in SETTINGS_TOKEN_SECRET; on the local stack the stand-in serves it), cached.
  */
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
-import { secrets } from '../../lib/topology.js';
-import { httpEdge } from '../edge/http-edge.js';
+import { secretEnvVars } from '../core/platform/bindings.js';
+import { httpAdapter } from '../adapters/http-adapter.js';
 import { settingsApi } from '../core/settings/handle-settings-request.js';
 import { secretsManagerSource, type SecretSource } from '../core/settings/token-secret.js';
 import { servePage } from './page.js';
-import { instrumented } from '../edge/lambda-edge.js';
+import { instrumented } from '../adapters/instrumentation.js';
 
 let tokenSecret: SecretSource | undefined;
 function readTokenSecret(): Promise<string> {
-  const name = process.env[secrets.settingsToken.envVar];
-  if (!name) throw new Error(`${secrets.settingsToken.envVar} is not set: this function is not bound to the settingsToken secret`);
+  const name = process.env[secretEnvVars.settingsToken];
+  if (!name) throw new Error(`${secretEnvVars.settingsToken} is not set: this function is not bound to the settingsToken secret`);
   tokenSecret ??= secretsManagerSource(name);
   return tokenSecret();
 }
 
 // Same-origin: the page calls it from its own origin; no other origin's script may (no CORS headers).
-const api = httpEdge(settingsApi({ tokenSecret: readTokenSecret }), { sameOrigin: true });
+const api = httpAdapter(settingsApi({ tokenSecret: readTokenSecret }), { sameOrigin: true });
 
 /** The page path from the matched resource (the stage prefix of event.path differs between hosts). */
 function pagePath(event: APIGatewayProxyEvent): string | undefined {

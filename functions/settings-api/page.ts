@@ -12,7 +12,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 
 export interface PageResponse { status: number; headers: Record<string, string>; body: string }
 
-/** The page's paths (routed to the settings function in lib/topology.ts); each module is `/settings/<name>.js`. */
+/** The page's paths (routed to the settings function in functions/front-door/routes.ts); each module is `/settings/<name>.js`. */
 export const pagePaths = { html: '/settings', css: '/settings/settings.css', js: '/settings/settings.js' } as const;
 
 export const contentSecurityPolicy = [

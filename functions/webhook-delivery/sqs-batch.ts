@@ -1,5 +1,5 @@
 /**
- * The delivery's edge: Lambda's SQS batch in, partial batch response out. Each record becomes a
+ * The queue adapter of the delivery function: Lambda's SQS batch in, partial batch response out. Each record becomes a
  * plain QueuedDelivery; the messages the domain keeps queued (unexpected errors: received again
  * after the visibility timeout) are reported as failures, so SQS does not delete them. Retries,
  * deferrals and exhausted deliveries were sent on as new messages (or parked) first.

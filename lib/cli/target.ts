@@ -5,7 +5,7 @@
 import { existsSync } from 'node:fs';
 import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { createDeps, emulatorCredentials, type Deps } from '../../functions/core/platform/deps.js';
-import { parseSettings, readSettingsParameter, asDeployed, type Settings } from '../../functions/core/platform/settings.js';
+import { parseConfig, readConfigParameter, asDeployed, type Config } from '../../functions/core/platform/config.js';
 import { stages } from '../stages.js';
 import { tables, queues, outputKeys, stackName, type TableName, type QueueName, type SecretName } from '../topology.js';
 import { defaultStackFile, depsFromStackFile, readStackFile } from '../local/stack-file.js';
@@ -45,8 +45,8 @@ export async function resolveTarget(options: TargetOptions): Promise<Target> {
     const credentials = emulatorCredentials;
     // The stand-in holds the current settings (they may have changed since start); stack.json the initial ones.
     const settings = info.ssmEndpoint && info.settingsParameter
-      ? await readSettings({ region: info.region, endpoint: info.ssmEndpoint, credentials }, info.settingsParameter).catch(() => parseSettings(info.settings))
-      : parseSettings(info.settings);
+      ? await readSettings({ region: info.region, endpoint: info.ssmEndpoint, credentials }, info.settingsParameter).catch(() => parseConfig(info.settings))
+      : parseConfig(info.settings);
     return {
       kind: 'local',
       apiUrl: info.apiUrl,
@@ -60,11 +60,11 @@ export async function resolveTarget(options: TargetOptions): Promise<Target> {
   return awsTarget(stage);
 }
 
-async function readSettings(config: { region: string; endpoint?: string; credentials?: { accessKeyId: string; secretAccessKey: string } }, name: string): Promise<Settings> {
+async function readSettings(config: { region: string; endpoint?: string; credentials?: { accessKeyId: string; secretAccessKey: string } }, name: string): Promise<Config> {
   const { SSMClient } = await import('@aws-sdk/client-ssm');
   const ssm = new SSMClient(config);
   try {
-    return parseSettings(JSON.parse(await readSettingsParameter(ssm, name)));
+    return parseConfig(JSON.parse(await readConfigParameter(ssm, name)));
   } finally {
     ssm.destroy();
   }
@@ -105,7 +105,7 @@ async function awsTarget(stage: string): Promise<Target> {
     apiUrl: outputs[outputKeys.apiUrl],
     describe: `AWS stack ${name} (${region})`,
     streams: new DynamoDBStreamsClient({ region }),
-    deps: createDeps({ region, tables: tableNames, queues: queueUrls, settings }),
+    deps: createDeps({ region, tables: tableNames, queues: queueUrls, config: settings }),
     readSecret: (secret) => getSecret({ region }, outputs[outputKeys.secret(secret)], secret),
   };
 }

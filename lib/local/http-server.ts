@@ -3,18 +3,17 @@
  * the topology's routes become REST API (v1) proxy events for the real handlers; CORS preflights,
  * unknown paths (404) and wrong methods (405) are answered without a function, as the stage's MOCK
  * integrations do; the WAF rate rules, the per-method throttle, the payload limit and a failing function
- * give the stage's gateway responses. Every one of those answers comes from lib/topology.ts, which
+ * give the stage's gateway responses. Every one of those answers comes from functions/front-door/, which
  * the CDK stack renders too (docs/local-stack.md). `/openapi.json` is a local extra.
  */
 import { createServer, type IncomingMessage, type ServerResponse, type Server } from 'node:http';
 import { deflateSync, gzipSync } from 'node:zlib';
 import { randomUUID } from 'node:crypto';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
-import {
-  catchAllAnswers, compressionMinBytes, corsPreflightHeaders, corsResponseHeaders, crossOrigin, edgeRules as defaultEdgeRules, gatewayMaxBodyBytes, gatewayProblemBody,
-  gatewayResponses, lambdaFailure, methodsOn, mockAcceptsContentType, routes, apiMethodFor, resourceFor, catchAllThrottle, applyEdgeTransforms, wellFormedKeys, isBinaryMediaType, malformedPath,
-  type EdgeRuleSpec, type GatewayAnswerSpec, type RouteSpec, type ThrottleSpec,
-} from '../topology.js';
+import { catchAllAnswers, compressionMinBytes, gatewayMaxBodyBytes, gatewayProblemBody, gatewayResponses, lambdaFailure, mockAcceptsContentType, isBinaryMediaType, malformedPath, type GatewayAnswerSpec } from '../../functions/front-door/gateway-answers.js';
+import { corsPreflightHeaders, crossOrigin, methodsOn, routes, apiMethodFor, resourceFor, catchAllThrottle, type RouteSpec, type ThrottleSpec } from '../../functions/front-door/routes.js';
+import { corsResponseHeaders } from '../../functions/core/intake/cors.js';
+import { wafRules as defaultWafRules, applyWafTransforms, wellFormedKeys, type WafRuleSpec } from '../../functions/front-door/waf.js';
 import { lambdaContext } from './lambda-context.js';
 import { isLoopbackHost, foreignHostProblem, listenOnLoopback } from './loopback-host.js';
 import { openApiDocument } from '../../functions/core/settings/openapi.js';
@@ -77,9 +76,9 @@ async function readBody(req: IncomingMessage): Promise<Buffer | 'too-large'> {
  * The WAF's rate-based rules, in priority order: the first that blocks ends the evaluation, as in
  * WAF. Each counts per key in the trailing window (blocked requests count too, as in WAF).
  */
-export class EdgeRateRules {
+export class WafRateRules {
   private readonly seen = new Map<string, number[]>();
-  constructor(private readonly rules: EdgeRuleSpec[]) {}
+  constructor(private readonly rules: WafRuleSpec[]) {}
 
   /** Counts the request; true when a rule blocks it. */
   blocks(request: { headers: IncomingMessage['headers']; address: string; method: string }, now = Date.now()): boolean {
@@ -93,7 +92,7 @@ export class EdgeRateRules {
       if (rule.exceptMethods?.includes(request.method) || (rule.withoutKey && keys.length > 0)) continue;
       // WAF skips a request that lacks the rule's key (a malformed key header is no key).
       if ('header' in rule.key && !keys.includes(rule.key.header)) continue;
-      const key = 'header' in rule.key ? applyEdgeTransforms(header(rule.key.header.header)!, rule.key.transforms) : request.address;
+      const key = 'header' in rule.key ? applyWafTransforms(header(rule.key.header.header)!, rule.key.transforms) : request.address;
       const id = `${rule.name}\u0000${key}`;
       const times = (this.seen.get(id) ?? []).filter((t) => t > now - rule.windowSeconds * 1000);
       times.push(now);
@@ -186,11 +185,11 @@ export interface LocalApiOptions {
   onError?: (error: unknown) => void;
   /** Tests shrink these to reach them in a few requests; the defaults are the deployed ones. */
   throttles?: { route?: ThrottleSpec; catchAll?: ThrottleSpec };
-  edgeRules?: EdgeRuleSpec[];
+  wafRules?: WafRuleSpec[];
 }
 
 export async function startHttpServer(options: LocalApiOptions): Promise<{ server: Server; url: string; close(): Promise<void> }> {
-  const edge = new EdgeRateRules(options.edgeRules ?? defaultEdgeRules);
+  const waf = new WafRateRules(options.wafRules ?? defaultWafRules);
   // One bucket per (resource, method), as API Gateway applies stage throttling per method.
   const buckets = new Map<string, TokenBucket>();
   const takeToken = (pathname: string, httpMethod: string) => {
@@ -213,7 +212,7 @@ export async function startHttpServer(options: LocalApiOptions): Promise<{ serve
       }
       // In the order AWS applies them: the WAF, the method's throttle, the payload limit, then the integration.
       const address = (req.socket.remoteAddress ?? '127.0.0.1').replace(/^::ffff:/, '');
-      if (edge.blocks({ headers: req.headers, address, method: req.method ?? 'GET' })) return sendAnswer(res, gatewayResponses.WAF_FILTERED, requestId);
+      if (waf.blocks({ headers: req.headers, address, method: req.method ?? 'GET' })) return sendAnswer(res, gatewayResponses.WAF_FILTERED, requestId);
       if (!wellEscaped(pathname)) return sendAnswer(res, gatewayResponses[malformedPath.type], requestId, { status: malformedPath.status, message: malformedPath.message });
       if (!takeToken(pathname, req.method ?? 'GET')) return sendAnswer(res, gatewayResponses.THROTTLED, requestId);
       const body = await readBody(req);

@@ -3,8 +3,9 @@
  * credentials, the SDK's endpoint variables pointed at the emulators) plus what the topology binds
  * (table names, queue URLs, the settings parameter), as on AWS.
  */
-import { tables, queues, secrets, settingsParameterEnvVar, type TableName, type QueueName, type SecretName } from '../topology.js';
-import { localStackMarkerEnvVar } from '../../functions/core/platform/settings.js';
+import { tables, queues, secrets, type TableName, type QueueName, type SecretName } from '../topology.js';
+import { settingsParameterEnvVar } from '../../functions/core/platform/bindings.js';
+import { localStackMarkerEnvVar } from '../../functions/core/platform/config.js';
 import { emulatorEnvironment } from './emulators.js';
 
 /** A variable set to `undefined` is removed. */

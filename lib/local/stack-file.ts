@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { createDeps, type Deps } from '../../functions/core/platform/deps.js';
-import { parseSettings, type Settings } from '../../functions/core/platform/settings.js';
+import { parseConfig, type Config } from '../../functions/core/platform/config.js';
 import type { TableName, QueueName, SecretName } from '../topology.js';
 
 /** What `npm start` writes to .local/stack.json, plus the physical names it created. */
@@ -37,13 +37,13 @@ export function readStackFile(file: string): LocalStackInfo {
 }
 
 /** Deps on the stack's emulators; `settings` defaults to those the stack started with. */
-export function depsFromStackFile(info: LocalStackInfo, settings: Settings = parseSettings(info.settings)): Deps {
+export function depsFromStackFile(info: LocalStackInfo, settings: Config = parseConfig(info.settings)): Deps {
   return createDeps({
     region: info.region,
     dynamodbEndpoint: info.dynamodbEndpoint,
     sqsEndpoint: info.sqsEndpoint,
     tables: info.tables,
     queues: info.queues,
-    settings,
+    config: settings,
   });
 }

@@ -9,7 +9,7 @@ import { pathToFileURL, fileURLToPath } from 'node:url';
 import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { functions, secretName, settingsParameterName, type FunctionSpec, type TableName, type QueueName, type SecretName } from '../topology.js';
 import { createDeps, type Deps } from '../../functions/core/platform/deps.js';
-import { parseSettings, type Settings } from '../../functions/core/platform/settings.js';
+import { parseConfig, type Config } from '../../functions/core/platform/config.js';
 import type { LocalStackInfo } from './stack-file.js';
 import { startDynamoDbLocal, startSqsEmulator, localCredentials } from './emulators.js';
 import { provisionTopology, type Provisioned } from './provision.js';
@@ -88,7 +88,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   const running = new Running(log);
   try {
     const emulators = await startEmulators(options, dir, running);
-    const settings = parseSettings({ ...options.settings, stage: 'local', local: true });
+    const settings = parseConfig({ ...options.settings, stage: 'local', local: true });
     const standIn = await startSettingsStandIn(settings, running);
     log(`DynamoDB Local on ${emulators.dynamodb}${emulators.isolated ? ' (in a private network namespace)' : ''}, SQS (fauxqs) on ${emulators.sqs}, SSM stand-in on ${standIn.endpoint}`);
     const secretsManager = await startSecretStore(dir, settings.stage, running);
@@ -153,7 +153,7 @@ async function startEmulators(options: LocalStackOptions, dir: string, running: 
 }
 
 /** Settings live in an SSM parameter as on AWS; the handlers read (and re-read) them from there. */
-async function startSettingsStandIn(settings: Settings, running: Running): Promise<{ endpoint: string; parameter: string }> {
+async function startSettingsStandIn(settings: Config, running: Running): Promise<{ endpoint: string; parameter: string }> {
   const parameter = settingsParameterName(settings.stage);
   const ssm = await startSsmStandIn({ parameters: { [parameter]: JSON.stringify(settings) } });
   running.add(() => ssm.stop());
@@ -172,9 +172,9 @@ async function startSecretStore(dir: string, stage: string, running: Running): P
   return { endpoint: standIn.endpoint, names, files };
 }
 
-/** The topology's tables and queues, and the deps the local stack itself uses (resume, seed). */
-async function provision(emulators: { dynamodb: string; sqs: string }, settings: Settings): Promise<{ deps: Deps; provisioned: Provisioned }> {
-  const deps = createDeps({ region: REGION, dynamodbEndpoint: emulators.dynamodb, sqsEndpoint: emulators.sqs, tables: {} as Record<TableName, string>, queues: {} as Record<QueueName, string>, settings });
+/** The topology's tables and queues, and the deps the local stack itself uses (requeue, seed). */
+async function provision(emulators: { dynamodb: string; sqs: string }, settings: Config): Promise<{ deps: Deps; provisioned: Provisioned }> {
+  const deps = createDeps({ region: REGION, dynamodbEndpoint: emulators.dynamodb, sqsEndpoint: emulators.sqs, tables: {} as Record<TableName, string>, queues: {} as Record<QueueName, string>, config: settings });
   const provisioned = await provisionTopology(deps.dynamodb, deps.sqs);
   Object.assign(deps.tables, provisioned.tables);
   Object.assign(deps.queues, provisioned.queues);

@@ -15,7 +15,8 @@ import * as sns from 'aws-cdk-lib/aws-sns';
 import { EmailSubscription, UrlSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { metricsNamespace, serviceName, type FunctionName, type QueueName, type TableName } from '../topology.js';
+import { type FunctionName, type QueueName, type TableName } from '../topology.js';
+import { metricsNamespace, serviceName } from '../../functions/core/platform/bindings.js';
 
 /** Ready deliveries the delivery function (10 batches of 10 at a time) should have taken within minutes. */
 const deliveryBacklogThreshold = 100;

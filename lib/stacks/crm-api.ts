@@ -1,5 +1,5 @@
 /**
- * The REST API in front of the functions (routes and catch-alls from lib/topology.ts, gateway
+ * The REST API in front of the functions (routes and catch-alls from functions/front-door/, gateway
  * answers, per-method throttles, CORS), its logs (access, execution, both with the stage's retention)
  * and the WAF in front of its stage, whose logs redact the headers that carry API keys.
  */
@@ -9,12 +9,11 @@ import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as wafv2 from 'aws-cdk-lib/aws-wafv2';
 import { Construct } from 'constructs';
-import {
-  catchAllAnswers, compressionMinBytes, cors, corsResponseHeaders, crossOrigin, edgeRules, gatewayProblemBody, gatewayResponses, methodsOn,
-  mockRequestContentTypes, mockRequestTemplate, edgeKeys, binaryMediaTypes, type EdgeKeySpec, type EdgeRuleSpec,
-  routes, hasParameterChild, apiMethodFor, catchAllThrottle,
-  type GatewayAnswerSpec, type GatewayResponseType, type FunctionName,
-} from '../topology.js';
+import { type FunctionName } from '../topology.js';
+import { catchAllAnswers, compressionMinBytes, gatewayProblemBody, gatewayResponses, mockRequestContentTypes, mockRequestTemplate, binaryMediaTypes, type GatewayAnswerSpec, type GatewayResponseType } from '../../functions/front-door/gateway-answers.js';
+import { cors, corsResponseHeaders } from '../../functions/core/intake/cors.js';
+import { crossOrigin, methodsOn, routes, hasParameterChild, apiMethodFor, catchAllThrottle } from '../../functions/front-door/routes.js';
+import { wafRules, wafKeys, type WafKeySpec, type WafRuleSpec } from '../../functions/front-door/waf.js';
 
 const entries = <K extends string, V>(o: Partial<Record<K, V>>) => Object.entries(o) as [K, V][];
 /** API Gateway header mappings take static values in single quotes. */
@@ -44,7 +43,7 @@ export class CrmApi extends Construct {
       endpointTypes: [apigw.EndpointType.REGIONAL],
       // Bodies the functions read reach them as bytes, so they decode UTF-8 strictly (docs/leads.md).
       binaryMediaTypes: [...binaryMediaTypes],
-      // gzip/deflate of larger answers (the settings page's assets): lib/topology.ts compressionMinBytes.
+      // gzip/deflate of larger answers (the settings page's assets): functions/front-door/gateway-answers.ts compressionMinBytes.
       minCompressionSize: Size.bytes(compressionMinBytes),
       // Execution logs (errors only) need the account-level CloudWatch role.
       cloudWatchRole: true,
@@ -68,7 +67,7 @@ export class CrmApi extends Construct {
     api.node.tryRemoveChild('Endpoint'); // the default output; replaced by ApiUrl (outputKeys)
 
     // Errors API Gateway answers itself: problem+json like the function's, with CORS so a browser
-    // form can read them (lib/topology.ts; the local server answers the same).
+    // form can read them (functions/core/intake/cors.ts; the local server answers the same).
     for (const [type, spec] of entries<GatewayResponseType, GatewayAnswerSpec>(gatewayResponses)) {
       api.addGatewayResponse(`Gateway${type}`, {
         type: apigw.ResponseType.of(type),
@@ -148,7 +147,7 @@ export class CrmApi extends Construct {
   }
 
   /**
-   * The WAF in front of the stage (`edgeRules`): rate-based rules per address, per well-formed API
+   * The WAF in front of the stage (`wafRules`): rate-based rules per address, per well-formed API
    * key and per address for requests without one, so one caller's flood is blocked before it spends
    * a method's throttle bucket that every organization shares (docs/capacity.md). Blocks answer the
    * WAF_FILTERED gateway response.
@@ -161,16 +160,16 @@ export class CrmApi extends Construct {
     const allOf = (statements: wafv2.CfnWebACL.StatementProperty[]) => (statements.length === 1 ? statements[0] : { andStatement: { statements } });
     const not = (statement: wafv2.CfnWebACL.StatementProperty) => ({ notStatement: { statement } });
     // An absent header matches no regex, so "well-formed" also means "present".
-    const wellFormed = (key: EdgeKeySpec): wafv2.CfnWebACL.StatementProperty => ({
+    const wellFormed = (key: WafKeySpec): wafv2.CfnWebACL.StatementProperty => ({
       regexMatchStatement: { fieldToMatch: { singleHeader: { Name: key.header } } /* an untyped L1 field: CloudFormation's casing */, regexString: key.pattern, textTransformations: transforms(['LOWERCASE']) },
     });
     const isMethod = (method: string): wafv2.CfnWebACL.StatementProperty => ({
       byteMatchStatement: { fieldToMatch: { method: {} }, positionalConstraint: 'EXACTLY', searchString: method, textTransformations: transforms([]) },
     });
-    const statement = (rule: EdgeRuleSpec): wafv2.CfnWebACL.StatementProperty => {
+    const statement = (rule: WafRuleSpec): wafv2.CfnWebACL.StatementProperty => {
       const scope = [
         ...('header' in rule.key ? [wellFormed(rule.key.header)] : []),
-        ...(rule.withoutKey ? [not(anyOf(Object.values(edgeKeys).map(wellFormed)))] : []),
+        ...(rule.withoutKey ? [not(anyOf(Object.values(wafKeys).map(wellFormed)))] : []),
         ...(rule.exceptMethods ? [not(anyOf(rule.exceptMethods.map(isMethod)))] : []),
       ];
       return {
@@ -188,7 +187,7 @@ export class CrmApi extends Construct {
       scope: 'REGIONAL',
       defaultAction: { allow: {} },
       visibilityConfig: visibility(`${Stack.of(this).stackName}-api`),
-      rules: edgeRules.map((rule, priority) => ({
+      rules: wafRules.map((rule, priority) => ({
         name: rule.name,
         priority,
         action: { block: {} },
@@ -206,7 +205,7 @@ export class CrmApi extends Construct {
       resourceArn: acl.attrArn,
       // The group's ARN without the `:*` that LogGroup.logGroupArn carries (WAF refuses it).
       logDestinationConfigs: [Stack.of(this).formatArn({ service: 'logs', resource: 'log-group', resourceName: wafLogs.logGroupName, arnFormat: ArnFormat.COLON_RESOURCE_NAME })],
-      redactedFields: Object.values(edgeKeys).map((key) => ({ singleHeader: { Name: key.header } })),
+      redactedFields: Object.values(wafKeys).map((key) => ({ singleHeader: { Name: key.header } })),
       // Only what WAF blocked or counted: every allowed request (IP, user agent, query) kept for the
       // retention would be a second, bigger request log. A key's own 429s are in the request log.
       loggingFilter: {

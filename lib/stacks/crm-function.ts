@@ -17,11 +17,9 @@ import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import * as ssm from 'aws-cdk-lib/aws-ssm';
 import type { Construct } from 'constructs';
-import {
-  serviceName, settingsParameterEnvVar,
-  type FunctionSpec, type QueueAccess, type SecretSpec, type QueueSpec, type TableAccess, type TableSpec,
-} from '../topology.js';
-import { settingsSnapshotEnvVar } from '../../functions/core/platform/settings.js';
+import { type FunctionSpec, type QueueAccess, type SecretSpec, type QueueSpec, type TableAccess, type TableSpec } from '../topology.js';
+import { serviceName, settingsParameterEnvVar } from '../../functions/core/platform/bindings.js';
+import { settingsSnapshotEnvVar } from '../../functions/core/platform/config.js';
 
 /** Every read the domain makes (TransactGetItems needs GetItem); never Scan. */
 export const tableReadActions = ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:Query', 'dynamodb:ConditionCheckItem'];
@@ -39,7 +37,7 @@ export interface CrmFunctionProps {
   spec: FunctionSpec;
   stage: string;
   /**
-   * The stage's runtime settings (functions/core/platform/settings.ts), a parameter of this stack: read
+   * The stage's runtime settings (functions/core/platform/config.ts), a parameter of this stack: read
    * access is granted, and the document it is created with becomes the function's fallback snapshot.
    */
   settings: ssm.StringParameter;

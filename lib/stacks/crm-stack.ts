@@ -18,12 +18,9 @@ import * as sqs from 'aws-cdk-lib/aws-sqs';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as ssm from 'aws-cdk-lib/aws-ssm';
 import type { Construct } from 'constructs';
-import {
-  functions, outputKeys, queues, secrets, type SecretName, type SecretSpec, settingsParameterName, tables,
-  type EventSourceSpec, type FunctionName, type FunctionSpec, type QueueName, type QueueSpec, type TableName, type TableSpec,
-} from '../topology.js';
+import { functions, outputKeys, queues, secrets, type SecretName, type SecretSpec, settingsParameterName, tables, type EventSourceSpec, type FunctionName, type FunctionSpec, type QueueName, type QueueSpec, type TableName, type TableSpec } from '../topology.js';
 import type { BackupConfig, StageConfig } from '../stages.js';
-import { defaultSettings } from '../../functions/core/platform/settings.js';
+import { defaultConfig } from '../../functions/core/platform/config.js';
 import { CrmAlarms } from './crm-alarms.js';
 import { CrmApi } from './crm-api.js';
 import { CrmDashboard } from './crm-dashboard.js';
@@ -88,8 +85,8 @@ export class CrmStack extends Stack {
     // Runtime settings of the stage (no secrets): edited in SSM, read by the functions (cached 5 min).
     this.settings = new ssm.StringParameter(this, 'Settings', {
       parameterName: settingsParameterName(stage),
-      description: `Runtime settings of the CRM integration API (${stage}); see functions/core/platform/settings.ts`,
-      stringValue: JSON.stringify({ ...defaultSettings, stage }),
+      description: `Runtime configuration of the CRM integration API (${stage}); see functions/core/platform/config.ts`,
+      stringValue: JSON.stringify({ ...defaultConfig, stage }),
     });
 
     for (const [name, spec] of entries(secretSpecs)) this.secrets[name] = this.secret(name, spec, stage);
@@ -244,7 +241,7 @@ export class CrmStack extends Stack {
     if (!dead) {
       Validations.of(queue).acknowledge({
         id: 'AwsSolutions-SQS3',
-        reason: 'This queue is itself a dead-letter / on-failure destination: messages here are parked for inspection and re-drive, not processed.',
+        reason: 'This queue is itself a dead-letter / on-failure destination: messages here are parked for inspection and redelivery, not processed.',
       });
     }
     return queue;

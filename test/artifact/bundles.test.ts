@@ -17,11 +17,11 @@ import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { functions, secretName, secrets, type FunctionName, type QueueName, type SecretName, type TableName } from '../../lib/topology.js';
 import { createDeps, type Deps } from '../../functions/core/platform/deps.js';
 import { keys } from '../../functions/core/platform/model.js';
-import { parseSettings } from '../../functions/core/platform/settings.js';
+import { parseConfig } from '../../functions/core/platform/config.js';
 import { createOrganization } from '../../functions/core/tenancy/organizations.js';
 import { createApiKey } from '../../functions/core/tenancy/api-keys.js';
 import { addEndpoint } from '../../functions/core/delivery/endpoints.js';
-import { listDeliveries } from '../../functions/core/delivery/redrive.js';
+import { listDeliveries } from '../../functions/core/delivery/redeliver.js';
 import { mintSessionToken } from '../../functions/core/settings/session-token.js';
 import { startDynamoDbLocal, startSqsEmulator, localCredentials, emulatorEnvironment, type Emulator } from '../../lib/local/emulators.js';
 import { provisionTopology, type Provisioned } from '../../lib/local/provision.js';
@@ -70,9 +70,9 @@ beforeAll(async () => {
     startDynamoDbLocal({ inMemory: true }), startSqsEmulator({}), startSsmStandIn(), startSecretsStandIn({ secrets: secretFiles }),
   ]);
   stops.push(() => dynamo.stop(), () => sqsEmulator.stop(), () => ssm.stop(), () => secretsManager.stop());
-  const settings = parseSettings({ local: true, endpointCacheTtlSeconds: 0, keyCacheTtlSeconds: 0, retryJitter: 0 });
+  const settings = parseConfig({ local: true, endpointCacheTtlSeconds: 0, keyCacheTtlSeconds: 0, retryJitter: 0 });
   deps = createDeps({
-    region: REGION, dynamodbEndpoint: dynamo.endpoint, sqsEndpoint: sqsEmulator.endpoint, settings,
+    region: REGION, dynamodbEndpoint: dynamo.endpoint, sqsEndpoint: sqsEmulator.endpoint, config: settings,
     tables: {} as Record<TableName, string>, queues: {} as Record<QueueName, string>,
   });
   provisioned = await provisionTopology(deps.dynamodb, deps.sqs, 'crm-artifact');

@@ -16,11 +16,11 @@ import { buildApp } from '../../lib/stacks/app.js';
 import { stages, type StageConfig } from '../../lib/stages.js';
 import { generateApiKey } from '../../functions/core/tenancy/api-keys.js';
 import type { CrmStack } from '../../lib/stacks/crm-stack.js';
-import {
-  secrets, hasParameterChild, type SecretName,
-  cors, deliveryMaxConcurrency, slowLaneMaxConcurrency, edgeAddressLimitPer5Minutes, edgeKeyLimitPerMinute, functions, gatewayResponses, mockRequestContentTypes, outputKeys, queues, routes, crossOrigin, compressionMinBytes, routeThrottle, catchAllThrottle, settingsThrottle, tables,
-  type FunctionName, type QueueName, type TableAccess, type TableName,
-} from '../../lib/topology.js';
+import { secrets, type SecretName, deliveryMaxConcurrency, slowLaneMaxConcurrency, functions, outputKeys, queues, tables, type FunctionName, type QueueName, type TableAccess, type TableName } from '../../lib/topology.js';
+import { hasParameterChild, routes, crossOrigin, routeThrottle, catchAllThrottle, settingsThrottle } from '../../functions/front-door/routes.js';
+import { cors } from '../../functions/core/intake/cors.js';
+import { wafAddressLimitPer5Minutes, wafKeyLimitPerMinute } from '../../functions/front-door/waf.js';
+import { gatewayResponses, mockRequestContentTypes, compressionMinBytes } from '../../functions/front-door/gateway-answers.js';
 
 const outdirs: string[] = [];
 /** The stage the tests build: prod's settings without backups, in a test account. */
@@ -444,12 +444,12 @@ describe('the CDK stack', () => {
     const apiKey = wellFormed('x-api-key', '^crm_(live|pub)_[0-9a-z]+$');
     const bearer = wellFormed('authorization', '^bearer crm_(live|pub)_[0-9a-z]+$');
     // Every address, every request: random well-formed keys from one caller are bounded too.
-    expect(statement('PerAddress')).toEqual({ Limit: edgeAddressLimitPer5Minutes, EvaluationWindowSec: 300, AggregateKeyType: 'IP' });
-    // One address may send one key at the edge limit and more besides.
-    expect(edgeAddressLimitPer5Minutes).toBeGreaterThan(5 * edgeKeyLimitPerMinute);
+    expect(statement('PerAddress')).toEqual({ Limit: wafAddressLimitPer5Minutes, EvaluationWindowSec: 300, AggregateKeyType: 'IP' });
+    // One address may send one key at the WAF.s key limit and more besides.
+    expect(wafAddressLimitPer5Minutes).toBeGreaterThan(5 * wafKeyLimitPerMinute);
     for (const [rule, header, scope] of [['PerApiKey', 'x-api-key', apiKey], ['PerBearerKey', 'authorization', bearer]] as const) {
       expect(statement(rule)).toEqual({
-        Limit: edgeKeyLimitPerMinute, EvaluationWindowSec: 60, AggregateKeyType: 'CUSTOM_KEYS',
+        Limit: wafKeyLimitPerMinute, EvaluationWindowSec: 60, AggregateKeyType: 'CUSTOM_KEYS',
         CustomKeys: [{ Header: { Name: header, TextTransformations: [{ Priority: 0, Type: 'LOWERCASE' }, { Priority: 1, Type: 'COMPRESS_WHITE_SPACE' }] } }],
         ScopeDownStatement: scope,
       });
@@ -475,9 +475,9 @@ describe('the CDK stack', () => {
     for (const v of [props.VisibilityConfig, ...props.Rules.map((r: { VisibilityConfig: unknown }) => r.VisibilityConfig)]) {
       expect(v).toMatchObject({ SampledRequestsEnabled: false });
     }
-    // Above the highest plan limit: a key within its plan is never refused at the edge.
+    // Above the highest plan limit: a key within its plan is never refused at the WAF.
     const { planRateLimits } = JSON.parse(template.findResources('AWS::SSM::Parameter')[logicalId(stack.settings)].Properties.Value) as { planRateLimits: Record<string, number> };
-    expect(edgeKeyLimitPerMinute).toBeGreaterThan(Math.max(...Object.values(planRateLimits)));
+    expect(wafKeyLimitPerMinute).toBeGreaterThan(Math.max(...Object.values(planRateLimits)));
     template.hasResourceProperties('AWS::WAFv2::WebACLAssociation', {
       WebACLArn: { 'Fn::GetAtt': [aclId, 'Arn'] },
       ResourceArn: { 'Fn::Join': ['', Match.arrayWith([{ Ref: logicalId(stack.api) }, '/stages/', { Ref: logicalId(stack.api.deploymentStage) }])] },
@@ -855,7 +855,7 @@ describe('least privilege (a later grant that widens access fails here)', () => 
     }
   });
 
-  it('gives the settings API no way to receive or delete dead letters (a tenant\'s re-delivery never sweeps the shared queue)', () => {
+  it('gives the settings API no way to receive or delete dead letters (a tenant\'s redelivery never passes over the shared queue)', () => {
     expect(actionsOn('settingsApi', queueRef('deliveryDlq'))).toEqual([]);
     expect(functionProps('settingsApi').Environment.Variables[queues.deliveryDlq.envVar]).toBeUndefined();
   });

@@ -51,18 +51,6 @@ export function keptHeaders(pairs: [string, string][], side: 'request' | 'respon
   return kept;
 }
 
-/** `text` cut to at most `max` UTF-8 bytes, at a character boundary (a body excerpt decoded with U+FFFD for bad bytes can grow threefold). */
-export function clipBytes(text: string, max: number): string {
-  if (Buffer.byteLength(text) <= max) return text;
-  let out = '';
-  let bytes = 0;
-  for (const char of text) {
-    bytes += Buffer.byteLength(char);
-    if (bytes > max) break;
-    out += char;
-  }
-  return out;
-}
 
 /** `text` cut to `max` characters (code points: never half an emoji), marked with an ellipsis when cut. */
 export function clip(text: string, max: number): string {

@@ -33,7 +33,7 @@ export async function readBatchRecords(deps: Deps, messages: DeliveryMessage[]):
  * The delivered outcomes of one queue batch, written together after its attempts: one `delivered`
  * UpdateItem per delivery, all in parallel (1 write unit each, as a batch put's; keys-only
  * indexes whose keys do not change are not written), each conditional on the version the batch
- * read. A record changed since (another copy's attempt, a re-drive, a park) refuses it: the
+ * read. A record changed since (another copy's attempt, a redelivery, a park) refuses it: the
  * outcome is then appended by the unguarded `delivered` transition, so nothing that happened
  * meanwhile is overwritten and the success is never lost.
  */

@@ -12,10 +12,10 @@
  *
  * This module decides (pure); circuit-store.ts keeps the state on the endpoint item.
  */
-import type { Settings } from '../platform/settings.js';
+import type { Config } from '../platform/config.js';
 import type { CircuitRecord, CircuitState } from '../platform/model.js';
 
-export type CircuitSettings = Pick<Settings, 'circuitFailureThreshold' | 'circuitOpenSeconds' | 'circuitMaxOpenSeconds' | 'deliveryTimeoutMs' | 'slowLaneHoldSeconds'>;
+export type CircuitConfig = Pick<Config, 'circuitFailureThreshold' | 'circuitOpenSeconds' | 'circuitMaxOpenSeconds' | 'deliveryTimeoutMs' | 'slowLaneHoldSeconds'>;
 
 /**
  * What an operator sees (CLI, settings page): the state now and, unless closed, until when. A
@@ -46,9 +46,9 @@ export type Gate =
   | { kind: 'park'; until: number; reason: string };
 
 /** How long a claimed probe holds the circuit: its attempt's time-out and a margin, so a crashed probe is replaced. */
-export const probeWindowMs = (settings: Pick<Settings, 'deliveryTimeoutMs'>) => settings.deliveryTimeoutMs + 5_000;
+export const probeWindowMs = (settings: Pick<Config, 'deliveryTimeoutMs'>) => settings.deliveryTimeoutMs + 5_000;
 
-export function gate(circuit: CircuitRecord | undefined, now: number, settings: Pick<Settings, 'deliveryTimeoutMs'>): Gate {
+export function gate(circuit: CircuitRecord | undefined, now: number, settings: Pick<Config, 'deliveryTimeoutMs'>): Gate {
   if (!circuit?.until) return { kind: 'attempt' };
   const until = Date.parse(circuit.until);
   if (until > now) return { kind: 'park', until, reason: circuit.probing ? 'circuit half-open: a probe is under way' : `circuit open until ${circuit.until}` };
@@ -56,7 +56,7 @@ export function gate(circuit: CircuitRecord | undefined, now: number, settings: 
 }
 
 /** Seconds the circuit stays open after its `opens`-th opening in a row: doubles each time, capped. */
-export function openSeconds(opens: number, settings: Pick<Settings, 'circuitOpenSeconds' | 'circuitMaxOpenSeconds'>): number {
+export function openSeconds(opens: number, settings: Pick<Config, 'circuitOpenSeconds' | 'circuitMaxOpenSeconds'>): number {
   return Math.min(settings.circuitMaxOpenSeconds, settings.circuitOpenSeconds * 2 ** Math.max(0, opens - 1));
 }
 
@@ -74,7 +74,7 @@ export type Transition =
  * `slow`: the answer came later than slowLaneAfterMs (only possible in the slow lane). A slow
  * success keeps the endpoint in the slow lane; a fast one takes it back to the main lane.
  */
-export function afterAttempt(circuit: CircuitRecord | undefined, outcome: { ok: boolean; probe: boolean; failedHere: boolean; slow?: boolean }, now: number, settings: CircuitSettings): Transition {
+export function afterAttempt(circuit: CircuitRecord | undefined, outcome: { ok: boolean; probe: boolean; failedHere: boolean; slow?: boolean }, now: number, settings: CircuitConfig): Transition {
   if (outcome.ok) {
     const unhealthy = outcome.probe || Boolean(circuit?.until) || (circuit?.failures ?? 0) > 0 || outcome.failedHere;
     const markedSlow = circuit?.slowUntil !== undefined && Date.parse(circuit.slowUntil) > now;
@@ -89,7 +89,7 @@ export function afterAttempt(circuit: CircuitRecord | undefined, outcome: { ok: 
 }
 
 /** Whether a failure count reached the threshold: the write that counted it opens the circuit. */
-export const reachesThreshold = (failures: number, settings: Pick<Settings, 'circuitFailureThreshold'>) => failures >= settings.circuitFailureThreshold;
+export const reachesThreshold = (failures: number, settings: Pick<Config, 'circuitFailureThreshold'>) => failures >= settings.circuitFailureThreshold;
 
 /** Stored attributes → the endpoint's circuit (undefined: closed with nothing counted). */
 export function circuitOf(item: Record<string, unknown>): CircuitRecord | undefined {

@@ -47,7 +47,7 @@ async function update(deps: Deps, endpoint: WebhookEndpoint, input: { expression
  */
 async function claimGate(deps: Deps, endpoint: WebhookEndpoint): Promise<Gate> {
   const now = deps.now();
-  const decided = gate(endpoint.circuit, now, deps.settings);
+  const decided = gate(endpoint.circuit, now, deps.config);
   if (decided.kind !== 'probe') return decided;
   const claimed = await update(deps, endpoint, {
     expression: 'SET circuitUntil = :deadline, circuitProbing = :t',
@@ -77,7 +77,7 @@ export type Admission =
  * time-out, when a hanging attempt has ended), then the probe's claim; the full time-out.
  */
 export async function admitAttempt(deps: Deps, endpoint: WebhookEndpoint, lane: Lane): Promise<Admission> {
-  const { settings } = deps;
+  const { config: settings } = deps;
   if (lane === 'main' && laneFor(endpoint.circuit, deps.now(), failedHere.has(endpoint.id)) === 'slow') {
     // An open circuit: straight to the slow lane's wait, not via a second hop.
     const open = gate(endpoint.circuit, deps.now(), settings);
@@ -122,7 +122,7 @@ function count<A extends Admission>(admission: A, metric: string): A {
 export async function markSlow(deps: Deps, endpoint: WebhookEndpoint): Promise<void> {
   failedHere.add(endpoint.id);
   const now = deps.now();
-  const slowUntil = new Date(now + deps.settings.slowLaneHoldSeconds * 1000).toISOString();
+  const slowUntil = new Date(now + deps.config.slowLaneHoldSeconds * 1000).toISOString();
   const marked = await update(deps, endpoint, {
     expression: 'SET circuitSlowUntil = :s',
     condition: 'attribute_exists(pk) AND (attribute_not_exists(circuitSlowUntil) OR circuitSlowUntil < :now)',
@@ -134,8 +134,8 @@ export async function markSlow(deps: Deps, endpoint: WebhookEndpoint): Promise<v
 /** After an attempt: records what it means for the circuit (no write for a success on a healthy endpoint). */
 export async function recordAttempt(deps: Deps, endpoint: WebhookEndpoint, outcome: { ok: boolean; probe: boolean; latencyMs: number }): Promise<void> {
   const now = deps.now();
-  const slow = outcome.latencyMs > deps.settings.slowLaneAfterMs;
-  const transition = afterAttempt(endpoint.circuit, { ok: outcome.ok, probe: outcome.probe, slow, failedHere: failedHere.has(endpoint.id) }, now, deps.settings);
+  const slow = outcome.latencyMs > deps.config.slowLaneAfterMs;
+  const transition = afterAttempt(endpoint.circuit, { ok: outcome.ok, probe: outcome.probe, slow, failedHere: failedHere.has(endpoint.id) }, now, deps.config);
   if (transition.kind === 'none') return;
   if (transition.kind === 'close') {
     failedHere.delete(endpoint.id);
@@ -161,8 +161,8 @@ export async function recordAttempt(deps: Deps, endpoint: WebhookEndpoint, outco
   }
   const counted = await update(deps, endpoint, { expression: 'ADD circuitFailures :one', condition: 'attribute_exists(pk)', values: { ':one': 1 } });
   const failures = Number(counted?.Attributes?.circuitFailures ?? 0);
-  if (!reachesThreshold(failures, deps.settings)) return;
-  const until = new Date(now + openSeconds(1, deps.settings) * 1000).toISOString();
+  if (!reachesThreshold(failures, deps.config)) return;
+  const until = new Date(now + openSeconds(1, deps.config) * 1000).toISOString();
   // Only the write that finds the circuit closed opens it (a late failure does not extend an open one).
   const opened = await update(deps, endpoint, {
     expression: 'SET circuitUntil = :until, circuitOpens = :one',

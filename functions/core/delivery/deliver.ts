@@ -3,7 +3,7 @@
  * next: done, retry after the scheduled delay, or failed for good (the message then goes to the
  * dead-letter queue). The attempt number comes from the delivery record (queue.ts
  * attemptNumberOf): the attempts recorded in the message's round, plus one; a receive that made no
- * attempt uses none, and a re-driven delivery starts a new round. A retry never waits in flight: it is a new delayed message, or,
+ * attempt uses none, and a redelivered delivery starts a new round. A retry never waits in flight: it is a new delayed message, or,
  * beyond queueDelayMaxSeconds, parked in the due index (written with the attempt, in one update)
  * until the sweeper re-queues it; only then is the received message deleted. This module is the
  * attempt policy: every outcome is written as a named transition of the delivery record
@@ -15,19 +15,20 @@ import type { Deps } from '../platform/deps.js';
 import { keys, type DeliveryAttempt, type DeliveryMessage, type DeliveryRecord, type WebhookEndpoint } from '../platform/model.js';
 import { activeSecrets, endpointsOf, recordEndpointHealth } from './endpoints.js';
 import { logger, metrics } from '../platform/observability.js';
-import { signatureHeaders } from './signing.js';
+import { sign } from './signing.js';
 import { MAX_RESPONSE_BODY_BYTES, postWebhook, type PostResult } from './http-client.js';
 import { MAX_ATTEMPTS, parseRetryAfter, retryDelaySeconds } from './schedule.js';
 import { allowListFor } from './ssrf.js';
 import { admitAttempt, markSlow, recordAttempt } from './circuit-store.js';
 import { takeRateSlot } from './delivery-throttle.js';
-import { attemptError, clipBytes, keptHeaders } from './attempt-log.js';
+import { attemptError, keptHeaders } from './attempt-log.js';
+import { clipBytes } from '../platform/text.js';
 import type { Lane } from './circuit-breaker.js';
 import { attemptNumberOf, deferDelivery, readDeliveryMessage, sendDeliveryMessages, sendToDeadLetters } from './queue.js';
 import { deliveryStore, transition } from './delivery-port.js';
 import type { Transition } from './delivery-state.js';
 import { DeliveredWrites, readBatchRecords, type StoredRecord } from './batch-records.js';
-import { queues } from '../../../lib/topology.js';
+import { deliveryMaxReceives } from '../platform/bindings.js';
 
 /**
  * `exhausted`: the last attempt failed (or the message kept crashing past it): it goes to the
@@ -66,7 +67,7 @@ export const staysQueued = (outcome: BatchOutcome): boolean => outcome.kind === 
  * Records an outcome with its transition (delivery-record.ts), pinned to the message's round; each
  * is conditional on the state it leaves, so one refused changes nothing and nothing more is sent
  * or queued: the outcome becomes what the record says now (delivered meanwhile by a duplicate
- * message, its record gone, or a re-drive began a new round, whose message carries on).
+ * message, its record gone, or a redelivery began a new round, whose message carries on).
  */
 async function settle(deps: Deps, message: DeliveryMessage, change: Transition, outcome: Outcome): Promise<Outcome> {
   if (await transition(deps, message, { ...change, round: message.round })) return outcome;
@@ -77,8 +78,8 @@ async function settle(deps: Deps, message: DeliveryMessage, change: Transition, 
     return { kind: 'skipped', attempt, reason: 'no delivery record' };
   }
   if (now.status === 'delivered') return { kind: 'delivered', attempt, reason: 'already delivered' };
-  logger.info('outcome of an earlier round not recorded: re-driven since', { deliveryId: message.deliveryId, transition: change.to });
-  return { kind: 'skipped', attempt, reason: 'superseded: re-driven since' };
+  logger.info('outcome of an earlier round not recorded: redelivered since', { deliveryId: message.deliveryId, transition: change.to });
+  return { kind: 'skipped', attempt, reason: 'superseded: redelivered since' };
 }
 
 function attemptRecord(deps: Deps, attempt: number, result: PostResult): DeliveryAttempt {
@@ -103,8 +104,8 @@ export function hollowPayloadReason(record: Pick<DeliveryRecord, 'payloadOmitted
   return tooBig ? 'the event was too large to queue; its payload was not kept, so it is never sent' : undefined;
 }
 
-/** Whether the message belongs to a round that a later re-drive replaced (messages without a round predate rounds). */
-export const supersededByRedrive = (message: DeliveryMessage, record: Pick<DeliveryRecord, 'redrivenAt'>): boolean =>
+/** Whether the message belongs to a round that a later redelivery replaced (messages without a round predate rounds). */
+export const supersededByRedelivery = (message: DeliveryMessage, record: Pick<DeliveryRecord, 'redrivenAt'>): boolean =>
   message.round !== undefined && record.redrivenAt !== undefined && message.round < Date.parse(record.redrivenAt);
 
 /** What an attempt needs of the delivery record before sending: whether it is still to be sent, and its attempts. */
@@ -134,9 +135,9 @@ export async function attemptDelivery(
     logger.warn('delivery record missing; message dropped', { deliveryId: message.deliveryId });
     return { kind: 'skipped', attempt: 0, reason: 'no delivery record' };
   }
-  // A message of a round before the record's last re-drive (a retry still waiting when "Retry now"
+  // A message of a round before the record's last redelivery (a retry still waiting when "Retry now"
   // re-queued it, say) is consumed without an attempt: one delivery never runs two retry chains.
-  if (supersededByRedrive(message, record)) return { kind: 'skipped', attempt: 0, reason: 'superseded by a re-drive' };
+  if (supersededByRedelivery(message, record)) return { kind: 'skipped', attempt: 0, reason: 'superseded by a redelivery' };
   const attempt = attemptNumberOf(message, record);
   if (record.status === 'delivered') return { kind: 'delivered', attempt, reason: 'already delivered' };
   const hollow = hollowPayloadReason(record);
@@ -161,16 +162,16 @@ export async function attemptDelivery(
   }
   // Endpoints are validated on write, but a row written earlier (or by hand) is re-checked here:
   // outside the local stack an event is never sent in cleartext.
-  if (!deps.settings.local && !endpoint.url.startsWith('https:')) {
-    const reason = 'the endpoint URL is not https; events are only sent over TLS (update the URL and re-drive)';
+  if (!deps.config.local && !endpoint.url.startsWith('https:')) {
+    const reason = 'the endpoint URL is not https; events are only sent over TLS (update the URL and redeliver)';
     return settle(deps, message, { to: 'failed', reason }, { kind: 'failed', attempt, reason });
   }
 
   // Rotation always leaves the newest secret unexpired, but an item edited by hand may have none:
-  // a recorded failure (re-drivable once a secret is rotated in), not a crash on every receive.
+  // a recorded failure (redeliverable once a secret is rotated in), not a crash on every receive.
   const secrets = activeSecrets(endpoint, deps.now());
   if (secrets.length === 0) {
-    const reason = 'the endpoint has no active signing secret (rotate it: settings page or `crm webhooks rotate-secret`, then re-drive)';
+    const reason = 'the endpoint has no active signing secret (rotate it: settings page or `crm webhooks rotate-secret`, then redeliver)';
     return settle(deps, message, { to: 'failed', reason }, { kind: 'failed', attempt, reason });
   }
 
@@ -196,14 +197,14 @@ export async function attemptDelivery(
     const now = deps.now();
     const body = JSON.stringify(message.payload);
     // The receiver's own headers first: none can replace ours (endpoint-fields.ts reservedHeader; the client sets content-type and the rest).
-    const headers = { ...endpoint.headers, ...signatureHeaders({ id: message.payload.id, timestamp: Math.floor(now / 1000), body, secrets }) };
-    result = await postWebhook({ url: endpoint.url, headers, body, timeoutMs: admission.timeoutMs, allow: allowListFor(deps.settings) });
+    const headers = { ...endpoint.headers, ...sign({ id: message.payload.id, timestamp: Math.floor(now / 1000), body, secrets }) };
+    result = await postWebhook({ url: endpoint.url, headers, body, timeoutMs: admission.timeoutMs, allow: allowListFor(deps.config) });
   } finally {
     admission.release();
   }
   // ISOLATION REPORT (delivery-isolation): the attempt's result (result.ok, result.errorCode) goes to the breaker here.
   // A main-lane POST cut off at its short budget is not an attempt: it moves to the slow lane (full time-out), its endpoint too.
-  if (result.errorCode === 'ETIMEDOUT' && admission.timeoutMs < deps.settings.deliveryTimeoutMs) {
+  if (result.errorCode === 'ETIMEDOUT' && admission.timeoutMs < deps.config.deliveryTimeoutMs) {
     await markSlow(deps, endpoint);
     return { kind: 'deferred', attempt, untilMs: deps.now(), reason: `no answer within ${admission.timeoutMs} ms: moved to the slow lane`, lane: 'slow' };
   }
@@ -244,10 +245,10 @@ async function recordOutcome(
   }
   const decidedAt = deps.now();
   const retryAfter = result.status === 429 || result.status === 503 ? parseRetryAfter(result.retryAfter, decidedAt) : undefined;
-  const delaySeconds = retryDelaySeconds(attempt, { schedule: deps.settings.retryScheduleSeconds, jitter: deps.settings.retryJitter, retryAfterSeconds: retryAfter });
+  const delaySeconds = retryDelaySeconds(attempt, { schedule: deps.config.retryScheduleSeconds, jitter: deps.config.retryJitter, retryAfterSeconds: retryAfter });
   const untilMs = decidedAt + delaySeconds * 1000;
   // Beyond a queue delay, the retry leaves the queue: parked in the due index with this very write.
-  const parked = delaySeconds > deps.settings.queueDelayMaxSeconds;
+  const parked = delaySeconds > deps.config.queueDelayMaxSeconds;
   const settled = await settle(deps, message, { to: 'attempted', attempt: record_, nextAttemptAt: new Date(untilMs).toISOString(), ...(parked ? { park: { untilMs, round: message.round } } : {}) },
     { kind: 'retry', attempt, result, delaySeconds, parked });
   if (settled.kind === 'retry' && settled.parked) metrics.addMetric('DeliveryRetriesParked', MetricUnit.Count, 1); // once written
@@ -270,16 +271,16 @@ async function sendOn(deps: Deps, message: DeliveryMessage, outcome: Outcome): P
 }
 
 /** The delivery queues' maxReceiveCount: the receive after this many moves the message to the dead-letter queue. */
-const MAX_RECEIVES = queues.deliveryQueue.deadLetter.maxReceiveCount;
+const MAX_RECEIVES = deliveryMaxReceives;
 
 /**
  * A message whose receives kept breaking off unexpectedly is moved to the dead-letter queue by SQS
  * itself; its record says so (failed, with the reason), or it would stay `pending` for good, out
  * of every list of failed deliveries and of "re-deliver all failed". Best effort: the cause may
- * be the table itself (the dead-letter pass re-drives the message either way).
+ * be the table itself (the dead-letter pass redeliveries the message either way).
  */
 async function markDeadLettered(deps: Deps, message: DeliveryMessage, receives: number): Promise<void> {
-  const reason = `its last ${receives} receives broke off unexpectedly (see the delivery function's log), so the queue moved it to the dead-letter queue; re-drive it once the cause is fixed`;
+  const reason = `its last ${receives} receives broke off unexpectedly (see the delivery function's log), so the queue moved it to the dead-letter queue; redeliver it once the cause is fixed`;
   await transition(deps, message, { to: 'dead-lettered', reason, round: message.round }).catch((error: unknown) => {
     logger.error('recording a dead-lettered delivery as failed failed', { deliveryId: message.deliveryId, error: error as Error });
   });

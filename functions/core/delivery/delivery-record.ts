@@ -178,7 +178,7 @@ export function dynamoDeliveryStore(deps: Deps): DeliveryStore {
       }
       return { keys: found, complete: true };
     },
-    resumable: () => scanAll(deps, {
+    requeueable: () => scanAll(deps, {
       TableName: table(),
       FilterExpression: '#s = :p AND #e = :delivery AND attribute_not_exists(dueAt)',
       ExpressionAttributeNames: { '#s': 'status', '#e': 'entity' },

@@ -33,7 +33,7 @@ export interface Park { untilMs: number; round?: number }
  * conditional on the state it leaves (leaves()): a write that finds the record elsewhere changes
  * nothing and returns false. Each adds 1 to the record's `version` (none stored: 0), so a write
  * derived from a read can be made conditional on that read (`ifVersion`); `round` pins an
- * attempt's outcome to its round (DeliveryMessage.round): refused once a later re-drive began another.
+ * attempt's outcome to its round (DeliveryMessage.round): refused once a later redelivery began another.
  */
 export type Transition = Step & { ifVersion?: number; round?: number };
 type Step =
@@ -47,8 +47,8 @@ type Step =
   | { to: 'skipped'; reason: string }
   /** Not attempted now (isolation): a pending record waits in the due index until `untilMs`, no attempt used. */
   | { to: 'parked'; park: Park; reason: string }
-  /** Re-driven: pending again, a new round of attempts from now. */
-  | { to: 'requeued' }
+  /** Redelivered: pending again, a new round of attempts from now. */
+  | { to: 'redelivered' }
   /** Its receives kept breaking off and the queue dead-lettered its message: failed, with the reason. */
   | { to: 'dead-lettered'; reason: string }
   /** The sweeper re-queued it: out of the due index, unless it was parked again since (`seenDueAt`); `key`: the stored one it read. */
@@ -60,7 +60,7 @@ export type Leaves =
     exists: true; status?: DeliveryStatus; notStatus?: DeliveryStatus; notDeliveredAt?: string;
     /** The version read (0: none stored). */
     version?: number;
-    /** The round's start: no re-drive after it (redrivenAt absent or not later). */
+    /** The round's start: no redelivery after it (redrivenAt absent or not later). */
     roundFrom?: string;
   }
   | { dueAt: number };
@@ -120,7 +120,7 @@ function stepOf(ref: DeliveryRef, t: Step, now: string): Change {
       const due = parkedAt(ref, t.park);
       return { set: { ...due.set, nextAttemptAt: new Date(t.park.untilMs).toISOString(), deferredReason: t.reason, updatedAt: now }, remove: due.remove, leaves: { exists: true, status: 'pending' } };
     }
-    case 'requeued': return {
+    case 'redelivered': return {
       // A parked one leaves the due index: it is sent now.
       set: { status: 'pending', queuedAt: now, redrivenAt: now, updatedAt: now },
       remove: ['reason', 'nextAttemptAt', 'deferredReason', ...DUE],
@@ -175,7 +175,7 @@ export interface DeliveryStore {
   /** The entries of one due shard due by `horizon`, at most `cap` (complete: false when capped). */
   dueIn(shard: string, horizon: number, cap: number): Promise<{ keys: DueKey[]; complete: boolean }>;
   /** Every pending delivery record not parked in the due index (the local stack's start). */
-  resumable(): Promise<StoredItem[]>;
+  requeueable(): Promise<StoredItem[]>;
   /** Recorded: new delivery records and their events' payload items, put whole (the caller found none stored). */
   recorded(items: StoredItem[]): Promise<void>;
   /** One named transition; false when the record is not in the state it leaves (nothing written). */

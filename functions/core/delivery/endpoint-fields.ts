@@ -8,7 +8,7 @@
 import { isIP } from 'node:net';
 import type { Deps } from '../platform/deps.js';
 import { validationFailed, type FieldError } from '../platform/errors.js';
-import { allowListFor, checkAddress } from './ssrf.js';
+import { allowListFor, isBlockedAddress } from './ssrf.js';
 
 /** https only (http on the local stack); no credentials in the URL; IP literals checked now, names at connect time. */
 export function validateUrl(deps: Deps, raw: string): string {
@@ -20,12 +20,12 @@ export function validateUrl(deps: Deps, raw: string): string {
     errors.push({ field: 'url', message: 'must be an absolute URL' });
   }
   if (url) {
-    if (url.protocol !== 'https:' && !(url.protocol === 'http:' && deps.settings.local)) errors.push({ field: 'url', message: 'must use https' });
+    if (url.protocol !== 'https:' && !(url.protocol === 'http:' && deps.config.local)) errors.push({ field: 'url', message: 'must use https' });
     if (url.username || url.password) errors.push({ field: 'url', message: 'must not contain credentials' });
     if (raw.length > 2000) errors.push({ field: 'url', message: 'must be at most 2000 characters' });
     const host = url.hostname.replace(/^\[|\]$/g, '');
     if (isIP(host)) {
-      const decision = checkAddress(host, allowListFor(deps.settings));
+      const decision = isBlockedAddress(host, allowListFor(deps.config));
       if (decision.blocked) errors.push({ field: 'url', message: `points to a ${decision.reason} address` });
     }
   }

@@ -12,7 +12,7 @@ import { newId } from '../platform/ids.js';
 import { cancellationReasons, isTransactionConflict, LostRace, retryLostRaces } from '../platform/optimistic.js';
 import { queryAll } from '../platform/query.js';
 import { TtlCache } from '../platform/ttl-cache.js';
-import { tables } from '../../../lib/topology.js';
+import { endpointRoutingFields } from '../platform/bindings.js';
 import { keys, type CircuitState, type SigningSecret, type WebhookEndpoint } from '../platform/model.js';
 import { circuitOf, circuitView } from './circuit-breaker.js';
 import { parseSubscription } from './subscriptions.js';
@@ -53,9 +53,9 @@ function toEndpoint(item: Record<string, unknown>): WebhookEndpoint {
   };
 }
 
-/** `routingOnly`: the fields tables.endpoints.readableFields lists (no secrets), as the fan-out's grant requires. */
+/** `routingOnly`: the endpoints' routing fields alone (no secrets), as the fan-out's grant requires. */
 async function queryEndpoints(deps: Deps, organizationId: string, routingOnly = false): Promise<WebhookEndpoint[]> {
-  const fields = tables.endpoints.readableFields;
+  const fields = endpointRoutingFields;
   const items = await queryAll(deps, {
     TableName: deps.tables.endpoints,
     KeyConditionExpression: 'pk = :pk AND begins_with(sk, :sk)',
@@ -100,7 +100,7 @@ export async function addEndpoint(deps: Deps, organizationId: string, input: { u
   const options = validateOptions(input);
   const headers = applyHeaderChanges({}, options.headers);
   const rate = options.rate ?? null;
-  const max = deps.settings.maxEndpointsPerOrganization;
+  const max = deps.config.maxEndpointsPerOrganization;
   const secret = newSigningSecret();
   const now = new Date(deps.now()).toISOString();
   const endpoint: WebhookEndpoint = {
@@ -342,7 +342,7 @@ export async function recordEndpointHealth(deps: Deps, endpoint: WebhookEndpoint
     await update('SET enabled = :f, disabledReason = :r', { ':f': false, ':r': `the receiver answered 410 Gone at ${now}` });
   } else if (!endpoint.failingSince) {
     await update('SET failingSince = :now', { ':now': now }, 'attribute_exists(pk) AND attribute_not_exists(failingSince)');
-  } else if (deps.now() - Date.parse(endpoint.failingSince) > deps.settings.disableAfterFailingHours * 3_600_000) {
+  } else if (deps.now() - Date.parse(endpoint.failingSince) > deps.config.disableAfterFailingHours * 3_600_000) {
     await update('SET enabled = :f, disabledReason = :r', { ':f': false, ':r': `failing without a success since ${endpoint.failingSince}` });
   }
   if (outcome !== 'ok' || endpoint.failingSince) endpointCache.delete(endpoint.organizationId);
@@ -369,7 +369,7 @@ export const forgetEndpoints = (organizationId: string) => endpointCache.delete(
 export const forgetAllEndpoints = () => endpointCache.clear();
 export async function endpointsOf(deps: Deps, organizationId: string, endpointId?: string): Promise<WebhookEndpoint[]> {
   const now = deps.now();
-  const ttlMs = deps.settings.endpointCacheTtlSeconds * 1000;
+  const ttlMs = deps.config.endpointCacheTtlSeconds * 1000;
   const has = (list: WebhookEndpoint[]) => !endpointId || list.some((e) => e.id === endpointId);
   const read = () => endpointCache.load(organizationId, deps.now(), ttlMs, () => queryEndpoints(deps, organizationId));
   const cached = endpointCache.get(organizationId, now);

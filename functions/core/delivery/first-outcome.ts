@@ -6,7 +6,7 @@
  */
 import type { Deps } from '../platform/deps.js';
 import type { DeliveryRecord } from '../platform/model.js';
-import { findDelivery } from './redrive.js';
+import { findDelivery } from './redeliver.js';
 
 const POLL_MS = 250;
 

@@ -1,6 +1,6 @@
 /**
  * The delivery queue's one producer (docs/architecture.md#stages-and-what-each-owns: each queue has one owner), and where a delivery
- * waits between attempts (docs/architecture.md#fair-delivery). Fan-out, test events, re-drives, retries, deferrals and the
+ * waits between attempts (docs/architecture.md#fair-delivery). Fan-out, test events, redeliveries, retries, deferrals and the
  * due-index sweeper all queue through here.
  *
  * A delivery is recorded once per (event, endpoint), with an id derived from both; the records of
@@ -38,7 +38,7 @@ export const MAX_MESSAGE_BYTES = 240 * 1024;
 export const deliveryIdFor = (eventId: string, endpointId: string) =>
   'dlv_' + createHash('sha256').update(`${eventId}|${endpointId}`).digest('base64url').slice(0, 22);
 
-const expiresAt = (deps: Deps) => Math.floor(deps.now() / 1000) + deps.settings.retentionDays * 86_400;
+const expiresAt = (deps: Deps) => Math.floor(deps.now() / 1000) + deps.config.retentionDays * 86_400;
 
 /**
  * Sends delivery messages through the stage's queue port (SQS: sqs-delivery-queue.ts, which makes
@@ -67,7 +67,7 @@ export function attemptNumberOf(message: DeliveryMessage, record: AttemptCount):
   return 1 + (record.attempts ?? []).filter((a) => Date.parse(a.at) >= since).length;
 }
 
-/** The message as a fresh send of the delivery (re-drives, the dead-letter queue): a new round of attempts from `now`. */
+/** The message as a fresh send of the delivery (redeliveries, the dead-letter queue): a new round of attempts from `now`. */
 export const freshMessage = (message: DeliveryMessage, now: number): DeliveryMessage => ({ ...message, round: now });
 
 /**
@@ -77,13 +77,13 @@ export const freshMessage = (message: DeliveryMessage, now: number): DeliveryMes
  * written to the due index, with the message's round. The caller then consumes the received
  * message (deliverBatch does, for a `deferred` outcome). Returns where it waits (`settled`: the
  * record is no longer pending (delivered meanwhile by a duplicate message, or failed), is gone, or
- * was re-driven since: nothing waits).
+ * was redelivered since: nothing waits).
  */
 export async function deferDelivery(
   deps: Deps, message: DeliveryMessage, untilMs: number, options: { reason: string; queue?: 'deliveryQueue' | 'deliverySlowQueue' },
 ): Promise<'queued' | 'parked' | 'settled'> {
   const delaySeconds = Math.max(0, (untilMs - deps.now()) / 1000);
-  if (delaySeconds <= deps.settings.queueDelayMaxSeconds) {
+  if (delaySeconds <= deps.config.queueDelayMaxSeconds) {
     await sendDeliveryMessages(deps, [message], { delaySeconds: () => delaySeconds, queue: options.queue });
     return 'queued';
   }
@@ -94,7 +94,7 @@ export async function deferDelivery(
 /**
  * An exhausted delivery's message goes to the dead-letter queue (a retry is a new message, so the
  * queue's maxReceiveCount no longer gets it there). It is sent fresh (a round from now): moved
- * back by StartMessageMoveTask, it starts a new round of 5, like every re-drive.
+ * back by StartMessageMoveTask, it starts a new round of 5, like every redeliver.
  */
 export async function sendToDeadLetters(deps: Deps, message: DeliveryMessage): Promise<void> {
   await sendDeliveryMessages(deps, [freshMessage(message, deps.now())], { queue: 'deliveryDlq' });

@@ -4,7 +4,7 @@
  * together spread out), never more than 12 h. A retry does not wait in flight (docs/architecture.md#retries-and-dead-letters): up to
  * settings.queueDelayMaxSeconds it is a delayed message, longer it is parked in the due index
  * (deliver.ts, sweep.ts). visibilityLeftSeconds / receivedAtOf remain for code that still hides a
- * received message (the dead-letter passes in redrive.ts, lib/local/sqs-strict.ts).
+ * received message (the dead-letter passes in redeliver.ts, lib/local/sqs-strict.ts).
  *
  * Retry-After (from a 429 or 503) is honoured *within the schedule*: the next attempt waits
  * max(scheduled delay, Retry-After), capped at 12 h. A receiver can push an attempt later, never

@@ -40,6 +40,3 @@ export function sign({ id, timestamp, body, secrets }: SignInput): WebhookHeader
   });
   return { 'webhook-id': id, 'webhook-timestamp': String(timestamp), 'webhook-signature': signatures.join(' ') };
 }
-
-/** The earlier name of sign (deliver.ts and the bench use it). */
-export const signatureHeaders = sign;

@@ -108,9 +108,6 @@ export function isBlockedAddress(ip: string, allow: string[] = []): Decision {
   return decide(ip, compileAllowList(allow));
 }
 
-/** The earlier name of isBlockedAddress (endpoints.ts checks IP-literal URLs with it). */
-export const checkAddress = isBlockedAddress;
-
 /** Resolves a name to all its addresses (the guard must see every one, not just the first). */
 export type Resolver = (hostname: string, callback: (error: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void) => void;
 
@@ -132,15 +129,8 @@ const wantedFamily = (family: LookupOptions['family']): 0 | 4 | 6 =>
  * and fails with an SsrfError (code ESSRF, naming the address and the reason) if ANY address is
  * blocked, so a name with one public and one private address is refused as a whole. IP literals
  * are judged without resolving. Honours `options.all` and `options.family`.
- *
- * Also callable as guardedLookup(allow, resolver?).
  */
-export function guardedLookup(resolver?: Resolver, allow?: string[]): LookupFunction;
-export function guardedLookup(allow: string[], resolver?: Resolver): LookupFunction;
-export function guardedLookup(first?: Resolver | string[], second?: Resolver | string[]): LookupFunction {
-  const [resolver, allowCidrs] = Array.isArray(first)
-    ? [(second as Resolver | undefined) ?? systemResolver, first]
-    : [first ?? systemResolver, (second as string[] | undefined) ?? []];
+export function guardedLookup(resolver: Resolver = systemResolver, allowCidrs: string[] = []): LookupFunction {
   const allow = compileAllowList(allowCidrs);
 
   return (hostname, options, callback) => {

@@ -24,7 +24,7 @@ export function toDeliveryRecord(item: Record<string, unknown>): DeliveryRecord 
 
 /**
  * Delivery records with their event's payload joined back in (one BatchGetItem for the lot):
- * the shape every reader (CLI, settings API, redrive) had when the payload lived in the record.
+ * the shape every reader (CLI, settings API, redelivery) had when the payload lived in the record.
  */
 export async function withPayloads(deps: Deps, records: DeliveryRecord[]): Promise<DeliveryRecord[]> {
   const missing = records.filter((r) => !r.payload);

@@ -59,7 +59,7 @@ async function sweepChunk(deps: Deps, chunk: DueKey[], now: number, horizon: num
 /** One sweep: everything due within `dueSweepLookaheadSeconds` goes back to the delivery queue. */
 export async function sweepDueDeliveries(deps: Deps, { maxItems = SWEEP_MAX_ITEMS, chunkItems = SWEEP_CHUNK_ITEMS }: { maxItems?: number; chunkItems?: number } = {}): Promise<SweepOutcome> {
   const now = deps.now();
-  const horizon = now + deps.settings.dueSweepLookaheadSeconds * 1000;
+  const horizon = now + deps.config.dueSweepLookaheadSeconds * 1000;
   const shards = dueShards();
   const found = await Promise.all(shards.map((s) => deliveryStore(deps).dueIn(s, horizon, Math.ceil(maxItems / shards.length))));
   // Oldest due first, across the shards.

@@ -9,7 +9,7 @@ import * as z from 'zod';
 import { newId } from '../platform/ids.js';
 import type { EventPayload } from '../platform/model.js';
 import { aliasOf, type EventType } from '../delivery/subscriptions.js';
-import { schemas as objectSchemas, toPublic, type Entity } from './public-objects.js';
+import { recordSchemas, toPublic, type Entity } from './public-objects.js';
 
 export { toPublic, type Entity } from './public-objects.js';
 
@@ -18,7 +18,7 @@ export const API_VERSION = '2026-11-01';
 
 /** `data.object` schemas by the `entity` of catalog entries: the four CRM records and the test event. */
 export const schemas = {
-  ...objectSchemas,
+  ...recordSchemas,
   webhook_test: z.object({ message: z.string() }),
 };
 export type PayloadEntity = keyof typeof schemas;

@@ -18,7 +18,7 @@ const timestamps = {
   updated_at: iso().describe('When the record last changed'),
 };
 
-export const schemas = {
+export const recordSchemas = {
   client: z.object({
     id: z.string().describe('Client id, `cli_…`'),
     organization_id: z.string(),
@@ -70,12 +70,12 @@ export const schemas = {
 };
 
 // The public client is the stored one without its consent proof (platform/crm-fields.ts): the build fails if they part.
-const publicClientIsTheClient: SameShape<z.output<typeof schemas.client>, PublicClient> = true;
+const publicClientIsTheClient: SameShape<z.output<typeof recordSchemas.client>, PublicClient> = true;
 void publicClientIsTheClient;
 
-export type Entity = keyof typeof schemas;
-export const entities = Object.keys(schemas) as Entity[];
-export const isEntity = (value: unknown): value is Entity => typeof value === 'string' && Object.hasOwn(schemas, value);
+export type Entity = keyof typeof recordSchemas;
+export const entities = Object.keys(recordSchemas) as Entity[];
+export const isEntity = (value: unknown): value is Entity => typeof value === 'string' && Object.hasOwn(recordSchemas, value);
 
 /** Fields a receiver can count on even where the CRM left them out of the item. */
 const normalize: Partial<Record<Entity, Record<string, (value: unknown) => unknown>>> = {
@@ -90,7 +90,7 @@ const normalize: Partial<Record<Entity, Record<string, (value: unknown) => unkno
  */
 export function toPublic(entity: Entity, item: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const field of Object.keys(schemas[entity].shape)) {
+  for (const field of Object.keys(recordSchemas[entity].shape)) {
     const fix = normalize[entity]?.[field];
     const value = fix ? fix(item[field]) : item[field];
     if (value !== undefined && value !== null) out[field] = value;

@@ -45,7 +45,7 @@ export function clearCaptchaCache(): void {
 }
 
 const secretOf = (deps: Deps, organizationId: string): Promise<string | undefined> =>
-  secrets.getOrLoad(organizationId, deps.now(), deps.settings.keyCacheTtlSeconds * 1000, () => captchaSecret(deps, organizationId));
+  secrets.getOrLoad(organizationId, deps.now(), deps.config.keyCacheTtlSeconds * 1000, () => captchaSecret(deps, organizationId));
 
 /**
  * Verifies `token` (taken from the provider's field of the body) with the provider; returns when it
@@ -61,9 +61,9 @@ export async function verifyCaptcha(deps: Deps, input: { organizationId: string;
     logger.error('captcha provider set without a secret', { organizationId: input.organizationId, provider: input.provider });
     throw captchaUnavailable();
   }
-  const url = deps.settings.captchaVerifyUrls[input.provider] ?? spec.verifyUrl;
+  const url = deps.config.captchaVerifyUrls[input.provider] ?? spec.verifyUrl;
   // asDeployed drops plain-http URLs on Lambda; this refuses one wherever it came from.
-  if (!url.startsWith('https://') && !deps.settings.local) {
+  if (!url.startsWith('https://') && !deps.config.local) {
     logger.error('captcha verify URL is not https; refusing to send the secret', { provider: input.provider });
     throw captchaUnavailable();
   }
@@ -78,7 +78,7 @@ export async function verifyCaptcha(deps: Deps, input: { organizationId: string;
       body: form,
       // Never follow a redirect: fetch would re-send the body, the secret with it, to wherever it points (http too).
       redirect: 'error',
-      signal: AbortSignal.timeout(deps.settings.captchaTimeoutMs),
+      signal: AbortSignal.timeout(deps.config.captchaTimeoutMs),
     });
     if (!res.ok) throw new Error(`siteverify answered ${res.status}`);
     answer = (await res.json()) as typeof answer;

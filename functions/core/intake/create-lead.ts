@@ -109,7 +109,7 @@ export async function createLead(deps: Deps, auth: AuthContext, input: LeadInput
   return { kind: 'created', client };
 }
 
-const priceOf = (deps: Deps, auth: AuthContext) => (auth.organization.billing === 'prepaid' ? deps.settings.pricePerCallMicros : 0);
+const priceOf = (deps: Deps, auth: AuthContext) => (auth.organization.billing === 'prepaid' ? deps.config.pricePerCallMicros : 0);
 
 const merged = (clientId: string | undefined): LeadOutcome | undefined => {
   if (!clientId) return undefined;

@@ -3,8 +3,8 @@
  * request: GET reports the key and its rate-limit state; POST validates the body and creates the
  * lead, once per Idempotency-Key. A publishable key (a page's key) may only POST, from an origin
  * listed on it, within its per-address window, past the honeypot and the organization's CAPTCHA;
- * it may send a no-script form (url-encoded, answered with a redirect or an HTML page). Takes a plain request and returns a plain outcome; the HTTP edge
- * (functions/edge/http-edge.ts) shapes the response and the request log from it.
+ * it may send a no-script form (url-encoded, answered with a redirect or an HTML page). Takes a plain request and returns a plain outcome; the HTTP adapter
+ * (functions/adapters/http-adapter.ts) shapes the response and the request log from it.
  */
 import type { Deps } from '../platform/deps.js';
 import { methodNotAllowed, toProblem, tooManyRequests, unsupportedMediaType } from '../platform/errors.js';

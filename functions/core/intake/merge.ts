@@ -7,6 +7,7 @@ import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../platform/deps.js';
 import { newId } from '../platform/ids.js';
+import { clipBytes } from '../platform/text.js';
 import { keys, type AuthContext } from '../platform/model.js';
 import type { LeadInput } from './lead-schema.js';
 
@@ -17,21 +18,8 @@ export const MAX_LISTED_SUBMISSIONS = 20;
 /** Byte bounds of what a submission copies (UTF-8, cut on a character): with ids and times, under 1 KiB each. */
 const BOUNDS = { user_agent: 200, sms_consent_source: 200, service: 200, notes: 300 } as const;
 
-/** `text` cut to at most `max` UTF-8 bytes, never inside a character. */
-export function clip(text: string, max: number): string {
-  if (Buffer.byteLength(text, 'utf8') <= max) return text;
-  let bytes = 0;
-  let out = '';
-  for (const ch of text) {
-    bytes += Buffer.byteLength(ch, 'utf8');
-    if (bytes > max) break;
-    out += ch;
-  }
-  return out;
-}
-
 /** The request's meta as stored: the User-Agent bounded (it is copied into consent proofs and submissions). */
-export const boundedMeta = (meta: RequestMeta): RequestMeta => ({ ...meta, ...(meta.userAgent ? { userAgent: clip(meta.userAgent, BOUNDS.user_agent) } : {}) });
+export const boundedMeta = (meta: RequestMeta): RequestMeta => ({ ...meta, ...(meta.userAgent ? { userAgent: clipBytes(meta.userAgent, BOUNDS.user_agent) } : {}) });
 
 /**
  * One later submission as the client lists it: where, when and from whom, with its consent and what
@@ -44,7 +32,7 @@ export interface Submission {
 }
 
 export function submissionOf(auth: AuthContext, input: LeadInput, meta: RequestMeta, at: string): Submission {
-  const optional = (name: keyof typeof BOUNDS, value: string | undefined) => (value ? { [name]: clip(value, BOUNDS[name]) } : {});
+  const optional = (name: keyof typeof BOUNDS, value: string | undefined) => (value ? { [name]: clipBytes(value, BOUNDS[name]) } : {});
   return {
     at, source: 'api', key_id: auth.key.keyId, request_id: meta.requestId, ...(meta.ip ? { ip: meta.ip } : {}),
     ...optional('user_agent', meta.userAgent), sms_consent: input.sms_consent, ...optional('sms_consent_source', input.sms_consent_source),

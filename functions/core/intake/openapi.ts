@@ -6,7 +6,7 @@
 // zod/mini like the schemas it documents (functions/core/intake/lead-schema.ts). This module is served by
 // the local stack only: no Lambda handler imports it, so z.toJSONSchema stays out of every bundle.
 import * as z from '../platform/zod-mini.js';
-import { cors } from '../../../lib/topology.js';
+import { cors } from './cors.js';
 import { clientSchema, leadRequestSchema, MAX_BODY_BYTES } from './lead-schema.js';
 
 const described = <T extends z.ZodMiniType>(schema: T, description: string) => schema.check(z.describe(description));
@@ -64,7 +64,8 @@ const awsServer = {
   variables: { apiId: { default: 'abc123' }, region: { default: 'us-east-1' }, stage: { default: 'prod' } },
 };
 
-export function openApiDocument(serverUrl?: string) {
+/** The lead endpoint's part of the OpenAPI document (functions/core/settings/openapi.ts adds the settings API's). */
+export function leadEndpointDocument(serverUrl?: string) {
   return {
     openapi: '3.1.0',
     info: {

@@ -1,16 +1,16 @@
 /**
  * The dependencies every domain module takes as its first argument: AWS SDK clients, the physical
- * names of the topology's tables and queues, the stage's settings and a clock. Lambda handlers
+ * names of the topology's tables and queues, the stage's runtime configuration and a clock. Lambda handlers
  * get it per invocation from env (`lambdaDeps()`); the local stack, the CLI and tests build
  * it from the emulators' URLs (`createDeps()`). Domain code never reads process.env.
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { tables, type TableName, queues, type QueueName } from '../../../lib/topology.js';
+import { tableEnvVars, type TableName, queueEnvVars, type QueueName } from './bindings.js';
 import type { Tracer } from '@aws-lambda-powertools/tracer';
 import { loadTracer } from './tracing.js';
-import { loadSettings, type Settings } from './settings.js';
+import { loadConfig, type Config } from './config.js';
 
 export interface Deps {
   dynamodb: DynamoDBClient;
@@ -20,7 +20,8 @@ export interface Deps {
   tables: Record<TableName, string>;
   /** Queue URLs by topology name. */
   queues: Record<QueueName, string>;
-  settings: Settings;
+  /** The stage's runtime configuration (functions/core/platform/config.ts). */
+  config: Config;
   /** Milliseconds since the epoch; tests may pin it. */
   now: () => number;
 }
@@ -58,24 +59,24 @@ export function createAwsClients(urls: ServiceUrls = {}, tracer?: Tracer): Pick<
 export function createDeps(input: ServiceUrls & {
   tables: Record<TableName, string>;
   queues: Record<QueueName, string>;
-  settings: Settings;
+  config: Config;
   now?: () => number;
 }): Deps {
-  return { ...createAwsClients(input), tables: input.tables, queues: input.queues, settings: input.settings, now: input.now ?? Date.now };
+  return { ...createAwsClients(input), tables: input.tables, queues: input.queues, config: input.config, now: input.now ?? Date.now };
 }
 
 /**
  * Table names and queue URLs read from the env vars the stack binds next to each grant. A name the
  * function was not bound to throws on use, naming the missing binding.
  */
-function namesFromEnv<K extends string>(specs: Record<K, { envVar: string }>, what: string): Record<K, string> {
+function namesFromEnv<K extends string>(envVars: Record<K, string>, what: string): Record<K, string> {
   const out = {} as Record<K, string>;
-  for (const [name, spec] of Object.entries(specs) as [K, { envVar: string }][]) {
+  for (const [name, envVar] of Object.entries(envVars) as [K, string][]) {
     Object.defineProperty(out, name, {
       enumerable: true,
       get() {
-        const value = process.env[spec.envVar];
-        if (!value) throw new Error(`${spec.envVar} is not set: this function is not bound to the ${name} ${what}`);
+        const value = process.env[envVar];
+        if (!value) throw new Error(`${envVar} is not set: this function is not bound to the ${name} ${what}`);
         return value;
       },
     });
@@ -83,13 +84,13 @@ function namesFromEnv<K extends string>(specs: Record<K, { envVar: string }>, wh
   return out;
 }
 
-let container: Promise<Omit<Deps, 'settings' | 'now'>> | undefined;
+let container: Promise<Omit<Deps, 'config' | 'now'>> | undefined;
 /**
- * The deps of one invocation: SDK clients and names created once per container, settings read per
- * invocation through their cache (functions/core/platform/settings.ts), so a failed read never sticks to
+ * The deps of one invocation: SDK clients and names created once per container, the runtime configuration read per
+ * invocation through its cache (functions/core/platform/config.ts), so a failed read never sticks to
  * the container and a changed parameter is picked up.
  */
 export async function lambdaDeps(): Promise<Deps> {
-  container ??= loadTracer().then((tracer) => ({ ...createAwsClients({}, tracer), tables: namesFromEnv(tables, 'table'), queues: namesFromEnv(queues, 'queue') }));
-  return { ...(await container), settings: await loadSettings(), now: Date.now };
+  container ??= loadTracer().then((tracer) => ({ ...createAwsClients({}, tracer), tables: namesFromEnv(tableEnvVars, 'table'), queues: namesFromEnv(queueEnvVars, 'queue') }));
+  return { ...(await container), config: await loadConfig(), now: Date.now };
 }

@@ -1,6 +1,6 @@
 /**
- * An HTTP request and its outcome as the domain sees them (docs/architecture.md#stages-and-what-each-owns): plain values. The HTTP edge
- * (functions/edge/http-edge.ts) parses API Gateway's event into an HttpRequest, and shapes the
+ * An HTTP request and its outcome as the domain sees them (docs/architecture.md#stages-and-what-each-owns): plain values. The HTTP adapter
+ * (functions/adapters/http-adapter.ts) parses API Gateway's event into an HttpRequest, and shapes the
  * response, its headers and the request-log entry from the HttpOutcome.
  */
 import { badRequest, payloadTooLarge, unsupportedMediaType } from './errors.js';
@@ -47,7 +47,7 @@ export type HttpOutcome = Caller & { headers: Record<string, string>; outcome?: 
 export function readJsonBody(request: Pick<HttpRequest, 'headers' | 'body'>, maxBytes: number): unknown {
   const type = request.headers['content-type'] ?? '';
   // Exactly application/json (any case): the one JSON type API Gateway hands over as bytes
-  // (lib/topology.ts binaryMediaTypes). Another (`application/vnd.api+json`) would arrive as text the
+  // (functions/front-door/gateway-answers.ts binaryMediaTypes). Another (`application/vnd.api+json`) would arrive as text the
   // gateway already decoded leniently, with U+FFFD in place of bytes that are not UTF-8.
   if (mediaTypeOf(type) !== 'application/json') {
     throw unsupportedMediaType(`Send the body as application/json${type ? `, not ${type.split(';')[0].slice(0, 80)}` : ''}.`);
@@ -69,7 +69,7 @@ const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
  * The body's text, decoded as UTF-8 strictly: a charset other than UTF-8 is a 415 (it would be
  * misread), a body over `maxBytes` bytes (not characters) a 413, and bytes that are not UTF-8 a 400
  * rather than text with U+FFFD stored in their place. A body the gateway passed as text (a type it
- * does not hand over as bytes, lib/topology.ts binaryMediaTypes) is taken as it came.
+ * does not hand over as bytes, functions/front-door/gateway-answers.ts binaryMediaTypes) is taken as it came.
  */
 export function readUtf8Body(request: Pick<HttpRequest, 'headers' | 'body'>, maxBytes: number): string {
   const charset = /;\s*charset\s*=\s*"?([^";\s]*)"?/i.exec(request.headers['content-type'] ?? '')?.[1];

@@ -37,7 +37,7 @@ export const keys = {
   booking: (orgId: string, id: string) => ({ pk: `ORG#${orgId}`, sk: `BOOKING#${id}` }),
   delivery: (orgId: string, deliveryId: string) => ({ pk: `ORG#${orgId}`, sk: `DELIVERY#${deliveryId}` }),
   deliveryPrefix: 'DELIVERY#',
-  /** gsi1 entry: find a delivery by id alone (redrive --delivery). */
+  /** gsi1 entry: find a delivery by id alone (redeliver --delivery). */
   deliveryIndex: (deliveryId: string) => ({ gsi1pk: `DELIVERY#${deliveryId}`, gsi1sk: 'DELIVERY' }),
   /** An event's payload, stored once for all its deliveries (deliveries table). */
   event: (orgId: string, eventId: string) => ({ pk: `ORG#${orgId}`, sk: `EVENT#${eventId}` }),
@@ -216,7 +216,7 @@ export interface DeliveryRecord {
   updatedAt: string;
   /** When it was last sent to the delivery queue; absent while a fan-out that recorded it has not queued it yet. */
   queuedAt?: string;
-  /** When it was last re-driven (a new round of attempts began: DeliveryMessage.round). */
+  /** When it was last redelivered (a new round of attempts began: DeliveryMessage.round). */
   redrivenAt?: string;
   nextAttemptAt?: string;
   /** Why the next attempt waits beyond the schedule (e.g. the endpoint's circuit is open). */
@@ -231,12 +231,12 @@ export interface DeliveryMessage {
   endpointId: string;
   payload: EventPayload;
   /**
-   * When this message's round of attempts began (epoch ms): its first queuing, or its last re-drive
+   * When this message's round of attempts began (epoch ms): its first queuing, or its last redelivery
    * (a dead-letter copy carries the time it was dead-lettered, so a move back starts a new round).
    * A retry or a deferral keeps it. The attempt number is 1 + the attempts the delivery record
    * holds since then (queue.ts attemptNumberOf): a receive that never reached an attempt (a
    * throttle, a crash before the isolation gate, an open circuit) consumes none. Absent (messages
-   * older than this field): the record's last re-drive or creation.
+   * older than this field): the record's last redelivery or creation.
    */
   round?: number;
 }

@@ -5,7 +5,7 @@
  */
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
-import { metricsNamespace, serviceName } from '../../../lib/topology.js';
+import { metricsNamespace, serviceName } from './bindings.js';
 
 export const logger = new Logger({ serviceName });
 export const metrics = new Metrics({ serviceName, namespace: metricsNamespace });
@@ -19,7 +19,7 @@ export function flushMetrics(): void {
   if (metrics.hasStoredMetrics()) metrics.publishStoredMetrics();
 }
 
-/** An edge's work that flushes its metrics at the end of every invocation, answered or thrown. */
+/** An adapter.s work that flushes its metrics at the end of every invocation, answered or thrown. */
 export function withMetrics<A extends unknown[], R>(work: (...args: A) => Promise<R>): (...args: A) => Promise<R> {
   return async (...args) => {
     try {

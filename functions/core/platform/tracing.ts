@@ -4,7 +4,7 @@
  * and jest never import it (docs/decisions.md, "Tracer only on Lambda").
  */
 import type { Tracer } from '@aws-lambda-powertools/tracer';
-import { serviceName } from '../../../lib/topology.js';
+import { serviceName } from './bindings.js';
 import { onDeployedLambda } from './runtime.js';
 
 let loading: Promise<Tracer | undefined> | undefined;

@@ -36,7 +36,7 @@ export async function recordChange(deps: Deps, entry: Omit<AuditEntry, 'id' | 'a
   const full: AuditEntry = { id: newId('aud', 12), at, ...entry };
   await deps.doc.send(new PutCommand({
     TableName: deps.tables.requestLog,
-    Item: { ...keys.audit(entry.organizationId, at, full.id), entity: 'audit', ...full, expiresAt: Math.floor(deps.now() / 1000) + deps.settings.retentionDays * 86_400 },
+    Item: { ...keys.audit(entry.organizationId, at, full.id), entity: 'audit', ...full, expiresAt: Math.floor(deps.now() / 1000) + deps.config.retentionDays * 86_400 },
   }));
   return full;
 }

@@ -8,7 +8,7 @@
  */
 import type { Deps } from '../platform/deps.js';
 import { hollowPayloadReason } from '../delivery/deliver.js';
-import { redriveRecords } from '../delivery/redrive.js';
+import { redeliverRecords } from '../delivery/redeliver.js';
 import { pageDeliverySummaries, READ_BUDGET, type DeliverySummaryRecord, type SummaryCursor } from './delivery-summaries.js';
 import { isRetrying } from './views.js';
 
@@ -21,7 +21,7 @@ export interface BulkFilter { endpointId?: string; since?: string; until?: strin
 
 export interface BulkScan {
   /** Failed, re-deliverable, to an enabled endpoint: at most `cap`. */
-  redrivable: DeliverySummaryRecord[];
+  redeliverable: DeliverySummaryRecord[];
   retrying: number;
   hollow: number;
   endpointDisabled: number;
@@ -36,7 +36,7 @@ export async function scanFailed(
 ): Promise<BulkScan> {
   const cap = options.cap ?? REDELIVER_ALL_MAX;
   let budget = options.budget ?? BULK_READ_BUDGET;
-  const scan: BulkScan = { redrivable: [], retrying: 0, hollow: 0, endpointDisabled: 0, more: false };
+  const scan: BulkScan = { redeliverable: [], retrying: 0, hollow: 0, endpointDisabled: 0, more: false };
   const keep = (d: DeliverySummaryRecord) => (!filter.endpointId || d.endpointId === filter.endpointId) && (d.status === 'failed' || isRetrying(d));
   let after: SummaryCursor | undefined;
   for (;;) {
@@ -47,7 +47,7 @@ export async function scanFailed(
       if (isRetrying(d)) scan.retrying += 1;
       else if (hollowPayloadReason(d)) scan.hollow += 1;
       else if (disabled.has(d.endpointId)) scan.endpointDisabled += 1;
-      else if (scan.redrivable.length < cap) scan.redrivable.push(d);
+      else if (scan.redeliverable.length < cap) scan.redeliverable.push(d);
       else return { ...scan, more: true };
     }
     if (!page.next) return scan;
@@ -56,7 +56,7 @@ export async function scanFailed(
   }
 }
 
-/** Queues the scanned deliveries (bounded: REDELIVER_ALL_MAX); their dead-letter copies stay (redrive.ts RedriveOptions). */
+/** Queues the scanned deliveries (bounded: REDELIVER_ALL_MAX); their dead-letter copies stay (redeliver.ts RedeliverOptions). */
 export async function queueScanned(deps: Deps, scan: BulkScan): Promise<number> {
-  return redriveRecords(deps, scan.redrivable);
+  return redeliverRecords(deps, scan.redeliverable);
 }

@@ -2,18 +2,18 @@
  * The settings API's delivery log and re-delivery (docs/settings.md "Deliveries"): list with
  * filters and search, one delivery with its attempts, re-deliver one (also "Retry now" for one
  * still retrying), re-deliver the failed ones, and "Recover" (the failed ones since a time, counted
- * first). Re-queuing is the domain's (delivery/redrive.ts); nothing here writes a delivery record.
+ * first). Re-queuing is the domain's (delivery/redeliver.ts); nothing here writes a delivery record.
  */
 import { conflict, notFound, validationFailed, type FieldError } from '../platform/errors.js';
 import { getEndpoint, listEndpoints, type EndpointSummary } from '../delivery/endpoints.js';
-import { redriveDelivery } from '../delivery/redrive.js';
+import { redeliverDelivery } from '../delivery/redeliver.js';
 import { findOrganizationDelivery } from '../delivery/first-outcome.js';
 import { deliveryIdFor } from '../delivery/queue.js';
 import { normalizeEventName } from '../delivery/subscriptions.js';
 import { pageDeliverySummaries, summariesById, type DeliverySummaryRecord } from './delivery-summaries.js';
 import { queueScanned, scanFailed, type BulkScan } from './bulk-redelivery.js';
 import { decodeCursor, encodeCursor, limitOf, objectBody, timeOf, unknownFields, type Context, type Operation } from './request-fields.js';
-import { awaitingRedrive, deliveryDetail, deliverySummary, isRetrying, type DeliveryStatusView } from './views.js';
+import { awaitingRedelivery, deliveryDetail, deliverySummary, isRetrying, type DeliveryStatusView } from './views.js';
 
 /** The statuses the deliveries list filters by (an unknown one is a 422, not an empty list). */
 const DELIVERY_STATUSES: DeliveryStatusView[] = ['pending', 'retrying', 'delivered', 'failed', 'skipped'];
@@ -127,9 +127,9 @@ export const deliveryOperations: Record<string, Operation> = {
     // Re-queued and not attempted since: another click would only queue the same send again.
     const target = (await listEndpoints(c.deps, c.organization.id)).find((e) => e.id === before.endpointId);
     if (target && !target.enabled) throw conflict(`The endpoint ${target.id} is disabled: enable it, then re-deliver.`);
-    if (awaitingRedrive(before)) throw conflict(`Delivery ${c.params.id} is already queued: it is sent again shortly, then can be re-delivered once more.`);
-    // A tenant's click never sweeps the shared dead-letter queue (redrive.ts RedriveOptions).
-    await redriveDelivery(c.deps, c.params.id, { sweepDeadLetters: false });
+    if (awaitingRedelivery(before)) throw conflict(`Delivery ${c.params.id} is already queued: it is sent again shortly, then can be re-delivered once more.`);
+    // A tenant's click never passes over the shared dead-letter queue (redeliver.ts RedeliverOptions).
+    await redeliverDelivery(c.deps, c.params.id, { removeDeadLetterCopies: false });
     await c.audit('delivery.redelivered', c.params.id, { status: isRetrying(before) ? 'retrying' : before.status });
     const [delivery, endpoints] = await Promise.all([requireDelivery(c), listEndpoints(c.deps, c.organization.id)]);
     return { status: 202, body: { delivery: deliverySummary(delivery, urlsOf(endpoints)), endpoint: endpointState(endpoints.find((e) => e.id === delivery.endpointId)) } };
@@ -154,7 +154,7 @@ export const deliveryOperations: Record<string, Operation> = {
     if (body.dry_run === true) {
       // The count first (nothing queued), by the very reader that queues: what "Recover" would send again.
       const scan = await scanFailed(c.deps, c.organization.id, filter, await disabledEndpoints(c));
-      return { status: 200, body: { ...bulkAnswer(scan, scan.redrivable.length), dryRun: true } };
+      return { status: 200, body: { ...bulkAnswer(scan, scan.redeliverable.length), dryRun: true } };
     }
     const answer = await redeliverFailed(c, filter);
     await c.audit('deliveries.recovered', endpointId, { count: answer.count, since });

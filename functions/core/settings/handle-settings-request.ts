@@ -3,7 +3,7 @@
  * session token (session-token.ts) per request, scoped to its organization on every route: an id
  * of another organization is simply not found (404). A per-organization rate limit, and every change
  * recorded in the audit log with the acting user. The operations are the domain's own (the CLI
- * calls the same ones): api-keys.ts, endpoints.ts, test-event.ts, redrive.ts.
+ * calls the same ones): api-keys.ts, endpoints.ts, test-event.ts, redeliver.ts.
  */
 import type { Deps } from '../platform/deps.js';
 import { conflict, DomainError, methodNotAllowed, notFound, tooManyRequests, unauthorized, validationFailed, type FieldError } from '../platform/errors.js';
@@ -37,7 +37,7 @@ export { MAX_SIGNING_SECRETS } from '../delivery/endpoints.js';
 export { MAX_LIVE_KEYS } from '../tenancy/api-keys.js';
 export { REDELIVER_ALL_MAX } from './bulk-redelivery.js';
 
-/** The operations by `METHOD resource` (the resources of lib/topology.ts routes). */
+/** The operations by `METHOD resource` (the resources of functions/front-door/routes.ts). */
 const operations: Record<string, Operation> = {
   'GET /api/settings': async (c) => ({ status: 200, body: await settingsOverview(c.deps, c.organization, c.request.baseUrl ?? '', c.session.userId) }),
   // The organization's own choices; for now what a lead matching an existing client does (docs/leads.md "Duplicates").
@@ -76,7 +76,7 @@ const operations: Record<string, Operation> = {
   'POST /api/settings/keys/{id}/rotate': async (c) => {
     const graceHours = graceOf(objectBody(c.request, true));
     const { key, record, previous } = await rotateApiKey(c.deps, c.organization.id, c.params.id, { graceHours });
-    await c.audit('key.rotated', c.params.id, { newKeyId: record.keyId, graceHours: graceHours ?? c.deps.settings.rotationGraceHours });
+    await c.audit('key.rotated', c.params.id, { newKeyId: record.keyId, graceHours: graceHours ?? c.deps.config.rotationGraceHours });
     return { status: 201, body: { key: keyView(record, 'active'), secret: key, previous: keyView(previous) } };
   },
   'DELETE /api/settings/keys/{id}': async (c) => {
@@ -184,7 +184,7 @@ export interface SettingsApiOptions {
   tokenSecret: () => Promise<string>;
 }
 
-/** The route of the settings function's API paths (the HTTP edge shapes the response). */
+/** The route of the settings function's API paths (the HTTP adapter shapes the response). */
 export function settingsApi(options: SettingsApiOptions) {
   return async function handleSettingsRequest(deps: Deps, request: HttpRequest): Promise<HttpOutcome> {
     let headers: Record<string, string> = {};

@@ -1,11 +1,11 @@
 /**
  * The whole API's OpenAPI document: the lead endpoint's (functions/core/intake/openapi.ts) and the
- * management API of the organization settings, every /api/settings route of lib/topology.ts with
+ * management API of the organization settings, every /api/settings route of functions/front-door/routes.ts with
  * the shapes of views.ts and the session token. The local stack serves it at /openapi.json and
  * `npm run docs:openapi` writes docs/openapi.json; test/unit/settings/openapi.test.ts checks that
- * each route of the topology is documented.
+ * each route is documented.
  */
-import { openApiDocument as leadEndpointDocument } from '../intake/openapi.js';
+import { leadEndpointDocument } from '../intake/openapi.js';
 
 export function openApiDocument(serverUrl?: string) {
   const lead = leadEndpointDocument(serverUrl);

@@ -77,7 +77,7 @@ export async function settingsOverview(deps: Deps, org: Organization, baseUrl: s
     leadEndpoint: `${baseUrl}/api/webhook/leads`,
     curlExamples: curlExamples(baseUrl),
     /** How long a revoked key may still be accepted: warm containers cache key lookups this long (authenticate.ts). */
-    revocationSeconds: revocationSeconds(deps.settings),
+    revocationSeconds: revocationSeconds(deps.config),
     user: { id: userId },
   };
 }

@@ -114,7 +114,7 @@ export interface AttemptView {
   number: number;
   /** The number within its round (the first round's automatic retries, or a re-delivery's): what the retry schedule counts. */
   attempt: number;
-  /** The first attempt of a round someone started (a re-delivery from the page, the CLI or a dead-letter re-drive). */
+  /** The first attempt of a round someone started (a re-delivery from the page, the CLI or a dead-letter redeliver). */
   manual: boolean;
   at: string;
   statusCode: number | null;
@@ -128,7 +128,7 @@ export interface AttemptView {
 
 /**
  * The kept attempts numbered over the delivery's life. A round's first attempt is number 1 of that
- * round (queue.ts attemptNumberOf); every round after the first was begun by a re-drive, so an
+ * round (queue.ts attemptNumberOf); every round after the first was begun by a redelivery, so an
  * attempt numbered 1 that is not the delivery's very first attempt is a manual one.
  */
 export function attemptViews(record: Pick<DeliveryRecord, 'attempts' | 'olderAttempts'>): AttemptView[] {
@@ -150,8 +150,8 @@ export function attemptViews(record: Pick<DeliveryRecord, 'attempts' | 'olderAtt
 /** A pending delivery with a next attempt scheduled is "retrying" (a re-queued one is pending again). */
 export const isRetrying = (record: Pick<DeliveryRecord, 'status' | 'nextAttemptAt'>) => record.status === 'pending' && Boolean(record.nextAttemptAt);
 
-/** Re-queued (a re-drive, Retry now) and no attempt recorded since: "Retry now" again is a 409. */
-export const awaitingRedrive = (record: Pick<DeliveryRecord, 'status' | 'redrivenAt' | 'attempts'>) =>
+/** Re-queued (a redelivery, Retry now) and no attempt recorded since: "Retry now" again is a 409. */
+export const awaitingRedelivery = (record: Pick<DeliveryRecord, 'status' | 'redrivenAt' | 'attempts'>) =>
   record.status === 'pending' && Boolean(record.redrivenAt) && !(record.attempts ?? []).some((a) => a.at >= record.redrivenAt!);
 
 

@@ -334,7 +334,7 @@ const endKey = (deps: Deps, record: ApiKeyRecord, at: string, revoked: boolean) 
  * slot until it expires, so a rotation with a grace needs a free one).
  */
 export async function rotateApiKey(deps: Deps, organizationId: string, keyId: string, options: { graceHours?: number } = {}): Promise<{ key: string; record: ApiKeyRecord; previous: ApiKeySummary }> {
-  const grace = options.graceHours ?? deps.settings.rotationGraceHours;
+  const grace = options.graceHours ?? deps.config.rotationGraceHours;
   if (!Number.isFinite(grace) || grace < 0) throw validationFailed([{ field: 'grace', message: 'must be zero or more hours' }]);
   const found = await requireKey(deps, organizationId, keyId);
   return retryLostRaces('The key', async () => {

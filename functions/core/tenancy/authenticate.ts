@@ -14,17 +14,17 @@ import { keys, type ApiKeyKind, type AuthContext, type Organization, type Publis
 import { getOrganization } from './organizations.js';
 import { logger } from '../platform/observability.js';
 import { TtlCache } from '../platform/ttl-cache.js';
-import type { Settings } from '../platform/settings.js';
+import type { Config } from '../platform/config.js';
 
 type Headers = Record<string, string | undefined>;
 
 const KEY_HEADERS = ['x-api-key', 'authorization'];
 
 /**
- * The key from either header style, exactly as sent (never trimmed: the edge's per-key rules match
+ * The key from either header style, exactly as sent (never trimmed: the WAF.s per-key rules match
  * only well-formed values, so a padded key must not pass here); undefined when neither is present.
- * More than one key header (repeated, in two cases, or both styles) is a 400: the edge and the
- * function could otherwise each take a different one. `repeated`: header names the edge saw twice.
+ * More than one key header (repeated, in two cases, or both styles) is a 400: the WAF and the
+ * function could otherwise each take a different one. `repeated`: header names the HTTP adapter saw twice.
  */
 export function extractApiKey(headers: Headers, repeated: readonly string[] = []): string | undefined {
   let apiKey: string | undefined;
@@ -41,7 +41,7 @@ export function extractApiKey(headers: Headers, repeated: readonly string[] = []
   if (apiKey !== undefined) return apiKey;
   if (authorization !== undefined) {
     // Exactly one space: the WAF counts a key by its header's value (lowercased), so every other
-    // spelling of one key is refused here rather than counted as a key of its own (lib/topology.ts edgeKeys).
+    // spelling of one key is refused here rather than counted as a key of its own (functions/front-door/waf.ts wafKeys).
     const match = /^Bearer ([^\s]+)$/i.exec(authorization);
     return match ? match[1] : '';
   }
@@ -92,8 +92,8 @@ export function clearAuthCache(): void {
  * How long a found key is trusted before it is read again: the longest a revoked key keeps working
  * in a warm container (docs/api-keys.md "How fast revocation takes effect"). The page says it.
  */
-export const revocationSeconds = (settings: Pick<Settings, 'keyCacheTtlSeconds' | 'keyRevocationSeconds'>) =>
-  Math.min(settings.keyCacheTtlSeconds, settings.keyRevocationSeconds);
+export const revocationSeconds = (config: Pick<Config, 'keyCacheTtlSeconds' | 'keyRevocationSeconds'>) =>
+  Math.min(config.keyCacheTtlSeconds, config.keyRevocationSeconds);
 
 async function lookupKey(deps: Deps, hash: string): Promise<CachedKey | undefined> {
   const now = deps.now();
@@ -107,8 +107,8 @@ async function lookupKey(deps: Deps, hash: string): Promise<CachedKey | undefine
         ...(Item.kind === 'publishable' ? { publishable: publishablePolicy(deps, Item) } : {}),
       }
     : undefined;
-  if (value) keyCache.set(hash, value, now + revocationSeconds(deps.settings) * 1000);
-  else unknownKeyCache.set(hash, undefined, now + deps.settings.keyCacheTtlSeconds * 1000);
+  if (value) keyCache.set(hash, value, now + revocationSeconds(deps.config) * 1000);
+  else unknownKeyCache.set(hash, undefined, now + deps.config.keyCacheTtlSeconds * 1000);
   return value;
 }
 
@@ -119,12 +119,12 @@ function publishablePolicy(deps: Deps, item: Record<string, unknown>): Publishab
     perIpLimit: item.perIpLimit === undefined ? DEFAULT_PER_IP_LIMIT : Number(item.perIpLimit),
     honeypotField: (item.honeypotField as string | undefined) ?? DEFAULT_HONEYPOT_FIELD,
     ...(item.thankYouUrl ? { thankYouUrl: item.thankYouUrl as string } : {}),
-    dailyCap: item.dailyCap !== undefined && item.dailyCap !== null ? Number(item.dailyCap) : deps.settings.publishableDailyCap,
+    dailyCap: item.dailyCap !== undefined && item.dailyCap !== null ? Number(item.dailyCap) : deps.config.publishableDailyCap,
   };
 }
 
 const lookupOrganization = (deps: Deps, id: string): Promise<Organization | undefined> =>
-  orgCache.getOrLoad(id, deps.now(), deps.settings.keyCacheTtlSeconds * 1000, () => getOrganization(deps, id));
+  orgCache.getOrLoad(id, deps.now(), deps.config.keyCacheTtlSeconds * 1000, () => getOrganization(deps, id));
 
 /** How long the last-used write may delay a request before it is given up. */
 const LAST_USED_TIMEOUT_MS = 1_000;
@@ -179,7 +179,7 @@ export async function authenticate(deps: Deps, headers: Headers, options: { form
   if (key.kind === 'publishable' && !options.allowPublishable) throw forbidden('A publishable key (crm_pub_...) may only POST leads to /api/webhook/leads.');
   const organization = await lookupOrganization(deps, key.organizationId);
   if (!organization) throw unauthorized('The API key is not valid.');
-  const { allowedPlans } = deps.settings;
+  const { allowedPlans } = deps.config;
   if (allowedPlans !== 'all' && !allowedPlans.includes(organization.plan)) {
     throw forbidden(`The ${organization.plan} plan does not include the integration API. Upgrade to one of: ${allowedPlans.join(', ')}.`);
   }

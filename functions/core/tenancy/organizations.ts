@@ -9,7 +9,7 @@ import { notFound, validationFailed } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
 import { queryAll } from '../platform/query.js';
 import { keys, type Billing, type CaptchaProvider, type DuplicatePolicy, type Organization } from '../platform/model.js';
-import { edgeKeyLimitPerMinute } from '../../../lib/topology.js';
+import { rateLimitCeilingPerMinute } from '../platform/config.js';
 import { inBatches } from '../platform/batches.js';
 
 export interface NewOrganization {
@@ -26,9 +26,9 @@ export async function createOrganization(deps: Deps, input: NewOrganization): Pr
   if (!name || name.length > 200) errors.push({ field: 'name', message: 'must be 1 to 200 characters' });
   if (input.rateLimitPerMinute !== undefined && (!Number.isInteger(input.rateLimitPerMinute) || input.rateLimitPerMinute < 1))
     errors.push({ field: 'rate_limit', message: 'must be a positive integer' });
-  // Above the WAF's per-key limit the edge would refuse the key first (docs/capacity.md).
-  else if (input.rateLimitPerMinute !== undefined && input.rateLimitPerMinute > edgeKeyLimitPerMinute)
-    errors.push({ field: 'rate_limit', message: `must be at most ${edgeKeyLimitPerMinute} per minute (the edge's per-key limit)` });
+  // Above the WAF's per-key limit the WAF would refuse the key first (docs/capacity.md).
+  else if (input.rateLimitPerMinute !== undefined && input.rateLimitPerMinute > rateLimitCeilingPerMinute)
+    errors.push({ field: 'rate_limit', message: `must be at most ${rateLimitCeilingPerMinute} per minute (the WAF's per-key limit)` });
   if (input.walletMicros !== undefined && (!Number.isSafeInteger(input.walletMicros) || input.walletMicros < 0))
     errors.push({ field: 'wallet', message: 'must be zero or more' });
   if (input.billing !== undefined && !['none', 'prepaid'].includes(input.billing)) errors.push({ field: 'billing', message: 'must be none or prepaid' });

@@ -45,7 +45,7 @@ export interface RateLimitState {
 }
 
 export function rateLimitFor(deps: Deps, org: Organization): number {
-  return org.rateLimitPerMinute ?? deps.settings.planRateLimits[org.plan] ?? deps.settings.defaultRateLimitPerMinute;
+  return org.rateLimitPerMinute ?? deps.config.planRateLimits[org.plan] ?? deps.config.defaultRateLimitPerMinute;
 }
 
 /** Per-second counts of sub-windows, by sub-window number (`floor(ms / 10 s)`). */
@@ -188,9 +188,9 @@ export async function checkRateLimit(deps: Deps, keyId: string, limit: number): 
     // The counter is unreachable. Fail open (default) so an outage of the limiter is not an outage
     // of lead intake; the metric makes it visible. 'closed' refuses with 503 instead.
     // The key id only: an address window's key holds the client's address, which logs never carry.
-    logger.warn('rate limit check failed', { keyId: keyId.split(ADDRESS_SEPARATOR)[0], error: (error as Error).name, mode: deps.settings.rateLimitFailMode });
+    logger.warn('rate limit check failed', { keyId: keyId.split(ADDRESS_SEPARATOR)[0], error: (error as Error).name, mode: deps.config.rateLimitFailMode });
     metrics.addMetric('RateLimitFailOpen', MetricUnit.Count, 1);
-    if (deps.settings.rateLimitFailMode === 'closed') {
+    if (deps.config.rateLimitFailMode === 'closed') {
       throw new DomainError(503, 'rate-limit-unavailable', 'Service unavailable', 'The rate limiter is unavailable; retry shortly.', { headers: { 'Retry-After': '5' } });
     }
     return { allowed: true, limit, remaining: limit, resetSeconds, failedOpen: true };
@@ -323,9 +323,9 @@ export async function reserveDailyCall(deps: Deps, keyId: string, cap: number): 
     if (error instanceof ConditionalCheckFailedException) {
       return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil((nextDay - now) / 1000)), release: async () => undefined };
     }
-    logger.warn('daily cap check failed', { keyId, error: (error as Error).name, mode: deps.settings.rateLimitFailMode });
+    logger.warn('daily cap check failed', { keyId, error: (error as Error).name, mode: deps.config.rateLimitFailMode });
     metrics.addMetric('RateLimitFailOpen', MetricUnit.Count, 1);
-    if (deps.settings.rateLimitFailMode === 'closed') {
+    if (deps.config.rateLimitFailMode === 'closed') {
       throw new DomainError(503, 'rate-limit-unavailable', 'Service unavailable', 'The rate limiter is unavailable; retry shortly.', { headers: { 'Retry-After': '5' } });
     }
     return { allowed: true, release: async () => undefined };

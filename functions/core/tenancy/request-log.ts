@@ -50,7 +50,7 @@ export async function recordRequest(deps: Deps, entry: RequestEntry): Promise<vo
   if (!entry.organizationId) return;
   const at = new Date(deps.now()).toISOString();
   try {
-    const expiresAt = Math.floor(deps.now() / 1000) + deps.settings.retentionDays * 86_400;
+    const expiresAt = Math.floor(deps.now() / 1000) + deps.config.retentionDays * 86_400;
     if (entry.status === 401 && entry.keyId && !(await refusedCallLogged(deps, entry.organizationId, entry.keyId, expiresAt))) return;
     await deps.doc.send(new PutCommand({
       TableName: deps.tables.requestLog,

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
-import { listDeliveries, redriveDeadLetters, redriveDelivery, redriveFailed, SWEEP_HOLD_SECONDS, SWEEP_PASS_MAX, type SweepResult } from '../../../functions/core/delivery/redrive.js';
+import { listDeliveries, redeliverDeadLetters, redeliverDelivery, redeliverFailed, DEAD_LETTER_HOLD_SECONDS, DEAD_LETTER_PASS_MAX, type DeadLetterPass } from '../../../functions/core/delivery/redeliver.js';
 import { listEndpoints } from '../../../functions/core/delivery/endpoints.js';
-import { resumePendingDeliveries } from '../../local/resume-deliveries.js';
+import { requeuePendingDeliveries } from '../../local/requeue-deliveries.js';
 import { CliError, printResult, printTable } from '../output.js';
 import { circuitText } from './webhooks.js';
 import { act, positiveInt } from '../run.js';
@@ -13,28 +13,28 @@ const isoOption = (flag: string, value: string | undefined) => {
   return new Date(t).toISOString();
 };
 /** What a human needs to hear about a dead-letter pass that did not cover the whole queue. */
-function sweepNotice(r: Partial<SweepResult>): string | undefined {
+function deadLetterNotice(r: Partial<DeadLetterPass>): string | undefined {
   if (r.complete === false) {
-    return `Looked at ${r.seen} of ~${r.total} dead-letter message(s) (the --max cap): those stay hidden for ${SWEEP_HOLD_SECONDS / 60} min, so running the same command again continues with the rest.`;
+    return `Looked at ${r.seen} of ~${r.total} dead-letter message(s) (the --max cap): those stay hidden for ${DEAD_LETTER_HOLD_SECONDS / 60} min, so running the same command again continues with the rest.`;
   }
-  if (r.heldElsewhere) return `~${r.heldElsewhere} dead-letter message(s) are hidden by an earlier capped pass (up to ${SWEEP_HOLD_SECONDS / 60} min) and were not looked at: run the command again after that.`;
+  if (r.heldElsewhere) return `~${r.heldElsewhere} dead-letter message(s) are hidden by an earlier capped pass (up to ${DEAD_LETTER_HOLD_SECONDS / 60} min) and were not looked at: run the command again after that.`;
   return undefined;
 }
 /** The sweep, in JSON, only when it left something to do (the usual answer stays short). */
-const sweepJson = (r?: SweepResult) => (r && (!r.complete || r.heldElsewhere) ? { deadLetters: r } : {});
+const deadLetterJson = (r?: DeadLetterPass) => (r && (!r.complete || r.heldElsewhere) ? { deadLetters: r } : {});
 
 /**
  * An organization's failed deliveries, endpoint by endpoint, except those of endpoints still failing:
  * re-sending to a receiver that is still down only spends its attempts again (docs/deploy.md).
  */
-async function redriveHealthy(deps: Parameters<typeof redriveFailed>[0], filter: Parameters<typeof redriveFailed>[1], maxMessages?: number) {
+async function redeliverHealthy(deps: Parameters<typeof redeliverFailed>[0], filter: Parameters<typeof redeliverFailed>[1], maxMessages?: number) {
   const endpoints = (await listEndpoints(deps, filter.organizationId)).filter((e) => !filter.endpointId || e.id === filter.endpointId);
   const failing = (e: (typeof endpoints)[number]) => (e.circuit.state !== 'closed' ? circuitText(e.circuit) : e.failingSince ? `failing since ${e.failingSince}` : undefined);
   const skipped = endpoints.flatMap((e) => { const why = failing(e); return why ? [{ id: e.id, why }] : []; });
   let redriven = 0;
   let hollow = 0;
   for (const endpoint of endpoints.filter((e) => !failing(e))) {
-    const result = await redriveFailed(deps, { ...filter, endpointId: endpoint.id }, undefined, { maxMessages });
+    const result = await redeliverFailed(deps, { ...filter, endpointId: endpoint.id }, undefined, { maxMessages });
     redriven += result.redriven;
     hollow += result.hollow;
   }
@@ -46,7 +46,7 @@ const progress = (json: boolean) => (done: number, total: number) => {
 };
 
 export function register(program: Command): void {
-  const deliveries = program.command('deliveries').description('webhook deliveries: inspect and re-drive');
+  const deliveries = program.command('deliveries').description('webhook deliveries: inspect and redeliver');
   deliveries
     .command('list')
     .description('an organization’s deliveries, newest first')
@@ -75,12 +75,14 @@ export function register(program: Command): void {
     .command('requeue-pending')
     .description('after a restore (the old queue lost): queue every pending delivery that is not parked again, with the rest of its wait; parked ones are the sweeper\'s. Receivers dedupe by webhook-id, which is kept')
     .action(act<Record<string, never>>(async ({ target, json }) => {
-      const queued = await resumePendingDeliveries(target.deps);
+      const queued = await requeuePendingDeliveries(target.deps);
       printResult({ json }, { queued }, () => console.log(`Queued ${queued} pending delivery(ies) again.`));
     }));
   deliveries
-    .command('redrive')
-    .description('send deliveries again: one (--delivery), an organization’s failed ones (--org, --endpoint, --since, --until), or the dead-letter queue (--all)')
+    .command('redeliver')
+    // `redrive`: the verb before docs/architecture.md#glossary named this one; operators' runbooks still type it.
+    .alias('redrive')
+    .description('send deliveries again, each in a fresh round of attempts: one (--delivery), an organization’s failed ones (--org, --endpoint, --since, --until), or the dead-letter queue (--all)')
     .option('--delivery <id>', 'one delivery, whatever its status')
     .option('--org <id>', 'failed deliveries of this organization')
     .option('--endpoint <id>', 'only this endpoint')
@@ -88,43 +90,43 @@ export function register(program: Command): void {
     .option('--until <iso>', 'created at or before')
     .option('--all', 'move the whole dead-letter queue back (with --org/--endpoint/--since: only matching messages)')
     .option('--skip-failing', 'with --org: leave the deliveries of endpoints still failing (circuit open or half-open, or failing since their last attempt) failed')
-    .option('--max <n>', `dead-letter messages to look at in one pass (default ${SWEEP_PASS_MAX})`, positiveInt('--max'))
+    .option('--max <n>', `dead-letter messages to look at in one pass (default ${DEAD_LETTER_PASS_MAX})`, positiveInt('--max'))
     .action(act<{ delivery?: string; org?: string; endpoint?: string; since?: string; until?: string; all?: boolean; max?: number; skipFailing?: boolean }>(async ({ target, options, json }) => {
       if (options.skipFailing && (!options.org || options.all || options.delivery)) throw new CliError('--skip-failing goes with --org (without --all or --delivery).', 2);
       const filter = { organizationId: options.org, endpointId: options.endpoint, since: isoOption('--since', options.since), until: isoOption('--until', options.until) };
       if (options.delivery) {
-        const message = await redriveDelivery(target.deps, options.delivery);
-        printResult({ json }, { redriven: 1, deliveryId: message.deliveryId, ...sweepJson(message.deadLetters) }, () => {
+        const message = await redeliverDelivery(target.deps, options.delivery);
+        printResult({ json }, { redriven: 1, deliveryId: message.deliveryId, ...deadLetterJson(message.deadLetters) }, () => {
           console.log(`Queued ${message.deliveryId} (${message.payload.type}, webhook-id ${message.payload.id}) again.`);
-          const notice = message.deadLetters && sweepNotice(message.deadLetters);
+          const notice = message.deadLetters && deadLetterNotice(message.deadLetters);
           if (notice) console.log(notice);
         });
       } else if (options.all) {
-        const result = await redriveDeadLetters(target.deps, filter, progress(json), { maxMessages: options.max });
+        const result = await redeliverDeadLetters(target.deps, filter, progress(json), { maxMessages: options.max });
         if (!json && process.stderr.isTTY) process.stderr.write('\n');
         printResult({ json }, result, () => {
           console.log(result.task ? `Started SQS message move task ${result.task}: the dead-letter queue drains into the delivery queue.` : `Moved ${result.moved} message(s) from the dead-letter queue back to the delivery queue${result.alreadyDelivered ? ` (${result.alreadyDelivered} of them already delivered since, so only removed)` : ''}.`);
-          const notice = sweepNotice(result);
+          const notice = deadLetterNotice(result);
           if (notice) console.log(notice);
         });
       } else if (options.org && options.skipFailing) {
-        const { redriven, hollow, skipped } = await redriveHealthy(target.deps, { ...filter, organizationId: options.org }, options.max);
+        const { redriven, hollow, skipped } = await redeliverHealthy(target.deps, { ...filter, organizationId: options.org }, options.max);
         printResult({ json }, { redriven, ...(hollow ? { notRedriven: hollow } : {}), skippedEndpoints: skipped }, () => {
           console.log(`Queued ${redriven} failed deliveries of healthy endpoints again; their dead-letter copies were removed.`);
-          if (skipped.length) console.log(`Skipped endpoints still failing (re-drive them once their receiver answers): ${skipped.map((e) => `${e.id} (${e.why})`).join(', ')}.`);
+          if (skipped.length) console.log(`Skipped endpoints still failing (redeliver them once their receiver answers): ${skipped.map((e) => `${e.id} (${e.why})`).join(', ')}.`);
           if (hollow) console.log(`Left ${hollow} failed: their events were too large to queue and were not kept, so they are never sent.`);
         });
       } else if (options.org) {
-        const { redriven, hollow, deadLetters } = await redriveFailed(target.deps, { ...filter, organizationId: options.org }, progress(json), { maxMessages: options.max });
+        const { redriven, hollow, deadLetters } = await redeliverFailed(target.deps, { ...filter, organizationId: options.org }, progress(json), { maxMessages: options.max });
         if (!json && process.stderr.isTTY) process.stderr.write('\n');
-        printResult({ json }, { redriven, ...(hollow ? { notRedriven: hollow } : {}), ...sweepJson(deadLetters) }, () => {
-          const notice = deadLetters && sweepNotice(deadLetters);
+        printResult({ json }, { redriven, ...(hollow ? { notRedriven: hollow } : {}), ...deadLetterJson(deadLetters) }, () => {
+          const notice = deadLetters && deadLetterNotice(deadLetters);
           console.log(`Queued ${redriven} failed deliveries again; ${notice ? 'not every dead-letter copy was reached:' : 'their dead-letter copies were removed.'}`);
           if (notice) console.log(notice);
           if (hollow) console.log(`Left ${hollow} failed: their events were too large to queue and were not kept, so they are never sent.`);
         });
       } else {
-        throw new CliError('Say what to re-drive: --delivery <id>, --org <id> [--endpoint --since --until] [--skip-failing], or --all.', 2);
+        throw new CliError('Say what to redeliver: --delivery <id>, --org <id> [--endpoint --since --until] [--skip-failing], or --all.', 2);
       }
     }));
 }

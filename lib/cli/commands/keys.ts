@@ -84,7 +84,7 @@ export function register(program: Command): void {
     .action(act<{ org: string; key: string }>(async ({ target, options, json }) => {
       const revoked = await revokeApiKey(target.deps, options.org, options.key);
       printResult({ json }, revoked, () =>
-        console.log(`Revoked ${revoked.keyId}; warm caches drop it within ${revocationSeconds(target.deps.settings)} s.`),
+        console.log(`Revoked ${revoked.keyId}; warm caches drop it within ${revocationSeconds(target.deps.config)} s.`),
       );
     }));
 }

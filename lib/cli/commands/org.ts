@@ -44,7 +44,7 @@ export function register(program: Command): void {
       const updated = await setOrganizationCaptcha(target.deps, options.org, { provider, secret });
       printResult({ json }, { id: updated.id, captchaProvider: updated.captchaProvider ?? 'none' }, () =>
         console.log(updated.captchaProvider
-          ? `Leads sent with publishable keys of ${updated.id} must now pass ${updated.captchaProvider} (secret stored, not shown). Warm containers apply it within ${target.deps.settings.keyCacheTtlSeconds} s.`
+          ? `Leads sent with publishable keys of ${updated.id} must now pass ${updated.captchaProvider} (secret stored, not shown). Warm containers apply it within ${target.deps.config.keyCacheTtlSeconds} s.`
           : `No CAPTCHA is required for ${updated.id} any more.`),
       );
     }));
@@ -58,8 +58,8 @@ export function register(program: Command): void {
       const updated = await setDuplicatePolicy(target.deps, options.org, options.policy);
       printResult({ json }, { id: updated.id, duplicatePolicy: updated.duplicatePolicy }, () =>
         console.log(updated.duplicatePolicy === 'merge'
-          ? `Leads of ${updated.id} matching an existing client are now merged into it. Warm containers apply it within ${target.deps.settings.keyCacheTtlSeconds} s.`
-          : `Leads of ${updated.id} matching an existing client now create a new client flagged possible_duplicate_of. Warm containers apply it within ${target.deps.settings.keyCacheTtlSeconds} s.`),
+          ? `Leads of ${updated.id} matching an existing client are now merged into it. Warm containers apply it within ${target.deps.config.keyCacheTtlSeconds} s.`
+          : `Leads of ${updated.id} matching an existing client now create a new client flagged possible_duplicate_of. Warm containers apply it within ${target.deps.config.keyCacheTtlSeconds} s.`),
       );
     }));
   org

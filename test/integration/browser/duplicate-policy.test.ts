@@ -4,7 +4,8 @@
  */
 import { describe, it, expect, beforeAll, afterAll } from '@jest/globals';
 import { chromium, type Browser } from 'playwright-core';
-import { newTenant, postLead, runCli } from '../support/stack.js';
+import { newTenant, postLead } from '../support/stack.js';
+import { cliSettingsLink } from '../support/settings-links.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 let browser: Browser;
@@ -18,12 +19,11 @@ afterAll(async () => {
 describe('the duplicate-policy control of the settings page', () => {
   it('shows flag, saves merge, and the lead endpoint then merges', async () => {
     const t = await newTenant();
-    const link = await runCli(['settings-link', '--org', t.organizationId, '--user', 'owner-1', '--ttl', '15m']);
-    expect(link.code).toBe(0);
+    const link = await cliSettingsLink(t.organizationId);
     const page = await browser.newPage();
     const problems: string[] = [];
     page.on('pageerror', (error) => problems.push(error.message));
-    await page.goto(link.json<{ url: string }>().url);
+    await page.goto(link);
     const select = page.getByLabel('Duplicate leads');
     await expect(select.inputValue()).resolves.toBe('flag');
     await select.selectOption('merge');

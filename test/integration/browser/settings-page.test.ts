@@ -12,12 +12,12 @@ import { copyFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Locator, type Page } from 'playwright-core';
-import { eventually, runCli, testStack } from '../support/stack.js';
+import { eventually, testStack } from '../support/stack.js';
 import { Receiver } from '../support/receiver.js';
 import { createOrganization } from '../../../functions/core/tenancy/organizations.js';
 import { createApiKey } from '../../../functions/core/tenancy/api-keys.js';
 import { addEndpoint } from '../../../functions/core/delivery/endpoints.js';
-import { expiredSettingsLink, settingsLinkExpiringIn } from './settings-links.js';
+import { cliSettingsLink, expiredSettingsLink, settingsLinkExpiringIn } from '../support/settings-links.js';
 
 // Browser globals used inside page.evaluate callbacks (the project's tsconfig has no DOM library).
 declare const sessionStorage: { getItem(key: string): string | null };
@@ -36,13 +36,6 @@ const receiver = new Receiver();
 /** The admin's organization (A) and another one (B) whose data A's link must never reach. */
 let orgA: string;
 let orgB: { id: string; key: string; keyId: string; endpointId: string; endpointUrl: string };
-
-/** A settings link minted the way operators and demos do: `crm settings-link --org <id>`. */
-async function settingsLink(organizationId: string): Promise<string> {
-  const result = await runCli(['settings-link', '--org', organizationId, '--user', 'owner-1', '--ttl', '15m']);
-  expect({ code: result.code, stderr: result.stderr }).toEqual({ code: 0, stderr: '' });
-  return result.json<{ url: string }>().url;
-}
 
 /** Script errors and Content-Security-Policy violations of every page: each test ends without any. */
 const pageProblems: string[] = [];
@@ -164,7 +157,7 @@ describe('the settings page, opened from a settings link', () => {
   let rotatedKey: string;
 
   it('given a link, it shows the organization and takes the token out of the address bar, under a strict CSP', async () => {
-    const link = await settingsLink(orgA);
+    const link = await cliSettingsLink(orgA);
     page = watch(await context.newPage());
     const response = await page.goto(link);
     expect(response?.status()).toBe(200);
@@ -590,7 +583,7 @@ describe('the settings page without a valid link', () => {
   });
 
   it('a tampered link, and no token at all, show the same state', async () => {
-    const link = await settingsLink(orgA);
+    const link = await cliSettingsLink(orgA);
     const tampered = link.replace(/(#token=[^.]+\.)([^.]+)/, (_, head: string, claims: string) =>
       head + Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(claims, 'base64url').toString()), org_id: orgB.id })).toString('base64url'));
     expect(tampered).not.toBe(link);
@@ -607,7 +600,7 @@ describe('the settings page without a valid link', () => {
   it('a new link pasted into the tab that shows "expired" loads the settings (only the fragment changes)', async () => {
     const page = await openSettings(await expiredSettingsLink(orgA));
     await page.getByText(expiredText).waitFor();
-    const fresh = await settingsLink(orgA);
+    const fresh = await cliSettingsLink(orgA);
     await page.goto(fresh); // same document: a hashchange, no reload
     await page.locator('#org-name', { hasText: 'Rosa’s Plumbing & Heating' }).waitFor();
     expect(await page.locator('#gate').isHidden()).toBe(true);
@@ -616,11 +609,11 @@ describe('the settings page without a valid link', () => {
   });
 
   it("another organization's link pasted into an open tab reloads the page: nothing of the first organization stays", async () => {
-    const page = await openSettings(await settingsLink(orgA));
+    const page = await openSettings(await cliSettingsLink(orgA));
     await page.locator('#org-name', { hasText: 'Rosa’s Plumbing & Heating' }).waitFor();
     await button(page, 'Generate API key').click();
     await page.getByLabel('Name').fill('Typed for A');
-    await page.goto(await settingsLink(orgB.id)); // only the fragment changes
+    await page.goto(await cliSettingsLink(orgB.id)); // only the fragment changes
     await page.locator('#deliveries-body[aria-busy="false"]').waitFor();
     await eventually(async () => (await page.locator('#org-name').textContent()) !== 'Rosa’s Plumbing & Heating', { what: "B's settings shown" });
     await page.locator('#webhooks', { hasText: orgB.endpointUrl }).waitFor();
@@ -630,7 +623,7 @@ describe('the settings page without a valid link', () => {
   });
 
   it('a filtered list the server ended short (no rows, a cursor) says none were found among the newest and offers Load more', async () => {
-    const page = await openSettings(await settingsLink(orgA));
+    const page = await openSettings(await cliSettingsLink(orgA));
     await page.locator('#deliveries-body[aria-busy="false"]').waitFor();
     // The server's read limit, reached without a match: an empty page with a cursor, then a match further back.
     const older = { id: 'dlv_older', eventId: 'evt_older', eventType: 'client.created', url: 'https://hooks.example/older', endpointId: 'ep_x', status: 'delivered', attemptCount: 1, lastStatusCode: 200, createdAt: new Date(0).toISOString(), nextAttemptAt: null, reason: null };
@@ -661,7 +654,7 @@ describe('the settings page without a valid link', () => {
     await dialog.locator('.form-error', { hasText: 'paste a new link' }).waitFor();
     expect(await page.getByLabel('Name').inputValue()).toBe('Typed before expiry');
 
-    await page.goto(await settingsLink(orgA));
+    await page.goto(await cliSettingsLink(orgA));
     await page.locator('#session-banner').waitFor({ state: 'hidden' });
     await page.locator('#key-form [type=submit]').click();
     await shownOnce(page, 'keys', 'Your new key “Typed before expiry”');

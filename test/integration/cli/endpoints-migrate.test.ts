@@ -3,19 +3,13 @@
  * table. `crm endpoints migrate` moves them (docs/operations.md), after which they receive
  * deliveries signed with their old secret, and nothing with a secret is left behind.
  */
-import { describe, it, expect, beforeAll, afterAll } from '@jest/globals';
+import { describe, it, expect } from '@jest/globals';
 import { BatchWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { addEndpoint } from '../../../functions/core/delivery/endpoints.js';
 import { eventually, itemsOf, newTenant, postLead, runCli, testStack } from '../support/stack.js';
-import { Receiver } from '../support/receiver.js';
+import { receiverForFile } from '../support/receiver.js';
 
-let receiver: Receiver;
-beforeAll(async () => {
-  receiver = await new Receiver().start();
-});
-afterAll(async () => {
-  await receiver.stop();
-});
+const receiver = receiverForFile();
 
 /** An endpoint as a stage from before the split stored it: its items (and bound) in the organizations table. */
 async function oldStyleEndpoint(organizationId: string, path: string) {

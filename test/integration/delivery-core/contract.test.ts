@@ -108,7 +108,7 @@ async function behaviours(impl: Implementation): Promise<StoredItem[]> {
   expect(await store.getOne(key(1))).toMatchObject({ status: 'pending', attempts: [attempt(1)], nextAttemptAt: at(park(24).untilMs), ...due, dueRound: park(24).round, updatedAt: at(nowMs) });
   expect((await store.dueIn(due.duePk, park(24).untilMs, 10)).keys).toContainEqual({ ...key(1), dueAt: due.dueAt });
   expect((await store.dueIn(due.duePk, park(24).untilMs - 1, 10)).keys).not.toContainEqual(expect.objectContaining(key(1)));
-  expect((await store.resumable()).map((i) => i.id)).not.toContain(deliveryId(1));
+  expect((await store.requeueable()).map((i) => i.id)).not.toContain(deliveryId(1));
   expect(await store.transition(ref(1), { to: 'unparked', seenDueAt: due.dueAt - 1, key: key(1) })).toBe(false); // re-parked since: kept
   // The stored key the sweeper read, not one rebuilt from the reference.
   expect(await store.transition({ organizationId: 'org_elsewhere', deliveryId: 'dlv_elsewhere' }, { to: 'unparked', seenDueAt: due.dueAt, key: key(1) })).toBe(true);
@@ -123,7 +123,7 @@ async function behaviours(impl: Implementation): Promise<StoredItem[]> {
   expect(delivered).toMatchObject({ status: 'delivered', deliveredAt: at(nowMs), attempts: [attempt(1, 204)] });
   for (const gone of ['duePk', 'dueAt', 'deferredReason', 'nextAttemptAt']) expect(delivered).not.toHaveProperty(gone);
 
-  // Leaving a delivered record: only a re-drive (or a delivered write) may.
+  // Leaving a delivered record: only a redelivery (or a delivered write) may.
   for (const t of [
     { to: 'attempted', attempt: attempt(2), nextAttemptAt: at(nowMs) }, { to: 'failed', reason: 'x' }, { to: 'skipped', reason: 'x' },
     { to: 'parked', park: { untilMs: nowMs }, reason: 'x' }, { to: 'dead-lettered', reason: 'x' },
@@ -140,13 +140,13 @@ async function behaviours(impl: Implementation): Promise<StoredItem[]> {
   expect(await store.getOne(key(4))).toMatchObject({ status: 'failed', reason: 'receives broke off' });
   expect(await store.transition(ref(5), { to: 'skipped', reason: 'endpoint disabled' })).toBe(true);
   nowMs += 1000;
-  for (const n of [2, 3]) expect(await store.transition(ref(n), { to: 'requeued' })).toBe(true);
+  for (const n of [2, 3]) expect(await store.transition(ref(n), { to: 'redelivered' })).toBe(true);
   expect(await store.getOne(key(3))).toMatchObject({ status: 'pending', redrivenAt: at(nowMs), queuedAt: at(nowMs) });
   expect(await store.getOne(key(3))).not.toHaveProperty('reason');
-  expect(await store.transition(ref(9), { to: 'requeued' })).toBe(false);
+  expect(await store.transition(ref(9), { to: 'redelivered' })).toBe(false);
   expect(await store.getOne(key(9))).toBeUndefined(); // no transition creates a record
   // (The table is the suite's: other tests' pending deliveries are in it too.)
-  expect((await store.resumable()).filter((i) => i.organizationId === organizationId).map((i) => i.id).sort()).toEqual([1, 2, 3, 6].map(deliveryId));
+  expect((await store.requeueable()).filter((i) => i.organizationId === organizationId).map((i) => i.id).sort()).toEqual([1, 2, 3, 6].map(deliveryId));
 
   // The attempt log stays bounded: the most recent kept, the older ones counted.
   for (let n = 1; n <= MAX_KEPT_ATTEMPTS + 5; n++) await store.transition(ref(6), { to: 'attempted', attempt: attempt(n), nextAttemptAt: at(nowMs) });
@@ -169,7 +169,7 @@ async function missingRecords(store: DeliveryStore): Promise<void> {
     { to: 'attempted', attempt: attempt(1), nextAttemptAt: at(nowMs) }, { to: 'delivered', attempt: attempt(1, 204) },
     { to: 'delivered', attempt: attempt(1, 204), unlessDeliveredAt: at(0) }, { to: 'delivered', attempt: attempt(1, 204), ifVersion: 0 },
     { to: 'failed', reason: 'x' }, { to: 'skipped', reason: 'x' }, { to: 'parked', park: park(1), reason: 'x' },
-    { to: 'requeued' }, { to: 'dead-lettered', reason: 'x' }, { to: 'unparked', seenDueAt: 1, key: key(9) },
+    { to: 'redelivered' }, { to: 'dead-lettered', reason: 'x' }, { to: 'unparked', seenDueAt: 1, key: key(9) },
   ] as const) expect(await store.transition(ref(9), t)).toBe(false);
   expect(await store.getOne(key(9))).toBeUndefined();
   // `delivered` unless that very write landed: goes ahead over another deliveredAt (or none).
@@ -185,12 +185,12 @@ async function versionsAndRounds(store: DeliveryStore): Promise<void> {
   await store.recorded([record(7)]);
   const parking = { to: 'parked', park: park(1), reason: 'circuit open' } as const;
   expect(await store.transition(ref(7), { ...parking, ifVersion: 1 })).toBe(false);
-  expect(await store.transition(ref(7), { ...parking, ifVersion: 0, round: nowMs })).toBe(true); // no version stored, never re-driven
+  expect(await store.transition(ref(7), { ...parking, ifVersion: 0, round: nowMs })).toBe(true); // no version stored, never redelivered
   expect(await store.getOne(key(7))).toMatchObject({ version: 1, dueRound: park(1).round, deferredReason: 'circuit open' });
   expect(await store.transition(ref(7), { ...parking, ifVersion: 0 })).toBe(false);
   nowMs += 1000;
-  expect(await store.transition(ref(7), { to: 'requeued' })).toBe(true);
-  // An outcome of the round before the re-drive lands on nothing; the new round's does.
+  expect(await store.transition(ref(7), { to: 'redelivered' })).toBe(true);
+  // An outcome of the round before the redelivery lands on nothing; the new round's does.
   const earlier = nowMs - 1;
   for (const t of [
     { to: 'attempted', attempt: attempt(5), nextAttemptAt: at(nowMs) }, { to: 'failed', reason: 'no success after 5 attempts', attempt: attempt(5) },
@@ -226,7 +226,7 @@ async function dueCap(store: DeliveryStore): Promise<void> {
 
 /**
  * A batch's delivered write is conditional on the version it read: a record changed since (another
- * copy's failed attempt, then a re-drive) keeps both, the success appended after them.
+ * copy's failed attempt, then a redelivery) keeps both, the success appended after them.
  */
 async function batchWrites(impl: Implementation): Promise<void> {
   const { store, deps } = impl;
@@ -239,7 +239,7 @@ async function batchWrites(impl: Implementation): Promise<void> {
   for (const n of [26, 27]) writes.add(message(n), reads.get(deliveryId(n))!, success);
   expect(await store.transition(ref(26), { to: 'attempted', attempt: failure, nextAttemptAt: at(nowMs + 60_000) })).toBe(true);
   nowMs += 1000;
-  expect(await store.transition(ref(26), { to: 'requeued' })).toBe(true);
+  expect(await store.transition(ref(26), { to: 'redelivered' })).toBe(true);
   expect(await writes.flush(deps)).toEqual(new Set());
   expect(await store.getOne(key(26))).toMatchObject({ status: 'delivered', redrivenAt: at(nowMs), attempts: [failure, success], deliveredAt: success.at, version: 3 });
   expect(await store.getOne(key(27))).toMatchObject({ status: 'delivered', attempts: [success], deliveredAt: success.at, version: 1 });

@@ -4,7 +4,7 @@
  * (docs/data-model.md "The delivery record": attempted and failed leave anything but delivered),
  * so the record stays delivered and no retry is queued. Before the transitions were conditional,
  * the failed attempt turned the record back to pending and queued a retry. Likewise an outcome of a
- * round a re-drive has ended since (pinned to its round), and one whose record is gone.
+ * round a redelivery has ended since (pinned to its round), and one whose record is gone.
  */
 import { describe, it, expect, afterAll, beforeAll } from '@jest/globals';
 import { createServer } from 'node:http';
@@ -12,7 +12,7 @@ import type { AddressInfo } from 'node:net';
 import { testStack } from '../support/stack.js';
 import { clientCreated, DeliveryCore } from './support/delivery-core.js';
 import { deliverBatch } from '../../../functions/core/delivery/deliver.js';
-import { redriveDelivery } from '../../../functions/core/delivery/redrive.js';
+import { redeliverDelivery } from '../../../functions/core/delivery/redeliver.js';
 import { keys, type DeliveryMessage } from '../../../functions/core/platform/model.js';
 import { tenantAt } from './support/tenant.js';
 
@@ -47,7 +47,7 @@ const deliverOne = async (c: DeliveryCore, message: DeliveryMessage) =>
   (await deliverBatch(c.deps, [{ messageId: 'm1', receiptHandle: 'r1', body: JSON.stringify(message), receiveCount: 1 }]))[0];
 
 describe('an outcome the record no longer takes (in-memory core)', () => {
-  it('a re-drive while the old round’s last attempt is out: the failure lands on nothing, no dead-letter copy, the new round carries on', async () => {
+  it('a redelivery while the old round’s last attempt is out: the failure lands on nothing, no dead-letter copy, the new round carries on', async () => {
     const c = new DeliveryCore((await testStack()).deps, { retryJitter: 0 });
     const t = await tenantAt(c.deps, 'Redrive Race Co', () => `http://127.0.0.1:${(server.address() as AddressInfo).port}/race`);
     const [message] = await c.publish(t.endpoint, clientCreated(t.organizationId));
@@ -57,8 +57,8 @@ describe('an outcome the record no longer takes (in-memory core)', () => {
       expect(await c.store.transition(message, { to: 'attempted', attempt: { at: new Date(c.now()).toISOString(), attempt: n, latencyMs: 1, statusCode: 500 }, nextAttemptAt: new Date(c.now()).toISOString() })).toBe(true);
     }
     c.advance(1000);
-    answer = async () => { await redriveDelivery(c.deps, message.deliveryId); };
-    expect(await deliverOne(c, message)).toMatchObject({ kind: 'skipped', reason: 'superseded: re-driven since' });
+    answer = async () => { await redeliverDelivery(c.deps, message.deliveryId); };
+    expect(await deliverOne(c, message)).toMatchObject({ kind: 'skipped', reason: 'superseded: redelivered since' });
     const [record] = await c.deliveries(t.organizationId);
     expect(record).toMatchObject({ status: 'pending', redrivenAt: expect.any(String) });
     expect(record.reason).toBeUndefined();

@@ -6,7 +6,7 @@
  * restart (the queue's messages lost, pending deliveries queued again from their records); when it
  * half-opens one probe goes out, its success closes the circuit and every event arrives, with its
  * webhook-id, none failed. The circuit's minute open costs no real time here. (Moved from
- * webhooks/isolation.test.ts, which keeps the scenario end to end on a stack of its own.)
+ * delivery/isolation.test.ts, which keeps the scenario end to end on a stack of its own.)
  */
 import { describe, it, expect, afterAll } from '@jest/globals';
 import { testStack } from '../support/stack.js';

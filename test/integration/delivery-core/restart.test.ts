@@ -3,22 +3,16 @@
  * (attempts in flight: what they sent stays sent, their outcomes are never written) and started
  * again on the same records. Every event ends delivered, none lost; duplicates carry the same
  * webhook-id. A retry parked in the due index outlives a restart and goes out when due. (Moved from
- * webhooks/restart.test.ts, which keeps a real kill of the whole stack in the middle of an import.)
+ * events/restart.test.ts, which keeps a real kill of the whole stack in the middle of an import.)
  */
-import { describe, it, expect, beforeAll, afterAll } from '@jest/globals';
+import { describe, it, expect } from '@jest/globals';
 import { eventually, testStack } from '../support/stack.js';
-import { Receiver } from '../support/receiver.js';
+import { receiverForFile } from '../support/receiver.js';
 import { testSettings } from '../global-setup.js';
 import { clientCreated, DeliveryCore } from './support/delivery-core.js';
 import { tenantWithScript } from './support/tenant.js';
 
-let receiver: Receiver;
-beforeAll(async () => {
-  receiver = await new Receiver().start();
-});
-afterAll(async () => {
-  await receiver.stop();
-});
+const receiver = receiverForFile();
 
 /** The suite's settings; 40 attempts in flight to one endpoint, so a burst is one round of the pollers' concurrency. */
 const core = async () => new DeliveryCore((await testStack()).deps, { ...testSettings, maxInFlightPerEndpoint: 40 });

@@ -4,31 +4,25 @@
  * Each retry keeps the webhook-id; a receiver's Retry-After pushes a retry later; a wait past the
  * queue's delay leaves the queue for the due index and the sweeper sends it when due; the fifth
  * failure exhausts the delivery and its message goes to the dead-letter queue, fresh.
- * (Moved from the end-to-end webhooks/delivery.test.ts, where each of these waited in real time.)
+ * (Moved from the end-to-end delivery/delivery.test.ts, where each of these waited in real time.)
  */
-import { describe, it, expect, beforeAll, afterAll } from '@jest/globals';
+import { describe, it, expect } from '@jest/globals';
 import { testStack } from '../support/stack.js';
-import { Receiver } from '../support/receiver.js';
-import { defaultSettings } from '../../../functions/core/platform/settings.js';
+import { receiverForFile } from '../support/receiver.js';
+import { defaultConfig } from '../../../functions/core/platform/config.js';
 import { MAX_VISIBILITY_SECONDS } from '../../../functions/core/delivery/schedule.js';
 import { keys, type DeliveryRecord } from '../../../functions/core/platform/model.js';
 import { clientCreated, DeliveryCore } from './support/delivery-core.js';
 import { tenantWithScript } from './support/tenant.js';
 
-let receiver: Receiver;
-beforeAll(async () => {
-  receiver = await new Receiver().start();
-});
-afterAll(async () => {
-  await receiver.stop();
-});
+const receiver = receiverForFile();
 
 /** The production schedule and queue delay, no jitter (the clock is simulated; HTTP is real). */
 async function core(): Promise<DeliveryCore> {
   const { deps } = await testStack();
   return new DeliveryCore(deps, {
-    retryScheduleSeconds: defaultSettings.retryScheduleSeconds, retryJitter: 0, queueDelayMaxSeconds: defaultSettings.queueDelayMaxSeconds,
-    dueSweepLookaheadSeconds: defaultSettings.dueSweepLookaheadSeconds, circuitFailureThreshold: 100,
+    retryScheduleSeconds: defaultConfig.retryScheduleSeconds, retryJitter: 0, queueDelayMaxSeconds: defaultConfig.queueDelayMaxSeconds,
+    dueSweepLookaheadSeconds: defaultConfig.dueSweepLookaheadSeconds, circuitFailureThreshold: 100,
   });
 }
 

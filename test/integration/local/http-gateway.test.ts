@@ -12,7 +12,9 @@ import { Template } from 'aws-cdk-lib/assertions';
 import type { APIGatewayProxyResult } from 'aws-lambda';
 import { buildApp } from '../../../lib/stacks/app.js';
 import { startHttpServer, type HttpHandler } from '../../../lib/local/http-server.js';
-import { apiMethodFor, catchAllThrottle, edgeKeyLimitPerMinute, edgeRules, lambdaFailure, routeThrottle } from '../../../lib/topology.js';
+import { apiMethodFor, catchAllThrottle, routeThrottle } from '../../../functions/front-door/routes.js';
+import { wafKeyLimitPerMinute, wafRules } from '../../../functions/front-door/waf.js';
+import { lambdaFailure } from '../../../functions/front-door/gateway-answers.js';
 import { newTenant, runCli, testStack } from '../support/stack.js';
 import { generateApiKey } from '../../../functions/core/tenancy/api-keys.js';
 
@@ -209,11 +211,11 @@ describe('the local front door under load and failure', () => {
   });
 
   /** The deployed rules, some limits shrunk so a few requests reach them. */
-  const rulesWith = (limits: Record<string, number>) => edgeRules.map((r) => ({ ...r, limit: limits[r.name] ?? r.limit }));
+  const rulesWith = (limits: Record<string, number>) => wafRules.map((r) => ({ ...r, limit: limits[r.name] ?? r.limit }));
   const newKey = () => generateApiKey().key;
 
-  it('blocks a flooding key at the edge while another key is served (one key never refuses another)', async () => {
-    await withServer({ edgeRules: rulesWith({ PerApiKey: 3, PerBearerKey: 3, PerAddressWithoutKey: 3 }) }, async (url) => {
+  it('blocks a flooding key at the WAF while another key is served (one key never refuses another)', async () => {
+    await withServer({ wafRules: rulesWith({ PerApiKey: 3, PerBearerKey: 3, PerAddressWithoutKey: 3 }) }, async (url) => {
       const [flood, calm] = [newKey(), newKey()];
       for (let i = 0; i < 3; i++) expect((await get(url, { 'X-API-Key': flood })).status).toBe(200);
       const blocked = await get(url, { 'X-API-Key': flood });
@@ -235,7 +237,7 @@ describe('the local front door under load and failure', () => {
   });
 
   it('counts case and whitespace variants of one key as one key', async () => {
-    await withServer({ edgeRules: rulesWith({ PerApiKey: 3, PerBearerKey: 3 }) }, async (url) => {
+    await withServer({ wafRules: rulesWith({ PerApiKey: 3, PerBearerKey: 3 }) }, async (url) => {
       const key = newKey();
       for (const value of [`Bearer ${key}`, `bearer ${key}`, `BEARER ${key.toUpperCase()}`]) expect((await get(url, { Authorization: value })).status).toBe(200);
       expect((await get(url, { Authorization: `bEaReR ${key.toLowerCase()}` })).status).toBe(429);
@@ -246,7 +248,7 @@ describe('the local front door under load and failure', () => {
   });
 
   it('limits random well-formed keys from one address by the per-address rule', async () => {
-    await withServer({ edgeRules: rulesWith({ PerAddress: 5 }) }, async (url) => {
+    await withServer({ wafRules: rulesWith({ PerAddress: 5 }) }, async (url) => {
       for (let i = 0; i < 5; i++) expect((await get(url, { 'X-API-Key': newKey() })).status).toBe(200);
       const res = await get(url, { Authorization: `Bearer ${newKey()}` });
       expect(res.status).toBe(429);
@@ -255,7 +257,7 @@ describe('the local front door under load and failure', () => {
   });
 
   it('counts malformed keys as no key (their variants are never keys of their own), and never counts preflights', async () => {
-    await withServer({ edgeRules: rulesWith({ PerAddressWithoutKey: 3 }) }, async (url) => {
+    await withServer({ wafRules: rulesWith({ PerAddressWithoutKey: 3 }) }, async (url) => {
       const key = newKey();
       // A browser's preflights (no key by design) from one NATed address are never refused.
       for (let i = 0; i < 10; i++) expect((await fetch(`${url}/api/webhook/leads`, { method: 'OPTIONS' })).status).toBe(204);
@@ -281,14 +283,14 @@ describe('the local front door under load and failure', () => {
   });
 });
 
-describe('the edge limit bounds per-organization overrides', () => {
-  it('refuses a rate-limit override above the WAF\'s per-key limit, which would refuse the key at the edge first', async () => {
-    const over = await runCli(['org', 'create', '--name', 'Too Fast', '--rate-limit', String(edgeKeyLimitPerMinute + 1)]);
+describe('the WAF key limit bounds per-organization overrides', () => {
+  it('refuses a rate-limit override above the WAF\'s per-key limit, which would refuse the key at the WAF first', async () => {
+    const over = await runCli(['org', 'create', '--name', 'Too Fast', '--rate-limit', String(wafKeyLimitPerMinute + 1)]);
     expect(over.code).not.toBe(0);
-    expect(over.stderr).toContain(`at most ${edgeKeyLimitPerMinute}`);
-    const at = await runCli(['org', 'create', '--name', 'Fast Enough', '--rate-limit', String(edgeKeyLimitPerMinute)]);
+    expect(over.stderr).toContain(`at most ${wafKeyLimitPerMinute}`);
+    const at = await runCli(['org', 'create', '--name', 'Fast Enough', '--rate-limit', String(wafKeyLimitPerMinute)]);
     expect(at.code).toBe(0);
-    expect(at.json<{ rateLimitPerMinute: number }>().rateLimitPerMinute).toBe(edgeKeyLimitPerMinute);
+    expect(at.json<{ rateLimitPerMinute: number }>().rateLimitPerMinute).toBe(wafKeyLimitPerMinute);
   });
 });
 

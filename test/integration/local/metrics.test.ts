@@ -9,7 +9,8 @@ import { describe, it, expect, beforeAll, afterAll } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import { testStack, newTenant } from '../support/stack.js';
 import { importLeadIntake, invokeLeadIntake, useStackEnvironment, type LeadIntakeHandler } from '../support/in-process-lambda.js';
-import { tables, metricsNamespace } from '../../../lib/topology.js';
+import { tables } from '../../../lib/topology.js';
+import { metricsNamespace } from '../../../functions/core/platform/bindings.js';
 
 describe('metrics of lead intake', () => {
   const saved = { ...process.env };

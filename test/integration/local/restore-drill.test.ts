@@ -15,7 +15,7 @@ import path from 'node:path';
 import { createOrganization, getOrganization, setDuplicatePolicy } from '../../../functions/core/tenancy/organizations.js';
 import { createApiKey, listApiKeys } from '../../../functions/core/tenancy/api-keys.js';
 import { addEndpoint, getEndpoint, updateEndpoint } from '../../../functions/core/delivery/endpoints.js';
-import { listDeliveries } from '../../../functions/core/delivery/redrive.js';
+import { listDeliveries } from '../../../functions/core/delivery/redeliver.js';
 import { deferDelivery, recordDelivery } from '../../../functions/core/delivery/queue.js';
 import { sweepDueDeliveries } from '../../../functions/core/delivery/sweep.js';
 import type { EventPayload } from '../../../functions/core/platform/model.js';

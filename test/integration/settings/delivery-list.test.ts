@@ -9,7 +9,8 @@ import { newTenant, ownDeps } from '../support/stack.js';
 import { Receiver } from '../support/receiver.js';
 import { settingsApi } from '../../../functions/core/settings/handle-settings-request.js';
 import { scanFailed } from '../../../functions/core/settings/bulk-redelivery.js';
-import { settingsClient, tokenSecret } from './support.js';
+import { settingsClient } from './support.js';
+import { tokenSecret } from '../support/settings-links.js';
 
 const receiver = new Receiver();
 afterAll(() => receiver.stop());
@@ -95,8 +96,8 @@ describe('the bulk re-delivery reader (settings/bulk-redelivery.ts)', () => {
       return send(command as unknown as Parameters<typeof send>[0]);
     }) as unknown as typeof deps.doc.send;
     // Three delivered ones, none failed: with a budget of 2 keys the reader cannot know there is none.
-    expect(await scanFailed(deps, organizationId, { since }, new Set(), { budget: 2 })).toEqual({ redrivable: [], retrying: 0, hollow: 0, endpointDisabled: 0, more: true });
-    expect(await scanFailed(deps, organizationId, { since }, new Set())).toEqual({ redrivable: [], retrying: 0, hollow: 0, endpointDisabled: 0, more: false });
+    expect(await scanFailed(deps, organizationId, { since }, new Set(), { budget: 2 })).toEqual({ redeliverable: [], retrying: 0, hollow: 0, endpointDisabled: 0, more: true });
+    expect(await scanFailed(deps, organizationId, { since }, new Set())).toEqual({ redeliverable: [], retrying: 0, hollow: 0, endpointDisabled: 0, more: false });
     for (const q of queries) expect({ index: q.IndexName, key: q.KeyConditionExpression }).toEqual({ index: 'byCreated', key: 'pk = :pk AND createdAt >= :since' });
   });
 });

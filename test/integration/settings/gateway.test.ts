@@ -1,12 +1,13 @@
 /**
- * The local API Gateway routes parameterized paths as the stage does (lib/topology.ts resourceFor):
+ * The local API Gateway routes parameterized paths as the stage does (functions/front-door/routes.ts resourceFor):
  * `{id}` paths reach the settings function, other methods there get the catch-all 405, deeper paths
  * the 404; no preflight is answered (the settings API is same-origin: a 405 like any other method).
  * The settings page is served without a token.
  */
 import { describe, it, expect } from '@jest/globals';
 import { newTenant, testStack } from '../support/stack.js';
-import { settingsCall, sessionToken } from './support.js';
+import { settingsCall } from './support.js';
+import { sessionToken } from '../support/settings-links.js';
 
 describe('routing of the settings paths', () => {
   it('answers a wrong method on an {id} path 405 with Allow, without running the function', async () => {

@@ -6,7 +6,7 @@
 import { describe, it, expect, beforeAll, afterAll } from '@jest/globals';
 import { newTenant, postLead, testStack, type Tenant } from '../support/stack.js';
 import { Receiver } from '../support/receiver.js';
-import { routes } from '../../../lib/topology.js';
+import { routes } from '../../../functions/front-door/routes.js';
 import { settingsClient, settingsCall } from './support.js';
 
 let receiver: Receiver;

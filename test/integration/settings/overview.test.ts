@@ -18,7 +18,7 @@ describe('the settings overview', () => {
     expect(before).toMatchObject({ organization: { plan: 'pro', billing: 'prepaid', walletBalance: 1 }, usage: { today: { calls: 0, billed: 0 }, month: { calls: 0, billed: 0 } } });
 
     expect((await postLead(key, { name: 'Ada Lovelace', email: 'ada@example.com' })).status).toBe(201);
-    const price = deps.settings.pricePerCallMicros / 1_000_000;
+    const price = deps.config.pricePerCallMicros / 1_000_000;
     const after = (await admin.get('/api/settings')).json<Overview>();
     expect(after.usage).toEqual({ today: { calls: 1, billed: price }, month: { calls: 1, billed: price } });
     expect(after.organization.walletBalance).toBeCloseTo(1 - price, 6);

@@ -239,7 +239,7 @@ describe('keys and the request log', () => {
   }, 60_000);
 });
 
-describe('the settings API and page at the edge', () => {
+describe('the settings API and page at the front door', () => {
   it('answers without CORS headers and takes no preflight; the lead endpoint keeps both', async () => {
     const call = await admin.get('/api/settings/keys');
     expect(call.status).toBe(200);

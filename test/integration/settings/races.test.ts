@@ -9,7 +9,7 @@ import { DeleteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { Webhook } from 'standardwebhooks';
 import { itemsOf, newTenant, ownDeps, runCli, testStack } from '../support/stack.js';
 import { activeSecrets, addEndpoint, getEndpoint, MAX_SIGNING_SECRETS, rotateSecret } from '../../../functions/core/delivery/endpoints.js';
-import { signatureHeaders } from '../../../functions/core/delivery/signing.js';
+import { sign } from '../../../functions/core/delivery/signing.js';
 import { createApiKey, listApiKeys, MAX_LIVE_KEYS } from '../../../functions/core/tenancy/api-keys.js';
 import type { Deps } from '../../../functions/core/platform/deps.js';
 import { keys } from '../../../functions/core/platform/model.js';
@@ -23,7 +23,7 @@ async function signsWith(organizationId: string, endpointId: string, secret: str
   const { deps } = await testStack();
   const stored = (await getEndpoint(deps, organizationId, endpointId))!;
   const body = JSON.stringify({ id: 'evt_race', type: 'webhook.test' });
-  const headers = signatureHeaders({ id: 'evt_race', timestamp: Math.floor(Date.now() / 1000), body, secrets: activeSecrets(stored, Date.now()) });
+  const headers = sign({ id: 'evt_race', timestamp: Math.floor(Date.now() / 1000), body, secrets: activeSecrets(stored, Date.now()) });
   try {
     new Webhook(secret.replace(/^whsec_/, '')).verify(body, headers);
     return true;
@@ -103,7 +103,7 @@ describe('settings writes under concurrency', () => {
     const { organizationId } = await newTenant();
     const admin = await settingsClient(organizationId);
     const { deps } = await testStack();
-    const max = deps.settings.maxEndpointsPerOrganization;
+    const max = deps.config.maxEndpointsPerOrganization;
     expect(max).toBe(10);
     const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => admin.post('/api/settings/webhooks', { url: `http://127.0.0.1:9/ep-${i}`, events: ['client.created'] })));
     expect(answers.filter((a) => a.status === 201)).toHaveLength(max);

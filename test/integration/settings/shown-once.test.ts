@@ -3,20 +3,15 @@
  * after an admin has created, rotated and tested everything, no read and no other change answers
  * with any of them. And the per-organization limit answers 429 with Retry-After.
  */
-import { describe, it, expect, beforeAll, afterAll } from '@jest/globals';
+import { describe, it, expect } from '@jest/globals';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { newTenant, testStack } from '../support/stack.js';
-import { Receiver } from '../support/receiver.js';
+import { receiverForFile } from '../support/receiver.js';
 import { SETTINGS_RATE_LIMIT_PER_MINUTE } from '../../../functions/core/settings/handle-settings-request.js';
-import { settingsClient, tokenSecret } from './support.js';
+import { settingsClient } from './support.js';
+import { tokenSecret } from '../support/settings-links.js';
 
-let receiver: Receiver;
-beforeAll(async () => {
-  receiver = await new Receiver().start();
-});
-afterAll(async () => {
-  await receiver.stop();
-});
+const receiver = receiverForFile();
 
 describe('secrets in settings API responses', () => {
   it('shows each key and signing secret once: no other response ever contains one', async () => {

@@ -1,29 +1,10 @@
 /**
- * The settings API as a test uses it: session tokens signed with the test stack's own secret (read
- * from Secrets Manager, i.e. the stack's stand-in, as `crm settings-link` does), and requests with one.
+ * The settings API as a test uses it: requests with a session token (tokens and links:
+ * test/integration/support/settings-links.ts), and tokens with claims of a test's choosing.
  */
-import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { SignJWT } from 'jose';
-import { emulatorCredentials } from '../../../functions/core/platform/deps.js';
-import { mintSessionToken } from '../../../functions/core/settings/session-token.js';
+import { sessionToken, tokenSecret } from '../support/settings-links.js';
 import { testStack } from '../support/stack.js';
-
-let secret: string | undefined;
-/** The stack's session-token secret. */
-export async function tokenSecret(): Promise<string> {
-  if (secret) return secret;
-  const { info } = await testStack();
-  const client = new SecretsManagerClient({ region: info.region, endpoint: info.secretsEndpoint, credentials: emulatorCredentials });
-  const out = await client.send(new GetSecretValueCommand({ SecretId: info.secrets!.settingsToken! }));
-  client.destroy();
-  secret = out.SecretString!;
-  return secret;
-}
-
-/** A valid session token for `user` of `organizationId`. */
-export async function sessionToken(organizationId: string, user = 'admin-1', ttlSeconds = 900): Promise<string> {
-  return mintSessionToken(await tokenSecret(), { organizationId, userId: user, ttlSeconds });
-}
 
 /** A token signed with the right secret but with claims of our choosing (for the refusals). */
 export async function craftedToken(claims: { org_id?: string; sub?: string; aud?: string; iss?: string; iat?: number; exp?: number }, key?: string): Promise<string> {

@@ -5,7 +5,8 @@
  */
 import { describe, it, expect } from '@jest/globals';
 import { newTenant, testStack } from '../support/stack.js';
-import { craftedToken, sessionToken, settingsCall } from './support.js';
+import { craftedToken, settingsCall } from './support.js';
+import { sessionToken } from '../support/settings-links.js';
 
 const expectProblem401 = (call: { status: number; headers: Headers; json: () => Record<string, unknown> }, detail: RegExp) => {
   expect(call.status).toBe(401);

@@ -50,7 +50,7 @@ const settled = (clientId: string, submissions: number) => eventually(async () =
 async function duplicatePolicy(policy: 'flag' | 'merge'): Promise<void> {
   expect((await admin.patch('/api/settings', { duplicate_policy: policy })).status).toBe(200);
   const { deps } = await testStack();
-  await new Promise((r) => setTimeout(r, deps.settings.keyCacheTtlSeconds * 1000 + 100));
+  await new Promise((r) => setTimeout(r, deps.config.keyCacheTtlSeconds * 1000 + 100));
 }
 
 const requestRow = async (requestId: string) =>

@@ -3,19 +3,13 @@
  * receiver verifies it with standardwebhooks), see a failing receiver's deliveries with their
  * attempts, re-deliver one and all failed once it recovers; update, rotate the secret, delete.
  */
-import { describe, it, expect, beforeAll, afterAll } from '@jest/globals';
+import { describe, it, expect } from '@jest/globals';
 import { eventually, newTenant, testStack } from '../support/stack.js';
-import { Receiver } from '../support/receiver.js';
+import { receiverForFile } from '../support/receiver.js';
 import { listAudit } from '../../../functions/core/settings/audit-log.js';
 import { settingsClient } from './support.js';
 
-let receiver: Receiver;
-beforeAll(async () => {
-  receiver = await new Receiver().start();
-});
-afterAll(async () => {
-  await receiver.stop();
-});
+const receiver = receiverForFile();
 
 interface Endpoint { id: string; url: string; events: string[]; enabled: boolean; description: string | null; secretCount: number }
 interface Delivery { id: string; eventId: string; status: string; endpointId: string; url: string | null; attemptCount: number; lastStatusCode: number | null; eventType: string }
@@ -79,7 +73,7 @@ describe('webhooks in the settings API', () => {
     expect(one.json()).toMatchObject({ delivery: { id: tested.id, status: 'pending' } });
     const delivered = () => receiver.on('/settings-flaky').filter((r) => r.event && r.verifyError === undefined && r.body.includes(tested.eventId));
     await eventually(async () => delivered().length >= 7, { what: 'the single re-delivery at the receiver' });
-    // (Its dead-letter copy stays: a tenant never sweeps the shared queue; webhooks/delivery.test.ts
+    // (Its dead-letter copy stays: a tenant never passes over the shared queue; delivery/delivery.test.ts
     // shows an operator's later pass removing such a copy without sending it again.)
 
     const actions = (await listAudit((await testStack()).deps, organizationId)).map((e) => `${e.action} ${e.userId}`);

@@ -6,7 +6,8 @@
 import { jest } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
-import { tables, queues, settingsParameterEnvVar, type TableName, type QueueName } from '../../../lib/topology.js';
+import { tables, queues, type TableName, type QueueName } from '../../../lib/topology.js';
+import { settingsParameterEnvVar } from '../../../functions/core/platform/bindings.js';
 import type { LocalStackInfo } from '../../../lib/local/stack-file.js';
 import { lambdaContext } from '../../../lib/local/lambda-context.js';
 

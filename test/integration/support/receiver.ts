@@ -5,6 +5,7 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
+import { afterAll, beforeAll } from '@jest/globals';
 
 export type Behaviour = { status: number; headers?: Record<string, string>; delayMs?: number; body?: string } | 'hang';
 
@@ -73,4 +74,12 @@ export class Receiver {
     this.server.closeAllConnections();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
+}
+
+/** A receiver for the test file: started before its tests, stopped after them. */
+export function receiverForFile(): Receiver {
+  const receiver = new Receiver();
+  beforeAll(async () => { await receiver.start(); });
+  afterAll(async () => { await receiver.stop(); });
+  return receiver;
 }

@@ -34,7 +34,7 @@ export async function testStack(): Promise<TestStack> {
 /** Deps whose document client is their own, so a test can watch, mock or delay its calls. */
 export async function ownDeps(): Promise<Deps> {
   const { info, deps } = await testStack();
-  return { ...deps, doc: depsFromStackFile(info, deps.settings).doc };
+  return { ...deps, doc: depsFromStackFile(info, deps.config).doc };
 }
 
 export interface CliResult { code: number; stdout: string; stderr: string; json<T = unknown>(): T }

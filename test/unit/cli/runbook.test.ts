@@ -32,7 +32,7 @@ function check(program: Command, line: string): string[] {
       if (!option) problems.push(`${line}: ${command.name()} has no ${word}`);
       else if (option.required || option.optional) i++; // its value
     } else {
-      const sub = command.commands.find((c) => c.name() === word);
+      const sub = command.commands.find((c) => c.name() === word || c.aliases().includes(word));
       if (sub) command = sub;
       else if (command.commands.length > 0) return [...problems, `${line}: ${command.name()} has no command "${word}"`];
     }
@@ -51,8 +51,17 @@ describe('the runbooks', () => {
 
   it('catches a command or option the CLI does not have (the check can fail)', () => {
     const program = buildProgram();
-    expect(check(program, 'deliveries redrive --org <org> --skip-dead')).toEqual(['deliveries redrive --org <org> --skip-dead: redrive has no --skip-dead']);
+    expect(check(program, 'deliveries redeliver --org <org> --skip-dead')).toEqual(['deliveries redeliver --org <org> --skip-dead: redeliver has no --skip-dead']);
     expect(check(program, 'deliveries resend --org <org>')).toEqual(['deliveries resend --org <org>: deliveries has no command "resend"']);
     expect(check(program, '--stage prod tables import --dir d --only endpoints')).toEqual([]);
+  });
+
+  it('keeps the verbs operators typed before the glossary as aliases of the new ones', () => {
+    const deliveries = buildProgram().commands.find((c) => c.name() === 'deliveries')!;
+    const byWord = (word: string) => deliveries.commands.find((c) => c.name() === word || c.aliases().includes(word));
+    expect(byWord('redrive')).toBeDefined();
+    expect(byWord('redrive')).toBe(byWord('redeliver'));
+    expect(byWord('redeliver')!.name()).toBe('redeliver');
+    expect(check(buildProgram(), 'deliveries redrive --org <org> --skip-failing')).toEqual([]);
   });
 });

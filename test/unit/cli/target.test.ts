@@ -37,7 +37,7 @@ describe('crm --stage <stage>', () => {
     expect(target.apiUrl).toBe('https://abc123.execute-api.eu-west-1.amazonaws.com/prod');
     expect(target.deps.tables.clients).toBe('Crm-prod-clients-XYZ');
     expect(target.deps.queues.deliveryDlq).toBe('https://sqs.eu-west-1.amazonaws.com/123456789012/deliveryDlq');
-    expect(target.deps.settings).toMatchObject({ stage: 'prod', pricePerCallMicros: 2500, local: false });
+    expect(target.deps.config).toMatchObject({ stage: 'prod', pricePerCallMicros: 2500, local: false });
   });
 
   it('says how to deploy when the stack does not exist', async () => {
@@ -92,7 +92,7 @@ describe('crm --stage <stage>: region and local mode', () => {
     process.env.AWS_REGION = 'eu-west-1';
     const warn = jest.spyOn(console, 'error').mockImplementation(() => undefined);
     const target = await resolveTarget({ stage: 'prod', stackFile: '/nonexistent/stack.json' });
-    expect(target.deps.settings.local).toBe(false);
+    expect(target.deps.config.local).toBe(false);
     expect(warn).toHaveBeenCalledWith(expect.stringMatching(/"local": true ignored/));
   });
 
@@ -102,7 +102,7 @@ describe('crm --stage <stage>: region and local mode', () => {
     ssm.on(GetParameterCommand).resolves({ Parameter: { Name: '/crm/prod/settings', Value: JSON.stringify({ stage: 'prod', ssrfAllowList: allow }) } });
     const warn = jest.spyOn(console, 'error').mockImplementation(() => undefined);
     const target = await resolveTarget({ stage: 'prod', stackFile: '/nonexistent/stack.json' });
-    expect(target.deps.settings.ssrfAllowList).toEqual(['10.20.0.0/16', 'fd00:1234::/32']);
+    expect(target.deps.config.ssrfAllowList).toEqual(['10.20.0.0/16', 'fd00:1234::/32']);
     const warnings = warn.mock.calls.map((c) => String(c[0]));
     for (const cidr of ['127.0.0.0/8', '169.254.0.0/16', '::ffff:a9fe:a9fe']) expect(warnings).toContainEqual(expect.stringContaining(`"${cidr}" ignored`));
   });

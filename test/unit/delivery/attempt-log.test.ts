@@ -1,11 +1,12 @@
 /** The attempt log's bounds (delivery/attempt-log.ts), and the delivered record that uses them. */
 import { describe, it, expect } from '@jest/globals';
 import {
-  appendAttempts, attemptError, clip, clipBytes, keptHeaders, MAX_ERROR_CHARS, MAX_HEADER_BYTES, MAX_HEADER_CHARS, MAX_HEADER_NAME_CHARS, MAX_KEPT_ATTEMPTS, MAX_KEPT_HEADERS, NOT_KEPT, REDACTED,
+  appendAttempts, attemptError, clip, keptHeaders, MAX_ERROR_CHARS, MAX_HEADER_BYTES, MAX_HEADER_CHARS, MAX_HEADER_NAME_CHARS, MAX_KEPT_ATTEMPTS, MAX_KEPT_HEADERS, NOT_KEPT, REDACTED,
 } from '../../../functions/core/delivery/attempt-log.js';
 import { MAX_RESPONSE_BODY_BYTES } from '../../../functions/core/delivery/http-client.js';
 import { applyChange, changeOf } from '../../../functions/core/delivery/delivery-state.js';
 import type { DeliveryAttempt } from '../../../functions/core/platform/model.js';
+import { clipBytes } from '../../../functions/core/platform/text.js';
 
 const attempt = (n: number): DeliveryAttempt => ({ at: new Date(n * 1000).toISOString(), attempt: n, latencyMs: 1, statusCode: 500 });
 

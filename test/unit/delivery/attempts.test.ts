@@ -23,16 +23,16 @@ describe('attempt numbers', () => {
     expect(attemptNumberOf(message(t(0)), record([t(1), t(2), t(3)]))).toBe(4);
   });
 
-  it('count only the attempts since the round began (a re-drive, or a dead-letter copy moved back)', () => {
+  it('count only the attempts since the round began (a redelivery, or a dead-letter copy moved back)', () => {
     expect(attemptNumberOf(message(t(10)), record([t(1), t(2), t(3), t(4), t(5), t(11)]))).toBe(2);
   });
 
-  it('without a round in the message, count from the record’s last re-drive, else its creation', () => {
+  it('without a round in the message, count from the record’s last redelivery, else its creation', () => {
     expect(attemptNumberOf(message(), record([t(1), t(2)]))).toBe(3);
     expect(attemptNumberOf(message(), record([t(1), t(2), t(6)], { redrivenAt: new Date(t(5)).toISOString() }))).toBe(2);
   });
 
-  it('start a new round for a message sent fresh (re-drives, the dead-letter queue)', () => {
+  it('start a new round for a message sent fresh (redeliveries, the dead-letter queue)', () => {
     const fresh = freshMessage(message(t(0)), t(20));
     expect(fresh.round).toBe(t(20));
     expect(attemptNumberOf(fresh, record([t(1), t(2), t(3), t(4), t(5)]))).toBe(1);

@@ -1,6 +1,6 @@
 /** The circuit breaker's decisions (docs/architecture.md#fair-delivery) and the per-endpoint bound on attempts in flight. */
 import { describe, it, expect } from '@jest/globals';
-import { defaultSettings } from '../../../functions/core/platform/settings.js';
+import { defaultConfig } from '../../../functions/core/platform/config.js';
 import type { CircuitRecord } from '../../../functions/core/platform/model.js';
 import {
   afterAttempt, circuitAttributes, circuitOf, circuitView, gate, laneFor, openSeconds, probeWindowMs, reachesThreshold,
@@ -8,7 +8,7 @@ import {
 import { laneOf } from '../../../functions/core/delivery/circuit-store.js';
 import { acquireSlot, inFlightTo, stalledMs } from '../../../functions/core/delivery/endpoint-concurrency.js';
 
-const settings = defaultSettings;
+const settings = defaultConfig;
 const t0 = Date.parse('2026-11-23T02:00:00.000Z');
 const iso = (ms: number) => new Date(ms).toISOString();
 
@@ -30,7 +30,7 @@ describe('the circuit breaker', () => {
     expect(circuitView(undefined, t0)).toEqual({ state: 'closed' });
   });
 
-  it(`opens after ${defaultSettings.circuitFailureThreshold} failures in a row, then parks deliveries until it half-opens`, () => {
+  it(`opens after ${defaultConfig.circuitFailureThreshold} failures in a row, then parks deliveries until it half-opens`, () => {
     let c: CircuitRecord | undefined;
     for (let i = 1; i < settings.circuitFailureThreshold; i++) {
       c = play(c, false, false, t0 + i);

@@ -20,7 +20,7 @@ function capturing(): { deps: Deps; sent: { queue: string; groups: (string | und
     },
   };
   const deps = {
-    sqs, now: () => 1_000_000, settings: { queueDelayMaxSeconds: 900 },
+    sqs, now: () => 1_000_000, config: { queueDelayMaxSeconds: 900 },
     queues: { deliveryQueue: 'q-main', deliverySlowQueue: 'q-slow', deliveryDlq: 'q-dlq' },
   } as unknown as Deps;
   return { deps, sent };

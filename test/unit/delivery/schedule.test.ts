@@ -1,7 +1,7 @@
 /** The retry schedule: 1 min, 10 min, 100 min, 12 h, ±10 % jitter, Retry-After within the 12 h cap. */
 import { describe, it, expect } from '@jest/globals';
 import fc from 'fast-check';
-import { defaultSettings } from '../../../functions/core/platform/settings.js';
+import { defaultConfig } from '../../../functions/core/platform/config.js';
 import {
   DEFAULT_RETRY_SCHEDULE_SECONDS, MAX_ATTEMPTS, MAX_VISIBILITY_SECONDS, VISIBILITY_SAFETY_MARGIN_SECONDS, nextDelay, parseRetryAfter, receivedAtOf,
   retryDelaySeconds, visibilityLeftSeconds,
@@ -19,8 +19,8 @@ describe('retry delays', () => {
   });
 
   it('match the production settings', () => {
-    expect(defaultSettings.retryScheduleSeconds).toEqual([...DEFAULT_RETRY_SCHEDULE_SECONDS]);
-    expect(defaultSettings.retryJitter).toBe(0.1);
+    expect(defaultConfig.retryScheduleSeconds).toEqual([...DEFAULT_RETRY_SCHEDULE_SECONDS]);
+    expect(defaultConfig.retryJitter).toBe(0.1);
   });
 
   it('jitter by at most ±10 %, reaching both ends', () => {
@@ -56,7 +56,7 @@ describe('retry delays', () => {
   });
 
   it('keep the earlier retryDelaySeconds, which repeats the last delay past the end', () => {
-    const options = { schedule: defaultSettings.retryScheduleSeconds, jitter: defaultSettings.retryJitter, random: middle };
+    const options = { schedule: defaultConfig.retryScheduleSeconds, jitter: defaultConfig.retryJitter, random: middle };
     expect([1, 2, 3, 4, 5].map((attempt) => retryDelaySeconds(attempt, options))).toEqual([60, 600, 6000, 43_200, 43_200]);
     expect(retryDelaySeconds(1, { ...options, retryAfterSeconds: 90 })).toBe(90);
   });

@@ -7,9 +7,9 @@ import { describe, it, expect, beforeAll, afterAll } from '@jest/globals';
 import { createServer, type Server } from 'node:http';
 import { Socket, type AddressInfo } from 'node:net';
 import type { LookupAddress } from 'node:dns';
-import { BLOCKED_RANGES, guardedLookup, isBlockedAddress, checkAddress, allowListFor, type Resolver } from '../../../functions/core/delivery/ssrf.js';
+import { BLOCKED_RANGES, guardedLookup, isBlockedAddress, allowListFor, type Resolver } from '../../../functions/core/delivery/ssrf.js';
 import { cidrProblem, sensitiveAllowEntry } from '../../../functions/core/platform/ip-ranges.js';
-import { parseSettings } from '../../../functions/core/platform/settings.js';
+import { parseConfig } from '../../../functions/core/platform/config.js';
 import { postWebhook, destroyAgents, type ConnectFunction, type ConnectTarget } from '../../../functions/core/delivery/http-client.js';
 import { installTripwire, type Tripwire } from './support/tripwire.js';
 
@@ -230,7 +230,6 @@ describe('the SSRF guard', () => {
     expect(allowListFor({ ssrfAllowList: [], local: false })).toEqual([]);
     expect(isBlockedAddress('127.0.0.1', allowListFor({ ssrfAllowList: [], local: true })).blocked).toBe(false);
     expect(isBlockedAddress('::1', allowListFor({ ssrfAllowList: [], local: true })).blocked).toBe(false);
-    expect(checkAddress).toBe(isBlockedAddress);
   });
 
   it('does not let an IPv4 allow-list entry admit a 6to4 or IPv4-compatible address that embeds it', () => {
@@ -255,7 +254,7 @@ describe('the SSRF guard', () => {
     for (const wide of ['0.0.0.0/1', '128.0.0.0/1', '10.0.0.0/7', '2001::/16', 'fc00::/7', '::/1']) expect(cidrProblem(wide)).toMatch(/too wide.*\/(8|32) or narrower/);
     for (const narrow of ['10.0.0.0/8', '2001:db8::/32']) expect(cidrProblem(narrow)).toBeUndefined();
     expect(() => isBlockedAddress('127.0.0.1', ['0.0.0.0/1', '128.0.0.0/1'])).toThrow(/allow-list: 0\.0\.0\.0\/1 .*too wide/);
-    expect(() => parseSettings({ ssrfAllowList: ['0.0.0.0/1'] })).toThrow(/too wide[\s\S]*"ssrfAllowList",\s*0/);
+    expect(() => parseConfig({ ssrfAllowList: ['0.0.0.0/1'] })).toThrow(/too wide[\s\S]*"ssrfAllowList",\s*0/);
   });
 
   it('names the allow-list entries a deployed stage drops: loopback, link-local and metadata, in any spelling', () => {
@@ -275,10 +274,10 @@ describe('the SSRF guard', () => {
   });
 
   it('fails settings parsing on an invalid allow-list CIDR, naming the field', () => {
-    expect(parseSettings({ ssrfAllowList: ['10.20.0.0/16'] }).ssrfAllowList).toEqual(['10.20.0.0/16']);
+    expect(parseConfig({ ssrfAllowList: ['10.20.0.0/16'] }).ssrfAllowList).toEqual(['10.20.0.0/16']);
     const failure = (allow: string[]) => {
       try {
-        parseSettings({ ssrfAllowList: allow });
+        parseConfig({ ssrfAllowList: allow });
       } catch (error) {
         return (error as Error).message;
       }

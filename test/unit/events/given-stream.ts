@@ -5,7 +5,7 @@
  * - `local`: a DynamoDB Local Streams API record (region `ddblocal`, UUID event ids, short sequence
  *   numbers, minute-precision Date timestamps; a TTL expiry has the event name
  *   `UNKNOWN_TO_SDK_VERSION`), converted by `toLambdaRecord` exactly as the local stream poller does.
- * The domain reads them as the fan-out's edge hands them over (deriveEvents, isTtlExpiry below).
+ * The domain reads them as the stream adapter hands them over (deriveEvents, isTtlExpiry below).
  */
 import { createHash } from 'node:crypto';
 import { marshall } from '@aws-sdk/util-dynamodb';
@@ -80,8 +80,8 @@ export function streamRecord(shape: Shape, change: Change, images: { old?: Item;
 export const expectedTimestamp = (shape: Shape, at = new Date('2026-11-02T09:15:00.000Z')) =>
   new Date(shape === 'aws' ? Math.floor(at.getTime() / 1000) * 1000 : Math.floor(at.getTime() / 60_000) * 60_000).toISOString();
 
-/** The events the domain derives from a Lambda-shaped record, converted as the fan-out's edge does. */
+/** The events the domain derives from a Lambda-shaped record, converted as the stream adapter does. */
 export const deriveEvents = (record: DynamoDBRecord) => derive(changeFromLambda(record)).events;
 
-/** Whether the edge reads a Lambda-shaped record as a TTL expiry. */
+/** Whether the stream adapter reads a Lambda-shaped record as a TTL expiry. */
 export const isTtlExpiry = (record: DynamoDBRecord) => changeFromLambda(record).kind === 'expire';

@@ -1,10 +1,10 @@
 /** Every route of the settings function is in the OpenAPI document, with the session token and its 401. */
 import { describe, it, expect } from '@jest/globals';
 import { openApiDocument } from '../../../functions/core/settings/openapi.js';
-import { routes } from '../../../lib/topology.js';
+import { routes } from '../../../functions/front-door/routes.js';
 
 describe('the settings API in the OpenAPI document', () => {
-  it('documents each /api/settings route of the topology, and no other', () => {
+  it('documents each /api/settings route of the front door, and no other', () => {
     const paths = openApiDocument().paths as unknown as Record<string, Record<string, { security: unknown; responses: Record<string, unknown> }>>;
     const documented = Object.entries(paths).filter(([p]) => p.startsWith('/api/settings')).flatMap(([p, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${p}`));
     const routed = routes.filter((r) => r.path.startsWith('/api/settings')).map((r) => `${r.method} ${r.path}`);

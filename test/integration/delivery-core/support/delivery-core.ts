@@ -1,23 +1,23 @@
 /**
  * The delivery stage run in the test's process on the in-memory port (memory-delivery.ts) and a
  * simulated clock: the same domain code the delivery function, the due sweeper and the local
- * stack's start run (deliverBatch, sweepDueDeliveries, resumePendingDeliveries), driven in rounds
+ * stack's start run (deliverBatch, sweepDueDeliveries, requeuePendingDeliveries), driven in rounds
  * as the queue pollers drive it. Endpoints and their circuits stay in the suite's DynamoDB Local
  * (they are not the delivery record's); receivers are real HTTP servers on 127.0.0.1. The clock is
  * the real one plus a skew that jumps whenever nothing is due, so waits of seconds or hours cost
  * nothing, while HTTP time-outs stay real.
  */
 import type { Deps } from '../../../../functions/core/platform/deps.js';
-import type { Settings } from '../../../../functions/core/platform/settings.js';
+import type { Config } from '../../../../functions/core/platform/config.js';
 import type { DeliveryMessage, DeliveryRecord, EventPayload, WebhookEndpoint } from '../../../../functions/core/platform/model.js';
 import { inBatches } from '../../../../functions/core/platform/batches.js';
 import { withDeliveryPorts } from '../../../../functions/core/delivery/delivery-port.js';
 import { deliverBatch, staysQueued } from '../../../../functions/core/delivery/deliver.js';
 import { sweepDueDeliveries } from '../../../../functions/core/delivery/sweep.js';
 import { queueDeliveries, recordDeliveries } from '../../../../functions/core/delivery/queue.js';
-import { listDeliveries } from '../../../../functions/core/delivery/redrive.js';
+import { listDeliveries } from '../../../../functions/core/delivery/redeliver.js';
 import type { DeliveryQueueName } from '../../../../functions/core/delivery/delivery-state.js';
-import { resumePendingDeliveries } from '../../../../lib/local/resume-deliveries.js';
+import { requeuePendingDeliveries } from '../../../../lib/local/requeue-deliveries.js';
 import { queues } from '../../../../lib/topology.js';
 import { forgetAllEndpoints } from '../../../../functions/core/delivery/endpoints.js';
 import { forgetFailedHere } from '../../../../functions/core/delivery/circuit-store.js';
@@ -60,8 +60,8 @@ export class DeliveryCore {
   readonly deps: Deps;
   private nextSweep = 0;
 
-  constructor(base: Deps, settings: Partial<Settings> = {}) {
-    this.deps = withDeliveryPorts({ ...base, settings: { ...base.settings, ...settings }, now: this.now }, { store: this.store, queue: this.queue });
+  constructor(base: Deps, settings: Partial<Config> = {}) {
+    this.deps = withDeliveryPorts({ ...base, config: { ...base.config, ...settings }, now: this.now }, { store: this.store, queue: this.queue });
   }
 
   /** Moves the clock forward. */
@@ -85,7 +85,7 @@ export class DeliveryCore {
   async round(): Promise<number> {
     if (this.now() >= this.nextSweep) {
       await sweepDueDeliveries(this.deps);
-      this.nextSweep = this.now() + this.deps.settings.dueSweepLookaheadSeconds * 1000;
+      this.nextSweep = this.now() + this.deps.config.dueSweepLookaheadSeconds * 1000;
     }
     const generation = this.generation;
     const alive = () => generation === this.generation;
@@ -139,7 +139,7 @@ export class DeliveryCore {
     forgetThrottles();
     this.queue.clear();
     this.nextSweep = 0;
-    return resumePendingDeliveries(this.deps);
+    return requeuePendingDeliveries(this.deps);
   }
 
   /** An organization's deliveries, as the CLI and the settings API read them. */

@@ -64,7 +64,7 @@ export class MemoryDeliveryStore implements DeliveryStore {
     return { keys: due.slice(0, cap), complete: due.length <= cap };
   }
 
-  async resumable(): Promise<StoredItem[]> {
+  async requeueable(): Promise<StoredItem[]> {
     return this.deliveries().filter((i) => i.status === 'pending' && i.entity === 'delivery' && i.dueAt === undefined).map(copy);
   }
 

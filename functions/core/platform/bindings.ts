@@ -1,0 +1,54 @@
+/**
+ * What a deployed function and its code agree on: the env vars naming the tables, queues and
+ * secret a function is bound to (the stacks set them, lib/topology.ts names each binding with
+ * these), the runtime configuration's parameter, the service name of logs and traces, the metrics
+ * namespace. Pure data: lib/topology.ts reads it from here, so the domain never imports lib/.
+ */
+
+/** The env var naming each table's physical name in a function bound to it. */
+export const tableEnvVars = {
+  organizations: 'ORGANIZATIONS_TABLE',
+  endpoints: 'ENDPOINTS_TABLE',
+  rateWindows: 'RATE_WINDOWS_TABLE',
+  clients: 'CLIENTS_TABLE',
+  workOrders: 'WORK_ORDERS_TABLE',
+  deliveries: 'DELIVERIES_TABLE',
+  requestLog: 'REQUEST_LOG_TABLE',
+  idempotency: 'IDEMPOTENCY_TABLE',
+} as const;
+export type TableName = keyof typeof tableEnvVars;
+
+/** The env var naming each queue's URL in a function bound to it. */
+export const queueEnvVars = {
+  deliveryDlq: 'DELIVERY_DLQ_URL',
+  deliveryQueue: 'DELIVERY_QUEUE_URL',
+  deliverySlowQueue: 'DELIVERY_SLOW_QUEUE_URL',
+  bulkDlq: 'BULK_DLQ_URL',
+  bulkQueue: 'BULK_QUEUE_URL',
+  fanoutFailures: 'FANOUT_FAILURES_QUEUE_URL',
+} as const;
+export type QueueName = keyof typeof queueEnvVars;
+
+/** The env var naming each secret (its name in Secrets Manager) in a function bound to it. */
+export const secretEnvVars = {
+  settingsToken: 'SETTINGS_TOKEN_SECRET',
+} as const;
+export type SecretName = keyof typeof secretEnvVars;
+
+/** Env var naming the SSM parameter with the stage's runtime configuration (functions/core/platform/config.ts). */
+export const settingsParameterEnvVar = 'SETTINGS_PARAMETER';
+export const serviceName = 'crm-integration-api';
+/** CloudWatch namespace of the functions' metrics (Powertools) and of the alarms on them. */
+export const metricsNamespace = 'CrmIntegrationApi';
+
+/**
+ * The delivery queues' maxReceiveCount: twice the 5 attempts, so throttles and crashes cannot spend
+ * a delivery's attempts; the delivery function records a delivery failed on its last receive.
+ */
+export const deliveryMaxReceives = 10;
+
+/**
+ * The endpoints' routing fields, never `secrets`: what the fan-out's `readFields` grant may read
+ * (lib/topology.ts `readableFields`) and what it projects (functions/core/delivery/endpoints.ts).
+ */
+export const endpointRoutingFields = ['pk', 'sk', 'id', 'organizationId', 'url', 'events', 'enabled', 'disabledReason', 'createdAt'] as const;

@@ -1,0 +1,297 @@
+/**
+ * Leads and DynamoDB faults an emulator cannot produce (docs/decisions.md#lead-write-cost-what-a-lead-writes-and-what-is-atomic),
+ * injected with aws-sdk-client-mock while every other call reaches DynamoDB Local: a prepaid debit
+ * meeting the day roll-over's transaction (`TransactionConflictException`, which the SDK does not
+ * retry), a client write failing after its debit (refunded), a refund that fails too, a put or a bill whose
+ * answer was lost. Also: the day's usage rolls over without losing a debit, and no lead makes a
+ * transaction.
+ */
+import { describe, it, expect, jest } from '@jest/globals';
+import { mockClient } from 'aws-sdk-client-mock';
+import { PutCommand, TransactWriteCommand, UpdateCommand, type PutCommandInput, type TransactWriteCommandInput, type UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
+import type { APIGatewayProxyEvent } from 'aws-lambda';
+import { itemsOf, newTenant, ownDeps, testStack, type Tenant } from '../support/stack.js';
+import type { Deps } from '../../../functions/core/platform/deps.js';
+import { httpAdapter } from '../../../functions/adapters/http-adapter.js';
+import { handleLeadRequest as leadIntake } from '../../../functions/core/intake/handle-lead-request.js';
+import { createLead } from '../../../functions/core/intake/create-lead.js';
+import { parseLead } from '../../../functions/core/intake/lead-schema.js';
+import { dailyUsage, getOrganization, listOrganizations, requireOrganization, setDuplicatePolicy } from '../../../functions/core/tenancy/organizations.js';
+import { keys } from '../../../functions/core/platform/model.js';
+import { DeleteCommand, GetCommand } from '@aws-sdk/lib-dynamodb';
+import { lambdaContext } from '../../../lib/local/lambda-context.js';
+import { logger, metrics } from '../../../functions/core/platform/observability.js';
+
+const conflict = () => Object.assign(new Error('Transaction is ongoing for the item'), { name: 'TransactionConflictException', $metadata: {} });
+const failure = () => Object.assign(new Error('injected'), { name: 'InternalServerError', $metadata: {} });
+
+type Fault = 'debit' | 'refund' | 'clientPut';
+/** Which write an UpdateItem or PutItem is: the organization item's debit or refund, or a client put. */
+function faultOf(command: 'update' | 'put', input: { TableName?: string; UpdateExpression?: string }, deps: Deps): Fault | undefined {
+  if (command === 'put') return input.TableName === deps.tables.clients ? 'clientPut' : undefined;
+  if (input.TableName !== deps.tables.organizations) return undefined;
+  if (input.UpdateExpression?.startsWith('SET walletMicros = walletMicros - ')) return 'debit';
+  if (input.UpdateExpression?.startsWith('SET walletMicros = walletMicros + ')) return 'refund';
+  return undefined;
+}
+
+/**
+ * Deps on their own document client: the first `times` writes of kind `fault` throw `error()`, the
+ * rest (and every other call) reach DynamoDB Local. `seen(kind)` counts the writes of a kind sent.
+ */
+async function faultyDeps(faults: Partial<Record<Fault, { times: number; error: () => Error }>>): Promise<{ deps: Deps; seen: (kind: Fault | 'transaction') => number }> {
+  const base = await ownDeps();
+  const { doc } = base;
+  const realSend = doc.send.bind(doc) as (command: unknown) => Promise<unknown>;
+  const mock = mockClient(doc);
+  mock.send.callThrough(); // every other command goes to DynamoDB Local
+  const counts: Record<string, number> = {};
+  const through = (command: 'update' | 'put', make: () => unknown, input: { TableName?: string; UpdateExpression?: string }) => {
+    const kind = faultOf(command, input, base);
+    if (kind) counts[kind] = (counts[kind] ?? 0) + 1;
+    const fault = kind && faults[kind];
+    if (fault && counts[kind] <= fault.times) throw fault.error();
+    return realSend(make());
+  };
+  mock.on(UpdateCommand).callsFake(async (input: UpdateCommandInput) => through('update', () => new UpdateCommand(input), input));
+  mock.on(PutCommand).callsFake(async (input: PutCommandInput) => through('put', () => new PutCommand(input), input));
+  mock.on(TransactWriteCommand).callsFake(async (input: TransactWriteCommandInput) => {
+    counts.transaction = (counts.transaction ?? 0) + 1;
+    return realSend(new TransactWriteCommand(input));
+  });
+  return { deps: { ...base, doc }, seen: (kind) => counts[kind] ?? 0 };
+}
+
+/**
+ * Deps whose first client PutItem reaches DynamoDB Local and commits, but whose answer is replaced
+ * by a connection reset: the SDK's own retry then sends the same put again.
+ */
+async function lostAnswerDeps(): Promise<{ deps: Deps; puts: () => number }> {
+  const { info, deps: base } = await testStack();
+  const { doc } = await ownDeps();
+  let puts = 0;
+  // Below the retry middleware (deserialize step), so the SDK sees a transient network error and retries.
+  doc.middlewareStack.add((next, context) => async (args) => {
+    if (context.commandName !== 'PutItemCommand' || (args.input as { TableName?: string }).TableName !== info.tables.clients) return next(args);
+    puts += 1;
+    const answer = await next(args);
+    if (puts === 1) throw Object.assign(new Error('socket hang up'), { name: 'Error', code: 'ECONNRESET', $metadata: {} });
+    return answer;
+  }, { step: 'deserialize', name: 'loseFirstAnswer' });
+  return { deps: { ...base, doc }, puts: () => puts };
+}
+
+function postEvent(t: Tenant, body: unknown): APIGatewayProxyEvent {
+  return {
+    httpMethod: 'POST', path: '/api/webhook/leads', resource: '/api/webhook/leads',
+    headers: { 'Content-Type': 'application/json', 'X-API-Key': t.key }, body: JSON.stringify(body),
+    requestContext: { requestId: `req-${Math.random()}`, identity: { sourceIp: '127.0.0.1' } },
+  } as unknown as APIGatewayProxyEvent;
+}
+
+const today = () => new Date().toISOString().slice(0, 10);
+
+describe('a prepaid lead whose debit conflicts with the day roll-over', () => {
+  it('is retried: 201, one client, the wallet debited once, each retry counted', async () => {
+    const t = await newTenant({ billing: 'prepaid', walletMicros: 10_000 });
+    const { deps, seen } = await faultyDeps({ debit: { times: 3, error: conflict } });
+    const handler = httpAdapter(leadIntake, { deps: async () => deps });
+    const added = jest.spyOn(metrics, 'addMetric');
+    const res = await handler(postEvent(t, { name: 'Contended Lead' }), lambdaContext('leadIntake'));
+    expect(added.mock.calls.filter(([name]) => name === 'TransactionConflictRetries')).toHaveLength(3);
+    added.mockRestore();
+    expect(res.statusCode).toBe(201);
+    expect(seen('debit')).toBe(5); // 3 refused, then one that finds no day open (a new organization), then through
+    const clients = await itemsOf('clients', t.organizationId);
+    expect(clients.filter((c) => c.first_name === 'Contended')).toHaveLength(1);
+    expect((await getOrganization(deps, t.organizationId))?.walletMicros).toBe(7_000);
+    expect((await dailyUsage(deps, t.organizationId, today())).calls).toBe(1);
+  });
+
+  it('gives up after a bounded number of attempts with 503 and Retry-After, writing nothing', async () => {
+    const t = await newTenant({ billing: 'prepaid', walletMicros: 10_000 });
+    const { deps, seen } = await faultyDeps({ debit: { times: Infinity, error: conflict } });
+    const handler = httpAdapter(leadIntake, { deps: async () => deps });
+    const res = await handler(postEvent(t, { name: 'Never Through' }), lambdaContext('leadIntake'));
+    expect(res.statusCode).toBe(503);
+    expect(res.headers?.['Retry-After']).toBe('1');
+    expect(seen('debit')).toBeLessThanOrEqual(10);
+    expect(await itemsOf('clients', t.organizationId)).toEqual([]);
+    expect((await getOrganization(deps, t.organizationId))?.walletMicros).toBe(10_000);
+    expect((await dailyUsage(deps, t.organizationId, today())).calls).toBe(0);
+  });
+});
+
+describe('a prepaid lead whose client write fails after its debit', () => {
+  it('is refunded: 500, no client, the wallet and the day’s count given back; the caller’s retry creates it and is billed once', async () => {
+    const t = await newTenant({ billing: 'prepaid', walletMicros: 10_000 });
+    const { deps, seen } = await faultyDeps({ clientPut: { times: 1, error: failure } });
+    const handler = httpAdapter(leadIntake, { deps: async () => deps });
+    const body = { name: 'Refunded Lead', email: 'refunded@example.com' };
+    const res = await handler(postEvent(t, body), lambdaContext('leadIntake'));
+    expect(res.statusCode).toBe(500);
+    expect(seen('debit')).toBe(2); // the first finds no day open (a new organization)
+    expect(seen('refund')).toBe(1);
+    expect(await itemsOf('clients', t.organizationId)).toEqual([]);
+    expect((await getOrganization(deps, t.organizationId))?.walletMicros).toBe(10_000);
+    expect(await dailyUsage(deps, t.organizationId, today())).toEqual({ calls: 0, billedMicros: 0 });
+    // Within 10 minutes: the guard names a client never written, so the retry is created, not a duplicate.
+    const retry = await handler(postEvent(t, body), lambdaContext('leadIntake'));
+    expect(retry.statusCode).toBe(201);
+    expect(await itemsOf('clients', t.organizationId, 'CLIENT#')).toHaveLength(1);
+    expect((await getOrganization(deps, t.organizationId))?.walletMicros).toBe(7_000);
+    expect(await dailyUsage(deps, t.organizationId, today())).toEqual({ calls: 1, billedMicros: 3_000 });
+  });
+
+  it('is refunded into the closed day when the day rolled over between the debit and the failure', async () => {
+    const { deps: plain } = await testStack();
+    const t = await newTenant({ billing: 'prepaid', walletMicros: 100_000 });
+    const org = await requireOrganization(plain, t.organizationId);
+    const auth = { organization: org, key: { keyId: t.keyId, name: 'test' } };
+    const at = (d: Deps, iso: string) => ({ ...d, now: () => Date.parse(iso) });
+    await createLead(at(plain, '2030-03-01T23:59:50Z'), auth, parseLead({ name: 'Early Lead' }), { requestId: 'r0' });
+    const { deps } = await faultyDeps({});
+    // The client put fails only after another lead has opened the next day (closing this one).
+    deps.doc.middlewareStack.add((next, context) => async (args) => {
+      if (context.commandName === 'PutItemCommand' && (args.input as { Item?: { first_name?: string } }).Item?.first_name === 'Late') {
+        await createLead(at(plain, '2030-03-02T00:00:01Z'), auth, parseLead({ name: 'Next Day' }), { requestId: 'r2' });
+        throw failure();
+      }
+      return next(args);
+    }, { step: 'initialize', name: 'rollThenFail' });
+    await expect(createLead(at(deps, '2030-03-01T23:59:59Z'), auth, parseLead({ name: 'Late Lead' }), { requestId: 'r1' })).rejects.toThrow('injected');
+    expect(await dailyUsage(plain, t.organizationId, '2030-03-01')).toEqual({ calls: 1, billedMicros: 3_000 });
+    expect(await dailyUsage(plain, t.organizationId, '2030-03-02')).toEqual({ calls: 1, billedMicros: 3_000 });
+    expect((await getOrganization(plain, t.organizationId))?.walletMicros).toBe(100_000 - 2 * 3_000);
+    expect((await itemsOf('clients', t.organizationId, 'CLIENT#')).map((c) => c.first_name).sort()).toEqual(['Early', 'Next']);
+  });
+
+  it('says so when the refund fails too: the wallet stays debited, LeadRefundFailed is counted and logged with the amount', async () => {
+    const t = await newTenant({ billing: 'prepaid', walletMicros: 10_000 });
+    const { deps, seen } = await faultyDeps({ clientPut: { times: 1, error: failure }, refund: { times: Infinity, error: failure } });
+    const handler = httpAdapter(leadIntake, { deps: async () => deps });
+    const added = jest.spyOn(metrics, 'addMetric');
+    const logged = jest.spyOn(logger, 'error');
+    const res = await handler(postEvent(t, { name: 'Unrefunded Lead' }), lambdaContext('leadIntake'));
+    expect(added.mock.calls.filter(([name]) => name === 'LeadRefundFailed')).toHaveLength(1);
+    expect(logged.mock.calls.some(([message, extra]) => message === 'could not refund a lead whose write failed' && (extra as { micros?: number }).micros === 3_000)).toBe(true);
+    added.mockRestore();
+    logged.mockRestore();
+    expect(res.statusCode).toBe(500);
+    expect(seen('refund')).toBeGreaterThanOrEqual(1);
+    expect(await itemsOf('clients', t.organizationId)).toEqual([]);
+    expect((await getOrganization(deps, t.organizationId))?.walletMicros).toBe(7_000);
+  });
+
+  it('is refunded when a merge fails after its debit', async () => {
+    const { deps: plain } = await testStack();
+    const t = await newTenant({ billing: 'prepaid', walletMicros: 10_000 });
+    await setDuplicatePolicy(plain, t.organizationId, 'merge');
+    const auth = { organization: await requireOrganization(plain, t.organizationId), key: { keyId: t.keyId, name: 'test' } };
+    await createLead(plain, auth, parseLead({ name: 'Mira Merge', email: 'mira@example.com' }), { requestId: 'r1' });
+    const { deps } = await faultyDeps({});
+    deps.doc.middlewareStack.add((next, context) => async (args) => {
+      if (context.commandName === 'UpdateItemCommand' && (args.input as { TableName?: string }).TableName === deps.tables.clients) throw failure();
+      return next(args);
+    }, { step: 'initialize', name: 'failMerge' });
+    await expect(createLead(deps, auth, parseLead({ name: 'Mira Merge', email: 'mira@example.com', notes: 'again' }), { requestId: 'r2' })).rejects.toThrow('injected');
+    expect((await getOrganization(plain, t.organizationId))?.walletMicros).toBe(7_000);
+    expect(await dailyUsage(plain, t.organizationId, today())).toEqual({ calls: 1, billedMicros: 3_000 });
+    const [client] = await itemsOf('clients', t.organizationId, 'CLIENT#');
+    expect(client.submission_count).toBe(1);
+  });
+});
+
+describe.each([['postpaid', {}], ['prepaid', { billing: 'prepaid' as const, walletMicros: 10_000 }]])('a %s lead whose write committed but whose answer was lost', (billing, options) => {
+  it('is a 201 with one client when the SDK retry meets its own write, and an Idempotency-Key replay returns it', async () => {
+    const t = await newTenant(options);
+    const { deps, puts } = await lostAnswerDeps();
+    const handler = httpAdapter(leadIntake, { deps: async () => deps });
+    const event = postEvent(t, { name: 'Lost Answer' });
+    event.headers['Idempotency-Key'] = `lost-${Date.now()}`;
+    const res = await handler(event, lambdaContext('leadIntake'));
+    expect(puts()).toBe(2); // the write and the SDK's retry of it
+    expect(res.statusCode).toBe(201);
+    const again = await handler({ ...event, requestContext: { ...event.requestContext, requestId: 'req-again' } }, lambdaContext('leadIntake'));
+    expect(again.statusCode).toBe(201);
+    expect(JSON.parse(again.body).id).toBe(JSON.parse(res.body).id);
+    expect((await itemsOf('clients', t.organizationId)).filter((c) => c.first_name === 'Lost')).toHaveLength(1);
+    const { deps: plain } = await testStack();
+    expect(await dailyUsage(plain, t.organizationId, today())).toEqual({ calls: 1, billedMicros: billing === 'prepaid' ? 3_000 : 0 });
+  });
+});
+
+describe.each([['postpaid', {}, 0], ['prepaid', { billing: 'prepaid' as const, walletMicros: 10_000 }, 3_000]])('a %s lead whose bill committed but whose answer was lost', (_billing, options, price) => {
+  it('is billed once: the SDK’s retry meets its own guard record and the lead goes on (201, one client)', async () => {
+    const t = await newTenant(options);
+    const { deps: plain } = await testStack();
+    const { doc } = await ownDeps();
+    let bills = 0;
+    // Below the retry middleware: the SDK sees a transient network error after the bill committed, and retries it.
+    doc.middlewareStack.add((next, context) => async (args) => {
+      const input = args.input as { TableName?: string; ConditionExpression?: string };
+      if (context.commandName !== 'UpdateItemCommand' || input.TableName !== plain.tables.organizations || !input.ConditionExpression?.includes('dh')) return next(args);
+      bills += 1;
+      const answer = await next(args);
+      if (bills === 1) throw Object.assign(new Error('socket hang up'), { name: 'Error', code: 'ECONNRESET', $metadata: {} });
+      return answer;
+    }, { step: 'deserialize', name: 'loseFirstBillAnswer' });
+    const handler = httpAdapter(leadIntake, { deps: async () => ({ ...plain, doc }) });
+    // A prepaid organization's first debit opens its day first: open it, so the lost answer is the lead's debit.
+    if (price) expect((await handler(postEvent(t, { name: 'Opening Lead' }), lambdaContext('leadIntake'))).statusCode).toBe(201);
+    bills = 0;
+    const res = await handler(postEvent(t, { name: 'Lost Bill', email: 'lost.bill@example.com' }), lambdaContext('leadIntake'));
+    expect(bills).toBe(2);
+    expect(res.statusCode).toBe(201);
+    expect((await itemsOf('clients', t.organizationId, 'CLIENT#')).filter((c) => c.first_name === 'Lost')).toHaveLength(1);
+    const leads = price ? 2 : 1;
+    expect(await dailyUsage(plain, t.organizationId, today())).toEqual({ calls: leads, billedMicros: leads * price });
+    if (price) expect((await getOrganization(plain, t.organizationId))?.walletMicros).toBe(10_000 - 2 * price);
+  });
+});
+
+describe('usage counters', () => {
+  it('close a prepaid day into its usage item when the next day’s first lead arrives', async () => {
+    const { deps } = await testStack();
+    const t = await newTenant({ billing: 'prepaid', walletMicros: 100_000 });
+    const org = await requireOrganization(deps, t.organizationId);
+    const auth = { organization: org, key: { keyId: t.keyId, name: 'test' } };
+    const at = (iso: string) => ({ ...deps, now: () => Date.parse(iso) });
+    // Five different leads: the same one again within 10 minutes would be a double-submit (docs/leads.md).
+    const lead = (n: number) => parseLead({ name: 'Day Lead', notes: `lead ${n}` });
+    await createLead(at('2030-01-01T23:59:58Z'), auth, lead(1), { requestId: 'r1' });
+    await createLead(at('2030-01-01T23:59:59Z'), auth, lead(2), { requestId: 'r2' });
+    await Promise.all([1, 2, 3].map((i) => createLead(at(`2030-01-02T00:00:0${i}Z`), auth, lead(i + 2), { requestId: `r${i + 2}` })));
+    expect(await dailyUsage(deps, t.organizationId, '2030-01-01')).toEqual({ calls: 2, billedMicros: 6_000 });
+    expect(await dailyUsage(deps, t.organizationId, '2030-01-02')).toEqual({ calls: 3, billedMicros: 9_000 });
+    expect((await getOrganization(deps, t.organizationId))?.walletMicros).toBe(100_000 - 5 * 3_000);
+    expect(await itemsOf('clients', t.organizationId)).toHaveLength(5);
+  });
+
+  it('move an older organization’s index keys off its item, so later debits write no index', async () => {
+    const { deps } = await testStack();
+    const t = await newTenant({ billing: 'prepaid', walletMicros: 100_000 });
+    const org = await requireOrganization(deps, t.organizationId);
+    // The shape organizations had before the ORGINDEX item.
+    await deps.doc.send(new DeleteCommand({ TableName: deps.tables.organizations, Key: keys.orgIndexItem(org.id) }));
+    await deps.doc.send(new UpdateCommand({ TableName: deps.tables.organizations, Key: keys.org(org.id), UpdateExpression: 'SET gsi1pk = :p, gsi1sk = :s', ExpressionAttributeValues: { ':p': 'ORGS', ':s': `${org.createdAt}#${org.id}` } }));
+    await createLead(deps, { organization: org, key: { keyId: t.keyId, name: 'test' } }, parseLead({ name: 'Migrating Lead' }), { requestId: 'r' });
+    const { Item } = await deps.doc.send(new GetCommand({ TableName: deps.tables.organizations, Key: keys.org(org.id), ConsistentRead: true }));
+    expect(Item).not.toHaveProperty('gsi1pk');
+    expect(Item?.walletMicros).toBe(97_000);
+    expect((await listOrganizations(deps)).filter((o) => o.id === org.id)).toHaveLength(1);
+  });
+
+  it.each([['postpaid', {}, 0], ['prepaid', { billing: 'prepaid' as const, walletMicros: 10_000 }, 3_000]])('count a %s lead without a transaction (once its day is open)', async (_billing, options, billedMicros) => {
+    const { deps } = await testStack();
+    const t = await newTenant(options);
+    const { deps: watched, seen } = await faultyDeps({});
+    const handler = httpAdapter(leadIntake, { deps: async () => watched });
+    expect((await handler(postEvent(t, { name: 'First Lead' }), lambdaContext('leadIntake'))).statusCode).toBe(201);
+    const opening = seen('transaction'); // prepaid: the first lead of a day opens it
+    expect((await handler(postEvent(t, { name: 'Second Lead' }), lambdaContext('leadIntake'))).statusCode).toBe(201);
+    expect(seen('transaction')).toBe(opening);
+    expect(opening).toBeLessThanOrEqual(1);
+    expect(await dailyUsage(deps, t.organizationId, today())).toEqual({ calls: 2, billedMicros: 2 * billedMicros });
+  });
+});
