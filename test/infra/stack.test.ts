@@ -565,8 +565,8 @@ describe('the CDK stack', () => {
   const queueDimension = (name: QueueName) => [{ Name: 'QueueName', Value: { 'Fn::GetAtt': [queueRef(name), 'QueueName'] } }];
 
   it('alarms on the rate of new dead letters by cause, never on the depth (a receiver dead for days would keep it red for ever), and on the delivery failure rate and function errors', () => {
-    // No alarm on what a parking queue holds.
-    for (const queue of ['deliveryDlq', 'fanoutFailures', 'bulkDlq'] as const) {
+    // No alarm on what a parking queue holds (the bulk one aside: only a re-drive empties it, "alarms on the bulk path").
+    for (const queue of ['deliveryDlq', 'fanoutFailures'] as const) {
       expect(alarmsOf().filter((a) => JSON.stringify(a.Dimensions) === JSON.stringify(queueDimension(queue)) && a.MetricName !== 'NumberOfMessagesSent')).toEqual([]);
     }
     // Exhausted deliveries (sent there by the delivery function): a ticket per hour's worth, a page for a surge.
@@ -576,6 +576,8 @@ describe('the CDK stack', () => {
     ]);
     // Stream batches the fan-out gave up on (sent there by Lambda's on-failure destination).
     expect(alarmOn('NumberOfMessagesSent', queueDimension('fanoutFailures'))).toEqual([expect.objectContaining({ AlarmName: 'Crm-test-FanoutFailures', Statistic: 'Sum', Period: 300, Threshold: 1 })]);
+    // SQS's own moves (a redrive policy) are not in NumberOfMessagesSent: the delivery function counts the ones it sees go.
+    expect(alarmOn('DeliveriesMovedByQueue', [{ Name: 'service', Value: 'crm-integration-api' }])).toEqual([expect.objectContaining({ AlarmName: 'Crm-test-DeliveryQueueDeadLetters', Statistic: 'Sum', Period: 3600, Threshold: 1 })]);
     expect(mathOf('DeliveryFailureRate').expression).toMatch('failures / attempts');
     expect(mathOf('DeliveryFailureRate').expression).toMatch('attempts >= 50'); // no flapping on a quiet night's handful
     for (const name of Object.keys(functions) as FunctionName[]) {
@@ -584,7 +586,14 @@ describe('the CDK stack', () => {
   });
 
   it('alarms on the bulk path: a page on the first bulk dead letter (the only copy of an import\'s share) and on a bulk message 15 minutes old', () => {
-    expect(alarmOn('NumberOfMessagesSent', queueDimension('bulkDlq'))).toEqual([expect.objectContaining({ AlarmName: 'Crm-test-BulkDeadLetters', Statistic: 'Sum', Period: 300, Threshold: 1 })]);
+    // Only the redrive policy feeds the bulk DLQ, and its moves are not in NumberOfMessagesSent: its depth, which only a re-drive lowers.
+    expect(alarmOn('NumberOfMessagesSent', queueDimension('bulkDlq'))).toEqual([]);
+    expect(alarmOn('ApproximateNumberOfMessagesVisible', queueDimension('bulkDlq'))).toEqual([expect.objectContaining({
+      AlarmName: 'Crm-test-BulkDeadLetters', Statistic: 'Maximum', Period: 300, Threshold: 1, ComparisonOperator: 'GreaterThanOrEqualToThreshold', TreatMissingData: 'notBreaching',
+    })]);
+    // A failed share is a partial batch response, not a function error: the bulk fan-out counts it.
+    expect(alarmOn('BulkSharesFailed', [{ Name: 'service', Value: 'crm-integration-api' }])).toEqual([expect.objectContaining({ AlarmName: 'Crm-test-BulkSharesFailed', Statistic: 'Sum', Period: 300, Threshold: 1 })]);
+    expect(alarmNamed('BulkSharesFailed').AlarmDescription).toMatch(/^\[page\]/);
     expect(alarmOn('ApproximateAgeOfOldestMessage', queueDimension('bulkQueue'))).toEqual([expect.objectContaining({ AlarmName: 'Crm-test-BulkOldestMessageAge', Threshold: 900 })]);
     expect(alarmNamed('BulkDeadLetters').AlarmDescription).toMatch(/^\[page\]/);
   });
