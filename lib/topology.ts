@@ -71,6 +71,8 @@ export interface QueueSpec {
   retentionDays: number;
   /** Messages received this many times move to the named dead-letter queue (another entry of `queues`; a string to avoid a circular type). */
   deadLetter?: { queue: string; maxReceiveCount: number };
+  /** A working queue whose messages exist nowhere else (nothing can rebuild them): retained with the stack, like a dead-letter queue. */
+  holdsOnlyCopy?: boolean;
 }
 
 /** The delivery queues' maxReceiveCount: twice the 5 attempts, so throttles and crashes cannot spend a delivery's attempts. */
@@ -103,13 +105,18 @@ export const queues = {
     retentionDays: 14,
     deadLetter: { queue: 'deliveryDlq', maxReceiveCount: MAX_RECEIVES },
   },
-  /** Dead-letter queue of the bulk queue: shares the bulk fan-out failed to record 5 times (re-drive them to the bulk queue). */
+  /** Dead-letter queue of the bulk queue: shares the bulk fan-out failed to record 20 times (re-drive them to the bulk queue). */
   bulkDlq: { envVar: 'BULK_DLQ_URL', visibilityTimeoutSeconds: 30, retentionDays: 14 },
   /**
    * An organization's large share of a stream batch (an import), handed off by the fan-out's lane in
    * compact messages and recorded by the bulk fan-out (docs/capacity.md "Fan-out lanes"). 6 x its time-out.
+   * The only copy of those deliveries, run against a throttled partition: 20 receives (a repeat
+   * creates nothing twice), and kept with the stack like a dead-letter queue.
    */
-  bulkQueue: { envVar: 'BULK_QUEUE_URL', visibilityTimeoutSeconds: 180, retentionDays: 14, deadLetter: { queue: 'bulkDlq', maxReceiveCount: 5 } },
+  bulkQueue: {
+    envVar: 'BULK_QUEUE_URL', visibilityTimeoutSeconds: 180, retentionDays: 14, holdsOnlyCopy: true,
+    deadLetter: { queue: 'bulkDlq', maxReceiveCount: 20 },
+  },
   /** On-failure destination of the stream event sources: batches the fan-out gave up on. */
   fanoutFailures: { envVar: 'FANOUT_FAILURES_QUEUE_URL', visibilityTimeoutSeconds: 30, retentionDays: 14 },
 } satisfies Record<string, QueueSpec>;
@@ -243,8 +250,9 @@ export const functions = {
     // The messages carry the planned deliveries (endpoint ids and states): no endpoint read.
     tables: { deliveries: 'readWrite' },
     queues: { bulkQueue: 'consume', deliveryQueue: 'send' },
-    // One message (≤ 100 events) per batch; 10 at once: the importer's partition takes ~1,000 WRU/s (docs/capacity.md).
-    events: [{ kind: 'queue', queue: 'bulkQueue', batchSize: 1, maxConcurrency: 10 }],
+    // One message (≤ 100 events) per batch; 3 at once: one importer's partition takes ~1,000 WRU/s,
+    // more would only throttle each other (fair queues do not cap one group) (docs/capacity.md).
+    events: [{ kind: 'queue', queue: 'bulkQueue', batchSize: 1, maxConcurrency: 3 }],
   },
   deliverySweeper: {
     entry: 'delivery-sweeper',

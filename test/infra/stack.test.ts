@@ -797,15 +797,16 @@ describe('the bulk path: an organization\'s large share of a stream batch (docs/
       EventSourceArn: { 'Fn::GetAtt': [queueRef('bulkQueue'), 'Arn'] },
       FunctionResponseTypes: ['ReportBatchItemFailures'],
       BatchSize: 1,
-      ScalingConfig: { MaximumConcurrency: 10 },
+      ScalingConfig: { MaximumConcurrency: 3 },
     });
     expect(queues.bulkQueue.visibilityTimeoutSeconds).toBeGreaterThanOrEqual(6 * functions.bulkFanout.timeoutSeconds);
     expect(template.findResources('AWS::SQS::Queue')[queueRef('bulkQueue')].Properties).toMatchObject({
       VisibilityTimeout: queues.bulkQueue.visibilityTimeoutSeconds,
-      RedrivePolicy: { deadLetterTargetArn: { 'Fn::GetAtt': [queueRef('bulkDlq'), 'Arn'] }, maxReceiveCount: 5 },
+      RedrivePolicy: { deadLetterTargetArn: { 'Fn::GetAtt': [queueRef('bulkDlq'), 'Arn'] }, maxReceiveCount: 20 },
     });
-    // The dead-letter queue holds the only copy of the share: kept with the stack (its alarms: "alarms on the bulk path" below).
+    // Both hold the only copy of the share: kept with the stack (its alarms: "alarms on the bulk path" below).
     expect(template.findResources('AWS::SQS::Queue')[queueRef('bulkDlq')].DeletionPolicy).toBe('Retain');
+    expect(template.findResources('AWS::SQS::Queue')[queueRef('bulkQueue')].DeletionPolicy).toBe('Retain');
   });
 
   it('lets the fan-out only send to the bulk queue, and the bulk fan-out only consume it, write delivery records and send to the delivery queue: no endpoints, no CRM tables, no dead letters', () => {
@@ -821,9 +822,9 @@ describe('the bulk path: an organization\'s large share of a stream batch (docs/
   });
 
   it('reserves the bulk fan-out at least its mapping\'s maximum concurrency (a stage may set more, or 0 for none; less is refused)', () => {
-    expect(functionProps('bulkFanout').ReservedConcurrentExecutions).toBe(10);
+    expect(functionProps('bulkFanout').ReservedConcurrentExecutions).toBe(3);
     expect(functionPropsOf(build({}, { bulkReservedConcurrency: 20 }).stack, 'bulkFanout').ReservedConcurrentExecutions).toBe(20);
-    expect(() => build({}, { bulkReservedConcurrency: 5 })).toThrow(/bulkReservedConcurrency 5 is below the bulk fan-out's event sources' maximum concurrency \(10 in all\)/);
+    expect(() => build({}, { bulkReservedConcurrency: 2 })).toThrow(/bulkReservedConcurrency 2 is below the bulk fan-out's event sources' maximum concurrency \(3 in all\)/);
     expect(functionPropsOf(build({}, { bulkReservedConcurrency: 0 }).stack, 'bulkFanout').ReservedConcurrentExecutions).toBeUndefined();
   });
 });
@@ -894,10 +895,10 @@ describe('least privilege (a later grant that widens access fails here)', () => 
 });
 
 describe('recovery', () => {
-  it('retains the dead-letter and fan-out-failure queues with the stack (the only copy of what failed); the working queues go with it', () => {
+  it('retains the dead-letter and fan-out-failure queues and the bulk queue with the stack (the only copy of what failed, or of an import\'s share); the other working queues go with it', () => {
     const resources = template.findResources('AWS::SQS::Queue');
     for (const name of Object.keys(queues) as QueueName[]) {
-      const parking = !('deadLetter' in queues[name]);
+      const parking = !('deadLetter' in queues[name]) || 'holdsOnlyCopy' in queues[name];
       expect({ name, policy: resources[queueRef(name)].DeletionPolicy }).toEqual({ name, policy: parking ? 'Retain' : 'Delete' });
     }
   });
