@@ -105,7 +105,7 @@ export const queues = {
     retentionDays: 14,
     deadLetter: { queue: 'deliveryDlq', maxReceiveCount: MAX_RECEIVES },
   },
-  /** Dead-letter queue of the bulk queue: shares the bulk fan-out failed to record 20 times (re-drive them to the bulk queue). */
+  /** Dead-letter queue of the bulk queue: shares the bulk fan-out failed to record 20 times (`crm events replay-bulk` moves them back). */
   bulkDlq: { envVar: 'BULK_DLQ_URL', visibilityTimeoutSeconds: 30, retentionDays: 14 },
   /**
    * An organization's large share of a stream batch (an import), handed off by the fan-out's lane in

@@ -141,11 +141,11 @@ export class CrmAlarms extends Construct {
     this.add('page', 'DueSweepNotRunning', 'The delivery sweeper has not run for 15 minutes (its schedule rule disabled or its invoke permission gone): parked webhook retries are not being re-queued.',
       functions.deliverySweeper.metricInvocations({ period: Duration.minutes(15), statistic: 'Sum' }), { threshold: 1, below: true });
     // SQS's own moves (redrive policy) are not in a dead-letter queue's NumberOfMessagesSent: they are
-    // seen by depth (the bulk DLQ is only emptied by a re-drive) or by the consumer's own count.
+    // seen by depth (the bulk DLQ is only emptied by a replay) or by the consumer's own count.
     this.add('ticket', 'DeliveryQueueDeadLetters', 'A delivery message\'s receives kept breaking off (crashes, time-outs, throttles) until the queue moved it to the dead-letter queue: see the delivery function\'s log; its record says failed, re-drive it once the cause is fixed (docs/deploy.md).',
       serviceMetric('DeliveriesMovedByQueue', Duration.hours(1)), { threshold: 1 });
-    // The bulk queue holds the only copy of an import's share (the lane has moved past it): a dead letter is a loss until re-driven.
-    this.add('page', 'BulkDeadLetters', `The bulk dead-letter queue holds an organization's large share the bulk fan-out gave up on (${queueSpecs.bulkQueue.deadLetter.maxReceiveCount} receives): its webhooks are not recorded. Fix the cause (BulkSharesFailed, the bulk fan-out's log), then \`crm events redrive-bulk\` (docs/deploy.md).`,
+    // The bulk queue holds the only copy of an import's share (the lane has moved past it): a dead letter is a loss until replayed.
+    this.add('page', 'BulkDeadLetters', `The bulk dead-letter queue holds an organization's large share the bulk fan-out gave up on (${queueSpecs.bulkQueue.deadLetter.maxReceiveCount} receives): its webhooks are not recorded. Fix the cause (BulkSharesFailed, the bulk fan-out's log), then \`crm events replay-bulk\` (docs/deploy.md).`,
       queues.bulkDlq.metricApproximateNumberOfMessagesVisible({ period: fiveMinutes, statistic: 'Maximum' }), { threshold: 1 });
     // Reported as a partial batch response, so the invocation succeeds: bulkFanoutErrors never sees it.
     this.add('page', 'BulkSharesFailed', 'The bulk fan-out failed to record and queue an organization\'s large share (it is received again, then dead-lettered): see the bulk fan-out\'s log for the cause.',
