@@ -247,8 +247,9 @@ export const functions = {
     description: 'Records and queues the deliveries of an organization\'s large share, handed off by the event fan-out',
     timeoutSeconds: 30,
     memoryMb: 512,
-    // The messages carry the planned deliveries (endpoint ids and states): no endpoint read.
-    tables: { deliveries: 'readWrite' },
+    // The messages carry the planned deliveries (endpoint ids and states): no endpoint read. On
+    // deliveries only recordDeliveries' BatchGetItem and the records' and event items' BatchWriteItem puts.
+    tables: { deliveries: { actions: ['dynamodb:BatchGetItem', 'dynamodb:BatchWriteItem'] } },
     queues: { bulkQueue: 'consume', deliveryQueue: 'send' },
     // One message (≤ 100 events) per batch; 3 at once: one importer's partition takes ~1,000 WRU/s,
     // more would only throttle each other (fair queues do not cap one group) (docs/capacity.md).
