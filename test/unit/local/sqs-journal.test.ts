@@ -8,7 +8,7 @@ import { describe, it, expect, afterAll } from '@jest/globals';
 import { mkdtempSync, rmSync, appendFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { SQSClient, CreateQueueCommand, GetQueueAttributesCommand, SendMessageBatchCommand, ReceiveMessageCommand, DeleteMessageCommand, type Message } from '@aws-sdk/client-sqs';
+import { SQSClient, CreateQueueCommand, GetQueueAttributesCommand, SendMessageBatchCommand, ReceiveMessageCommand, DeleteMessageCommand, PurgeQueueCommand, DeleteQueueCommand, type Message } from '@aws-sdk/client-sqs';
 import { startSqsEmulator, localCredentials } from '../../../lib/local/emulators.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'crm-sqs-journal-'));
@@ -57,5 +57,23 @@ describe('a journaled local SQS', () => {
     const { Attributes } = await stack.client.send(new GetQueueAttributesCommand({ QueueUrl: stack.url, AttributeNames: ['ApproximateNumberOfMessagesDelayed'] }));
     expect(Attributes?.ApproximateNumberOfMessagesDelayed).toBe('1'); // `later`, still delayed
     await stack.stop();
+  });
+
+  it('keeps a purge and a deleted queue across a restart: their messages do not come back, and what is sent after a purge does', async () => {
+    let stack = await started();
+    await stack.client.send(new SendMessageBatchCommand({ QueueUrl: stack.url, Entries: ['p1', 'p2'].map((body, i) => ({ Id: String(i), MessageBody: body })) }));
+    await stack.client.send(new SendMessageBatchCommand({ QueueUrl: stack.dlq, Entries: [{ Id: '0', MessageBody: 'in a deleted queue' }] }));
+    await stack.client.send(new PurgeQueueCommand({ QueueUrl: stack.url }));
+    await stack.client.send(new SendMessageBatchCommand({ QueueUrl: stack.url, Entries: [{ Id: '0', MessageBody: 'after the purge' }] }));
+    await stack.client.send(new DeleteQueueCommand({ QueueUrl: stack.dlq }));
+    await stack.stop();
+
+    for (let restart = 0; restart < 2; restart++) { // the compacted journal holds the same
+      stack = await started(); // creates `dead` again, by the same name
+      const kept = await stack.receive(stack.url);
+      expect(kept.map((m) => m.Body)).toEqual(['after the purge']);
+      expect((await stack.receive(stack.dlq)).map((m) => m.Body)).not.toContain('in a deleted queue');
+      await stack.stop();
+    }
   });
 });
