@@ -10,7 +10,7 @@
  * counted from the delivery record anyway) and retention (14 days). No fsync: a killed process
  * loses nothing, a crashed machine may lose the last writes.
  */
-import { closeSync, existsSync, openSync, readFileSync, renameSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readdirSync, readFileSync, renameSync, writeFileSync, writeSync } from 'node:fs';
 
 /** What this module uses of fauxqs's message and queue (fauxqs 1.9: dist/sqs/sqsStore.js). */
 export interface JournaledMessage { messageId: string; messageGroupId?: string; [field: string]: unknown }
@@ -100,6 +100,15 @@ export class SqsJournal {
     this.lines = this.live.size;
     return openSync(this.file, 'a', 0o600);
   }
+}
+
+/**
+ * A stack folder from before the journal: DynamoDB data but no journal. Its pending deliveries'
+ * messages were in memory and are gone, so the stack queues them again once, at that start
+ * (resume-deliveries.ts); from then on the journal keeps them.
+ */
+export function journalMissingOverData(journalFile: string, dynamodbDir: string): boolean {
+  return !existsSync(journalFile) && existsSync(dynamodbDir) && readdirSync(dynamodbDir).length > 0;
 }
 
 /**

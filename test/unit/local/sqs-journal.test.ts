@@ -5,11 +5,12 @@
  * on 127.0.0.1, reached through the SQS API.
  */
 import { describe, it, expect, afterAll } from '@jest/globals';
-import { mkdtempSync, rmSync, appendFileSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, rmSync, appendFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { SQSClient, CreateQueueCommand, GetQueueAttributesCommand, SendMessageBatchCommand, ReceiveMessageCommand, DeleteMessageCommand, PurgeQueueCommand, DeleteQueueCommand, type Message } from '@aws-sdk/client-sqs';
 import { startSqsEmulator, localCredentials } from '../../../lib/local/emulators.js';
+import { journalMissingOverData } from '../../../lib/local/sqs-journal.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'crm-sqs-journal-'));
 const journal = path.join(dir, 'sqs-journal.jsonl');
@@ -75,5 +76,17 @@ describe('a journaled local SQS', () => {
       expect((await stack.receive(stack.dlq)).map((m) => m.Body)).not.toContain('in a deleted queue');
       await stack.stop();
     }
+  });
+
+  it('tells a stack folder from before the journal (tables, no journal: its pending deliveries are queued again once) from a new one and a journaled one', () => {
+    const folder = mkdtempSync(path.join(dir, 'stack-'));
+    const [file, tables] = [path.join(folder, 'sqs-journal.jsonl'), path.join(folder, 'dynamodb')];
+    expect(journalMissingOverData(file, tables)).toBe(false); // a new stack
+    mkdirSync(tables);
+    expect(journalMissingOverData(file, tables)).toBe(false); // no data yet
+    writeFileSync(path.join(tables, 'shared-local-instance.db'), '');
+    expect(journalMissingOverData(file, tables)).toBe(true); // an upgraded stack
+    writeFileSync(file, '');
+    expect(journalMissingOverData(file, tables)).toBe(false); // journaled since
   });
 });
