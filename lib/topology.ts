@@ -79,6 +79,8 @@ export interface QueueSpec {
   retentionDays: number;
   /** Messages received this many times move to the named dead-letter queue (another entry of `queues`; a string to avoid a circular type). */
   deadLetter?: { queue: string; maxReceiveCount: number };
+  /** A working queue whose messages exist nowhere else (nothing can rebuild them): retained with the stack, like a dead-letter queue. */
+  holdsOnlyCopy?: boolean;
 }
 
 /** The delivery queues' maxReceiveCount (functions/core/platform/bindings.ts). */
@@ -111,13 +113,18 @@ export const queues = {
     retentionDays: 14,
     deadLetter: { queue: 'deliveryDlq', maxReceiveCount: MAX_RECEIVES },
   },
-  /** Dead-letter queue of the bulk queue: shares the bulk fan-out failed to record 5 times (re-drive them to the bulk queue). */
+  /** Dead-letter queue of the bulk queue: shares the bulk fan-out failed to record 20 times (`crm events replay-bulk` moves them back). */
   bulkDlq: { envVar: queueEnvVars.bulkDlq, visibilityTimeoutSeconds: 30, retentionDays: 14 },
   /**
    * An organization's large share of a stream batch (an import), handed off by the fan-out's lane in
    * compact messages and recorded by the bulk fan-out (docs/capacity.md "Fan-out lanes"). 6 x its time-out.
+   * The only copy of those deliveries, run against a throttled partition: 20 receives (a repeat
+   * creates nothing twice), and kept with the stack like a dead-letter queue.
    */
-  bulkQueue: { envVar: queueEnvVars.bulkQueue, visibilityTimeoutSeconds: 180, retentionDays: 14, deadLetter: { queue: 'bulkDlq', maxReceiveCount: 5 } },
+  bulkQueue: {
+    envVar: queueEnvVars.bulkQueue, visibilityTimeoutSeconds: 180, retentionDays: 14, holdsOnlyCopy: true,
+    deadLetter: { queue: 'bulkDlq', maxReceiveCount: 20 },
+  },
   /** On-failure destination of the stream event sources: batches the fan-out gave up on. */
   fanoutFailures: { envVar: queueEnvVars.fanoutFailures, visibilityTimeoutSeconds: 30, retentionDays: 14 },
 } satisfies Record<QueueName, QueueSpec>;
@@ -246,11 +253,13 @@ export const functions = {
     description: 'Records and queues the deliveries of an organization\'s large share, handed off by the event fan-out',
     timeoutSeconds: 30,
     memoryMb: 512,
-    // The messages carry the planned deliveries (endpoint ids and states): no endpoint read.
-    tables: { deliveries: 'readWrite' },
+    // The messages carry the planned deliveries (endpoint ids and states): no endpoint read. On
+    // deliveries only recordDeliveries' BatchGetItem and the records' and event items' BatchWriteItem puts.
+    tables: { deliveries: { actions: ['dynamodb:BatchGetItem', 'dynamodb:BatchWriteItem'] } },
     queues: { bulkQueue: 'consume', deliveryQueue: 'send' },
-    // One message (≤ 100 events) per batch; 10 at once: the importer's partition takes ~1,000 WRU/s (docs/capacity.md).
-    events: [{ kind: 'queue', queue: 'bulkQueue', batchSize: 1, maxConcurrency: 10 }],
+    // One message (≤ 100 events) per batch; 3 at once: one importer's partition takes ~1,000 WRU/s,
+    // more would only throttle each other (fair queues do not cap one group) (docs/capacity.md).
+    events: [{ kind: 'queue', queue: 'bulkQueue', batchSize: 1, maxConcurrency: 3 }],
   },
   deliverySweeper: {
     entry: 'delivery-sweeper',

@@ -4,7 +4,8 @@
  * rest of their wait (their attempts are counted from their records, since their last redelivery) (a retry due later stays delayed). Those parked in
  * the due index are the sweeper's, which finds them in DynamoDB as on AWS. The queues keep their
  * messages across restarts (on AWS, and locally: lib/local/sqs-journal.ts), so this full-table scan
- * runs only after a restore, from the CLI.
+ * runs only after a restore, from the CLI, and once when a local stack from before the journal
+ * starts (stack.ts, sqs-journal.ts journalMissingOverData).
  */
 import type { Deps } from '../../functions/core/platform/deps.js';
 import { sendDeliveryMessages } from '../../functions/core/delivery/queue.js';

@@ -12,6 +12,8 @@ import { createDeps, type Deps } from '../../functions/core/platform/deps.js';
 import { parseConfig, type Config } from '../../functions/core/platform/config.js';
 import type { LocalStackInfo } from './stack-file.js';
 import { startDynamoDbLocal, startSqsEmulator, localCredentials } from './emulators.js';
+import { journalMissingOverData } from './sqs-journal.js';
+import { requeuePendingDeliveries } from './requeue-deliveries.js';
 import { provisionTopology, type Provisioned } from './provision.js';
 import { startHttpServer, type HttpHandler } from './http-server.js';
 import { startSsmStandIn } from './ssm-stand-in.js';
@@ -94,6 +96,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     const secretsManager = await startSecretStore(dir, settings.stage, running);
 
     const { deps, provisioned } = await provision(emulators, settings);
+    if (emulators.requeuePending) log(`No SQS journal yet over existing tables: ${await requeuePendingDeliveries(deps)} pending deliveries queued again (once)`);
     applyToProcessEnvironment(lambdaEnvironment({
       region: REGION,
       endpoints: { dynamodb: emulators.dynamodb, sqs: emulators.sqs, ssm: standIn.endpoint },
@@ -143,13 +146,15 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
 }
 
 /** DynamoDB Local (persisted under `dir` unless in memory) and the SQS emulator. */
-async function startEmulators(options: LocalStackOptions, dir: string, running: Running): Promise<{ dynamodb: string; isolated: boolean; sqs: string }> {
+async function startEmulators(options: LocalStackOptions, dir: string, running: Running): Promise<{ dynamodb: string; isolated: boolean; sqs: string; requeuePending: boolean }> {
+  const journal = path.join(dir, 'sqs-journal.jsonl');
+  const requeuePending = !options.inMemory && journalMissingOverData(journal, path.join(dir, 'dynamodb'));
   const dynamo = await startDynamoDbLocal({ port: options.dynamodbPort, inMemory: options.inMemory, dbPath: path.join(dir, 'dynamodb'), socketDir: dir, allowExposed: options.exposeDynamoDb });
   running.add(() => dynamo.stop());
   // Durable like SQS when the tables are (sqs-journal.ts): a killed stack loses no message.
-  const sqs = await startSqsEmulator({ port: options.sqsPort, journal: options.inMemory ? undefined : path.join(dir, 'sqs-journal.jsonl') });
+  const sqs = await startSqsEmulator({ port: options.sqsPort, journal: options.inMemory ? undefined : journal });
   running.add(() => sqs.stop());
-  return { dynamodb: dynamo.endpoint, isolated: dynamo.isolated, sqs: sqs.endpoint };
+  return { dynamodb: dynamo.endpoint, isolated: dynamo.isolated, sqs: sqs.endpoint, requeuePending };
 }
 
 /** Settings live in an SSM parameter as on AWS; the handlers read (and re-read) them from there. */

@@ -15,7 +15,7 @@ import * as sns from 'aws-cdk-lib/aws-sns';
 import { EmailSubscription, UrlSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { type FunctionName, type QueueName, type TableName } from '../topology.js';
+import { queues as queueSpecs, type FunctionName, type QueueName, type TableName } from '../topology.js';
 import { metricsNamespace, serviceName } from '../../functions/core/platform/bindings.js';
 
 /** Ready deliveries the delivery function (10 batches of 10 at a time) should have taken within minutes. */
@@ -141,9 +141,16 @@ export class CrmAlarms extends Construct {
     // A sweeper that does not run at all publishes no lag: missing invocations are the alarm here.
     this.add('page', 'DueSweepNotRunning', 'The delivery sweeper has not run for 15 minutes (its schedule rule disabled or its invoke permission gone): parked webhook retries are not being re-queued.',
       functions.deliverySweeper.metricInvocations({ period: Duration.minutes(15), statistic: 'Sum' }), { threshold: 1, below: true });
-    // The bulk queue holds the only copy of an import's share (the lane has moved past it): a dead letter is a loss until re-driven.
-    this.add('page', 'BulkDeadLetters', 'The bulk fan-out gave up on an organization\'s large share (5 receives): its webhooks are not recorded. Fix the cause (its log), then move the bulk dead-letter queue back to the bulk queue (StartMessageMoveTask; docs/deploy.md).',
-      sent('bulkDlq', fiveMinutes), { threshold: 1 });
+    // SQS's own moves (redrive policy) are not in a dead-letter queue's NumberOfMessagesSent: they are
+    // seen by depth (the bulk DLQ is only emptied by a replay) or by the consumer's own count.
+    this.add('ticket', 'DeliveryQueueDeadLetters', 'A delivery message\'s receives kept breaking off (crashes, time-outs, throttles) until the queue moved it to the dead-letter queue: see the delivery function\'s log; its record says failed, re-drive it once the cause is fixed (docs/deploy.md).',
+      serviceMetric('DeliveriesMovedByQueue', Duration.hours(1)), { threshold: 1 });
+    // The bulk queue holds the only copy of an import's share (the lane has moved past it): a dead letter is a loss until replayed.
+    this.add('page', 'BulkDeadLetters', `The bulk dead-letter queue holds an organization's large share the bulk fan-out gave up on (${queueSpecs.bulkQueue.deadLetter.maxReceiveCount} receives): its webhooks are not recorded. Fix the cause (BulkSharesFailed, the bulk fan-out's log), then \`crm events replay-bulk\` (docs/deploy.md).`,
+      queues.bulkDlq.metricApproximateNumberOfMessagesVisible({ period: fiveMinutes, statistic: 'Maximum' }), { threshold: 1 });
+    // Reported as a partial batch response, so the invocation succeeds: bulkFanoutErrors never sees it.
+    this.add('page', 'BulkSharesFailed', 'The bulk fan-out failed to record and queue an organization\'s large share (it is received again, then dead-lettered): see the bulk fan-out\'s log for the cause.',
+      serviceMetric('BulkSharesFailed', fiveMinutes), { threshold: 1 });
     this.add('page', 'BulkOldestMessageAge', 'The oldest bulk message is over 15 minutes old: an import\'s webhooks are late (the bulk fan-out is throttled, failing or not consuming).',
       queues.bulkQueue.metricApproximateAgeOfOldestMessage({ period: fiveMinutes, statistic: 'Maximum' }), { threshold: 15 * 60, above: true });
     this.add('page', 'FanoutIteratorAge', 'The fan-out is more than 5 minutes behind the table streams: events are late (records older than 24 h are lost).',

@@ -235,8 +235,8 @@ export class CrmStack extends Stack {
       encryption: sqs.QueueEncryption.SQS_MANAGED,
       enforceSSL: true,
       deadLetterQueue: dead && { queue: this.queues[dead.queue as QueueName], maxReceiveCount: dead.maxReceiveCount },
-      // A parking queue holds the only copy of what failed: it outlives the stack, like the tables.
-      removalPolicy: dead ? RemovalPolicy.DESTROY : RemovalPolicy.RETAIN,
+      // A parking queue holds the only copy of what failed (the bulk queue, of an import's share): it outlives the stack, like the tables.
+      removalPolicy: dead && !spec.holdsOnlyCopy ? RemovalPolicy.DESTROY : RemovalPolicy.RETAIN,
     });
     if (!dead) {
       Validations.of(queue).acknowledge({

@@ -315,7 +315,11 @@ export async function deliverBatch(deps: Deps, queued: QueuedDelivery[]): Promis
     } catch (error) {
       logger.error('delivery failed unexpectedly', { messageId: item.messageId, error: error as Error });
       const message = parsed[n];
-      if (message && item.receiveCount >= MAX_RECEIVES) await markDeadLettered(deps, message, item.receiveCount);
+      if (item.receiveCount >= MAX_RECEIVES) {
+        // SQS's own move is not in the dead-letter queue's NumberOfMessagesSent: this counts it (DeliveryQueueDeadLetters alarm).
+        metrics.addMetric('DeliveriesMovedByQueue', MetricUnit.Count, 1);
+        if (message) await markDeadLettered(deps, message, item.receiveCount);
+      }
       return { messageId: item.messageId, kind: 'error' };
     }
   }));

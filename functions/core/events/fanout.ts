@@ -37,7 +37,11 @@ function reportTenantMismatch(change: StreamChange, organizationId: string | und
   metrics.addMetric('TenantMismatch', MetricUnit.Count, 1);
 }
 
-/** An organization with at least this many deliveries in one batch has them handed to the bulk queue. */
+/**
+ * An organization with at least this many events in one batch has their deliveries handed to the
+ * bulk queue. Events, not deliveries: an organization with 10 endpoints would otherwise go bulk at
+ * 3 events, an ordinary burst (docs/capacity.md "Fan-out lanes").
+ */
 export const LARGE_SHARE = 25;
 
 /**
@@ -49,13 +53,17 @@ export const LARGE_SHARE = 25;
  * import's writes, and the lane keeps pace with the import.
  */
 export function shares(planned: PlannedDelivery[]): { lane: PlannedDelivery[]; bulk: PlannedDelivery[][] } {
-  const count = new Map<string, number>();
-  for (const p of planned) count.set(p.event.organization_id, (count.get(p.event.organization_id) ?? 0) + 1);
+  const events = new Map<string, Set<string>>();
+  for (const p of planned) {
+    const org = p.event.organization_id;
+    if (!events.has(org)) events.set(org, new Set());
+    events.get(org)!.add(p.event.id);
+  }
   const bulk = new Map<string, PlannedDelivery[]>();
   const lane: PlannedDelivery[] = [];
   for (const p of planned) {
     const org = p.event.organization_id;
-    if (count.get(org)! < LARGE_SHARE || !fitsBulkMessage(p.event)) lane.push(p);
+    if (events.get(org)!.size < LARGE_SHARE || !fitsBulkMessage(p.event)) lane.push(p);
     else if (bulk.has(org)) bulk.get(org)!.push(p);
     else bulk.set(org, [p]);
   }

@@ -50,7 +50,21 @@ describe('the hand-off decision: which deliveries of a batch the lane records an
   const planned = (org: string, n: number) => Array.from({ length: n }, (_, i) => ({ event: event(org, i), endpoint: { id: 'ep', enabled: true } }));
   const ids = (share: { event: { id: string } }[]) => share.map((p) => p.event.id);
 
-  it('hands off each organization with 25 or more deliveries as a share of its own, in order; everybody else’s stay in the lane, in order', () => {
+  const toEndpoints = (org: string, n: number, endpoints: number) => planned(org, n).flatMap((p) => Array.from({ length: endpoints }, (_, e) => ({ ...p, endpoint: { id: `ep_${e}`, enabled: true } })));
+
+  it('counts events, not deliveries: 5 events to 10 endpoints each (50 deliveries) stay in the lane, 30 events to one endpoint go bulk', () => {
+    const burst = toEndpoints('busy', 5, 10);
+    const { lane, bulk } = shares([...burst, ...planned('importer', 30)]);
+    expect(lane).toEqual(burst);
+    expect(bulk.map(ids)).toEqual([ids(planned('importer', 30))]);
+    // 25 events to 2 endpoints each: all 50 deliveries handed off together, each event's endpoints together.
+    const { lane: none, bulk: [share] } = shares(toEndpoints('sync', 25, 2));
+    expect(none).toEqual([]);
+    expect(share.map((p) => `${p.event.id}>${p.endpoint.id}`).slice(0, 4)).toEqual(['evt_sync_0>ep_0', 'evt_sync_0>ep_1', 'evt_sync_1>ep_0', 'evt_sync_1>ep_1']);
+    expect(share).toHaveLength(50);
+  });
+
+  it('hands off each organization with 25 or more events as a share of its own, in order; everybody else’s stay in the lane, in order', () => {
     const batch = [...planned('importer', 30), ...planned('a', 1), ...planned('b', 24), ...planned('sync', 25), ...planned('a', 2).slice(1)];
     const { lane, bulk } = shares(batch);
     expect(bulk.map(ids)).toEqual([ids(planned('importer', 30)), ids(planned('sync', 25))]);

@@ -5,11 +5,12 @@
  * on 127.0.0.1, reached through the SQS API.
  */
 import { describe, it, expect, afterAll } from '@jest/globals';
-import { mkdtempSync, rmSync, appendFileSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, rmSync, appendFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { SQSClient, CreateQueueCommand, GetQueueAttributesCommand, SendMessageBatchCommand, ReceiveMessageCommand, DeleteMessageCommand, type Message } from '@aws-sdk/client-sqs';
+import { SQSClient, CreateQueueCommand, GetQueueAttributesCommand, SendMessageBatchCommand, ReceiveMessageCommand, DeleteMessageCommand, PurgeQueueCommand, DeleteQueueCommand, type Message } from '@aws-sdk/client-sqs';
 import { startSqsEmulator, localCredentials } from '../../../lib/local/emulators.js';
+import { journalMissingOverData } from '../../../lib/local/sqs-journal.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'crm-sqs-journal-'));
 const journal = path.join(dir, 'sqs-journal.jsonl');
@@ -57,5 +58,35 @@ describe('a journaled local SQS', () => {
     const { Attributes } = await stack.client.send(new GetQueueAttributesCommand({ QueueUrl: stack.url, AttributeNames: ['ApproximateNumberOfMessagesDelayed'] }));
     expect(Attributes?.ApproximateNumberOfMessagesDelayed).toBe('1'); // `later`, still delayed
     await stack.stop();
+  });
+
+  it('keeps a purge and a deleted queue across a restart: their messages do not come back, and what is sent after a purge does', async () => {
+    let stack = await started();
+    await stack.client.send(new SendMessageBatchCommand({ QueueUrl: stack.url, Entries: ['p1', 'p2'].map((body, i) => ({ Id: String(i), MessageBody: body })) }));
+    await stack.client.send(new SendMessageBatchCommand({ QueueUrl: stack.dlq, Entries: [{ Id: '0', MessageBody: 'in a deleted queue' }] }));
+    await stack.client.send(new PurgeQueueCommand({ QueueUrl: stack.url }));
+    await stack.client.send(new SendMessageBatchCommand({ QueueUrl: stack.url, Entries: [{ Id: '0', MessageBody: 'after the purge' }] }));
+    await stack.client.send(new DeleteQueueCommand({ QueueUrl: stack.dlq }));
+    await stack.stop();
+
+    for (let restart = 0; restart < 2; restart++) { // the compacted journal holds the same
+      stack = await started(); // creates `dead` again, by the same name
+      const kept = await stack.receive(stack.url);
+      expect(kept.map((m) => m.Body)).toEqual(['after the purge']);
+      expect((await stack.receive(stack.dlq)).map((m) => m.Body)).not.toContain('in a deleted queue');
+      await stack.stop();
+    }
+  });
+
+  it('tells a stack folder from before the journal (tables, no journal: its pending deliveries are queued again once) from a new one and a journaled one', () => {
+    const folder = mkdtempSync(path.join(dir, 'stack-'));
+    const [file, tables] = [path.join(folder, 'sqs-journal.jsonl'), path.join(folder, 'dynamodb')];
+    expect(journalMissingOverData(file, tables)).toBe(false); // a new stack
+    mkdirSync(tables);
+    expect(journalMissingOverData(file, tables)).toBe(false); // no data yet
+    writeFileSync(path.join(tables, 'shared-local-instance.db'), '');
+    expect(journalMissingOverData(file, tables)).toBe(true); // an upgraded stack
+    writeFileSync(file, '');
+    expect(journalMissingOverData(file, tables)).toBe(false); // journaled since
   });
 });
