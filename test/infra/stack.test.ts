@@ -640,6 +640,13 @@ describe('the CDK stack', () => {
       .toEqual([expect.objectContaining({ Namespace: 'CrmIntegrationApi', Statistic: 'Sum', Threshold: 10, Period: 900, ComparisonOperator: 'GreaterThanOrEqualToThreshold' })]);
   });
 
+  it('alarms on LeadRefundFailed and LeadUsageCountFailed: a debit or usage count a lead intake could not put right (docs/leads.md#billing)', () => {
+    for (const metric of ['LeadRefundFailed', 'LeadUsageCountFailed']) {
+      expect(alarmOn(metric, [{ Name: 'service', Value: 'crm-integration-api' }]))
+        .toEqual([expect.objectContaining({ Namespace: 'CrmIntegrationApi', Statistic: 'Sum', Threshold: 1, Period: 300, ComparisonOperator: 'GreaterThanOrEqualToThreshold', AlarmName: `Crm-test-${metric}` })]);
+    }
+  });
+
   it('alarms on CaptchaUnavailable: publishable-key leads refused because no CAPTCHA could be verified (docs/leads.md#lead-forms-in-public-pages-publishable-keys)', () => {
     expect(alarmOn('CaptchaUnavailable', [{ Name: 'service', Value: 'crm-integration-api' }]))
       .toEqual([expect.objectContaining({ Namespace: 'CrmIntegrationApi', Statistic: 'Sum', Threshold: 1, Period: 300, ComparisonOperator: 'GreaterThanOrEqualToThreshold' })]);
