@@ -10,8 +10,9 @@
  * also carries the double-submit guard: postpaid, an ADD on the day's usage item; prepaid, the debit
  * of the wallet on the organization item, with the day's usage (a wallet that cannot pay is a 402 and
  * nothing is written). Then the client is written, one PutItem (or the merge's UpdateItem); if that
- * fails, the call is refunded (the count taken back, the wallet credited). No transaction: a debit is
- * one UpdateItem, which only conflicts with the once-a-day roll-over transaction (retried here).
+ * fails, the call is refunded (refund.ts). No transaction: a debit is one UpdateItem, which only
+ * conflicts with the once-a-day roll-over transaction (retried here). The bill's claim on its guard
+ * slot makes the steps after it safe to retry (docs/decisions.md "Lead write cost").
  */
 import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
