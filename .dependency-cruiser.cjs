@@ -47,10 +47,10 @@ module.exports = {
     },
     {
       name: 'topology-is-data',
-      comment: 'lib/topology.ts is read by the domain, the stacks and the local stack: it imports only the error shapes of its gateway answers',
+      comment: 'lib/topology.ts is read by the domain, the stacks and the local stack: it imports only the error shapes of its gateway answers, and the client fields a lead\'s trail may read (its IAM grant)',
       severity: 'error',
       from: { path: '^lib/topology[.]ts$' },
-      to: { pathNot: ['^functions/core/platform/errors[.]ts$', '^node:'], dependencyTypesNot: ['core', 'npm', 'npm-dev', 'type-only'] },
+      to: { pathNot: ['^functions/core/platform/errors[.]ts$', '^functions/core/settings/trail-fields[.]ts$', '^node:'], dependencyTypesNot: ['core', 'npm', 'npm-dev', 'type-only'] },
     },
     {
       name: 'local-knows-no-cli',

@@ -16,6 +16,7 @@ import { buildApp } from '../../lib/stacks/app.js';
 import { stages, type StageConfig } from '../../lib/stages.js';
 import { generateApiKey } from '../../functions/core/tenancy/api-keys.js';
 import type { CrmStack } from '../../lib/stacks/crm-stack.js';
+import { TRAIL_CLIENT_FIELDS } from '../../functions/core/settings/trail-fields.js';
 import {
   secrets, hasParameterChild, type SecretName,
   cors, deliveryMaxConcurrency, slowLaneMaxConcurrency, edgeAddressLimitPer5Minutes, edgeKeyLimitPerMinute, functions, gatewayResponses, mockRequestContentTypes, outputKeys, queues, routes, crossOrigin, compressionMinBytes, routeThrottle, catchAllThrottle, settingsThrottle, tables,
@@ -267,6 +268,12 @@ describe('the CDK stack', () => {
   it('lets the settings function manage keys, endpoints and deliveries, read one client by key (a lead\'s trail), but never write clients, touch work orders or idempotency records, nor consume the delivery queue', () => {
     expect(actionsOn('settingsApi', tableRef('organizations'))).toEqual(expect.arrayContaining(['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:Query']));
     expect(actionsOn('settingsApi', tableRef('clients'))).toEqual(['dynamodb:GetItem']);
+    // Only the trail's fields of a client, never its contact details (the list lead-trail.ts projects).
+    expect(conditionsOn('settingsApi', tableRef('clients'))).toEqual([{
+      'ForAllValues:StringEquals': { 'dynamodb:Attributes': ['pk', 'sk', ...TRAIL_CLIENT_FIELDS] },
+      StringEqualsIfExists: { 'dynamodb:Select': 'SPECIFIC_ATTRIBUTES' },
+    }]);
+    for (const pii of ['email', 'phone', 'address', 'sms_consent_proof', 'notes']) expect(TRAIL_CLIENT_FIELDS).not.toContain(pii);
     for (const table of ['workOrders', 'idempotency'] as const) expect(actionsOn('settingsApi', tableRef(table))).toEqual([]);
     expect(actionsOn('settingsApi', queueRef('deliveryQueue'))).toContain('sqs:SendMessage');
     expect(actionsOn('settingsApi', queueRef('deliveryQueue'))).not.toContain('sqs:ReceiveMessage');
