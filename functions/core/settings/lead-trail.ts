@@ -14,7 +14,7 @@ import { keys } from '../platform/model.js';
 import { listEndpoints } from '../delivery/endpoints.js';
 import { deliveryIdFor } from '../delivery/queue.js';
 import { deliveryStore } from '../delivery/delivery-port.js';
-import { leadEventId, submissionEventType } from '../events/lead-events.js';
+import { leadEventId, submissionEventType, submissionRequestId } from '../events/lead-events.js';
 import { summariesById } from './delivery-summaries.js';
 import { TRAIL_CLIENT_FIELDS } from './trail-fields.js';
 import { attemptViews, deliverySummary, type AttemptView, type DeliverySummaryView } from './views.js';
@@ -55,7 +55,8 @@ export async function leadTrail(deps: Deps, organizationId: string, clientId: st
   const count = Math.max(1, Number(item.submission_count) || 1, merged.length + 1);
   // A client the CRM created has no derived id for its creation (lead-events.ts): its first submission shows no event.
   const derived = (n: number) => n > 1 || item.source === 'api';
-  const eventIds = Array.from({ length: count }, (_, i) => i + 1).filter(derived).map((n) => leadEventId(organizationId, clientId, n));
+  const eventIdOf = (n: number) => leadEventId(organizationId, clientId, n, submissionRequestId(item, n));
+  const eventIds = Array.from({ length: count }, (_, i) => i + 1).filter(derived).map(eventIdOf);
   const deliveryIds = eventIds.flatMap((eventId) => endpoints.map((e) => deliveryIdFor(eventId, e.id)));
   const [events, deliveries] = await Promise.all([
     deliveryStore(deps).get(eventIds.map((id) => keys.event(organizationId, id)), { projection: ['pk', 'sk', 'eventId', 'payload'] }),
@@ -71,7 +72,7 @@ export async function leadTrail(deps: Deps, organizationId: string, clientId: st
     },
     submissions: Array.from({ length: count }, (_, i) => {
       const submission = i === 0 ? undefined : merged[i - 1];
-      const id = derived(i + 1) ? leadEventId(organizationId, clientId, i + 1) : undefined;
+      const id = derived(i + 1) ? eventIdOf(i + 1) : undefined;
       return {
         number: i + 1,
         requestId: text(submission?.request_id),
