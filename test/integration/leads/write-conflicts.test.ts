@@ -230,6 +230,23 @@ describe.each([['postpaid', {}, 0], ['prepaid', { billing: 'prepaid' as const, w
   });
 });
 
+describe('a prepaid lead whose request died after its debit, retried twice at once', () => {
+  it('is written once: one retry adopts the debit (201), the other is its double-submit (200, billed)', async () => {
+    const t = await newTenant({ billing: 'prepaid', walletMicros: 10_000 });
+    const { deps } = await faultyDeps({ clientPut: { times: 1, error: () => new Error('the process died') }, refund: { times: 1, error: failure } });
+    const handler = httpEdge(leadIntake, { deps: async () => deps });
+    const body = { name: 'Twice Retried', email: 'twice.retried@example.com' };
+    expect((await handler(postEvent(t, body), lambdaContext('leadIntake'))).statusCode).toBe(500);
+    const retries = await Promise.all([1, 2].map(() => handler(postEvent(t, body), lambdaContext('leadIntake'))));
+    expect(retries.map((r) => r.statusCode).sort()).toEqual([200, 201]);
+    const clients = await itemsOf('clients', t.organizationId, 'CLIENT#');
+    expect(clients).toHaveLength(1);
+    expect(new Set(retries.map((r) => JSON.parse(r.body).id))).toEqual(new Set([clients[0].id]));
+    expect((await getOrganization(deps, t.organizationId))?.walletMicros).toBe(10_000 - 2 * 3_000);
+    expect(await dailyUsage(deps, t.organizationId, today())).toEqual({ calls: 2, billedMicros: 6_000 });
+  });
+});
+
 describe('a prepaid refund', () => {
   it('credits the wallet once when its answer was lost and the SDK retried it', async () => {
     const t = await newTenant({ billing: 'prepaid', walletMicros: 10_000 });
