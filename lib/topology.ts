@@ -13,6 +13,7 @@ import {
 import type { RoutedFunction } from '../functions/front-door/routes.js';
 
 export type { QueueName, SecretName, TableName };
+import { TRAIL_CLIENT_FIELDS } from '../functions/core/settings/trail-fields.js';
 
 export type KeyType = 'S' | 'N';
 export interface KeySpec { name: string; type: KeyType }
@@ -146,10 +147,11 @@ export const secretName = (stage: string, name: SecretName) => `crm/${stage}/${n
  * `readFields`: Query only, projecting the table's `readableFields` alone (IAM-enforced).
  * `readUpdate`: reads, PutItem and UpdateItem (in transactions too), never DeleteItem or BatchWriteItem.
  * An object: exactly the actions named (on the table, and on one of its indexes), where the sets
- * above would give more than the job needs (Scan, BatchGetItem on PII).
+ * above would give more than the job needs (Scan, BatchGetItem on PII); with `attributes`, reads
+ * on the table that project those attributes alone (IAM-enforced).
  */
 export type TableAccess = 'read' | 'readFields' | 'readUpdate' | 'write' | 'readWrite'
-  | { actions: readonly string[]; index?: { name: string; actions: readonly string[] } };
+  | { actions: readonly string[]; index?: { name: string; actions: readonly string[] }; attributes?: readonly string[] };
 export type QueueAccess = 'send' | 'consume' | 'sendAndConsume';
 
 export type EventSourceSpec =
@@ -278,8 +280,9 @@ export const functions = {
     memoryMb: 512,
     tables: {
       organizations: 'readWrite', endpoints: 'readWrite', rateWindows: 'readWrite', deliveries: 'readWrite', requestLog: 'readWrite',
-      // A lead's trail reads one client by its key (settings/lead-trail.ts); never a query or a scan of clients.
-      clients: { actions: ['dynamodb:GetItem'] },
+      // A lead's trail reads one client by its key (settings/lead-trail.ts); never a query or a scan of
+      // clients, and only the trail's fields (never the contact details, consent proofs, addresses).
+      clients: { actions: ['dynamodb:GetItem'], attributes: ['pk', 'sk', ...TRAIL_CLIENT_FIELDS] },
     },
     // Test events and re-deliveries are queued; never the shared dead-letter queue (redeliver.ts RedeliverOptions).
     queues: { deliveryQueue: 'send' },

@@ -51,7 +51,7 @@ export function render(): string {
     '',
     '| field | meaning |',
     '|---|---|',
-    '| `id` | `evt_` + 22 characters. Derived from the change itself, so every retry, redelivery or re-read of the same change carries the same id, also sent as the `webhook-id` header. Process each id once. (A lead\'s own events, the `client.created` of a lead-endpoint client and the `client.updated` of each submission merged into a client, derive from the client and the submission\'s number rather than the stream position, so the settings page\'s trail finds them by key: docs/data-model.md "A lead\'s trail".) |',
+    '| `id` | `evt_` + 22 characters. Derived from the change itself, so every retry, redelivery or re-read of the same change carries the same id, also sent as the `webhook-id` header. Process each id once. (A lead\'s own events, the `client.created` of a lead-endpoint client and the `client.updated` of each submission merged into a client, derive from the client, the submission\'s number and a merged submission\'s request id rather than the stream position, so the settings page\'s trail finds them by key: docs/data-model.md "A lead\'s trail".) |',
     '| `type` | The canonical, dotted event name. |',
     '| `api_version` | The payload schema, a date (see [Versioning](#versioning-and-deprecation)). |',
     '| `timestamp` | When the change happened (ISO 8601, UTC), not when it was delivered: the stream record\'s time, but never earlier than the record\'s own `updated_at` (`created_at` where it has none). |',

@@ -174,6 +174,11 @@ export class CrmAlarms extends Construct {
       serviceMetric('TenantMismatch', fiveMinutes), { threshold: 1 });
     this.add('ticket', 'CaptchaUnavailable', 'A CAPTCHA could not be verified (provider down or slow, or an organization\'s secret rejected): publishable-key leads were refused with 503 (fail closed). See lead intake\'s log.',
       serviceMetric('CaptchaUnavailable', fiveMinutes), { threshold: 1 });
+    // Lead billing (docs/leads.md "Billing"): money or usage a lead intake could not put right itself.
+    this.add('ticket', 'LeadRefundFailed', 'A prepaid lead\'s client write failed and its wallet debit could not be refunded: refund by hand (lead intake log "could not refund a lead whose write failed": organization, micros, day; docs/deploy.md).',
+      serviceMetric('LeadRefundFailed', fiveMinutes), { threshold: 1 });
+    this.add('ticket', 'LeadUsageCountFailed', 'A lead\'s usage count (or its take-back) failed: the day\'s usage is off by the logged calls and micros (lead intake log; docs/deploy.md).',
+      serviceMetric('LeadUsageCountFailed', fiveMinutes), { threshold: 1 });
     for (const [name, fn] of entries(functions)) {
       const severity: Severity = pagingFunctions.includes(name) ? 'page' : 'ticket';
       this.add(severity, `${name}Errors`, `The ${name} function is failing (unhandled errors or timeouts): see its log group.`,

@@ -130,7 +130,7 @@ export class CrmFunction extends NodejsFunction {
   bindTable(table: dynamodb.Table, spec: TableSpec, access: TableAccess): this {
     if (typeof access === 'object') {
       // Exactly the actions named, on the table itself and the one index named: no `index/*` wildcard.
-      this.addToRolePolicy(new iam.PolicyStatement({ actions: [...access.actions], resources: [table.tableArn] }));
+      this.addToRolePolicy(new iam.PolicyStatement({ actions: [...access.actions], resources: [table.tableArn], ...(access.attributes ? { conditions: projecting(access.attributes, 'StringEqualsIfExists') } : {}) }));
       if (access.index) this.addToRolePolicy(new iam.PolicyStatement({ actions: [...access.index.actions], resources: [`${table.tableArn}/index/${access.index.name}`] }));
       this.addEnvironment(spec.envVar, table.tableName);
       return this;
@@ -160,10 +160,7 @@ export class CrmFunction extends NodejsFunction {
     if (!spec.readableFields?.length) throw new Error(`${spec.envVar}: a readFields grant needs the table's readableFields`);
     this.addToRolePolicy(new iam.PolicyStatement({
       actions: ['dynamodb:Query'], resources: [table.tableArn],
-      conditions: {
-        'ForAllValues:StringEquals': { 'dynamodb:Attributes': [...spec.readableFields] },
-        StringEquals: { 'dynamodb:Select': 'SPECIFIC_ATTRIBUTES' },
-      },
+      conditions: projecting(spec.readableFields, 'StringEquals'),
     }));
     this.addEnvironment(spec.envVar, table.tableName);
     return this;
@@ -186,4 +183,18 @@ export class CrmFunction extends NodejsFunction {
     this.addEnvironment(spec.envVar, queue.queueUrl);
     return this;
   }
+}
+
+/**
+ * IAM conditions letting a read project `attributes` alone: every attribute asked for is listed, and
+ * `dynamodb:Select` is SPECIFIC_ATTRIBUTES. A Query always carries Select (`StringEquals`: without it,
+ * it would read whole items). GetItem has no Select parameter: AWS's documented policy for attribute
+ * reads by GetItem uses `StringEqualsIfExists` (IAM User Guide, "Amazon DynamoDB: Allows access to
+ * specific attributes").
+ */
+function projecting(attributes: readonly string[], select: 'StringEquals' | 'StringEqualsIfExists') {
+  return {
+    'ForAllValues:StringEquals': { 'dynamodb:Attributes': [...attributes] },
+    [select]: { 'dynamodb:Select': 'SPECIFIC_ATTRIBUTES' },
+  };
 }

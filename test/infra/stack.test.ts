@@ -16,6 +16,7 @@ import { buildApp } from '../../lib/stacks/app.js';
 import { stages, type StageConfig } from '../../lib/stages.js';
 import { generateApiKey } from '../../functions/core/tenancy/api-keys.js';
 import type { CrmStack } from '../../lib/stacks/crm-stack.js';
+import { TRAIL_CLIENT_FIELDS } from '../../functions/core/settings/trail-fields.js';
 import { secrets, type SecretName, deliveryMaxConcurrency, slowLaneMaxConcurrency, functions, outputKeys, queues, tables, type FunctionName, type QueueName, type TableAccess, type TableName } from '../../lib/topology.js';
 import { hasParameterChild, routes, crossOrigin, routeThrottle, catchAllThrottle, settingsThrottle } from '../../functions/front-door/routes.js';
 import { cors } from '../../functions/core/intake/cors.js';
@@ -267,6 +268,12 @@ describe('the CDK stack', () => {
   it('lets the settings function manage keys, endpoints and deliveries, read one client by key (a lead\'s trail), but never write clients, touch work orders or idempotency records, nor consume the delivery queue', () => {
     expect(actionsOn('settingsApi', tableRef('organizations'))).toEqual(expect.arrayContaining(['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:Query']));
     expect(actionsOn('settingsApi', tableRef('clients'))).toEqual(['dynamodb:GetItem']);
+    // Only the trail's fields of a client, never its contact details (the list lead-trail.ts projects).
+    expect(conditionsOn('settingsApi', tableRef('clients'))).toEqual([{
+      'ForAllValues:StringEquals': { 'dynamodb:Attributes': ['pk', 'sk', ...TRAIL_CLIENT_FIELDS] },
+      StringEqualsIfExists: { 'dynamodb:Select': 'SPECIFIC_ATTRIBUTES' },
+    }]);
+    for (const pii of ['email', 'phone', 'address', 'sms_consent_proof', 'notes']) expect(TRAIL_CLIENT_FIELDS).not.toContain(pii);
     for (const table of ['workOrders', 'idempotency'] as const) expect(actionsOn('settingsApi', tableRef(table))).toEqual([]);
     expect(actionsOn('settingsApi', queueRef('deliveryQueue'))).toContain('sqs:SendMessage');
     expect(actionsOn('settingsApi', queueRef('deliveryQueue'))).not.toContain('sqs:ReceiveMessage');
@@ -647,6 +654,13 @@ describe('the CDK stack', () => {
     // Open circuits (docs/architecture.md#fair-delivery): many endpoints opening at once is more likely our egress than their receivers.
     expect(alarmOn('CircuitOpened', [{ Name: 'service', Value: 'crm-integration-api' }]))
       .toEqual([expect.objectContaining({ Namespace: 'CrmIntegrationApi', Statistic: 'Sum', Threshold: 10, Period: 900, ComparisonOperator: 'GreaterThanOrEqualToThreshold' })]);
+  });
+
+  it('alarms on LeadRefundFailed and LeadUsageCountFailed: a debit or usage count a lead intake could not put right (docs/leads.md#billing)', () => {
+    for (const metric of ['LeadRefundFailed', 'LeadUsageCountFailed']) {
+      expect(alarmOn(metric, [{ Name: 'service', Value: 'crm-integration-api' }]))
+        .toEqual([expect.objectContaining({ Namespace: 'CrmIntegrationApi', Statistic: 'Sum', Threshold: 1, Period: 300, ComparisonOperator: 'GreaterThanOrEqualToThreshold', AlarmName: `Crm-test-${metric}` })]);
+    }
   });
 
   it('alarms on CaptchaUnavailable: publishable-key leads refused because no CAPTCHA could be verified (docs/leads.md#lead-forms-in-public-pages-publishable-keys)', () => {

@@ -11,7 +11,7 @@ import { API_VERSION } from './catalog.js';
 import type { EventType } from '../delivery/subscriptions.js';
 import { isEntity, toPublic, type Entity } from './public-objects.js';
 import type { Item, StreamChange } from './stream-changes.js';
-import { leadEventId, submissionEventType, submissionOf } from './lead-events.js';
+import { leadEventId, submissionEventType, submissionOf, submissionRequestId } from './lead-events.js';
 
 type Kind = Exclude<StreamChange['kind'], 'expire'>;
 
@@ -138,7 +138,7 @@ export function derive(change: StreamChange): Derivation {
   // A lead's submission: an id the settings trail derives from the client (lead-events.ts).
   const submission = submissionOf(kind, oldItem, newItem);
   const idOf = (type: EventType) => (submission !== undefined && type === submissionEventType(submission)
-    ? leadEventId(organizationId, newItem!.id as string, submission) : eventIdFor(change, type));
+    ? leadEventId(organizationId, newItem!.id as string, submission, submissionRequestId(newItem!, submission)) : eventIdFor(change, type));
   return {
     events: rules[entity]({ kind, before, after }).map(({ type, previous }) => ({
       id: idOf(type),

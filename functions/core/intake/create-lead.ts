@@ -10,8 +10,9 @@
  * also carries the double-submit guard: postpaid, an ADD on the day's usage item; prepaid, the debit
  * of the wallet on the organization item, with the day's usage (a wallet that cannot pay is a 402 and
  * nothing is written). Then the client is written, one PutItem (or the merge's UpdateItem); if that
- * fails, the call is refunded (the count taken back, the wallet credited). No transaction: a debit is
- * one UpdateItem, which only conflicts with the once-a-day roll-over transaction (retried here).
+ * fails, the call is refunded (refund.ts). No transaction: a debit is one UpdateItem, which only
+ * conflicts with the once-a-day roll-over transaction (retried here). The bill's claim on its guard
+ * slot makes the steps after it safe to retry (docs/decisions.md "Lead write cost").
  */
 import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
@@ -21,7 +22,11 @@ import type { Deps } from '../platform/deps.js';
 import { DomainError, paymentRequired } from '../platform/errors.js';
 import { newId, newTimeOrderedId } from '../platform/ids.js';
 import { keys, type AuthContext } from '../platform/model.js';
-import { clientExists, findEarlierClient, guardClause, guardedClient, matchKeyOf, ownGuard, submissionGuard, type SubmissionGuard } from './duplicates.js';
+import {
+  adoptClause, adoptedToken, claimState, clientExists, findEarlierClient, guardClause, guardedClient, matchKeyOf, ownGuard, submissionGuard,
+  type GuardedSubmission, type SubmissionGuard,
+} from './duplicates.js';
+import { refund } from './refund.js';
 import { logger, metrics } from '../platform/observability.js';
 import type { Client } from '../platform/crm-fields.js';
 import type { LeadInput } from './lead-schema.js';
@@ -82,7 +87,8 @@ export async function createLead(deps: Deps, auth: AuthContext, input: LeadInput
   const price = priceOf(deps, auth);
   const day = client.created_at.slice(0, 10);
   const created = createWrite(deps, client);
-  const guarded: Guarded = { guard, targetId: merging ?? client.id, now };
+  // The claim's token is the fresh client id, unique to this request even when it merges.
+  const guarded: Guarded = { guard, targetId: merging ?? client.id, token: client.id, now };
   // Not merged after all: gone (deleted meanwhile) is a new client; full (or too large) a new one flagged as its duplicate.
   const instead = (result: 'gone' | 'full') => {
     metrics.addMetric(result === 'gone' ? 'MergeTargetGone' : 'MergeTargetFull', MetricUnit.Count, 1);
@@ -91,19 +97,19 @@ export async function createLead(deps: Deps, auth: AuthContext, input: LeadInput
   };
 
   const billed = await bill(deps, org.id, price, day, client.id, guarded);
-  if ('duplicateOf' in billed) return duplicateOf(deps, auth, input, meta, billed.duplicateOf);
+  if ('duplicateOf' in billed) return duplicateOf(deps, auth, input, meta, billed.duplicateOf, { guard, client, day });
   try {
     if (merging) {
       const result = await mergeOnce(deps, mergeWrite(deps, org.id, merging, input, submissionOf(auth, input, meta, client.created_at)));
       if (result === 'merged') return merged(merging)!;
       const other = instead(result);
-      await putOnce(deps, other.write.Put, other.token);
+      await putOnce(deps, other.write.Put);
       return { kind: 'created', client: other.client };
     }
-    await putOnce(deps, created.write.Put, created.token);
+    await putOnce(deps, created.write.Put);
   } catch (error) {
     // Billed before the write (for the guard): a call that failed is not billed.
-    await refund(deps, org.id, price, billed.day, client.id);
+    await refund(deps, { orgId: org.id, price, day: billed.day, clientId: client.id }, { guard, token: client.id });
     throw error;
   }
   return { kind: 'created', client };
@@ -118,36 +124,87 @@ const merged = (clientId: string | undefined): LeadOutcome | undefined => {
 };
 
 /** A submission's guard and the client it records (duplicates.ts). */
-interface Guarded { guard: SubmissionGuard; targetId: string; now: number }
+interface Guarded { guard: SubmissionGuard; targetId: string; token: string; now: number }
 
-/** The repeat of a submission of the last 10 minutes: billed as a call; answered as that submission's client while it exists. */
-async function duplicateOf(deps: Deps, auth: AuthContext, input: LeadInput, meta: RequestMeta, clientId: string): Promise<LeadOutcome> {
+/** What a repeated submission's request would have created: its guard, its new client, the day it is billed in. */
+interface Repeat { guard: SubmissionGuard; client: Client<'lead', 'api'>; day: string }
+
+/**
+ * The repeat of a submission of the last 10 minutes: billed as a call; answered as that submission's
+ * client while it exists. When it does not, and the first request's claim is still held, that request
+ * was billed but died before writing its client: this one adopts the claim and writes that client,
+ * not billed again (docs/leads.md "Billing"). A released claim (refunded) makes a new client, billed.
+ */
+async function duplicateOf(deps: Deps, auth: AuthContext, input: LeadInput, meta: RequestMeta, first: GuardedSubmission, repeat: Repeat): Promise<LeadOutcome> {
   const org = auth.organization;
+  const price = priceOf(deps, auth);
   metrics.addMetric('DoubleSubmits', MetricUnit.Count, 1);
-  // Its first submission failed after claiming the guard (postpaid: the usage is counted first): this one takes its place, unguarded.
-  if (!await clientExists(deps, org.id, clientId)) return createUnguarded(deps, auth, input, meta);
-  await bill(deps, org.id, priceOf(deps, auth), new Date(deps.now()).toISOString().slice(0, 10), clientId);
-  return { kind: 'duplicate', clientId };
+  if (!await clientExists(deps, org.id, first.clientId)) {
+    // Only a new client's claim (a merge's names its earlier client, which was deleted).
+    const adopted = first.token === first.clientId ? await adopt(deps, org.id, price, repeat, first.token) : 'released';
+    if (adopted === 'adopted') return createAdopted(deps, org.id, price, repeat, first.token!);
+    if (adopted === 'released') return createUnguarded(deps, auth, input, meta);
+    // Another retry adopted it: a duplicate of the client it writes.
+  }
+  await bill(deps, org.id, price, new Date(deps.now()).toISOString().slice(0, 10), first.clientId);
+  return { kind: 'duplicate', clientId: first.clientId };
+}
+
+/** Takes over the claim `token` for the repeat (its own client id names it), unless it was refunded (`released`) or adopted by another. */
+async function adopt(deps: Deps, orgId: string, price: number, repeat: Repeat, token: string): Promise<'adopted' | 'released' | 'other'> {
+  const clause = adoptClause(repeat.guard, token, repeat.client.id);
+  try {
+    await deps.doc.send(new UpdateCommand({
+      TableName: deps.tables.organizations,
+      Key: price > 0 ? keys.org(orgId) : keys.usage(orgId, repeat.day),
+      UpdateExpression: `SET ${clause.set}`,
+      ConditionExpression: clause.condition,
+      ExpressionAttributeValues: clause.values,
+      ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+    }));
+    return 'adopted';
+  } catch (error) {
+    if (!(error instanceof ConditionalCheckFailedException)) throw error;
+    const state = claimState(error.Item, repeat.guard, token);
+    // The SDK's retry of this adoption, its answer lost: adopted by this request.
+    if (state === 'adopted') return error.Item?.[`dr${repeat.guard.slot}`]?.S === adoptedToken(token, repeat.client.id) ? 'adopted' : 'other';
+    // Released (refunded), or taken by another submission (the first request's refund then credits without the slot): bill this one.
+    return 'released';
+  }
+}
+
+/** The client a request that died after its bill never wrote, written under its id by the caller's retry, paid by that bill. */
+async function createAdopted(deps: Deps, orgId: string, price: number, repeat: Repeat, clientId: string): Promise<LeadOutcome> {
+  const client = { ...repeat.client, id: clientId };
+  try {
+    await putOnce(deps, createWrite(deps, client).write.Put);
+  } catch (error) {
+    await refund(deps, { orgId, price, day: repeat.day, clientId }, { guard: repeat.guard, token: adoptedToken(clientId, repeat.client.id) });
+    throw error;
+  }
+  metrics.addMetric('LeadsAdopted', MetricUnit.Count, 1);
+  logger.warn('wrote the client of a lead billed by a request that did not write it', { organizationId: orgId, clientId });
+  return { kind: 'created', client };
 }
 
 /** A new client without the guard, counted and billed as a call. */
 async function createUnguarded(deps: Deps, auth: AuthContext, input: LeadInput, meta: RequestMeta): Promise<LeadOutcome> {
   const org = auth.organization;
   const client = newLeadClient(deps, auth, input, meta);
-  const { write, token } = createWrite(deps, client);
+  const { write } = createWrite(deps, client);
   const price = priceOf(deps, auth);
   const { day } = await bill(deps, org.id, price, client.created_at.slice(0, 10), client.id) as { day: string };
   try {
-    await putOnce(deps, write.Put, token);
+    await putOnce(deps, write.Put);
   } catch (error) {
-    await refund(deps, org.id, price, day, client.id);
+    await refund(deps, { orgId: org.id, price, day, clientId: client.id });
     throw error;
   }
   return { kind: 'created', client };
 }
 
-/** The put of a new client; `token`, its notification's id, tells a retried put's own item (putOnce). */
-function createWrite(deps: Deps, client: Client<'lead', 'api'>): { write: { Put: NonNullable<PutCommand['input']> }; token: string } {
+/** The put of a new client. */
+function createWrite(deps: Deps, client: Client<'lead', 'api'>): { write: { Put: NonNullable<PutCommand['input']> } } {
   const name = [client.first_name, client.last_name].filter(Boolean).join(' ');
   const notification = { id: newId('ntf'), type: 'lead.created', title: `New lead: ${name}`, createdAt: client.created_at };
   const matchKey = matchKeyOf(client.organization_id, client);
@@ -160,22 +217,22 @@ function createWrite(deps: Deps, client: Client<'lead', 'api'>): { write: { Put:
     // The team notification is part of the client item: one write, so never one without the other.
     notification,
   };
-  return { write: { Put: { TableName: deps.tables.clients, Item: item, ConditionExpression: 'attribute_not_exists(pk)' } }, token: notification.id };
+  return { write: { Put: { TableName: deps.tables.clients, Item: item, ConditionExpression: 'attribute_not_exists(pk)' } } };
 }
 
 /**
- * The postpaid client write. When the SDK retries a put that committed but whose answer was lost,
- * the retry fails its own condition: the item is then this request's (the id is fresh and random;
- * the notification id, also fresh, proves it), so it is a success, not a 500 that would release the
- * Idempotency-Key and let the caller's retry create the lead a second time.
+ * A new client's write. Its id is fresh and random, known only to this request and, through its
+ * claim, to a retry of the caller that adopted it (duplicateOf): an item already there is this lead's
+ * own, written by the SDK's retry of a put whose answer was lost or by that retry. So a failed
+ * condition is a success, not a 500 that would refund the debit the client was paid with, or release
+ * the Idempotency-Key and let the caller's retry create the lead a second time.
  */
-async function putOnce(deps: Deps, put: PutCommand['input'], token: string): Promise<void> {
+async function putOnce(deps: Deps, put: PutCommand['input']): Promise<void> {
   try {
-    await deps.doc.send(new PutCommand({ ...put, ReturnValuesOnConditionCheckFailure: 'ALL_OLD' }));
+    await deps.doc.send(new PutCommand(put));
   } catch (error) {
-    const old = error instanceof ConditionalCheckFailedException ? error.Item : undefined;
-    if (old?.notification?.M?.id?.S !== token) throw error;
-    logger.info('lead write retried after a lost answer; the first write stands', { clientId: put.Item?.id as string });
+    if (!(error instanceof ConditionalCheckFailedException)) throw error;
+    logger.info('lead already written under its id (a retried write); it stands', { clientId: put.Item?.id as string });
   }
 }
 
@@ -184,24 +241,24 @@ async function putOnce(deps: Deps, put: PutCommand['input'], token: string): Pro
  * on the submission not repeating one of the last 10 minutes (whose client is then returned). A
  * failure other than that is logged, not answered: the lead goes on without the guard.
  */
-async function countUsage(deps: Deps, orgId: string, day: string, clientId: string, guarded?: Guarded, calls = 1): Promise<string | undefined> {
-  const guard = guarded && guardClause(guarded.guard, guarded.targetId, guarded.now);
+async function countUsage(deps: Deps, orgId: string, day: string, clientId: string, guarded?: Guarded): Promise<GuardedSubmission | undefined> {
+  const guard = guarded && guardClause(guarded.guard, guarded.targetId, guarded.token, guarded.now);
   try {
     await deps.doc.send(new UpdateCommand({
       TableName: deps.tables.organizations,
       Key: keys.usage(orgId, day),
       UpdateExpression: `ADD calls :one, billed_micros :zero SET entity = :entity${guard ? `, ${guard.set}` : ''}`,
       ...(guard ? { ConditionExpression: guard.condition, ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const } : {}),
-      ExpressionAttributeValues: { ':one': calls, ':zero': 0, ':entity': 'usage', ...guard?.values },
+      ExpressionAttributeValues: { ':one': 1, ':zero': 0, ':entity': 'usage', ...guard?.values },
     }));
   } catch (error) {
     if (guarded && error instanceof ConditionalCheckFailedException) {
-      if (ownGuard(error.Item, guarded.guard, guarded.targetId, guarded.now)) return undefined; // counted by the first attempt
+      if (ownGuard(error.Item, guarded.guard, guarded.token)) return undefined; // counted by the first attempt
       return guardedClient(error.Item, guarded.guard, guarded.now);
     }
-    // The lead goes on unbilled (or, taking a count back, stays billed): an alarm's metric.
+    // The lead goes on unbilled: an alarm's metric.
     metrics.addMetric('LeadUsageCountFailed', MetricUnit.Count, 1);
-    logger.error('could not count usage of a lead', { organizationId: orgId, clientId, error: (error as Error).name });
+    logger.error('could not count usage of a lead', { organizationId: orgId, clientId, day, calls: 1, error: (error as Error).name });
   }
   return undefined;
 }
@@ -210,7 +267,7 @@ async function countUsage(deps: Deps, orgId: string, day: string, clientId: stri
  * Bills a call before its write: postpaid, counts it (countUsage); prepaid (`price` > 0), debits it.
  * Answers the day it was counted in, or the client the guarded submission repeats.
  */
-async function bill(deps: Deps, orgId: string, price: number, day: string, clientId: string, guarded?: Guarded): Promise<{ day: string } | { duplicateOf: string }> {
+async function bill(deps: Deps, orgId: string, price: number, day: string, clientId: string, guarded?: Guarded): Promise<{ day: string } | { duplicateOf: GuardedSubmission }> {
   if (price > 0) return debit(deps, orgId, price, day, guarded);
   const repeated = await countUsage(deps, orgId, day, clientId, guarded);
   return repeated ? { duplicateOf: repeated } : { day };
@@ -222,9 +279,9 @@ async function bill(deps: Deps, orgId: string, price: number, day: string, clien
  * day's counters are conditioned on usageDay, so the first lead of a day closes the previous day
  * first (openUsageDay). A wallet that cannot pay is a 402, with nothing written.
  */
-async function debit(deps: Deps, orgId: string, price: number, today: string, guarded?: Guarded): Promise<{ day: string } | { duplicateOf: string }> {
+async function debit(deps: Deps, orgId: string, price: number, today: string, guarded?: Guarded): Promise<{ day: string } | { duplicateOf: GuardedSubmission }> {
   let day = today;
-  const guard = guarded && guardClause(guarded.guard, guarded.targetId, guarded.now);
+  const guard = guarded && guardClause(guarded.guard, guarded.targetId, guarded.token, guarded.now);
   for (let attempt = 1; ; attempt++) {
     try {
       await deps.doc.send(new UpdateCommand({
@@ -240,7 +297,7 @@ async function debit(deps: Deps, orgId: string, price: number, today: string, gu
       if (error instanceof ConditionalCheckFailedException && error.Item) {
         const old = error.Item;
         // The SDK's retry of a debit whose first attempt committed (its answer lost): debited once.
-        if (guarded && ownGuard(old, guarded.guard, guarded.targetId, guarded.now)) return { day };
+        if (guarded && ownGuard(old, guarded.guard, guarded.token)) return { day };
         const repeated = guarded && guardedClient(old, guarded.guard, guarded.now);
         if (repeated) return { duplicateOf: repeated };
         if (Number(old.walletMicros?.N ?? 0) < price) {
@@ -264,43 +321,6 @@ async function debit(deps: Deps, orgId: string, price: number, today: string, gu
         throw new DomainError(503, 'busy', 'Service unavailable', 'Too many concurrent writes for this organization; retry shortly.', { headers: { 'Retry-After': '1' } });
       }
     }
-  }
-}
-
-/**
- * Gives back a call billed for a write that then failed: postpaid, the count taken back; prepaid,
- * the wallet credited and the day's count taken back where it now lies (the organization item, or
- * the day's usage item once the day was closed). Never throws: a refund that cannot be written is
- * logged with its amount and counted (`LeadRefundFailed`), for a hand refund.
- */
-async function refund(deps: Deps, orgId: string, price: number, day: string, clientId: string): Promise<void> {
-  if (price === 0) {
-    await countUsage(deps, orgId, day, clientId, undefined, -1);
-    return;
-  }
-  const credit = (condition: boolean) => deps.doc.send(new UpdateCommand({
-    TableName: deps.tables.organizations,
-    Key: keys.org(orgId),
-    UpdateExpression: `SET walletMicros = walletMicros + :price${condition ? ' ADD usageCalls :minusOne, usageBilledMicros :minusPrice' : ''}`,
-    ...(condition ? { ConditionExpression: 'usageDay = :day', ExpressionAttributeValues: { ':price': price, ':minusOne': -1, ':minusPrice': -price, ':day': day } } : { ExpressionAttributeValues: { ':price': price } }),
-  }));
-  try {
-    try {
-      await credit(true);
-    } catch (error) {
-      if (!(error instanceof ConditionalCheckFailedException)) throw error;
-      // The day was closed meanwhile: its counts moved to its usage item.
-      await credit(false);
-      await deps.doc.send(new UpdateCommand({
-        TableName: deps.tables.organizations,
-        Key: keys.usage(orgId, day),
-        UpdateExpression: 'ADD calls :minusOne, billed_micros :minusPrice',
-        ExpressionAttributeValues: { ':minusOne': -1, ':minusPrice': -price },
-      }));
-    }
-  } catch (error) {
-    metrics.addMetric('LeadRefundFailed', MetricUnit.Count, 1);
-    logger.error('could not refund a lead whose write failed', { organizationId: orgId, clientId, micros: price, day, error: (error as Error).name });
   }
 }
 

@@ -14,12 +14,11 @@ import { keys } from '../platform/model.js';
 import { listEndpoints } from '../delivery/endpoints.js';
 import { deliveryIdFor } from '../delivery/queue.js';
 import { deliveryStore } from '../delivery/delivery-port.js';
-import { leadEventId, submissionEventType } from '../events/lead-events.js';
+import { leadEventId, submissionEventType, submissionRequestId } from '../events/lead-events.js';
 import { summariesById } from './delivery-summaries.js';
+import { TRAIL_CLIENT_FIELDS } from './trail-fields.js';
 import { attemptViews, deliverySummary, type AttemptView, type DeliverySummaryView } from './views.js';
 
-/** What the trail shows of the client: who and where it came from, never its contact details. */
-const CLIENT_FIELDS = ['id', 'status', 'source', 'first_name', 'last_name', 'created_at', 'possible_duplicate_of', 'submission_count', 'submissions'];
 
 export interface TrailSubmission {
   /** 1: the request that created the client; 2…: those merged into it, oldest first. */
@@ -45,7 +44,8 @@ const CLIENT_ID = /^cli_[A-Za-z0-9]{1,64}$/;
 export async function leadTrail(deps: Deps, organizationId: string, clientId: string): Promise<LeadTrail> {
   if (!CLIENT_ID.test(clientId)) throw notFound(`No client ${clientId}.`);
   // The key is the organization's: another organization's client is not found, like one that does not exist.
-  const names = Object.fromEntries(CLIENT_FIELDS.map((f, i) => [`#f${i}`, f]));
+  // Only these may be read (IAM: lib/topology.ts); a GetItem without the projection is denied.
+  const names = Object.fromEntries(TRAIL_CLIENT_FIELDS.map((f, i) => [`#f${i}`, f]));
   const [{ Item: item }, endpoints] = await Promise.all([
     deps.doc.send(new GetCommand({ TableName: deps.tables.clients, Key: keys.client(organizationId, clientId), ProjectionExpression: Object.keys(names).join(', '), ExpressionAttributeNames: names })),
     listEndpoints(deps, organizationId),
@@ -55,7 +55,8 @@ export async function leadTrail(deps: Deps, organizationId: string, clientId: st
   const count = Math.max(1, Number(item.submission_count) || 1, merged.length + 1);
   // A client the CRM created has no derived id for its creation (lead-events.ts): its first submission shows no event.
   const derived = (n: number) => n > 1 || item.source === 'api';
-  const eventIds = Array.from({ length: count }, (_, i) => i + 1).filter(derived).map((n) => leadEventId(organizationId, clientId, n));
+  const eventIdOf = (n: number) => leadEventId(organizationId, clientId, n, submissionRequestId(item, n));
+  const eventIds = Array.from({ length: count }, (_, i) => i + 1).filter(derived).map(eventIdOf);
   const deliveryIds = eventIds.flatMap((eventId) => endpoints.map((e) => deliveryIdFor(eventId, e.id)));
   const [events, deliveries] = await Promise.all([
     deliveryStore(deps).get(eventIds.map((id) => keys.event(organizationId, id)), { projection: ['pk', 'sk', 'eventId', 'payload'] }),
@@ -71,7 +72,7 @@ export async function leadTrail(deps: Deps, organizationId: string, clientId: st
     },
     submissions: Array.from({ length: count }, (_, i) => {
       const submission = i === 0 ? undefined : merged[i - 1];
-      const id = derived(i + 1) ? leadEventId(organizationId, clientId, i + 1) : undefined;
+      const id = derived(i + 1) ? eventIdOf(i + 1) : undefined;
       return {
         number: i + 1,
         requestId: text(submission?.request_id),

@@ -18,6 +18,7 @@ import { createLead } from '../../../functions/core/intake/create-lead.js';
 import { parseLead } from '../../../functions/core/intake/lead-schema.js';
 import { dailyUsage, getOrganization, listOrganizations, requireOrganization, setDuplicatePolicy } from '../../../functions/core/tenancy/organizations.js';
 import { keys } from '../../../functions/core/platform/model.js';
+import { submissionGuard } from '../../../functions/core/intake/duplicates.js';
 import { DeleteCommand, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { lambdaContext } from '../../../lib/local/lambda-context.js';
 import { logger, metrics } from '../../../functions/core/platform/observability.js';
@@ -31,7 +32,7 @@ function faultOf(command: 'update' | 'put', input: { TableName?: string; UpdateE
   if (command === 'put') return input.TableName === deps.tables.clients ? 'clientPut' : undefined;
   if (input.TableName !== deps.tables.organizations) return undefined;
   if (input.UpdateExpression?.startsWith('SET walletMicros = walletMicros - ')) return 'debit';
-  if (input.UpdateExpression?.startsWith('SET walletMicros = walletMicros + ')) return 'refund';
+  if (input.UpdateExpression?.startsWith('SET walletMicros = walletMicros + ') || input.UpdateExpression?.startsWith('ADD calls :minusOne')) return 'refund';
   return undefined;
 }
 
@@ -199,6 +200,133 @@ describe('a prepaid lead whose client write fails after its debit', () => {
     expect(await dailyUsage(plain, t.organizationId, today())).toEqual({ calls: 1, billedMicros: 3_000 });
     const [client] = await itemsOf('clients', t.organizationId, 'CLIENT#');
     expect(client.submission_count).toBe(1);
+  });
+});
+
+describe.each([['postpaid', {}, 0], ['prepaid', { billing: 'prepaid' as const, walletMicros: 10_000 }, 3_000]])('a %s lead whose request died between its bill and its client write', (_billing, options, price) => {
+  it('is written under the id its bill claimed by the caller\'s identical retry, not billed again: one client, billed once', async () => {
+    const t = await newTenant(options);
+    // The put fails and the refund never lands: the state a function that died after its bill leaves.
+    const { deps, seen } = await faultyDeps({ clientPut: { times: 1, error: () => new Error('the process died') }, refund: { times: 1, error: failure } });
+    const handler = httpAdapter(leadIntake, { deps: async () => deps });
+    const body = { name: 'Died Midway', email: 'died.midway@example.com' };
+    expect((await handler(postEvent(t, body), lambdaContext('leadIntake'))).statusCode).toBe(500);
+    expect(seen('refund')).toBe(1);
+    expect(await dailyUsage(deps, t.organizationId, today())).toEqual({ calls: 1, billedMicros: price });
+    const guardItem = price ? keys.org(t.organizationId) : keys.usage(t.organizationId, today());
+    const { slot } = submissionGuard(t.keyId, parseLead(body));
+    const { Item: claimed } = await deps.doc.send(new GetCommand({ TableName: deps.tables.organizations, Key: guardItem }));
+
+    const retry = await handler(postEvent(t, body), lambdaContext('leadIntake'));
+    expect(retry.statusCode).toBe(201);
+    expect(JSON.parse(retry.body).id).toBe(claimed?.[`dc${slot}`]);
+    expect((await itemsOf('clients', t.organizationId, 'CLIENT#')).map((c) => c.id)).toEqual([claimed?.[`dc${slot}`]]);
+    expect(await dailyUsage(deps, t.organizationId, today())).toEqual({ calls: 1, billedMicros: price });
+    if (price) expect((await getOrganization(deps, t.organizationId))?.walletMicros).toBe(10_000 - price);
+    // A third identical submission is the double-submit of that client, billed as a call.
+    const third = await handler(postEvent(t, body), lambdaContext('leadIntake'));
+    expect([third.statusCode, JSON.parse(third.body)]).toEqual([200, expect.objectContaining({ id: claimed?.[`dc${slot}`], duplicate: true })]);
+    expect(await dailyUsage(deps, t.organizationId, today())).toEqual({ calls: 2, billedMicros: 2 * price });
+  });
+});
+
+describe('a prepaid lead whose request died after its debit, retried twice at once', () => {
+  it('is written once: one retry adopts the debit (201), the other is its double-submit (200, billed)', async () => {
+    const t = await newTenant({ billing: 'prepaid', walletMicros: 10_000 });
+    const { deps } = await faultyDeps({ clientPut: { times: 1, error: () => new Error('the process died') }, refund: { times: 1, error: failure } });
+    const handler = httpAdapter(leadIntake, { deps: async () => deps });
+    const body = { name: 'Twice Retried', email: 'twice.retried@example.com' };
+    expect((await handler(postEvent(t, body), lambdaContext('leadIntake'))).statusCode).toBe(500);
+    const retries = await Promise.all([1, 2].map(() => handler(postEvent(t, body), lambdaContext('leadIntake'))));
+    expect(retries.map((r) => r.statusCode).sort()).toEqual([200, 201]);
+    const clients = await itemsOf('clients', t.organizationId, 'CLIENT#');
+    expect(clients).toHaveLength(1);
+    expect(new Set(retries.map((r) => JSON.parse(r.body).id))).toEqual(new Set([clients[0].id]));
+    expect((await getOrganization(deps, t.organizationId))?.walletMicros).toBe(10_000 - 2 * 3_000);
+    expect(await dailyUsage(deps, t.organizationId, today())).toEqual({ calls: 2, billedMicros: 6_000 });
+  });
+});
+
+describe('a prepaid refund', () => {
+  it('credits the wallet once when its answer was lost and the SDK retried it', async () => {
+    const t = await newTenant({ billing: 'prepaid', walletMicros: 10_000 });
+    const { deps: plain } = await testStack();
+    const { doc } = await ownDeps();
+    let credits = 0;
+    doc.middlewareStack.add((next, context) => async (args) => {
+      if (context.commandName === 'PutItemCommand' && (args.input as { TableName?: string }).TableName === plain.tables.clients) throw failure();
+      return next(args);
+    }, { step: 'initialize', name: 'failClientPut' });
+    // Below the retry middleware: the refund commits, then the SDK sees a transient network error and retries it.
+    doc.middlewareStack.add((next, context) => async (args) => {
+      if (context.commandName !== 'UpdateItemCommand' || !(args.input as { UpdateExpression?: string }).UpdateExpression?.startsWith('SET walletMicros = walletMicros + ')) return next(args);
+      credits += 1;
+      const answer = await next(args);
+      if (credits === 1) throw Object.assign(new Error('socket hang up'), { name: 'Error', code: 'ECONNRESET', $metadata: {} });
+      return answer;
+    }, { step: 'deserialize', name: 'loseFirstCreditAnswer' });
+    const handler = httpAdapter(leadIntake, { deps: async () => ({ ...plain, doc }) });
+    const added = jest.spyOn(metrics, 'addMetric');
+    const body = { name: 'Lost Credit', email: 'lost.credit@example.com' };
+    const res = await handler(postEvent(t, body), lambdaContext('leadIntake'));
+    const failures = added.mock.calls.filter(([name]) => name === 'LeadRefundFailed');
+    added.mockRestore();
+    expect(res.statusCode).toBe(500);
+    expect(credits).toBe(2);
+    expect(failures).toEqual([]);
+    expect((await getOrganization(plain, t.organizationId))?.walletMicros).toBe(10_000);
+    expect(await dailyUsage(plain, t.organizationId, today())).toEqual({ calls: 0, billedMicros: 0 });
+    // The refund gave the guard slot back: the caller's retry is a new lead, billed once.
+    expect((await httpAdapter(leadIntake, { deps: async () => plain })(postEvent(t, body), lambdaContext('leadIntake'))).statusCode).toBe(201);
+    expect((await getOrganization(plain, t.organizationId))?.walletMicros).toBe(7_000);
+  });
+
+  it('across the day\'s roll-over whose usage take-back fails: the wallet credited once, only the usage count logged and counted as owed', async () => {
+    const { deps: plain } = await testStack();
+    const t = await newTenant({ billing: 'prepaid', walletMicros: 100_000 });
+    const org = await requireOrganization(plain, t.organizationId);
+    const auth = { organization: org, key: { keyId: t.keyId, name: 'test' } };
+    const at = (d: Deps, iso: string) => ({ ...d, now: () => Date.parse(iso) });
+    await createLead(at(plain, '2030-04-01T23:59:50Z'), auth, parseLead({ name: 'Early Lead' }), { requestId: 'r0' });
+    const { deps } = await faultyDeps({});
+    deps.doc.middlewareStack.add((next, context) => async (args) => {
+      const input = args.input as { Item?: { first_name?: string }; UpdateExpression?: string };
+      if (context.commandName === 'PutItemCommand' && input.Item?.first_name === 'Late') {
+        await createLead(at(plain, '2030-04-02T00:00:01Z'), auth, parseLead({ name: 'Next Day' }), { requestId: 'r2' });
+        throw failure();
+      }
+      if (context.commandName === 'UpdateItemCommand' && input.UpdateExpression === 'ADD calls :minusOne, billed_micros :minusPrice') throw failure();
+      return next(args);
+    }, { step: 'initialize', name: 'rollThenFail' });
+    const added = jest.spyOn(metrics, 'addMetric');
+    const logged = jest.spyOn(logger, 'error');
+    await expect(createLead(at(deps, '2030-04-01T23:59:59Z'), auth, parseLead({ name: 'Late Lead' }), { requestId: 'r1' })).rejects.toThrow('injected');
+    const counted = added.mock.calls.map(([name]) => name).filter((name) => name.startsWith('Lead'));
+    const lines = logged.mock.calls.map(([message, extra]) => [message, extra]);
+    added.mockRestore();
+    logged.mockRestore();
+    expect(counted).toEqual(['LeadUsageCountFailed']);
+    expect(lines).toEqual([["refunded a lead's debit but not its usage count", expect.objectContaining({ day: '2030-04-01', calls: 1, micros: 3_000 })]]);
+    expect((await getOrganization(plain, t.organizationId))?.walletMicros).toBe(100_000 - 2 * 3_000);
+    expect(await dailyUsage(plain, t.organizationId, '2030-04-01')).toEqual({ calls: 2, billedMicros: 6_000 }); // the take-back still owed
+  });
+});
+
+describe('two identical merge submissions at the same millisecond', () => {
+  it('are one merge and one double-submit, each billed: neither takes the other\'s guard record for its own', async () => {
+    const { deps: plain } = await testStack();
+    const t = await newTenant({ billing: 'prepaid', walletMicros: 100_000 });
+    await setDuplicatePolicy(plain, t.organizationId, 'merge');
+    const auth = { organization: await requireOrganization(plain, t.organizationId), key: { keyId: t.keyId, name: 'test' } };
+    await createLead(plain, auth, parseLead({ name: 'Twin Merge', email: 'twin@example.com' }), { requestId: 'r0' });
+    const instant = Date.now();
+    const pinned = { ...plain, now: () => instant };
+    const body = parseLead({ name: 'Twin Merge', email: 'twin@example.com', notes: 'twice' });
+    const outcomes = await Promise.all(['r1', 'r2'].map((requestId) => createLead(pinned, auth, body, { requestId })));
+    expect(outcomes.map((o) => o.kind).sort()).toEqual(['duplicate', 'merged']);
+    const [client] = await itemsOf('clients', t.organizationId, 'CLIENT#');
+    expect(client.submission_count).toBe(2);
+    expect((await getOrganization(plain, t.organizationId))?.walletMicros).toBe(100_000 - 3 * 3_000);
   });
 });
 

@@ -288,6 +288,20 @@ describe.each(['aws', 'local'] as Shape[])('events from %s stream records', (sha
       expect(edit(7001)).not.toBe(edit(7002));
     });
 
+    it("a merge after a restore of the clients table takes a new id: the merged submission's request id is part of it", () => {
+      const submissions = (...requestIds: string[]) => requestIds.map((request_id) => ({ at, source: 'api', key_id: 'key_1', request_id, sms_consent: false }));
+      const merge = (from: number, listed: string[], sequence = 7001) => deriveEvents(streamRecord(shape, 'MODIFY', {
+        old: given.client({ submission_count: from, submissions: submissions(...listed.slice(0, -1)) }),
+        new: given.client({ submission_count: from + 1, submissions: submissions(...listed) }),
+      }, { sequence }))[0];
+      const first = merge(2, ['req-2', 'req-3']);
+      expect(first).toMatchObject({ type: 'client.updated', id: leadEventId('org_1', 'cli_1', 3, 'req-3') });
+      expect(merge(2, ['req-2', 'req-3'], 7002).id).toBe(first.id); // re-read: the same event
+      expect(merge(3, ['req-2', 'req-3', 'req-4']).id).not.toBe(first.id);
+      // Restored to 2 submissions (no event), then merged again: submission 3 once more, a new request.
+      expect(merge(2, ['req-2', 'req-3b']).id).not.toBe(first.id);
+    });
+
     it('the timestamp is never earlier than the item’s own update time (created_at where it has none)', () => {
       // The stream time is approximate: whole seconds on AWS, rounded down to the minute (and seen
       // tens of seconds early) on DynamoDB Local; the write itself happened at updated_at.
