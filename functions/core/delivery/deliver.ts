@@ -21,7 +21,7 @@ import { MAX_ATTEMPTS, parseRetryAfter, retryDelaySeconds } from './schedule.js'
 import { allowListFor } from './ssrf.js';
 import { admitAttempt, markSlow, recordAttempt, releaseProbe } from './circuit-store.js';
 import { takeRateSlot } from './delivery-throttle.js';
-import { attemptError, clipBytes, keptHeaders } from './attempt-log.js';
+import { attemptError, clipBytes, keptHeaders, redactSecrets, secretsOf } from './attempt-log.js';
 import type { Lane } from './circuit-breaker.js';
 import { attempted, attemptNumberOf, deferDelivery, readDeliveryMessage, sendDeliveryMessages, sendToDeadLetters } from './queue.js';
 import { deliveryStore, transition } from './delivery-port.js';
@@ -82,15 +82,16 @@ async function settle(deps: Deps, message: DeliveryMessage, change: Transition, 
   return { kind: 'skipped', attempt, reason: 'superseded: re-driven since' };
 }
 
-function attemptRecord(deps: Deps, attempt: number, result: PostResult): DeliveryAttempt {
+/** What an attempt keeps of its result; `secrets` (attempt-log.ts secretsOf) are redacted wherever the receiver echoes them. */
+function attemptRecord(deps: Deps, attempt: number, result: PostResult, secrets: string[]): DeliveryAttempt {
   return {
     at: new Date(deps.now()).toISOString(), attempt, latencyMs: result.latencyMs,
     ...(result.status !== undefined ? { statusCode: result.status } : {}),
-    ...(result.error ? { error: attemptError(result) } : {}),
-    ...(result.responseBody ? { responseBody: clipBytes(result.responseBody, MAX_RESPONSE_BODY_BYTES) } : {}),
+    ...(result.error ? { error: redactSecrets(attemptError(result)!, secrets) } : {}),
+    ...(result.responseBody ? { responseBody: clipBytes(redactSecrets(result.responseBody, secrets), MAX_RESPONSE_BODY_BYTES) } : {}),
     // Shown with the attempt in the settings page (bounded: attempt-log.ts keptHeaders).
     ...(result.requestHeaders ? { requestHeaders: keptHeaders(result.requestHeaders, 'request') } : {}),
-    ...(result.responseHeaders ? { responseHeaders: keptHeaders(result.responseHeaders, 'response') } : {}),
+    ...(result.responseHeaders ? { responseHeaders: keptHeaders(result.responseHeaders, 'response', secrets) } : {}),
   };
 }
 
@@ -224,7 +225,7 @@ async function recordOutcome(
   /** Collects a delivered outcome for the batch's write (deliverBatch); absent: written here. */
   writeDelivered?: (attempt: DeliveryAttempt) => void,
 ): Promise<Outcome> {
-  const record_ = attemptRecord(deps, attempt, result);
+  const record_ = attemptRecord(deps, attempt, result, secretsOf(endpoint));
   metrics.addMetric('DeliveryAttempts', MetricUnit.Count, 1);
   metrics.addMetric('DeliveryLatency', MetricUnit.Milliseconds, result.latencyMs);
   if (!result.ok) metrics.addMetric('DeliveryFailures', MetricUnit.Count, 1);
