@@ -53,9 +53,11 @@ export class CrmDashboard extends Construct {
         graph(`${name}: duration p99`, [fn.metricDuration({ period, statistic: 'p99' })]),
       );
     }
-    this.dashboard.addWidgets(graph('fan-out: iterator age (max)', [functions.eventFanout.metric('IteratorAge', { period, statistic: 'Maximum' })], 8),
-      graph('deliveries: attempts / failures', [serviceMetric('DeliveryAttempts', period), serviceMetric('DeliveryFailures', period)], 8),
-      graph('circuits opened / retries parked', [serviceMetric('CircuitOpened', period), serviceMetric('DeliveryRetriesParked', period)], 8));
+    this.dashboard.addWidgets(graph('fan-out: iterator age (max)', [functions.eventFanout.metric('IteratorAge', { period, statistic: 'Maximum' })]),
+      graph('deliveries: attempts / failures', [serviceMetric('DeliveryAttempts', period), serviceMetric('DeliveryFailures', period)]),
+      graph('circuits opened / retries parked', [serviceMetric('CircuitOpened', period), serviceMetric('DeliveryRetriesParked', period)]),
+      // Deferred, not attempted: an endpoint's own rate limit at work (no alarm: a customer's choice), or its open circuit.
+      graph('deliveries deferred: rate limit / circuit', [serviceMetric('DeliveriesThrottled', period), serviceMetric('DeliveriesDeferredByCircuit', period)]));
     for (const [name, queue] of entries(queues)) {
       this.dashboard.addWidgets(
         graph(`${name}: sent`, [queue.metricNumberOfMessagesSent({ period, statistic: 'Sum' })], 8),

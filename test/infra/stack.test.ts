@@ -995,7 +995,7 @@ describe('observability', () => {
     expect(dashboard.Properties.DashboardName).toBe('crm-test');
     const body = JSON.stringify(dashboard.Properties.DashboardBody);
     for (const name of [...Object.keys(functions), ...Object.keys(queues), ...Object.keys(tables)]) expect(body).toContain(`${name}: `);
-    for (const metric of ['ConcurrentExecutions', 'ApproximateAgeOfOldestMessage', '5XXError', 'IteratorAge', 'ThrottleEvents']) expect(body).toContain(metric);
+    for (const metric of ['ConcurrentExecutions', 'ApproximateAgeOfOldestMessage', '5XXError', 'IteratorAge', 'ThrottleEvents', 'DeliveriesThrottled']) expect(body).toContain(metric);
     for (const { alarm } of stack.monitoring.alarms) expect(body).toContain(`"${logicalId(alarm)}"`);
   });
 });

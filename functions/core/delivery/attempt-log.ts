@@ -6,7 +6,7 @@
  * 400 KB limit after ~20 re-deliveries, and from then on no outcome of the delivery could be written.
  * (The record's writer, delivery-record.ts, trims the stored list after an append.)
  */
-import type { DeliveryAttempt } from '../platform/model.js';
+import type { DeliveryAttempt, WebhookEndpoint } from '../platform/model.js';
 import type { PostResult } from './http-client.js';
 
 /** Characters an attempt's error text keeps (a receiver's redirect target is part of it). */
@@ -36,20 +36,35 @@ export const credentialLike = (name: string): boolean =>
  * allow-listed headers keep a value (a signature shortened to its scheme and first characters);
  * of the response, credential-like headers are redacted. Anyone holding a settings link sees them.
  */
-export function keptHeaders(pairs: [string, string][], side: 'request' | 'response'): Record<string, string> {
+export function keptHeaders(pairs: [string, string][], side: 'request' | 'response', secrets: string[] = []): Record<string, string> {
   const kept: Record<string, string> = {};
   let bytes = 0;
   for (const [raw, value] of pairs.slice(0, MAX_KEPT_HEADERS)) {
     const name = clip(raw.toLowerCase(), MAX_HEADER_NAME_CHARS);
     const shown = side === 'request'
       ? (!SHOWN_REQUEST_HEADERS.has(name) ? NOT_KEPT : name === 'webhook-signature' ? value.split(' ').map((s) => clip(s, 16)).join(' ') : clip(value, MAX_HEADER_CHARS))
-      : (credentialLike(name) ? REDACTED : clip(value, MAX_HEADER_CHARS));
+      : (credentialLike(name) ? REDACTED : clip(redactSecrets(value, secrets), MAX_HEADER_CHARS));
     bytes += Buffer.byteLength(name) + Buffer.byteLength(shown);
     if (bytes > MAX_HEADER_BYTES) break;
     kept[name] = shown;
   }
   return kept;
 }
+
+/** Secret values shorter than this are not searched for in what a receiver answers (too likely to match by chance). */
+const MIN_REDACTED_CHARS = 8;
+
+/**
+ * The secrets an attempt must never keep, though the receiver answers them (an echoing server):
+ * the endpoint's custom header values and signing secrets (with and without `whsec_`), longest first.
+ */
+export function secretsOf(endpoint: Pick<WebhookEndpoint, 'headers' | 'secrets'>): string[] {
+  const values = [...Object.values(endpoint.headers ?? {}), ...endpoint.secrets.flatMap((s) => [s.secret, s.secret.replace(/^whsec_/, '')])];
+  return [...new Set(values.filter((v) => v.length >= MIN_REDACTED_CHARS))].sort((a, b) => b.length - a.length);
+}
+
+/** `text` with every occurrence of each secret replaced by REDACTED. */
+export const redactSecrets = (text: string, secrets: string[]): string => secrets.reduce((out, secret) => out.replaceAll(secret, REDACTED), text);
 
 
 /** `text` cut to `max` characters (code points: never half an emoji), marked with an ellipsis when cut. */

@@ -66,7 +66,8 @@ async function claimGate(deps: Deps, endpoint: WebhookEndpoint): Promise<Gate> {
  * - `park`: not attempted: re-schedule it at `until` in this lane (no attempt used).
  */
 export type Admission =
-  | { kind: 'attempt'; probe: boolean; timeoutMs: number; release: () => void }
+  /** `probeDeadline`: the half-open probe's claim this attempt holds (epoch ms), when it is the probe. */
+  | { kind: 'attempt'; probe: boolean; probeDeadline?: number; timeoutMs: number; release: () => void }
   | { kind: 'move'; reason: string; until?: number }
   | { kind: 'park'; until: number; reason: string };
 
@@ -106,7 +107,21 @@ export async function admitAttempt(deps: Deps, endpoint: WebhookEndpoint, lane: 
     release();
     return count({ kind: 'park', until: claimed.until, reason: claimed.reason }, 'DeliveriesDeferredByCircuit');
   }
-  return { kind: 'attempt', probe: claimed.kind === 'probe', timeoutMs: settings.deliveryTimeoutMs, release };
+  if (claimed.kind === 'probe') return { kind: 'attempt', probe: true, probeDeadline: claimed.deadline, timeoutMs: settings.deliveryTimeoutMs, release };
+  return { kind: 'attempt', probe: false, timeoutMs: settings.deliveryTimeoutMs, release };
+}
+
+/**
+ * Gives back a probe claimed but not attempted (the endpoint's rate limit refused it): the circuit
+ * is half-open again at once, so the next delivery probes instead of every one parking until the
+ * claim's deadline. Only this claim is undone (its deadline still stored).
+ */
+export async function releaseProbe(deps: Deps, endpoint: WebhookEndpoint, deadline: number): Promise<void> {
+  await update(deps, endpoint, {
+    expression: 'SET circuitUntil = :until REMOVE circuitProbing',
+    condition: 'circuitUntil = :deadline AND circuitProbing = :t',
+    values: { ':until': endpoint.circuit?.until ?? new Date(deps.now()).toISOString(), ':deadline': new Date(deadline).toISOString(), ':t': true },
+  });
 }
 
 function count<A extends Admission>(admission: A, metric: string): A {

@@ -19,12 +19,12 @@ import { sign } from './signing.js';
 import { MAX_RESPONSE_BODY_BYTES, postWebhook, type PostResult } from './http-client.js';
 import { MAX_ATTEMPTS, parseRetryAfter, retryDelaySeconds } from './schedule.js';
 import { allowListFor } from './ssrf.js';
-import { admitAttempt, markSlow, recordAttempt } from './circuit-store.js';
+import { admitAttempt, markSlow, recordAttempt, releaseProbe } from './circuit-store.js';
 import { takeRateSlot } from './delivery-throttle.js';
-import { attemptError, keptHeaders } from './attempt-log.js';
+import { attemptError, keptHeaders, redactSecrets, secretsOf } from './attempt-log.js';
 import { clipBytes } from '../platform/text.js';
 import type { Lane } from './circuit-breaker.js';
-import { attemptNumberOf, deferDelivery, readDeliveryMessage, sendDeliveryMessages, sendToDeadLetters } from './queue.js';
+import { attempted, attemptNumberOf, deferDelivery, readDeliveryMessage, sendDeliveryMessages, sendToDeadLetters } from './queue.js';
 import { deliveryStore, transition } from './delivery-port.js';
 import type { Transition } from './delivery-state.js';
 import { DeliveredWrites, readBatchRecords, type StoredRecord } from './batch-records.js';
@@ -40,7 +40,8 @@ export type Outcome =
   | { kind: 'delivered' | 'skipped' | 'failed'; attempt: number; result?: PostResult; reason?: string }
   | { kind: 'exhausted'; attempt: number; result?: PostResult; reason: string }
   | { kind: 'retry'; attempt: number; result: PostResult; delaySeconds: number; parked: boolean }
-  | { kind: 'deferred'; attempt: number; untilMs: number; reason: string; lane: Lane };
+  /** `message`: what to queue again, when it differs from the message received (a rate-limit refusal counts itself). */
+  | { kind: 'deferred'; attempt: number; untilMs: number; reason: string; lane: Lane; message?: DeliveryMessage };
 
 /** A message as the delivery queue handed it out. */
 export interface QueuedDelivery {
@@ -82,15 +83,16 @@ async function settle(deps: Deps, message: DeliveryMessage, change: Transition, 
   return { kind: 'skipped', attempt, reason: 'superseded: redelivered since' };
 }
 
-function attemptRecord(deps: Deps, attempt: number, result: PostResult): DeliveryAttempt {
+/** What an attempt keeps of its result; `secrets` (attempt-log.ts secretsOf) are redacted wherever the receiver echoes them. */
+function attemptRecord(deps: Deps, attempt: number, result: PostResult, secrets: string[]): DeliveryAttempt {
   return {
     at: new Date(deps.now()).toISOString(), attempt, latencyMs: result.latencyMs,
     ...(result.status !== undefined ? { statusCode: result.status } : {}),
-    ...(result.error ? { error: attemptError(result) } : {}),
-    ...(result.responseBody ? { responseBody: clipBytes(result.responseBody, MAX_RESPONSE_BODY_BYTES) } : {}),
+    ...(result.error ? { error: redactSecrets(attemptError(result)!, secrets) } : {}),
+    ...(result.responseBody ? { responseBody: clipBytes(redactSecrets(result.responseBody, secrets), MAX_RESPONSE_BODY_BYTES) } : {}),
     // Shown with the attempt in the settings page (bounded: attempt-log.ts keptHeaders).
     ...(result.requestHeaders ? { requestHeaders: keptHeaders(result.requestHeaders, 'request') } : {}),
-    ...(result.responseHeaders ? { responseHeaders: keptHeaders(result.responseHeaders, 'response') } : {}),
+    ...(result.responseHeaders ? { responseHeaders: keptHeaders(result.responseHeaders, 'response', secrets) } : {}),
   };
 }
 
@@ -184,10 +186,12 @@ export async function attemptDelivery(
   if (admission.kind === 'park') return { kind: 'deferred', attempt, untilMs: admission.until, reason: admission.reason, lane };
   // The endpoint's rate limit (delivery-throttle.ts), shared by every container: over it, the
   // delivery waits for a free lane like a parked one, without an attempt (it throttles, it does not fail).
-  const throttled = await takeRateSlot(deps, endpoint).catch((error: unknown) => { admission.release(); throw error; });
+  // A refused probe gives its claim back, or every other delivery would park until its deadline.
+  const throttled = await takeRateSlot(deps, endpoint, message.throttled).catch((error: unknown) => { admission.release(); throw error; });
   if (throttled) {
     admission.release();
-    return { kind: 'deferred', attempt, untilMs: throttled.untilMs, reason: throttled.reason, lane };
+    if (admission.probeDeadline !== undefined) await releaseProbe(deps, endpoint, admission.probeDeadline);
+    return { kind: 'deferred', attempt, untilMs: throttled.untilMs, reason: throttled.reason, lane, message: { ...message, throttled: (message.throttled ?? 0) + 1 } };
   }
 
   let result: PostResult;
@@ -222,7 +226,7 @@ async function recordOutcome(
   /** Collects a delivered outcome for the batch's write (deliverBatch); absent: written here. */
   writeDelivered?: (attempt: DeliveryAttempt) => void,
 ): Promise<Outcome> {
-  const record_ = attemptRecord(deps, attempt, result);
+  const record_ = attemptRecord(deps, attempt, result, secretsOf(endpoint));
   metrics.addMetric('DeliveryAttempts', MetricUnit.Count, 1);
   metrics.addMetric('DeliveryLatency', MetricUnit.Milliseconds, result.latencyMs);
   if (!result.ok) metrics.addMetric('DeliveryFailures', MetricUnit.Count, 1);
@@ -262,9 +266,9 @@ async function recordOutcome(
  */
 async function sendOn(deps: Deps, message: DeliveryMessage, outcome: Outcome): Promise<void> {
   if (outcome.kind === 'retry' && !outcome.parked) {
-    await sendDeliveryMessages(deps, [message], { delaySeconds: () => outcome.delaySeconds });
+    await sendDeliveryMessages(deps, [attempted(message)], { delaySeconds: () => outcome.delaySeconds });
   } else if (outcome.kind === 'deferred') {
-    await deferDelivery(deps, message, outcome.untilMs, { reason: outcome.reason, queue: outcome.lane === 'slow' ? 'deliverySlowQueue' : 'deliveryQueue' });
+    await deferDelivery(deps, outcome.message ?? message, outcome.untilMs, { reason: outcome.reason, queue: outcome.lane === 'slow' ? 'deliverySlowQueue' : 'deliveryQueue' });
   } else if (outcome.kind === 'exhausted') {
     await sendToDeadLetters(deps, message);
   }

@@ -4,10 +4,16 @@
  * (keys.endpointThrottle) has N lanes, `l0`…`l<N-1>`, each the time (epoch ms) it last admitted a
  * delivery. A delivery takes one lane with one conditional write: only if that lane last admitted
  * a second or more ago. Each lane admits at most one delivery a second, so N lanes at most N in
- * any second (a sliding window, not a fixed one: no burst of 2N across a window's edge). A
- * refused write answers the item as it was, so the delivery is deferred until its first lane
- * frees, without an attempt (it throttles, it does not fail), and this container learns which
- * lane to try next. Nothing is written for an endpoint without a limit.
+ * any second (a sliding window, not a fixed one: no burst of 2N across a window's edge). Nothing
+ * is written for an endpoint without a limit.
+ *
+ * A refused delivery is deferred without an attempt (it throttles, it does not fail), past its
+ * first lane's free time by a random wait in a window that doubles with each refusal of the same
+ * delivery (DeliveryMessage.throttled), capped at a queue delay: a backlog spreads out instead of
+ * waking together every second (docs/decisions.md "An endpoint's rate limit: lanes, one
+ * conditional write"). A refused write answers the item as it was, so this container learns when
+ * every lane is busy until, and refuses without writing until then. A throttled write (the item's
+ * own write rate) is a deferral too, never a failed receive.
  */
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
@@ -15,34 +21,74 @@ import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { Deps } from '../platform/deps.js';
 import { keys, type WebhookEndpoint } from '../platform/model.js';
-import { metrics } from '../platform/observability.js';
+import { logger, metrics } from '../platform/observability.js';
 
 const WINDOW_MS = 1000;
+/** The largest deferral window: an SQS message delay (so a throttled delivery never leaves the queue). */
+const MAX_WINDOW_SECONDS = 900;
+/** Errors that mean the throttle item's write rate (or a transaction on it) refused the write, not the limit. */
+const OVERLOADED = new Set(['ThrottlingException', 'ProvisionedThroughputExceededException', 'RequestLimitExceeded', 'TransactionConflictException']);
 
 /** What this container last knew of each endpoint's lanes: where to try first (a hint; the write decides). */
 const lanesSeen = new Map<string, number[]>();
 /** Forgets the hints: what a fresh process starts with. */
 export const forgetThrottles = () => lanesSeen.clear();
 
-/** The lane known to have admitted longest ago (so most likely free), marked taken here at once so parallel attempts spread. */
-function pickLane(endpointId: string, limit: number, now: number): number {
+/** This container's view of the endpoint's lanes (all free when it knows nothing). */
+function seenLanes(endpointId: string, limit: number): number[] {
   let seen = lanesSeen.get(endpointId);
-  if (!seen || seen.length !== limit) lanesSeen.set(endpointId, (seen = Array.from({ length: limit }, () => 0)));
-  let lane = 0;
-  for (let i = 1; i < limit; i += 1) if (seen[i] < seen[lane]) lane = i;
+  if (!seen || seen.length !== limit) lanesSeen.set(endpointId, (seen = Array.from({ length: limit }, () => Number.NEGATIVE_INFINITY)));
+  return seen;
+}
+
+/**
+ * The lane known to have admitted longest ago (so most likely free), marked taken here at once so
+ * parallel attempts spread. Ties go to a random lane: containers that know nothing do not all write lane 0.
+ */
+function pickLane(seen: number[], now: number): number {
+  const from = Math.floor(Math.random() * seen.length);
+  let lane = from;
+  for (let k = 1; k < seen.length; k += 1) {
+    const i = (from + k) % seen.length;
+    if (seen[i] < seen[lane]) lane = i;
+  }
   seen[lane] = now;
   return lane;
+}
+
+/**
+ * The random wait (ms) of a delivery refused for the `refusals`-th time in a row: full jitter over
+ * 2^refusals seconds, capped at the queue's largest delay.
+ */
+export function throttleWaitMs(refusals: number, config: Pick<Deps['config'], 'queueDelayMaxSeconds'>, random: () => number = Math.random): number {
+  const capMs = Math.min(MAX_WINDOW_SECONDS, config.queueDelayMaxSeconds) * 1000;
+  return Math.floor(random() * Math.min(capMs, WINDOW_MS * 2 ** Math.min(refusals, 10)));
 }
 
 /** Undefined: the delivery may be attempted now. Otherwise: not before `untilMs`, and why. */
 export type Throttled = { untilMs: number; reason: string } | undefined;
 
-/** Takes a lane of the endpoint's rate limit for one delivery: one conditional UpdateItem, none without a limit. */
-export async function takeRateSlot(deps: Deps, endpoint: WebhookEndpoint): Promise<Throttled> {
+/**
+ * Takes a lane of the endpoint's rate limit for one delivery: one conditional UpdateItem (none
+ * without a limit, none while this container knows every lane busy). `refused`: how often this
+ * delivery was refused before (DeliveryMessage.throttled), which widens its wait.
+ */
+export async function takeRateSlot(deps: Deps, endpoint: WebhookEndpoint, refused = 0): Promise<Throttled> {
   const limit = endpoint.rateLimitPerSecond;
   if (!limit) return undefined;
   const now = deps.now();
-  const lane = pickLane(endpoint.id, limit, now);
+  const seen = seenLanes(endpoint.id, limit);
+  const defer = (freeAt: number, why: string): Throttled => {
+    metrics.addMetric('DeliveriesThrottled', MetricUnit.Count, 1);
+    const capMs = Math.min(MAX_WINDOW_SECONDS, deps.config.queueDelayMaxSeconds) * 1000;
+    const untilMs = Math.min(now + capMs, Math.max(now, freeAt) + throttleWaitMs(refused + 1, deps.config));
+    return { untilMs, reason: `${why}: deferred, no attempt used` };
+  };
+  const reached = `the endpoint's rate limit (${limit} a second) is reached`;
+  // Every lane known busy (the item's lanes only move forward): no write can succeed before the first frees.
+  const firstFree = Math.min(...seen) + WINDOW_MS;
+  if (firstFree > now) return defer(firstFree, reached);
+  const lane = pickLane(seen, now);
   try {
     await deps.doc.send(new UpdateCommand({
       TableName: deps.tables.endpoints,
@@ -55,11 +101,15 @@ export async function takeRateSlot(deps: Deps, endpoint: WebhookEndpoint): Promi
     }));
     return undefined;
   } catch (error) {
+    if (OVERLOADED.has((error as Error).name)) {
+      seen[lane] = Number.NEGATIVE_INFINITY; // not taken
+      logger.warn('the rate limit write was throttled; the delivery is deferred', { endpointId: endpoint.id, refused, error: (error as Error).name });
+      return defer(now + WINDOW_MS, `the endpoint's rate limit could not be checked (${(error as Error).name})`);
+    }
     if (!(error instanceof ConditionalCheckFailedException)) throw error;
     const item = error.Item ? unmarshall(error.Item) : {};
     const lanes = Array.from({ length: limit }, (_, i) => Number(item[`l${i}`] ?? 0));
     lanesSeen.set(endpoint.id, lanes);
-    metrics.addMetric('DeliveriesThrottled', MetricUnit.Count, 1);
-    return { untilMs: Math.max(now, Math.min(...lanes) + WINDOW_MS), reason: `the endpoint's rate limit (${limit} a second) is reached: deferred, no attempt used` };
+    return defer(Math.min(...lanes) + WINDOW_MS, reached);
   }
 }

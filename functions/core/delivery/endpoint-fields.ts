@@ -7,6 +7,7 @@
  */
 import { isIP } from 'node:net';
 import type { Deps } from '../platform/deps.js';
+import type { WebhookEndpoint } from '../platform/model.js';
 import { validationFailed, type FieldError } from '../platform/errors.js';
 import { allowListFor, isBlockedAddress } from './ssrf.js';
 
@@ -114,3 +115,19 @@ export const maskedValue = (value: string): string => (value.length >= 16 ? `•
 /** The headers as the settings API and the CLI show them: names and masked values. */
 export const maskedHeaders = (headers: Record<string, string> | undefined): Record<string, string> =>
   Object.fromEntries(Object.entries(headers ?? {}).map(([name, value]) => [name, maskedValue(value)]));
+
+/**
+ * A new URL on another origin (scheme, host or port) would send the stored header values, the
+ * receiver's credentials, to that host: each must be set again (or removed with null) in the same
+ * request, or nothing is changed (docs/webhooks.md "Custom headers"). A settings link's holder
+ * cannot point the endpoint elsewhere and read the values back through a test event.
+ */
+export function requireHeadersAgain(current: Pick<WebhookEndpoint, 'url' | 'headers'>, url: string, changes: Record<string, string | null>): void {
+  if (new URL(url).origin === new URL(current.url).origin) return;
+  const missing = Object.keys(current.headers ?? {}).filter((name) => !(name in changes));
+  if (missing.length === 0) return;
+  throw validationFailed([{
+    field: 'headers',
+    message: `the URL moves to another host (scheme, host or port), so its custom headers must be set again in the same request, or removed with null: ${missing.join(', ')}`,
+  }]);
+}

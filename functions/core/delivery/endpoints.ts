@@ -18,7 +18,7 @@ import { circuitOf, circuitView } from './circuit-breaker.js';
 import { parseSubscription } from './subscriptions.js';
 import { newSigningSecret } from './signing.js';
 import { requireOrganization } from '../tenancy/organizations.js';
-import { applyHeaderChanges, maskedHeaders, validateOptions, validateUrl, type HeaderChanges } from './endpoint-fields.js';
+import { applyHeaderChanges, maskedHeaders, requireHeadersAgain, validateOptions, validateUrl, type HeaderChanges } from './endpoint-fields.js';
 
 /**
  * What an endpoint shows its owner: never its secrets, its custom headers by name with masked
@@ -186,7 +186,10 @@ export async function updateEndpoint(
       sets.push(`#${attribute} = :${attribute}`);
     };
     const remove = (attribute: string) => { names[`#${attribute}`] = attribute; removes.add(`#${attribute}`); };
-    if (input.url !== undefined) set('url', validateUrl(deps, input.url));
+    if (input.url !== undefined) {
+      set('url', validateUrl(deps, input.url));
+      requireHeadersAgain(current, values[':url'] as string, headerChanges);
+    }
     if (input.events !== undefined) set('events', parseSubscription(input.events));
     if (input.description !== undefined) {
       if (input.description.length > 500) throw validationFailed([{ field: 'description', message: 'must be at most 500 characters' }]);

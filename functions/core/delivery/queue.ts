@@ -68,7 +68,13 @@ export function attemptNumberOf(message: DeliveryMessage, record: AttemptCount):
 }
 
 /** The message as a fresh send of the delivery (redeliveries, the dead-letter queue): a new round of attempts from `now`. */
-export const freshMessage = (message: DeliveryMessage, now: number): DeliveryMessage => ({ ...message, round: now });
+export const freshMessage = (message: DeliveryMessage, now: number): DeliveryMessage => ({ ...attempted(message), round: now });
+
+/** The message once its delivery was attempted: its rate-limit refusals (DeliveryMessage.throttled) no longer count. */
+export function attempted(message: DeliveryMessage): DeliveryMessage {
+  const { throttled: _cleared, ...rest } = message;
+  return rest;
+}
 
 /**
  * Parks a received delivery until `untilMs` without an attempt (none is recorded, so none is

@@ -239,4 +239,9 @@ export interface DeliveryMessage {
    * older than this field): the record's last redelivery or creation.
    */
   round?: number;
+  /**
+   * How often in a row the endpoint's rate limit refused this delivery (delivery-throttle.ts): each
+   * refusal doubles its random wait. Cleared when the delivery is attempted or sent afresh.
+   */
+  throttled?: number;
 }

@@ -108,7 +108,12 @@ const operations: Record<string, Operation> = {
     const { endpoint, secret } = await addEndpoint(c.deps, c.organization.id, {
       url: body.url as string, events: body.events as string[], description: body.description as string | undefined, ...endpointOptionsOf(body),
     });
-    await c.audit('endpoint.created', endpoint.id, { url: endpoint.url, events: endpoint.events });
+    // As an update's: header names only, never their values (secrets).
+    await c.audit('endpoint.created', endpoint.id, {
+      url: endpoint.url, events: endpoint.events,
+      ...(endpoint.headers && Object.keys(endpoint.headers).length ? { headers: Object.keys(endpoint.headers) } : {}),
+      ...(endpoint.rateLimitPerSecond ? { rateLimitPerSecond: endpoint.rateLimitPerSecond } : {}),
+    });
     return { status: 201, body: { endpoint: endpointView(endpoint), secret } };
   },
   'PATCH /api/settings/webhooks/{id}': async (c) => {

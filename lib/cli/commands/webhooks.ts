@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { addEndpoint, listEndpoints, removeEndpoint, rotateSecret, updateEndpoint, type EndpointSummary } from '../../../functions/core/delivery/endpoints.js';
 import { sendTestEvent } from '../../../functions/core/events/test-event.js';
@@ -19,15 +20,49 @@ const bool = (flag: string, value: string | undefined) => {
   if (value === 'true' || value === 'false') return value === 'true';
   throw new CliError(`${flag} must be true or false, got "${value}"`, 2);
 };
-/** `--header 'Name: value'` (repeatable) sets one, `--remove-header Name` removes one; the domain validates both (a 422 names the header). */
+/**
+ * Custom header changes (the domain validates them: a 422 names the header). `--header Name` takes
+ * the value from the environment (`CRM_HEADER_<NAME>`) and `--headers-file` from a file of
+ * `Name: value` lines, so a value stays out of argv (the process list) and shell history;
+ * `--header 'Name: value'` still works, with that exposure. `--remove-header Name` removes one.
+ */
 const collect = (value: string, previous: string[] = []) => [...previous, value];
-function headerChanges(set: string[] = [], removed: string[] = []): Record<string, string | null> | undefined {
-  if (!set.length && !removed.length) return undefined;
+/** The environment variable `--header Name` reads: CRM_HEADER_ and the name upper-cased, other characters as `_`. */
+const headerEnvName = (name: string) => `CRM_HEADER_${name.toUpperCase().replace(/[^A-Z0-9]/g, '_')}`;
+function headerPair(entry: string, from: string): [string, string] {
+  const colon = entry.indexOf(':');
+  if (colon > 0) return [entry.slice(0, colon).trim(), entry.slice(colon + 1).trim()];
+  if (colon === 0) throw new CliError(`${from} must be "Name" or "Name: value", got "${entry}"`, 2);
+  const value = process.env[headerEnvName(entry.trim())];
+  if (value === undefined) throw new CliError(`${from} ${entry}: no value: set ${headerEnvName(entry.trim())} in the environment, or use --headers-file`, 2);
+  return [entry.trim(), value.trim()];
+}
+function headersFile(path: string | undefined): string[] {
+  if (path === undefined) return [];
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new CliError(`--headers-file ${path}: ${(error as Error).message}`, 2);
+  }
+  const lines = text.split(/\r?\n/).map((l) => l.trim());
+  // The line's number, never its text: it may be a value.
+  lines.forEach((line, i) => {
+    if (line && !line.startsWith('#') && line.indexOf(':') <= 0) throw new CliError(`--headers-file ${path}: line ${i + 1} is not "Name: value"`, 2);
+  });
+  return lines.filter((l) => l && !l.startsWith('#'));
+}
+function headerChanges(set: string[] = [], removed: string[] = [], file?: string): Record<string, string | null> | undefined {
+  const fromFile = headersFile(file);
+  if (!set.length && !removed.length && !fromFile.length) return undefined;
   const changes: Record<string, string | null> = {};
-  for (const pair of set) {
-    const colon = pair.indexOf(':');
-    if (colon <= 0) throw new CliError(`--header must be "Name: value", got "${pair}"`, 2);
-    changes[pair.slice(0, colon).trim()] = pair.slice(colon + 1).trim();
+  for (const line of fromFile) {
+    const [name, value] = headerPair(line, '--headers-file');
+    changes[name] = value;
+  }
+  for (const entry of set) {
+    const [name, value] = headerPair(entry, '--header');
+    changes[name] = value;
   }
   for (const name of removed) changes[name] = null;
   return changes;
@@ -39,14 +74,16 @@ function rateLimit(value: string | undefined): number | null | undefined {
   if (!/^\d+$/.test(value)) throw new CliError(`--rate-limit must be a whole number of deliveries a second, or none; got "${value}"`, 2);
   return Number(value);
 }
-const optionsOf = (o: { header?: string[]; removeHeader?: string[]; rateLimit?: string }) => {
-  const headers = headerChanges(o.header, o.removeHeader);
+const optionsOf = (o: OptionFlags) => {
+  const headers = headerChanges(o.header, o.removeHeader, o.headersFile);
   const rate = rateLimit(o.rateLimit);
   return { ...(headers ? { headers } : {}), ...(rate !== undefined ? { rateLimitPerSecond: rate } : {}) };
 };
 /** Custom headers as listed: names and masked values. */
 const headersText = (headers: Record<string, string>) => Object.entries(headers).map(([n, v]) => `${n}: ${v}`).join(', ');
-type OptionFlags = { header?: string[]; removeHeader?: string[]; rateLimit?: string };
+type OptionFlags = { header?: string[]; removeHeader?: string[]; headersFile?: string; rateLimit?: string };
+const HEADER_HELP = 'a custom header sent with every delivery (repeatable): Name takes its value from $CRM_HEADER_<NAME>; "Name: value" also works, but the value then shows in the process list and shell history';
+const HEADERS_FILE_HELP = 'custom headers from a file of "Name: value" lines (# comments): values kept out of argv';
 
 const hours = (value: string | undefined) => {
   if (value === undefined) return undefined;
@@ -64,7 +101,8 @@ export function register(program: Command): void {
     .requiredOption('--url <url>', 'https URL the events are POSTed to')
     .option('--events <list>', 'all, or event names separated by commas (client.created or client_created)', 'all')
     .option('--description <text>', 'what this endpoint is for')
-    .option('--header <name: value>', 'a custom header sent with every delivery (repeatable)', collect)
+    .option('--header <name>', HEADER_HELP, collect)
+    .option('--headers-file <path>', HEADERS_FILE_HELP)
     .option('--rate-limit <n>', 'at most n deliveries a second (default: no limit)')
     .action(act<{ org: string; url: string; events: string; description?: string } & OptionFlags>(async ({ target, options, json }) => {
       const { endpoint, secret } = await addEndpoint(target.deps, options.org, { url: options.url, events: options.events, description: options.description, ...optionsOf(options) });
@@ -91,7 +129,8 @@ export function register(program: Command): void {
     .option('--events <list>', 'all, or event names separated by commas')
     .option('--description <text>', 'new description')
     .option('--enabled <bool>', 'true or false (true also clears a health-based disable)')
-    .option('--header <name: value>', 'set a custom header sent with every delivery (repeatable; the others stay)', collect)
+    .option('--header <name>', `${HEADER_HELP}; the others stay`, collect)
+    .option('--headers-file <path>', HEADERS_FILE_HELP)
     .option('--remove-header <name>', 'remove a custom header (repeatable)', collect)
     .option('--rate-limit <n>', 'at most n deliveries a second, or none')
     .action(act<{ org: string; endpoint: string; url?: string; events?: string; description?: string; enabled?: string } & OptionFlags>(async ({ target, options, json }) => {

@@ -130,6 +130,52 @@ describe('custom headers and a rate limit in the settings API', () => {
     const added = await admin.post('/api/settings/webhooks', { url: `${receiver.url}/options-add`, events: ['client.created'], headers: { 'X-Key': 'k' }, rate_limit_per_second: 2 });
     expect(added.status).toBe(201);
     expect(added.json<{ endpoint: Endpoint }>().endpoint).toMatchObject({ headers: { 'x-key': '••••' }, rateLimitPerSecond: 2 });
+    // Audited as an update is: the header names and the limit, never a value.
+    const audit = await listAudit((await testStack()).deps, organizationId);
+    expect(audit.find((e) => e.action === 'endpoint.created')!.detail).toMatchObject({ headers: ['x-key'], rateLimitPerSecond: 2 });
+    expect(JSON.stringify(audit.map((e) => e.detail))).not.toMatch(/"k"/);
+  });
+
+  it('a new URL on another host needs the header values again: a settings link cannot send them elsewhere, nor read an echo of them back', async () => {
+    const { organizationId, admin, endpoint } = await endpointOf('/options-move');
+    expect((await admin.patch(`/api/settings/webhooks/${endpoint.id}`, { headers: { Authorization: TOKEN, 'X-Tenant': 'acme' } })).status).toBe(200);
+    const elsewhere = await new Receiver().start(); // another port: another origin
+    try {
+      // Only the URL: refused, nothing changed, the headers named.
+      const moved = await admin.patch(`/api/settings/webhooks/${endpoint.id}`, { url: `${elsewhere.url}/stolen` });
+      expect(moved.status).toBe(422);
+      const [error] = moved.json<Problem>().errors!;
+      expect(error.field).toBe('headers');
+      expect(error.message).toMatch(/another host.*authorization, x-tenant/);
+      expect(await stored(organizationId, endpoint.id)).toMatchObject({ url: `${receiver.url}/options-move`, headers: { authorization: TOKEN } });
+      // Naming one header is not enough.
+      expect((await admin.patch(`/api/settings/webhooks/${endpoint.id}`, { url: `${elsewhere.url}/stolen`, headers: { 'X-Tenant': null } })).status).toBe(422);
+      // Another path on the same origin keeps them.
+      expect((await admin.patch(`/api/settings/webhooks/${endpoint.id}`, { url: `${receiver.url}/options-moved` })).status).toBe(200);
+      expect(await stored(organizationId, endpoint.id)).toMatchObject({ headers: { authorization: TOKEN, 'x-tenant': 'acme' } });
+
+      // Each header set again or removed: moved. The new host gets the new value only, and echoes it back in its answer.
+      const fresh = 'Bearer rk_live_0a1b2c3d4e5f6a7b';
+      const secret = (await stored(organizationId, endpoint.id)).secrets[0].secret as string;
+      elsewhere.script('/echo', secret, { status: 200, headers: { 'x-echo': fresh, 'x-seen-secret': secret }, body: JSON.stringify({ headers: { authorization: fresh }, secret }) });
+      const ok = await admin.patch(`/api/settings/webhooks/${endpoint.id}`, { url: `${elsewhere.url}/echo`, headers: { Authorization: fresh, 'X-Tenant': null } });
+      expect(ok.status).toBe(200);
+      const tested = await admin.post(`/api/settings/webhooks/${endpoint.id}/test`);
+      expect(tested.status).toBe(200);
+      const [received] = elsewhere.on('/echo');
+      expect(received.headers.authorization).toBe(fresh);
+      expect(received.headers['x-tenant']).toBeUndefined();
+      const delivery = tested.json<{ delivery: { id: string; attempts: { responseExcerpt: string | null; responseHeaders: Record<string, string> | null }[] } }>().delivery;
+      expect(delivery.attempts[0].responseExcerpt).toContain('(redacted)');
+      expect(delivery.attempts[0].responseHeaders).toMatchObject({ 'x-echo': '(redacted)' });
+      const detail = await admin.get(`/api/settings/deliveries/${delivery.id}`);
+      for (const text of [tested.text, detail.text]) {
+        expect(text).not.toContain('rk_live');
+        expect(text).not.toContain(secret.replace(/^whsec_/, ''));
+      }
+    } finally {
+      await elsewhere.stop();
+    }
   });
 
   it('two admins adding headers at once keep both; past the bound the later one is refused, never 11 stored', async () => {

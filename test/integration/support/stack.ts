@@ -40,11 +40,11 @@ export async function ownDeps(): Promise<Deps> {
 export interface CliResult { code: number; stdout: string; stderr: string; json<T = unknown>(): T }
 
 /** Runs `crm <args> [--json]` against the test stack. */
-export async function runCli(args: string[], options: { json?: boolean; /** Another stack file (e.g. the test stack's with a queue of the test's own). */ stackFile?: string } = {}): Promise<CliResult> {
+export async function runCli(args: string[], options: { json?: boolean; /** Another stack file (e.g. the test stack's with a queue of the test's own). */ stackFile?: string; /** More environment variables for the CLI. */ env?: Record<string, string> } = {}): Promise<CliResult> {
   const stackFile = options.stackFile ?? (await testStack()).stackFile;
   const argv = ['--no-warnings', 'bin/crm.mjs', ...(options.json === false ? [] : ['--json']), ...args];
   return new Promise((resolve) => {
-    execFile(process.execPath, argv, { env: { ...process.env, NODE_OPTIONS: '', CRM_STACK_FILE: stackFile }, timeout: 60_000 }, (error, stdout, stderr) => {
+    execFile(process.execPath, argv, { env: { ...process.env, ...options.env, NODE_OPTIONS: '', CRM_STACK_FILE: stackFile }, timeout: 60_000 }, (error, stdout, stderr) => {
       const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
       resolve({ code, stdout, stderr, json: () => JSON.parse(stdout) });
     });
