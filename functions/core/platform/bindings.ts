@@ -5,28 +5,17 @@
  * namespace. Pure data: lib/topology.ts reads it from here, so the domain never imports lib/.
  */
 
-/** The env var naming each table's physical name in a function bound to it. */
-export const tableEnvVars = {
-  organizations: 'ORGANIZATIONS_TABLE',
-  endpoints: 'ENDPOINTS_TABLE',
-  rateWindows: 'RATE_WINDOWS_TABLE',
-  clients: 'CLIENTS_TABLE',
-  workOrders: 'WORK_ORDERS_TABLE',
-  deliveries: 'DELIVERIES_TABLE',
-  requestLog: 'REQUEST_LOG_TABLE',
-  idempotency: 'IDEMPOTENCY_TABLE',
-} as const;
+/** `rateWindows` + `TABLE` → `RATE_WINDOWS_TABLE`: each binding's env var, derived so no name is spelled twice. */
+function envVarsOf<N extends string>(names: readonly N[], suffix: string): Record<N, string> {
+  return Object.fromEntries(names.map((name) => [name, `${name.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase()}_${suffix}`])) as Record<N, string>;
+}
+
+/** The env var naming each table's physical name in a function bound to it (`ORGANIZATIONS_TABLE`, …). */
+export const tableEnvVars = envVarsOf(['organizations', 'endpoints', 'rateWindows', 'clients', 'workOrders', 'deliveries', 'requestLog', 'idempotency'] as const, 'TABLE');
 export type TableName = keyof typeof tableEnvVars;
 
-/** The env var naming each queue's URL in a function bound to it. */
-export const queueEnvVars = {
-  deliveryDlq: 'DELIVERY_DLQ_URL',
-  deliveryQueue: 'DELIVERY_QUEUE_URL',
-  deliverySlowQueue: 'DELIVERY_SLOW_QUEUE_URL',
-  bulkDlq: 'BULK_DLQ_URL',
-  bulkQueue: 'BULK_QUEUE_URL',
-  fanoutFailures: 'FANOUT_FAILURES_QUEUE_URL',
-} as const;
+/** The env var naming each queue's URL in a function bound to it (`DELIVERY_QUEUE_URL`, …). */
+export const queueEnvVars = envVarsOf(['deliveryDlq', 'deliveryQueue', 'deliverySlowQueue', 'bulkDlq', 'bulkQueue', 'fanoutFailures'] as const, 'URL');
 export type QueueName = keyof typeof queueEnvVars;
 
 /** The env var naming each secret (its name in Secrets Manager) in a function bound to it. */

@@ -5,10 +5,10 @@
  * numbered over a delivery's life, a re-delivery's endpoint state, keys told apart, refused calls
  * in the request log, no CORS on the settings API, and compressed page assets.
  */
-import { describe, it, expect, beforeAll, afterAll } from '@jest/globals';
+import { describe, it, expect, beforeAll } from '@jest/globals';
 import { eventually, itemsOf, newTenant, testStack, type Tenant } from '../support/stack.js';
 import { MAX_REFUSED_LOGGED_PER_MINUTE } from '../../../functions/core/tenancy/request-log.js';
-import { Receiver } from '../support/receiver.js';
+import { receiverForFile } from '../support/receiver.js';
 import { settingsClient, settingsCall } from './support.js';
 
 type Client = Awaited<ReturnType<typeof settingsClient>>;
@@ -17,16 +17,12 @@ interface Delivery {
   attempts: { number: number; attempt: number; manual: boolean; statusCode: number | null; requestHeaders: Record<string, string> | null; responseHeaders: Record<string, string> | null }[];
 }
 
-let receiver: Receiver;
+const receiver = receiverForFile();
 let tenant: Tenant;
 let admin: Client;
 beforeAll(async () => {
-  receiver = await new Receiver().start();
   tenant = await newTenant({ name: 'Portal Plumbing' });
   admin = await settingsClient(tenant.organizationId);
-});
-afterAll(async () => {
-  await receiver.stop();
 });
 
 async function addEndpoint(path: string, events: string[]): Promise<{ id: string; secret: string }> {

@@ -5,9 +5,9 @@
  * verified signature), and that event's deliveries with their attempts; a flagged duplicate shows
  * its link. Another organization's client is not found (isolation.test.ts covers it with the rest).
  */
-import { describe, it, expect, beforeAll, afterAll } from '@jest/globals';
+import { describe, it, expect, beforeAll } from '@jest/globals';
 import { eventually, newTenant, postLead, testStack, type Tenant } from '../support/stack.js';
-import { Receiver } from '../support/receiver.js';
+import { receiverForFile } from '../support/receiver.js';
 import { settingsClient } from './support.js';
 import { createClient } from '../../../functions/core/crm/entities.js';
 
@@ -21,18 +21,14 @@ interface Trail {
   }[];
 }
 
-let receiver: Receiver;
+const receiver = receiverForFile();
 let tenant: Tenant;
 let admin: Client;
 beforeAll(async () => {
-  receiver = await new Receiver().start();
   tenant = await newTenant({ name: 'Trail Roofing' });
   admin = await settingsClient(tenant.organizationId);
   const { secret } = (await admin.post('/api/settings/webhooks', { url: `${receiver.url}/trail`, events: ['client.created', 'client.updated'] })).json<{ secret: string }>();
   receiver.script('/trail', secret, { status: 204 });
-});
-afterAll(async () => {
-  await receiver.stop();
 });
 
 const trailOf = async (clientId: string) => {
