@@ -61,9 +61,11 @@ function pickLane(seen: number[], now: number): number {
  * 2^refusals seconds, capped at the queue's largest delay.
  */
 export function throttleWaitMs(refusals: number, config: Pick<Deps['config'], 'queueDelayMaxSeconds'>, random: () => number = Math.random): number {
-  const capMs = Math.min(MAX_WINDOW_SECONDS, config.queueDelayMaxSeconds) * 1000;
-  return Math.floor(random() * Math.min(capMs, WINDOW_MS * 2 ** Math.min(refusals, 10)));
+  return Math.floor(random() * Math.min(maxWaitMs(config), WINDOW_MS * 2 ** Math.min(refusals, 10)));
 }
+
+/** The longest a refused delivery waits: the queue's largest delay, so it stays one delayed message. */
+const maxWaitMs = (config: Pick<Deps['config'], 'queueDelayMaxSeconds'>) => Math.min(MAX_WINDOW_SECONDS, config.queueDelayMaxSeconds) * 1000;
 
 /** Undefined: the delivery may be attempted now. Otherwise: not before `untilMs`, and why. */
 export type Throttled = { untilMs: number; reason: string } | undefined;
@@ -80,8 +82,7 @@ export async function takeRateSlot(deps: Deps, endpoint: WebhookEndpoint, refuse
   const seen = seenLanes(endpoint.id, limit);
   const defer = (freeAt: number, why: string): Throttled => {
     metrics.addMetric('DeliveriesThrottled', MetricUnit.Count, 1);
-    const capMs = Math.min(MAX_WINDOW_SECONDS, deps.config.queueDelayMaxSeconds) * 1000;
-    const untilMs = Math.min(now + capMs, Math.max(now, freeAt) + throttleWaitMs(refused + 1, deps.config));
+    const untilMs = Math.min(now + maxWaitMs(deps.config), Math.max(now, freeAt) + throttleWaitMs(refused + 1, deps.config));
     return { untilMs, reason: `${why}: deferred, no attempt used` };
   };
   const reached = `the endpoint's rate limit (${limit} a second) is reached`;
