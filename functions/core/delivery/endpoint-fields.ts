@@ -42,9 +42,9 @@ export const MAX_HEADER_VALUE_LENGTH = 1000;
 /** Deliveries a second an endpoint may be limited to: whole numbers, each one an attribute of its throttle item (delivery-throttle.ts). */
 export const MAX_RATE_LIMIT_PER_SECOND = 100;
 
-/** RFC 9110 §5.6.2 token characters. */
+/** RFC 9110 section 5.6.2 token characters. */
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-/** Visible ASCII and spaces/tabs inside (RFC 9110 §5.5 field-value, without obs-text): no CR, LF or other control. */
+/** Visible ASCII and spaces/tabs inside (RFC 9110 section 5.5 field-value, without obs-text): no CR, LF or other control. */
 const FIELD_VALUE = /^[\x21-\x7e]([\x20-\x7e\t]*[\x21-\x7e])?$/;
 
 /**

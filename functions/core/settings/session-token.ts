@@ -14,7 +14,7 @@ export const SESSION_ISSUER = 'crm';
 export const MAX_SESSION_TTL_SECONDS = 3600;
 const CLOCK_TOLERANCE_SECONDS = 30;
 const ALGORITHM = 'HS256';
-/** HS256 needs a key of at least its hash size (RFC 7518 §3.2). */
+/** HS256 needs a key of at least its hash size (RFC 7518 section 3.2). */
 const MIN_SECRET_BYTES = 32;
 
 export interface Session {
