@@ -40,7 +40,7 @@ const WRITES = new Set(['PutItemCommand', 'UpdateItemCommand', 'DeleteItemComman
 
 /**
  * Write units of one lead through the same domain calls the handler makes (authentication with its
- * last-used write, the limiter, the lead, the request record), as DynamoDB reports them
+ * last-used write, the limiter, the lead, the request record unless the lead created a client), as DynamoDB reports them
  * (ReturnConsumedCapacity INDEXES: table and index units). Reads are left out. Returns the first
  * lead of a fresh key (last-used write, prepaid day opened), the steady state (the next lead, a new
  * person), a lead matching an earlier client (same e-mail, flagged) and a double-submit of it.
@@ -81,8 +81,13 @@ async function writeUnitsPerLead(deps: Deps, info: LocalStackInfo, billing: 'non
     const found = await authenticate(measured, { 'X-API-Key': key });
     const auth = merge ? { ...found, organization: { ...found.organization, duplicatePolicy: 'merge' as const } } : found;
     await checkRateLimit(measured, auth.key.keyId, rateLimitFor(measured, auth.organization));
-    await createLead(measured, auth, parseLead(body), { requestId: 'bench' });
-    await recordRequest(measured, { requestId: 'bench', organizationId: auth.organization.id, keyId: auth.key.keyId, method: 'POST', route: '/api/webhook/leads', status: 201, latencyMs: 1 });
+    const outcome = await createLead(measured, auth, parseLead(body), { requestId: 'bench' });
+    // As the HTTP adapter does: a created lead's client is its request's row (docs/settings.md "Request log").
+    const created = outcome.kind === 'created';
+    await recordRequest(measured, {
+      requestId: 'bench', organizationId: auth.organization.id, keyId: auth.key.keyId, method: 'POST', route: '/api/webhook/leads',
+      status: created ? 201 : 200, latencyMs: 1, ...(created ? { recordedOnClient: true } : {}),
+    });
     const local = units - before;
     const aws = awsUnits - awsBefore;
     return aws === local ? `${local}` : `${local} (${aws} by AWS's rules)`;

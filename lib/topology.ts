@@ -14,6 +14,7 @@ import type { RoutedFunction } from '../functions/front-door/routes.js';
 
 export type { QueueName, SecretName, TableName };
 import { TRAIL_CLIENT_FIELDS } from '../functions/core/settings/trail-fields.js';
+import { REQUEST_LOG_CLIENT_FIELDS } from '../functions/core/tenancy/request-log-fields.js';
 
 export type KeyType = 'S' | 'N';
 export interface KeySpec { name: string; type: KeyType }
@@ -150,8 +151,9 @@ export const secretName = (stage: string, name: SecretName) => `crm/${stage}/${n
  * above would give more than the job needs (Scan, BatchGetItem on PII); with `attributes`, reads
  * on the table that project those attributes alone (IAM-enforced).
  */
-export type TableAccess = 'read' | 'readFields' | 'readUpdate' | 'write' | 'readWrite'
-  | { actions: readonly string[]; index?: { name: string; actions: readonly string[] }; attributes?: readonly string[] };
+export type TableGrant = { actions: readonly string[]; index?: { name: string; actions: readonly string[] }; attributes?: readonly string[] };
+/** A list of grants: each its own statement (e.g. GetItem projecting some attributes, Query projecting others). */
+export type TableAccess = 'read' | 'readFields' | 'readUpdate' | 'write' | 'readWrite' | TableGrant | readonly TableGrant[];
 export type QueueAccess = 'send' | 'consume' | 'sendAndConsume';
 
 export type EventSourceSpec =
@@ -280,9 +282,13 @@ export const functions = {
     memoryMb: 512,
     tables: {
       organizations: 'readWrite', endpoints: 'readWrite', rateWindows: 'readWrite', deliveries: 'readWrite', requestLog: 'readWrite',
-      // A lead's trail reads one client by its key (settings/lead-trail.ts); never a query or a scan of
-      // clients, and only the trail's fields (never the contact details, consent proofs, addresses).
-      clients: { actions: ['dynamodb:GetItem'], attributes: ['pk', 'sk', ...TRAIL_CLIENT_FIELDS] },
+      // A lead's trail reads one client by its key (settings/lead-trail.ts), only the trail's fields;
+      // the request log queries the clients leads created (tenancy/request-log-read.ts), only who sent
+      // each and when. Never a scan, never the contact details, consent proofs, addresses.
+      clients: [
+        { actions: ['dynamodb:GetItem'], attributes: ['pk', 'sk', ...TRAIL_CLIENT_FIELDS] },
+        { actions: ['dynamodb:Query'], attributes: REQUEST_LOG_CLIENT_FIELDS },
+      ],
     },
     // Test events and re-deliveries are queued; never the shared dead-letter queue (redeliver.ts RedeliverOptions).
     queues: { deliveryQueue: 'send' },

@@ -116,6 +116,8 @@ export function httpAdapter(route: HttpRoute, options: { deps?: () => Promise<De
       ...(outcome.outcome ? { outcome: outcome.outcome } : {}),
       ...(outcome.clientId ? { clientId: outcome.clientId } : {}),
       latencyMs: Date.now() - started,
+      // A created lead's row is its client (docs/settings.md "Request log"); a failed answer keeps its own.
+      ...(outcome.recordedOnClient && result.statusCode < 300 ? { recordedOnClient: true } : {}),
     });
     return result;
   });

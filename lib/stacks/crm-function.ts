@@ -17,7 +17,7 @@ import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import * as ssm from 'aws-cdk-lib/aws-ssm';
 import type { Construct } from 'constructs';
-import { type FunctionSpec, type QueueAccess, type SecretSpec, type QueueSpec, type TableAccess, type TableSpec } from '../topology.js';
+import { type FunctionSpec, type QueueAccess, type SecretSpec, type QueueSpec, type TableAccess, type TableGrant, type TableSpec } from '../topology.js';
 import { serviceName, settingsParameterEnvVar } from '../../functions/core/platform/bindings.js';
 import { settingsSnapshotEnvVar } from '../../functions/core/platform/config.js';
 
@@ -128,9 +128,15 @@ export class CrmFunction extends NodejsFunction {
    * Transactions need the actions they contain, nothing else.
    */
   bindTable(table: dynamodb.Table, spec: TableSpec, access: TableAccess): this {
+    if (isGrantList(access)) {
+      for (const grant of access) this.bindTable(table, spec, grant);
+      return this;
+    }
     if (typeof access === 'object') {
       // Exactly the actions named, on the table itself and the one index named: no `index/*` wildcard.
-      this.addToRolePolicy(new iam.PolicyStatement({ actions: [...access.actions], resources: [table.tableArn], ...(access.attributes ? { conditions: projecting(access.attributes, 'StringEqualsIfExists') } : {}) }));
+      // A Query always carries Select: `StringEquals` (a Query without it would read whole items); GetItem has none.
+      const select = access.actions.every((a) => a === 'dynamodb:Query') ? 'StringEquals' : 'StringEqualsIfExists';
+      this.addToRolePolicy(new iam.PolicyStatement({ actions: [...access.actions], resources: [table.tableArn], ...(access.attributes ? { conditions: projecting(access.attributes, select) } : {}) }));
       if (access.index) this.addToRolePolicy(new iam.PolicyStatement({ actions: [...access.index.actions], resources: [`${table.tableArn}/index/${access.index.name}`] }));
       this.addEnvironment(spec.envVar, table.tableName);
       return this;
@@ -198,3 +204,5 @@ function projecting(attributes: readonly string[], select: 'StringEquals' | 'Str
     [select]: { 'dynamodb:Select': 'SPECIFIC_ATTRIBUTES' },
   };
 }
+
+const isGrantList = (access: TableAccess): access is readonly TableGrant[] => Array.isArray(access);

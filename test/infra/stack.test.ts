@@ -17,6 +17,7 @@ import { stages, type StageConfig } from '../../lib/stages.js';
 import { generateApiKey } from '../../functions/core/tenancy/api-keys.js';
 import type { CrmStack } from '../../lib/stacks/crm-stack.js';
 import { TRAIL_CLIENT_FIELDS } from '../../functions/core/settings/trail-fields.js';
+import { REQUEST_LOG_CLIENT_FIELDS } from '../../functions/core/tenancy/request-log-fields.js';
 import { secrets, type SecretName, deliveryMaxConcurrency, slowLaneMaxConcurrency, functions, outputKeys, queues, tables, type FunctionName, type QueueName, type TableAccess, type TableName } from '../../lib/topology.js';
 import { hasParameterChild, routes, crossOrigin, routeThrottle, catchAllThrottle, settingsThrottle } from '../../functions/front-door/routes.js';
 import { cors } from '../../functions/core/intake/cors.js';
@@ -75,15 +76,16 @@ function statementsOf(name: FunctionName): { actions: string[]; resources: strin
     .flatMap((policy) => (policy.Properties.PolicyDocument.Statement as { Action: string | string[]; Resource: unknown }[]))
     .map((s) => ({ actions: ([] as string[]).concat(s.Action), resources: JSON.stringify(s.Resource) }));
 }
-/** The Condition of each statement of a function's role on a resource (undefined: none). */
-function conditionsOn(name: FunctionName, resourceLogicalId: string): unknown[] {
+/** The statements of a function's role on a resource: their actions and Condition (undefined: none). */
+function statementsOn(name: FunctionName, resourceLogicalId: string): { actions: string[]; condition: unknown }[] {
   const roleId = stack.getLogicalId(stack.functions[name].role!.node.defaultChild as CfnRole);
   return Object.values(template.findResources('AWS::IAM::Policy'))
     .filter((policy) => JSON.stringify(policy.Properties.Roles) === JSON.stringify([{ Ref: roleId }]))
-    .flatMap((policy) => (policy.Properties.PolicyDocument.Statement as { Resource: unknown; Condition?: unknown }[]))
+    .flatMap((policy) => (policy.Properties.PolicyDocument.Statement as { Action: string | string[]; Resource: unknown; Condition?: unknown }[]))
     .filter((st) => JSON.stringify(st.Resource).includes(`"${resourceLogicalId}"`))
-    .map((st) => st.Condition);
+    .map((st) => ({ actions: [st.Action].flat(), condition: st.Condition }));
 }
+const conditionsOn = (name: FunctionName, resourceLogicalId: string) => statementsOn(name, resourceLogicalId).map((st) => st.condition);
 const allActions = (name: FunctionName) => statementsOf(name).flatMap((s) => s.actions);
 const actionsOn = (name: FunctionName, resourceLogicalId: string) =>
   statementsOf(name).filter((s) => s.resources.includes(`"${resourceLogicalId}"`)).flatMap((s) => s.actions);
@@ -267,12 +269,18 @@ describe('the CDK stack', () => {
 
   it('lets the settings function manage keys, endpoints and deliveries, read one client by key (a lead\'s trail), but never write clients, touch work orders or idempotency records, nor consume the delivery queue', () => {
     expect(actionsOn('settingsApi', tableRef('organizations'))).toEqual(expect.arrayContaining(['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:Query']));
-    expect(actionsOn('settingsApi', tableRef('clients'))).toEqual(['dynamodb:GetItem']);
-    // Only the trail's fields of a client, never its contact details (the list lead-trail.ts projects).
-    expect(conditionsOn('settingsApi', tableRef('clients'))).toEqual([{
-      'ForAllValues:StringEquals': { 'dynamodb:Attributes': ['pk', 'sk', ...TRAIL_CLIENT_FIELDS] },
-      StringEqualsIfExists: { 'dynamodb:Select': 'SPECIFIC_ATTRIBUTES' },
-    }]);
+    expect(actionsOn('settingsApi', tableRef('clients')).sort()).toEqual(['dynamodb:GetItem', 'dynamodb:Query']);
+    // GetItem: only the trail's fields of a client (the list lead-trail.ts projects); Query: only who
+    // sent a lead and when (the request log's, request-log-read.ts), each read projecting (Select
+    // SPECIFIC_ATTRIBUTES, required of a Query). Never a client's contact details.
+    expect(statementsOn('settingsApi', tableRef('clients'))).toEqual(expect.arrayContaining([
+      { actions: ['dynamodb:GetItem'], condition: { 'ForAllValues:StringEquals': { 'dynamodb:Attributes': ['pk', 'sk', ...TRAIL_CLIENT_FIELDS] }, StringEqualsIfExists: { 'dynamodb:Select': 'SPECIFIC_ATTRIBUTES' } } },
+      { actions: ['dynamodb:Query'], condition: { 'ForAllValues:StringEquals': { 'dynamodb:Attributes': [...REQUEST_LOG_CLIENT_FIELDS] }, StringEquals: { 'dynamodb:Select': 'SPECIFIC_ATTRIBUTES' } } },
+    ]));
+    expect(statementsOn('settingsApi', tableRef('clients'))).toHaveLength(2);
+    for (const pii of ['email', 'phone', 'address', 'sms_consent_proof', 'notes', 'first_name', 'last_name', 'custom_fields', 'submissions']) {
+      expect(REQUEST_LOG_CLIENT_FIELDS).not.toContain(pii);
+    }
     for (const pii of ['email', 'phone', 'address', 'sms_consent_proof', 'notes']) expect(TRAIL_CLIENT_FIELDS).not.toContain(pii);
     for (const table of ['workOrders', 'idempotency'] as const) expect(actionsOn('settingsApi', tableRef(table))).toEqual([]);
     expect(actionsOn('settingsApi', queueRef('deliveryQueue'))).toContain('sqs:SendMessage');
@@ -864,7 +872,7 @@ describe('least privilege (a later grant that widens access fails here)', () => 
         const access = (spec.tables as Partial<Record<TableName, TableAccess>>)[table];
         const updates = ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:ConditionCheckItem'];
         const expected = access === undefined ? [] : access === 'readFields' ? ['dynamodb:Query']
-          : typeof access === 'object' ? [...new Set([...access.actions, ...(access.index?.actions ?? [])])]
+          : typeof access === 'object' ? [...new Set([access].flat().flatMap((grant) => [...grant.actions, ...(grant.index?.actions ?? [])]))]
             : [...new Set([...(access === 'write' ? [] : reads), ...(access === 'read' ? [] : access === 'readUpdate' ? updates : writes)])];
         // The stream's reads (on the stream's ARN) come with the stream event source, not the binding.
         const streamed = spec.events.some((e) => e.kind === 'stream' && e.table === table);

@@ -86,18 +86,18 @@ export async function createLead(deps: Deps, auth: AuthContext, input: LeadInput
   const client = newLeadClient(deps, auth, input, meta, earlier && !merging ? earlier.id : undefined);
   const price = priceOf(deps, auth);
   const day = client.created_at.slice(0, 10);
-  const created = createWrite(deps, client);
+  const created = createWrite(deps, client, rowOf(auth, meta));
   // The claim's token is the fresh client id, unique to this request even when it merges.
   const guarded: Guarded = { guard, targetId: merging ?? client.id, token: client.id, now };
   // Not merged after all: gone (deleted meanwhile) is a new client; full (or too large) a new one flagged as its duplicate.
   const instead = (result: 'gone' | 'full') => {
     metrics.addMetric(result === 'gone' ? 'MergeTargetGone' : 'MergeTargetFull', MetricUnit.Count, 1);
     const other = result === 'full' ? newLeadClient(deps, auth, input, meta, merging) : client;
-    return { client: other, ...createWrite(deps, other) };
+    return { client: other, ...createWrite(deps, other, rowOf(auth, meta)) };
   };
 
   const billed = await bill(deps, org.id, price, day, client.id, guarded);
-  if ('duplicateOf' in billed) return duplicateOf(deps, auth, input, meta, billed.duplicateOf, { guard, client, day });
+  if ('duplicateOf' in billed) return duplicateOf(deps, auth, input, meta, billed.duplicateOf, { guard, client, day, row: rowOf(auth, meta) });
   try {
     if (merging) {
       const result = await mergeOnce(deps, mergeWrite(deps, org.id, merging, input, submissionOf(auth, input, meta, client.created_at)));
@@ -126,8 +126,8 @@ const merged = (clientId: string | undefined): LeadOutcome | undefined => {
 /** A submission's guard and the client it records (duplicates.ts). */
 interface Guarded { guard: SubmissionGuard; targetId: string; token: string; now: number }
 
-/** What a repeated submission's request would have created: its guard, its new client, the day it is billed in. */
-interface Repeat { guard: SubmissionGuard; client: Client<'lead', 'api'>; day: string }
+/** What a repeated submission's request would have created: its guard, its new client, the day it is billed in, its request-log row. */
+interface Repeat { guard: SubmissionGuard; client: Client<'lead', 'api'>; day: string; row?: RequestRow }
 
 /**
  * The repeat of a submission of the last 10 minutes: billed as a call; answered as that submission's
@@ -177,7 +177,7 @@ async function adopt(deps: Deps, orgId: string, price: number, repeat: Repeat, t
 async function createAdopted(deps: Deps, orgId: string, price: number, repeat: Repeat, clientId: string): Promise<LeadOutcome> {
   const client = { ...repeat.client, id: clientId };
   try {
-    await putOnce(deps, createWrite(deps, client).write.Put);
+    await putOnce(deps, createWrite(deps, client, repeat.row).write.Put);
   } catch (error) {
     await refund(deps, { orgId, price, day: repeat.day, clientId }, { guard: repeat.guard, token: adoptedToken(clientId, repeat.client.id) });
     throw error;
@@ -191,7 +191,7 @@ async function createAdopted(deps: Deps, orgId: string, price: number, repeat: R
 async function createUnguarded(deps: Deps, auth: AuthContext, input: LeadInput, meta: RequestMeta): Promise<LeadOutcome> {
   const org = auth.organization;
   const client = newLeadClient(deps, auth, input, meta);
-  const { write } = createWrite(deps, client);
+  const { write } = createWrite(deps, client, rowOf(auth, meta));
   const price = priceOf(deps, auth);
   const { day } = await bill(deps, org.id, price, client.created_at.slice(0, 10), client.id) as { day: string };
   try {
@@ -203,8 +203,17 @@ async function createUnguarded(deps: Deps, auth: AuthContext, input: LeadInput, 
   return { kind: 'created', client };
 }
 
+/**
+ * What a created client holds of the request that created it, when it stands for that request's
+ * row in the request log (docs/settings.md "Request log"): its time is `created_at`. Named as a
+ * merged submission's are; never in event payloads (events/public-objects.ts lists what is).
+ */
+type RequestRow = { request_id: string; key_id: string };
+const rowOf = (auth: AuthContext, meta: RequestMeta): RequestRow | undefined =>
+  (meta.rowOnClient === false ? undefined : { request_id: meta.requestId, key_id: auth.key.keyId });
+
 /** The put of a new client. */
-function createWrite(deps: Deps, client: Client<'lead', 'api'>): { write: { Put: NonNullable<PutCommand['input']> } } {
+function createWrite(deps: Deps, client: Client<'lead', 'api'>, row: RequestRow | undefined): { write: { Put: NonNullable<PutCommand['input']> } } {
   const name = [client.first_name, client.last_name].filter(Boolean).join(' ');
   const notification = { id: newId('ntf'), type: 'lead.created', title: `New lead: ${name}`, createdAt: client.created_at };
   const matchKey = matchKeyOf(client.organization_id, client);
@@ -213,6 +222,7 @@ function createWrite(deps: Deps, client: Client<'lead', 'api'>): { write: { Put:
     entity: 'client',
     ...client,
     ...(matchKey ? { matchKey } : {}),
+    ...row,
     // No submission list: the client's own fields and consent proof are its first submission.
     // The team notification is part of the client item: one write, so never one without the other.
     notification,

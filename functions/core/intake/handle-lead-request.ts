@@ -27,6 +27,8 @@ import {
 const METHODS = ['GET', 'POST'];
 
 type Answer = { status: number; body: unknown; headers?: Record<string, string>; contentType?: string; outcome?: string };
+/** A lead's answer, and whether the client this request created holds its request-log row (never on a replay). */
+type LeadAnswer = Answer & { recordedOnClient?: boolean };
 
 export async function handleLeadRequest(deps: Deps, request: HttpRequest): Promise<HttpOutcome> {
   // What is known so far goes with the answer or the error: the caller once authenticated, the
@@ -61,10 +63,13 @@ export async function handleLeadRequest(deps: Deps, request: HttpRequest): Promi
     known = { ...known, headers: { ...known.headers, ...rateLimitHeaders(limit) } };
     if (!limit.allowed) throw tooManyRequests(limit.retryAfterSeconds ?? 1);
 
-    const answer = request.method === 'GET' ? describeKey(auth, limit) : await createLeadOnce(deps, request, auth, form);
-    const { outcome, ...rest } = answer;
+    const answer: LeadAnswer = request.method === 'GET' ? describeKey(auth, limit) : await createLeadOnce(deps, request, auth, form);
+    const { outcome, recordedOnClient, ...rest } = answer;
     const clientId = clientOf(answer);
-    return { ...known, ...rest, headers: { ...known.headers, ...answer.headers }, ...(outcome ? { outcome } : {}), ...(clientId ? { clientId } : {}) };
+    return {
+      ...known, ...rest, headers: { ...known.headers, ...answer.headers }, ...(outcome ? { outcome } : {}), ...(clientId ? { clientId } : {}),
+      ...(recordedOnClient ? { recordedOnClient } : {}),
+    };
   } catch (error) {
     // Recorded under the key's organization, so its owner sees that a secret key sits in a page.
     if (error instanceof ExposedSecretKeyError) known = { ...known, organizationId: error.organizationId, keyId: error.keyId, outcome: 'secret-key-exposed' };
@@ -97,11 +102,13 @@ function describeKey(auth: AuthContext, limit: RateLimitState): Answer {
  * POST: the lead, created once per Idempotency-Key when the request has one. A publishable key's
  * post first passes the spam defences (honeypot, then the organization's CAPTCHA) and its daily cap.
  */
-async function createLeadOnce(deps: Deps, request: HttpRequest, auth: AuthContext, form: Record<string, string> | undefined): Promise<Answer> {
+async function createLeadOnce(deps: Deps, request: HttpRequest, auth: AuthContext, form: Record<string, string> | undefined): Promise<LeadAnswer> {
   const idempotencyKey = validateIdempotencyKey(request.headers['idempotency-key']);
   const body = form ?? readJsonBody(request, MAX_BODY_BYTES);
   const policy = auth.key.publishable;
-  const meta = boundedMeta({ requestId: request.requestId, ip: request.sourceIp, userAgent: request.headers['user-agent'] });
+  // A form redirected to its thank-you page answers 303, not the 201 a client's row shows: it keeps its own row.
+  const rowOnClient = !(form && policy?.thankYouUrl);
+  const meta = boundedMeta({ requestId: request.requestId, ip: request.sourceIp, userAgent: request.headers['user-agent'], rowOnClient });
   let input;
   let verify: (() => Promise<void>) | undefined;
   if (policy) {
@@ -121,14 +128,21 @@ async function createLeadOnce(deps: Deps, request: HttpRequest, auth: AuthContex
   } else {
     input = parseLead(body);
   }
+  // Set when this request (not a replay of an earlier one) created the client.
+  let recordedOnClient = false;
+  const lead = async () => {
+    const outcome = await createLead(deps, auth, input, meta);
+    recordedOnClient = rowOnClient && outcome.kind === 'created';
+    return leadAnswer(auth, outcome, () => newLeadClient(deps, auth, input, meta));
+  };
   const cap = policy?.dailyCap;
   const create = async (): Promise<Answer> => {
     await verify?.();
-    if (cap === undefined) return leadAnswer(auth, await createLead(deps, auth, input, meta), () => newLeadClient(deps, auth, input, meta));
+    if (cap === undefined) return lead();
     const reservation = await reserveDailyCall(deps, auth.key.keyId, cap);
     if (!reservation.allowed) throw dailyCapReached(cap, reservation.retryAfterSeconds ?? 1);
     try {
-      return leadAnswer(auth, await createLead(deps, auth, input, meta), () => newLeadClient(deps, auth, input, meta));
+      return await lead();
     } catch (error) {
       await reservation.release();
       throw error;
@@ -136,9 +150,9 @@ async function createLeadOnce(deps: Deps, request: HttpRequest, auth: AuthContex
   };
   if (form && policy) {
     await create();
-    return formSuccess(policy);
+    return { ...formSuccess(policy), recordedOnClient };
   }
-  if (!idempotencyKey) return create();
+  if (!idempotencyKey) return { ...await create(), recordedOnClient };
 
   const remainingTime = request.deadline === undefined ? undefined : remainingTimeUntil(request.deadline);
   const { result, replayed } = await runIdempotent(deps, remainingTime, {
@@ -150,7 +164,7 @@ async function createLeadOnce(deps: Deps, request: HttpRequest, auth: AuthContex
   const headers: Record<string, string> = replayed ? { 'Idempotent-Replayed': 'true' } : {};
   // Records stored before answers carried their status hold the created client itself (a 201).
   const answer: Answer = typeof (result as Partial<Answer>).status === 'number' ? result : { status: 201, body: result };
-  return { ...answer, headers: { ...answer.headers, ...headers } };
+  return { ...answer, headers: { ...answer.headers, ...headers }, recordedOnClient };
 }
 
 /** The client a lead's answer names (a honeypot's is made up), for the request log's link to its trail (docs/settings.md). */

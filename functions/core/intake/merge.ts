@@ -11,7 +11,15 @@ import { clipBytes } from '../platform/text.js';
 import { keys, type AuthContext } from '../platform/model.js';
 import type { LeadInput } from './lead-schema.js';
 
-export interface RequestMeta { requestId: string; ip?: string; userAgent?: string }
+export interface RequestMeta {
+  requestId: string; ip?: string; userAgent?: string;
+  /**
+   * The client a lead creates is its request's row in the request log (`request_id`, `key_id`;
+   * docs/settings.md "Request log"). False for a no-script form post redirected to its thank-you
+   * page: its 303 keeps a row of its own.
+   */
+  rowOnClient?: boolean;
+}
 
 /** Later submissions listed on a client; past them a lead is not merged but created, flagged. */
 export const MAX_LISTED_SUBMISSIONS = 20;

@@ -51,18 +51,20 @@ export interface NewestQuery {
   pageSize?: number;
   /** Pages read at most (default: until `limit` items or the end of the range). */
   maxPages?: number;
-  /** A FilterExpression, a ProjectionExpression and the values they name. */
+  /** A FilterExpression, a ProjectionExpression (read with Select SPECIFIC_ATTRIBUTES, as IAM grants on attributes require) and the names and values they use. */
   filter?: string;
   projection?: string;
+  names?: Record<string, string>;
   values?: Item;
 }
 
 /**
  * The newest items of a partition, by descending sort key: pages are read until `limit` items
  * (a filter may drop some of a page), `maxPages`, or the end of the range. The last page may
- * bring the total above `limit`. `complete` tells whether the range was read to its end.
+ * bring the total above `limit`. `complete` tells whether the range was read to its end; when not,
+ * `reached` is the sort key of the last item evaluated (everything above it was read, filtered or not).
  */
-export async function queryNewest(deps: Pick<Deps, 'doc'>, query: NewestQuery): Promise<{ items: Item[]; complete: boolean }> {
+export async function queryNewest(deps: Pick<Deps, 'doc'>, query: NewestQuery): Promise<{ items: Item[]; complete: boolean; reached?: string }> {
   const range = query.between
     ? { condition: 'pk = :pk AND sk BETWEEN :lo AND :hi', values: { ':lo': query.between[0], ':hi': query.between[1] } }
     : query.skPrefix !== undefined
@@ -74,7 +76,8 @@ export async function queryNewest(deps: Pick<Deps, 'doc'>, query: NewestQuery): 
     const out = await deps.doc.send(new QueryCommand({
       TableName: query.table,
       ...(query.filter ? { FilterExpression: query.filter } : {}),
-      ...(query.projection ? { ProjectionExpression: query.projection } : {}),
+      ...(query.projection ? { ProjectionExpression: query.projection, Select: 'SPECIFIC_ATTRIBUTES' as const } : {}),
+      ...(query.names ? { ExpressionAttributeNames: query.names } : {}),
       KeyConditionExpression: range.condition,
       ExpressionAttributeValues: { ':pk': query.pk, ...range.values, ...query.values },
       ScanIndexForward: false,
@@ -85,5 +88,5 @@ export async function queryNewest(deps: Pick<Deps, 'doc'>, query: NewestQuery): 
     start = out.LastEvaluatedKey;
     if (!start) return { items, complete: true };
   }
-  return { items, complete: false };
+  return { items, complete: false, reached: typeof start?.sk === 'string' ? start.sk : undefined };
 }

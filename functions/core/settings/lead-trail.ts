@@ -23,7 +23,7 @@ import { attemptViews, deliverySummary, type AttemptView, type DeliverySummaryVi
 export interface TrailSubmission {
   /** 1: the request that created the client; 2…: those merged into it, oldest first. */
   number: number;
-  /** The request, when the client records it (merged submissions do; the first is the request log's row). */
+  /** The request, when the client records it: a merged submission's; the first's on a client that is its request's row in the request log (`request_id`). */
   requestId: string | null;
   at: string | null;
   /** Null for a client the CRM created (submission 1): its creation's event id is the stream's, not derived. */
@@ -75,7 +75,7 @@ export async function leadTrail(deps: Deps, organizationId: string, clientId: st
       const id = derived(i + 1) ? eventIdOf(i + 1) : undefined;
       return {
         number: i + 1,
-        requestId: text(submission?.request_id),
+        requestId: text(i === 0 ? item.request_id : submission?.request_id),
         at: i === 0 ? text(item.created_at) : text(submission?.at),
         event: id ? { id, type: submissionEventType(i + 1), timestamp: text(eventsById.get(id)?.timestamp), recorded: eventsById.has(id) } : null,
         deliveries: id ? deliveries.filter((d) => d.eventId === id).map((d) => ({ ...deliverySummary(d, urls), attempts: attemptViews(d) })) : [],

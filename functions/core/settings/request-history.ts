@@ -1,14 +1,15 @@
 /**
  * GET /api/settings/requests: the organization's request log (the lead endpoint's calls, kept
- * retentionDays; tenancy/request-log.ts writes it), newest first, a page at a time. Refused calls
+ * retentionDays; tenancy/request-log.ts writes it, a created lead's client is its row;
+ * tenancy/request-log-read.ts merges the two), newest first, a page at a time. Refused calls
  * made with one of its keys (revoked, expired, a secret key in a form) are in it too. Each row
  * names its key as the keys table does (name, id, last 4 characters).
  */
 import type { Deps } from '../platform/deps.js';
 import { validationFailed } from '../platform/errors.js';
 import { keys } from '../platform/model.js';
-import { queryNewest } from '../platform/query.js';
 import { listApiKeys } from '../tenancy/api-keys.js';
+import { readRequestLog, type RequestLogPosition } from '../tenancy/request-log-read.js';
 
 /** What a request's outcome code means, for the log's reader. */
 const outcomes: Record<string, string> = {
@@ -30,33 +31,41 @@ export interface RequestView {
   keyName: string | null;
   keyLast4: string | null;
   requestId: string;
+  /** Null for a created lead: its row is its client, written before the answer. */
   durationMs: number | null;
   detail: string | null;
   /** The client the lead came to (GET /api/settings/clients/{id}/trail), null for other calls and rows written before it was kept. */
   clientId: string | null;
 }
 
-export async function listRequestHistory(deps: Deps, organizationId: string, options: { cursor?: string; limit: number }): Promise<{ requests: RequestView[]; nextCursor: string | null }> {
-  const pk = keys.org(organizationId).pk;
-  let upper = `${keys.requestPrefix}\uffff`;
-  if (options.cursor) {
-    const sk = Buffer.from(options.cursor, 'base64url').toString('utf8');
-    if (!sk.startsWith(keys.requestPrefix)) throw validationFailed([{ field: 'cursor', message: 'is not a cursor this API returned' }]);
-    upper = sk;
+/** A page's position in each of the log's two sources, as the cursor the API hands out (opaque to callers). */
+const encodeCursor = (position: RequestLogPosition) => Buffer.from(JSON.stringify([position.request, position.client])).toString('base64url');
+function decodeCursor(cursor: string): RequestLogPosition {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+  } catch {
+    parsed = undefined;
   }
-  const [{ items, complete }, apiKeys] = await Promise.all([
-    queryNewest(deps, { table: deps.tables.requestLog, pk, between: [keys.requestPrefix, upper], limit: options.limit + 1 }),
+  const at = (value: unknown, prefix: string) => value === null || (typeof value === 'string' && value.startsWith(prefix));
+  if (!Array.isArray(parsed) || parsed.length !== 2 || !at(parsed[0], keys.requestPrefix) || !at(parsed[1], 'CLIENT#')) {
+    throw validationFailed([{ field: 'cursor', message: 'is not a cursor this API returned' }]);
+  }
+  return { request: parsed[0] as string | null, client: parsed[1] as string | null };
+}
+
+export async function listRequestHistory(deps: Deps, organizationId: string, options: { cursor?: string; limit: number }): Promise<{ requests: RequestView[]; nextCursor: string | null }> {
+  const before = options.cursor ? decodeCursor(options.cursor) : undefined;
+  const [{ rows, next }, apiKeys] = await Promise.all([
+    readRequestLog(deps, organizationId, { limit: options.limit, before }),
     listApiKeys(deps, organizationId),
   ]);
   const byId = new Map(apiKeys.map((k) => [k.keyId, k]));
-  // BETWEEN includes its bounds: the previous page's last item is dropped here.
-  const rest = items.filter((item) => item.sk !== upper);
-  const page = rest.slice(0, options.limit);
-  const more = rest.length > options.limit || (!complete && page.length === options.limit);
   return {
-    requests: page.map((item) => {
+    requests: rows.map((item) => {
       const key = typeof item.keyId === 'string' ? byId.get(item.keyId) : undefined;
       const outcome = typeof item.outcome === 'string' ? item.outcome : undefined;
+      const detail = (item as { detail?: unknown }).detail;
       return {
         at: String(item.at),
         method: String(item.method),
@@ -67,10 +76,10 @@ export async function listRequestHistory(deps: Deps, organizationId: string, opt
         keyLast4: key?.last4 ?? null,
         requestId: String(item.requestId),
         durationMs: typeof item.latencyMs === 'number' ? item.latencyMs : null,
-        detail: typeof item.detail === 'string' ? item.detail : outcome ? (outcomes[outcome] ?? outcome) : null,
+        detail: typeof detail === 'string' ? detail : outcome ? (outcomes[outcome] ?? outcome) : null,
         clientId: typeof item.clientId === 'string' ? item.clientId : null,
       };
     }),
-    nextCursor: more && page.length ? Buffer.from(String(page.at(-1)!.sk)).toString('base64url') : null,
+    nextCursor: next ? encodeCursor(next) : null,
   };
 }

@@ -6,7 +6,6 @@ import { PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../platform/deps.js';
 import { keys } from '../platform/model.js';
 import { logger } from '../platform/observability.js';
-import { queryNewest } from '../platform/query.js';
 
 export interface RequestEntry {
   requestId: string;
@@ -20,6 +19,8 @@ export interface RequestEntry {
   /** The client a lead came to (created, merged into, repeated): the request log links to its trail. */
   clientId?: string;
   latencyMs: number;
+  /** The client this request created holds its row (a created lead): logged, not written (docs/settings.md "Request log"). */
+  recordedOnClient?: boolean;
 }
 
 /**
@@ -47,7 +48,7 @@ export const REFUSED_PREFIX = 'REFUSED#';
 
 export async function recordRequest(deps: Deps, entry: RequestEntry): Promise<void> {
   logger.info('request', { ...entry });
-  if (!entry.organizationId) return;
+  if (!entry.organizationId || entry.recordedOnClient) return;
   const at = new Date(deps.now()).toISOString();
   try {
     const expiresAt = Math.floor(deps.now() / 1000) + deps.config.retentionDays * 86_400;
@@ -65,11 +66,4 @@ export async function recordRequest(deps: Deps, entry: RequestEntry): Promise<vo
     // The audit record must not turn a served request into an error.
     logger.error('could not write the request record', { requestId: entry.requestId, error: (error as Error).name });
   }
-}
-
-export async function listRequests(deps: Deps, organizationId: string, options: { limit?: number } = {}): Promise<(RequestEntry & { at: string })[]> {
-  const { items } = await queryNewest(deps, {
-    table: deps.tables.requestLog, pk: keys.org(organizationId).pk, skPrefix: keys.requestPrefix, limit: options.limit ?? 50, maxPages: 1,
-  });
-  return items.map(({ pk: _pk, sk: _sk, expiresAt: _e, ...rest }) => rest as RequestEntry & { at: string });
 }

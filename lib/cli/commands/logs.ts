@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import type { Deps } from '../../../functions/core/platform/deps.js';
-import { listRequests } from '../../../functions/core/tenancy/request-log.js';
+import { listRequests } from '../../../functions/core/tenancy/request-log-read.js';
 import { listNotifications } from '../../../functions/core/crm/notifications.js';
 import { requireOrganization } from '../../../functions/core/tenancy/organizations.js';
 import { printResult, printTable } from '../output.js';
@@ -25,7 +25,7 @@ function newestCommand<Row extends object>(
 
 export function register(program: Command): void {
   newestCommand(program, 'logs', "an organization's API request log (newest first, kept 30 days)", listRequests,
-    ['at', 'requestId', 'keyId', 'method', 'route', 'status', 'outcome', 'latencyMs']);
+    ['at', 'requestId', 'keyId', 'method', 'route', 'status', 'outcome', 'clientId', 'latencyMs']);
   newestCommand(program, 'notifications', "an organization's team notifications (new leads)", listNotifications,
     ['createdAt', 'type', 'title', 'clientId']);
 }

@@ -1,0 +1,106 @@
+/**
+ * Reads an organization's request log, newest first, from its two sources (docs/settings.md
+ * "Request log"): the `REQUEST#` rows (tenancy/request-log.ts writes them) and the clients that
+ * created leads, each of which is its request's row (intake/create-lead.ts: `request_id`, `key_id`,
+ * `created_at`). Both are time-ordered (client ids: docs/data-model.md "Client ids"), so a page is
+ * a merge of two newest-first reads, each bounded below by the log's retention.
+ */
+import type { Deps } from '../platform/deps.js';
+import { TIME_PART_LENGTH, timePart } from '../platform/ids.js';
+import { keys } from '../platform/model.js';
+import { queryNewest, type Item, type NewestQuery } from '../platform/query.js';
+import type { RequestEntry } from './request-log.js';
+import { REQUEST_LOG_CLIENT_FIELDS } from './request-log-fields.js';
+
+/** The route a created lead's row shows: the lead endpoint's (functions/front-door/routes.ts). */
+const LEAD_ROUTE = '/api/webhook/leads';
+/** Clients evaluated per page and pages per read: a run of clients the CRM wrote costs at most this many items' reads per call. */
+const CLIENT_PAGE = 100;
+const CLIENT_PAGES = 5;
+
+/** A row of the request log as read: a created lead's (from its client) has no duration. */
+export type LoggedRequest = Omit<RequestEntry, 'latencyMs' | 'recordedOnClient'> & { at: string; latencyMs?: number };
+
+/** Where a page ended in each source: the next reads start below these sort keys (exclusive); null once a source is read to its end. */
+export interface RequestLogPosition { request: string | null; client: string | null }
+type Source = keyof RequestLogPosition;
+
+interface Row { key: string; sk: string; entry: LoggedRequest }
+/** One source's read: its rows, and unless read to the end of its range, the last item it evaluated (`floor`, `floorSk`). */
+interface SourceRead { rows: Row[]; complete: boolean; floor?: string; floorSk?: string }
+
+/** A client's row: the request that created it, a lead answered 201. */
+const clientEntry = (item: Item): LoggedRequest => ({
+  at: String(item.created_at), requestId: String(item.request_id), keyId: String(item.key_id),
+  method: 'POST', route: LEAD_ROUTE, status: 201, clientId: String(item.id),
+});
+const requestEntry = ({ pk: _pk, sk: _sk, expiresAt: _e, ...rest }: Item) => rest as LoggedRequest;
+
+/** A row's place in the merged order: its time (as the ids' base62 time part), then its source, then its sort key. */
+const isoLength = 24;
+const requestKey = (sk: string) => `${timePart(Date.parse(sk.slice(keys.requestPrefix.length, keys.requestPrefix.length + isoLength)))}R${sk}`;
+const clientPrefix = 'CLIENT#cli_';
+const clientKey = (sk: string) => `${sk.slice(clientPrefix.length, clientPrefix.length + TIME_PART_LENGTH)}C${sk}`;
+
+const specs: Record<Source, { toKey: (sk: string) => string; toEntry: (item: Item) => LoggedRequest }> = {
+  request: { toKey: requestKey, toEntry: requestEntry },
+  client: { toKey: clientKey, toEntry: clientEntry },
+};
+
+/**
+ * Up to `limit` rows newest first below `before` (a previous page's position), and the position to
+ * read on from (null: no more). A read of clients stops after CLIENT_PAGES pages (a run of clients
+ * the CRM wrote is filtered out): it then bounds the page, whose rows are all newer than where it
+ * stopped, so no row of either source is skipped or repeated (a page may then hold fewer rows, even none).
+ */
+export async function readRequestLog(deps: Deps, organizationId: string, options: { limit: number; before?: RequestLogPosition }): Promise<{ rows: LoggedRequest[]; next: RequestLogPosition | null }> {
+  const pk = keys.org(organizationId).pk;
+  const oldest = deps.now() - deps.config.retentionDays * 86_400_000;
+  const before = options.before ?? { request: `${keys.requestPrefix}\uffff`, client: keys.client(organizationId, `cli_${timePart(deps.now() + 86_400_000)}~`).sk };
+  const read = async (source: Source, lower: string, query: Pick<NewestQuery, 'table' | 'pageSize' | 'maxPages' | 'filter' | 'projection' | 'names' | 'values'>): Promise<SourceRead> => {
+    const upper = before[source];
+    if (upper === null) return { rows: [], complete: true };
+    const { toKey, toEntry } = specs[source];
+    const { items, complete, reached } = await queryNewest(deps, { pk, between: [lower, upper], limit: options.limit + 1, ...query });
+    // BETWEEN includes its bounds: the previous page's last row is dropped here.
+    const rows = items.filter((item) => item.sk !== upper).map((item) => ({ key: toKey(String(item.sk)), sk: String(item.sk), entry: toEntry(item) }));
+    const floorSk = complete ? undefined : (reached ?? String(items.at(-1)?.sk ?? upper));
+    return { rows, complete, ...(floorSk ? { floor: toKey(floorSk), floorSk } : {}) };
+  };
+  const names = Object.fromEntries(REQUEST_LOG_CLIENT_FIELDS.map((f) => [`#${f}`, f]));
+  const [requests, clients] = await Promise.all([
+    read('request', `${keys.requestPrefix}${new Date(oldest).toISOString()}`, { table: deps.tables.requestLog }),
+    read('client', keys.client(organizationId, `cli_${timePart(oldest)}`).sk, {
+      table: deps.tables.clients, pageSize: CLIENT_PAGE, maxPages: CLIENT_PAGES,
+      // Leads' clients only: those the CRM wrote have no request.
+      filter: 'attribute_exists(#request_id) AND #source = :api', values: { ':api': 'api' },
+      projection: Object.keys(names).join(', '), names,
+    }),
+  ]);
+  // A source that stopped before its range's end may hold rows older than where it stopped: none below it is given yet.
+  const bound = [requests, clients].reduce((b, s) => (s.floor !== undefined && s.floor > b ? s.floor : b), '');
+  const merged = [...requests.rows, ...clients.rows].filter((r) => r.key >= bound).sort((a, b) => (a.key < b.key ? 1 : -1));
+  const page = merged.slice(0, options.limit);
+  const given = new Set(page);
+  const positionOf = (source: Source, read: SourceRead): string | null => {
+    const mine = read.rows.filter((r) => given.has(r));
+    // Everything it read was given: on below where it stopped, or nothing more.
+    if (mine.length === read.rows.length) return read.complete ? null : read.floorSk!;
+    return mine.at(-1)?.sk ?? before[source];
+  };
+  const next = { request: positionOf('request', requests), client: positionOf('client', clients) };
+  return { rows: page.map((r) => r.entry), next: next.request === null && next.client === null ? null : next };
+}
+
+/** The newest `limit` rows of the request log, both sources merged (request-log-read.ts), page after page: `crm logs`. */
+export async function listRequests(deps: Deps, organizationId: string, options: { limit?: number } = {}): Promise<LoggedRequest[]> {
+  const limit = options.limit ?? 50;
+  const rows: LoggedRequest[] = [];
+  let before: RequestLogPosition | undefined;
+  do {
+    const page = await readRequestLog(deps, organizationId, { limit: limit - rows.length, before });
+    rows.push(...page.rows);
+    before = page.next ?? undefined;
+  } while (before && rows.length < limit);
+  return rows;
+}
