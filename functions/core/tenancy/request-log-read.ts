@@ -42,6 +42,12 @@ const requestKey = (sk: string) => `${timePart(Date.parse(sk.slice(keys.requestP
 const clientPrefix = 'CLIENT#cli_';
 const clientKey = (sk: string) => `${sk.slice(clientPrefix.length, clientPrefix.length + TIME_PART_LENGTH)}C${sk}`;
 
+/**
+ * The greatest sort key below `sk`, as far as this table's keys go (ASCII): BETWEEN includes its
+ * bounds, and a read that included the previous page's last item would spend a page of one on it.
+ */
+const justBelow = (sk: string) => `${sk.slice(0, -1)}${String.fromCharCode(sk.charCodeAt(sk.length - 1) - 1)}\uffff`;
+
 const specs: Record<Source, { toKey: (sk: string) => string; toEntry: (item: Item) => LoggedRequest }> = {
   request: { toKey: requestKey, toEntry: requestEntry },
   client: { toKey: clientKey, toEntry: clientEntry },
@@ -53,7 +59,10 @@ const specs: Record<Source, { toKey: (sk: string) => string; toEntry: (item: Ite
  * the CRM wrote is filtered out): it then bounds the page, whose rows are all newer than where it
  * stopped, so no row of either source is skipped or repeated (a page may then hold fewer rows, even none).
  */
-export async function readRequestLog(deps: Deps, organizationId: string, options: { limit: number; before?: RequestLogPosition }): Promise<{ rows: LoggedRequest[]; next: RequestLogPosition | null }> {
+export async function readRequestLog(
+  deps: Deps, organizationId: string,
+  options: { limit: number; before?: RequestLogPosition; /** Bounds of the clients' read (default CLIENT_PAGE, CLIENT_PAGES). */ clientReads?: { pageSize: number; maxPages: number } },
+): Promise<{ rows: LoggedRequest[]; next: RequestLogPosition | null }> {
   const pk = keys.org(organizationId).pk;
   const oldest = deps.now() - deps.config.retentionDays * 86_400_000;
   const before = options.before ?? { request: `${keys.requestPrefix}\uffff`, client: keys.client(organizationId, `cli_${timePart(deps.now() + 86_400_000)}~`).sk };
@@ -61,9 +70,8 @@ export async function readRequestLog(deps: Deps, organizationId: string, options
     const upper = before[source];
     if (upper === null) return { rows: [], complete: true };
     const { toKey, toEntry } = specs[source];
-    const { items, complete, reached } = await queryNewest(deps, { pk, between: [lower, upper], limit: options.limit + 1, ...query });
-    // BETWEEN includes its bounds: the previous page's last row is dropped here.
-    const rows = items.filter((item) => item.sk !== upper).map((item) => ({ key: toKey(String(item.sk)), sk: String(item.sk), entry: toEntry(item) }));
+    const { items, complete, reached } = await queryNewest(deps, { pk, between: [lower, justBelow(upper)], limit: options.limit + 1, ...query });
+    const rows = items.map((item) => ({ key: toKey(String(item.sk)), sk: String(item.sk), entry: toEntry(item) }));
     const floorSk = complete ? undefined : (reached ?? String(items.at(-1)?.sk ?? upper));
     return { rows, complete, ...(floorSk ? { floor: toKey(floorSk), floorSk } : {}) };
   };
@@ -71,7 +79,7 @@ export async function readRequestLog(deps: Deps, organizationId: string, options
   const [requests, clients] = await Promise.all([
     read('request', `${keys.requestPrefix}${new Date(oldest).toISOString()}`, { table: deps.tables.requestLog }),
     read('client', keys.client(organizationId, `cli_${timePart(oldest)}`).sk, {
-      table: deps.tables.clients, pageSize: CLIENT_PAGE, maxPages: CLIENT_PAGES,
+      table: deps.tables.clients, ...(options.clientReads ?? { pageSize: CLIENT_PAGE, maxPages: CLIENT_PAGES }),
       // Leads' clients only: those the CRM wrote have no request.
       filter: 'attribute_exists(#request_id) AND #source = :api', values: { ':api': 'api' },
       projection: Object.keys(names).join(', '), names,

@@ -58,7 +58,8 @@ describe('crm logs and crm notifications', () => {
     const { id } = (await runCli(['org', 'create', '--name', 'Audited Co'])).json<{ id: string }>();
     const { key, keyId } = (await runCli(['keys', 'create', '--org', id, '--name', 'form'])).json<{ key: string; keyId: string }>();
     const { api } = await testStack();
-    await api('/api/webhook/leads', { method: 'POST', headers: { 'X-API-Key': key, 'Content-Type': 'application/json' }, body: '{"name":"Logged Lead"}' });
+    const lead = await api('/api/webhook/leads', { method: 'POST', headers: { 'X-API-Key': key, 'Content-Type': 'application/json' }, body: '{"name":"Logged Lead"}' });
+    const { id: clientId } = (await lead.json()) as { id: string };
     await api('/api/webhook/leads', { method: 'POST', headers: { 'X-API-Key': key, 'Content-Type': 'application/json' }, body: '{}' });
 
     const logs = await runCli(['logs', '--org', id]);
@@ -66,7 +67,8 @@ describe('crm logs and crm notifications', () => {
     expect(logs.stdout).not.toContain(key);
     expect(logs.json()).toEqual([
       expect.objectContaining({ keyId, method: 'POST', status: 422, route: '/api/webhook/leads', latencyMs: expect.any(Number) }),
-      expect.objectContaining({ keyId, method: 'POST', status: 201 }),
+      // The created lead's row is its client (docs/settings.md "Request log"): its request, key and link.
+      expect.objectContaining({ keyId, method: 'POST', status: 201, requestId: lead.headers.get('x-request-id'), clientId }),
     ]);
 
     const notifications = await runCli(['notifications', '--org', id]);

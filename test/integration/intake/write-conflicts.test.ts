@@ -21,6 +21,7 @@ import { keys } from '../../../functions/core/platform/model.js';
 import { submissionGuard } from '../../../functions/core/intake/duplicates.js';
 import { DeleteCommand, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { lambdaContext } from '../../../lib/local/lambda-context.js';
+import { listRequests } from '../../../functions/core/tenancy/request-log-read.js';
 import { logger, metrics } from '../../../functions/core/platform/observability.js';
 
 const conflict = () => Object.assign(new Error('Transaction is ongoing for the item'), { name: 'TransactionConflictException', $metadata: {} });
@@ -129,17 +130,26 @@ describe('a prepaid lead whose client write fails after its debit', () => {
     const { deps, seen } = await faultyDeps({ clientPut: { times: 1, error: failure } });
     const handler = httpAdapter(leadIntake, { deps: async () => deps });
     const body = { name: 'Refunded Lead', email: 'refunded@example.com' };
-    const res = await handler(postEvent(t, body), lambdaContext('leadIntake'));
+    const event = postEvent(t, body);
+    const res = await handler(event, lambdaContext('leadIntake'));
     expect(res.statusCode).toBe(500);
     expect(seen('debit')).toBe(2); // the first finds no day open (a new organization)
     expect(seen('refund')).toBe(1);
     expect(await itemsOf('clients', t.organizationId)).toEqual([]);
+    // No client holds its row: the request log has its own, a 500 (docs/settings.md "Request log").
+    expect(await listRequests(deps, t.organizationId)).toEqual([expect.objectContaining({ requestId: event.requestContext.requestId, status: 500 })]);
     expect((await getOrganization(deps, t.organizationId))?.walletMicros).toBe(10_000);
     expect(await dailyUsage(deps, t.organizationId, today())).toEqual({ calls: 0, billedMicros: 0 });
     // Within 10 minutes: the guard names a client never written, so the retry is created, not a duplicate.
-    const retry = await handler(postEvent(t, body), lambdaContext('leadIntake'));
+    const retryEvent = postEvent(t, body);
+    const retry = await handler(retryEvent, lambdaContext('leadIntake'));
     expect(retry.statusCode).toBe(201);
     expect(await itemsOf('clients', t.organizationId, 'CLIENT#')).toHaveLength(1);
+    // The retry's row is its client; the failed call's stays.
+    expect((await listRequests(deps, t.organizationId)).map((r) => [r.requestId, r.status, r.clientId])).toEqual([
+      [retryEvent.requestContext.requestId, 201, JSON.parse(retry.body).id], [event.requestContext.requestId, 500, undefined],
+    ]);
+    expect((await itemsOf('requestLog', t.organizationId, 'REQUEST#')).map((r) => r.requestId)).toEqual([event.requestContext.requestId]);
     expect((await getOrganization(deps, t.organizationId))?.walletMicros).toBe(7_000);
     expect(await dailyUsage(deps, t.organizationId, today())).toEqual({ calls: 1, billedMicros: 3_000 });
   });

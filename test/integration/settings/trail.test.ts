@@ -63,7 +63,8 @@ describe("a lead's trail", () => {
     const trail = await settled(id, 1);
     expect(trail.client).toMatchObject({ id, name: 'Grace Hopper', source: 'api', submissionCount: 1, possibleDuplicateOf: null });
     const [first] = trail.submissions;
-    expect(first).toMatchObject({ number: 1, event: { type: 'client.created', recorded: true } });
+    // Its request, which the client records (the client is that request's row in the request log).
+    expect(first).toMatchObject({ number: 1, requestId: lead.headers.get('x-request-id'), event: { type: 'client.created', recorded: true } });
     expect(first.deliveries[0]).toMatchObject({ eventId: first.event!.id, status: 'delivered', url: `${receiver.url}/trail`, attempts: [{ number: 1, statusCode: 204 }] });
     // The event the trail names is the one the receiver got and verified.
     const received = receiver.on('/trail').filter((r) => r.event?.data.object.id === id);

@@ -1,0 +1,134 @@
+/**
+ * The request log's two sources merged (docs/settings.md "Request log"), on DynamoDB Local: the
+ * `REQUEST#` rows and the clients that created leads (each its request's row). Rows written on a
+ * clock of the test's own, interleaved in time; read back page by page through the settings API's
+ * reader (its cursor) and `crm logs`' (listRequests), and through a client read so bounded that it
+ * stops early on the CRM's clients.
+ */
+import { describe, it, expect, beforeAll } from '@jest/globals';
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import { newTenant, testStack, type Tenant } from '../support/stack.js';
+import type { Deps } from '../../../functions/core/platform/deps.js';
+import { keys } from '../../../functions/core/platform/model.js';
+import { newTimeOrderedId } from '../../../functions/core/platform/ids.js';
+import { createLead } from '../../../functions/core/intake/create-lead.js';
+import { parseLead } from '../../../functions/core/intake/lead-schema.js';
+import { createClient } from '../../../functions/core/crm/entities.js';
+import { recordRequest } from '../../../functions/core/tenancy/request-log.js';
+import { listRequests, readRequestLog, type RequestLogPosition } from '../../../functions/core/tenancy/request-log-read.js';
+import { requireOrganization } from '../../../functions/core/tenancy/organizations.js';
+import { listRequestHistory } from '../../../functions/core/settings/request-history.js';
+
+type Step = 'lead' | 'get' | '422' | 'crm' | 'crm-api';
+let deps: Deps;
+const at = (ms: number): Deps => ({ ...deps, now: () => ms });
+
+/** Writes `steps` one second apart from `start`: returns the request ids the log must show, newest first. */
+async function history(t: Tenant, start: number, steps: Step[]): Promise<string[]> {
+  const auth = { organization: await requireOrganization(deps, t.organizationId), key: { keyId: t.keyId, name: 'test' } };
+  const shown: string[] = [];
+  for (const [i, step] of steps.entries()) {
+    const d = at(start + i * 1000);
+    const requestId = `${t.organizationId}-${i}-${step}`;
+    if (step === 'lead') {
+      const outcome = await createLead(d, auth, parseLead({ name: `Lead ${i}`, email: `lead${i}.${t.organizationId}@example.com` }), { requestId });
+      expect(outcome.kind).toBe('created');
+    } else if (step === 'crm') {
+      await createClient(d, t.organizationId, { name: `Crm ${i}` });
+    } else if (step === 'crm-api') {
+      // A client the CRM wrote with a time-ordered id, even saying `api`, but no request: not a row.
+      const id = newTimeOrderedId('cli', d.now());
+      await deps.doc.send(new PutCommand({ TableName: deps.tables.clients, Item: { ...keys.client(t.organizationId, id), entity: 'client', id, source: i % 2 ? 'api' : 'crm', created_at: new Date(d.now()).toISOString() } }));
+    } else {
+      await recordRequest(d, { requestId, organizationId: t.organizationId, keyId: t.keyId, method: step === 'get' ? 'GET' : 'POST', route: '/api/webhook/leads', status: step === 'get' ? 200 : 422, latencyMs: 4 });
+    }
+    if (step === 'lead' || step === 'get' || step === '422') shown.unshift(requestId);
+  }
+  return shown;
+}
+
+/** Every page of the settings API's reader at `limit` rows a page: the request ids in order. */
+async function allPages(t: Tenant, limit: number): Promise<string[]> {
+  const ids: string[] = [];
+  let cursor: string | undefined;
+  for (let pages = 0; pages < 100; pages++) {
+    const { requests, nextCursor } = await listRequestHistory(deps, t.organizationId, { limit, cursor });
+    expect(requests.length).toBeLessThanOrEqual(limit);
+    ids.push(...requests.map((r) => r.requestId));
+    if (!nextCursor) return ids;
+    cursor = nextCursor;
+  }
+  throw new Error('more than 100 pages');
+}
+
+beforeAll(async () => {
+  ({ deps } = await testStack());
+});
+
+describe('the request log read from its rows and from the clients leads created', () => {
+  const steps: Step[] = ['lead', 'get', '422', 'lead', 'lead', 'crm', 'get', 'lead', 'crm-api', '422', '422', 'lead', 'get', 'crm-api', 'lead'];
+  let t: Tenant;
+  let expected: string[];
+  beforeAll(async () => {
+    t = await newTenant({ name: 'Interleaved Log' });
+    expected = await history(t, Date.now() - 3_600_000, steps);
+  });
+
+  it('pages across both sources in time order, every row exactly once, at any page size', async () => {
+    for (const limit of [2, 3, 50]) expect(await allPages(t, limit)).toEqual(expected);
+    expect((await listRequests(deps, t.organizationId, { limit: 4 })).map((r) => r.requestId)).toEqual(expected.slice(0, 4));
+    expect((await listRequests(deps, t.organizationId)).map((r) => r.requestId)).toEqual(expected);
+  });
+
+  it("shows a created lead's row from its client: its key, POST, 201 and the client; never a row for a client the CRM wrote", async () => {
+    const { requests } = await listRequestHistory(deps, t.organizationId, { limit: 50 });
+    const leads = requests.filter((r) => r.requestId.endsWith('-lead'));
+    expect(leads).toHaveLength(steps.filter((s) => s === 'lead').length);
+    for (const row of leads) {
+      expect(row).toMatchObject({ method: 'POST', path: '/api/webhook/leads', status: 201, keyId: t.keyId, keyName: 'test', clientId: expect.stringMatching(/^cli_/), durationMs: null });
+    }
+    expect(requests.filter((r) => r.requestId.endsWith('-get') || r.requestId.endsWith('-422')).every((r) => r.clientId === null && r.durationMs === 4)).toBe(true);
+  });
+
+  it('gives every row once when the clients read stops early on the CRM\'s clients (the page then ends where it stopped)', async () => {
+    const tight = await newTenant({ name: 'Many Crm Clients' });
+    const crowded = await history(tight, Date.now() - 7_200_000, ['get', 'crm-api', 'crm-api', 'lead', 'crm-api', 'crm-api', 'crm-api', '422', 'lead', 'crm-api', 'get', 'crm-api', 'crm-api', 'lead']);
+    for (const clientReads of [{ pageSize: 1, maxPages: 1 }, { pageSize: 2, maxPages: 1 }, { pageSize: 1, maxPages: 3 }]) {
+      for (const limit of [1, 2, 3]) {
+        const ids: string[] = [];
+        let before: RequestLogPosition | undefined;
+        for (let pages = 0; pages < 100; pages++) {
+          const { rows, next } = await readRequestLog(deps, tight.organizationId, { limit, before, clientReads });
+          ids.push(...rows.map((r) => r.requestId));
+          if (!next) break;
+          before = next;
+        }
+        expect({ clientReads, limit, ids }).toEqual({ clientReads, limit, ids: crowded });
+      }
+    }
+  });
+
+  it("never shows another organization's rows", async () => {
+    const other = await newTenant({ name: 'Other Log' });
+    const theirs = await history(other, Date.now() - 1_800_000, ['lead', 'get', '422']);
+    const ours = await allPages(t, 50);
+    expect(ours.filter((id) => theirs.includes(id))).toEqual([]);
+    expect(await allPages(other, 2)).toEqual(theirs);
+  });
+
+  it('shows no row older than the retention, from either source', async () => {
+    const aged = await newTenant({ name: 'Aged Log' });
+    const day = 86_400_000;
+    const old = await history(aged, Date.now() - (deps.config.retentionDays + 1) * day, ['lead', 'get', '422']);
+    const recent = await history(aged, Date.now() - (deps.config.retentionDays - 1) * day, ['lead', 'get']);
+    expect(await allPages(aged, 2)).toEqual(recent);
+    expect((await listRequests(deps, aged.organizationId)).map((r) => r.requestId)).toEqual(recent);
+    expect(old).toHaveLength(3);
+  });
+
+  it('refuses a cursor it did not hand out', async () => {
+    for (const cursor of ['nope', Buffer.from('REQUEST#x').toString('base64url'), Buffer.from(JSON.stringify(['CLIENT#a', null])).toString('base64url')]) {
+      await expect(listRequestHistory(deps, t.organizationId, { limit: 2, cursor })).rejects.toMatchObject({ status: 422 });
+    }
+  });
+});
