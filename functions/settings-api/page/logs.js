@@ -83,7 +83,8 @@ function pagedList({ body, path, key, columns, row, emptyText }) {
       cursor = page.nextCursor ?? null;
       let tbody = el.querySelector('tbody');
       if (!more || !tbody) {
-        if (!page[key].length) {
+        // An empty page with a cursor (the request log's read of clients stopped on the CRM's): more to load.
+        if (!page[key].length && !cursor) {
           fill(el, empty(...emptyText));
           return;
         }

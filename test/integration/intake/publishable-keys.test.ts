@@ -153,6 +153,10 @@ describe('no-script forms: application/x-www-form-urlencoded', () => {
     // The key, the honeypot and the token fields are never stored with the lead.
     expect(JSON.stringify(client)).not.toContain(t.key);
     expect(client.custom_fields).toBeUndefined();
+    // Its 303 is not the 201 a client's row shows: the request keeps a row of its own, the client none (docs/settings.md "Request log").
+    expect(client.request_id).toBeUndefined();
+    const { deps } = await testStack();
+    expect((await listRequests(deps, t.organizationId)).map((r) => r.status)).toEqual([303]);
   });
 
   it('without a thank-you URL, answers a small HTML “Thank you” page', async () => {
@@ -162,6 +166,11 @@ describe('no-script forms: application/x-www-form-urlencoded', () => {
     expect(res.headers['content-type']).toBe('text/html; charset=utf-8');
     expect(res.headers['content-security-policy']).toContain("default-src 'none'");
     expect(res.text).toContain('Thank you');
+    // A 201: the client it created is its request's row.
+    const [client] = await itemsOf('clients', t.organizationId);
+    const { deps } = await testStack();
+    expect((await listRequests(deps, t.organizationId)).map((r) => [r.status, r.clientId, r.requestId])).toEqual([[201, client.id, client.request_id]]);
+    expect(await itemsOf('requestLog', t.organizationId, 'REQUEST#')).toEqual([]);
   });
 
   it('errors come back as an HTML page with the problem’s status, and as problem+json when JSON is asked for', async () => {
