@@ -6,7 +6,8 @@
  * writes --import clients (5,000) straight into the clients table with BatchWriteItem, as the CRM
  * application does, its receiver healthy too. In one run:
  *
- * 1. alone: the ten organizations' leads for --rounds seconds (after a warm-up round, not measured);
+ * 1. alone: the ten organizations' leads for --rounds seconds (30: 300 leads, so that p99 is not
+ *    just the second slowest, as it was of 150), after a warm-up round, not measured;
  * 2. flood: the same leads while the import is written and delivered, until its last delivery
  *    (one sender of the ten shares the importer's fan-out lane, as one in ten does on average);
  * 3. throughput: --throughput clients (1,000) over 20 fresh organizations written at once, as
@@ -14,7 +15,8 @@
  *
  * Prints the ten organizations' lead event → receipt p50/p99 alone and during the import and their
  * ratio (targets: p99 during the import ≤ 2 s, ratio ≤ 3), the import's drain rate and its ratio to
- * phase 3's rate (target ≥ 1: the import drains no slower than the pipeline's plain throughput).
+ * phase 3's rate (target ≥ 1: the import drains no slower than the pipeline's plain throughput),
+ * and where a lead waits: before its delivery is recorded (stream and fan-out) or after (queue and delivery).
  * Every receipt is verified with `standardwebhooks`.
  */
 import { mkdtempSync } from 'node:fs';
@@ -35,7 +37,7 @@ import { laneOf } from '../lib/local/stream-poller.js';
 import { functions } from '../lib/topology.js';
 
 const { values } = parseArgs({ options: {
-  import: { type: 'string', default: '5000' }, rounds: { type: 'string', default: '15' }, throughput: { type: 'string', default: '1000' },
+  import: { type: 'string', default: '5000' }, rounds: { type: 'string', default: '30' }, throughput: { type: 'string', default: '1000' },
 } });
 const importCount = Number(values.import);
 const rounds = Number(values.rounds);
@@ -61,6 +63,8 @@ async function main() {
   const coLanedRoutes = new Set<string>();
   const received = { import: [] as number[], throughput: [] as number[] };
   let rejected = 0;
+  /** A lead's client id → when its webhook arrived (the stage breakdown below). */
+  const receiptOf = new Map<string, number>();
   const server = createServer((req, res) => {
     let body = '';
     req.on('data', (c) => (body += c));
@@ -70,6 +74,7 @@ async function main() {
         const event = new Webhook(secrets.get(req.url!)!.slice(6)).verify(body, req.headers as Record<string, string>) as { data: { object: { id: string; created_at: string } } };
         const kind = kindOf.get(event.data.object.id);
         if (kind === 'alone' || kind === 'flood') latencies[kind].push(at - Date.parse(event.data.object.created_at));
+        if (kind === 'alone' || kind === 'flood') receiptOf.set(event.data.object.id, at);
         if (kind === 'flood') (coLanedRoutes.has(req.url!) ? coLaned : ownLane).push(at - Date.parse(event.data.object.created_at));
         else if (kind === 'import' || kind === 'throughput') received[kind].push(at);
       } catch {
@@ -190,6 +195,7 @@ async function main() {
     await waitFor('the throughput deliveries', () => received.throughput.length >= throughputCount);
     const throughputRate = throughputCount / ((Math.max(...received.throughput) - throughputStarted) / 1000);
 
+    const stages = await stageBreakdown(deps, senders.map((x) => x.organizationId), kindOf, receiptOf);
     const [a, b] = [latencies.alone.sort((x, y) => x - y), latencies.flood.sort((x, y) => x - y)];
     const drainRate = importCount / ((importDrained - importStarted) / 1000);
     console.log(`${SENDERS} organizations sending one lead each per second; one organization importing ${importCount} clients (written in ${s(importWritten - importStarted)}); ${rejected} signatures rejected, ${failedLeads} leads refused`);
@@ -201,12 +207,42 @@ async function main() {
     console.log(`  and the ${SENDERS - coLanedRoutes.size} in lanes the import does not use: p50 ${pct(o, 0.5)} ms, p99 ${pct(o, 0.99)} ms (${o.length} deliveries)`);
     console.log(`import fan-out: all ${fanoutDone.length} recorded ${s(fanoutDone.at(-1)! - importStarted)} after the import began (written in ${s(importWritten - importStarted)})`);
     console.log(`ratio during ÷ alone: p50 ${(pct(b, 0.5) / pct(a, 0.5)).toFixed(2)}, p99 ${(pct(b, 0.99) / pct(a, 0.99)).toFixed(2)} (target p99 ≤ 3)`);
+    console.log('where a lead waits (ms; the fan-out records its delivery, the delivery function sends it):');
+    for (const line of stages) console.log(`  ${line}`);
     console.log(`import drained in ${s(importDrained - importStarted)}: ${drainRate.toFixed(0)} deliveries/s; plain throughput now (${throughputCount} events, 20 organizations): ${throughputRate.toFixed(0)} deliveries/s; drain ÷ throughput ${(drainRate / throughputRate).toFixed(2)}`);
   } finally {
     server.closeAllConnections();
     server.close();
     await stack.stop();
   }
+}
+
+/**
+ * Splits each sender's lead event → receipt in two, read from its delivery record: event → recorded
+ * (the stream read and the fan-out, until the record's `createdAt`) and recorded → sent (the queue
+ * and the delivery function, until its attempt's end, then received at once on loopback); alone and
+ * during the import, for the sender sharing the importer's fan-out lane and the others.
+ */
+async function stageBreakdown(deps: Awaited<ReturnType<typeof startLocalStack>>['deps'], organizations: string[], kindOf: Map<string, string>, receiptOf: Map<string, number>): Promise<string[]> {
+  const { queryAll } = await import('../functions/core/platform/query.js');
+  const rows = new Map<string, { recorded: number[]; sent: number[] }>();
+  for (const [n, organizationId] of organizations.entries()) {
+    const items = await queryAll(deps, { TableName: deps.tables.deliveries, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': keys.client(organizationId, 'x').pk } });
+    // The payload (the lead's client) is on the event item, once per event.
+    const clientOf = new Map(items.filter((i) => String(i.sk).startsWith('EVENT#')).map((i) => [i.eventId as string, (i.payload as { data: { object: { id: string; created_at: string } } }).data.object]));
+    for (const record of items.filter((i) => String(i.sk).startsWith(keys.deliveryPrefix))) {
+      const client = clientOf.get(record.eventId as string);
+      const kind = client && kindOf.get(client.id);
+      const attempt = (record.attempts as { at: string }[])[0];
+      if (!client || (kind !== 'alone' && kind !== 'flood') || !attempt || !receiptOf.has(client.id)) continue;
+      const row = `${kind === 'alone' ? 'alone' : 'during the import'}, ${n === 0 ? 'the sender in the importer\'s lane' : 'the 9 others'}`;
+      if (!rows.has(row)) rows.set(row, { recorded: [], sent: [] });
+      rows.get(row)!.recorded.push(Date.parse(record.createdAt as string) - Date.parse(client.created_at));
+      rows.get(row)!.sent.push(Date.parse(attempt.at) - Date.parse(record.createdAt as string));
+    }
+  }
+  const fig = (xs: number[]) => (xs.sort((x, y) => x - y), `p50 ${pct(xs, 0.5)} p99 ${pct(xs, 0.99)}`);
+  return [...rows.entries()].sort().map(([row, { recorded, sent }]) => `${row}: event → recorded ${fig(recorded)}; recorded → sent ${fig(sent)} (${recorded.length})`);
 }
 
 main().catch((error) => {
