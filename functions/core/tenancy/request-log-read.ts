@@ -25,6 +25,25 @@ export type LoggedRequest = Omit<RequestEntry, 'latencyMs' | 'recordedOnClient'>
 export interface RequestLogPosition { request: string | null; client: string | null }
 type Source = keyof RequestLogPosition;
 
+/**
+ * Exactly the positions this reader hands out (a cursor is refused otherwise): a `REQUEST#<at>#<request id>`
+ * sort key or the read's start (`REQUEST#\uffff`), a `CLIENT#<client id>` sort key or the same-time
+ * bound `CLIENT#cli_<time part>~`; null once read to the end. Bounds the position's length too (DynamoDB refuses range keys over 1 KB).
+ */
+const POSITION: Record<Source, RegExp> = {
+  request: /^REQUEST#(?:\uffff|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z#[A-Za-z0-9_-]{1,64})$/,
+  client: /^CLIENT#cli_[0-9A-Za-z]{9,32}~?$/,
+};
+export const isPosition = (source: Source, value: unknown): value is string | null => value === null || (typeof value === 'string' && POSITION[source].test(value));
+
+/** The clients' position of the same time as a `REQUEST#` sort key: below it, every client of that millisecond and older (rows of one time give the request's first). */
+const clientAt = (time: number) => `CLIENT#cli_${timePart(time)}~`;
+/** A cursor of the previous format (a `REQUEST#` sort key alone, handed out before clients were rows): the position it means in both sources. */
+export function positionOfRequestKey(sk: string): RequestLogPosition | undefined {
+  if (!isPosition('request', sk) || sk === `${keys.requestPrefix}\uffff`) return undefined;
+  return { request: sk, client: clientAt(Date.parse(sk.slice(keys.requestPrefix.length, keys.requestPrefix.length + isoLength))) };
+}
+
 interface Row { key: string; sk: string; entry: LoggedRequest }
 /** One source's read: its rows, and unless read to the end of its range, the last item it evaluated (`floor`, `floorSk`). */
 interface SourceRead { rows: Row[]; complete: boolean; floor?: string; floorSk?: string }
@@ -65,10 +84,11 @@ export async function readRequestLog(
 ): Promise<{ rows: LoggedRequest[]; next: RequestLogPosition | null }> {
   const pk = keys.org(organizationId).pk;
   const oldest = deps.now() - deps.config.retentionDays * 86_400_000;
-  const before = options.before ?? { request: `${keys.requestPrefix}\uffff`, client: keys.client(organizationId, `cli_${timePart(deps.now() + 86_400_000)}~`).sk };
+  const before = options.before ?? { request: `${keys.requestPrefix}\uffff`, client: clientAt(deps.now() + 86_400_000) };
   const read = async (source: Source, lower: string, query: Pick<NewestQuery, 'table' | 'pageSize' | 'maxPages' | 'filter' | 'projection' | 'names' | 'values'>): Promise<SourceRead> => {
     const upper = before[source];
-    if (upper === null) return { rows: [], complete: true };
+    // Read to its end, or a position older than the retention (a cursor kept past it): nothing left to query (BETWEEN refuses an upper bound below the lower).
+    if (upper === null || justBelow(upper) < lower) return { rows: [], complete: true };
     const { toKey, toEntry } = specs[source];
     const { items, complete, reached } = await queryNewest(deps, { pk, between: [lower, justBelow(upper)], limit: options.limit + 1, ...query });
     const rows = items.map((item) => ({ key: toKey(String(item.sk)), sk: String(item.sk), entry: toEntry(item) }));

@@ -6,7 +6,7 @@
  * stops early on the CRM's clients.
  */
 import { describe, it, expect, beforeAll } from '@jest/globals';
-import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import { PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { newTenant, testStack, type Tenant } from '../support/stack.js';
 import type { Deps } from '../../../functions/core/platform/deps.js';
 import { keys } from '../../../functions/core/platform/model.js';
@@ -126,9 +126,36 @@ describe('the request log read from its rows and from the clients leads created'
     expect(old).toHaveLength(3);
   });
 
-  it('refuses a cursor it did not hand out', async () => {
-    for (const cursor of ['nope', Buffer.from('REQUEST#x').toString('base64url'), Buffer.from(JSON.stringify(['CLIENT#a', null])).toString('base64url')]) {
+  it('refuses a cursor it did not hand out: malformed, a position of the wrong shape, or longer than any it writes', async () => {
+    const json = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
+    const long = json([`${keys.requestPrefix}${new Date().toISOString()}#${'a'.repeat(2048)}`, null]);
+    expect(long.length).toBeGreaterThan(2048);
+    for (const cursor of ['nope', Buffer.from('REQUEST#x').toString('base64url'), json(['CLIENT#a', null]), json(['REQUEST#', null]), json([null, 'CLIENT#']), json([null, `CLIENT#cli_${'a'.repeat(900)}`]), long]) {
       await expect(listRequestHistory(deps, t.organizationId, { limit: 2, cursor })).rejects.toMatchObject({ status: 422 });
+    }
+  });
+
+  it('reads on from a cursor of the previous format (a REQUEST# sort key alone): the rows older than it, from both sources', async () => {
+    const { Items } = await deps.doc.send(new QueryCommand({ TableName: deps.tables.requestLog, KeyConditionExpression: 'pk = :pk AND begins_with(sk, :r)', ExpressionAttributeValues: { ':pk': keys.org(t.organizationId).pk, ':r': keys.requestPrefix } }));
+    const row = Items!.find((i) => String(i.requestId).endsWith('-6-get'))!;
+    const from = expected.indexOf(String(row.requestId));
+    expect(from).toBeGreaterThan(0);
+    const ids: string[] = [];
+    let cursor: string | undefined = Buffer.from(String(row.sk)).toString('base64url');
+    while (cursor) {
+      const page = await listRequestHistory(deps, t.organizationId, { limit: 2, cursor });
+      ids.push(...page.requests.map((r) => r.requestId));
+      cursor = page.nextCursor ?? undefined;
+    }
+    expect(ids).toEqual(expected.slice(from + 1));
+    expect(ids.some((id) => id.endsWith('-lead'))).toBe(true);
+  });
+
+  it('answers an empty last page to a cursor older than the retention (a page kept open past it), in either format', async () => {
+    const old = `${keys.requestPrefix}2020-01-01T00:00:00.000Z#req-1`;
+    const json = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
+    for (const cursor of [json([old, 'CLIENT#cli_000000000~']), json([null, 'CLIENT#cli_0000000000000000000000A']), json([old, null]), Buffer.from(old).toString('base64url')]) {
+      expect(await listRequestHistory(deps, t.organizationId, { limit: 2, cursor })).toEqual({ requests: [], nextCursor: null });
     }
   });
 });
