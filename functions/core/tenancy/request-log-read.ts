@@ -14,9 +14,15 @@ import { REQUEST_LOG_CLIENT_FIELDS } from './request-log-fields.js';
 
 /** The route a created lead's row shows: the lead endpoint's (functions/front-door/routes.ts). */
 const LEAD_ROUTE = '/api/webhook/leads';
-/** Clients evaluated per page and pages per read: a run of clients the CRM wrote costs at most this many items' reads per call. */
+/**
+ * Clients evaluated per page (at most; a page of the log asks `limit + 1`) and pages per read: a run
+ * of clients the CRM wrote costs at most this many items' reads per call, each Query page at most 1 MB
+ * (docs/settings.md "Request log": the read's cost).
+ */
 const CLIENT_PAGE = 100;
 const CLIENT_PAGES = 5;
+/** Reads `crm logs` makes at most before it stops and says so (an import's stretch of clients is read 5 pages a call). */
+export const MAX_LIST_CALLS = 20;
 
 /** A row of the request log as read: a created lead's (from its client) has no duration. */
 export type LoggedRequest = Omit<RequestEntry, 'latencyMs' | 'recordedOnClient'> & { at: string; latencyMs?: number };
@@ -99,7 +105,7 @@ export async function readRequestLog(
   const [requests, clients] = await Promise.all([
     read('request', `${keys.requestPrefix}${new Date(oldest).toISOString()}`, { table: deps.tables.requestLog }),
     read('client', keys.client(organizationId, `cli_${timePart(oldest)}`).sk, {
-      table: deps.tables.clients, ...(options.clientReads ?? { pageSize: CLIENT_PAGE, maxPages: CLIENT_PAGES }),
+      table: deps.tables.clients, ...(options.clientReads ?? { pageSize: Math.min(CLIENT_PAGE, options.limit + 1), maxPages: CLIENT_PAGES }),
       // Leads' clients only: those the CRM wrote have no request.
       filter: 'attribute_exists(#request_id) AND #source = :api', values: { ':api': 'api' },
       projection: Object.keys(names).join(', '), names,
@@ -120,15 +126,24 @@ export async function readRequestLog(
   return { rows: page.map((r) => r.entry), next: next.request === null && next.client === null ? null : next };
 }
 
-/** The newest `limit` rows of the request log, both sources merged (request-log-read.ts), page after page: `crm logs`. */
-export async function listRequests(deps: Deps, organizationId: string, options: { limit?: number } = {}): Promise<LoggedRequest[]> {
+/**
+ * The newest `limit` rows of the request log, both sources merged (request-log-read.ts), page after
+ * page: `crm logs`. Stops after `maxCalls` reads (a long import of the CRM's clients is read and
+ * filtered out a stretch a call): `more` then says rows may remain.
+ */
+export async function listRequestLog(deps: Deps, organizationId: string, options: { limit?: number; maxCalls?: number; clientReads?: { pageSize: number; maxPages: number } } = {}): Promise<{ rows: LoggedRequest[]; more: boolean; calls: number }> {
   const limit = options.limit ?? 50;
   const rows: LoggedRequest[] = [];
   let before: RequestLogPosition | undefined;
+  let calls = 0;
   do {
-    const page = await readRequestLog(deps, organizationId, { limit: limit - rows.length, before });
+    const page = await readRequestLog(deps, organizationId, { limit: limit - rows.length, before, clientReads: options.clientReads });
+    calls++;
     rows.push(...page.rows);
     before = page.next ?? undefined;
-  } while (before && rows.length < limit);
-  return rows;
+  } while (before && rows.length < limit && calls < (options.maxCalls ?? MAX_LIST_CALLS));
+  return { rows, more: before !== undefined && rows.length < limit, calls };
 }
+
+/** The rows of listRequestLog alone (tests and callers that read a short log). */
+export const listRequests = async (deps: Deps, organizationId: string, options: { limit?: number } = {}) => (await listRequestLog(deps, organizationId, options)).rows;

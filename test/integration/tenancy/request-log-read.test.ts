@@ -15,7 +15,7 @@ import { createLead } from '../../../functions/core/intake/create-lead.js';
 import { parseLead } from '../../../functions/core/intake/lead-schema.js';
 import { createClient } from '../../../functions/core/crm/entities.js';
 import { recordRequest } from '../../../functions/core/tenancy/request-log.js';
-import { listRequests, readRequestLog, type RequestLogPosition } from '../../../functions/core/tenancy/request-log-read.js';
+import { listRequestLog, listRequests, readRequestLog, type RequestLogPosition } from '../../../functions/core/tenancy/request-log-read.js';
 import { requireOrganization } from '../../../functions/core/tenancy/organizations.js';
 import { listRequestHistory } from '../../../functions/core/settings/request-history.js';
 
@@ -106,6 +106,12 @@ describe('the request log read from its rows and from the clients leads created'
         expect({ clientReads, limit, ids }).toEqual({ clientReads, limit, ids: crowded });
       }
     }
+    // `crm logs` stops after its reads and says rows may remain; given enough, it reads them all.
+    const cut = await listRequestLog(deps, tight.organizationId, { limit: 50, maxCalls: 2, clientReads: { pageSize: 1, maxPages: 1 } });
+    expect(cut).toMatchObject({ more: true, calls: 2 });
+    expect(cut.rows.length).toBeLessThan(crowded.length);
+    expect(cut.rows.map((r) => r.requestId)).toEqual(crowded.slice(0, cut.rows.length));
+    expect(await listRequestLog(deps, tight.organizationId, { limit: 50, maxCalls: 100, clientReads: { pageSize: 1, maxPages: 1 } })).toMatchObject({ more: false, rows: crowded.map((requestId) => expect.objectContaining({ requestId })) });
   });
 
   it("never shows another organization's rows", async () => {
