@@ -54,10 +54,10 @@ interface Row { key: string; sk: string; entry: LoggedRequest }
 /** One source's read: its rows, and unless read to the end of its range, the last item it evaluated (`floor`, `floorSk`). */
 interface SourceRead { rows: Row[]; complete: boolean; floor?: string; floorSk?: string }
 
-/** A client's row: the request that created it, a lead answered 201. */
+/** A client's row: the request that created it, a lead answered 201 (or the `request_status` it records: a form's 303). */
 const clientEntry = (item: Item): LoggedRequest => ({
   at: String(item.created_at), requestId: String(item.request_id), keyId: String(item.key_id),
-  method: 'POST', route: LEAD_ROUTE, status: 201, clientId: String(item.id),
+  method: 'POST', route: LEAD_ROUTE, status: typeof item.request_status === 'number' ? item.request_status : 201, clientId: String(item.id),
 });
 const requestEntry = ({ pk: _pk, sk: _sk, expiresAt: _e, ...rest }: Item) => rest as LoggedRequest;
 
