@@ -50,7 +50,7 @@ export function positionOfRequestKey(sk: string): RequestLogPosition | undefined
   return { request: sk, client: clientAt(Date.parse(sk.slice(keys.requestPrefix.length, keys.requestPrefix.length + isoLength))) };
 }
 
-interface Row { key: string; sk: string; entry: LoggedRequest }
+interface Row { source: Source; key: string; sk: string; entry: LoggedRequest }
 /** One source's read: its rows, and unless read to the end of its range, the last item it evaluated (`floor`, `floorSk`). */
 interface SourceRead { rows: Row[]; complete: boolean; floor?: string; floorSk?: string }
 
@@ -97,7 +97,7 @@ export async function readRequestLog(
     if (upper === null || justBelow(upper) < lower) return { rows: [], complete: true };
     const { toKey, toEntry } = specs[source];
     const { items, complete, reached } = await queryNewest(deps, { pk, between: [lower, justBelow(upper)], limit: options.limit + 1, ...query });
-    const rows = items.map((item) => ({ key: toKey(String(item.sk)), sk: String(item.sk), entry: toEntry(item) }));
+    const rows = items.map((item) => ({ source, key: toKey(String(item.sk)), sk: String(item.sk), entry: toEntry(item) }));
     const floorSk = complete ? undefined : (reached ?? String(items.at(-1)?.sk ?? upper));
     return { rows, complete, ...(floorSk ? { floor: toKey(floorSk), floorSk } : {}) };
   };
@@ -123,7 +123,10 @@ export async function readRequestLog(
     return mine.at(-1)?.sk ?? before[source];
   };
   const next = { request: positionOf('request', requests), client: positionOf('client', clients) };
-  return { rows: page.map((r) => r.entry), next: next.request === null && next.client === null ? null : next };
+  // A request answered other than its client records (a 5xx after the client's write) has both rows: the page gives the request's, what the caller saw.
+  const answered = new Set(page.filter((r) => r.source === 'request').map((r) => r.entry.requestId));
+  const shown = page.filter((r) => r.source === 'request' || !answered.has(r.entry.requestId));
+  return { rows: shown.map((r) => r.entry), next: next.request === null && next.client === null ? null : next };
 }
 
 /**

@@ -114,6 +114,19 @@ describe('the request log read from its rows and from the clients leads created'
     expect(await listRequestLog(deps, tight.organizationId, { limit: 50, maxCalls: 100, clientReads: { pageSize: 1, maxPages: 1 } })).toMatchObject({ more: false, rows: crowded.map((requestId) => expect.objectContaining({ requestId })) });
   });
 
+  it("gives a request's own row, not its client's, when a page holds both (a 5xx answered after the client's write)", async () => {
+    const failed = await newTenant({ name: 'Failed After Write' });
+    const auth = { organization: await requireOrganization(deps, failed.organizationId), key: { keyId: failed.keyId, name: 'test' } };
+    const start = Date.now() - 60_000;
+    const requestId = `${failed.organizationId}-failed`;
+    const outcome = await createLead(at(start), auth, parseLead({ name: 'Half Done', email: `half.${failed.organizationId}@example.com` }), { requestId });
+    expect(outcome.kind).toBe('created');
+    await recordRequest(at(start + 50), { requestId, organizationId: failed.organizationId, keyId: failed.keyId, method: 'POST', route: '/api/webhook/leads', status: 500, latencyMs: 60 });
+    const { requests } = await listRequestHistory(deps, failed.organizationId, { limit: 50 });
+    expect(requests.map((r) => [r.requestId, r.status, r.durationMs])).toEqual([[requestId, 500, 60]]);
+    expect((await listRequests(deps, failed.organizationId)).map((r) => r.status)).toEqual([500]);
+  });
+
   it("never shows another organization's rows", async () => {
     const other = await newTenant({ name: 'Other Log' });
     const theirs = await history(other, Date.now() - 1_800_000, ['lead', 'get', '422']);
