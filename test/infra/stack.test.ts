@@ -13,6 +13,7 @@ import type { CfnRole } from 'aws-cdk-lib/aws-iam';
 import type { CfnFunction } from 'aws-cdk-lib/aws-lambda';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { buildApp } from '../../lib/stacks/app.js';
+import { attributeConditions } from '../../lib/stacks/crm-function.js';
 import { stages, type StageConfig } from '../../lib/stages.js';
 import { generateApiKey } from '../../functions/core/tenancy/api-keys.js';
 import type { CrmStack } from '../../lib/stacks/crm-stack.js';
@@ -291,6 +292,13 @@ describe('the CDK stack', () => {
       .filter((m) => m.Properties.Integration?.Type === 'AWS_PROXY' && JSON.stringify(m.Properties.Integration.Uri).includes(logicalId(stack.functions.settingsApi)))
       .map((m) => `${m.Properties.HttpMethod} ${pathOf(m.Properties.ResourceId)}`);
     expect(settingsMethods.sort()).toEqual(routes.filter((r) => r.function === 'settingsApi').map((r) => `${r.method} ${r.path}`).sort());
+  });
+
+  it('refuses at synth a grant on attributes mixing Query or Scan (Select required) with GetItem (none to require)', () => {
+    expect(() => attributeConditions(['dynamodb:GetItem', 'dynamodb:Query'], ['pk', 'sk'])).toThrow(/mixes dynamodb:Query with dynamodb:GetItem/);
+    expect(() => attributeConditions(['dynamodb:Scan', 'dynamodb:BatchGetItem'], ['pk'])).toThrow(/split/);
+    expect(attributeConditions(['dynamodb:Query'], ['pk'])).toEqual({ 'ForAllValues:StringEquals': { 'dynamodb:Attributes': ['pk'] }, StringEquals: { 'dynamodb:Select': 'SPECIFIC_ATTRIBUTES' } });
+    expect(attributeConditions(['dynamodb:GetItem'], ['pk'])).toEqual({ 'ForAllValues:StringEquals': { 'dynamodb:Attributes': ['pk'] }, StringEqualsIfExists: { 'dynamodb:Select': 'SPECIFIC_ATTRIBUTES' } });
   });
 
   it("sends on clients only reads the settings function's grant allows: the request log's Query and the trail's GetItem name granted attributes alone, and project", async () => {
