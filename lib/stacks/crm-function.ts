@@ -134,9 +134,7 @@ export class CrmFunction extends NodejsFunction {
     }
     if (typeof access === 'object') {
       // Exactly the actions named, on the table itself and the one index named: no `index/*` wildcard.
-      // A Query always carries Select: `StringEquals` (a Query without it would read whole items); GetItem has none.
-      const select = access.actions.every((a) => a === 'dynamodb:Query') ? 'StringEquals' : 'StringEqualsIfExists';
-      this.addToRolePolicy(new iam.PolicyStatement({ actions: [...access.actions], resources: [table.tableArn], ...(access.attributes ? { conditions: projecting(access.attributes, select) } : {}) }));
+      this.addToRolePolicy(new iam.PolicyStatement({ actions: [...access.actions], resources: [table.tableArn], ...(access.attributes ? { conditions: attributeConditions(access.actions, access.attributes) } : {}) }));
       if (access.index) this.addToRolePolicy(new iam.PolicyStatement({ actions: [...access.index.actions], resources: [`${table.tableArn}/index/${access.index.name}`] }));
       this.addEnvironment(spec.envVar, table.tableName);
       return this;
@@ -198,6 +196,20 @@ export class CrmFunction extends NodejsFunction {
  * reads by GetItem uses `StringEqualsIfExists` (IAM User Guide, "Amazon DynamoDB: Allows access to
  * specific attributes").
  */
+/**
+ * The conditions of a grant on attributes. A Query or Scan must carry Select SPECIFIC_ATTRIBUTES
+ * (`StringEquals`: one without it names no attribute, matches ForAllValues vacuously and reads whole
+ * items); GetItem has no Select to require (`StringEqualsIfExists`). A grant mixing the two would
+ * get the weaker condition for its Query: refused at synth, to be split into two grants.
+ */
+export function attributeConditions(actions: readonly string[], attributes: readonly string[]) {
+  const reads: string[] = actions.filter((a) => a === 'dynamodb:Query' || a === 'dynamodb:Scan');
+  if (reads.length && reads.length !== actions.length) {
+    throw new Error(`an attribute grant mixes ${reads.join(', ')} with ${actions.filter((a) => !reads.includes(a)).join(', ')}: split it into one grant per kind`);
+  }
+  return projecting(attributes, reads.length ? 'StringEquals' : 'StringEqualsIfExists');
+}
+
 function projecting(attributes: readonly string[], select: 'StringEquals' | 'StringEqualsIfExists') {
   return {
     'ForAllValues:StringEquals': { 'dynamodb:Attributes': [...attributes] },

@@ -13,11 +13,14 @@ import type { CfnRole } from 'aws-cdk-lib/aws-iam';
 import type { CfnFunction } from 'aws-cdk-lib/aws-lambda';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { buildApp } from '../../lib/stacks/app.js';
+import { attributeConditions } from '../../lib/stacks/crm-function.js';
 import { stages, type StageConfig } from '../../lib/stages.js';
 import { generateApiKey } from '../../functions/core/tenancy/api-keys.js';
 import type { CrmStack } from '../../lib/stacks/crm-stack.js';
-import { TRAIL_CLIENT_FIELDS } from '../../functions/core/settings/trail-fields.js';
-import { REQUEST_LOG_CLIENT_FIELDS } from '../../functions/core/tenancy/request-log-fields.js';
+import { readRequestLog } from '../../functions/core/tenancy/request-log-read.js';
+import { leadTrail } from '../../functions/core/settings/lead-trail.js';
+import type { Deps } from '../../functions/core/platform/deps.js';
+import { timePart } from '../../functions/core/platform/ids.js';
 import { secrets, type SecretName, deliveryMaxConcurrency, slowLaneMaxConcurrency, functions, outputKeys, queues, tables, type FunctionName, type QueueName, type TableAccess, type TableName } from '../../lib/topology.js';
 import { hasParameterChild, routes, crossOrigin, routeThrottle, catchAllThrottle, settingsThrottle } from '../../functions/front-door/routes.js';
 import { cors } from '../../functions/core/intake/cors.js';
@@ -270,18 +273,15 @@ describe('the CDK stack', () => {
   it('lets the settings function manage keys, endpoints and deliveries, read one client by key (a lead\'s trail), but never write clients, touch work orders or idempotency records, nor consume the delivery queue', () => {
     expect(actionsOn('settingsApi', tableRef('organizations'))).toEqual(expect.arrayContaining(['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:Query']));
     expect(actionsOn('settingsApi', tableRef('clients')).sort()).toEqual(['dynamodb:GetItem', 'dynamodb:Query']);
-    // GetItem: only the trail's fields of a client (the list lead-trail.ts projects); Query: only who
-    // sent a lead and when (the request log's, request-log-read.ts), each read projecting (Select
-    // SPECIFIC_ATTRIBUTES, required of a Query). Never a client's contact details.
+    // GetItem: only the trail's fields of a client (lead-trail.ts); Query: only who sent a lead and
+    // when (the request log's, request-log-read.ts), each read projecting (Select SPECIFIC_ATTRIBUTES,
+    // required of a Query). Never a client's contact details, its notification (the lead's name) nor
+    // its matchKey. Written out here, not taken from the code's lists: widening a grant edits this test.
     expect(statementsOn('settingsApi', tableRef('clients'))).toEqual(expect.arrayContaining([
-      { actions: ['dynamodb:GetItem'], condition: { 'ForAllValues:StringEquals': { 'dynamodb:Attributes': ['pk', 'sk', ...TRAIL_CLIENT_FIELDS] }, StringEqualsIfExists: { 'dynamodb:Select': 'SPECIFIC_ATTRIBUTES' } } },
-      { actions: ['dynamodb:Query'], condition: { 'ForAllValues:StringEquals': { 'dynamodb:Attributes': [...REQUEST_LOG_CLIENT_FIELDS] }, StringEquals: { 'dynamodb:Select': 'SPECIFIC_ATTRIBUTES' } } },
+      { actions: ['dynamodb:GetItem'], condition: { 'ForAllValues:StringEquals': { 'dynamodb:Attributes': ['pk', 'sk', 'id', 'status', 'source', 'first_name', 'last_name', 'created_at', 'possible_duplicate_of', 'submission_count', 'submissions', 'request_id'] }, StringEqualsIfExists: { 'dynamodb:Select': 'SPECIFIC_ATTRIBUTES' } } },
+      { actions: ['dynamodb:Query'], condition: { 'ForAllValues:StringEquals': { 'dynamodb:Attributes': ['pk', 'sk', 'id', 'source', 'created_at', 'request_id', 'key_id', 'request_status'] }, StringEquals: { 'dynamodb:Select': 'SPECIFIC_ATTRIBUTES' } } },
     ]));
     expect(statementsOn('settingsApi', tableRef('clients'))).toHaveLength(2);
-    for (const pii of ['email', 'phone', 'address', 'sms_consent_proof', 'notes', 'first_name', 'last_name', 'custom_fields', 'submissions']) {
-      expect(REQUEST_LOG_CLIENT_FIELDS).not.toContain(pii);
-    }
-    for (const pii of ['email', 'phone', 'address', 'sms_consent_proof', 'notes']) expect(TRAIL_CLIENT_FIELDS).not.toContain(pii);
     for (const table of ['workOrders', 'idempotency'] as const) expect(actionsOn('settingsApi', tableRef(table))).toEqual([]);
     expect(actionsOn('settingsApi', queueRef('deliveryQueue'))).toContain('sqs:SendMessage');
     expect(actionsOn('settingsApi', queueRef('deliveryQueue'))).not.toContain('sqs:ReceiveMessage');
@@ -292,6 +292,53 @@ describe('the CDK stack', () => {
       .filter((m) => m.Properties.Integration?.Type === 'AWS_PROXY' && JSON.stringify(m.Properties.Integration.Uri).includes(logicalId(stack.functions.settingsApi)))
       .map((m) => `${m.Properties.HttpMethod} ${pathOf(m.Properties.ResourceId)}`);
     expect(settingsMethods.sort()).toEqual(routes.filter((r) => r.function === 'settingsApi').map((r) => `${r.method} ${r.path}`).sort());
+  });
+
+  it('refuses at synth a grant on attributes mixing Query or Scan (Select required) with GetItem (none to require)', () => {
+    expect(() => attributeConditions(['dynamodb:GetItem', 'dynamodb:Query'], ['pk', 'sk'])).toThrow(/mixes dynamodb:Query with dynamodb:GetItem/);
+    expect(() => attributeConditions(['dynamodb:Scan', 'dynamodb:BatchGetItem'], ['pk'])).toThrow(/split/);
+    expect(attributeConditions(['dynamodb:Query'], ['pk'])).toEqual({ 'ForAllValues:StringEquals': { 'dynamodb:Attributes': ['pk'] }, StringEquals: { 'dynamodb:Select': 'SPECIFIC_ATTRIBUTES' } });
+    expect(attributeConditions(['dynamodb:GetItem'], ['pk'])).toEqual({ 'ForAllValues:StringEquals': { 'dynamodb:Attributes': ['pk'] }, StringEqualsIfExists: { 'dynamodb:Select': 'SPECIFIC_ATTRIBUTES' } });
+  });
+
+  it("sends on clients only reads the settings function's grant allows: the request log's Query and the trail's GetItem name granted attributes alone, and project", async () => {
+    // The local stack does not evaluate IAM: the commands the code sends are checked against the synthesized grant here.
+    const sent: { input: Record<string, unknown>; constructor: { name: string } }[] = [];
+    const deps = {
+      doc: { send: async (command: (typeof sent)[number]) => { sent.push(command); return {}; } },
+      tables: { clients: 'clients', requestLog: 'requestLog', organizations: 'organizations', deliveries: 'deliveries' },
+      config: { retentionDays: 30 }, now: () => Date.parse('2026-11-26T12:00:00.000Z'),
+    } as unknown as Deps;
+    await readRequestLog(deps, 'org_1', { limit: 25 });
+    await readRequestLog(deps, 'org_1', { limit: 25, before: { request: 'REQUEST#2026-11-20T00:00:00.000Z#r', client: `CLIENT#cli_${timePart(Date.parse('2026-11-20T00:00:00.000Z'))}A` } });
+    await leadTrail(deps, 'org_1', 'cli_0000000000000000000000A').catch(() => undefined);
+    const grant = (action: string) => {
+      const st = statementsOn('settingsApi', tableRef('clients')).find((s) => s.actions.includes(action))!;
+      return (st.condition as Record<string, Record<string, string[]>>)['ForAllValues:StringEquals']['dynamodb:Attributes'];
+    };
+    const operators = new Set(['AND', 'OR', 'NOT', 'BETWEEN', 'IN', 'attribute_exists', 'attribute_not_exists', 'attribute_type', 'begins_with', 'contains', 'size']);
+    const namesIn = (input: Record<string, unknown>) => {
+      const names = (input.ExpressionAttributeNames ?? {}) as Record<string, string>;
+      const expressions = [input.ProjectionExpression, input.FilterExpression, input.KeyConditionExpression].filter((e): e is string => typeof e === 'string');
+      const used = expressions.flatMap((e) => e.match(/(?<![:\w#])#?[A-Za-z_]\w*/g) ?? []).filter((t) => !operators.has(t)).map((t) => (t.startsWith('#') ? names[t] : t));
+      return [...used, ...Object.values(names), ...Object.keys((input.Key ?? {}) as object)];
+    };
+    const onClients = sent.filter((c) => c.input.TableName === 'clients');
+    const queries = onClients.filter((c) => c.constructor.name === 'QueryCommand');
+    const gets = onClients.filter((c) => c.constructor.name === 'GetCommand');
+    expect([queries.length, gets.length]).toEqual([2, 1]);
+    expect(onClients).toHaveLength(3);
+    // A page of 25 rows reads 26 clients a Query, not 100 (docs/settings.md "Request log": the read's cost).
+    expect(queries.map((q) => q.input.Limit)).toEqual([26, 26]);
+    for (const [commands, action] of [[queries, 'dynamodb:Query'], [gets, 'dynamodb:GetItem']] as const) {
+      for (const { input } of commands) {
+        expect(input.ProjectionExpression).toEqual(expect.any(String));
+        if (action === 'dynamodb:Query') expect(input.Select).toBe('SPECIFIC_ATTRIBUTES');
+        const used = namesIn(input);
+        expect(used).not.toContain(undefined);
+        expect(used.filter((n) => !grant(action).includes(n))).toEqual([]);
+      }
+    }
   });
 
   it('serves GET and POST /api/webhook/leads on a regional API with JSON access logs and tracing', () => {

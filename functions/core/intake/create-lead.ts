@@ -208,9 +208,9 @@ async function createUnguarded(deps: Deps, auth: AuthContext, input: LeadInput, 
  * row in the request log (docs/settings.md "Request log"): its time is `created_at`. Named as a
  * merged submission's are; never in event payloads (events/public-objects.ts lists what is).
  */
-type RequestRow = { request_id: string; key_id: string };
-const rowOf = (auth: AuthContext, meta: RequestMeta): RequestRow | undefined =>
-  (meta.rowOnClient === false ? undefined : { request_id: meta.requestId, key_id: auth.key.keyId });
+type RequestRow = { request_id: string; key_id: string; request_status?: number };
+const rowOf = (auth: AuthContext, meta: RequestMeta): RequestRow =>
+  ({ request_id: meta.requestId, key_id: auth.key.keyId, ...(meta.rowStatus !== undefined && meta.rowStatus !== 201 ? { request_status: meta.rowStatus } : {}) });
 
 /** The put of a new client. */
 function createWrite(deps: Deps, client: Client<'lead', 'api'>, row: RequestRow | undefined): { write: { Put: NonNullable<PutCommand['input']> } } {

@@ -28,7 +28,7 @@ const METHODS = ['GET', 'POST'];
 
 type Answer = { status: number; body: unknown; headers?: Record<string, string>; contentType?: string; outcome?: string };
 /** A lead's answer, and whether the client this request created holds its request-log row (never on a replay). */
-type LeadAnswer = Answer & { recordedOnClient?: boolean };
+type LeadAnswer = Answer & { recordedOnClient?: number };
 
 export async function handleLeadRequest(deps: Deps, request: HttpRequest): Promise<HttpOutcome> {
   // What is known so far goes with the answer or the error: the caller once authenticated, the
@@ -106,9 +106,9 @@ async function createLeadOnce(deps: Deps, request: HttpRequest, auth: AuthContex
   const idempotencyKey = validateIdempotencyKey(request.headers['idempotency-key']);
   const body = form ?? readJsonBody(request, MAX_BODY_BYTES);
   const policy = auth.key.publishable;
-  // A form redirected to its thank-you page answers 303, not the 201 a client's row shows: it keeps its own row.
-  const rowOnClient = !(form && policy?.thankYouUrl);
-  const meta = boundedMeta({ requestId: request.requestId, ip: request.sourceIp, userAgent: request.headers['user-agent'], rowOnClient });
+  // A form redirected to its thank-you page answers 303 (formSuccess): its client records that status as its row.
+  const rowStatus = form && policy?.thankYouUrl ? 303 : 201;
+  const meta = boundedMeta({ requestId: request.requestId, ip: request.sourceIp, userAgent: request.headers['user-agent'], rowStatus });
   let input;
   let verify: (() => Promise<void>) | undefined;
   if (policy) {
@@ -129,10 +129,10 @@ async function createLeadOnce(deps: Deps, request: HttpRequest, auth: AuthContex
     input = parseLead(body);
   }
   // Set when this request (not a replay of an earlier one) created the client.
-  let recordedOnClient = false;
+  let recordedOnClient: number | undefined;
   const lead = async () => {
     const outcome = await createLead(deps, auth, input, meta);
-    recordedOnClient = rowOnClient && outcome.kind === 'created';
+    recordedOnClient = outcome.kind === 'created' ? rowStatus : undefined;
     return leadAnswer(auth, outcome, () => newLeadClient(deps, auth, input, meta));
   };
   const cap = policy?.dailyCap;

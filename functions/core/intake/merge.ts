@@ -14,11 +14,11 @@ import type { LeadInput } from './lead-schema.js';
 export interface RequestMeta {
   requestId: string; ip?: string; userAgent?: string;
   /**
-   * The client a lead creates is its request's row in the request log (`request_id`, `key_id`;
-   * docs/settings.md "Request log"). False for a no-script form post redirected to its thank-you
-   * page: its 303 keeps a row of its own.
+   * The status the request is answered when it creates a client (absent: 201; a no-script form post
+   * redirected to its thank-you page: 303). The client is its request's row in the request log
+   * (`request_id`, `key_id`, `request_status` when not 201; docs/settings.md "Request log").
    */
-  rowOnClient?: boolean;
+  rowStatus?: number;
 }
 
 /** Later submissions listed on a client; past them a lead is not merged but created, flagged. */

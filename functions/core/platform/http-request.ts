@@ -37,10 +37,10 @@ export interface Caller {
  * the body is that text as is (an HTML page, an empty redirect), not JSON. `outcome`: what the request
  * log records beyond the status (e.g. `honeypot`: answered 201, nothing created). `clientId`: the
  * client a lead came to (created, merged into, repeated), which the request log links to its trail.
- * `recordedOnClient`: the client this request created holds its request-log row, so the adapter
- * writes none (docs/settings.md "Request log").
+ * `recordedOnClient`: the status the client this request created records as its request-log row;
+ * answered that status, the adapter writes no row of its own (docs/settings.md "Request log").
  */
-export type HttpOutcome = Caller & { headers: Record<string, string>; outcome?: string; clientId?: string; recordedOnClient?: boolean } & (
+export type HttpOutcome = Caller & { headers: Record<string, string>; outcome?: string; clientId?: string; recordedOnClient?: number } & (
   | { status: number; body: unknown; contentType?: string }
   | { error: unknown }
 );

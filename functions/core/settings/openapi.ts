@@ -194,7 +194,7 @@ export const settingsPaths = {
     get: op('listRequests', 'The lead endpoint’s request log, newest first (kept 30 days)', {
       200: json(obj({
         requests: { type: 'array', items: obj({ at: time, method: str, path: str, status: { type: 'integer' }, keyId: nullable(str), keyName: nullable(str), keyLast4: nullable(str), requestId: str, durationMs: nullable({ type: 'integer' }), detail: nullable(str), clientId: nullable(str) }) },
-        nextCursor: nullable(str),
+        nextCursor: { ...nullable(str), description: 'Where the next page starts; null: no more. A page may hold fewer rows than `limit`, even none, while this is set: read on until it is null' },
       }), 'A page'), ...invalid,
     }, { parameters: [{ name: 'cursor', in: 'query', schema: str }, { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 200, default: 50 } }] }),
   },

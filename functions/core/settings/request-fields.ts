@@ -72,7 +72,8 @@ export function timeOf(field: string, value: string | undefined): string | undef
   return new Date(t).toISOString();
 }
 
-const MAX_CURSOR_CHARS = 200;
+/** The longest cursor any of the settings API's lists hands out (base64url): a longer one is refused before it is parsed. */
+export const MAX_CURSOR_CHARS = 200;
 const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const DELIVERY_ID = /^dlv_[A-Za-z0-9_-]{1,64}$/;
 export const encodeCursor = (d: { createdAt: string; id: string }) => Buffer.from(JSON.stringify([d.createdAt, d.id])).toString('base64url');

@@ -7,9 +7,9 @@
  */
 import type { Deps } from '../platform/deps.js';
 import { validationFailed } from '../platform/errors.js';
-import { keys } from '../platform/model.js';
 import { listApiKeys } from '../tenancy/api-keys.js';
-import { readRequestLog, type RequestLogPosition } from '../tenancy/request-log-read.js';
+import { isPosition, positionOfRequestKey, readRequestLog, type RequestLogPosition } from '../tenancy/request-log-read.js';
+import { MAX_CURSOR_CHARS } from './request-fields.js';
 
 /** What a request's outcome code means, for the log's reader. */
 const outcomes: Record<string, string> = {
@@ -40,18 +40,23 @@ export interface RequestView {
 
 /** A page's position in each of the log's two sources, as the cursor the API hands out (opaque to callers). */
 const encodeCursor = (position: RequestLogPosition) => Buffer.from(JSON.stringify([position.request, position.client])).toString('base64url');
+/** Exactly what encodeCursor writes, or a cursor of the previous format (base64url of a `REQUEST#` sort key), which a page loaded before the deploy still holds. */
 function decodeCursor(cursor: string): RequestLogPosition {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-  } catch {
-    parsed = undefined;
+  if (cursor.length <= MAX_CURSOR_CHARS) {
+    const text = Buffer.from(cursor, 'base64url').toString('utf8');
+    const previous = positionOfRequestKey(text);
+    if (previous) return previous;
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      parsed = undefined;
+    }
+    if (Array.isArray(parsed) && parsed.length === 2 && isPosition('request', parsed[0]) && isPosition('client', parsed[1])) {
+      return { request: parsed[0], client: parsed[1] };
+    }
   }
-  const at = (value: unknown, prefix: string) => value === null || (typeof value === 'string' && value.startsWith(prefix));
-  if (!Array.isArray(parsed) || parsed.length !== 2 || !at(parsed[0], keys.requestPrefix) || !at(parsed[1], 'CLIENT#')) {
-    throw validationFailed([{ field: 'cursor', message: 'is not a cursor this API returned' }]);
-  }
-  return { request: parsed[0] as string | null, client: parsed[1] as string | null };
+  throw validationFailed([{ field: 'cursor', message: 'is not a cursor this API returned' }]);
 }
 
 export async function listRequestHistory(deps: Deps, organizationId: string, options: { cursor?: string; limit: number }): Promise<{ requests: RequestView[]; nextCursor: string | null }> {

@@ -3,4 +3,4 @@
  * created it and when, never its contact details. The settings API's IAM grant on clients allows a
  * Query projecting these alone (lib/topology.ts), so the two cannot drift apart.
  */
-export const REQUEST_LOG_CLIENT_FIELDS = ['pk', 'sk', 'id', 'source', 'created_at', 'request_id', 'key_id'] as const;
+export const REQUEST_LOG_CLIENT_FIELDS = ['pk', 'sk', 'id', 'source', 'created_at', 'request_id', 'key_id', 'request_status'] as const;

@@ -14,9 +14,15 @@ import { REQUEST_LOG_CLIENT_FIELDS } from './request-log-fields.js';
 
 /** The route a created lead's row shows: the lead endpoint's (functions/front-door/routes.ts). */
 const LEAD_ROUTE = '/api/webhook/leads';
-/** Clients evaluated per page and pages per read: a run of clients the CRM wrote costs at most this many items' reads per call. */
+/**
+ * Clients evaluated per page (at most; a page of the log asks `limit + 1`) and pages per read: a run
+ * of clients the CRM wrote costs at most this many items' reads per call, each Query page at most 1 MB
+ * (docs/settings.md "Request log": the read's cost).
+ */
 const CLIENT_PAGE = 100;
 const CLIENT_PAGES = 5;
+/** Reads `crm logs` makes at most before it stops and says so (an import's stretch of clients is read 5 pages a call). */
+export const MAX_LIST_CALLS = 20;
 
 /** A row of the request log as read: a created lead's (from its client) has no duration. */
 export type LoggedRequest = Omit<RequestEntry, 'latencyMs' | 'recordedOnClient'> & { at: string; latencyMs?: number };
@@ -25,14 +31,33 @@ export type LoggedRequest = Omit<RequestEntry, 'latencyMs' | 'recordedOnClient'>
 export interface RequestLogPosition { request: string | null; client: string | null }
 type Source = keyof RequestLogPosition;
 
-interface Row { key: string; sk: string; entry: LoggedRequest }
+/**
+ * Exactly the positions this reader hands out (a cursor is refused otherwise): a `REQUEST#<at>#<request id>`
+ * sort key or the read's start (`REQUEST#\uffff`), a `CLIENT#<client id>` sort key or the same-time
+ * bound `CLIENT#cli_<time part>~`; null once read to the end. Bounds the position's length too (DynamoDB refuses range keys over 1 KB).
+ */
+const POSITION: Record<Source, RegExp> = {
+  request: /^REQUEST#(?:\uffff|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z#[A-Za-z0-9_-]{1,64})$/,
+  client: /^CLIENT#cli_[0-9A-Za-z]{9,32}~?$/,
+};
+export const isPosition = (source: Source, value: unknown): value is string | null => value === null || (typeof value === 'string' && POSITION[source].test(value));
+
+/** The clients' position of the same time as a `REQUEST#` sort key: below it, every client of that millisecond and older (rows of one time give the request's first). */
+const clientAt = (time: number) => `CLIENT#cli_${timePart(time)}~`;
+/** A cursor of the previous format (a `REQUEST#` sort key alone, handed out before clients were rows): the position it means in both sources. */
+export function positionOfRequestKey(sk: string): RequestLogPosition | undefined {
+  if (!isPosition('request', sk) || sk === `${keys.requestPrefix}\uffff`) return undefined;
+  return { request: sk, client: clientAt(Date.parse(sk.slice(keys.requestPrefix.length, keys.requestPrefix.length + isoLength))) };
+}
+
+interface Row { source: Source; key: string; sk: string; entry: LoggedRequest }
 /** One source's read: its rows, and unless read to the end of its range, the last item it evaluated (`floor`, `floorSk`). */
 interface SourceRead { rows: Row[]; complete: boolean; floor?: string; floorSk?: string }
 
-/** A client's row: the request that created it, a lead answered 201. */
+/** A client's row: the request that created it, a lead answered 201 (or the `request_status` it records: a form's 303). */
 const clientEntry = (item: Item): LoggedRequest => ({
   at: String(item.created_at), requestId: String(item.request_id), keyId: String(item.key_id),
-  method: 'POST', route: LEAD_ROUTE, status: 201, clientId: String(item.id),
+  method: 'POST', route: LEAD_ROUTE, status: typeof item.request_status === 'number' ? item.request_status : 201, clientId: String(item.id),
 });
 const requestEntry = ({ pk: _pk, sk: _sk, expiresAt: _e, ...rest }: Item) => rest as LoggedRequest;
 
@@ -65,13 +90,14 @@ export async function readRequestLog(
 ): Promise<{ rows: LoggedRequest[]; next: RequestLogPosition | null }> {
   const pk = keys.org(organizationId).pk;
   const oldest = deps.now() - deps.config.retentionDays * 86_400_000;
-  const before = options.before ?? { request: `${keys.requestPrefix}\uffff`, client: keys.client(organizationId, `cli_${timePart(deps.now() + 86_400_000)}~`).sk };
+  const before = options.before ?? { request: `${keys.requestPrefix}\uffff`, client: clientAt(deps.now() + 86_400_000) };
   const read = async (source: Source, lower: string, query: Pick<NewestQuery, 'table' | 'pageSize' | 'maxPages' | 'filter' | 'projection' | 'names' | 'values'>): Promise<SourceRead> => {
     const upper = before[source];
-    if (upper === null) return { rows: [], complete: true };
+    // Read to its end, or a position older than the retention (a cursor kept past it): nothing left to query (BETWEEN refuses an upper bound below the lower).
+    if (upper === null || justBelow(upper) < lower) return { rows: [], complete: true };
     const { toKey, toEntry } = specs[source];
     const { items, complete, reached } = await queryNewest(deps, { pk, between: [lower, justBelow(upper)], limit: options.limit + 1, ...query });
-    const rows = items.map((item) => ({ key: toKey(String(item.sk)), sk: String(item.sk), entry: toEntry(item) }));
+    const rows = items.map((item) => ({ source, key: toKey(String(item.sk)), sk: String(item.sk), entry: toEntry(item) }));
     const floorSk = complete ? undefined : (reached ?? String(items.at(-1)?.sk ?? upper));
     return { rows, complete, ...(floorSk ? { floor: toKey(floorSk), floorSk } : {}) };
   };
@@ -79,7 +105,7 @@ export async function readRequestLog(
   const [requests, clients] = await Promise.all([
     read('request', `${keys.requestPrefix}${new Date(oldest).toISOString()}`, { table: deps.tables.requestLog }),
     read('client', keys.client(organizationId, `cli_${timePart(oldest)}`).sk, {
-      table: deps.tables.clients, ...(options.clientReads ?? { pageSize: CLIENT_PAGE, maxPages: CLIENT_PAGES }),
+      table: deps.tables.clients, ...(options.clientReads ?? { pageSize: Math.min(CLIENT_PAGE, options.limit + 1), maxPages: CLIENT_PAGES }),
       // Leads' clients only: those the CRM wrote have no request.
       filter: 'attribute_exists(#request_id) AND #source = :api', values: { ':api': 'api' },
       projection: Object.keys(names).join(', '), names,
@@ -97,18 +123,30 @@ export async function readRequestLog(
     return mine.at(-1)?.sk ?? before[source];
   };
   const next = { request: positionOf('request', requests), client: positionOf('client', clients) };
-  return { rows: page.map((r) => r.entry), next: next.request === null && next.client === null ? null : next };
+  // A request answered other than its client records (a 5xx after the client's write) has both rows: the page gives the request's, what the caller saw.
+  const answered = new Set(page.filter((r) => r.source === 'request').map((r) => r.entry.requestId));
+  const shown = page.filter((r) => r.source === 'request' || !answered.has(r.entry.requestId));
+  return { rows: shown.map((r) => r.entry), next: next.request === null && next.client === null ? null : next };
 }
 
-/** The newest `limit` rows of the request log, both sources merged (request-log-read.ts), page after page: `crm logs`. */
-export async function listRequests(deps: Deps, organizationId: string, options: { limit?: number } = {}): Promise<LoggedRequest[]> {
+/**
+ * The newest `limit` rows of the request log, both sources merged (request-log-read.ts), page after
+ * page: `crm logs`. Stops after `maxCalls` reads (a long import of the CRM's clients is read and
+ * filtered out a stretch a call): `more` then says rows may remain.
+ */
+export async function listRequestLog(deps: Deps, organizationId: string, options: { limit?: number; maxCalls?: number; clientReads?: { pageSize: number; maxPages: number } } = {}): Promise<{ rows: LoggedRequest[]; more: boolean; calls: number }> {
   const limit = options.limit ?? 50;
   const rows: LoggedRequest[] = [];
   let before: RequestLogPosition | undefined;
+  let calls = 0;
   do {
-    const page = await readRequestLog(deps, organizationId, { limit: limit - rows.length, before });
+    const page = await readRequestLog(deps, organizationId, { limit: limit - rows.length, before, clientReads: options.clientReads });
+    calls++;
     rows.push(...page.rows);
     before = page.next ?? undefined;
-  } while (before && rows.length < limit);
-  return rows;
+  } while (before && rows.length < limit && calls < (options.maxCalls ?? MAX_LIST_CALLS));
+  return { rows, more: before !== undefined && rows.length < limit, calls };
 }
+
+/** The rows of listRequestLog alone (tests and callers that read a short log). */
+export const listRequests = async (deps: Deps, organizationId: string, options: { limit?: number } = {}) => (await listRequestLog(deps, organizationId, options)).rows;

@@ -24,6 +24,12 @@ export interface RequestEntry {
 }
 
 /**
+ * Whether a request writes a `REQUEST#` row: unless the client it created records it (`recorded`:
+ * that row's status) and it was answered that status. The HTTP adapter and bench/intake.ts decide by it.
+ */
+export const recordsOwnRow = (recorded: number | undefined, status: number): boolean => recorded !== status;
+
+/**
  * Refused calls (401: a revoked or expired key) one key leaves in its organization's request log per
  * minute; the rest are only counted (`REFUSED#<keyId>#<minute>`, `count`), so a script retrying with
  * a revoked key at the WAF's rate cannot flood the log its owner reads (docs/settings.md).

@@ -153,10 +153,11 @@ describe('no-script forms: application/x-www-form-urlencoded', () => {
     // The key, the honeypot and the token fields are never stored with the lead.
     expect(JSON.stringify(client)).not.toContain(t.key);
     expect(client.custom_fields).toBeUndefined();
-    // Its 303 is not the 201 a client's row shows: the request keeps a row of its own, the client none (docs/settings.md "Request log").
-    expect(client.request_id).toBeUndefined();
+    // The client is its request's row and records the 303 it was answered: no REQUEST# row (docs/settings.md "Request log").
+    expect(client).toMatchObject({ request_id: expect.any(String), key_id: t.keyId, request_status: 303 });
     const { deps } = await testStack();
-    expect((await listRequests(deps, t.organizationId)).map((r) => r.status)).toEqual([303]);
+    expect((await listRequests(deps, t.organizationId)).map((r) => [r.status, r.clientId, r.requestId])).toEqual([[303, client.id, client.request_id]]);
+    expect(await itemsOf('requestLog', t.organizationId, 'REQUEST#')).toEqual([]);
   });
 
   it('without a thank-you URL, answers a small HTML “Thank you” page', async () => {

@@ -227,10 +227,21 @@ describe.each([['postpaid', {}, 0], ['prepaid', { billing: 'prepaid' as const, w
     const { slot } = submissionGuard(t.keyId, parseLead(body));
     const { Item: claimed } = await deps.doc.send(new GetCommand({ TableName: deps.tables.organizations, Key: guardItem }));
 
-    const retry = await handler(postEvent(t, body), lambdaContext('leadIntake'));
+    const retryEvent = postEvent(t, body);
+    const retry = await handler(retryEvent, lambdaContext('leadIntake'));
     expect(retry.statusCode).toBe(201);
     expect(JSON.parse(retry.body).id).toBe(claimed?.[`dc${slot}`]);
-    expect((await itemsOf('clients', t.organizationId, 'CLIENT#')).map((c) => c.id)).toEqual([claimed?.[`dc${slot}`]]);
+    const adopted = await itemsOf('clients', t.organizationId, 'CLIENT#');
+    expect(adopted.map((c) => c.id)).toEqual([claimed?.[`dc${slot}`]]);
+    // The adopted client carries the retry's request and is its row: no REQUEST# item for it, the first call's 500 kept.
+    expect(adopted[0]).toMatchObject({ request_id: retryEvent.requestContext.requestId, key_id: t.keyId });
+    expect((await itemsOf('requestLog', t.organizationId, 'REQUEST#')).map((r) => [r.requestId, r.status])).toEqual([[expect.not.stringMatching(retryEvent.requestContext.requestId), 500]]);
+    // The client's id keeps the first request's time, its row's place (docs/settings.md "Request log"): below that request's 500, showing the retry's created_at.
+    const rows = await listRequests(deps, t.organizationId);
+    expect(rows.map((r) => [r.requestId, r.status, r.clientId])).toEqual([
+      [expect.any(String), 500, undefined], [retryEvent.requestContext.requestId, 201, adopted[0].id],
+    ]);
+    expect(rows[1].at >= rows[0].at).toBe(true);
     expect(await dailyUsage(deps, t.organizationId, today())).toEqual({ calls: 1, billedMicros: price });
     if (price) expect((await getOrganization(deps, t.organizationId))?.walletMicros).toBe(10_000 - price);
     // A third identical submission is the double-submit of that client, billed as a call.

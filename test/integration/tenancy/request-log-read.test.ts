@@ -6,7 +6,7 @@
  * stops early on the CRM's clients.
  */
 import { describe, it, expect, beforeAll } from '@jest/globals';
-import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import { PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { newTenant, testStack, type Tenant } from '../support/stack.js';
 import type { Deps } from '../../../functions/core/platform/deps.js';
 import { keys } from '../../../functions/core/platform/model.js';
@@ -15,7 +15,7 @@ import { createLead } from '../../../functions/core/intake/create-lead.js';
 import { parseLead } from '../../../functions/core/intake/lead-schema.js';
 import { createClient } from '../../../functions/core/crm/entities.js';
 import { recordRequest } from '../../../functions/core/tenancy/request-log.js';
-import { listRequests, readRequestLog, type RequestLogPosition } from '../../../functions/core/tenancy/request-log-read.js';
+import { listRequestLog, listRequests, readRequestLog, type RequestLogPosition } from '../../../functions/core/tenancy/request-log-read.js';
 import { requireOrganization } from '../../../functions/core/tenancy/organizations.js';
 import { listRequestHistory } from '../../../functions/core/settings/request-history.js';
 
@@ -106,6 +106,25 @@ describe('the request log read from its rows and from the clients leads created'
         expect({ clientReads, limit, ids }).toEqual({ clientReads, limit, ids: crowded });
       }
     }
+    // `crm logs` stops after its reads and says rows may remain; given enough, it reads them all.
+    const cut = await listRequestLog(deps, tight.organizationId, { limit: 50, maxCalls: 2, clientReads: { pageSize: 1, maxPages: 1 } });
+    expect(cut).toMatchObject({ more: true, calls: 2 });
+    expect(cut.rows.length).toBeLessThan(crowded.length);
+    expect(cut.rows.map((r) => r.requestId)).toEqual(crowded.slice(0, cut.rows.length));
+    expect(await listRequestLog(deps, tight.organizationId, { limit: 50, maxCalls: 100, clientReads: { pageSize: 1, maxPages: 1 } })).toMatchObject({ more: false, rows: crowded.map((requestId) => expect.objectContaining({ requestId })) });
+  });
+
+  it("gives a request's own row, not its client's, when a page holds both (a 5xx answered after the client's write)", async () => {
+    const failed = await newTenant({ name: 'Failed After Write' });
+    const auth = { organization: await requireOrganization(deps, failed.organizationId), key: { keyId: failed.keyId, name: 'test' } };
+    const start = Date.now() - 60_000;
+    const requestId = `${failed.organizationId}-failed`;
+    const outcome = await createLead(at(start), auth, parseLead({ name: 'Half Done', email: `half.${failed.organizationId}@example.com` }), { requestId });
+    expect(outcome.kind).toBe('created');
+    await recordRequest(at(start + 50), { requestId, organizationId: failed.organizationId, keyId: failed.keyId, method: 'POST', route: '/api/webhook/leads', status: 500, latencyMs: 60 });
+    const { requests } = await listRequestHistory(deps, failed.organizationId, { limit: 50 });
+    expect(requests.map((r) => [r.requestId, r.status, r.durationMs])).toEqual([[requestId, 500, 60]]);
+    expect((await listRequests(deps, failed.organizationId)).map((r) => r.status)).toEqual([500]);
   });
 
   it("never shows another organization's rows", async () => {
@@ -119,16 +138,50 @@ describe('the request log read from its rows and from the clients leads created'
   it('shows no row older than the retention, from either source', async () => {
     const aged = await newTenant({ name: 'Aged Log' });
     const day = 86_400_000;
-    const old = await history(aged, Date.now() - (deps.config.retentionDays + 1) * day, ['lead', 'get', '422']);
+    const old = await history(aged, Date.now() - (deps.config.retentionDays + 1) * day, ['lead']);
+    // The aged REQUEST# rows with no expiresAt: only the reader's lower bound hides them, not DynamoDB's TTL sweep.
+    for (const [i, status] of [200, 422].entries()) {
+      const time = new Date(Date.now() - (deps.config.retentionDays + 1) * day + (i + 1) * 1000).toISOString();
+      const requestId = `${aged.organizationId}-aged-${status}`;
+      await deps.doc.send(new PutCommand({ TableName: deps.tables.requestLog, Item: { ...keys.request(aged.organizationId, time, requestId), at: time, requestId, organizationId: aged.organizationId, keyId: aged.keyId, method: 'POST', route: '/api/webhook/leads', status, latencyMs: 4 } }));
+      old.push(requestId);
+    }
     const recent = await history(aged, Date.now() - (deps.config.retentionDays - 1) * day, ['lead', 'get']);
     expect(await allPages(aged, 2)).toEqual(recent);
     expect((await listRequests(deps, aged.organizationId)).map((r) => r.requestId)).toEqual(recent);
     expect(old).toHaveLength(3);
   });
 
-  it('refuses a cursor it did not hand out', async () => {
-    for (const cursor of ['nope', Buffer.from('REQUEST#x').toString('base64url'), Buffer.from(JSON.stringify(['CLIENT#a', null])).toString('base64url')]) {
+  it('refuses a cursor it did not hand out: malformed, a position of the wrong shape, or longer than any it writes', async () => {
+    const json = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
+    const long = json([`${keys.requestPrefix}${new Date().toISOString()}#${'a'.repeat(2048)}`, null]);
+    expect(long.length).toBeGreaterThan(2048);
+    for (const cursor of ['nope', Buffer.from('REQUEST#x').toString('base64url'), json(['CLIENT#a', null]), json(['REQUEST#', null]), json([null, 'CLIENT#']), json([null, `CLIENT#cli_${'a'.repeat(900)}`]), long]) {
       await expect(listRequestHistory(deps, t.organizationId, { limit: 2, cursor })).rejects.toMatchObject({ status: 422 });
+    }
+  });
+
+  it('reads on from a cursor of the previous format (a REQUEST# sort key alone): the rows older than it, from both sources', async () => {
+    const { Items } = await deps.doc.send(new QueryCommand({ TableName: deps.tables.requestLog, KeyConditionExpression: 'pk = :pk AND begins_with(sk, :r)', ExpressionAttributeValues: { ':pk': keys.org(t.organizationId).pk, ':r': keys.requestPrefix } }));
+    const row = Items!.find((i) => String(i.requestId).endsWith('-6-get'))!;
+    const from = expected.indexOf(String(row.requestId));
+    expect(from).toBeGreaterThan(0);
+    const ids: string[] = [];
+    let cursor: string | undefined = Buffer.from(String(row.sk)).toString('base64url');
+    while (cursor) {
+      const page = await listRequestHistory(deps, t.organizationId, { limit: 2, cursor });
+      ids.push(...page.requests.map((r) => r.requestId));
+      cursor = page.nextCursor ?? undefined;
+    }
+    expect(ids).toEqual(expected.slice(from + 1));
+    expect(ids.some((id) => id.endsWith('-lead'))).toBe(true);
+  });
+
+  it('answers an empty last page to a cursor older than the retention (a page kept open past it), in either format', async () => {
+    const old = `${keys.requestPrefix}2020-01-01T00:00:00.000Z#req-1`;
+    const json = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
+    for (const cursor of [json([old, 'CLIENT#cli_000000000~']), json([null, 'CLIENT#cli_0000000000000000000000A']), json([old, null]), Buffer.from(old).toString('base64url')]) {
+      expect(await listRequestHistory(deps, t.organizationId, { limit: 2, cursor })).toEqual({ requests: [], nextCursor: null });
     }
   });
 });
