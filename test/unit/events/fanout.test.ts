@@ -9,7 +9,7 @@ import { fanOutStreamBatch as fanOut } from '../../../functions/event-fanout/str
 import { logger, metrics } from '../../../functions/core/platform/observability.js';
 import { keys } from '../../../functions/core/platform/model.js';
 import { streamRecord, type Shape } from './given-stream.js';
-import { shares } from '../../../functions/core/events/fanout.js';
+import { BULK_STAYS_MS, shares as sharesOf } from '../../../functions/core/events/fanout.js';
 
 const noDeps = { now: () => Date.now() } as Deps; // any table or queue access would throw
 
@@ -46,6 +46,8 @@ describe.each(['aws', 'local'] as Shape[])('a %s record filed under another orga
 });
 
 describe('the hand-off decision: which deliveries of a batch the lane records and which go to the bulk queue', () => {
+  // Each test's own memory of organizations handed off lately, at time 0 unless it says otherwise.
+  const shares = (planned: Parameters<typeof sharesOf>[0], now = 0, lately = new Map<string, number>()) => sharesOf(planned, now, lately);
   const event = (org: string, i: number, data = {}) => ({ id: `evt_${org}_${i}`, organization_id: org, data }) as never;
   const planned = (org: string, n: number) => Array.from({ length: n }, (_, i) => ({ event: event(org, i), endpoint: { id: 'ep', enabled: true } }));
   const ids = (share: { event: { id: string } }[]) => share.map((p) => p.event.id);
@@ -70,6 +72,18 @@ describe('the hand-off decision: which deliveries of a batch the lane records an
     expect(bulk.map(ids)).toEqual([ids(planned('importer', 30)), ids(planned('sync', 25))]);
     expect(ids(lane)).toEqual([...ids(planned('a', 1)), ...ids(planned('b', 24)), 'evt_a_1']);
     expect(lane.length + bulk.flat().length).toBe(batch.length);
+  });
+
+  it('goes on handing off an organization for BULK_STAYS_MS after a large share, whatever the size of its next shares: an import’s small stretches do not hold the lane', () => {
+    const lately = new Map<string, number>();
+    expect(shares(planned('importer', 30), 1_000, lately).lane).toEqual([]);
+    // 3 of its events a moment later (an import's last records) are handed off; 'a', never large, stays in the lane.
+    const { lane, bulk } = shares([...planned('importer', 3), ...planned('a', 2)], 1_000 + BULK_STAYS_MS - 1, lately);
+    expect(bulk.map(ids)).toEqual([ids(planned('importer', 3))]);
+    expect(ids(lane)).toEqual(ids(planned('a', 2)));
+    // Once BULK_STAYS_MS have passed since its last large share, its small shares are recorded in the lane again.
+    expect(shares(planned('importer', 3), 1_000 + BULK_STAYS_MS, lately)).toEqual({ lane: planned('importer', 3), bulk: [] });
+    expect(lately.size).toBe(0);
   });
 
   it('keeps a batch of small shares in the lane (one BatchWriteItem for many organizations), and hands off nothing', () => {
