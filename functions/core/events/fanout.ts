@@ -45,20 +45,26 @@ function reportTenantMismatch(change: StreamChange, organizationId: string | und
 export const LARGE_SHARE = 25;
 
 /**
- * How long an organization that had a large share goes on being handed off, whatever the size of
- * its next shares. An import also reaches the stream in small stretches (its first and last
- * records, a pause between its writes): recorded in the lane, 23 of its records held the lane for
- * up to 1.5 s, and everyone sharing it waited (docs/benchmarks.md "Where a lead waits during the
- * import"). Remembered per container: each container running the lane follows the same rule.
+ * How long an organization that had a large share goes on being handed off. An import also
+ * reaches the stream in small stretches (its first and last records, a pause between its writes):
+ * 23 of its records recorded in the lane held that lane for 1.5 s on the local stack, everyone
+ * sharing it waiting (docs/benchmarks.md "An importer stays handed off for 10 s"); on AWS the lane
+ * would meet the importer's hot partition there. Within the window a share of HANDED_OFF_SHARE
+ * events or more is handed off; fewer (a lead, an edit) stay in the lane and are not queued behind
+ * the import. Each container remembers its own: on AWS a lane's next batch may run in a container
+ * that did not see the large share and decides by the batch alone, as before (best effort;
+ * docs/decisions.md "Fan-out lanes and the bulk path"). The local stack runs every lane in one
+ * process, so it always remembers.
  */
 export const BULK_STAYS_MS = 10_000;
-/** Organizations handed off lately → until when they stay handed off (this container's). */
+export const HANDED_OFF_SHARE = 5;
+/** Organizations with a large share lately → until when their shares are handed off (this container's). */
 const handedOffLately = new Map<string, number>();
 
 /**
  * The batch's deliveries split between the lane and the bulk queue (bulk-share.ts): each
- * organization with a large share (an import, a nightly sync), or with one in the last
- * BULK_STAYS_MS, is handed off, one share per organization, in order; everybody else's
+ * organization with a large share (an import, a nightly sync), or with HANDED_OFF_SHARE events
+ * and a large share in the last BULK_STAYS_MS, is handed off, one share per organization, in order; everybody else's
  * deliveries, and any event too big for a bulk message, are recorded in the lane. Another
  * organization's change in the same batch (one in ten shares the importer's lane: docs/capacity.md
  * "Fan-out lanes") is then queued without waiting for the import's writes, and the lane keeps pace
@@ -75,9 +81,10 @@ export function shares(planned: PlannedDelivery[], now = Date.now(), lately = ha
   for (const [org, ids] of events) if (ids.size >= LARGE_SHARE) lately.set(org, now + BULK_STAYS_MS);
   const bulk = new Map<string, PlannedDelivery[]>();
   const lane: PlannedDelivery[] = [];
+  const handedOff = (org: string) => lately.has(org) && events.get(org)!.size >= HANDED_OFF_SHARE;
   for (const p of planned) {
     const org = p.event.organization_id;
-    if (!lately.has(org) || !fitsBulkMessage(p.event)) lane.push(p);
+    if (!handedOff(org) || !fitsBulkMessage(p.event)) lane.push(p);
     else if (bulk.has(org)) bulk.get(org)!.push(p);
     else bulk.set(org, [p]);
   }

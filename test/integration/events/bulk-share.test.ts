@@ -15,7 +15,7 @@ import { addEndpoint, updateEndpoint } from '../../../functions/core/delivery/en
 import { fanOutStreamBatch as fanOut } from '../../../functions/event-fanout/stream-batch.js';
 import { fanOutBulkBatch } from '../../../functions/bulk-fanout/sqs-batch.js';
 import { readBulkShare } from '../../../functions/core/events/bulk-share.js';
-import { LARGE_SHARE } from '../../../functions/core/events/fanout.js';
+import { HANDED_OFF_SHARE, LARGE_SHARE } from '../../../functions/core/events/fanout.js';
 import { listDeliveries } from '../../../functions/core/delivery/redeliver.js';
 import { keys } from '../../../functions/core/platform/model.js';
 import { streamArns, streamRecord } from '../../unit/events/given-stream.js';
@@ -76,6 +76,32 @@ describe('the bulk path', () => {
     expect(requests.every((r) => !r.verifyError)).toBe(true);
     expect(requests.map((r) => r.event!.data.object.id).sort()).toEqual(ids);
     expect((await listDeliveries(deps, importer, { limit: 1000 })).map((d) => d.status)).toEqual(ids.map(() => 'delivered'));
+  }, 60_000);
+
+  it('goes on handing off the importer’s next stretch of the import (a batch of its own under a large share), while its single lead stays in the lane', async () => {
+    const { deps } = await testStack();
+    const { QueueUrl } = await deps.sqs.send(new CreateQueueCommand({ QueueName: `crm-test-bulk-next-${Date.now()}` }));
+    const laneDeps = { ...deps, queues: { ...deps.queues, bulkQueue: QueueUrl! } };
+    const importer = await subscribed('/bulk-next');
+    const arn = `${streamArns.local}-bulk-next-${Date.now()}`;
+    const batch = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => streamRecord('local', 'INSERT', { new: client(importer, `cli_${prefix}${String(i).padStart(3, '0')}`) }, { arn }));
+    const handedOff = async () => {
+      const { Messages = [] } = await deps.sqs.send(new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }));
+      return Messages.flatMap((m) => readBulkShare(m.Body!).events.map((e) => e.event.data.object.id)).sort();
+    };
+
+    expect(await fanOut(laneDeps, batch('big', LARGE_SHARE))).toEqual({ batchItemFailures: [] });
+    expect(await handedOff()).toHaveLength(LARGE_SHARE);
+    // The next batch holds only HANDED_OFF_SHARE of its records: handed off too, none recorded in the lane.
+    const stretch = batch('tail', HANDED_OFF_SHARE);
+    expect(await fanOut(laneDeps, stretch)).toEqual({ batchItemFailures: [] });
+    expect(await handedOff()).toEqual(stretch.map((r) => String(r.dynamodb!.NewImage!.id.S)).sort());
+    expect(await listDeliveries(deps, importer)).toEqual([]);
+    // One lead of the importer's meanwhile is recorded and sent by the lane, not queued behind its import.
+    expect(await fanOut(laneDeps, batch('lead', 1))).toEqual({ batchItemFailures: [] });
+    const lead = await eventually(async () => receiver.on('/bulk-next')[0], { what: 'the importer’s lead' });
+    expect(lead.event!.data.object.id).toBe('cli_lead000');
+    expect(await handedOff()).toEqual([]);
   }, 60_000);
 
   it('refuses a bulk message that is not one (reported failed, so it is received again and then dead-lettered)', async () => {

@@ -9,7 +9,7 @@ import { fanOutStreamBatch as fanOut } from '../../../functions/event-fanout/str
 import { logger, metrics } from '../../../functions/core/platform/observability.js';
 import { keys } from '../../../functions/core/platform/model.js';
 import { streamRecord, type Shape } from './given-stream.js';
-import { BULK_STAYS_MS, shares as sharesOf } from '../../../functions/core/events/fanout.js';
+import { BULK_STAYS_MS, HANDED_OFF_SHARE, shares as sharesOf } from '../../../functions/core/events/fanout.js';
 
 const noDeps = { now: () => Date.now() } as Deps; // any table or queue access would throw
 
@@ -74,15 +74,23 @@ describe('the hand-off decision: which deliveries of a batch the lane records an
     expect(lane.length + bulk.flat().length).toBe(batch.length);
   });
 
-  it('goes on handing off an organization for BULK_STAYS_MS after a large share, whatever the size of its next shares: an import’s small stretches do not hold the lane', () => {
+  it('goes on handing off an organization’s shares of HANDED_OFF_SHARE events or more for BULK_STAYS_MS after its last large share; fewer stay in the lane', () => {
     const lately = new Map<string, number>();
     expect(shares(planned('importer', 30), 1_000, lately).lane).toEqual([]);
-    // 3 of its events a moment later (an import's last records) are handed off; 'a', never large, stays in the lane.
-    const { lane, bulk } = shares([...planned('importer', 3), ...planned('a', 2)], 1_000 + BULK_STAYS_MS - 1, lately);
-    expect(bulk.map(ids)).toEqual([ids(planned('importer', 3))]);
-    expect(ids(lane)).toEqual(ids(planned('a', 2)));
-    // Once BULK_STAYS_MS have passed since its last large share, its small shares are recorded in the lane again.
-    expect(shares(planned('importer', 3), 1_000 + BULK_STAYS_MS, lately)).toEqual({ lane: planned('importer', 3), bulk: [] });
+    expect([...lately]).toEqual([['importer', 1_000 + BULK_STAYS_MS]]);
+    // An import's small stretch a moment later is handed off; 'a', never large, stays in the lane.
+    const stretch = planned('importer', HANDED_OFF_SHARE);
+    const later = shares([...stretch, ...planned('a', HANDED_OFF_SHARE)], 1_000 + BULK_STAYS_MS - 1, lately);
+    expect(later.bulk.map(ids)).toEqual([ids(stretch)]);
+    expect(ids(later.lane)).toEqual(ids(planned('a', HANDED_OFF_SHARE)));
+    // Fewer events (a lead, an edit) stay in the lane, not queued behind the import.
+    expect(shares(planned('importer', HANDED_OFF_SHARE - 1), 1_000 + BULK_STAYS_MS - 1, lately)).toEqual({ lane: planned('importer', HANDED_OFF_SHARE - 1), bulk: [] });
+    // A later large share renews the window from its own time.
+    shares(planned('importer', 25), 5_000, lately);
+    expect(lately.get('importer')).toBe(5_000 + BULK_STAYS_MS);
+    expect(shares(stretch, 5_000 + BULK_STAYS_MS - 1, lately).bulk.map(ids)).toEqual([ids(stretch)]);
+    // Once BULK_STAYS_MS have passed since its last large share, it is recorded in the lane again, and forgotten.
+    expect(shares(stretch, 5_000 + BULK_STAYS_MS, lately)).toEqual({ lane: stretch, bulk: [] });
     expect(lately.size).toBe(0);
   });
 
