@@ -53,7 +53,7 @@ export const LARGE_SHARE = 25;
  * events or more is handed off; fewer (a lead, an edit) stay in the lane and are not queued behind
  * the import. Each container remembers its own: on AWS a lane's next batch may run in a container
  * that did not see the large share and decides by the batch alone, as before (best effort;
- * docs/decisions.md "Fan-out lanes and the bulk path"). The local stack runs every lane in one
+ * docs/decisions.md "Fair under volume"). The local stack runs every lane in one
  * process, so it always remembers.
  */
 export const BULK_STAYS_MS = 10_000;
