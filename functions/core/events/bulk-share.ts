@@ -1,6 +1,7 @@
 /**
  * The fan-out's bulk path (docs/capacity.md "Fan-out lanes"). An organization's large share of a
- * stream batch (an import, a nightly sync) is not recorded in the lane, at four writes per delivery:
+ * stream batch (an import, a nightly sync), and its next shares of 5 events or more for 10 s after
+ * (events/fanout.ts `shares`), are not recorded in the lane, at four writes per delivery:
  * the lane hands it to the bulk queue in compact messages (a few SendMessageBatch calls per batch),
  * and the bulk fan-out (functions/bulk-fanout) records and queues each message's deliveries exactly
  * as the lane does (delivery/queue.ts recordDeliveries, queueDeliveries). So the lane keeps pace with

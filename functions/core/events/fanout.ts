@@ -3,7 +3,8 @@
  * event's organization. Each delivery has an id derived from (event id, endpoint id); a whole
  * batch's records are written together (delivery/queue.ts recordDeliveries: BatchWriteItem after
  * one BatchGetItem, so a re-processed batch creates nothing twice), then queued; an organization's
- * large share is handed to the bulk queue and recorded there the same way (bulk-share.ts). Events for a
+ * large share (and, for BULK_STAYS_MS after one, its shares of HANDED_OFF_SHARE events or more) is
+ * handed to the bulk queue and recorded there the same way (bulk-share.ts). Events for a
  * disabled endpoint are recorded as skipped; payloads too big for the queue are recorded as failed
  * with the reason, never retried in a loop.
  */
