@@ -254,7 +254,7 @@ export const functions = {
   },
   bulkFanout: {
     entry: 'bulk-fanout',
-    description: 'Records and queues the deliveries of an organization\'s large share, handed off by the event fan-out',
+    description: 'Records and queues the deliveries of an organization\'s large share (and its stretches after one), handed off by the event fan-out',
     timeoutSeconds: 30,
     memoryMb: 512,
     // The messages carry the planned deliveries (endpoint ids and states): no endpoint read. On

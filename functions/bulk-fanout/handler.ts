@@ -1,4 +1,4 @@
-/** Bulk queue → the recorded and queued deliveries of an organization's large share (functions/core/events/bulk-share.ts). */
+/** Bulk queue → the recorded and queued deliveries of an organization's large share, or of a stretch after one (functions/core/events/bulk-share.ts). */
 import type { SQSEvent, SQSBatchResponse } from 'aws-lambda';
 import { lambdaDeps } from '../core/platform/deps.js';
 import { fanOutBulkBatch } from './sqs-batch.js';
