@@ -106,8 +106,9 @@ async function createLeadOnce(deps: Deps, request: HttpRequest, auth: AuthContex
   const idempotencyKey = validateIdempotencyKey(request.headers['idempotency-key']);
   const body = form ?? readJsonBody(request, MAX_BODY_BYTES);
   const policy = auth.key.publishable;
-  // A form redirected to its thank-you page answers 303 (formSuccess): its client records that status as its row.
-  const rowStatus = form && policy?.thankYouUrl ? 303 : 201;
+  // A no-script form post is answered formSuccess (303 to its thank-you page, or 201): its client records that status as its row.
+  const success = form && policy ? formSuccess(policy) : undefined;
+  const rowStatus = success?.status ?? 201;
   const meta = boundedMeta({ requestId: request.requestId, ip: request.sourceIp, userAgent: request.headers['user-agent'], rowStatus });
   let input;
   let verify: (() => Promise<void>) | undefined;
@@ -117,7 +118,7 @@ async function createLeadOnce(deps: Deps, request: HttpRequest, auth: AuthContex
     input = parseLead(lead);
     if (honeypot) {
       const fake = honeypotAnswer(deps, auth, input, meta);
-      return { ...(form ? formSuccess(policy) : fake), outcome: 'honeypot' };
+      return { ...(success ?? fake), outcome: 'honeypot' };
     }
     const provider = auth.organization.captchaProvider;
     if (provider) {
@@ -148,9 +149,9 @@ async function createLeadOnce(deps: Deps, request: HttpRequest, auth: AuthContex
       throw error;
     }
   };
-  if (form && policy) {
+  if (success) {
     await create();
-    return { ...formSuccess(policy), recordedOnClient };
+    return { ...success, recordedOnClient };
   }
   if (!idempotencyKey) return { ...await create(), recordedOnClient };
 
