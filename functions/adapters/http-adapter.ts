@@ -11,7 +11,7 @@ import { lambdaDeps } from '../core/platform/deps.js';
 import { toProblem, DomainError } from '../core/platform/errors.js';
 import type { HttpOutcome, HttpRequest } from '../core/platform/http-request.js';
 import { logger, flushMetrics } from '../core/platform/observability.js';
-import { recordRequest, recordsOwnRow } from '../core/tenancy/request-log.js';
+import { recordRequest } from '../core/tenancy/request-log.js';
 
 /** A route of the domain: a plain request in, a plain outcome out (e.g. core/intake/handle-lead-request.ts). */
 export type HttpRoute = (deps: Deps, request: HttpRequest) => Promise<HttpOutcome>;
@@ -116,8 +116,7 @@ export function httpAdapter(route: HttpRoute, options: { deps?: () => Promise<De
       ...(outcome.outcome ? { outcome: outcome.outcome } : {}),
       ...(outcome.clientId ? { clientId: outcome.clientId } : {}),
       latencyMs: Date.now() - started,
-      // A created lead's row is its client (docs/settings.md "Request log"); an answer other than the one it records (a failure after its write) keeps its own.
-      ...(recordsOwnRow(outcome.recordedOnClient, result.statusCode) ? {} : { recordedOnClient: true }),
+      ...(outcome.recordedOnClient !== undefined ? { recordedOnClient: outcome.recordedOnClient } : {}),
     });
     return result;
   });

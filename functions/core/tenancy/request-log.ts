@@ -19,15 +19,13 @@ export interface RequestEntry {
   /** The client a lead came to (created, merged into, repeated): the request log links to its trail. */
   clientId?: string;
   latencyMs: number;
-  /** The client this request created holds its row (a created lead): logged, not written (docs/settings.md "Request log"). */
-  recordedOnClient?: boolean;
+  /**
+   * The status the client this request created records as its row (a created lead: docs/settings.md
+   * "Request log"). Answered that status, the request is logged and no `REQUEST#` row is written;
+   * answered another (a failure after the client's write), it keeps a row of its own.
+   */
+  recordedOnClient?: number;
 }
-
-/**
- * Whether a request writes a `REQUEST#` row: unless the client it created records it (`recorded`:
- * that row's status) and it was answered that status. The HTTP adapter and bench/intake.ts decide by it.
- */
-export const recordsOwnRow = (recorded: number | undefined, status: number): boolean => recorded !== status;
 
 /**
  * Refused calls (401: a revoked or expired key) one key leaves in its organization's request log per
@@ -54,7 +52,7 @@ export const REFUSED_PREFIX = 'REFUSED#';
 
 export async function recordRequest(deps: Deps, entry: RequestEntry): Promise<void> {
   logger.info('request', { ...entry });
-  if (!entry.organizationId || entry.recordedOnClient) return;
+  if (!entry.organizationId || entry.recordedOnClient === entry.status) return;
   const at = new Date(deps.now()).toISOString();
   try {
     const expiresAt = Math.floor(deps.now() / 1000) + deps.config.retentionDays * 86_400;
