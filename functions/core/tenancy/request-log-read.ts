@@ -43,11 +43,13 @@ const POSITION: Record<Source, RegExp> = {
 export const isPosition = (source: Source, value: unknown): value is string | null => value === null || (typeof value === 'string' && POSITION[source].test(value));
 
 /** The clients' position of the same time as a `REQUEST#` sort key: below it, every client of that millisecond and older (rows of one time give the request's first). */
-const clientAt = (time: number) => `CLIENT#cli_${timePart(time)}~`;
+const clientAt = (time: number) => keys.client('', `cli_${timePart(time)}~`).sk;
+/** The time of a `REQUEST#<at>#<request id>` sort key (`at`: an ISO 8601 time, 24 characters). */
+const timeOfRequestKey = (sk: string) => Date.parse(sk.slice(keys.requestPrefix.length, keys.requestPrefix.length + 24));
 /** A cursor of the previous format (a `REQUEST#` sort key alone, handed out before clients were rows): the position it means in both sources. */
 export function positionOfRequestKey(sk: string): RequestLogPosition | undefined {
   if (!isPosition('request', sk) || sk === `${keys.requestPrefix}\uffff`) return undefined;
-  return { request: sk, client: clientAt(Date.parse(sk.slice(keys.requestPrefix.length, keys.requestPrefix.length + isoLength))) };
+  return { request: sk, client: clientAt(timeOfRequestKey(sk)) };
 }
 
 interface Row { source: Source; key: string; sk: string; entry: LoggedRequest }
@@ -62,8 +64,7 @@ const clientEntry = (item: Item): LoggedRequest => ({
 const requestEntry = ({ pk: _pk, sk: _sk, expiresAt: _e, ...rest }: Item) => rest as LoggedRequest;
 
 /** A row's place in the merged order: its time (as the ids' base62 time part), then its source, then its sort key. */
-const isoLength = 24;
-const requestKey = (sk: string) => `${timePart(Date.parse(sk.slice(keys.requestPrefix.length, keys.requestPrefix.length + isoLength)))}R${sk}`;
+const requestKey = (sk: string) => `${timePart(timeOfRequestKey(sk))}R${sk}`;
 const clientPrefix = 'CLIENT#cli_';
 const clientKey = (sk: string) => `${sk.slice(clientPrefix.length, clientPrefix.length + TIME_PART_LENGTH)}C${sk}`;
 
