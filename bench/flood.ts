@@ -63,8 +63,8 @@ async function main() {
   const coLanedRoutes = new Set<string>();
   const received = { import: [] as number[], throughput: [] as number[] };
   let rejected = 0;
-  /** A lead's client id → when its webhook arrived (the stage breakdown below). */
-  const receiptOf = new Map<string, number>();
+  /** The leads whose webhook arrived (the stage breakdown below reads only those). */
+  const leadsReceived = new Set<string>();
   const server = createServer((req, res) => {
     let body = '';
     req.on('data', (c) => (body += c));
@@ -74,7 +74,7 @@ async function main() {
         const event = new Webhook(secrets.get(req.url!)!.slice(6)).verify(body, req.headers as Record<string, string>) as { data: { object: { id: string; created_at: string } } };
         const kind = kindOf.get(event.data.object.id);
         if (kind === 'alone' || kind === 'flood') latencies[kind].push(at - Date.parse(event.data.object.created_at));
-        if (kind === 'alone' || kind === 'flood') receiptOf.set(event.data.object.id, at);
+        if (kind === 'alone' || kind === 'flood') leadsReceived.add(event.data.object.id);
         if (kind === 'flood') (coLanedRoutes.has(req.url!) ? coLaned : ownLane).push(at - Date.parse(event.data.object.created_at));
         else if (kind === 'import' || kind === 'throughput') received[kind].push(at);
       } catch {
@@ -195,7 +195,7 @@ async function main() {
     await waitFor('the throughput deliveries', () => received.throughput.length >= throughputCount);
     const throughputRate = throughputCount / ((Math.max(...received.throughput) - throughputStarted) / 1000);
 
-    const stages = await stageBreakdown(deps, senders.map((x) => x.organizationId), kindOf, receiptOf);
+    const stages = await stageBreakdown(deps, senders.map((x) => x.organizationId), kindOf, leadsReceived);
     const [a, b] = [latencies.alone.sort((x, y) => x - y), latencies.flood.sort((x, y) => x - y)];
     const drainRate = importCount / ((importDrained - importStarted) / 1000);
     console.log(`${SENDERS} organizations sending one lead each per second; one organization importing ${importCount} clients (written in ${s(importWritten - importStarted)}); ${rejected} signatures rejected, ${failedLeads} leads refused`);
@@ -223,7 +223,7 @@ async function main() {
  * and the delivery function, until its attempt's end, then received at once on loopback); alone and
  * during the import, for the sender sharing the importer's fan-out lane and the others.
  */
-async function stageBreakdown(deps: Awaited<ReturnType<typeof startLocalStack>>['deps'], organizations: string[], kindOf: Map<string, string>, receiptOf: Map<string, number>): Promise<string[]> {
+async function stageBreakdown(deps: Awaited<ReturnType<typeof startLocalStack>>['deps'], organizations: string[], kindOf: Map<string, string>, received: Set<string>): Promise<string[]> {
   const { queryAll } = await import('../functions/core/platform/query.js');
   const rows = new Map<string, { recorded: number[]; sent: number[] }>();
   for (const [n, organizationId] of organizations.entries()) {
@@ -234,7 +234,7 @@ async function stageBreakdown(deps: Awaited<ReturnType<typeof startLocalStack>>[
       const client = clientOf.get(record.eventId as string);
       const kind = client && kindOf.get(client.id);
       const attempt = (record.attempts as { at: string }[])[0];
-      if (!client || (kind !== 'alone' && kind !== 'flood') || !attempt || !receiptOf.has(client.id)) continue;
+      if (!client || (kind !== 'alone' && kind !== 'flood') || !attempt || !received.has(client.id)) continue;
       const row = `${kind === 'alone' ? 'alone' : 'during the import'}, ${n === 0 ? 'the sender in the importer\'s lane' : 'the 9 others'}`;
       if (!rows.has(row)) rows.set(row, { recorded: [], sent: [] });
       rows.get(row)!.recorded.push(Date.parse(record.createdAt as string) - Date.parse(client.created_at));
