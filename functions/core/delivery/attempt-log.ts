@@ -8,6 +8,9 @@
  */
 import type { DeliveryAttempt, WebhookEndpoint } from '../platform/model.js';
 import type { PostResult } from './http-client.js';
+import { redactor, REDACTED, type Redactor } from './redaction.js';
+
+export { REDACTED } from './redaction.js';
 
 /** Characters an attempt's error text keeps (a receiver's redirect target is part of it). */
 export const MAX_ERROR_CHARS = 300;
@@ -24,7 +27,6 @@ export const MAX_HEADER_BYTES = 1024;
 /** The request headers shown with their values; any other (a custom header, say) by its name alone. */
 const SHOWN_REQUEST_HEADERS = new Set(['webhook-id', 'webhook-timestamp', 'webhook-signature', 'content-type', 'user-agent', 'content-length']);
 export const NOT_KEPT = '(not kept)';
-export const REDACTED = '(redacted)';
 /** Response headers that may carry a credential (a receiver's session cookie, say): kept by name only. */
 export const credentialLike = (name: string): boolean =>
   ['set-cookie', 'www-authenticate', 'authorization'].includes(name) || name.startsWith('proxy-') || /token|secret|key|auth|cookie/i.test(name);
@@ -34,16 +36,17 @@ export const credentialLike = (name: string): boolean =>
  * at most MAX_KEPT_HEADERS, names cut at MAX_HEADER_NAME_CHARS, values at MAX_HEADER_CHARS, and
  * MAX_HEADER_BYTES in all (the headers after that are left out). Of the request, only the
  * allow-listed headers keep a value (a signature shortened to its scheme and first characters);
- * of the response, credential-like headers are redacted. Anyone holding a settings link sees them.
+ * of the response, credential-like headers are redacted, and the endpoint's stored secrets in any
+ * name or value (redaction.ts). Anyone holding a settings link sees them.
  */
-export function keptHeaders(pairs: [string, string][], side: 'request' | 'response', secrets: string[] = []): Record<string, string> {
+export function keptHeaders(pairs: [string, string][], side: 'request' | 'response', redact: Redactor = redactor([])): Record<string, string> {
   const kept: Record<string, string> = {};
   let bytes = 0;
   for (const [raw, value] of pairs.slice(0, MAX_KEPT_HEADERS)) {
-    const name = clip(raw.toLowerCase(), MAX_HEADER_NAME_CHARS);
+    const name = side === 'request' ? clip(raw.toLowerCase(), MAX_HEADER_NAME_CHARS) : redact.excerpt(raw.toLowerCase(), MAX_HEADER_NAME_CHARS, { unit: 'chars', ellipsis: true });
     const shown = side === 'request'
       ? (!SHOWN_REQUEST_HEADERS.has(name) ? NOT_KEPT : name === 'webhook-signature' ? value.split(' ').map((s) => clip(s, 16)).join(' ') : clip(value, MAX_HEADER_CHARS))
-      : (credentialLike(name) ? REDACTED : clip(redactSecrets(value, secrets), MAX_HEADER_CHARS));
+      : (credentialLike(name) ? REDACTED : redact.excerpt(value, MAX_HEADER_CHARS, { unit: 'chars', ellipsis: true }));
     bytes += Buffer.byteLength(name) + Buffer.byteLength(shown);
     if (bytes > MAX_HEADER_BYTES) break;
     kept[name] = shown;
@@ -51,21 +54,14 @@ export function keptHeaders(pairs: [string, string][], side: 'request' | 'respon
   return kept;
 }
 
-/** Secret values shorter than this are not searched for in what a receiver answers (too likely to match by chance). */
-const MIN_REDACTED_CHARS = 8;
-
 /**
  * The secrets an attempt must never keep, though the receiver answers them (an echoing server):
- * the endpoint's custom header values and signing secrets (with and without `whsec_`), longest first.
+ * the endpoint's custom header values and signing secrets (with and without `whsec_`). Short ones
+ * too: redaction.ts withholds an excerpt it cannot redact.
  */
 export function secretsOf(endpoint: Pick<WebhookEndpoint, 'headers' | 'secrets'>): string[] {
-  const values = [...Object.values(endpoint.headers ?? {}), ...endpoint.secrets.flatMap((s) => [s.secret, s.secret.replace(/^whsec_/, '')])];
-  return [...new Set(values.filter((v) => v.length >= MIN_REDACTED_CHARS))].sort((a, b) => b.length - a.length);
+  return [...new Set([...Object.values(endpoint.headers ?? {}), ...endpoint.secrets.flatMap((s) => [s.secret, s.secret.replace(/^whsec_/, '')])])];
 }
-
-/** `text` with every occurrence of each secret replaced by REDACTED. */
-export const redactSecrets = (text: string, secrets: string[]): string => secrets.reduce((out, secret) => out.replaceAll(secret, REDACTED), text);
-
 
 /** `text` cut to `max` characters (code points: never half an emoji), marked with an ellipsis when cut. */
 export function clip(text: string, max: number): string {
@@ -73,9 +69,9 @@ export function clip(text: string, max: number): string {
   return chars.length <= max ? text : `${chars.slice(0, max - 1).join('')}…`;
 }
 
-/** An attempt's error text: `<code>: <message>`, bounded. */
-export const attemptError = (result: Pick<PostResult, 'error' | 'errorCode'>): string | undefined =>
-  result.error ? clip(result.errorCode ? `${result.errorCode}: ${result.error}` : result.error, MAX_ERROR_CHARS) : undefined;
+/** An attempt's error text: `<code>: <message>`, the endpoint's secrets redacted, then bounded. */
+export const attemptError = (result: Pick<PostResult, 'error' | 'errorCode'>, redact: Redactor = redactor([])): string | undefined =>
+  result.error ? redact.excerpt(result.errorCode ? `${result.errorCode}: ${result.error}` : result.error, MAX_ERROR_CHARS, { unit: 'chars', ellipsis: true }) : undefined;
 
 /** The record's log with `added` appended: the most recent MAX_KEPT_ATTEMPTS, and the count of those dropped. */
 export function appendAttempts(record: { attempts?: DeliveryAttempt[]; olderAttempts?: unknown }, ...added: DeliveryAttempt[]): { attempts: DeliveryAttempt[]; olderAttempts?: number } {

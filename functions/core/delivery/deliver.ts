@@ -21,8 +21,8 @@ import { MAX_ATTEMPTS, parseRetryAfter, retryDelaySeconds } from './schedule.js'
 import { allowListFor } from './ssrf.js';
 import { admitAttempt, markSlow, recordAttempt, releaseProbe } from './circuit-store.js';
 import { takeRateSlot } from './delivery-throttle.js';
-import { attemptError, keptHeaders, redactSecrets, secretsOf } from './attempt-log.js';
-import { clipBytes } from '../platform/text.js';
+import { attemptError, keptHeaders, secretsOf } from './attempt-log.js';
+import { redactor } from './redaction.js';
 import type { Lane } from './circuit-breaker.js';
 import { attempted, attemptNumberOf, deferDelivery, readDeliveryMessage, sendDeliveryMessages, sendToDeadLetters } from './queue.js';
 import { deliveryStore, transition } from './delivery-port.js';
@@ -85,14 +85,15 @@ async function settle(deps: Deps, message: DeliveryMessage, change: Transition, 
 
 /** What an attempt keeps of its result; `secrets` (attempt-log.ts secretsOf) are redacted wherever the receiver echoes them. */
 function attemptRecord(deps: Deps, attempt: number, result: PostResult, secrets: string[]): DeliveryAttempt {
+  const redact = redactor(secrets);
   return {
     at: new Date(deps.now()).toISOString(), attempt, latencyMs: result.latencyMs,
     ...(result.status !== undefined ? { statusCode: result.status } : {}),
-    ...(result.error ? { error: redactSecrets(attemptError(result)!, secrets) } : {}),
-    ...(result.responseBody ? { responseBody: clipBytes(redactSecrets(result.responseBody, secrets), MAX_RESPONSE_BODY_BYTES) } : {}),
+    ...(result.error ? { error: attemptError(result, redact) } : {}),
+    ...(result.responseBody ? { responseBody: redact.excerpt(result.responseBody, MAX_RESPONSE_BODY_BYTES, { truncated: result.responseBodyTruncated }) } : {}),
     // Shown with the attempt in the settings page (bounded: attempt-log.ts keptHeaders).
     ...(result.requestHeaders ? { requestHeaders: keptHeaders(result.requestHeaders, 'request') } : {}),
-    ...(result.responseHeaders ? { responseHeaders: keptHeaders(result.responseHeaders, 'response', secrets) } : {}),
+    ...(result.responseHeaders ? { responseHeaders: keptHeaders(result.responseHeaders, 'response', redact) } : {}),
   };
 }
 

@@ -21,6 +21,11 @@ const shortLocation = (location: string | undefined) => (location === undefined 
 export const USER_AGENT = 'crm-webhooks/1.0 (+https://docs.crm.example/webhooks)';
 export const DEFAULT_TIMEOUT_MS = 10_000;
 export const MAX_RESPONSE_BODY_BYTES = 4096;
+/**
+ * What is read of a response body to make that excerpt: more than it keeps, so a stored secret the
+ * receiver echoes across the excerpt's end is redacted whole before the cut (redaction.ts).
+ */
+export const MAX_READ_BODY_BYTES = 4 * MAX_RESPONSE_BODY_BYTES;
 /** Beyond this much response body the socket is dropped rather than drained for reuse. */
 const MAX_DRAIN_BYTES = 1024 * 1024;
 
@@ -32,8 +37,10 @@ export interface PostResult {
   error?: string;
   /** ETIMEDOUT, ESSRF, ECONNREFUSED, ENOTFOUND, EREDIRECT, EINVALIDURL, ECONFIG, ... */
   errorCode?: string;
-  /** The first 4096 bytes of the response body, decoded as UTF-8. */
+  /** The first MAX_READ_BODY_BYTES of the response body, decoded as UTF-8 (the attempt keeps an excerpt of it). */
   responseBody?: string;
+  /** The body went on past what was read. */
+  responseBodyTruncated?: boolean;
   /** The raw Retry-After header, if any (parse with schedule.parseRetryAfter). */
   retryAfter?: string;
   /** What was sent and what came back, as pairs (the attempt log keeps them bounded: attempt-log.ts keptHeaders). */
@@ -216,6 +223,7 @@ function send(url: URL, agent: http.Agent, input: PostWebhookInput, deadline: nu
             ok: status! >= 200 && status! < 300,
             status,
             responseBody: Buffer.concat(chunks).toString('utf8'),
+            ...(seen > kept ? { responseBodyTruncated: true } : {}),
             responseHeaders: pairsOf(response.rawHeaders),
             ...(retryAfter ? { retryAfter } : {}),
             ...(redirect ? { error: `redirect (${status}) to ${shortLocation(response.headers.location)} not followed`, errorCode: 'EREDIRECT' } : {}),
@@ -223,8 +231,8 @@ function send(url: URL, agent: http.Agent, input: PostWebhookInput, deadline: nu
         };
         response.on('data', (chunk: Buffer) => {
           seen += chunk.length;
-          if (kept < MAX_RESPONSE_BODY_BYTES) {
-            const part = chunk.subarray(0, MAX_RESPONSE_BODY_BYTES - kept);
+          if (kept < MAX_READ_BODY_BYTES) {
+            const part = chunk.subarray(0, MAX_READ_BODY_BYTES - kept);
             chunks.push(part);
             kept += part.length;
           }

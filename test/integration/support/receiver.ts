@@ -7,7 +7,21 @@ import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll } from '@jest/globals';
 
-export type Behaviour = { status: number; headers?: Record<string, string>; delayMs?: number; body?: string } | 'hang';
+/** How an echoing receiver sends the request's headers back (a JSON object of them, then encoded). */
+export type Echo = 'raw' | 'json' | 'url' | 'base64';
+export type Behaviour = {
+  status: number; headers?: Record<string, string>; delayMs?: number; body?: string;
+  /** Answer the request's headers in this encoding, after `pad` dots, and its authorization header JSON-escaped in `x-echo`. */
+  echo?: Echo; pad?: number;
+} | 'hang';
+
+const echoed = (headers: IncomingHttpHeaders, echo: Echo): string => {
+  const all = JSON.stringify(headers);
+  if (echo === 'raw') return Object.entries(headers).map(([k, v]) => `${k}: ${String(v)}`).join('\n');
+  if (echo === 'url') return new URLSearchParams(Object.entries(headers).map(([k, v]): [string, string] => [k, String(v)])).toString();
+  if (echo === 'base64') return Buffer.from(all).toString('base64');
+  return all;
+};
 
 export interface Received {
   path: string;
@@ -50,7 +64,10 @@ export class Receiver {
           this.hanging.add(release);
           return;
         }
-        setTimeout(() => res.writeHead(behaviour.status, behaviour.headers).end(behaviour.body ?? ''), behaviour.delayMs ?? 0);
+        const { echo, pad = 0 } = behaviour;
+        const headers = echo ? { ...behaviour.headers, 'x-echo': JSON.stringify(String(req.headers.authorization ?? '')) } : behaviour.headers;
+        const answer = echo ? `${'.'.repeat(pad)}${echoed(req.headers, echo)}` : behaviour.body ?? '';
+        setTimeout(() => res.writeHead(behaviour.status, headers).end(answer), behaviour.delayMs ?? 0);
       });
     });
     await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));

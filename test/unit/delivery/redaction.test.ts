@@ -1,0 +1,97 @@
+/** Stored secrets never survive in what an attempt keeps of a receiver's answer (delivery/redaction.ts). */
+import { describe, it, expect } from '@jest/globals';
+import { MIN_REDACTED_CHARS, REDACTED, WITHHELD, redactor } from '../../../functions/core/delivery/redaction.js';
+import { attemptError, keptHeaders, MAX_ERROR_CHARS, MAX_HEADER_CHARS, secretsOf } from '../../../functions/core/delivery/attempt-log.js';
+import { MAX_RESPONSE_BODY_BYTES } from '../../../functions/core/delivery/http-client.js';
+
+const secret = 'ab"cd\\\\ef/SUPERSECRET value-123456789+';
+const signing = `whsec_${Buffer.from('0123456789abcdef0123456789abcdef').toString('base64')}`;
+const secrets = secretsOf({ headers: { 'X-Quote': secret, Authorization: 'Bearer SUPERSECRETVALUE-123456789' }, secrets: [{ id: 's1', secret: signing, createdAt: '' }] } as never);
+
+/** How receivers echo what they got, each written here independently of the code under test. */
+const echoes: Record<string, (value: string) => string> = {
+  raw: (v) => `got ${v} ok`,
+  json: (v) => JSON.stringify({ headers: { 'x-quote': v } }),
+  'json twice': (v) => JSON.stringify({ body: JSON.stringify({ v }) }),
+  'json, slashes escaped': (v) => JSON.stringify({ v }).replace(/\//g, '\\/'),
+  url: (v) => `https://echo.example/?v=${encodeURIComponent(v)}`,
+  'url, lower-case hex': (v) => `v=${encodeURIComponent(v).replace(/%[0-9A-F]{2}/g, (h) => h.toLowerCase())}`,
+  form: (v) => `a=1&v=${encodeURIComponent(v).replace(/%20/g, '+')}`,
+  html: (v) => `<td>${v.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;')}</td>`,
+  ...Object.fromEntries([0, 1, 2].flatMap((pad) => [
+    [`base64 at offset ${pad}`, (v: string) => Buffer.from(`${'h'.repeat(pad)}x-quote: ${v}\r\n`).toString('base64')],
+    [`base64url at offset ${pad}`, (v: string) => Buffer.from(`${'h'.repeat(pad)}x-quote: ${v}\r\n`).toString('base64url')],
+  ])),
+};
+
+/** Every way `text` could still hold `value`: as it is, or in any base64 run decoded at any alignment. */
+function leaks(text: string, value: string): boolean {
+  const probes = [value.slice(0, 6), value.slice(-6), value.slice(10, 16)];
+  if (probes.some((p) => text.includes(p))) return true;
+  for (const run of text.match(/[A-Za-z0-9+/_-]{4,}/g) ?? []) {
+    for (let skip = 0; skip < 4; skip++) {
+      const decoded = Buffer.from(run.slice(skip).replace(/-/g, '+').replace(/_/g, '/'), 'base64').toString('latin1');
+      if (probes.some((p) => decoded.includes(p))) return true;
+    }
+  }
+  return false;
+}
+
+describe('redaction of stored secrets in what a receiver answers', () => {
+  const redact = redactor(secrets);
+  for (const [name, echo] of Object.entries(echoes)) {
+    it(`an echo ${name}: redacted`, () => {
+      for (const value of [secret, 'Bearer SUPERSECRETVALUE-123456789', signing]) {
+        const out = redact.excerpt(echo(value), MAX_RESPONSE_BODY_BYTES);
+        expect({ out, leaks: leaks(out, value) }).toEqual({ out, leaks: false });
+      }
+      expect(redact.excerpt(echo(secret), MAX_RESPONSE_BODY_BYTES).length).toBeGreaterThan(0);
+    });
+  }
+
+  it('an echo unrelated to any secret is kept as it is', () => {
+    expect(redact.excerpt('{"ok":true}', MAX_RESPONSE_BODY_BYTES)).toBe('{"ok":true}');
+  });
+
+  it('at every offset around the 4 KiB cut, in every encoding, nothing of a secret is left', () => {
+    for (const [name, echo] of Object.entries(echoes)) {
+      const encoded = echo(secret);
+      for (let pad = MAX_RESPONSE_BODY_BYTES - encoded.length - 8; pad <= MAX_RESPONSE_BODY_BYTES + 8; pad++) {
+        const body = `${'.'.repeat(pad)}${encoded}${'.'.repeat(200)}`;
+        const out = redact.excerpt(body, MAX_RESPONSE_BODY_BYTES);
+        expect(Buffer.byteLength(out)).toBeLessThanOrEqual(MAX_RESPONSE_BODY_BYTES);
+        // A cut secret leaves no start of itself in any encoding.
+        const starts = [secret, JSON.stringify(secret).slice(1, -1), encodeURIComponent(secret)].filter((form) => out.endsWith(form.slice(0, 3)));
+        expect({ name, pad, starts, leaks: leaks(out, secret) }).toEqual({ name, pad, starts: [], leaks: false });
+      }
+    }
+  });
+
+  it('a body the client stopped reading inside a secret keeps no start of it', () => {
+    const body = `${'.'.repeat(100)}"${JSON.stringify(secret).slice(1, 12)}`;
+    expect(redact.excerpt(body, MAX_RESPONSE_BODY_BYTES, { truncated: true })).toBe(`${'.'.repeat(100)}"`);
+    expect(redact.excerpt(body, MAX_RESPONSE_BODY_BYTES)).toBe(body);
+  });
+
+  it(`a value under ${MIN_REDACTED_CHARS} characters cannot be redacted in place: an excerpt holding it is withheld, and says so`, () => {
+    const short = redactor(secretsOf({ headers: { 'X-Pin': 'k7#Q2' }, secrets: [] } as never));
+    expect(short.excerpt('{"x-pin":"k7#Q2"}', MAX_RESPONSE_BODY_BYTES)).toBe(WITHHELD);
+    expect(short.excerpt('pin=k7%23Q2', MAX_RESPONSE_BODY_BYTES)).toBe(WITHHELD);
+    expect(short.excerpt('{"ok":true}', MAX_RESPONSE_BODY_BYTES)).toBe('{"ok":true}');
+  });
+
+  it('the error text is redacted before it is cut (a redirect Location echoing a secret across the bound)', () => {
+    for (let pad = MAX_ERROR_CHARS - 60; pad <= MAX_ERROR_CHARS + 5; pad++) {
+      const error = attemptError({ errorCode: 'EREDIRECT', error: `redirect (302) to https://x.example/${'x'.repeat(pad)}${encodeURIComponent(secret)} not followed` }, redact)!;
+      expect(Array.from(error).length).toBeLessThanOrEqual(MAX_ERROR_CHARS);
+      expect(leaks(error, secret)).toBe(false);
+      expect(error).not.toMatch(/%22cd|ab%22|ab$/);
+    }
+  });
+
+  it('response header names and values are redacted, before they are cut', () => {
+    const kept = keptHeaders([['X-Echo', `${'v'.repeat(MAX_HEADER_CHARS - 10)}${JSON.stringify(secret)}`], ['X-Mirror', `Bearer SUPERSECRETVALUE-123456789`]], 'response', redact);
+    expect(Object.values(kept).some((v) => leaks(v, secret) || v.includes('SUPERSECRET'))).toBe(false);
+    expect(kept['x-mirror']).toBe(REDACTED);
+  });
+});
