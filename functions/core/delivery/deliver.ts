@@ -23,6 +23,7 @@ import { admitAttempt, markSlow, recordAttempt, releaseProbe } from './circuit-s
 import { takeRateSlot } from './delivery-throttle.js';
 import { attemptError, keptHeaders, secretsOf } from './attempt-log.js';
 import { redactor } from './redaction.js';
+import { sendableHeaders } from './endpoint-fields.js';
 import type { Lane } from './circuit-breaker.js';
 import { attempted, attemptNumberOf, deferDelivery, readDeliveryMessage, sendDeliveryMessages, sendToDeadLetters } from './queue.js';
 import { deliveryStore, transition } from './delivery-port.js';
@@ -202,7 +203,13 @@ export async function attemptDelivery(
     const now = deps.now();
     const body = JSON.stringify(message.payload);
     // The receiver's own headers first: none can replace ours (endpoint-fields.ts reservedHeader; the client sets content-type and the rest).
-    const headers = { ...endpoint.headers, ...sign({ id: message.payload.id, timestamp: Math.floor(now / 1000), body, secrets }) };
+    // Stored ones that break the header rules (written by an import or by hand) are never sent.
+    const custom = sendableHeaders(endpoint.headers);
+    if (custom.refused.length > 0) {
+      metrics.addMetric('DeliveryHeadersRefused', MetricUnit.Count, custom.refused.length);
+      logger.warn('stored custom headers that break the header rules were not sent', { organizationId: endpoint.organizationId, endpointId: endpoint.id, names: custom.refused });
+    }
+    const headers = { ...custom.headers, ...sign({ id: message.payload.id, timestamp: Math.floor(now / 1000), body, secrets }) };
     result = await postWebhook({ url: endpoint.url, headers, body, timeoutMs: admission.timeoutMs, allow: allowListFor(deps.config) });
   } finally {
     admission.release();

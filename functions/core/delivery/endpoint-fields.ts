@@ -58,6 +58,23 @@ const RESERVED = new Set([
 export const reservedHeader = (name: string): boolean =>
   RESERVED.has(name) || name.startsWith('webhook-') || name.startsWith('proxy-') || name.startsWith(':');
 
+/**
+ * The stored custom headers a delivery may send: those that keep the rules a change is held to
+ * (name, value, reserved names, count), whatever wrote them (an import, a hand edit, an older
+ * version). The others are left out, by name, for the caller to report; never sent.
+ */
+export function sendableHeaders(stored: Record<string, unknown> | undefined): { headers: Record<string, string>; refused: string[] } {
+  const headers: Record<string, string> = {};
+  const refused: string[] = [];
+  for (const [name, value] of Object.entries(stored ?? {})) {
+    const ok = TOKEN.test(name) && name.length <= MAX_HEADER_NAME_LENGTH && name === name.toLowerCase() && !reservedHeader(name) && name !== '__proto__'
+      && typeof value === 'string' && value.length <= MAX_HEADER_VALUE_LENGTH && FIELD_VALUE.test(value) && Object.keys(headers).length < MAX_CUSTOM_HEADERS;
+    if (ok) headers[name] = value;
+    else refused.push(name.slice(0, MAX_HEADER_NAME_LENGTH));
+  }
+  return { headers, refused };
+}
+
 /** A change of custom headers: a name with a value sets it, with null removes it (names are compared in lower case). */
 export type HeaderChanges = Record<string, string | null>;
 
@@ -74,12 +91,15 @@ function headerChanges(input: unknown, errors: FieldError[]): HeaderChanges {
     const name = raw.toLowerCase();
     if (!TOKEN.test(raw) || raw.length > MAX_HEADER_NAME_LENGTH) errors.push({ field, message: `is not a header name (letters, digits and !#$%&'*+.^_\`|~- only, at most ${MAX_HEADER_NAME_LENGTH})` });
     else if (reservedHeader(name)) errors.push({ field, message: `"${name}" is reserved: the delivery sets it itself (webhook-*, content-type, content-length, host, user-agent and connection headers cannot be replaced)` });
-    else if (name in changes) errors.push({ field, message: 'is given twice (names are not case-sensitive)' });
+    // `__proto__` would set the object's prototype instead of a header; no receiver needs it.
+    else if (name === '__proto__') errors.push({ field, message: '"__proto__" cannot be a header name here: choose another name' });
+    // Own names only: `constructor` and `toString` are names like any other.
+    else if (Object.hasOwn(changes, name)) errors.push({ field, message: 'is given twice (names are not case-sensitive)' });
     if (value !== null && typeof value !== 'string') errors.push({ field, message: 'must be text, or null to remove the header' });
     else if (typeof value === 'string' && (value.length > MAX_HEADER_VALUE_LENGTH || !FIELD_VALUE.test(value))) {
       errors.push({ field, message: `must be 1 to ${MAX_HEADER_VALUE_LENGTH} printable ASCII characters, without line breaks or leading or trailing spaces` });
     }
-    changes[name] = value as string | null;
+    if (name !== '__proto__') changes[name] = value as string | null;
   }
   return changes;
 }

@@ -96,4 +96,26 @@ describe('a hostile receiver', () => {
     expect(attempts.at(-1)).toMatchObject({ attempt: 1, statusCode: 500 });
     expect(Item!.olderAttempts).toBe(11);
   });
+
+  it('stored headers that break the header rules (written by an import or by hand) are never sent; the valid ones are', async () => {
+    const { deps } = await testStack();
+    const tenant = await newTenant({ name: 'Hand-edited headers' });
+    const { endpoint, secret } = await addEndpoint(deps, tenant.organizationId, { url: 'http://127.0.0.1:9/placeholder', events: 'all' });
+    const url = receiver.script('/hand-edited', secret, { status: 204 });
+    await updateEndpoint(deps, tenant.organizationId, endpoint.id, { url });
+    const written = { host: 'evil.example', 'x-long': 'a'.repeat(5_000), 'x-crlf': 'a\r\nInjected: yes', 'Webhook-Id': 'forged', 'x-ok': 'fine' };
+    await deps.doc.send(new UpdateCommand({ TableName: deps.tables.endpoints, Key: keys.endpoint(tenant.organizationId, endpoint.id), UpdateExpression: 'SET headers = :h', ExpressionAttributeValues: { ':h': written } }));
+    const event = { id: `evt_hand_${Date.now()}`, type: 'client.updated', organization_id: tenant.organizationId, timestamp: new Date().toISOString(), data: { object: { id: 'cli_x' } } } as unknown as EventPayload;
+    const message = (await recordDelivery(deps, event, (await getEndpoint(deps, tenant.organizationId, endpoint.id))!))!;
+
+    expect((await attemptDelivery(deps, message, { lane: 'slow' })).kind).toBe('delivered');
+    const [got] = receiver.on('/hand-edited');
+    expect(got.headers.host).toBe(new URL(url).host);
+    expect(got.headers['x-ok']).toBe('fine');
+    expect(got.headers['x-long']).toBeUndefined();
+    expect(got.headers['x-crlf']).toBeUndefined();
+    expect(got.headers.injected).toBeUndefined();
+    expect(got.headers['webhook-id']).toBe(event.id);
+    expect(got.verifyError).toBeUndefined();
+  });
 });

@@ -31,6 +31,13 @@ describe('endpoint options', () => {
       ['headers.Host', 'headers.X-A', 'headers.X B', 'rate_limit_per_second']);
   });
 
+  it('names like Object.prototype\'s are headers like any other; `__proto__` is refused with a message that says why', () => {
+    expect(validateOptions({ headers: { Constructor: 'c', toString: 't', hasOwnProperty: 'h' } }).headers).toEqual({ constructor: 'c', tostring: 't', hasownproperty: 'h' });
+    expect(applyHeaderChanges({}, validateOptions({ headers: { constructor: 'c' } }).headers)).toEqual({ constructor: 'c' });
+    const proto = JSON.parse('{"__proto__": "x", "X-A": "a"}') as Record<string, string>;
+    expect(errorsOf(() => validateOptions({ headers: proto }))).toEqual([{ field: 'headers.__proto__', message: expect.stringMatching(/cannot be a header name/) }]);
+  });
+
   it('accepts values with inner spaces and tabs, not leading or trailing ones, nor non-ASCII', () => {
     expect(validateOptions({ headers: { 'X-A': 'Bearer a\tb' } }).headers).toEqual({ 'x-a': 'Bearer a\tb' });
     for (const value of [' lead', 'trail ', 'caf\u00e9', '\u2028']) expect(errorsOf(() => validateOptions({ headers: { 'X-A': value } }))).toHaveLength(1);
