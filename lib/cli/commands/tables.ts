@@ -6,21 +6,23 @@
  * An import never rolls a live stack back: it writes only the items the table lacks (a conditional
  * put), endpoints first (so parked deliveries find theirs), and marks the streamed tables' items
  * with `restoredAt`, which the fan-out takes as "no event" (functions/core/events/derive.ts).
+ * Every line is checked first (lib/cli/import-items.ts): one bad line and nothing is written,
+ * unless --skip-invalid; --dry-run only reports. Writing only what is missing makes an import
+ * that died partway resumable: run it again.
  */
 import { createReadStream, createWriteStream, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { once } from 'node:events';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import type { Command } from 'commander';
-import { PutItemCommand, ScanCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
+import { PutItemCommand, ScanCommand } from '@aws-sdk/client-dynamodb';
 import { tables, type TableName } from '../../topology.js';
-import { keys } from '../../../functions/core/platform/model.js';
 import type { Deps } from '../../../functions/core/platform/deps.js';
+import { checkLine, type Item } from '../import-items.js';
 import { restoredAtAttribute } from '../../../functions/core/events/derive.js';
-import { CliError, printResult } from '../output.js';
+import { CliError, printResult, safeText } from '../output.js';
 import { act } from '../run.js';
 
-type Item = Record<string, AttributeValue>;
 const tableNames = Object.keys(tables) as TableName[];
 const PRIVATE = 0o600;
 /** Conditional puts in flight at once (on-demand tables take far more; the CLI stays polite). */
@@ -62,19 +64,13 @@ async function exportTable(deps: Deps, table: string, file: string): Promise<num
   return count;
 }
 
-/** The items of one export file, line by line. */
-async function* itemsIn(file: string): AsyncGenerator<Item> {
-  for await (const line of createInterface({ input: createReadStream(file), crlfDelay: Infinity })) if (line) yield JSON.parse(line) as Item;
-}
-
-/**
- * The table an exported item goes to. Exports from before the endpoints table had the webhook
- * endpoints (and their bound) in the organizations table: they go to their own table here.
- */
-function destination(from: TableName, item: Item): TableName {
-  const sk = item.sk?.S;
-  if (from === 'organizations' && sk !== undefined && (sk.startsWith(keys.endpointPrefix) || sk === keys.endpointSlots('').sk)) return 'endpoints';
-  return from;
+/** The non-empty lines of one export file, with their numbers (1-based). */
+async function* linesIn(file: string): AsyncGenerator<{ n: number; line: string }> {
+  let n = 0;
+  for await (const line of createInterface({ input: createReadStream(file), crlfDelay: Infinity })) {
+    n++;
+    if (line.trim()) yield { n, line };
+  }
 }
 
 /** Puts `item` unless the table holds its key; true if written. */
@@ -94,15 +90,39 @@ function readManifest(dir: string): Record<string, number> {
   return (JSON.parse(readFileSync(path.join(dir, 'manifest.json'), 'utf8')) as { counts: Record<string, number> }).counts;
 }
 
-/** Checks every file against the manifest before anything is written: an incomplete export imports nothing. */
-async function checkExport(dir: string, counts: Record<string, number>): Promise<void> {
+interface Invalid { file: string; line: number; reason: string }
+
+/**
+ * Checks every line of every file, and each file's count against the manifest, before anything is
+ * written: an incomplete export imports nothing; a bad line is reported with its number and reason.
+ */
+async function checkExport(deps: Deps, dir: string, counts: Record<string, number>): Promise<{ invalid: Invalid[]; valid: Partial<Record<TableName, number>> }> {
+  const invalid: Invalid[] = [];
+  const valid: Partial<Record<TableName, number>> = {};
   for (const [name, expected] of Object.entries(counts)) {
     if (!tableNames.includes(name as TableName)) throw new CliError(`The export holds a table "${name}" this version does not know.`, 2);
+    const file = `${name}.jsonl`;
+    if (!existsSync(path.join(dir, file))) throw new CliError(`${file} is missing: the export is incomplete.`, 2);
     let lines = 0;
-    for await (const _ of itemsIn(path.join(dir, `${name}.jsonl`))) lines++;
-    if (lines !== expected) throw new CliError(`${name}.jsonl holds ${lines} item(s), the manifest says ${expected}: the export is incomplete.`, 2);
+    for await (const { n, line } of linesIn(path.join(dir, file))) {
+      lines++;
+      const checked = checkLine(deps, name as TableName, line);
+      if (checked.ok) valid[checked.to] = (valid[checked.to] ?? 0) + 1;
+      else invalid.push({ file, line: n, reason: checked.reason });
+    }
+    if (lines !== expected) throw new CliError(`${file} holds ${lines} item(s), the manifest says ${expected}: the export is incomplete.`, 2);
   }
+  return { invalid, valid };
 }
+
+/** Bad lines shown on a terminal (all of them are in --json's answer). */
+const SHOWN_INVALID = 50;
+const report = (invalid: Invalid[]) => {
+  for (const bad of invalid.slice(0, SHOWN_INVALID)) process.stderr.write(`  ${bad.file}:${bad.line}: ${safeText(bad.reason)}\n`);
+  if (invalid.length > SHOWN_INVALID) process.stderr.write(`  … and ${invalid.length - SHOWN_INVALID} more (--json lists them all)\n`);
+};
+/** A progress line every this many items written to a table. */
+const PROGRESS_EVERY = 500;
 
 export function register(program: Command): void {
   const group = program.command('tables').description('tables of the stack to files and back (restores)');
@@ -126,13 +146,28 @@ export function register(program: Command): void {
     }));
   group
     .command('import')
-    .description('write the items an export holds that the stack\'s tables lack (existing items are never replaced), endpoints first, without re-emitting events')
+    .description('write the items an export holds that the stack\'s tables lack (existing items are never replaced), endpoints first, without re-emitting events; every line is checked first')
     .requiredOption('--dir <dir>', 'folder written by `crm tables export`')
     .option('--only <tables>', 'only these tables (comma-separated)')
-    .action(act<{ dir: string; only?: string }>(async ({ target, options, json }) => {
+    .option('--dry-run', 'check every line and report the bad ones with their numbers; write nothing')
+    .option('--skip-invalid', 'write the valid lines and report the bad ones (without it, one bad line and nothing is written)')
+    .action(act<{ dir: string; only?: string; dryRun?: boolean; skipInvalid?: boolean }>(async ({ target, options, json }) => {
       const only = options.only === undefined ? undefined : listOf('--only', options.only);
       const counts = readManifest(options.dir);
-      await checkExport(options.dir, counts);
+      const { invalid, valid } = await checkExport(target.deps, options.dir, counts);
+      if (options.dryRun) {
+        printResult({ json }, { dryRun: true, valid, invalid }, () => {
+          report(invalid);
+          console.log(`Dry run: ${Object.entries(valid).map(([n, c]) => `${n} ${c}`).join(', ') || 'nothing'} valid; ${invalid.length} invalid line(s). Nothing was written.`);
+        });
+        if (invalid.length > 0) process.exitCode = 1;
+        return;
+      }
+      if (invalid.length > 0 && !options.skipInvalid) {
+        if (!json) report(invalid);
+        throw new CliError(`${invalid.length} invalid line(s)${json ? `: ${invalid.slice(0, SHOWN_INVALID).map((b) => `${b.file}:${b.line}: ${b.reason}`).join('; ')}` : ' (above)'}. Nothing was written. Fix them, or pass --skip-invalid to import the rest.`);
+      }
+      const skipped = new Set(invalid.map((b) => `${b.file}:${b.line}`));
       const restoredAt = new Date(target.deps.now()).toISOString();
       const written: Partial<Record<TableName, number>> = {};
       const present: Partial<Record<TableName, number>> = {};
@@ -140,13 +175,18 @@ export function register(program: Command): void {
       for (const endpointsPass of [true, false]) {
         for (const name of Object.keys(counts) as TableName[]) {
           const inFlight = new Set<Promise<void>>();
-          for await (const item of itemsIn(path.join(options.dir, `${name}.jsonl`))) {
-            const to = destination(name, item);
+          for await (const { n, line } of linesIn(path.join(options.dir, `${name}.jsonl`))) {
+            if (skipped.has(`${name}.jsonl:${n}`)) continue;
+            const checked = checkLine(target.deps, name, line);
+            if (!checked.ok) continue;
+            const { to, item } = checked;
             if ((to === 'endpoints') !== endpointsPass || (only && !only.includes(to))) continue;
-            const marked = 'stream' in tables[to] ? { ...item, [restoredAtAttribute]: { S: restoredAt } } : item;
+            const marked: Item = 'stream' in tables[to] ? { ...item, [restoredAtAttribute]: { S: restoredAt } } : item;
             const put = putIfMissing(target.deps, to, marked).then((done) => {
               const tally = done ? written : present;
               tally[to] = (tally[to] ?? 0) + 1;
+              const total = (written[to] ?? 0) + (present[to] ?? 0);
+              if (!json && total % PROGRESS_EVERY === 0) process.stderr.write(`  ${to}: ${total} done\n`);
             }).finally(() => inFlight.delete(put));
             inFlight.add(put);
             if (inFlight.size >= IMPORT_CONCURRENCY) await Promise.race(inFlight);
@@ -154,6 +194,9 @@ export function register(program: Command): void {
           await Promise.all(inFlight);
         }
       }
-      printResult({ json }, { counts: written, alreadyPresent: present }, () => console.log(`Imported ${Object.entries(written).map(([n, c]) => `${n} ${c}`).join(', ') || 'nothing'}; already present (kept as they are): ${Object.entries(present).map(([n, c]) => `${n} ${c}`).join(', ') || 'none'}.`));
+      printResult({ json }, { counts: written, alreadyPresent: present, ...(invalid.length ? { skippedInvalid: invalid } : {}) }, () => {
+        if (invalid.length) report(invalid);
+        console.log(`Imported ${Object.entries(written).map(([n, c]) => `${n} ${c}`).join(', ') || 'nothing'}; already present (kept as they are): ${Object.entries(present).map(([n, c]) => `${n} ${c}`).join(', ') || 'none'}${invalid.length ? `; skipped ${invalid.length} invalid line(s) (above)` : ''}.`);
+      });
     }));
 }
