@@ -26,7 +26,8 @@ import {
 
 const METHODS = ['GET', 'POST'];
 
-type Answer = { status: number; body: unknown; headers?: Record<string, string>; contentType?: string; outcome?: string };
+/** `clientId`: the client the request log links the answer to, when its body does not name it (a page's look-alike). */
+type Answer = { status: number; body: unknown; headers?: Record<string, string>; contentType?: string; outcome?: string; clientId?: string };
 /** A lead's answer, and whether the client this request created holds its request-log row (never on a replay). */
 type LeadAnswer = Answer & { recordedOnClient?: number };
 
@@ -64,7 +65,7 @@ export async function handleLeadRequest(deps: Deps, request: HttpRequest): Promi
     if (!limit.allowed) throw tooManyRequests(limit.retryAfterSeconds ?? 1);
 
     const answer: LeadAnswer = request.method === 'GET' ? describeKey(auth, limit) : await createLeadOnce(deps, request, auth, form);
-    const { outcome, recordedOnClient, ...rest } = answer;
+    const { outcome, recordedOnClient, clientId: _linked, ...rest } = answer;
     const clientId = clientOf(answer);
     return {
       ...known, ...rest, headers: { ...known.headers, ...answer.headers }, ...(outcome ? { outcome } : {}), ...(clientId ? { clientId } : {}),
@@ -158,6 +159,7 @@ async function createLeadOnce(deps: Deps, request: HttpRequest, auth: AuthContex
   const remainingTime = request.deadline === undefined ? undefined : remainingTimeUntil(request.deadline);
   const { result, replayed } = await runIdempotent(deps, remainingTime, {
     organizationId: auth.organization.id,
+    ...(policy ? { pageKeyId: auth.key.keyId } : {}),
     idempotencyKey,
     payload: input,
     run: create,
@@ -170,7 +172,7 @@ async function createLeadOnce(deps: Deps, request: HttpRequest, auth: AuthContex
 
 /** The client a lead's answer names (a honeypot's is made up), for the request log's link to its trail (docs/settings.md). */
 function clientOf(answer: Answer): string | undefined {
-  const id = (answer.body as { id?: unknown } | null)?.id;
+  const id = answer.clientId ?? (answer.body as { id?: unknown } | null)?.id;
   return answer.status < 300 && answer.outcome !== 'honeypot' && typeof id === 'string' && id.startsWith('cli_') ? id : undefined;
 }
 
@@ -178,16 +180,17 @@ function clientOf(answer: Answer): string | undefined {
  * The answer to a lead (docs/leads.md "Duplicates"): 201 and the new client; 200 and only the id of
  * the client a submission was merged into, or that a repeat within 10 minutes belongs to, so that
  * whoever sends a known e-mail learns nothing stored about that person. A publishable key (a page)
- * learns nothing of a match at all: a repeat is answered as a new lead (`lookAlike`, with the
- * client's id), and a flagged lead without its link.
+ * learns nothing of a match at all: a repeat is answered as a new lead (`lookAlike`: a fresh id
+ * and the time of this request, never the earlier client's id, whose time part would date the
+ * first submission), and a flagged lead without its link.
  */
 function leadAnswer(auth: AuthContext, outcome: LeadOutcome, lookAlike: () => Client<'lead', 'api'>): Answer {
   const organization_id = auth.organization.id;
   const page = auth.key.publishable !== undefined;
   if (outcome.kind === 'merged') return { status: 200, body: { id: outcome.clientId, organization_id, merged: true }, outcome: 'merged' };
   if (outcome.kind === 'duplicate') {
-    const body = page ? { ...lookAlike(), id: outcome.clientId } : { id: outcome.clientId, organization_id, duplicate: true };
-    return { status: page ? 201 : 200, body, outcome: 'duplicate' };
+    if (page) return { status: 201, body: lookAlike(), outcome: 'duplicate', clientId: outcome.clientId };
+    return { status: 200, body: { id: outcome.clientId, organization_id, duplicate: true }, outcome: 'duplicate' };
   }
   const { possible_duplicate_of: duplicateOf, ...client } = outcome.client;
   return { status: 201, body: page || !duplicateOf ? client : outcome.client };
