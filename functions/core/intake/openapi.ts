@@ -97,7 +97,8 @@ export function leadEndpointDocument(serverUrl?: string) {
             'the key in `api_key`; errors then come back as a small HTML page unless JSON is asked for).',
           parameters: [{
             name: 'Idempotency-Key', in: 'header', required: false,
-            description: 'Retries with the same key and body within 24 h return the original response (with `Idempotent-Replayed: true`).',
+            description: 'Retries with the same key and body within 24 h return the original response (with `Idempotent-Replayed: true`). ' +
+              'Use a random value per submission (a UUID). Scoped to the organization for a secret key, to the key itself for a publishable key.',
             schema: { type: 'string', minLength: 1, maxLength: 255 },
           }],
           requestBody: {
