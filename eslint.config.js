@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'cdk.out/', '.local/', 'coverage/', 'test-artifacts/'] },
+  { ignores: ['node_modules/', 'cdk.out/', '.local/', 'coverage/', 'test-artifacts/', 'dist/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -17,8 +17,8 @@ export default tseslint.config(
     languageOptions: { sourceType: 'commonjs', globals: { module: 'writable', require: 'readonly' } },
   },
   {
-    files: ['examples/**/*.{js,mjs}', 'bin/*.mjs'],
-    languageOptions: { globals: { console: 'readonly', process: 'readonly', fetch: 'readonly', document: 'readonly', window: 'readonly' } },
+    files: ['examples/**/*.{js,mjs}', 'bin/*.mjs', 'scripts/*.mjs'],
+    languageOptions: { globals: { console: 'readonly', process: 'readonly', fetch: 'readonly', document: 'readonly', window: 'readonly', URL: 'readonly' } },
   },
   {
     // Scripts served to browsers (the settings page): browser globals only.

@@ -1,6 +1,9 @@
 #!/usr/bin/env node
-// `npx crm` entry: registers tsx so the TypeScript CLI runs without a build step.
-import { register } from 'tsx/esm/api';
+// `npx crm` entry: runs the CLI's bundle (scripts/build-cli.mjs), rebuilt first when a source file
+// is newer than it; without esbuild (a production install), tsx runs the TypeScript as it is.
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 // The AWS SDK warns that it will need Node 22 from 2027; that is not the admin's concern here.
 const emitWarning = process.emitWarning;
@@ -9,5 +12,34 @@ process.emitWarning = (warning, ...rest) =>
     ? undefined
     : emitWarning.call(process, warning, ...rest);
 
-register();
-await import('./crm.ts');
+const root = fileURLToPath(new URL('..', import.meta.url));
+const bundle = path.join(root, 'dist', 'cli', 'crm.mjs');
+const meta = path.join(root, 'dist', 'cli', 'crm.meta.json');
+
+/** Whether the bundle holds the current sources: none of its inputs changed after it was built. */
+function fresh() {
+  if (!existsSync(bundle) || !existsSync(meta)) return false;
+  try {
+    const { builtAt, inputs } = JSON.parse(readFileSync(meta, 'utf8'));
+    return inputs.every((input) => statSync(path.join(root, input)).mtimeMs <= builtAt);
+  } catch {
+    return false; // an input gone or renamed: rebuild
+  }
+}
+
+let built = fresh();
+if (!built) {
+  try {
+    await (await import('../scripts/build-cli.mjs')).buildCli();
+    built = true;
+  } catch {
+    built = false; // no esbuild here: run the sources through tsx
+  }
+}
+if (built) {
+  await import(pathToFileURL(bundle).href);
+} else {
+  const { register } = await import('tsx/esm/api');
+  register();
+  await import('./crm.ts');
+}

@@ -2,7 +2,9 @@
  * `npm start`: the whole system on this machine (docs/local-stack.md). Ctrl-C or SIGTERM stops everything.
  */
 import { parseArgs } from 'node:util';
+import path from 'node:path';
 import { startLocalStack } from '../lib/local/stack.js';
+import { defaultStackFile } from '../lib/local/stack-file.js';
 
 const { values } = parseArgs({
   options: {
@@ -68,6 +70,12 @@ const stack = await startLocalStack({
 
 const { info } = stack;
 const url = `${info.apiUrl}/api/webhook/leads`;
+/**
+ * The CLI as the banner prints it: it finds .local/stack.json in the folder it runs in by itself;
+ * another --dir is named, so every command below works when pasted (from this folder).
+ */
+const quote = (text: string) => (/^[\w./:@-]+$/.test(text) ? text : `'${text.replace(/'/g, "'\\''")}'`);
+const crm = path.resolve(stack.stackFile) === defaultStackFile() ? 'npx crm' : `CRM_STACK_FILE=${quote(path.resolve(stack.stackFile))} npx crm`;
 log(`
 CRM integration API running (ready in ${((Date.now() - started) / 1000).toFixed(1)} s)
   API            ${url}
@@ -90,10 +98,10 @@ Send a lead:
     -H "Content-Type: application/json" \\
     -d '{"name":"Ada Lovelace","email":"ada@example.com","phone":"+1 415 555 0100","service":"Leaky faucet"}'
 
-Organization settings (keys, webhooks, deliveries; link valid 1 h, a new one: npx crm settings-link --org ${info.demo.organizationId}):
+Organization settings (keys, webhooks, deliveries; link valid 1 h, a new one: ${crm} settings-link --org ${info.demo.organizationId}):
   ${info.demo.settingsUrl ?? '(not available)'}
 
-Admin CLI: npx crm --help   (e.g. npx crm logs --org ${info.demo.organizationId})`);
+Admin CLI: ${crm} --help   (e.g. ${crm} logs --org ${info.demo.organizationId})`);
 }
 log('\nCtrl-C to stop.');
 

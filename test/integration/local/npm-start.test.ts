@@ -3,7 +3,7 @@
  * serves the API; SIGTERM stops it with no process left behind; a restart keeps DynamoDB data.
  */
 import { describe, it, expect } from '@jest/globals';
-import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, execFileSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -11,11 +11,14 @@ import { PutCommand, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { depsFromStackFile, readStackFile } from '../../../lib/local/stack-file.js';
 import { eventually } from '../support/stack.js';
 
-function start(dir: string): ChildProcess {
-  return spawn(process.execPath, ['--no-warnings', '--import', 'tsx', 'bin/local.ts', '--port', '0', '--dir', dir, '--quiet'], {
-    stdio: 'ignore', env: { ...process.env, NODE_OPTIONS: '' },
+function start(dir: string, options: { banner?: boolean } = {}): ChildProcess {
+  return spawn(process.execPath, ['--no-warnings', '--import', 'tsx', 'bin/local.ts', '--port', '0', '--dir', dir, ...(options.banner ? [] : ['--quiet'])], {
+    stdio: ['ignore', options.banner ? 'pipe' : 'ignore', 'ignore'], env: { ...process.env, NODE_OPTIONS: '' },
   });
 }
+
+/** The CLI commands the start banner prints (each as a user would paste it). */
+const bannerCommands = (banner: string) => [...new Set(banner.match(/(?:CRM_STACK_FILE=\S+ )?npx crm [^\n)]+?(?=\s{2,}|\)|\n|$)/g) ?? [])].map((c) => c.trim());
 
 async function stop(child: ChildProcess): Promise<number | null> {
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
@@ -51,9 +54,20 @@ describe('npm start', () => {
     expect(existsSync(stackFile)).toBe(false);
     expect(javaFor(dir)).toEqual([]);
 
-    const second = start(dir);
+    // Started again with its banner: every CLI command it prints works when pasted, though its folder is not .local.
+    const second = start(dir, { banner: true });
+    let banner = '';
+    second.stdout!.on('data', (chunk: Buffer) => (banner += chunk.toString()));
     try {
-      await eventually(async () => existsSync(stackFile), { timeoutMs: 60_000, what: 'stack.json again' });
+      await eventually(async () => existsSync(stackFile) && banner.includes('Ctrl-C to stop'), { timeoutMs: 60_000, what: 'stack.json and the banner again' });
+      const commands = bannerCommands(banner);
+      expect(commands.length).toBeGreaterThanOrEqual(3);
+      for (const command of commands) {
+        // As pasted into a shell in the project folder, with no CRM_STACK_FILE of the test's own.
+        const { CRM_STACK_FILE: _ignored, ...env } = process.env;
+        const run = spawnSync('bash', ['-c', command.replace(/^((?:CRM_STACK_FILE=\S+ )?)npx crm/, '$1node bin/crm.mjs')], { encoding: 'utf8', env: { ...env, NODE_OPTIONS: '' }, timeout: 60_000 });
+        expect({ command, code: run.status, stderr: run.stderr }).toEqual({ command, code: 0, stderr: expect.any(String) });
+      }
       const again = readStackFile(stackFile);
       const deps2 = depsFromStackFile(again);
       const { Item } = await deps2.doc.send(new GetCommand({ TableName: again.tables.clients, Key: { pk: 'ORG#persist', sk: 'CLIENT#1' } }));
