@@ -24,7 +24,7 @@ import { listRequestHistory } from './request-history.js';
 import { leadTrail } from './lead-trail.js';
 import { deliveryOperations } from './delivery-operations.js';
 import { DEFAULT_PAGE_ROWS, readRequest, type Context, type Operation } from './request-fields.js';
-import { requestSchemas, type BodyOf, type QueryOf, type RequestSchemas } from './request-schemas.js';
+import type { BodyOf, QueryOf } from './request-schemas.js';
 import type { EndpointOptions } from '../delivery/endpoints.js';
 import { deliveryDetail, endpointView, keyView } from './views.js';
 
@@ -164,9 +164,6 @@ const endpointOptionsOf = (body: BodyOf<'PATCH /api/settings/webhooks/{id}'>): E
   ...(body.rate_limit_per_second !== undefined ? { rateLimitPerSecond: body.rate_limit_per_second } : {}),
 });
 
-/** The schemas of a route that reads a body or a query (request-schemas.ts); none: it reads neither. */
-const schemasOf = (route: string): RequestSchemas => (requestSchemas as Record<string, RequestSchemas>)[route] ?? {};
-
 /** The methods served on each resource, for the 405 of a method the gateway routed here but no operation takes. */
 const methodsOf = (resource: string) => Object.keys(operations).filter((k) => k.endsWith(` ${resource}`)).map((k) => k.split(' ')[0]);
 
@@ -195,7 +192,7 @@ export function settingsApi(options: SettingsApiOptions) {
       headers = rateLimitHeaders(limit);
       if (!limit.allowed) throw tooManyRequests(limit.retryAfterSeconds ?? 1);
       // Before the operation: nothing of an invalid request reaches the domain.
-      const { body, query } = readRequest(schemasOf(route), request);
+      const { body, query } = readRequest(route, request);
       const context: Context = {
         deps, request, session, organization, body, query,
         params: request.pathParameters ?? {},

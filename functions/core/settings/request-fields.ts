@@ -10,7 +10,7 @@ import { readJsonBody, type HttpRequest } from '../platform/http-request.js';
 import type { Organization } from '../platform/model.js';
 import type { AuditAction } from './audit-log.js';
 import type { Session } from './session-token.js';
-import { MAX_CURSOR_CHARS, type RequestSchemas } from './request-schemas.js';
+import { MAX_CURSOR_CHARS, requestSchemas, type RequestSchemas } from './request-schemas.js';
 
 export { MAX_CURSOR_CHARS };
 const MAX_BODY_BYTES = 16 * 1024;
@@ -34,11 +34,12 @@ export type Answer = { status: number; body: unknown };
 export type Operation = (c: Context) => Promise<Answer>;
 
 /**
- * The body and query of a request to a route with `schemas`, validated: a 422 naming every bad
- * field, unknown ones included. A route without a body schema reads no body; without a query
- * schema, no query.
+ * The body and query of a request to `route` (`METHOD resource`), validated with its schemas
+ * (request-schemas.ts): a 422 naming every bad field, unknown ones included. A route without a
+ * body schema reads no body; without a query schema, no query.
  */
-export function readRequest(schemas: RequestSchemas, request: HttpRequest): { body: Record<string, unknown>; query: Record<string, unknown> } {
+export function readRequest(route: string, request: HttpRequest): { body: Record<string, unknown>; query: Record<string, unknown> } {
+  const schemas: RequestSchemas = (requestSchemas as Record<string, RequestSchemas>)[route] ?? {};
   const errors: FieldError[] = [];
   const parsed = (schema: RequestSchemas['body'], value: unknown, prefix: string[]) => {
     if (!schema) return {};
