@@ -101,7 +101,11 @@ export const requestSchemas = {
   },
   'POST /api/settings/keys': {
     body: z.strictObject({
-      name: z.string(says('is required: 1 to 100 characters', 'must be 1 to 100 characters')).check(z.trim(), z.minLength(1, 'is required: 1 to 100 characters'), z.maxLength(100, 'must be 1 to 100 characters')),
+      name: described(
+        z.string(says('is required: 1 to 100 characters', 'must be 1 to 100 characters'))
+          .check(z.trim(), z.minLength(1, 'is required: 1 to 100 characters'), z.maxLength(100, 'must be 1 to 100 characters'), z.regex(/\S/, 'is required: 1 to 100 characters')),
+        'Surrounding spaces are trimmed first',
+      ),
       kind: described(z.optional(z.enum(['secret', 'publishable'], 'must be secret or publishable')), 'Default secret; publishable: for web pages (docs/leads.md)'),
       origins: described(
         z.optional(z.array(z.string('must be a list of origins'), 'must be a list of origins').check(z.maxLength(MAX_ORIGINS, `at most ${MAX_ORIGINS} origins`))),
