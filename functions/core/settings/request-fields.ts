@@ -56,13 +56,14 @@ export function readRequest(route: string, request: HttpRequest): { body: Record
 }
 
 interface Issue { code: string; path: PropertyKey[]; message: string; keys?: string[] }
-/** zod's issues as the API's field errors: an unknown field by its own name. */
+/** zod's issues as the API's field errors: an unknown field by its own name; a message once per field (two checks may say the same). */
 function fieldErrors(issues: readonly Issue[], prefix: string[]): FieldError[] {
-  return issues.flatMap((issue) => {
+  const errors = issues.flatMap((issue) => {
     const path = [...prefix, ...issue.path.map(String)];
     if (issue.code === 'unrecognized_keys') return (issue.keys ?? []).map((key) => ({ field: [...path, key].join('.'), message: 'is not a field of this request' }));
     return [{ field: path.join('.') || '(body)', message: issue.message }];
   });
+  return errors.filter((e, i) => errors.findIndex((o) => o.field === e.field && o.message === e.message) === i);
 }
 
 function objectBody(request: HttpRequest, optional: boolean): Record<string, unknown> {

@@ -95,6 +95,11 @@ describe('bounds and rules the document states', () => {
     expect(fieldsOf(outcome)).toEqual(expect.arrayContaining(['headers.host', 'rate_limit_per_second', 'grace']));
   });
 
+  it('says each problem of a field once, and a name of only spaces is one', () => {
+    expect(answer('POST /api/settings/keys', { name: '   ' })).toMatchObject({ errors: [{ field: 'name', message: 'is required: 1 to 100 characters' }] });
+    expect((answer('POST /api/settings/keys', { name: '   ' }) as { errors: unknown[] }).errors).toHaveLength(1);
+  });
+
   it('a route that takes no body reads none', () => {
     expect(readRequest('DELETE /api/settings/keys/{id}', requestTo('DELETE /api/settings/keys/{id}', { anything: 1 }))).toEqual({ body: {}, query: {} });
   });
