@@ -4,7 +4,7 @@
  * still retrying), re-deliver the failed ones, and "Recover" (the failed ones since a time, counted
  * first). Re-queuing is the domain's (delivery/redeliver.ts); nothing here writes a delivery record.
  */
-import { conflict, notFound, validationFailed, type FieldError } from '../platform/errors.js';
+import { conflict, notFound, validationFailed } from '../platform/errors.js';
 import { getEndpoint, listEndpoints, type EndpointSummary } from '../delivery/endpoints.js';
 import { redeliverDelivery } from '../delivery/redeliver.js';
 import { findOrganizationDelivery } from '../delivery/first-outcome.js';
@@ -12,14 +12,9 @@ import { deliveryIdFor } from '../delivery/queue.js';
 import { normalizeEventName } from '../delivery/subscriptions.js';
 import { pageDeliverySummaries, summariesById, type DeliverySummaryRecord } from './delivery-summaries.js';
 import { queueScanned, scanFailed, type BulkScan } from './bulk-redelivery.js';
-import { decodeCursor, encodeCursor, limitOf, objectBody, timeOf, unknownFields, type Context, type Operation } from './request-fields.js';
-import { awaitingRedelivery, deliveryDetail, deliverySummary, isRetrying, type DeliveryStatusView } from './views.js';
-
-/** The statuses the deliveries list filters by (an unknown one is a 422, not an empty list). */
-const DELIVERY_STATUSES: DeliveryStatusView[] = ['pending', 'retrying', 'delivered', 'failed', 'skipped'];
-
-/** A search is a delivery or event id; anything longer is not one. */
-const MAX_SEARCH_CHARS = 100;
+import { decodeCursor, DEFAULT_PAGE_ROWS, encodeCursor, timeOf, type Context, type Operation } from './request-fields.js';
+import type { BodyOf, QueryOf } from './request-schemas.js';
+import { awaitingRedelivery, deliveryDetail, deliverySummary, isRetrying } from './views.js';
 
 interface Filter { endpointId?: string; eventType?: string; search?: string; since?: string; until?: string }
 
@@ -68,20 +63,6 @@ function endpointState(endpoint: EndpointSummary | undefined) {
   return { state: endpoint.circuit.state === 'half-open' ? 'recovering' as const : 'ready' as const };
 }
 
-/** The body of a bulk re-delivery ("Re-deliver all failed", "Recover"), validated. */
-function bulkBody(c: Context, fields: string[]): Record<string, string | boolean | undefined> {
-  const body = objectBody(c.request, true);
-  const errors: FieldError[] = [];
-  for (const field of fields) {
-    if (field === 'dry_run') {
-      if (body[field] !== undefined && typeof body[field] !== 'boolean') errors.push({ field, message: 'must be true or false' });
-    } else if (body[field] !== undefined && typeof body[field] !== 'string') errors.push({ field, message: 'must be text' });
-  }
-  errors.push(...unknownFields(body, fields));
-  if (errors.length) throw validationFailed(errors);
-  return body as Record<string, string | boolean | undefined>;
-}
-
 /** The organization's disabled endpoints: a re-delivery to one would only be skipped (docs/settings.md). */
 async function disabledEndpoints(c: Context): Promise<Set<string>> {
   return new Set((await listEndpoints(c.deps, c.organization.id)).filter((e) => !e.enabled).map((e) => e.id));
@@ -101,15 +82,12 @@ async function redeliverFailed(c: Context, filter: Filter) {
 
 export const deliveryOperations: Record<string, Operation> = {
   'GET /api/settings/deliveries': async (c) => {
-    const { status, endpoint, cursor, event_type: eventType, search } = c.query;
-    const limit = limitOf(c.query.limit);
-    if (status && !DELIVERY_STATUSES.includes(status as DeliveryStatusView)) throw validationFailed([{ field: 'status', message: `must be one of ${DELIVERY_STATUSES.join(', ')}` }]);
+    // Validated by its schema (request-schemas.ts): a known status and event name, a bounded search, ISO times.
+    const { status, endpoint, cursor, event_type: eventType, search, since, until, limit = DEFAULT_PAGE_ROWS } = c.query as QueryOf<'GET /api/settings/deliveries'>;
     const type = eventType ? normalizeEventName(eventType) : undefined;
-    if (eventType && !type) throw validationFailed([{ field: 'event_type', message: `unknown event ${eventType}` }]);
-    if (search && search.length > MAX_SEARCH_CHARS) throw validationFailed([{ field: 'search', message: `must be a delivery or event id (at most ${MAX_SEARCH_CHARS} characters)` }]);
     await requireEndpointOf(c, endpoint);
     const after = cursor ? decodeCursor(cursor) : undefined;
-    const filter: Filter = { endpointId: endpoint, eventType: type, search: search?.trim() || undefined, since: timeOf('since', c.query.since), until: timeOf('until', c.query.until) };
+    const filter: Filter = { endpointId: endpoint, eventType: type, search: search?.trim() || undefined, since: timeOf('since', since), until: timeOf('until', until) };
     const endpoints = await listEndpoints(c.deps, c.organization.id);
     const keep = (d: DeliverySummaryRecord) => matches(d, filter) && byStatus(status)(d);
     // Summaries only (no payloads), from the index (delivery-summaries.ts); a search reads by key.
@@ -135,20 +113,19 @@ export const deliveryOperations: Record<string, Operation> = {
     return { status: 202, body: { delivery: deliverySummary(delivery, urlsOf(endpoints)), endpoint: endpointState(endpoints.find((e) => e.id === delivery.endpointId)) } };
   },
   'POST /api/settings/deliveries/redeliver': async (c) => {
-    const body = bulkBody(c, ['endpoint', 'since', 'until']);
-    const endpointId = body.endpoint as string | undefined;
+    const body = c.body as BodyOf<'POST /api/settings/deliveries/redeliver'>;
+    const endpointId = body.endpoint;
     await requireEndpointOf(c, endpointId);
-    const filter = { endpointId, since: timeOf('since', body.since as string | undefined), until: timeOf('until', body.until as string | undefined) };
+    const filter = { endpointId, since: timeOf('since', body.since), until: timeOf('until', body.until) };
     const answer = await redeliverFailed(c, filter);
     await c.audit('deliveries.redelivered', endpointId, { count: answer.count, since: filter.since, until: filter.until });
     return { status: 202, body: answer };
   },
   'POST /api/settings/deliveries/recover': async (c) => {
-    const body = bulkBody(c, ['since', 'endpoint_id', 'dry_run']);
-    if (typeof body.since !== 'string') throw validationFailed([{ field: 'since', message: 'is required: an ISO-8601 time' }]);
+    const body = c.body as BodyOf<'POST /api/settings/deliveries/recover'>;
     const since = timeOf('since', body.since)!;
     if (since > new Date(c.deps.now()).toISOString()) throw validationFailed([{ field: 'since', message: 'must not be in the future' }]);
-    const endpointId = body.endpoint_id as string | undefined;
+    const endpointId = body.endpoint_id;
     await requireEndpointOf(c, endpointId);
     const filter = { endpointId, since };
     if (body.dry_run === true) {

@@ -6,7 +6,7 @@
  * calls the same ones): api-keys.ts, endpoints.ts, test-event.ts, redeliver.ts.
  */
 import type { Deps } from '../platform/deps.js';
-import { conflict, DomainError, methodNotAllowed, notFound, tooManyRequests, unauthorized, validationFailed, type FieldError } from '../platform/errors.js';
+import { conflict, DomainError, methodNotAllowed, notFound, tooManyRequests, unauthorized } from '../platform/errors.js';
 import { logger } from '../platform/observability.js';
 import type { HttpOutcome, HttpRequest } from '../platform/http-request.js';
 import { createApiKey, listApiKeys, revokeApiKey, rotateApiKey, type NewApiKeyOptions } from '../tenancy/api-keys.js';
@@ -23,7 +23,9 @@ import { settingsOverview } from './overview.js';
 import { listRequestHistory } from './request-history.js';
 import { leadTrail } from './lead-trail.js';
 import { deliveryOperations } from './delivery-operations.js';
-import { endpointOptionsOf, graceOf, limitOf, objectBody, unknownFields, type Context, type Operation } from './request-fields.js';
+import { DEFAULT_PAGE_ROWS, readRequest, type Context, type Operation } from './request-fields.js';
+import type { BodyOf, QueryOf } from './request-schemas.js';
+import type { EndpointOptions } from '../delivery/endpoints.js';
 import { deliveryDetail, endpointView, keyView } from './views.js';
 
 /** Management requests per organization per minute (all of its admins together). */
@@ -42,39 +44,28 @@ const operations: Record<string, Operation> = {
   'GET /api/settings': async (c) => ({ status: 200, body: await settingsOverview(c.deps, c.organization, c.request.baseUrl ?? '', c.session.userId) }),
   // The organization's own choices; for now what a lead matching an existing client does (docs/leads.md "Duplicates").
   'PATCH /api/settings': async (c) => {
-    const body = objectBody(c.request);
-    const errors = unknownFields(body, ['duplicate_policy']);
-    if (typeof body.duplicate_policy !== 'string') errors.push({ field: 'duplicate_policy', message: 'is required: flag or merge' });
-    if (errors.length) throw validationFailed(errors);
-    const updated = await setDuplicatePolicy(c.deps, c.organization.id, body.duplicate_policy as string);
+    const body = c.body as BodyOf<'PATCH /api/settings'>;
+    const updated = await setDuplicatePolicy(c.deps, c.organization.id, body.duplicate_policy);
     await c.audit('organization.duplicate_policy_set', c.organization.id, { duplicatePolicy: updated.duplicatePolicy });
     return { status: 200, body: await settingsOverview(c.deps, updated, c.request.baseUrl ?? '', c.session.userId) };
   },
 
   'GET /api/settings/keys': async (c) => ({ status: 200, body: { keys: (await listApiKeys(c.deps, c.organization.id)).map((k) => keyView(k)) } }),
   'POST /api/settings/keys': async (c) => {
-    const body = objectBody(c.request);
-    const errors: FieldError[] = [];
-    if (typeof body.name !== 'string') errors.push({ field: 'name', message: 'is required: 1 to 100 characters' });
-    if (body.kind !== undefined && body.kind !== 'secret' && body.kind !== 'publishable') errors.push({ field: 'kind', message: 'must be secret or publishable' });
-    if (body.origins !== undefined && !(Array.isArray(body.origins) && body.origins.every((o) => typeof o === 'string'))) errors.push({ field: 'origins', message: 'must be a list of origins' });
-    // A publishable key's policy (docs/leads.md#lead-forms-in-public-pages-publishable-keys), named as the rest of this API names fields; the domain validates the values.
-    const policyFields = { thank_you_url: 'thankYouUrl', daily_cap: 'dailyCap', per_ip_limit: 'perIpLimit', honeypot_field: 'honeypotField' } as const;
-    for (const [field, option] of Object.entries(policyFields)) {
-      const value = body[field];
-      const want = option === 'dailyCap' || option === 'perIpLimit' ? 'number' : 'string';
-      if (value !== undefined && typeof value !== want) errors.push({ field, message: `must be a ${want}` });
-    }
-    errors.push(...unknownFields(body, ['name', 'kind', 'origins', ...Object.keys(policyFields)]));
-    if (errors.length) throw validationFailed(errors);
-    const options: NewApiKeyOptions = { ...(body.kind ? { kind: body.kind as NewApiKeyOptions['kind'] } : {}), ...(body.origins ? { origins: body.origins as string[] } : {}) };
-    for (const [field, option] of Object.entries(policyFields)) if (body[field] !== undefined) Object.assign(options, { [option]: body[field] });
-    const { key, record } = await createApiKey(c.deps, c.organization.id, body.name as string, options);
+    const body = c.body as BodyOf<'POST /api/settings/keys'>;
+    // A publishable key's policy (docs/leads.md#lead-forms-in-public-pages-publishable-keys), named as the rest of this API names fields;
+    // the domain checks what the schema cannot (a policy on a secret key, the origins themselves).
+    const options: NewApiKeyOptions = {
+      ...(body.kind ? { kind: body.kind } : {}), ...(body.origins ? { origins: body.origins } : {}),
+      ...(body.thank_you_url !== undefined ? { thankYouUrl: body.thank_you_url } : {}), ...(body.daily_cap !== undefined ? { dailyCap: body.daily_cap } : {}),
+      ...(body.per_ip_limit !== undefined ? { perIpLimit: body.per_ip_limit } : {}), ...(body.honeypot_field !== undefined ? { honeypotField: body.honeypot_field } : {}),
+    };
+    const { key, record } = await createApiKey(c.deps, c.organization.id, body.name, options);
     await c.audit('key.created', record.keyId, { name: record.name, kind: record.kind ?? 'secret' });
     return { status: 201, body: { key: keyView(record, 'active'), secret: key } };
   },
   'POST /api/settings/keys/{id}/rotate': async (c) => {
-    const graceHours = graceOf(objectBody(c.request, true));
+    const { grace_hours: graceHours } = c.body as BodyOf<'POST /api/settings/keys/{id}/rotate'>;
     const { key, record, previous } = await rotateApiKey(c.deps, c.organization.id, c.params.id, { graceHours });
     await c.audit('key.rotated', c.params.id, { newKeyId: record.keyId, graceHours: graceHours ?? c.deps.config.rotationGraceHours });
     return { status: 201, body: { key: keyView(record, 'active'), secret: key, previous: keyView(previous) } };
@@ -98,16 +89,8 @@ const operations: Record<string, Operation> = {
 
   'GET /api/settings/webhooks': async (c) => ({ status: 200, body: { endpoints: (await listEndpoints(c.deps, c.organization.id)).map(endpointView) } }),
   'POST /api/settings/webhooks': async (c) => {
-    const body = objectBody(c.request);
-    const errors: FieldError[] = [];
-    if (typeof body.url !== 'string') errors.push({ field: 'url', message: 'is required' });
-    if (!Array.isArray(body.events) || body.events.length === 0 || !body.events.every((e) => typeof e === 'string')) errors.push({ field: 'events', message: 'must be a non-empty list of event names' });
-    if (body.description !== undefined && typeof body.description !== 'string') errors.push({ field: 'description', message: 'must be text' });
-    errors.push(...unknownFields(body, ['url', 'events', 'description', 'headers', 'rate_limit_per_second']));
-    if (errors.length) throw validationFailed(errors);
-    const { endpoint, secret } = await addEndpoint(c.deps, c.organization.id, {
-      url: body.url as string, events: body.events as string[], description: body.description as string | undefined, ...endpointOptionsOf(body),
-    });
+    const body = c.body as BodyOf<'POST /api/settings/webhooks'>;
+    const { endpoint, secret } = await addEndpoint(c.deps, c.organization.id, { url: body.url, events: body.events, description: body.description, ...endpointOptionsOf(body) });
     // As an update's: header names only, never their values (secrets).
     await c.audit('endpoint.created', endpoint.id, {
       url: endpoint.url, events: endpoint.events,
@@ -117,20 +100,12 @@ const operations: Record<string, Operation> = {
     return { status: 201, body: { endpoint: endpointView(endpoint), secret } };
   },
   'PATCH /api/settings/webhooks/{id}': async (c) => {
-    const body = objectBody(c.request);
-    const errors: FieldError[] = [];
-    if (body.url !== undefined && typeof body.url !== 'string') errors.push({ field: 'url', message: 'must be a URL' });
-    if (body.events !== undefined && !(Array.isArray(body.events) && body.events.length > 0 && body.events.every((e) => typeof e === 'string'))) errors.push({ field: 'events', message: 'must be a non-empty list of event names' });
-    if (body.enabled !== undefined && typeof body.enabled !== 'boolean') errors.push({ field: 'enabled', message: 'must be true or false' });
-    if (body.description !== undefined && body.description !== null && typeof body.description !== 'string') errors.push({ field: 'description', message: 'must be text' });
-    const unknown = Object.keys(body).filter((k) => !['url', 'events', 'enabled', 'description', 'headers', 'rate_limit_per_second'].includes(k));
-    for (const field of unknown) errors.push({ field, message: 'is not a field of an endpoint' });
-    if (errors.length) throw validationFailed(errors);
+    const body = c.body as BodyOf<'PATCH /api/settings/webhooks/{id}'>;
     const input = {
-      ...(body.url !== undefined ? { url: body.url as string } : {}),
-      ...(body.events !== undefined ? { events: body.events as string[] } : {}),
-      ...(body.enabled !== undefined ? { enabled: body.enabled as boolean } : {}),
-      ...(body.description !== undefined ? { description: (body.description as string | null) ?? '' } : {}),
+      ...(body.url !== undefined ? { url: body.url } : {}),
+      ...(body.events !== undefined ? { events: body.events } : {}),
+      ...(body.enabled !== undefined ? { enabled: body.enabled } : {}),
+      ...(body.description !== undefined ? { description: body.description ?? '' } : {}),
       ...endpointOptionsOf(body),
     };
     const updated = await updateEndpoint(c.deps, c.organization.id, c.params.id, input);
@@ -148,7 +123,7 @@ const operations: Record<string, Operation> = {
     return { status: 200, body: { endpoint: endpointView(removed) } };
   },
   'POST /api/settings/webhooks/{id}/rotate-secret': async (c) => {
-    const graceHours = graceOf(objectBody(c.request, true));
+    const { grace_hours: graceHours } = c.body as BodyOf<'POST /api/settings/webhooks/{id}/rotate-secret'>;
     // Bounded (MAX_SIGNING_SECRETS) and versioned in the domain: a 422 past the bound, a 409 after repeated lost races.
     const { endpoint, secret } = await rotateSecret(c.deps, c.organization.id, c.params.id, { graceHours });
     await c.audit('endpoint.secret_rotated', c.params.id, { graceHours: graceHours ?? 24 });
@@ -159,12 +134,8 @@ const operations: Record<string, Operation> = {
     if (!endpoint) throw notFound(`No endpoint ${c.params.id}.`);
     // A test is the check before enabling one's receiver: it would be skipped, or sent while the page says disabled.
     if (!endpoint.enabled) throw conflict(`The endpoint ${endpoint.id} is disabled: enable it, then send a test event.`);
-    const body = objectBody(c.request, true);
-    const errors = unknownFields(body, ['event_type']);
-    if (body.event_type !== undefined && typeof body.event_type !== 'string') errors.push({ field: 'event_type', message: 'must be an event name' });
-    if (errors.length) throw validationFailed(errors);
     // Any event type the endpoint subscribes to, sent as its catalog example marked `"test": true`; webhook.test by default.
-    const eventType = body.event_type as string | undefined;
+    const eventType = (c.body as BodyOf<'POST /api/settings/webhooks/{id}/test'>).event_type;
     const { eventId, deliveryIds: [deliveryId] } = await sendTestEvent(c.deps, c.organization.id, endpoint.id, { eventType });
     await c.audit('endpoint.tested', endpoint.id, { eventId, deliveryId, eventType: eventType ?? 'webhook.test' });
     // Bounded by the function's own time left (less a margin to answer), whichever is sooner.
@@ -176,10 +147,22 @@ const operations: Record<string, Operation> = {
 
   ...deliveryOperations,
 
-  'GET /api/settings/audit': async (c) => ({ status: 200, body: { entries: await listAudit(c.deps, c.organization.id, { limit: limitOf(c.query.limit) }) } }),
-  'GET /api/settings/requests': async (c) => ({ status: 200, body: await listRequestHistory(c.deps, c.organization.id, { cursor: c.query.cursor, limit: limitOf(c.query.limit) }) }),
+  'GET /api/settings/audit': async (c) => {
+    const { limit = DEFAULT_PAGE_ROWS } = c.query as QueryOf<'GET /api/settings/audit'>;
+    return { status: 200, body: { entries: await listAudit(c.deps, c.organization.id, { limit }) } };
+  },
+  'GET /api/settings/requests': async (c) => {
+    const { cursor, limit = DEFAULT_PAGE_ROWS } = c.query as QueryOf<'GET /api/settings/requests'>;
+    return { status: 200, body: await listRequestHistory(c.deps, c.organization.id, { cursor, limit }) };
+  },
   'GET /api/settings/clients/{id}/trail': async (c) => ({ status: 200, body: await leadTrail(c.deps, c.organization.id, c.params.id) }),
 };
+
+/** An endpoint body's `headers` and `rate_limit_per_second`, as the domain takes them (it checks what needs the endpoint: delivery/endpoint-fields.ts). */
+const endpointOptionsOf = (body: BodyOf<'PATCH /api/settings/webhooks/{id}'>): EndpointOptions => ({
+  ...(body.headers !== undefined ? { headers: body.headers } : {}),
+  ...(body.rate_limit_per_second !== undefined ? { rateLimitPerSecond: body.rate_limit_per_second } : {}),
+});
 
 /** The methods served on each resource, for the 405 of a method the gateway routed here but no operation takes. */
 const methodsOf = (resource: string) => Object.keys(operations).filter((k) => k.endsWith(` ${resource}`)).map((k) => k.split(' ')[0]);
@@ -195,7 +178,8 @@ export function settingsApi(options: SettingsApiOptions) {
     let headers: Record<string, string> = {};
     try {
       const resource = request.resource ?? '';
-      const operation = operations[`${request.method} ${resource}`];
+      const route = `${request.method} ${resource}`;
+      const operation = operations[route];
       if (!operation) {
         const allowed = methodsOf(resource);
         throw allowed.length ? methodNotAllowed(allowed) : notFound('No route for this path.');
@@ -207,10 +191,11 @@ export function settingsApi(options: SettingsApiOptions) {
       const limit = await checkRateLimit(deps, `settings#${organization.id}`, SETTINGS_RATE_LIMIT_PER_MINUTE);
       headers = rateLimitHeaders(limit);
       if (!limit.allowed) throw tooManyRequests(limit.retryAfterSeconds ?? 1);
+      // Before the operation: nothing of an invalid request reaches the domain.
+      const { body, query } = readRequest(route, request);
       const context: Context = {
-        deps, request, session, organization,
+        deps, request, session, organization, body, query,
         params: request.pathParameters ?? {},
-        query: request.query ?? {},
         audit: (action, targetId, detail) => recordChange(deps, { organizationId: organization.id, userId: session.userId, action, targetId, detail, requestId: request.requestId }),
       };
       const answer = await operation(context);

@@ -1,18 +1,23 @@
 /**
  * The whole API's OpenAPI document: the lead endpoint's (functions/core/intake/openapi.ts) and the
  * management API of the organization settings, every /api/settings route of functions/front-door/routes.ts with
- * the shapes of views.ts and the session token. The local stack serves it at /openapi.json and
+ * the shapes of views.ts and the session token. Each route's request body and query parameters are
+ * generated from the zod schemas the handler validates with (request-schemas.ts), with the 422 (and,
+ * for a body, 400, 413, 415) they cause. The local stack serves it at /openapi.json and
  * `npm run docs:openapi` writes docs/openapi.json; test/unit/settings/openapi.test.ts checks that
  * each route is documented.
  */
+// Served by the local stack and the docs script only: no Lambda handler imports it, so z.toJSONSchema stays out of every bundle.
+import * as z from '../platform/zod-mini.js';
 import { leadEndpointDocument } from '../intake/openapi.js';
+import { requestSchemas, type RequestSchemas } from './request-schemas.js';
 
 export function openApiDocument(serverUrl?: string) {
   const lead = leadEndpointDocument(serverUrl);
   return {
     ...lead,
     info: { ...lead.info, description: `${lead.info.description} Organization admins manage keys and webhooks through the settings API (/api/settings, session tokens).` },
-    paths: { ...lead.paths, ...settingsPaths },
+    paths: { ...lead.paths, ...withRequests(settingsPaths) },
     components: {
       ...lead.components,
       securitySchemes: { ...lead.components.securitySchemes, ...settingsSecurityScheme },
@@ -36,7 +41,6 @@ const common = {
 const notFound = { 404: problem('No such id in the token’s organization (another organization’s ids are not found either)') };
 /** A read-modify-write that kept losing its race to concurrent requests (platform/optimistic.ts). */
 const lostRace = { 409: problem('Changed by other requests at the same moment, again after retries: nothing was written; try again') };
-const invalid = { 422: problem('Invalid fields (`errors[]`)'), 400: problem('Malformed JSON'), 415: problem('Content-Type is not application/json') };
 const overview = obj({
   organization: obj({ id: str, name: str, plan: str, billing: { enum: ['prepaid', 'postpaid'] }, walletBalance: nullable({ type: 'number' }), currency: { const: 'USD' }, duplicatePolicy: { enum: ['flag', 'merge'] } }),
   usage: obj({ today: obj({ calls: { type: 'integer' }, billed: { type: 'number' } }), month: obj({ calls: { type: 'integer' }, billed: { type: 'number' } }) }),
@@ -44,16 +48,6 @@ const overview = obj({
   revocationSeconds: { type: 'integer', description: 'A revoked key is refused everywhere within this many seconds' },
 });
 const id = { name: 'id', in: 'path', required: true, schema: str };
-/** An endpoint's options as a request gives them (delivery/endpoint-fields.ts). */
-const endpointOptions = {
-  headers: {
-    type: 'object', maxProperties: 10, additionalProperties: nullable({ type: 'string', minLength: 1, maxLength: 1000 }),
-    description: 'Custom headers by name (an RFC 9110 token; webhook-*, content-type, content-length, host, user-agent, connection and other headers the delivery sets are refused): a value sets one, null removes one; the others stay. At most 10.',
-  },
-  rate_limit_per_second: { ...nullable({ type: 'integer', minimum: 1, maximum: 100 }), description: 'At most this many deliveries a second to the endpoint; null: no limit. Over it, deliveries wait without using attempts.' },
-};
-const grace = (max: number, def: number) => ({ required: false, content: { 'application/json': { schema: obj({ grace_hours: { type: 'number', minimum: 0, maximum: max, default: def, description: 'Hours the old one keeps working' } }, []) } } });
-const body = (schema: unknown) => ({ required: true, content: { 'application/json': { schema } } });
 const op = (operationId: string, summary: string, responses: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
   ({ operationId, summary, tags: ['Organization settings'], security: [{ sessionToken: [] }], ...extra, responses: { ...responses, ...common } });
 
@@ -110,24 +104,22 @@ export const settingsPaths = {
   '/api/settings': {
     get: op('getSettings', 'The organization, its usage, base URL and cURL examples', { 200: json(overview, 'The settings overview') }),
     patch: op('updateSettings', 'Set what a lead matching an existing client does: `flag` (a new client marked possible_duplicate_of) or `merge` (docs/leads.md)', {
-      200: json(overview, 'The settings overview, changed'), ...invalid,
-    }, { requestBody: body(obj({ duplicate_policy: { enum: ['flag', 'merge'] } }, ['duplicate_policy'])) }),
+      200: json(overview, 'The settings overview, changed'),
+    }),
   },
   '/api/settings/keys': {
     get: op('listKeys', 'API keys (never the keys themselves)', { 200: json(obj({ keys: { type: 'array', items: ref('KeySummary') } }), 'The keys') }),
     post: op('createKey', 'Generate an API key (the only response that shows it)', {
-      201: json(obj({ key: ref('KeySummary'), secret: { type: 'string', description: 'The key: shown once' } }), 'Created'), ...invalid, ...lostRace,
-    }, { requestBody: body(obj({ name: { type: 'string', minLength: 1, maxLength: 100 }, kind: { enum: ['secret', 'publishable'] }, origins: { type: 'array', items: str },
-      thank_you_url: { type: 'string', format: 'uri' }, daily_cap: { type: 'integer', minimum: 1 }, per_ip_limit: { type: 'integer', minimum: 1 }, honeypot_field: str,
-    }, ['name'])) }),
+      201: json(obj({ key: ref('KeySummary'), secret: { type: 'string', description: 'The key: shown once' } }), 'Created'), ...lostRace,
+    }),
   },
   '/api/settings/keys/{id}': {
     delete: op('revokeKey', 'Revoke a key now', { 200: json(obj({ key: ref('KeySummary') }), 'Revoked'), ...notFound, ...lostRace }, { parameters: [id] }),
   },
   '/api/settings/keys/{id}/rotate': {
     post: op('rotateKey', 'Issue a new key; the old one works for the grace', {
-      201: json(obj({ key: ref('KeySummary'), secret: str, previous: ref('KeySummary') }), 'The new key (shown once) and the old one, now expiring'), ...notFound, ...invalid, ...lostRace,
-    }, { parameters: [id], requestBody: grace(168, 24) }),
+      201: json(obj({ key: ref('KeySummary'), secret: str, previous: ref('KeySummary') }), 'The new key (shown once) and the old one, now expiring'), ...notFound, ...lostRace,
+    }, { parameters: [id] }),
   },
   '/api/settings/events': {
     get: op('listEvents', 'The events an endpoint can subscribe to, with both name forms, each payload\'s JSON Schema and an example', {
@@ -137,37 +129,28 @@ export const settingsPaths = {
   '/api/settings/webhooks': {
     get: op('listEndpoints', 'Webhook endpoints (never their secrets)', { 200: json(obj({ endpoints: { type: 'array', items: ref('Endpoint') } }), 'The endpoints') }),
     post: op('addEndpoint', 'Add an endpoint (the only response that shows its signing secret)', {
-      201: json(obj({ endpoint: ref('Endpoint'), secret: { type: 'string', description: '`whsec_…`: shown once' } }), 'Added'), ...invalid, ...lostRace,
-    }, { requestBody: body(obj({ url: str, events: { type: 'array', items: str, minItems: 1 }, description: str, ...endpointOptions }, ['url', 'events'])) }),
+      201: json(obj({ endpoint: ref('Endpoint'), secret: { type: 'string', description: '`whsec_…`: shown once' } }), 'Added'), ...lostRace,
+    }),
   },
   '/api/settings/webhooks/{id}': {
-    patch: op('updateEndpoint', 'Change the URL, events, description, enabled flag, custom headers or rate limit (enabling closes the circuit)', { 200: json(obj({ endpoint: ref('Endpoint') }), 'Updated'), ...notFound, ...invalid, ...lostRace }, {
-      parameters: [id], requestBody: body(obj({ url: str, events: { type: 'array', items: str, minItems: 1 }, enabled: { type: 'boolean' }, description: nullable(str), ...endpointOptions }, [])),
+    patch: op('updateEndpoint', 'Change the URL, events, description, enabled flag, custom headers or rate limit (enabling closes the circuit)', { 200: json(obj({ endpoint: ref('Endpoint') }), 'Updated'), ...notFound, ...lostRace }, {
+      parameters: [id],
     }),
     delete: op('deleteEndpoint', 'Remove an endpoint', { 200: json(obj({ endpoint: ref('Endpoint') }), 'Removed'), ...notFound, ...lostRace }, { parameters: [id] }),
   },
   '/api/settings/webhooks/{id}/rotate-secret': {
     post: op('rotateEndpointSecret', 'A new signing secret; the old ones keep signing for the grace', {
-      200: json(obj({ endpoint: ref('Endpoint'), secret: str }), 'The new secret (shown once)'), ...notFound, ...invalid, ...lostRace,
-    }, { parameters: [id], requestBody: grace(168, 24) }),
+      200: json(obj({ endpoint: ref('Endpoint'), secret: str }), 'The new secret (shown once)'), ...notFound, ...lostRace,
+    }, { parameters: [id] }),
   },
   '/api/settings/webhooks/{id}/test': {
     post: op('sendTestEvent', 'Send a test event (webhook.test, or any subscribed type as its catalog example marked "test": true) and wait (up to 10 s) for the first attempt', {
-      200: json(obj({ delivery: ref('DeliveryDetail') }), 'The delivery: delivered, retrying, failed, or still pending after the wait'), ...notFound, ...invalid,
+      200: json(obj({ delivery: ref('DeliveryDetail') }), 'The delivery: delivered, retrying, failed, or still pending after the wait'), ...notFound,
       409: problem('The endpoint is disabled: enable it first'),
-    }, { parameters: [id], requestBody: body(obj({ event_type: { type: 'string', description: 'A type the endpoint subscribes to; default webhook.test' } }, [])) }),
+    }, { parameters: [id] }),
   },
   '/api/settings/deliveries': {
-    get: op('listDeliveries', 'Deliveries, newest first', { 200: json(obj({ deliveries: { type: 'array', items: ref('DeliverySummary') }, nextCursor: nullable(str) }), 'A page'), ...notFound, ...invalid }, {
-      parameters: [
-        { name: 'status', in: 'query', schema: { enum: ['pending', 'delivered', 'retrying', 'failed', 'skipped'] } },
-        { name: 'endpoint', in: 'query', schema: str },
-        { name: 'event_type', in: 'query', schema: str }, { name: 'search', in: 'query', schema: str, description: 'An event id or a delivery id' },
-        { name: 'since', in: 'query', schema: time }, { name: 'until', in: 'query', schema: time },
-        { name: 'cursor', in: 'query', schema: str, description: 'nextCursor of the previous page' },
-        { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 200, default: 50 } },
-      ],
-    }),
+    get: op('listDeliveries', 'Deliveries, newest first', { 200: json(obj({ deliveries: { type: 'array', items: ref('DeliverySummary') }, nextCursor: nullable(str) }), 'A page'), ...notFound }),
   },
   '/api/settings/deliveries/{id}': {
     get: op('getDelivery', 'A delivery with its payload and every attempt', { 200: json(obj({ delivery: ref('DeliveryDetail') }), 'The delivery'), ...notFound }, { parameters: [id] }),
@@ -181,22 +164,22 @@ export const settingsPaths = {
   },
   '/api/settings/deliveries/redeliver': {
     post: op('redeliverFailed', 'Send every failed delivery again (of one endpoint, in a time range)', {
-      202: json(bulk, 'How many were queued'), ...notFound, ...invalid,
-    }, { requestBody: { required: false, content: { 'application/json': { schema: obj({ endpoint: str, since: time, until: time }, []) } } } }),
+      202: json(bulk, 'How many were queued'), ...notFound,
+    }),
   },
   '/api/settings/deliveries/recover': {
     post: op('recoverFailed', 'Send again every delivery that failed since a time (of one endpoint or all); with dry_run, only count them', {
       200: json(obj({ ...bulkFields, dryRun: { const: true } }, ['count', 'retrying', 'dryRun']), 'How many would be queued (dry_run)'),
-      202: json(bulk, 'How many were queued'), ...notFound, ...invalid,
-    }, { requestBody: body(obj({ since: time, endpoint_id: str, dry_run: { type: 'boolean' } }, ['since'])) }),
+      202: json(bulk, 'How many were queued'), ...notFound,
+    }),
   },
   '/api/settings/requests': {
     get: op('listRequests', 'The lead endpoint’s request log, newest first (kept 30 days)', {
       200: json(obj({
         requests: { type: 'array', items: obj({ at: time, method: str, path: str, status: { type: 'integer' }, keyId: nullable(str), keyName: nullable(str), keyLast4: nullable(str), requestId: str, durationMs: nullable({ type: 'integer' }), detail: nullable(str), clientId: nullable(str) }) },
         nextCursor: { ...nullable(str), description: 'Where the next page starts; null: no more. A page may hold fewer rows than `limit`, even none, while this is set: read on until it is null' },
-      }), 'A page'), ...invalid,
-    }, { parameters: [{ name: 'cursor', in: 'query', schema: str }, { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 200, default: 50 } }] }),
+      }), 'A page'),
+    }),
   },
   '/api/settings/clients/{id}/trail': {
     get: op('getLeadTrail', 'A lead’s trail: the client, each submission (created, merged), the event it caused and that event’s deliveries with their attempts', {
@@ -213,6 +196,43 @@ export const settingsPaths = {
   '/api/settings/audit': {
     get: op('listAudit', 'Changes made in the settings, with the acting user, newest first (kept 30 days)', {
       200: json(obj({ entries: { type: 'array', items: obj({ id: str, at: time, userId: str, action: str, targetId: str, detail: { type: 'object' }, requestId: str }, ['id', 'at', 'userId', 'action']) } }), 'The entries'),
-    }, { parameters: [{ name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 200, default: 50 } }] }),
+    }),
   },
 };
+
+/** A zod schema as the JSON Schema of what a request may send. */
+const requestJsonSchema = (schema: z.ZodMiniType) => {
+  const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
+  return rest;
+};
+
+const refused = problem('Invalid fields (`errors[]`, each naming its field): a field or query parameter not documented here, a value out of its bounds or format, or a rule of the domain');
+const bodyProblems = {
+  400: problem('Malformed JSON, or a body that is not UTF-8'),
+  413: problem('Body larger than 16 KiB'),
+  415: problem('Content-Type is not application/json'),
+};
+
+/**
+ * The paths with each route's request body and query parameters from its zod schemas
+ * (request-schemas.ts), and the answers an invalid request gets.
+ */
+function withRequests<P extends Record<string, Record<string, { parameters?: unknown[]; responses: Record<string, unknown> }>>>(paths: P): P {
+  return Object.fromEntries(Object.entries(paths).map(([path, operations]) => [path, Object.fromEntries(Object.entries(operations).map(([method, operation]) => {
+    const schemas = (requestSchemas as Record<string, RequestSchemas>)[`${method.toUpperCase()} ${path}`];
+    if (!schemas) return [method, operation];
+    const query = schemas.query ? requestJsonSchema(schemas.query) as { properties: Record<string, { description?: string }>; required?: string[] } : undefined;
+    const parameters = [
+      ...(operation.parameters ?? []),
+      ...Object.entries(query?.properties ?? {}).map(([name, { description, ...schema }]) => ({
+        name, in: 'query', ...(query?.required?.includes(name) ? { required: true } : {}), ...(description ? { description } : {}), schema,
+      })),
+    ];
+    return [method, {
+      ...operation,
+      ...(parameters.length ? { parameters } : {}),
+      ...(schemas.body ? { requestBody: { required: schemas.bodyRequired !== false, content: { 'application/json': { schema: requestJsonSchema(schemas.body) } } } } : {}),
+      responses: { ...operation.responses, 422: refused, ...(schemas.body ? bodyProblems : {}) },
+    }];
+  }))])) as P;
+}

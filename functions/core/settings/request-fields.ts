@@ -1,7 +1,8 @@
 /**
  * What every operation of the settings API shares (handle-settings-request.ts runs them): the
- * request context, and reading a body or a query the same way everywhere: a misspelt field, a bad
- * time, a foreign cursor is a 422 with the field named, never ignored.
+ * request context, and reading a body or a query the same way everywhere, with its route's zod
+ * schemas (request-schemas.ts): a misspelt field, a bad time, a foreign cursor is a 422 with the
+ * field named, never ignored.
  */
 import type { Deps } from '../platform/deps.js';
 import { validationFailed, type FieldError } from '../platform/errors.js';
@@ -9,11 +10,12 @@ import { readJsonBody, type HttpRequest } from '../platform/http-request.js';
 import type { Organization } from '../platform/model.js';
 import type { AuditAction } from './audit-log.js';
 import type { Session } from './session-token.js';
-import type { EndpointOptions } from '../delivery/endpoints.js';
-import type { HeaderChanges } from '../delivery/endpoint-fields.js';
+import { MAX_CURSOR_CHARS, requestSchemas, type RequestSchemas } from './request-schemas.js';
 
+export { MAX_CURSOR_CHARS };
 const MAX_BODY_BYTES = 16 * 1024;
-const MAX_GRACE_HOURS = 168;
+/** Rows a page holds when the query names no `limit`. */
+export const DEFAULT_PAGE_ROWS = 50;
 
 export interface Context {
   deps: Deps;
@@ -21,14 +23,50 @@ export interface Context {
   session: Session;
   organization: Organization;
   params: Record<string, string>;
-  query: Record<string, string>;
+  /** The body as its route's schema validated it (request-schemas.ts BodyOf); `{}` for a route that reads none. */
+  body: Record<string, unknown>;
+  /** The query as its route's schema validated it (request-schemas.ts QueryOf); `{}` for a route that reads none. */
+  query: Record<string, unknown>;
   /** Records a change in the audit log as the session's user. */
   audit(action: AuditAction, targetId?: string, detail?: Record<string, unknown>): Promise<unknown>;
 }
 export type Answer = { status: number; body: unknown };
 export type Operation = (c: Context) => Promise<Answer>;
 
-export function objectBody(request: HttpRequest, optional = false): Record<string, unknown> {
+/**
+ * The body and query of a request to `route` (`METHOD resource`), validated with its schemas
+ * (request-schemas.ts): a 422 naming every bad field, unknown ones included. A route without a
+ * body schema reads no body; without a query schema, no query.
+ */
+export function readRequest(route: string, request: HttpRequest): { body: Record<string, unknown>; query: Record<string, unknown> } {
+  const schemas: RequestSchemas = (requestSchemas as Record<string, RequestSchemas>)[route] ?? {};
+  const errors: FieldError[] = [];
+  const parsed = (schema: RequestSchemas['body'], value: unknown, prefix: string[]) => {
+    if (!schema) return {};
+    const result = schema.safeParse(value);
+    if (result.success) return result.data;
+    errors.push(...fieldErrors(result.error.issues, prefix));
+    return {};
+  };
+  const body = schemas.body ? parsed(schemas.body, objectBody(request, schemas.bodyRequired === false), []) : {};
+  // A parameter given empty (`?status=`) is not given: the page's blank filters.
+  const query = parsed(schemas.query, Object.fromEntries(Object.entries(request.query ?? {}).filter(([, v]) => v !== '')), []);
+  if (errors.length) throw validationFailed(errors);
+  return { body, query };
+}
+
+interface Issue { code: string; path: PropertyKey[]; message: string; keys?: string[] }
+/** zod's issues as the API's field errors: an unknown field by its own name; a message once per field (two checks may say the same). */
+function fieldErrors(issues: readonly Issue[], prefix: string[]): FieldError[] {
+  const errors = issues.flatMap((issue) => {
+    const path = [...prefix, ...issue.path.map(String)];
+    if (issue.code === 'unrecognized_keys') return (issue.keys ?? []).map((key) => ({ field: [...path, key].join('.'), message: 'is not a field of this request' }));
+    return [{ field: path.join('.') || '(body)', message: issue.message }];
+  });
+  return errors.filter((e, i) => errors.findIndex((o) => o.field === e.field && o.message === e.message) === i);
+}
+
+function objectBody(request: HttpRequest, optional: boolean): Record<string, unknown> {
   const raw = Buffer.isBuffer(request.body) ? request.body.toString('utf8') : request.body ?? '';
   if (optional && raw.trim() === '') return {};
   const body = readJsonBody(request, MAX_BODY_BYTES);
@@ -36,35 +74,7 @@ export function objectBody(request: HttpRequest, optional = false): Record<strin
   return body as Record<string, unknown>;
 }
 
-/** An endpoint body's `headers` and `rate_limit_per_second`, as the domain takes them (it validates them: delivery/endpoint-fields.ts). */
-export const endpointOptionsOf = (body: Record<string, unknown>): EndpointOptions => ({
-  ...(body.headers !== undefined ? { headers: body.headers as HeaderChanges } : {}),
-  ...(body.rate_limit_per_second !== undefined ? { rateLimitPerSecond: body.rate_limit_per_second as number | null } : {}),
-});
-
-export function graceOf(body: Record<string, unknown>): number | undefined {
-  const grace = body.grace_hours;
-  const errors = unknownFields(body, ['grace_hours']);
-  if (grace !== undefined && (typeof grace !== 'number' || !Number.isFinite(grace) || grace < 0 || grace > MAX_GRACE_HOURS)) errors.push({ field: 'grace_hours', message: `must be 0 to ${MAX_GRACE_HOURS} hours` });
-  if (errors.length) throw validationFailed(errors);
-  return grace as number | undefined;
-}
-
-/**
- * Fields a body may not carry: a misspelt one is a 422, never ignored (`{"grace": 0}` meant to cut
- * a leaked key off now must not leave it working for the default grace).
- */
-export function unknownFields(body: Record<string, unknown>, known: string[]): FieldError[] {
-  return Object.keys(body).filter((k) => !known.includes(k)).map((field) => ({ field, message: 'is not a field of this request' }));
-}
-
-export function limitOf(value: string | undefined): number {
-  if (value === undefined || value === '') return 50;
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1 || n > 200) throw validationFailed([{ field: 'limit', message: 'must be 1 to 200' }]);
-  return n;
-}
-
+/** A validated time (request-schemas.ts: ISO 8601, any offset) as the index keys hold them: UTC, milliseconds. */
 export function timeOf(field: string, value: string | undefined): string | undefined {
   if (value === undefined || value === '') return undefined;
   const t = Date.parse(value);
@@ -72,8 +82,6 @@ export function timeOf(field: string, value: string | undefined): string | undef
   return new Date(t).toISOString();
 }
 
-/** The longest cursor any of the settings API's lists hands out (base64url): a longer one is refused before it is parsed. */
-export const MAX_CURSOR_CHARS = 200;
 const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const DELIVERY_ID = /^dlv_[A-Za-z0-9_-]{1,64}$/;
 export const encodeCursor = (d: { createdAt: string; id: string }) => Buffer.from(JSON.stringify([d.createdAt, d.id])).toString('base64url');
