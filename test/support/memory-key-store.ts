@@ -48,7 +48,7 @@ export class MemoryKeyStore implements KeyStore {
     return found && copy(found);
   }
 
-  async findKeyByHash(hash: string): Promise<ApiKeyRecord | undefined> {
+  async findKeyByHash(hash: string, _options?: { consistent?: boolean }): Promise<ApiKeyRecord | undefined> {
     this.fault('findKeyByHash');
     const found = this.keys.get(hash);
     return found && copy(found);
