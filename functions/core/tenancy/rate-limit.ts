@@ -136,9 +136,10 @@ async function readClosed(deps: Deps, keyId: string, open: number): Promise<SubW
   // The previous sub-window, ended less than SETTLE_MS ago, may still take a write: close it rather than read it.
   const previous = open - 1;
   const closing = missing.includes(previous) && now < open * SUB_WINDOW_MS + SETTLE_MS;
+  const toRead = closing ? missing.filter((sub) => sub !== previous) : missing;
   const [closedNow, found] = await Promise.all([
     closing ? store.closeSubWindow(keyId, previous, ttlOf(previous)) : undefined,
-    store.readSubWindows(keyId, closing ? missing.filter((sub) => sub !== previous) : missing),
+    toRead.length ? store.readSubWindows(keyId, toRead) : new Map<number, number[]>(),
   ]);
   if (closedNow) {
     counts.set(previous, closedNow);
