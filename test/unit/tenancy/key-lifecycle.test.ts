@@ -151,6 +151,28 @@ describe('concurrent key writes', () => {
     expect(ends).toContain(new Date(t.now.ms + 2 * HOUR).toISOString());
   });
 
+  it(`lets 40 parallel creations leave exactly ${MAX_LIVE_KEYS} live keys, every answered key stored`, async () => {
+    const t = givenTenancy();
+    const org = t.givenOrganization();
+    const results = await Promise.allSettled(Array.from({ length: 40 }, (_, i) => createApiKey(t.deps, org.id, `key ${i}`)));
+    const made = results.filter((r) => r.status === 'fulfilled');
+    expect(made).toHaveLength(MAX_LIVE_KEYS);
+    expect(results.filter((r) => r.status === 'rejected').every((r) => (r.reason as { status?: number }).status === 422)).toBe(true);
+    expect(await listApiKeys(t.deps, org.id)).toHaveLength(MAX_LIVE_KEYS);
+  });
+
+  it('makes the slots of an organization from before the slot item from its keys on its first write', async () => {
+    const t = givenTenancy();
+    const org = t.givenOrganization();
+    for (let i = 0; i < MAX_LIVE_KEYS - 1; i++) {
+      t.keys.seedKey({ keyId: `key_old${i}`, organizationId: org.id, name: `old ${i}`, hash: `hash${i}`, createdAt: new Date(t.now.ms).toISOString(), kind: 'secret' });
+    }
+    t.keys.seedKey({ keyId: 'key_gone', organizationId: org.id, name: 'gone', hash: 'hash_gone', createdAt: new Date(t.now.ms).toISOString(), kind: 'secret', revokedAt: new Date(t.now.ms).toISOString() });
+    await expect(createApiKey(t.deps, org.id, 'the 25th')).resolves.toBeDefined();
+    await expect(createApiKey(t.deps, org.id, 'the 26th')).rejects.toMatchObject({ status: 422 });
+    expect(Object.keys((await t.keys.readKeySlots(org.id)).live)).toHaveLength(MAX_LIVE_KEYS);
+  });
+
   it('answers a throttled store with its error, writing nothing', async () => {
     const t = givenTenancy();
     const org = t.givenOrganization();
