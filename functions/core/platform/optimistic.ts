@@ -5,10 +5,13 @@
  * recomputed, a bounded number of times, then answered 409. Nothing is ever written over a newer
  * state.
  */
-import { TransactionCanceledException, type CancellationReason } from '@aws-sdk/client-dynamodb';
 import { conflict } from './errors.js';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import { metrics } from './observability.js';
+import { BACKOFFS, retry } from './retry.js';
+
+/** Moved to platform/dynamo-errors.ts (SDK-specific); re-exported for the modules that still import them from here. */
+export { cancellationReasons, isTransactionConflict } from './dynamo-errors.js';
 
 /** Thrown by a step whose conditional write lost to another writer: the step is read and tried again. */
 export class LostRace extends Error {
@@ -29,26 +32,20 @@ export const RACE_BUDGET_MS = 5_000;
 
 /**
  * Runs `step` (read, decide, conditional write) until it does not lose a race, with a jittered
- * wait between tries so the losers spread out; 409 once it has lost RACE_ATTEMPTS times and
- * RACE_BUDGET_MS have passed.
+ * wait between tries (BACKOFFS.lostRace) so the losers spread out; 409 once it has lost
+ * RACE_ATTEMPTS times and RACE_BUDGET_MS have passed.
  */
 export async function retryLostRaces<T>(what: string, step: () => Promise<T>): Promise<T> {
-  const started = Date.now();
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await step();
-    } catch (error) {
-      if (!(error instanceof LostRace)) throw error;
-      metrics.addMetric('LostRaceRetries', MetricUnit.Count, 1);
-      if (attempt >= RACE_ATTEMPTS && Date.now() - started >= RACE_BUDGET_MS) throw conflict(`${what} was changed by another request at the same time; nothing was written. Try again.`);
-      await new Promise((r) => setTimeout(r, Math.random() * Math.min(200, 10 * 2 ** attempt)));
-    }
+  try {
+    return await retry(step, {
+      backoff: BACKOFFS.lostRace,
+      attempts: RACE_ATTEMPTS,
+      budgetMs: RACE_BUDGET_MS,
+      shouldRetry: (error) => error instanceof LostRace,
+      onRetry: () => metrics.addMetric('LostRaceRetries', MetricUnit.Count, 1),
+    });
+  } catch (error) {
+    if (error instanceof LostRace) throw conflict(`${what} was changed by another request at the same time; nothing was written. Try again.`);
+    throw error;
   }
 }
-
-/** The per-item reasons of a cancelled transaction, or undefined when the error is not one. */
-export const cancellationReasons = (error: unknown): CancellationReason[] | undefined =>
-  error instanceof TransactionCanceledException ? error.CancellationReasons ?? [] : undefined;
-
-/** A transaction cancelled only because another transaction touched the same item (real DynamoDB, not Local). */
-export const isTransactionConflict = (reasons: CancellationReason[]) => reasons.some((r) => r.Code === 'TransactionConflict');

@@ -8,14 +8,13 @@
  */
 import { createHash } from 'node:crypto';
 import { isIP } from 'node:net';
-import { GetCommand, TransactWriteCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../platform/deps.js';
 import { notFound, validationFailed, type FieldError } from '../platform/errors.js';
 import { randomBase62, newId } from '../platform/ids.js';
-import { cancellationReasons, isTransactionConflict, LostRace, retryLostRaces } from '../platform/optimistic.js';
-import { queryAll } from '../platform/query.js';
-import { keys, type ApiKeyKind, type ApiKeyRecord } from '../platform/model.js';
+import { retryLostRaces } from '../platform/optimistic.js';
+import type { ApiKeyKind, ApiKeyRecord } from '../platform/model.js';
 import { requireOrganization } from './organizations.js';
+import { keyStore, type KeySlots } from './key-store.js';
 
 export const API_KEY_PREFIX = 'crm_live_';
 export const PUBLISHABLE_KEY_PREFIX = 'crm_pub_';
@@ -154,26 +153,6 @@ export function keyPolicy(options: NewApiKeyOptions = {}): KeyPolicy {
 /** What list and the CLI show: never the hash, never the key. */
 export type ApiKeySummary = Omit<ApiKeyRecord, 'hash'> & { status: 'active' | 'expiring' | 'expired' | 'revoked' };
 
-function toRecord(item: Record<string, unknown>): ApiKeyRecord {
-  return {
-    keyId: item.keyId as string,
-    organizationId: item.organizationId as string,
-    name: item.name as string,
-    hash: item.hash as string,
-    ...(typeof item.last4 === 'string' ? { last4: item.last4 } : {}),
-    createdAt: item.createdAt as string,
-    kind: (item.kind as ApiKeyKind | undefined) ?? 'secret',
-    ...(item.origins ? { origins: item.origins as string[] } : {}),
-    ...(item.thankYouUrl ? { thankYouUrl: item.thankYouUrl as string } : {}),
-    ...(item.dailyCap !== undefined ? { dailyCap: Number(item.dailyCap) } : {}),
-    ...(item.perIpLimit !== undefined ? { perIpLimit: Number(item.perIpLimit) } : {}),
-    ...(item.honeypotField ? { honeypotField: item.honeypotField as string } : {}),
-    ...(item.expiresAt ? { expiresAt: item.expiresAt as string } : {}),
-    ...(item.revokedAt ? { revokedAt: item.revokedAt as string } : {}),
-    ...(item.lastUsedAt ? { lastUsedAt: item.lastUsedAt as string } : {}),
-  };
-}
-
 export function keyStatus(record: Pick<ApiKeyRecord, 'expiresAt' | 'revokedAt'>, now: number): ApiKeySummary['status'] {
   if (record.revokedAt) return 'revoked';
   if (record.expiresAt) return Date.parse(record.expiresAt) <= now ? 'expired' : 'expiring';
@@ -186,71 +165,22 @@ export const MAX_LIVE_KEYS = 25;
 const tooManyKeys = () => validationFailed([{ field: 'key', message: `an organization has at most ${MAX_LIVE_KEYS} active or expiring keys; revoke one first` }]);
 
 /**
- * The organization's live keys as its slot item holds them (key id → expiry, null for none), and
- * the version every write of it is conditional on. An organization from before the item existed
- * gets it made from its keys (the index; those keys were written long before). Expired entries
- * are dropped on read: an expiry frees its slot without a write.
+ * The organization's live keys (key id → expiry, null for none) and the slot item's version every
+ * write of it is conditional on. Expired entries are dropped on read: an expiry frees its slot
+ * without a write.
  */
-interface KeySlots { live: Record<string, string | null>; version: number }
 async function readKeySlots(deps: Deps, organizationId: string): Promise<KeySlots> {
-  const { Item } = await deps.doc.send(new GetCommand({ TableName: deps.tables.organizations, Key: keys.apiKeySlots(organizationId), ConsistentRead: true }));
+  const { live, version } = await keyStore(deps).readKeySlots(organizationId);
   const now = deps.now();
-  const isLive = (expiresAt: string | null | undefined) => !expiresAt || Date.parse(expiresAt) > now;
-  if (Item) {
-    const live = Object.fromEntries(Object.entries((Item.live ?? {}) as Record<string, string | null>).filter(([, at]) => isLive(at)));
-    return { live, version: Number(Item.version) };
-  }
-  const records = await queryKeys(deps, organizationId);
-  return { live: Object.fromEntries(records.filter((r) => !r.revokedAt && isLive(r.expiresAt)).map((r) => [r.keyId, r.expiresAt ?? null])), version: 0 };
+  return { live: Object.fromEntries(Object.entries(live).filter(([, at]) => !at || Date.parse(at) > now)), version };
 }
 
-/** The transaction item writing `live` over the version read (version 0: the item must not exist yet). */
-const keySlotsWrite = (deps: Deps, organizationId: string, read: KeySlots, live: KeySlots['live']) => (read.version
-  ? {
-    Update: {
-      TableName: deps.tables.organizations, Key: keys.apiKeySlots(organizationId),
-      UpdateExpression: 'SET live = :live, version = :next', ConditionExpression: 'version = :v',
-      ExpressionAttributeValues: { ':live': live, ':next': read.version + 1, ':v': read.version },
-    },
-  }
-  : {
-    Put: {
-      TableName: deps.tables.organizations,
-      Item: { ...keys.apiKeySlots(organizationId), entity: 'api_key_slots', live, version: 1 },
-      ConditionExpression: 'attribute_not_exists(pk)',
-    },
-  });
-
-/**
- * Runs a key transaction whose items are `items` plus the slot item's write (last). A failed
- * condition on the slot item or a transaction conflict is a lost race (read again); on another
- * item, `onOther(index)` says what it means.
- */
-async function sendKeyTransaction(deps: Deps, items: NonNullable<TransactWriteCommandInput['TransactItems']>, onOther: (index: number) => Error): Promise<void> {
-  try {
-    await deps.doc.send(new TransactWriteCommand({ TransactItems: items }));
-  } catch (error) {
-    const reasons = cancellationReasons(error);
-    if (!reasons) throw error;
-    if (reasons[items.length - 1]?.Code === 'ConditionalCheckFailed' || isTransactionConflict(reasons)) throw new LostRace('key slots');
-    const failed = reasons.findIndex((r) => r.Code === 'ConditionalCheckFailed');
-    if (failed >= 0) throw onOther(failed);
-    throw error;
-  }
-}
-
-const keyItem = (deps: Deps, organizationId: string, name: string, policy: KeyPolicy) => {
+/** A new key of the organization: the key (shown once) and the record stored for it. */
+const newKey = (deps: Deps, organizationId: string, name: string, policy: KeyPolicy) => {
   const kind = policy.kind ?? 'secret';
   const { key, keyId, hash } = generateApiKey(kind);
   const record: ApiKeyRecord = { keyId, organizationId, name, hash, last4: key.slice(-4), createdAt: new Date(deps.now()).toISOString(), ...policy, kind };
-  const put = {
-    Put: {
-      TableName: deps.tables.organizations,
-      Item: { ...keys.apiKeyByHash(hash), ...keys.apiKeyIndex(organizationId, keyId), entity: 'api_key', ...record },
-      ConditionExpression: 'attribute_not_exists(pk)',
-    },
-  };
-  return { key, record, put };
+  return { key, record };
 };
 
 /**
@@ -261,9 +191,9 @@ async function putKey(deps: Deps, organizationId: string, name: string, policy: 
   return retryLostRaces('The organization\'s keys', async () => {
     const slots = await readKeySlots(deps, organizationId);
     if (Object.keys(slots.live).length >= MAX_LIVE_KEYS) throw tooManyKeys();
-    const { key, record, put } = keyItem(deps, organizationId, name, policy);
-    await sendKeyTransaction(deps, [put, keySlotsWrite(deps, organizationId, slots, { ...slots.live, [record.keyId]: null })],
-      () => new LostRace('key id taken')); // a hash or id collision: draw again
+    const { key, record } = newKey(deps, organizationId, name, policy);
+    // A failed condition (the slots changed, or a hash or id collision: draw again) is a lost race.
+    await keyStore(deps).createKey(record, { organizationId, read: slots.version, live: { ...slots.live, [record.keyId]: null } });
     return { key, record };
   });
 }
@@ -280,52 +210,27 @@ export async function createApiKey(deps: Deps, organizationId: string, name: str
   return putKey(deps, organizationId, trimmed, policy);
 }
 
-async function queryKeys(deps: Deps, organizationId: string, keyId?: string): Promise<ApiKeyRecord[]> {
-  const items = await queryAll(deps, {
-    TableName: deps.tables.organizations,
-    IndexName: 'gsi1',
-    KeyConditionExpression: keyId ? 'gsi1pk = :p AND gsi1sk = :k' : 'gsi1pk = :p',
-    ExpressionAttributeValues: { ':p': keys.apiKeyIndex(organizationId, '').gsi1pk, ...(keyId ? { ':k': keyId } : {}) },
-  });
-  return items.map(toRecord);
-}
-
 export async function listApiKeys(deps: Deps, organizationId: string): Promise<ApiKeySummary[]> {
   await requireOrganization(deps, organizationId);
   const now = deps.now();
-  return (await queryKeys(deps, organizationId))
+  return (await keyStore(deps).listKeys(organizationId))
     .map(({ hash: _hash, ...rest }) => ({ ...rest, status: keyStatus(rest, now) }))
     .sort((a, b) => a.createdAt.localeCompare(b.createdAt));
 }
 
 /** The key of this organization, or 404: a key id of another organization is simply not found. */
 async function requireKey(deps: Deps, organizationId: string, keyId: string): Promise<ApiKeyRecord> {
-  const [record] = await queryKeys(deps, organizationId, keyId);
+  const record = await keyStore(deps).findKey(organizationId, keyId);
   if (!record) throw notFound(`Organization ${organizationId} has no key ${keyId}.`);
   return record;
 }
 
 /** The key item as stored now (a consistent read by its hash; the index that found it may lag). */
 async function storedKey(deps: Deps, record: ApiKeyRecord): Promise<ApiKeyRecord> {
-  const { Item } = await deps.doc.send(new GetCommand({ TableName: deps.tables.organizations, Key: keys.apiKeyByHash(record.hash), ConsistentRead: true }));
-  if (!Item) throw notFound(`Organization ${record.organizationId} has no key ${record.keyId}.`);
-  return toRecord(Item);
+  const stored = await keyStore(deps).findKeyByHash(record.hash, { consistent: true });
+  if (!stored) throw notFound(`Organization ${record.organizationId} has no key ${record.keyId}.`);
+  return stored;
 }
-
-/**
- * Ends a key at `at` (a transaction item): an expiry (rotation grace) or a revocation, conditional on
- * the key as read (not revoked, same expiry), so two rotations of one key cannot both extend it. A
- * revocation sets only revokedAt, so the revocation check is what refuses a revoked key.
- */
-const endKey = (deps: Deps, record: ApiKeyRecord, at: string, revoked: boolean) => ({
-  Update: {
-    TableName: deps.tables.organizations,
-    Key: keys.apiKeyByHash(record.hash),
-    UpdateExpression: revoked ? 'SET revokedAt = :at' : 'SET expiresAt = :at',
-    ConditionExpression: `attribute_exists(pk) AND attribute_not_exists(revokedAt) AND ${record.expiresAt ? 'expiresAt = :was' : 'attribute_not_exists(expiresAt)'}`,
-    ExpressionAttributeValues: { ':at': at, ...(record.expiresAt ? { ':was': record.expiresAt } : {}) },
-  },
-});
 
 /**
  * Issues a new key with the same name; the old one keeps working for `graceHours` (default from
@@ -347,14 +252,14 @@ export async function rotateApiKey(deps: Deps, organizationId: string, keyId: st
     const at = old.expiresAt && old.expiresAt < until ? old.expiresAt : until;
     // The new key is of the same kind, with the same policy (origins, limits): a drop-in replacement.
     const { kind, origins, thankYouUrl, dailyCap, perIpLimit, honeypotField } = old;
-    const created = keyItem(deps, organizationId, old.name, { kind, origins, thankYouUrl, dailyCap, perIpLimit, honeypotField });
+    const created = newKey(deps, organizationId, old.name, { kind, origins, thankYouUrl, dailyCap, perIpLimit, honeypotField });
     const { [keyId]: _old, ...others } = slots.live;
     const live = { ...others, ...(grace > 0 && Date.parse(at) > now ? { [keyId]: at } : {}), [created.record.keyId]: null };
     // Refused only when it grows the count past the bound: a rotation without grace always works.
     const count = Object.keys(live).length;
     if (count > MAX_LIVE_KEYS && count > Object.keys(slots.live).length) throw tooManyKeys();
-    await sendKeyTransaction(deps, [created.put, endKey(deps, old, at, grace === 0), keySlotsWrite(deps, organizationId, slots, live)],
-      (index) => new LostRace(index === 0 ? 'key id taken' : 'the key changed'));
+    // Conditional on the old key as read (not revoked, same expiry): two rotations of one key cannot both extend it.
+    await keyStore(deps).rotateKey({ created: created.record, old, endAt: at, revoke: grace === 0, slots: { organizationId, read: slots.version, live } });
     const { hash: _hash, ...rest } = { ...old, ...(grace === 0 ? { revokedAt: at } : { expiresAt: at }) };
     return { key: created.key, record: created.record, previous: { ...rest, status: keyStatus(rest, now) } };
   });
@@ -369,7 +274,7 @@ export async function revokeApiKey(deps: Deps, organizationId: string, keyId: st
     if (!record.revokedAt) {
       const slots = await readKeySlots(deps, organizationId);
       const { [keyId]: _gone, ...live } = slots.live;
-      await sendKeyTransaction(deps, [endKey(deps, record, at, true), keySlotsWrite(deps, organizationId, slots, live)], () => new LostRace('the key changed'));
+      await keyStore(deps).revokeKey({ key: record, at, slots: { organizationId, read: slots.version, live } });
     }
     const { hash: _hash, ...rest } = { ...record, revokedAt: record.revokedAt ?? at };
     return { ...rest, status: 'revoked' as const };

@@ -6,15 +6,15 @@
  * a flood of random keys cannot evict the real ones. The resolved organization scopes everything the request does.
  */
 import { timingSafeEqual } from 'node:crypto';
-import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../platform/deps.js';
 import { DomainError, badRequest, forbidden, unauthorized } from '../platform/errors.js';
 import { API_KEY_PATTERN, DEFAULT_HONEYPOT_FIELD, DEFAULT_PER_IP_LIMIT, hashApiKey } from './api-keys.js';
-import { keys, type ApiKeyKind, type AuthContext, type Organization, type PublishableKeyPolicy } from '../platform/model.js';
+import type { ApiKeyKind, ApiKeyRecord, AuthContext, Organization, PublishableKeyPolicy } from '../platform/model.js';
 import { getOrganization } from './organizations.js';
 import { logger } from '../platform/observability.js';
 import { TtlCache } from '../platform/ttl-cache.js';
 import type { Config } from '../platform/config.js';
+import { injectedKeyStore, keyStore, type KeyStore } from './key-store.js';
 
 type Headers = Record<string, string | undefined>;
 
@@ -74,18 +74,40 @@ interface CachedKey {
   hash: string; organizationId: string; keyId: string; name: string; expiresAt?: string; revokedAt?: string;
   kind: ApiKeyKind; publishable?: PublishableKeyPolicy;
 }
-const keyCache = new TtlCache<string, CachedKey>(10_000);
-/** Hashes that matched no key: bounded apart from real keys, so guessing evicts only guesses. */
-const unknownKeyCache = new TtlCache<string, undefined>(1_000);
-const orgCache = new TtlCache<string, Organization | undefined>(10_000);
-/** Keys whose last use was written in the past minute. */
-const lastUsedWritten = new TtlCache<string, true>(10_000);
+/**
+ * What authentication keeps in a container, each bounded (TtlCache): found keys, unknown hashes,
+ * organizations, and when each key's last use was written.
+ */
+class AuthCaches {
+  readonly keys = new TtlCache<string, CachedKey>(10_000);
+  /** Hashes that matched no key: bounded apart from real keys, so guessing evicts only guesses. */
+  readonly unknownKeys = new TtlCache<string, undefined>(1_000);
+  readonly organizations = new TtlCache<string, Organization | undefined>(10_000);
+  /** Keys whose last use was written in the past minute. */
+  readonly lastUsedWritten = new TtlCache<string, true>(10_000);
 
+  clear(): void {
+    this.keys.clear();
+    this.unknownKeys.clear();
+    this.organizations.clear();
+    this.lastUsedWritten.clear();
+  }
+}
+
+/** The container's caches; deps carrying a store of their own (withKeyStore: a test's twin) get caches of their own, so tests need no reset. */
+const containerCaches = new AuthCaches();
+const storeCaches = new WeakMap<KeyStore, AuthCaches>();
+function cachesOf(deps: Deps): AuthCaches {
+  const store = injectedKeyStore(deps);
+  if (!store) return containerCaches;
+  let caches = storeCaches.get(store);
+  if (!caches) storeCaches.set(store, (caches = new AuthCaches()));
+  return caches;
+}
+
+/** Forgets the container's caches (tests on the real store that play another container). */
 export function clearAuthCache(): void {
-  keyCache.clear();
-  unknownKeyCache.clear();
-  orgCache.clear();
-  lastUsedWritten.clear();
+  containerCaches.clear();
 }
 
 /**
@@ -96,35 +118,36 @@ export const revocationSeconds = (config: Pick<Config, 'keyCacheTtlSeconds' | 'k
   Math.min(config.keyCacheTtlSeconds, config.keyRevocationSeconds);
 
 async function lookupKey(deps: Deps, hash: string): Promise<CachedKey | undefined> {
+  const caches = cachesOf(deps);
   const now = deps.now();
-  const cached = keyCache.get(hash, now) ?? unknownKeyCache.get(hash, now);
+  const cached = caches.keys.get(hash, now) ?? caches.unknownKeys.get(hash, now);
   if (cached) return cached.value;
-  const { Item } = await deps.doc.send(new GetCommand({ TableName: deps.tables.organizations, Key: keys.apiKeyByHash(hash) }));
-  const value: CachedKey | undefined = Item
+  const record = await keyStore(deps).findKeyByHash(hash);
+  const value: CachedKey | undefined = record
     ? {
-        hash: Item.hash, organizationId: Item.organizationId, keyId: Item.keyId, name: Item.name, expiresAt: Item.expiresAt, revokedAt: Item.revokedAt,
-        kind: Item.kind === 'publishable' ? 'publishable' : 'secret',
-        ...(Item.kind === 'publishable' ? { publishable: publishablePolicy(deps, Item) } : {}),
+        hash: record.hash, organizationId: record.organizationId, keyId: record.keyId, name: record.name, expiresAt: record.expiresAt, revokedAt: record.revokedAt,
+        kind: record.kind === 'publishable' ? 'publishable' : 'secret',
+        ...(record.kind === 'publishable' ? { publishable: publishablePolicy(deps, record) } : {}),
       }
     : undefined;
-  if (value) keyCache.set(hash, value, now + revocationSeconds(deps.config) * 1000);
-  else unknownKeyCache.set(hash, undefined, now + deps.config.keyCacheTtlSeconds * 1000);
+  if (value) caches.keys.set(hash, value, now + revocationSeconds(deps.config) * 1000);
+  else caches.unknownKeys.set(hash, undefined, now + deps.config.keyCacheTtlSeconds * 1000);
   return value;
 }
 
 /** A publishable key's policy with its defaults filled in (its daily cap: the key's own, else the stage's publishableDailyCap). */
-function publishablePolicy(deps: Deps, item: Record<string, unknown>): PublishableKeyPolicy {
+function publishablePolicy(deps: Deps, record: ApiKeyRecord): PublishableKeyPolicy {
   return {
-    origins: (item.origins as string[] | undefined) ?? [],
-    perIpLimit: item.perIpLimit === undefined ? DEFAULT_PER_IP_LIMIT : Number(item.perIpLimit),
-    honeypotField: (item.honeypotField as string | undefined) ?? DEFAULT_HONEYPOT_FIELD,
-    ...(item.thankYouUrl ? { thankYouUrl: item.thankYouUrl as string } : {}),
-    dailyCap: item.dailyCap !== undefined && item.dailyCap !== null ? Number(item.dailyCap) : deps.config.publishableDailyCap,
+    origins: record.origins ?? [],
+    perIpLimit: record.perIpLimit ?? DEFAULT_PER_IP_LIMIT,
+    honeypotField: record.honeypotField ?? DEFAULT_HONEYPOT_FIELD,
+    ...(record.thankYouUrl ? { thankYouUrl: record.thankYouUrl } : {}),
+    dailyCap: record.dailyCap ?? deps.config.publishableDailyCap,
   };
 }
 
 const lookupOrganization = (deps: Deps, id: string): Promise<Organization | undefined> =>
-  orgCache.getOrLoad(id, deps.now(), deps.config.keyCacheTtlSeconds * 1000, () => getOrganization(deps, id));
+  cachesOf(deps).organizations.getOrLoad(id, deps.now(), deps.config.keyCacheTtlSeconds * 1000, () => getOrganization(deps, id));
 
 /** How long the last-used write may delay a request before it is given up. */
 const LAST_USED_TIMEOUT_MS = 1_000;
@@ -136,16 +159,11 @@ const LAST_USED_TIMEOUT_MS = 1_000;
  */
 async function touchLastUsed(deps: Deps, key: CachedKey): Promise<void> {
   const now = deps.now();
+  const { lastUsedWritten } = cachesOf(deps);
   if (lastUsedWritten.get(key.keyId, now)) return;
   lastUsedWritten.set(key.keyId, true, now + 60_000);
   try {
-    await deps.doc.send(new UpdateCommand({
-      TableName: deps.tables.organizations,
-      Key: keys.apiKeyByHash(key.hash),
-      UpdateExpression: 'SET lastUsedAt = :now',
-      ConditionExpression: 'attribute_exists(pk)',
-      ExpressionAttributeValues: { ':now': new Date(now).toISOString() },
-    }), { abortSignal: AbortSignal.timeout(LAST_USED_TIMEOUT_MS) });
+    await keyStore(deps).recordKeyUse(key.hash, new Date(now).toISOString(), { timeoutMs: LAST_USED_TIMEOUT_MS });
   } catch (error) {
     logger.warn('could not record key use', { keyId: key.keyId, error: (error as Error).name });
   }

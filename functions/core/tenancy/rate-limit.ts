@@ -12,10 +12,8 @@
  * ended (one UpdateItem that sets `closed` and returns its final counts), so a write still in flight
  * fails its condition and is counted in the open sub-window instead; final counts are cached until
  * they age out, so a busy key costs one request per check plus one per 10 s.
-  */
-import { BatchGetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
-import { unmarshall } from '@aws-sdk/util-dynamodb';
+ * The items are read and written through tenancy/rate-window-store.ts.
+ */
 import type { Deps } from '../platform/deps.js';
 import type { Organization } from '../platform/model.js';
 import { logger, metrics } from '../platform/observability.js';
@@ -24,11 +22,11 @@ import { TtlCache } from '../platform/ttl-cache.js';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import { isIP } from 'node:net';
 import { ipv6Bytes } from '../platform/ip-ranges.js';
+import { injectedRateWindowStore, rateWindowStore, SLOTS, slotsOf, type RateWindowStore } from './rate-window-store.js';
 
 export const WINDOW_MS = 60_000;
 export const SUB_WINDOW_MS = 10_000;
-const SLOT_MS = 1_000;
-const SLOTS = SUB_WINDOW_MS / SLOT_MS;
+const SLOT_MS = SUB_WINDOW_MS / SLOTS;
 /** Closed sub-windows a 60 s span ending in the open one can reach: the five it covers and the one it cuts. */
 const LOOKBACK = WINDOW_MS / SUB_WINDOW_MS;
 
@@ -51,9 +49,6 @@ export function rateLimitFor(deps: Deps, org: Organization): number {
 /** Per-second counts of sub-windows, by sub-window number (`floor(ms / 10 s)`). */
 export type SubWindowCounts = Map<number, number[]>;
 
-const subWindowKey = (keyId: string, sub: number) => ({ pk: `RLS#${keyId}#${sub}` });
-const slotsOf = (item: Record<string, unknown> | undefined): number[] =>
-  Array.from({ length: SLOTS }, (_, i) => Number(item?.[`s${i}`] ?? 0));
 const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
 
 /**
@@ -85,24 +80,40 @@ export function secondsUntilAdmitted(limit: number, counts: SubWindowCounts, now
  * (docs/decisions.md, the limiter's bound).
  */
 export const SETTLE_MS = 2_000;
-const UNPROCESSED_BACKOFF_BASE_MS = 10;
-const UNPROCESSED_BACKOFF_CAP_MS = 200;
 /** Retries of a check whose sub-window was closed under it (its clock behind, or its write in flight). */
 const MOVES = 3;
 
-/** Closed sub-windows' per-second counts, by `<keyId>#<sub>`: final, so kept until they age out. */
-const closedCounts = new TtlCache<string, number[]>(100_000);
-/** The open sub-window's counts as last answered: a lower bound (they only grow), so a full one is refused without a write. */
-const openCounts = new TtlCache<string, { sub: number; slots: number[] }>(50_000);
+/**
+ * What a container knows of the windows: closed sub-windows' final counts (kept until they age
+ * out), the open sub-window's counts as last answered (a lower bound: they only grow, so a full one
+ * is refused without a write), and reads under way (concurrent checks of one key at a sub-window's
+ * start share one). Each bounded.
+ */
+class LimiterCaches {
+  /** By `<keyId>#<sub>`. */
+  readonly closedCounts = new TtlCache<string, number[]>(100_000);
+  readonly openCounts = new TtlCache<string, { sub: number; slots: number[] }>(50_000);
+  /** By `<keyId>#<open>`. */
+  readonly reading = new Map<string, Promise<SubWindowCounts>>();
+}
 
-/** Reads under way, by `<keyId>#<open>`: concurrent checks of one key at a sub-window's start share one. */
-const reading = new Map<string, Promise<SubWindowCounts>>();
+/** The container's caches; deps carrying a store of their own (withRateWindowStore: a test's twin) get caches of their own. */
+const containerCaches = new LimiterCaches();
+const storeCaches = new WeakMap<RateWindowStore, LimiterCaches>();
+function cachesOf(deps: Deps): LimiterCaches {
+  const store = injectedRateWindowStore(deps);
+  if (!store) return containerCaches;
+  let caches = storeCaches.get(store);
+  if (!caches) storeCaches.set(store, (caches = new LimiterCaches()));
+  return caches;
+}
 
-const keepClosed = (keyId: string, sub: number, slots: number[]) => closedCounts.set(`${keyId}#${sub}`, slots, (sub + LOOKBACK + 2) * SUB_WINDOW_MS);
+const keepClosed = (caches: LimiterCaches, keyId: string, sub: number, slots: number[]) => caches.closedCounts.set(`${keyId}#${sub}`, slots, (sub + LOOKBACK + 2) * SUB_WINDOW_MS);
 const ttlOf = (sub: number) => Math.floor(((sub + LOOKBACK + 3) * SUB_WINDOW_MS) / 1000);
 
 /** The closed sub-windows a check at sub-window `open` needs, for those not cached: the previous one closed, the others read. */
 function closedSubWindows(deps: Deps, keyId: string, open: number): Promise<SubWindowCounts> {
+  const { reading } = cachesOf(deps);
   const id = `${keyId}#${open}`;
   const running = reading.get(id);
   if (running) return running.then((counts) => new Map(counts));
@@ -111,59 +122,32 @@ function closedSubWindows(deps: Deps, keyId: string, open: number): Promise<SubW
   return read.then((counts) => new Map(counts));
 }
 
-/** Closes sub-window `sub`: from now on no write lands in it (they are conditioned on `closed` absent). Answers its final counts. */
-async function close(deps: Deps, keyId: string, sub: number): Promise<number[]> {
-  const { Attributes } = await deps.doc.send(new UpdateCommand({
-    TableName: deps.tables.rateWindows,
-    Key: subWindowKey(keyId, sub),
-    UpdateExpression: 'SET #closed = :yes, expiresAt = if_not_exists(expiresAt, :ttl)',
-    ExpressionAttributeNames: { '#closed': 'closed' },
-    ExpressionAttributeValues: { ':yes': true, ':ttl': ttlOf(sub) },
-    ReturnValues: 'ALL_NEW',
-  }));
-  return slotsOf(Attributes);
-}
-
-async function read(deps: Deps, keyId: string, subs: number[]): Promise<Map<string, Record<string, unknown>>> {
-  let request: Record<string, { Keys: Record<string, unknown>[]; ConsistentRead: boolean }> | undefined = subs.length === 0
-    ? undefined
-    : { [deps.tables.rateWindows]: { Keys: subs.map((sub) => subWindowKey(keyId, sub)), ConsistentRead: true } };
-  const found = new Map<string, Record<string, unknown>>();
-  for (let attempt = 0; request && Object.keys(request).length > 0; attempt++) {
-    // Keys left unprocessed (throttling): retried after a jittered, growing wait, not at once.
-    if (attempt > 0) await new Promise((r) => setTimeout(r, Math.random() * Math.min(UNPROCESSED_BACKOFF_CAP_MS, UNPROCESSED_BACKOFF_BASE_MS * 2 ** attempt)));
-    const out = await deps.doc.send(new BatchGetCommand({ RequestItems: request }));
-    for (const item of out.Responses?.[deps.tables.rateWindows] ?? []) found.set(item.pk as string, item);
-    request = out.UnprocessedKeys as typeof request;
-  }
-  return found;
-}
-
 async function readClosed(deps: Deps, keyId: string, open: number): Promise<SubWindowCounts> {
+  const caches = cachesOf(deps);
+  const store = rateWindowStore(deps);
   const counts: SubWindowCounts = new Map();
   const missing: number[] = [];
   const now = deps.now();
   for (let sub = open - LOOKBACK; sub < open; sub++) {
-    const cached = closedCounts.get(`${keyId}#${sub}`, now);
+    const cached = caches.closedCounts.get(`${keyId}#${sub}`, now);
     if (cached) counts.set(sub, cached.value);
     else missing.push(sub);
   }
   // The previous sub-window, ended less than SETTLE_MS ago, may still take a write: close it rather than read it.
   const previous = open - 1;
   const closing = missing.includes(previous) && now < open * SUB_WINDOW_MS + SETTLE_MS;
+  const toRead = closing ? missing.filter((sub) => sub !== previous) : missing;
   const [closedNow, found] = await Promise.all([
-    closing ? close(deps, keyId, previous) : undefined,
-    read(deps, keyId, closing ? missing.filter((sub) => sub !== previous) : missing),
+    closing ? store.closeSubWindow(keyId, previous, ttlOf(previous)) : undefined,
+    toRead.length ? store.readSubWindows(keyId, toRead) : new Map<number, number[]>(),
   ]);
   if (closedNow) {
     counts.set(previous, closedNow);
-    keepClosed(keyId, previous, closedNow);
+    keepClosed(caches, keyId, previous, closedNow);
   }
-  for (const sub of missing) {
-    if (closedNow && sub === previous) continue;
-    const slots = slotsOf(found.get(subWindowKey(keyId, sub).pk));
+  for (const [sub, slots] of found) {
     counts.set(sub, slots);
-    keepClosed(keyId, sub, slots);
+    keepClosed(caches, keyId, sub, slots);
   }
   return counts;
 }
@@ -208,38 +192,18 @@ async function admit(deps: Deps, keyId: string, limit: number, counts: SubWindow
     const all = new Map(counts).set(open, slots);
     return { allowed: false, remaining: 0, retryAfterSeconds: secondsUntilAdmitted(limit, all, at) };
   };
-  const seen = openCounts.get(keyId, at)?.value;
+  const caches = cachesOf(deps);
+  const seen = caches.openCounts.get(keyId, at)?.value;
   const known = seen?.sub === open ? seen.slots : undefined;
   if (threshold <= 0 || (known && sum(known) >= threshold)) return refuse(known ?? slotsOf(undefined));
-  const remember = (item: Record<string, unknown> | undefined) => {
-    const slots = slotsOf(item);
-    openCounts.set(keyId, { sub: open, slots }, (open + 1) * SUB_WINDOW_MS);
-    return slots;
-  };
-  try {
-    const { Attributes } = await deps.doc.send(new UpdateCommand({
-      TableName: deps.tables.rateWindows,
-      Key: subWindowKey(keyId, open),
-      UpdateExpression: 'ADD #c :one, #slot :one SET expiresAt = if_not_exists(expiresAt, :ttl)',
-      ConditionExpression: 'attribute_not_exists(#closed) AND (attribute_not_exists(#c) OR #c < :threshold)',
-      ExpressionAttributeNames: { '#c': 'count', '#slot': `s${slot}`, '#closed': 'closed' },
-      ExpressionAttributeValues: { ':one': 1, ':threshold': threshold, ':ttl': ttlOf(open) },
-      ReturnValues: 'ALL_NEW',
-      ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-    }));
-    const slots = remember(Attributes);
-    return { allowed: true, remaining: Math.max(0, threshold - sum(slots)) };
-  } catch (error) {
-    if (!(error instanceof ConditionalCheckFailedException)) throw error;
-    const item = error.Item ? unmarshall(error.Item) : undefined;
-    if (item?.closed) {
-      const slots = slotsOf(item);
-      counts.set(open, slots);
-      keepClosed(keyId, open, slots);
-      return 'closed';
-    }
-    return refuse(remember(item));
+  const { outcome, slots } = await rateWindowStore(deps).countRequest(keyId, open, slot, threshold, ttlOf(open));
+  if (outcome === 'closed') {
+    counts.set(open, slots);
+    keepClosed(caches, keyId, open, slots);
+    return 'closed';
   }
+  caches.openCounts.set(keyId, { sub: open, slots }, (open + 1) * SUB_WINDOW_MS);
+  return outcome === 'counted' ? { allowed: true, remaining: Math.max(0, threshold - sum(slots)) } : refuse(slots);
 }
 
 /** Headers every response of an identified key carries (IETF RateLimit draft + the X- variants). */
@@ -281,9 +245,6 @@ export function checkAddressRateLimit(deps: Deps, keyId: string, address: string
   return checkRateLimit(deps, addressWindowKey(keyId, address), limit);
 }
 
-/** The daily cap's counter of a key: one item per key per UTC day, gone two days later (TTL). */
-const dailyKey = (keyId: string, day: string) => ({ pk: `CAP#${keyId}#${day}` });
-
 export interface DailyReservation {
   allowed: boolean;
   /** When refused: seconds until the next UTC day. */
@@ -301,28 +262,19 @@ export async function reserveDailyCall(deps: Deps, keyId: string, cap: number): 
   const now = deps.now();
   const day = new Date(now).toISOString().slice(0, 10);
   const nextDay = (Math.floor(now / 86_400_000) + 1) * 86_400_000;
-  const key = dailyKey(keyId, day);
+  const store = rateWindowStore(deps);
   const release = async () => {
     try {
-      await deps.doc.send(new UpdateCommand({ TableName: deps.tables.rateWindows, Key: key, UpdateExpression: 'ADD #c :minus', ExpressionAttributeNames: { '#c': 'count' }, ExpressionAttributeValues: { ':minus': -1 } }));
+      await store.releaseDailyCall(keyId, day);
     } catch (error) {
       logger.warn('could not release a daily-cap reservation', { keyId, error: (error as Error).name });
     }
   };
   try {
-    await deps.doc.send(new UpdateCommand({
-      TableName: deps.tables.rateWindows,
-      Key: key,
-      UpdateExpression: 'ADD #c :one SET expiresAt = if_not_exists(expiresAt, :ttl)',
-      ConditionExpression: 'attribute_not_exists(#c) OR #c < :cap',
-      ExpressionAttributeNames: { '#c': 'count' },
-      ExpressionAttributeValues: { ':one': 1, ':cap': cap, ':ttl': Math.floor(nextDay / 1000) + 86_400 },
-    }));
-    return { allowed: true, release };
+    // The day's counter is gone (TTL) a day after the day ends.
+    if (await store.reserveDailyCall(keyId, day, cap, Math.floor(nextDay / 1000) + 86_400)) return { allowed: true, release };
+    return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil((nextDay - now) / 1000)), release: async () => undefined };
   } catch (error) {
-    if (error instanceof ConditionalCheckFailedException) {
-      return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil((nextDay - now) / 1000)), release: async () => undefined };
-    }
     logger.warn('daily cap check failed', { keyId, error: (error as Error).name, mode: deps.config.rateLimitFailMode });
     metrics.addMetric('RateLimitFailOpen', MetricUnit.Count, 1);
     if (deps.config.rateLimitFailMode === 'closed') {

@@ -8,8 +8,8 @@
 import type { Deps } from '../platform/deps.js';
 import { TIME_PART_LENGTH, timePart } from '../platform/ids.js';
 import { keys } from '../platform/model.js';
-import { queryNewest, type Item, type NewestQuery } from '../platform/query.js';
-import type { RequestEntry } from './request-log.js';
+import { queryNewest, type Item } from '../platform/query.js';
+import { requestLogStore, type RequestEntry } from './request-log-store.js';
 import { REQUEST_LOG_CLIENT_FIELDS } from './request-log-fields.js';
 
 /** The route a created lead's row shows: the lead endpoint's (functions/front-door/routes.ts). */
@@ -61,7 +61,6 @@ const clientEntry = (item: Item): LoggedRequest => ({
   at: String(item.created_at), requestId: String(item.request_id), keyId: String(item.key_id),
   method: 'POST', route: LEAD_ROUTE, status: typeof item.request_status === 'number' ? item.request_status : 201, clientId: String(item.id),
 });
-const requestEntry = ({ pk: _pk, sk: _sk, expiresAt: _e, ...rest }: Item) => rest as LoggedRequest;
 
 /** A row's place in the merged order: its time (as the ids' base62 time part), then its source, then its sort key. */
 const requestKey = (sk: string) => `${timePart(timeOfRequestKey(sk))}R${sk}`;
@@ -74,10 +73,28 @@ const clientKey = (sk: string) => `${sk.slice(clientPrefix.length, clientPrefix.
  */
 const justBelow = (sk: string) => `${sk.slice(0, -1)}${String.fromCharCode(sk.charCodeAt(sk.length - 1) - 1)}\uffff`;
 
-const specs: Record<Source, { toKey: (sk: string) => string; toEntry: (item: Item) => LoggedRequest }> = {
-  request: { toKey: requestKey, toEntry: requestEntry },
-  client: { toKey: clientKey, toEntry: clientEntry },
-};
+const toKeys: Record<Source, (sk: string) => string> = { request: requestKey, client: clientKey };
+
+/** One source's newest items between two sort keys: each item's sort key and row, and how far the read went (queryNewest's `complete`, `reached`). */
+interface SourceItems { rows: { sk: string; entry: LoggedRequest }[]; complete: boolean; reached?: string }
+
+/**
+ * The clients that created leads, newest first, as rows of the log: a Query of the clients table
+ * projecting REQUEST_LOG_CLIENT_FIELDS alone (the settings API's IAM grant). Kept here until the
+ * clients' store offers it as a named read.
+ */
+async function readLeadClientsNewest(
+  deps: Deps, organizationId: string, between: [string, string], options: { limit: number; pageSize: number; maxPages: number },
+): Promise<SourceItems> {
+  const names = Object.fromEntries(REQUEST_LOG_CLIENT_FIELDS.map((f) => [`#${f}`, f]));
+  const { items, complete, reached } = await queryNewest(deps, {
+    table: deps.tables.clients, pk: keys.org(organizationId).pk, between, ...options,
+    // Leads' clients only: those the CRM wrote have no request.
+    filter: 'attribute_exists(#request_id) AND #source = :api', values: { ':api': 'api' },
+    projection: Object.keys(names).join(', '), names,
+  });
+  return { rows: items.map((item: Item) => ({ sk: String(item.sk), entry: clientEntry(item) })), complete, ...(reached ? { reached } : {}) };
+}
 
 /**
  * Up to `limit` rows newest first below `before` (a previous page's position), and the position to
@@ -89,28 +106,26 @@ export async function readRequestLog(
   deps: Deps, organizationId: string,
   options: { limit: number; before?: RequestLogPosition; /** Bounds of the clients' read (default CLIENT_PAGE, CLIENT_PAGES). */ clientReads?: { pageSize: number; maxPages: number } },
 ): Promise<{ rows: LoggedRequest[]; next: RequestLogPosition | null }> {
-  const pk = keys.org(organizationId).pk;
   const oldest = deps.now() - deps.config.retentionDays * 86_400_000;
   const before = options.before ?? { request: `${keys.requestPrefix}\uffff`, client: clientAt(deps.now() + 86_400_000) };
-  const read = async (source: Source, lower: string, query: Pick<NewestQuery, 'table' | 'pageSize' | 'maxPages' | 'filter' | 'projection' | 'names' | 'values'>): Promise<SourceRead> => {
+  const read = async (source: Source, lower: string, readItems: (between: [string, string]) => Promise<SourceItems>): Promise<SourceRead> => {
     const upper = before[source];
     // Read to its end, or a position older than the retention (a cursor kept past it): nothing left to query (BETWEEN refuses an upper bound below the lower).
     if (upper === null || justBelow(upper) < lower) return { rows: [], complete: true };
-    const { toKey, toEntry } = specs[source];
-    const { items, complete, reached } = await queryNewest(deps, { pk, between: [lower, justBelow(upper)], limit: options.limit + 1, ...query });
-    const rows = items.map((item) => ({ source, key: toKey(String(item.sk)), sk: String(item.sk), entry: toEntry(item) }));
-    const floorSk = complete ? undefined : (reached ?? String(items.at(-1)?.sk ?? upper));
+    const toKey = toKeys[source];
+    const { rows: found, complete, reached } = await readItems([lower, justBelow(upper)]);
+    const rows = found.map(({ sk, entry }) => ({ source, key: toKey(sk), sk, entry }));
+    const floorSk = complete ? undefined : (reached ?? found.at(-1)?.sk ?? upper);
     return { rows, complete, ...(floorSk ? { floor: toKey(floorSk), floorSk } : {}) };
   };
-  const names = Object.fromEntries(REQUEST_LOG_CLIENT_FIELDS.map((f) => [`#${f}`, f]));
   const [requests, clients] = await Promise.all([
-    read('request', `${keys.requestPrefix}${new Date(oldest).toISOString()}`, { table: deps.tables.requestLog }),
-    read('client', keys.client(organizationId, `cli_${timePart(oldest)}`).sk, {
-      table: deps.tables.clients, ...(options.clientReads ?? { pageSize: Math.min(CLIENT_PAGE, options.limit + 1), maxPages: CLIENT_PAGES }),
-      // Leads' clients only: those the CRM wrote have no request.
-      filter: 'attribute_exists(#request_id) AND #source = :api', values: { ':api': 'api' },
-      projection: Object.keys(names).join(', '), names,
+    read('request', `${keys.requestPrefix}${new Date(oldest).toISOString()}`, async (between) => {
+      const { rows, complete, reached } = await requestLogStore(deps).newestRequests(organizationId, between, options.limit + 1);
+      return { rows: rows.map(({ sk, request }) => ({ sk, entry: request as LoggedRequest })), complete, ...(reached ? { reached } : {}) };
     }),
+    read('client', keys.client(organizationId, `cli_${timePart(oldest)}`).sk, (between) => readLeadClientsNewest(deps, organizationId, between, {
+      limit: options.limit + 1, ...(options.clientReads ?? { pageSize: Math.min(CLIENT_PAGE, options.limit + 1), maxPages: CLIENT_PAGES }),
+    })),
   ]);
   // A source that stopped before its range's end may hold rows older than where it stopped: none below it is given yet.
   const bound = [requests, clients].reduce((b, s) => (s.floor !== undefined && s.floor > b ? s.floor : b), '');
