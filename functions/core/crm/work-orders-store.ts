@@ -7,7 +7,7 @@ import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../platform/deps.js';
 import { keys } from '../platform/model.js';
-import { storePort } from '../platform/store-port.js';
+import { depsPort } from '../platform/deps-port.js';
 
 export type RecordKind = 'workOrder' | 'invoice' | 'booking';
 /** One record: its kind, organization and id (its key follows). */
@@ -79,5 +79,5 @@ export function dynamoWorkOrdersStore(deps: Deps): WorkOrdersStore {
 }
 
 /** The work-orders store of these deps (the in-memory twin in tests). */
-export const workOrdersPort = storePort<WorkOrdersStore>('workOrdersStore', dynamoWorkOrdersStore);
+export const workOrdersPort = depsPort<WorkOrdersStore>('workOrdersStore', dynamoWorkOrdersStore);
 export const workOrdersStore = workOrdersPort.of;

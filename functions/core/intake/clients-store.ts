@@ -13,7 +13,7 @@ import { DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } fr
 import type { Deps } from '../platform/deps.js';
 import { keys } from '../platform/model.js';
 import type { MatchVia } from '../platform/match-key.js';
-import { storePort } from '../platform/store-port.js';
+import { depsPort } from '../platform/deps-port.js';
 
 /** A client item as stored (its keys, `entity: 'client'`, the client's fields, `matchKey` when it has one). */
 export type ClientItem = Record<string, unknown> & { pk: string; sk: string; id: string; organization_id: string };
@@ -157,5 +157,5 @@ export function dynamoClientsStore(deps: Deps): ClientsStore {
 }
 
 /** The clients store of these deps (the in-memory twin in tests). */
-export const clientsPort = storePort<ClientsStore>('clientsStore', dynamoClientsStore);
+export const clientsPort = depsPort<ClientsStore>('clientsStore', dynamoClientsStore);
 export const clientsStore = clientsPort.of;

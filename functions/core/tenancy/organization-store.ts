@@ -13,7 +13,7 @@ import type { Deps } from '../platform/deps.js';
 import { queryAll } from '../platform/query.js';
 import { inBatches } from '../platform/batches.js';
 import { keys, type Billing, type CaptchaProvider, type DuplicatePolicy, type Organization } from '../platform/model.js';
-import { storePort } from '../platform/store-port.js';
+import { depsPort } from '../platform/deps-port.js';
 
 /** A CAPTCHA setting: a provider with its secret, or none. */
 export type CaptchaSetting = { provider: CaptchaProvider; secret: string } | { provider: 'none' };
@@ -129,5 +129,5 @@ export function dynamoOrganizationStore(deps: Deps): OrganizationStore {
 }
 
 /** The organization store of these deps (the in-memory twin in tests). */
-export const organizationPort = storePort<OrganizationStore>('organizationStore', dynamoOrganizationStore);
+export const organizationPort = depsPort<OrganizationStore>('organizationStore', dynamoOrganizationStore);
 export const organizationStore = organizationPort.of;

@@ -17,7 +17,7 @@ import { GetCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dy
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { Deps } from '../platform/deps.js';
 import { keys } from '../platform/model.js';
-import { storePort } from '../platform/store-port.js';
+import { depsPort } from '../platform/deps-port.js';
 import {
   adoptedToken, claimState, DOUBLE_SUBMIT_MS, guardedSubmission, ownClaim, type GuardClaim, type GuardedSubmission, type SubmissionGuard,
 } from './double-submit.js';
@@ -279,5 +279,5 @@ async function openUsageDay(deps: Deps, orgId: string, old: Record<string, unkno
 }
 
 /** The wallet store of these deps (the in-memory twin in tests). */
-export const walletPort = storePort<WalletStore>('walletStore', dynamoWalletStore);
+export const walletPort = depsPort<WalletStore>('walletStore', dynamoWalletStore);
 export const walletStore = walletPort.of;
