@@ -1,6 +1,7 @@
 /**
  * Import rules of the domain (docs/architecture.md#import-rules): folders follow the pipeline and imports point one way.
- *   platform ← tenancy ← intake;  platform ← events → delivery;  crm reads tenancy and intake;
+ *   platform ← tenancy ← intake;  platform ← events → delivery;  crm reads tenancy and intake
+ *   (the clients store is intake's, intake/clients-store.ts, so crm and settings reach it without a cycle);
  *   the domain never imports handlers (functions/<name>/), the adapters, the front door, the CLI,
  *   the local stack or the CDK stacks; nothing in functions/ imports lib/ (lib/topology.ts reads
  *   functions/core/platform/bindings.ts instead). `npm run lint:deps` (part of `npm test`) fails on any violation.
@@ -31,6 +32,13 @@ module.exports = {
     onlyMayImport('delivery', ['platform', 'tenancy']),
     onlyMayImport('events', ['platform', 'tenancy', 'delivery', 'crm']),
     onlyMayImport('settings', ['platform', 'tenancy', 'intake', 'crm', 'events', 'delivery']),
+    {
+      name: 'dynamodb-only-in-stores',
+      comment: 'in intake/ and crm/ only a store module (<thing>-store.ts) imports the DynamoDB SDK: everything else asks a store (docs/architecture.md "Stages and what each owns")',
+      severity: 'error',
+      from: { path: '^functions/core/(intake|crm)/', pathNot: '-store[.]ts$' },
+      to: { path: '(^|/)@aws-sdk/(lib-dynamodb|client-dynamodb)(/|$)' },
+    },
     {
       name: 'no-loose-domain-files',
       comment: 'every domain module lives in the folder of its stage',

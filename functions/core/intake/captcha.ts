@@ -16,6 +16,7 @@ import type { CaptchaProvider } from '../platform/model.js';
 import { logger, metrics } from '../platform/observability.js';
 import { TtlCache } from '../platform/ttl-cache.js';
 import { captchaSecret } from '../tenancy/organizations.js';
+import { depsPort } from '../platform/deps-port.js';
 
 /** Each provider's siteverify API and the form field its widget fills with the token. */
 export const captchaProvidersSpec: Record<CaptchaProvider, { verifyUrl: string; field: string }> = {
@@ -36,6 +37,10 @@ const MAX_TOKEN_LENGTH = 4096;
 export const captchaFailed = (detail: string) => new DomainError(403, 'captcha-failed', 'CAPTCHA verification failed', detail);
 const captchaUnavailable = () => new DomainError(503, 'captcha-unavailable', 'Service unavailable',
   'The CAPTCHA could not be verified right now; nothing was recorded. Retry shortly.', { headers: { 'Retry-After': '5' } });
+
+/** The siteverify call: fetch, to the provider's host. Tests put a stub here (`siteVerifyPort.with`), never the network. */
+export type SiteVerify = (url: string, init: RequestInit) => Promise<Response>;
+export const siteVerifyPort = depsPort<SiteVerify>('captchaSiteVerify', () => fetch);
 
 /** Secrets by organization, for as long as keys are cached (a changed secret applies as fast). */
 const secrets = new TtlCache<string, string | undefined>(10_000);
@@ -72,7 +77,7 @@ export async function verifyCaptcha(deps: Deps, input: { organizationId: string;
   const started = Date.now();
   try {
     // fetch keeps connections alive between invocations of a warm container (undici's pool).
-    const res = await fetch(url, {
+    const res = await siteVerifyPort.of(deps)(url, {
       method: 'POST',
       headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
       body: form,

@@ -3,13 +3,13 @@
  * it matches (docs/leads.md "Duplicates"). Both are bounded in bytes, so a client can never grow
  * near DynamoDB's 400 KB item limit and a merge's write cost stays bounded (docs/data-model.md).
  */
-import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
-import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import type { Deps } from '../platform/deps.js';
 import { newId } from '../platform/ids.js';
 import { clipBytes } from '../platform/text.js';
-import { keys, type AuthContext } from '../platform/model.js';
+import type { AuthContext } from '../platform/model.js';
+import type { MergedSubmission } from './clients-store.js';
 import type { LeadInput } from './lead-schema.js';
+
+export type { MergeResult } from './clients-store.js';
 
 export interface RequestMeta {
   requestId: string; ip?: string; userAgent?: string;
@@ -51,49 +51,14 @@ export function submissionOf(auth: AuthContext, input: LeadInput, meta: RequestM
 /** Fields a merged submission may fill on the earlier client, when empty. Never `email`: the match key (and the person) stays. */
 const FILLABLE = ['first_name', 'last_name', 'phone', 'notes', 'address', 'service', 'custom_fields'] as const;
 
-export type MergeUpdate = { Update: NonNullable<UpdateCommand['input']> & { UpdateExpression: string } };
-
 /**
- * The update attaching a submission to the earlier client: its empty fields filled, the submission
- * listed, the count raised and a "returning lead" notification for the team. Conditioned on the
- * client existing with room in its list: a failed condition with an old item means the list is full.
+ * What a merge attaches to the earlier client (clients-store.ts mergeOnce writes it): its empty
+ * fields filled, the submission listed, the count raised and a "returning lead" notification for
+ * the team; refused (`full`) once the list holds MAX_LISTED_SUBMISSIONS.
  */
-export function mergeWrite(deps: Deps, orgId: string, clientId: string, input: LeadInput, submission: Submission): MergeUpdate {
+export function mergedSubmission(input: LeadInput, submission: Submission): MergedSubmission {
   const name = [input.first_name, input.last_name].filter(Boolean).join(' ');
   const notification = { id: newId('ntf'), type: 'lead.returning', title: `Returning lead: ${name}`, createdAt: submission.at };
-  const names: Record<string, string> = {};
-  const values: Record<string, unknown> = { ':at': submission.at, ':one': 1, ':sub': [submission], ':empty': [], ':max': MAX_LISTED_SUBMISSIONS, ':ntf': notification };
-  const sets = ['updated_at = :at', 'submission_count = if_not_exists(submission_count, :one) + :one', 'submissions = list_append(if_not_exists(submissions, :empty), :sub)', 'notification = :ntf'];
-  for (const field of FILLABLE) {
-    if (input[field] === undefined) continue;
-    names[`#${field}`] = field;
-    values[`:${field}`] = input[field];
-    sets.push(`#${field} = if_not_exists(#${field}, :${field})`);
-  }
-  return {
-    Update: {
-      TableName: deps.tables.clients,
-      Key: keys.client(orgId, clientId),
-      UpdateExpression: `SET ${sets.join(', ')}`,
-      ConditionExpression: 'attribute_exists(pk) AND (attribute_not_exists(submissions) OR size(submissions) < :max)',
-      ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-      ...(Object.keys(names).length ? { ExpressionAttributeNames: names } : {}),
-      ExpressionAttributeValues: values,
-    },
-  };
-}
-
-/** What a merge came to: merged, or not (`gone`: the client was deleted; `full`: its list is full or the item too large), so a new client is created instead. */
-export type MergeResult = 'merged' | 'gone' | 'full';
-
-/** The postpaid merge. A ValidationException (the item would pass 400 KB) is `full`, not a 500. */
-export async function mergeOnce(deps: Deps, write: MergeUpdate): Promise<MergeResult> {
-  try {
-    await deps.doc.send(new UpdateCommand(write.Update));
-    return 'merged';
-  } catch (error) {
-    if (error instanceof ConditionalCheckFailedException) return error.Item ? 'full' : 'gone';
-    if ((error as Error).name === 'ValidationException') return 'full';
-    throw error;
-  }
+  const fill = Object.fromEntries(FILLABLE.filter((field) => input[field] !== undefined).map((field) => [field, input[field]]));
+  return { fill, submission: { ...submission }, notification, at: submission.at, maxListed: MAX_LISTED_SUBMISSIONS };
 }

@@ -2,15 +2,15 @@
  * GET /api/settings/clients/{id}/trail: a lead's trail (docs/settings.md "A lead's trail"): the
  * client, each of its submissions (the request that created it and those merged into it), the event
  * each caused and that event's deliveries with their attempts. Everything is read by key
- * (docs/data-model.md "A lead's trail"): the client by GetItem; its submissions' event ids derive
+ * (docs/data-model.md "A lead's trail"): the client by GetItem (intake/clients-store.ts); its submissions' event ids derive
  * from the client (events/lead-events.ts); each event's deliveries from the event and each of the
  * organization's endpoints (delivery/queue.ts deliveryIdFor), read with BatchGetItem. No index, no
  * query over the organization's deliveries, and no write more per lead.
  */
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../platform/deps.js';
 import { notFound } from '../platform/errors.js';
 import { keys } from '../platform/model.js';
+import { clientsStore } from '../intake/clients-store.js';
 import { listEndpoints } from '../delivery/endpoints.js';
 import { deliveryIdFor } from '../delivery/queue.js';
 import { deliveryStore } from '../delivery/delivery-port.js';
@@ -45,9 +45,8 @@ export async function leadTrail(deps: Deps, organizationId: string, clientId: st
   if (!CLIENT_ID.test(clientId)) throw notFound(`No client ${clientId}.`);
   // The key is the organization's: another organization's client is not found, like one that does not exist.
   // Only these may be read (IAM: lib/topology.ts); a GetItem without the projection is denied.
-  const names = Object.fromEntries(TRAIL_CLIENT_FIELDS.map((f, i) => [`#f${i}`, f]));
-  const [{ Item: item }, endpoints] = await Promise.all([
-    deps.doc.send(new GetCommand({ TableName: deps.tables.clients, Key: keys.client(organizationId, clientId), ProjectionExpression: Object.keys(names).join(', '), ExpressionAttributeNames: names })),
+  const [item, endpoints] = await Promise.all([
+    clientsStore(deps).getClient(organizationId, clientId, { fields: TRAIL_CLIENT_FIELDS }),
     listEndpoints(deps, organizationId),
   ]);
   if (!item) throw notFound(`No client ${clientId}.`);

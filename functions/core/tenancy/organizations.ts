@@ -1,16 +1,17 @@
 /**
  * Organizations: the tenant every stored item is keyed by. Created by admins (CLI); read by every
- * request through its API key.
+ * request through its API key. Validation here; the items are the organization store's
+ * (organization-store.ts), the wallet and usage the wallet store's (wallet-store.ts).
  */
-import { BatchGetCommand, GetCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import type { Deps } from '../platform/deps.js';
 import { notFound, validationFailed } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
-import { queryAll } from '../platform/query.js';
-import { keys, type Billing, type CaptchaProvider, type DuplicatePolicy, type Organization } from '../platform/model.js';
+import type { Billing, CaptchaProvider, DuplicatePolicy, Organization } from '../platform/model.js';
 import { rateLimitCeilingPerMinute } from '../platform/config.js';
-import { inBatches } from '../platform/batches.js';
+import { organizationStore } from './organization-store.js';
+import { walletStore, type DailyUsage } from './wallet-store.js';
+
+export type { DailyUsage } from './wallet-store.js';
 
 export interface NewOrganization {
   name: string;
@@ -43,27 +44,9 @@ export async function createOrganization(deps: Deps, input: NewOrganization): Pr
     walletMicros: input.walletMicros ?? 0,
     createdAt: new Date(deps.now()).toISOString(),
   };
-  await deps.doc.send(new TransactWriteCommand({
-    TransactItems: [
-      { Put: { TableName: deps.tables.organizations, Item: { ...keys.org(org.id), entity: 'organization', ...org }, ConditionExpression: 'attribute_not_exists(pk)' } },
-      { Put: { TableName: deps.tables.organizations, Item: { ...keys.orgIndexItem(org.id), ...keys.orgIndex(org.createdAt, org.id), entity: 'organization_index', id: org.id } } },
-    ],
-  }));
+  await organizationStore(deps).createOrganization(org);
   return org;
 }
-
-const toOrganization = (item: Record<string, unknown>): Organization => ({
-  id: item.id as string,
-  name: item.name as string,
-  plan: item.plan as string,
-  ...(item.rateLimitPerMinute ? { rateLimitPerMinute: Number(item.rateLimitPerMinute) } : {}),
-  billing: item.billing as Billing,
-  walletMicros: Number(item.walletMicros ?? 0),
-  createdAt: item.createdAt as string,
-  // The provider only: the CAPTCHA secret is read apart (captchaSecret) and never leaves the domain.
-  ...(item.captchaProvider ? { captchaProvider: item.captchaProvider as CaptchaProvider } : {}),
-  ...(item.duplicatePolicy === 'merge' || item.duplicatePolicy === 'flag' ? { duplicatePolicy: item.duplicatePolicy } : {}),
-});
 
 export const duplicatePolicies: readonly DuplicatePolicy[] = ['flag', 'merge'];
 
@@ -73,34 +56,16 @@ export const duplicatePolicies: readonly DuplicatePolicy[] = ['flag', 'merge'];
  */
 export async function setDuplicatePolicy(deps: Deps, id: string, policy: string): Promise<Organization> {
   if (!duplicatePolicies.includes(policy as DuplicatePolicy)) throw validationFailed([{ field: 'duplicate_policy', message: `must be one of ${duplicatePolicies.join(', ')}` }]);
-  try {
-    await deps.doc.send(new UpdateCommand({
-      TableName: deps.tables.organizations,
-      Key: keys.org(id),
-      UpdateExpression: 'SET duplicatePolicy = :p',
-      ConditionExpression: 'attribute_exists(pk)',
-      ExpressionAttributeValues: { ':p': policy },
-    }));
-  } catch (error) {
-    if (error instanceof ConditionalCheckFailedException) throw notFound(`No organization ${id}.`);
-    throw error;
-  }
+  if (!await organizationStore(deps).setDuplicatePolicy(id, policy as DuplicatePolicy)) throw notFound(`No organization ${id}.`);
   return requireOrganization(deps, id);
 }
 
 export const captchaProviders: readonly CaptchaProvider[] = ['turnstile', 'hcaptcha', 'recaptcha'];
 
 /**
- * The organization's CAPTCHA secret, an item of its own next to the organization item: the
- * organization item is read on every key-cache miss and comes back whole in failed prepaid
- * transactions' cancellation reasons (which error logs print), so the secret stays off it.
- */
-const captchaSecretKey = (id: string) => ({ pk: keys.org(id).pk, sk: 'CAPTCHA' });
-
-/**
  * Sets (or, with provider `none`, removes) the CAPTCHA publishable-key leads of the organization
  * must pass (docs/leads.md#lead-forms-in-public-pages-publishable-keys). The provider goes on the organization item, the secret on an item of its
- * own (captchaSecretKey), both in one transaction; the secret is never returned, printed or logged.
+ * own (organization-store.ts captchaSecretKey), both in one transaction; the secret is never returned, printed or logged.
  */
 export async function setOrganizationCaptcha(deps: Deps, id: string, input: { provider: CaptchaProvider | 'none'; secret?: string }): Promise<Organization> {
   const errors = [];
@@ -110,37 +75,14 @@ export async function setOrganizationCaptcha(deps: Deps, id: string, input: { pr
   if (input.provider === 'none' && input.secret !== undefined) errors.push({ field: 'secret', message: 'not used with provider none' });
   if (errors.length) throw validationFailed(errors);
   await requireOrganization(deps, id);
-  const TableName = deps.tables.organizations;
-  await deps.doc.send(new TransactWriteCommand({
-    TransactItems: [
-      {
-        Update: {
-          TableName,
-          Key: keys.org(id),
-          // captchaSecret: where a secret was once kept on the organization item, removed with any change.
-          UpdateExpression: input.provider === 'none' ? 'REMOVE captchaProvider, captchaSecret' : 'SET captchaProvider = :p REMOVE captchaSecret',
-          ConditionExpression: 'attribute_exists(pk)',
-          ...(input.provider === 'none' ? {} : { ExpressionAttributeValues: { ':p': input.provider } }),
-        },
-      },
-      input.provider === 'none'
-        ? { Delete: { TableName, Key: captchaSecretKey(id) } }
-        : { Put: { TableName, Item: { ...captchaSecretKey(id), entity: 'captcha_secret', secret } } },
-    ],
-  }));
+  await organizationStore(deps).setCaptcha(id, input.provider === 'none' ? { provider: 'none' } : { provider: input.provider, secret });
   return requireOrganization(deps, id);
 }
 
 /** The organization's CAPTCHA secret (one GetItem of its own item); undefined when none is set. */
-export async function captchaSecret(deps: Deps, id: string): Promise<string | undefined> {
-  const { Item } = await deps.doc.send(new GetCommand({ TableName: deps.tables.organizations, Key: captchaSecretKey(id) }));
-  return Item?.secret as string | undefined;
-}
+export const captchaSecret = (deps: Deps, id: string): Promise<string | undefined> => organizationStore(deps).captchaSecret(id);
 
-export async function getOrganization(deps: Deps, id: string): Promise<Organization | undefined> {
-  const { Item } = await deps.doc.send(new GetCommand({ TableName: deps.tables.organizations, Key: keys.org(id) }));
-  return Item ? toOrganization(Item) : undefined;
-}
+export const getOrganization = (deps: Deps, id: string): Promise<Organization | undefined> => organizationStore(deps).getOrganization(id);
 
 export async function requireOrganization(deps: Deps, id: string): Promise<Organization> {
   const org = await getOrganization(deps, id);
@@ -148,43 +90,12 @@ export async function requireOrganization(deps: Deps, id: string): Promise<Organ
   return org;
 }
 
-export interface DailyUsage { calls: number; billedMicros: number }
-
 /**
  * Lead calls and billed micro-dollars of one day. The `USAGE#<day>` item holds postpaid counts
  * and the closed days of prepaid organizations; a prepaid organization's open day is counted on
  * its own item (usageDay, usageCalls, usageBilledMicros), next to the wallet it is debited with.
  */
-export async function dailyUsage(deps: Deps, id: string, day: string): Promise<DailyUsage> {
-  const [usage, org] = await Promise.all([
-    deps.doc.send(new GetCommand({ TableName: deps.tables.organizations, Key: keys.usage(id, day), ConsistentRead: true })),
-    deps.doc.send(new GetCommand({ TableName: deps.tables.organizations, Key: keys.org(id), ConsistentRead: true })),
-  ]);
-  const open = org.Item?.usageDay === day;
-  return {
-    calls: Number(usage.Item?.calls ?? 0) + (open ? Number(org.Item?.usageCalls ?? 0) : 0),
-    billedMicros: Number(usage.Item?.billed_micros ?? 0) + (open ? Number(org.Item?.usageBilledMicros ?? 0) : 0),
-  };
-}
+export const dailyUsage = (deps: Deps, id: string, day: string): Promise<DailyUsage> => walletStore(deps).dailyUsage(id, day);
 
-/** Oldest first. The index gives the ids (index items, or organization items written before them); the items are then read. */
-export async function listOrganizations(deps: Deps): Promise<Organization[]> {
-  const indexed = await queryAll(deps, {
-    TableName: deps.tables.organizations,
-    IndexName: 'gsi1',
-    KeyConditionExpression: 'gsi1pk = :p',
-    ExpressionAttributeValues: { ':p': 'ORGS' },
-    ProjectionExpression: 'id',
-  });
-  const ids = [...new Set(indexed.map((item) => item.id as string))];
-  const byId = new Map<string, Organization>();
-  for (const batch of inBatches(ids, 100)) {
-    let request: Record<string, { Keys: Record<string, unknown>[] }> | undefined = { [deps.tables.organizations]: { Keys: batch.map((id) => keys.org(id)) } };
-    while (request && Object.keys(request).length > 0) {
-      const out = await deps.doc.send(new BatchGetCommand({ RequestItems: request }));
-      for (const item of out.Responses?.[deps.tables.organizations] ?? []) byId.set(item.id as string, toOrganization(item));
-      request = out.UnprocessedKeys as typeof request;
-    }
-  }
-  return ids.flatMap((id) => byId.get(id) ?? []);
-}
+/** Oldest first. */
+export const listOrganizations = (deps: Deps): Promise<Organization[]> => organizationStore(deps).listOrganizations();

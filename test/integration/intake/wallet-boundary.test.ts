@@ -42,9 +42,8 @@ describe('the prepaid wallet boundary', () => {
   // The first paid lead of a day opens the day on the organization item; from then on the
   // debit's condition alone guards the wallet, so each case pays one call first.
   it.each([
+    // Other parts of the price, and a new organization's first call: test/unit/intake/billing.test.ts.
     ['one micro-dollar short of the price', (price: number) => price - 1],
-    ['half the price', (price: number) => Math.floor(price / 2)],
-    ['a single micro-dollar', () => 1],
   ])('a wallet left with %s refuses the call it cannot pay in full with 402, and debits nothing for it', async (_what, partFor) => {
     const { deps } = await testStack();
     const price = deps.config.pricePerCallMicros;
@@ -58,12 +57,6 @@ describe('the prepaid wallet boundary', () => {
     expect(await writesOf(t)).toEqual(before);
   });
 
-  it('a new organization whose wallet is one micro-dollar short of its first call: 402, nothing written', async () => {
-    const { deps } = await testStack();
-    const t = await prepaid(deps.config.pricePerCallMicros - 1);
-    expect((await postLead(t.key, { name: 'First And Unpaid' })).status).toBe(402);
-    expect(await writesOf(t)).toEqual({ clients: 0, notifications: 0, usage: { calls: 0, billedMicros: 0 }, wallet: deps.config.pricePerCallMicros - 1 });
-  });
 
   it('20 leads arriving together on a wallet covering exactly 7: exactly 7 created, 13 refused with 402, the wallet at 0', async () => {
     const { deps } = await testStack();

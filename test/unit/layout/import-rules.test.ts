@@ -51,6 +51,14 @@ beforeAll(() => {
   plant('lib/cli/program.ts');
   plant('lib/cli/commands/keys.ts', ['../program.ts', '../run.ts']);
   plant('lib/local/stack.ts', ['../cli/run.ts', '../../functions/core/events/fanout.ts']);
+  // The DynamoDB SDK, as a package the scratch tree resolves.
+  for (const pkg of ['lib-dynamodb', 'client-dynamodb']) {
+    plant(`node_modules/@aws-sdk/${pkg}/index.js`);
+    writeFileSync(path.join(dir, `node_modules/@aws-sdk/${pkg}/package.json`), JSON.stringify({ name: `@aws-sdk/${pkg}`, main: 'index.js' }));
+  }
+  plant('functions/core/intake/match.ts', ['@aws-sdk/lib-dynamodb', './clients-store.ts']);
+  plant('functions/core/intake/clients-store.ts', ['@aws-sdk/lib-dynamodb', '@aws-sdk/client-dynamodb']);
+  plant('functions/core/crm/records.ts', ['@aws-sdk/client-dynamodb']);
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -71,6 +79,8 @@ describe('the import rules', () => {
       'local-knows-no-cli: lib/local/stack.ts → lib/cli/run.ts',
       'no-loose-domain-files: functions/core/loose.ts → functions/core/platform/errors.ts',
       'platform-imports: functions/core/platform/deps.ts → functions/core/delivery/queue.ts',
+      'dynamodb-only-in-stores: functions/core/intake/match.ts → node_modules/@aws-sdk/lib-dynamodb/index.js',
+      'dynamodb-only-in-stores: functions/core/crm/records.ts → node_modules/@aws-sdk/client-dynamodb/index.js',
     ].sort());
   }, 30_000);
 });

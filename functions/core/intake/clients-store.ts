@@ -1,0 +1,161 @@
+/**
+ * The clients store: the clients table's items, the only module in functions/core that writes them
+ * or reads them by key (docs/decisions.md "The clients store lives in intake"). Leads write clients
+ * here (create-lead.ts), so do the CRM records (crm/entities.ts: crm may import intake); the lead's
+ * trail reads one here (settings/lead-trail.ts). The inbox and the request log read pages of the
+ * partition through platform/query.ts. Tests put the in-memory twin in its place (`clientsPort.with`).
+ *
+ * What a lead writes is one PutItem (a new client, its notification an attribute of the item) or one
+ * UpdateItem (a merged submission): no transaction (docs/decisions.md "Lead write cost").
+ */
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import { DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import type { Deps } from '../platform/deps.js';
+import { keys } from '../platform/model.js';
+import type { MatchVia } from '../platform/match-key.js';
+import { depsPort } from '../platform/deps-port.js';
+
+/** A client item as stored (its keys, `entity: 'client'`, the client's fields, `matchKey` when it has one). */
+export type ClientItem = Record<string, unknown> & { pk: string; sk: string; id: string; organization_id: string };
+
+export interface EarlierClient { id: string; via: MatchVia }
+
+/** A later submission attached to an earlier client: fields to fill where empty, the submission listed, the team's notification. */
+export interface MergedSubmission {
+  /** Fields filled only where the client has none. */
+  fill: Record<string, unknown>;
+  submission: Record<string, unknown>;
+  notification: Record<string, unknown>;
+  at: string;
+  /** The list's bound: past it the merge is `full`. */
+  maxListed: number;
+}
+
+/** What a merge came to: merged, or not (`gone`: the client was deleted; `full`: its list is full or the item too large). */
+export type MergeResult = 'merged' | 'gone' | 'full';
+
+export interface ClientsStore {
+  /**
+   * Puts a new client under a fresh id. An item already there is this lead's own (a retried put
+   * whose answer was lost, or the adopting retry's): `existed`, not an error.
+   */
+  putOnce(item: ClientItem): Promise<'written' | 'existed'>;
+  /** Attaches a submission to the client, when it exists with room in its list. */
+  mergeOnce(organizationId: string, clientId: string, merge: MergedSubmission): Promise<MergeResult>;
+  /** The newest client under the first of `tries` (match keys, in order) that has one. */
+  findEarlier(organizationId: string, tries: { via: MatchVia; matchKey: string }[]): Promise<EarlierClient | undefined>;
+  /** Whether the client exists (a consistent read). */
+  clientExists(organizationId: string, clientId: string): Promise<boolean>;
+  /** The client, or only `fields` of it (the trail's IAM grant allows no more); consistent when asked. */
+  getClient(organizationId: string, clientId: string, options?: { fields?: readonly string[]; consistent?: boolean }): Promise<Record<string, unknown> | undefined>;
+  /** The CRM's new client; false when the id is taken. */
+  createClient(item: ClientItem): Promise<boolean>;
+  /** Sets `set` (undefined values left alone) and removes `remove`; undefined when there is no such client. */
+  updateClient(organizationId: string, clientId: string, change: { set: Record<string, unknown>; remove?: string[] }): Promise<Record<string, unknown> | undefined>;
+  /** The deleted client; undefined when there was none. */
+  deleteClient(organizationId: string, clientId: string): Promise<Record<string, unknown> | undefined>;
+}
+
+export function dynamoClientsStore(deps: Deps): ClientsStore {
+  const TableName = deps.tables.clients;
+  return {
+    async putOnce(item) {
+      try {
+        await deps.doc.send(new PutCommand({ TableName, Item: item, ConditionExpression: 'attribute_not_exists(pk)' }));
+        return 'written';
+      } catch (error) {
+        if (error instanceof ConditionalCheckFailedException) return 'existed';
+        throw error;
+      }
+    },
+
+    async mergeOnce(organizationId, clientId, { fill, submission, notification, at, maxListed }) {
+      const names: Record<string, string> = {};
+      const values: Record<string, unknown> = { ':at': at, ':one': 1, ':sub': [submission], ':empty': [], ':max': maxListed, ':ntf': notification };
+      const sets = ['updated_at = :at', 'submission_count = if_not_exists(submission_count, :one) + :one', 'submissions = list_append(if_not_exists(submissions, :empty), :sub)', 'notification = :ntf'];
+      for (const [field, value] of Object.entries(fill)) {
+        if (value === undefined) continue;
+        names[`#${field}`] = field;
+        values[`:${field}`] = value;
+        sets.push(`#${field} = if_not_exists(#${field}, :${field})`);
+      }
+      try {
+        await deps.doc.send(new UpdateCommand({
+          TableName,
+          Key: keys.client(organizationId, clientId),
+          UpdateExpression: `SET ${sets.join(', ')}`,
+          ConditionExpression: 'attribute_exists(pk) AND (attribute_not_exists(submissions) OR size(submissions) < :max)',
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+          ...(Object.keys(names).length ? { ExpressionAttributeNames: names } : {}),
+          ExpressionAttributeValues: values,
+        }));
+        return 'merged';
+      } catch (error) {
+        if (error instanceof ConditionalCheckFailedException) return error.Item ? 'full' : 'gone';
+        // The item would pass 400 KB: full, not a 500.
+        if ((error as Error).name === 'ValidationException') return 'full';
+        throw error;
+      }
+    },
+
+    async findEarlier(organizationId, tries) {
+      for (const { via, matchKey } of tries) {
+        const { Items } = await deps.doc.send(new QueryCommand({
+          TableName, IndexName: 'match', KeyConditionExpression: 'matchKey = :k', ExpressionAttributeValues: { ':k': matchKey }, ScanIndexForward: false, Limit: 1,
+        }));
+        const [found] = Items ?? [];
+        // The hash carries the organization; the key must say so too.
+        if (found?.pk === keys.org(organizationId).pk && String(found.sk).startsWith('CLIENT#')) return { id: String(found.sk).slice('CLIENT#'.length), via };
+      }
+      return undefined;
+    },
+
+    async clientExists(organizationId, clientId) {
+      const { Item } = await deps.doc.send(new GetCommand({ TableName, Key: keys.client(organizationId, clientId), ProjectionExpression: 'id', ConsistentRead: true }));
+      return Boolean(Item);
+    },
+
+    async getClient(organizationId, clientId, options = {}) {
+      const names = options.fields && Object.fromEntries(options.fields.map((f, i) => [`#f${i}`, f]));
+      const { Item } = await deps.doc.send(new GetCommand({
+        TableName, Key: keys.client(organizationId, clientId),
+        ...(names ? { ProjectionExpression: Object.keys(names).join(', '), ExpressionAttributeNames: names } : {}),
+        ...(options.consistent ? { ConsistentRead: true } : {}),
+      }));
+      return Item;
+    },
+
+    async createClient(item) {
+      return (await this.putOnce(item)) === 'written';
+    },
+
+    async updateClient(organizationId, clientId, { set, remove = [] }) {
+      const entries = Object.entries(set).filter(([, v]) => v !== undefined);
+      const names = Object.fromEntries([...entries.map(([k], i) => [`#f${i}`, k]), ...remove.map((k, i) => [`#r${i}`, k])]);
+      const values = Object.fromEntries(entries.map(([, v], i) => [`:v${i}`, v]));
+      try {
+        const { Attributes } = await deps.doc.send(new UpdateCommand({
+          TableName, Key: keys.client(organizationId, clientId),
+          UpdateExpression: `SET ${entries.map((_, i) => `#f${i} = :v${i}`).join(', ')}${remove.length ? ` REMOVE ${remove.map((_, i) => `#r${i}`).join(', ')}` : ''}`,
+          ConditionExpression: 'attribute_exists(pk)',
+          ExpressionAttributeNames: names,
+          ExpressionAttributeValues: values,
+          ReturnValues: 'ALL_NEW',
+        }));
+        return Attributes;
+      } catch (error) {
+        if (error instanceof ConditionalCheckFailedException) return undefined;
+        throw error;
+      }
+    },
+
+    async deleteClient(organizationId, clientId) {
+      const { Attributes } = await deps.doc.send(new DeleteCommand({ TableName, Key: keys.client(organizationId, clientId), ReturnValues: 'ALL_OLD' }));
+      return Attributes;
+    },
+  };
+}
+
+/** The clients store of these deps (the in-memory twin in tests). */
+export const clientsPort = depsPort<ClientsStore>('clientsStore', dynamoClientsStore);
+export const clientsStore = clientsPort.of;
