@@ -15,14 +15,15 @@ import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { Deps } from '../platform/deps.js';
 import { logger, metrics } from '../platform/observability.js';
 import { inBatches } from '../platform/batches.js';
+import { backoffMs, BACKOFFS, sleep } from '../platform/retry.js';
 import { keys } from '../platform/model.js';
 import { queryAll, queryPages, scanAll } from '../platform/query.js';
 import { MAX_KEPT_ATTEMPTS } from './attempt-log.js';
 import { changeOf, targetOf, type Change, type DeliveryStore, type DueKey, type Key, type StoredItem } from './delivery-state.js';
 
-/** Backs off between rounds of unprocessed items (throttling); gives up after this many. */
+/** Backs off between rounds of unprocessed items (throttling, BACKOFFS.batchUnprocessed); gives up after this many. */
 const MAX_ROUNDS = 8;
-const backoff = (round: number) => new Promise((r) => setTimeout(r, Math.min(1000, 25 * 2 ** round)));
+const backoff = (round: number) => sleep(backoffMs(round, BACKOFFS.batchUnprocessed));
 
 /** Puts every item with BatchWriteItem (25 per call, in parallel), retrying what DynamoDB leaves unprocessed. */
 async function putAll(deps: Deps, items: StoredItem[]): Promise<void> {
