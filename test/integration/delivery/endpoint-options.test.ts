@@ -11,11 +11,11 @@ import { Receiver } from '../support/receiver.js';
 import { addEndpoint, getEndpoint } from '../../../functions/core/delivery/endpoints.js';
 import { recordDelivery, sendDeliveryMessages } from '../../../functions/core/delivery/queue.js';
 import { listDeliveries } from '../../../functions/core/delivery/redeliver.js';
-import { forgetThrottles, takeRateSlot } from '../../../functions/core/delivery/delivery-throttle.js';
+import { takeRateSlot } from '../../../functions/core/delivery/delivery-throttle.js';
+import { ContainerMemory, withContainerMemory } from '../../../functions/core/delivery/container-memory.js';
 import type { DeliveryMessage, EventPayload, WebhookEndpoint } from '../../../functions/core/platform/model.js';
 import { keys } from '../../../functions/core/platform/model.js';
 import { attemptDelivery } from '../../../functions/core/delivery/deliver.js';
-import { forgetAllEndpoints } from '../../../functions/core/delivery/endpoints.js';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 
 let receiver: Receiver;
@@ -72,9 +72,9 @@ describe('endpoint options in delivery', () => {
   }, 60_000);
 
   it('the limit is shared by every container: one container takes the free lanes, a fresh one is then refused', async () => {
-    const { deps } = await testStack();
+    const stack = (await testStack()).deps;
+    const deps = withContainerMemory(stack, new ContainerMemory()); // one container
     const endpoint = { id: `ep_shared_${Date.now()}`, organizationId: `org_shared_${Date.now()}`, rateLimitPerSecond: 3 } as WebhookEndpoint;
-    forgetThrottles();
     const before = Date.now();
     const taken = await Promise.all(Array.from({ length: 10 }, () => takeRateSlot(deps, endpoint)));
     expect(taken.filter((t) => t === undefined)).toHaveLength(3);
@@ -84,16 +84,16 @@ describe('endpoint options in delivery', () => {
       expect(t!.untilMs).toBeLessThanOrEqual(Date.now() + 1000 + 2000);
       expect(t!.reason).toMatch(/rate limit \(3 a second\)/);
     }
-    forgetThrottles(); // another container: it knows nothing of the lanes
-    const other = await takeRateSlot(deps, endpoint);
+    const another = withContainerMemory(stack, new ContainerMemory()); // another container: it knows nothing of the lanes
+    const other = await takeRateSlot(another, endpoint);
     expect(other?.untilMs).toBeGreaterThanOrEqual(before + 1000);
     // A second later every lane is free again.
     await new Promise((r) => setTimeout(r, Math.max(0, other!.untilMs - Date.now()) + 50));
-    expect(await takeRateSlot(deps, endpoint)).toBeUndefined();
+    expect(await takeRateSlot(another, endpoint)).toBeUndefined();
   });
 
   it('a half-open circuit’s probe refused by the rate limit gives its claim back: the next delivery probes at once', async () => {
-    const { deps } = await testStack();
+    const deps = withContainerMemory((await testStack()).deps, new ContainerMemory()); // a fresh container: nothing cached, no lane hints
     const { organizationId } = await newTenant({ name: 'Throttled probe' });
     const { endpoint: added } = await addEndpoint(deps, organizationId, { url: `${receiver.url}/probe`, events: 'all', rateLimitPerSecond: 1 });
     const halfOpenSince = new Date(Date.now() - 1000).toISOString();
@@ -101,9 +101,7 @@ describe('endpoint options in delivery', () => {
       TableName: deps.tables.endpoints, Key: keys.endpoint(organizationId, added.id),
       UpdateExpression: 'SET circuitUntil = :u, circuitOpens = :o, circuitFailures = :f', ExpressionAttributeValues: { ':u': halfOpenSince, ':o': 1, ':f': 5 },
     }));
-    forgetAllEndpoints();
     const endpoint = (await getEndpoint(deps, organizationId, added.id))!;
-    forgetThrottles();
     expect(await takeRateSlot(deps, endpoint)).toBeUndefined(); // the endpoint's one lane is taken for a second
     const event = { id: `evt_probe_${Date.now()}`, type: 'client.updated', api_version: '2026-11-01', organization_id: organizationId, timestamp: new Date().toISOString(), data: { object: { id: 'cli_probe' } } } as unknown as EventPayload;
     const message = (await recordDelivery(deps, event, endpoint))!;
