@@ -113,6 +113,28 @@ describe('the endpoint rate limit deferral', () => {
     expect(store.writes).toBe(writes + 1);
   });
 
+  // Moved from test/integration/delivery/endpoint-options.test.ts: the lanes are the store's, the twin is held to DynamoDB's condition by the store's contract.
+  it('the limit is shared by every container: one container takes the free lanes, a fresh one is then refused', async () => {
+    const clock = { now: 200_000 };
+    const { deps, container } = fakeStore(clock);
+    const ep = endpoint(3);
+    const taken = await Promise.all(Array.from({ length: 10 }, () => takeRateSlot(deps, ep)));
+    expect(taken.filter((t) => t === undefined)).toHaveLength(3);
+    // Each refused one waits for the first lane its refusal saw free, plus a random wait of up to 2 s (its first refusal).
+    for (const t of taken.filter((x) => x !== undefined)) {
+      expect(t!.untilMs).toBeGreaterThanOrEqual(clock.now);
+      expect(t!.untilMs).toBeLessThanOrEqual(clock.now + 1000 + 2000);
+      expect(t!.reason).toMatch(/rate limit \(3 a second\)/);
+    }
+    clock.now += 500;
+    const another = container(true); // another container: it knows nothing of the lanes
+    const other = await takeRateSlot(another, ep);
+    expect(other?.untilMs).toBeGreaterThanOrEqual(200_000 + 1000);
+    // A second after they were taken every lane is free again.
+    clock.now = 201_000;
+    expect(await takeRateSlot(another, ep)).toBeUndefined();
+  });
+
   it('a throttled write (the item’s own write rate) is a jittered deferral, not an error', async () => {
     const clock = { now: 90_000 };
     for (const name of ['ThrottlingException', 'ProvisionedThroughputExceededException']) {
