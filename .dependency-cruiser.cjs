@@ -32,6 +32,16 @@ module.exports = {
     onlyMayImport('events', ['platform', 'tenancy', 'delivery', 'crm']),
     onlyMayImport('settings', ['platform', 'tenancy', 'intake', 'crm', 'events', 'delivery']),
     {
+      name: 'dynamodb-sdk-only-in-stores-of-delivery-events-settings',
+      comment: 'in delivery/, events/ and settings/ only a store imports the DynamoDB SDK (docs/architecture.md#stages-and-what-each-owns): the endpoints, deliveries and audit stores; settings/lead-trail.ts and settings/overview.ts read tables the organization and client stores will own',
+      severity: 'error',
+      from: {
+        path: `${core}(delivery|events|settings)/`,
+        pathNot: [`${core}delivery/(endpoint-store|delivery-record)[.]ts$`, `${core}settings/(audit-store|lead-trail|overview)[.]ts$`],
+      },
+      to: { path: '(^|/)node_modules/@aws-sdk/(lib-dynamodb|client-dynamodb)/' },
+    },
+    {
       name: 'no-loose-domain-files',
       comment: 'every domain module lives in the folder of its stage',
       severity: 'error',
