@@ -89,7 +89,7 @@ export interface QueueSpec {
 const MAX_RECEIVES = deliveryMaxReceives;
 
 export const queues = {
-  /** Dead-letter queue of the delivery queue: deliveries that used all 5 attempts. */
+  /** Dead-letter queue of the delivery queue: deliveries that used all their attempts (the retry schedule's delays + 1). */
   deliveryDlq: { envVar: queueEnvVars.deliveryDlq, visibilityTimeoutSeconds: 30, retentionDays: 14 },
   /** One message per attempt. A retry is a new message (delayed ≤ 15 min) or waits in the due index (docs/webhooks.md). */
   deliveryQueue: {

@@ -14,6 +14,7 @@
  */
 import type { Config } from '../platform/config.js';
 import type { CircuitRecord, CircuitState } from '../platform/model.js';
+import { backoffMs } from '../platform/retry.js';
 
 export type CircuitConfig = Pick<Config, 'circuitFailureThreshold' | 'circuitOpenSeconds' | 'circuitMaxOpenSeconds' | 'deliveryTimeoutMs' | 'slowLaneHoldSeconds'>;
 
@@ -55,9 +56,13 @@ export function gate(circuit: CircuitRecord | undefined, now: number, settings: 
   return { kind: 'probe', deadline: now + probeWindowMs(settings) };
 }
 
-/** Seconds the circuit stays open after its `opens`-th opening in a row: doubles each time, capped. */
+/**
+ * Seconds the circuit stays open after its `opens`-th opening in a row: doubles each time, capped.
+ * Not a retry loop (its constants are configuration, not BACKOFFS), but the same shape without
+ * jitter, so the same helper computes it.
+ */
 export function openSeconds(opens: number, settings: Pick<Config, 'circuitOpenSeconds' | 'circuitMaxOpenSeconds'>): number {
-  return Math.min(settings.circuitMaxOpenSeconds, settings.circuitOpenSeconds * 2 ** Math.max(0, opens - 1));
+  return backoffMs(Math.max(0, opens - 1), { baseMs: settings.circuitOpenSeconds, capMs: settings.circuitMaxOpenSeconds, jitter: 'none' });
 }
 
 /** What an attempt's outcome does to the stored state. */

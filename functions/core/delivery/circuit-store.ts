@@ -4,42 +4,17 @@
  * (circuitFailures, circuitUntil, circuitOpens, circuitProbing, circuitSlowUntil) and read with
  * the endpoint through the per-container endpoint cache: a healthy endpoint's deliveries never
  * write it. It is written on a failed attempt (one ADD), on a state change (open, probe claimed,
- * close, slow mark) and on the first success after failures. Decisions: circuit-breaker.ts.
+ * close, slow mark) and on the first success after failures, each a named operation of the
+ * endpoint store (endpoint-store.ts), which drops the container's cached endpoints as it writes.
+ * What this container saw (failures here, slots) is its ContainerMemory. Decisions: circuit-breaker.ts.
  */
-import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { Deps } from '../platform/deps.js';
-import { keys, type WebhookEndpoint } from '../platform/model.js';
+import type { WebhookEndpoint } from '../platform/model.js';
 import { logger, metrics } from '../platform/observability.js';
-import { forgetEndpoints } from './endpoints.js';
 import { afterAttempt, gate, laneFor, openSeconds, reachesThreshold, type Gate, type Lane } from './circuit-breaker.js';
-import { acquireSlot, stalledMs } from './endpoint-concurrency.js';
-
-/** Endpoints this container saw fail or time out, until their next success here (its cached copy may not show it yet). */
-const failedHere = new Set<string>();
-/** Forgets them: what a fresh process starts with (the delivery core's restart in tests). */
-export const forgetFailedHere = () => failedHere.clear();
-
-const isConditionFailure = (error: unknown) => (error as Error).name === 'ConditionalCheckFailedException';
-
-// Conditional writes on the endpoint item, so containers racing on one endpoint agree.
-async function update(deps: Deps, endpoint: WebhookEndpoint, input: { expression: string; condition: string; values?: Record<string, unknown> }) {
-  try {
-    return await deps.doc.send(new UpdateCommand({
-      TableName: deps.tables.endpoints,
-      Key: keys.endpoint(endpoint.organizationId, endpoint.id),
-      UpdateExpression: input.expression,
-      ConditionExpression: input.condition,
-      ...(input.values ? { ExpressionAttributeValues: input.values } : {}),
-      ReturnValues: 'UPDATED_NEW',
-    }));
-  } catch (error) {
-    if (isConditionFailure(error)) return undefined;
-    throw error;
-  } finally {
-    forgetEndpoints(endpoint.organizationId);
-  }
-}
+import { containerMemory } from './container-memory.js';
+import { endpointStore } from './endpoint-store.js';
 
 /**
  * The circuit's gate, with the half-open probe claimed (one container wins it: the claim moves
@@ -49,11 +24,7 @@ async function claimGate(deps: Deps, endpoint: WebhookEndpoint): Promise<Gate> {
   const now = deps.now();
   const decided = gate(endpoint.circuit, now, deps.config);
   if (decided.kind !== 'probe') return decided;
-  const claimed = await update(deps, endpoint, {
-    expression: 'SET circuitUntil = :deadline, circuitProbing = :t',
-    condition: 'circuitUntil = :until',
-    values: { ':deadline': new Date(decided.deadline).toISOString(), ':t': true, ':until': endpoint.circuit!.until },
-  });
+  const claimed = await endpointStore(deps).claimProbe(endpoint, endpoint.circuit!.until!, new Date(decided.deadline).toISOString());
   if (!claimed) return { kind: 'park', until: decided.deadline, reason: 'circuit half-open: a probe is under way' };
   logger.info('circuit half-open: probing', { endpointId: endpoint.id });
   return decided;
@@ -79,6 +50,7 @@ export type Admission =
  */
 export async function admitAttempt(deps: Deps, endpoint: WebhookEndpoint, lane: Lane): Promise<Admission> {
   const { config: settings } = deps;
+  const { failedHere, slots } = containerMemory(deps);
   if (lane === 'main' && laneFor(endpoint.circuit, deps.now(), failedHere.has(endpoint.id)) === 'slow') {
     // An open circuit: straight to the slow lane's wait, not via a second hop.
     const open = gate(endpoint.circuit, deps.now(), settings);
@@ -88,14 +60,14 @@ export async function admitAttempt(deps: Deps, endpoint: WebhookEndpoint, lane: 
   // Its attempts here have stalled (the oldest waits longer than slowSuspectMs and none ended
   // since): do not start another batch's on the main lane (a receiver that just began to hang
   // would hold them all).
-  if (lane === 'main' && stalledMs(endpoint.id, deps.now()) > settings.slowSuspectMs) {
+  if (lane === 'main' && slots.stalledMs(endpoint.id, deps.now()) > settings.slowSuspectMs) {
     return count({ kind: 'move', reason: `attempts to this endpoint have had no answer for over ${settings.slowSuspectMs} ms: attempted in the slow lane` }, 'DeliveriesMovedToSlowLane');
   }
   if (lane === 'slow') {
     const first = gate(endpoint.circuit, deps.now(), settings);
     if (first.kind === 'park') return count({ kind: 'park', until: first.until, reason: first.reason }, 'DeliveriesDeferredByCircuit');
   }
-  const release = await acquireSlot(endpoint.id, settings.maxInFlightPerEndpoint, settings.endpointBusyWaitMs, deps.now);
+  const release = await slots.acquire(endpoint.id, settings.maxInFlightPerEndpoint, settings.endpointBusyWaitMs, deps.now);
   if (!release) {
     const reason = `${settings.maxInFlightPerEndpoint} attempts to this endpoint already in flight`;
     if (lane === 'main') return count({ kind: 'move', reason }, 'DeliveriesMovedToSlowLane');
@@ -117,11 +89,7 @@ export async function admitAttempt(deps: Deps, endpoint: WebhookEndpoint, lane: 
  * claim's deadline. Only this claim is undone (its deadline still stored).
  */
 export async function releaseProbe(deps: Deps, endpoint: WebhookEndpoint, deadline: number): Promise<void> {
-  await update(deps, endpoint, {
-    expression: 'SET circuitUntil = :until REMOVE circuitProbing',
-    condition: 'circuitUntil = :deadline AND circuitProbing = :t',
-    values: { ':until': endpoint.circuit?.until ?? new Date(deps.now()).toISOString(), ':deadline': new Date(deadline).toISOString(), ':t': true },
-  });
+  await endpointStore(deps).releaseProbe(endpoint, new Date(deadline).toISOString(), endpoint.circuit?.until ?? new Date(deps.now()).toISOString());
 }
 
 function count<A extends Admission>(admission: A, metric: string): A {
@@ -135,55 +103,40 @@ function count<A extends Admission>(admission: A, metric: string): A {
  * straight away (this container at once; the others when their endpoint cache refreshes).
  */
 export async function markSlow(deps: Deps, endpoint: WebhookEndpoint): Promise<void> {
-  failedHere.add(endpoint.id);
+  containerMemory(deps).failedHere.add(endpoint.id);
   const now = deps.now();
   const slowUntil = new Date(now + deps.config.slowLaneHoldSeconds * 1000).toISOString();
-  const marked = await update(deps, endpoint, {
-    expression: 'SET circuitSlowUntil = :s',
-    condition: 'attribute_exists(pk) AND (attribute_not_exists(circuitSlowUntil) OR circuitSlowUntil < :now)',
-    values: { ':s': slowUntil, ':now': new Date(now).toISOString() },
-  });
+  const marked = await endpointStore(deps).markSlow(endpoint, slowUntil, new Date(now).toISOString());
   if (marked) logger.warn('endpoint slower than the main lane allows: moved to the slow lane', { endpointId: endpoint.id, until: slowUntil });
 }
 
 /** After an attempt: records what it means for the circuit (no write for a success on a healthy endpoint). */
 export async function recordAttempt(deps: Deps, endpoint: WebhookEndpoint, outcome: { ok: boolean; probe: boolean; latencyMs: number }): Promise<void> {
   const now = deps.now();
+  const { failedHere } = containerMemory(deps);
+  const store = endpointStore(deps);
   const slow = outcome.latencyMs > deps.config.slowLaneAfterMs;
   const transition = afterAttempt(endpoint.circuit, { ok: outcome.ok, probe: outcome.probe, slow, failedHere: failedHere.has(endpoint.id) }, now, deps.config);
   if (transition.kind === 'none') return;
   if (transition.kind === 'close') {
     failedHere.delete(endpoint.id);
     const slowUntil = transition.slowUntil ? new Date(transition.slowUntil).toISOString() : undefined;
-    await update(deps, endpoint, {
-      expression: `REMOVE circuitFailures, circuitUntil, circuitOpens, circuitProbing${slowUntil ? ' SET circuitSlowUntil = :s' : ', circuitSlowUntil'}`,
-      condition: 'attribute_exists(pk)',
-      ...(slowUntil ? { values: { ':s': slowUntil } } : {}),
-    });
+    await store.closeCircuit(endpoint, slowUntil);
     if (endpoint.circuit?.until) logger.info('circuit closed', { endpointId: endpoint.id, slowLane: Boolean(slowUntil) });
     return;
   }
   failedHere.add(endpoint.id);
   if (transition.kind === 'reopen') {
-    await update(deps, endpoint, {
-      expression: 'SET circuitUntil = :until, circuitOpens = :opens REMOVE circuitProbing',
-      condition: 'attribute_exists(pk)',
-      values: { ':until': new Date(transition.until).toISOString(), ':opens': transition.opens },
-    });
+    await store.reopenCircuit(endpoint, new Date(transition.until).toISOString(), transition.opens);
     metrics.addMetric('CircuitOpened', MetricUnit.Count, 1);
     logger.warn('circuit re-opened: the probe failed', { endpointId: endpoint.id, until: new Date(transition.until).toISOString(), opens: transition.opens });
     return;
   }
-  const counted = await update(deps, endpoint, { expression: 'ADD circuitFailures :one', condition: 'attribute_exists(pk)', values: { ':one': 1 } });
-  const failures = Number(counted?.Attributes?.circuitFailures ?? 0);
+  const failures = (await store.countFailure(endpoint)) ?? 0;
   if (!reachesThreshold(failures, deps.config)) return;
   const until = new Date(now + openSeconds(1, deps.config) * 1000).toISOString();
   // Only the write that finds the circuit closed opens it (a late failure does not extend an open one).
-  const opened = await update(deps, endpoint, {
-    expression: 'SET circuitUntil = :until, circuitOpens = :one',
-    condition: 'attribute_exists(pk) AND attribute_not_exists(circuitUntil)',
-    values: { ':until': until, ':one': 1 },
-  });
+  const opened = await store.openCircuit(endpoint, until);
   if (opened) {
     metrics.addMetric('CircuitOpened', MetricUnit.Count, 1);
     logger.warn('circuit opened', { endpointId: endpoint.id, failures, until });

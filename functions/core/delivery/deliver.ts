@@ -17,7 +17,7 @@ import { activeSecrets, endpointsOf, recordEndpointHealth } from './endpoints.js
 import { logger, metrics } from '../platform/observability.js';
 import { sign } from './signing.js';
 import { MAX_RESPONSE_BODY_BYTES, postWebhook, type PostResult } from './http-client.js';
-import { MAX_ATTEMPTS, parseRetryAfter, retryDelaySeconds } from './schedule.js';
+import { deliveryAttempts, parseRetryAfter, retryDelaySeconds } from './schedule.js';
 import { allowListFor } from './ssrf.js';
 import { admitAttempt, markSlow, recordAttempt, releaseProbe } from './circuit-store.js';
 import { takeRateSlot } from './delivery-throttle.js';
@@ -148,9 +148,10 @@ export async function attemptDelivery(
   if (hollow) {
     return settle(deps, message, { to: 'failed', reason: hollow }, { kind: 'failed', attempt, reason: hollow });
   }
-  if (attempt > MAX_ATTEMPTS) {
+  const attempts = deliveryAttempts(deps.config);
+  if (attempt > attempts) {
     // Its round's attempts are all recorded already (a duplicate message of an exhausted delivery).
-    const reason = `no success after ${MAX_ATTEMPTS} attempts`;
+    const reason = `no success after ${attempts} attempts`;
     return settle(deps, message, { to: 'failed', reason }, { kind: 'exhausted', attempt, reason });
   }
   // The organization's endpoints, cached for endpointCacheTtlSeconds: a disable or a secret
@@ -252,7 +253,7 @@ async function recordOutcome(
     return settled;
   }
   await recordEndpointHealth(deps, endpoint, 'failed');
-  if (attempt >= MAX_ATTEMPTS) {
+  if (attempt >= deliveryAttempts(deps.config)) {
     return settle(deps, message, { to: 'failed', attempt: record_, reason: `no success after ${attempt} attempts` }, { kind: 'exhausted', attempt, result, reason: 'retries exhausted' });
   }
   const decidedAt = deps.now();

@@ -15,14 +15,18 @@ import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { Deps } from '../platform/deps.js';
 import { logger, metrics } from '../platform/observability.js';
 import { inBatches } from '../platform/batches.js';
+import { backoffMs, BACKOFFS, sleep } from '../platform/retry.js';
 import { keys } from '../platform/model.js';
 import { queryAll, queryPages, scanAll } from '../platform/query.js';
 import { MAX_KEPT_ATTEMPTS } from './attempt-log.js';
-import { changeOf, targetOf, type Change, type DeliveryStore, type DueKey, type Key, type StoredItem } from './delivery-state.js';
+import { changeOf, targetOf, type Change, type CreatedKey, type DeliveryStore, type DueKey, type Key, type StoredItem } from './delivery-state.js';
 
-/** Backs off between rounds of unprocessed items (throttling); gives up after this many. */
+/** The index of delivery records by creation (lib/topology.ts `deliveries.globalIndexes`). */
+export const BY_CREATED_INDEX = 'byCreated';
+
+/** Backs off between rounds of unprocessed items (throttling, BACKOFFS.batchUnprocessed); gives up after this many. */
 const MAX_ROUNDS = 8;
-const backoff = (round: number) => new Promise((r) => setTimeout(r, Math.min(1000, 25 * 2 ** round)));
+const backoff = (round: number) => sleep(backoffMs(round, BACKOFFS.batchUnprocessed));
 
 /** Puts every item with BatchWriteItem (25 per call, in parallel), retrying what DynamoDB leaves unprocessed. */
 async function putAll(deps: Deps, items: StoredItem[]): Promise<void> {
@@ -160,6 +164,17 @@ export function dynamoDeliveryStore(deps: Deps): DeliveryStore {
       ...projected(options.projection),
       ConsistentRead: true,
     }),
+    async newestDeliveries(organizationId, query) {
+      const range = query.since && query.until ? ' AND createdAt BETWEEN :since AND :until' : query.since ? ' AND createdAt >= :since' : query.until ? ' AND createdAt <= :until' : '';
+      const out = await deps.doc.send(new QueryCommand({
+        TableName: table(), IndexName: BY_CREATED_INDEX, ScanIndexForward: false,
+        KeyConditionExpression: `pk = :pk${range}`,
+        ExpressionAttributeValues: { ':pk': keys.org(organizationId).pk, ...(query.since ? { ':since': query.since } : {}), ...(query.until ? { ':until': query.until } : {}) },
+        Limit: query.limit, ExclusiveStartKey: query.after,
+      }));
+      const createdKey = (i: Record<string, unknown>): CreatedKey => ({ pk: i.pk as string, sk: i.sk as string, createdAt: i.createdAt as string });
+      return { keys: (out.Items ?? []).map(createdKey), ...(out.LastEvaluatedKey ? { next: createdKey(out.LastEvaluatedKey) } : {}) };
+    },
     async keyOf(deliveryId) {
       const { Items = [] } = await deps.doc.send(new QueryCommand({
         TableName: table(), IndexName: 'gsi1',

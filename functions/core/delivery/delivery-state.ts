@@ -24,6 +24,10 @@ export function dueKeys(deliveryId: string, dueAtMs: number): { duePk: string; d
 export const dueShards = (): string[] => Array.from({ length: DUE_SHARDS }, (_, n) => `due#${n}`);
 /** A due-index entry: the record's key and when it falls due. */
 export type DueKey = Key & { dueAt: number };
+/** A position in the byCreated index (lib/topology.ts, keys only): a delivery record's key and its `createdAt`. */
+export type CreatedKey = Key & { createdAt: string };
+/** A page of the byCreated index, newest first: `since`/`until` bound `createdAt` (inclusive), `after` is where the previous page ended. */
+export interface CreatedQuery { since?: string; until?: string; after?: CreatedKey; limit: number }
 
 /** Where a record waits in the due index: until when, and the round of attempts its message carried. */
 export interface Park { untilMs: number; round?: number }
@@ -170,6 +174,12 @@ export interface DeliveryStore {
   getOne(key: Key, options?: { consistent?: boolean; projection?: string[] }): Promise<StoredItem | undefined>;
   /** An organization's delivery records (strongly consistent), in no order. */
   deliveriesOf(organizationId: string, options?: { projection?: string[] }): Promise<StoredItem[]>;
+  /**
+   * One page of an organization's delivery records by creation, newest first (then by key): at
+   * most `limit` keys (event items have no `createdAt`, so they are not in it); `next` is where
+   * the following page starts, absent at the end.
+   */
+  newestDeliveries(organizationId: string, query: CreatedQuery): Promise<{ keys: CreatedKey[]; next?: CreatedKey }>;
   /** The key of a delivery found by its id alone (the id index). */
   keyOf(deliveryId: string): Promise<Key | undefined>;
   /** The entries of one due shard due by `horizon`, at most `cap` (complete: false when capped). */

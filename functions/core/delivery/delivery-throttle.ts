@@ -15,27 +15,22 @@
  * every lane is busy until, and refuses without writing until then. A throttled write (the item's
  * own write rate) is a deferral too, never a failed receive.
  */
-import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
-import { unmarshall } from '@aws-sdk/util-dynamodb';
-import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { Deps } from '../platform/deps.js';
-import { keys, type WebhookEndpoint } from '../platform/model.js';
+import type { WebhookEndpoint } from '../platform/model.js';
 import { logger, metrics } from '../platform/observability.js';
+import { backoffMs, BACKOFFS } from '../platform/retry.js';
+import { containerMemory } from './container-memory.js';
+import { endpointStore } from './endpoint-store.js';
 
 const WINDOW_MS = 1000;
 /** The largest deferral window: an SQS message delay (so a throttled delivery never leaves the queue). */
-const MAX_WINDOW_SECONDS = 900;
+const MAX_WINDOW_SECONDS = BACKOFFS.throttleRefused.capMs / 1000;
 /** Errors that mean the throttle item's write rate (or a transaction on it) refused the write, not the limit. */
 const OVERLOADED = new Set(['ThrottlingException', 'ProvisionedThroughputExceededException', 'RequestLimitExceeded', 'TransactionConflictException']);
 
-/** What this container last knew of each endpoint's lanes: where to try first (a hint; the write decides). */
-const lanesSeen = new Map<string, number[]>();
-/** Forgets the hints: what a fresh process starts with. */
-export const forgetThrottles = () => lanesSeen.clear();
-
-/** This container's view of the endpoint's lanes (all free when it knows nothing). */
-function seenLanes(endpointId: string, limit: number): number[] {
+/** This container's view of the endpoint's lanes (all free when it knows nothing): its ContainerMemory's hint, where to try first. */
+function seenLanes(lanesSeen: Map<string, number[]>, endpointId: string, limit: number): number[] {
   let seen = lanesSeen.get(endpointId);
   if (!seen || seen.length !== limit) lanesSeen.set(endpointId, (seen = Array.from({ length: limit }, () => Number.NEGATIVE_INFINITY)));
   return seen;
@@ -58,10 +53,11 @@ function pickLane(seen: number[], now: number): number {
 
 /**
  * The random wait (ms) of a delivery refused for the `refusals`-th time in a row: full jitter over
- * 2^refusals seconds, capped at the queue's largest delay.
+ * 2^refusals seconds (BACKOFFS.throttleRefused), capped at the queue's largest delay. Not a retry
+ * loop (the delivery waits as a delayed message), but the same shape, so the same helper.
  */
 export function throttleWaitMs(refusals: number, config: Pick<Deps['config'], 'queueDelayMaxSeconds'>, random: () => number = Math.random): number {
-  return Math.floor(random() * Math.min(maxWaitMs(config), WINDOW_MS * 2 ** Math.min(refusals, 10)));
+  return Math.floor(backoffMs(Math.min(refusals, 10), { ...BACKOFFS.throttleRefused, capMs: maxWaitMs(config) }, random));
 }
 
 /** The longest a refused delivery waits: the queue's largest delay, so it stays one delayed message. */
@@ -79,7 +75,8 @@ export async function takeRateSlot(deps: Deps, endpoint: WebhookEndpoint, refuse
   const limit = endpoint.rateLimitPerSecond;
   if (!limit) return undefined;
   const now = deps.now();
-  const seen = seenLanes(endpoint.id, limit);
+  const { lanesSeen } = containerMemory(deps);
+  const seen = seenLanes(lanesSeen, endpoint.id, limit);
   const defer = (freeAt: number, why: string): Throttled => {
     metrics.addMetric('DeliveriesThrottled', MetricUnit.Count, 1);
     const untilMs = Math.min(now + maxWaitMs(deps.config), Math.max(now, freeAt) + throttleWaitMs(refused + 1, deps.config));
@@ -90,27 +87,16 @@ export async function takeRateSlot(deps: Deps, endpoint: WebhookEndpoint, refuse
   const firstFree = Math.min(...seen) + WINDOW_MS;
   if (firstFree > now) return defer(firstFree, reached);
   const lane = pickLane(seen, now);
+  let claim;
   try {
-    await deps.doc.send(new UpdateCommand({
-      TableName: deps.tables.endpoints,
-      Key: keys.endpointThrottle(endpoint.organizationId, endpoint.id),
-      UpdateExpression: 'SET #l = :now',
-      ConditionExpression: 'attribute_not_exists(#l) OR #l <= :free',
-      ExpressionAttributeNames: { '#l': `l${lane}` },
-      ExpressionAttributeValues: { ':now': now, ':free': now - WINDOW_MS },
-      ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-    }));
-    return undefined;
+    claim = await endpointStore(deps).claimThrottleLane(endpoint, { lane, lanes: limit, now, windowMs: WINDOW_MS });
   } catch (error) {
-    if (OVERLOADED.has((error as Error).name)) {
-      seen[lane] = Number.NEGATIVE_INFINITY; // not taken
-      logger.warn('the rate limit write was throttled; the delivery is deferred', { endpointId: endpoint.id, refused, error: (error as Error).name });
-      return defer(now + WINDOW_MS, `the endpoint's rate limit could not be checked (${(error as Error).name})`);
-    }
-    if (!(error instanceof ConditionalCheckFailedException)) throw error;
-    const item = error.Item ? unmarshall(error.Item) : {};
-    const lanes = Array.from({ length: limit }, (_, i) => Number(item[`l${i}`] ?? 0));
-    lanesSeen.set(endpoint.id, lanes);
-    return defer(Math.min(...lanes) + WINDOW_MS, reached);
+    if (!OVERLOADED.has((error as Error).name)) throw error;
+    seen[lane] = Number.NEGATIVE_INFINITY; // not taken
+    logger.warn('the rate limit write was throttled; the delivery is deferred', { endpointId: endpoint.id, refused, error: (error as Error).name });
+    return defer(now + WINDOW_MS, `the endpoint's rate limit could not be checked (${(error as Error).name})`);
   }
+  if (claim.taken) return undefined;
+  lanesSeen.set(endpoint.id, claim.lanes);
+  return defer(Math.min(...claim.lanes) + WINDOW_MS, reached);
 }

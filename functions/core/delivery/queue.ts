@@ -18,9 +18,9 @@
  * of the sparse `due` index, and the sweeper (delivery-sweeper.ts) re-queues it when due. The
  * received message is deleted only after either is done (at-least-once). Attempts are counted
  * from the delivery record, not from SQS's receive count (attemptNumberOf): a throttled receive, a
- * crash before the isolation gate or an open circuit uses none of the 5; the queue's
- * maxReceiveCount stays above them as a safety net for a message whose receives keep crashing
- * (docs/webhooks.md "Attempts").
+ * crash before the isolation gate or an open circuit uses none of them (the retry schedule's
+ * delays + 1: deliveryAttempts); the queue's maxReceiveCount counts one message's receives, a
+ * safety net for a message whose receives keep crashing (docs/webhooks.md "Attempts").
  */
 import { createHash } from 'node:crypto';
 import type { Deps } from '../platform/deps.js';
@@ -100,7 +100,7 @@ export async function deferDelivery(
 /**
  * An exhausted delivery's message goes to the dead-letter queue (a retry is a new message, so the
  * queue's maxReceiveCount no longer gets it there). It is sent fresh (a round from now): moved
- * back by StartMessageMoveTask, it starts a new round of 5, like every redeliver.
+ * back by StartMessageMoveTask, it starts a new round of attempts (deliveryAttempts), like every redeliver.
  */
 export async function sendToDeadLetters(deps: Deps, message: DeliveryMessage): Promise<void> {
   await sendDeliveryMessages(deps, [freshMessage(message, deps.now())], { queue: 'deliveryDlq' });

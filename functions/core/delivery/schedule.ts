@@ -1,7 +1,10 @@
 /**
- * The retry schedule (docs/webhooks.md#answering-retries-and-failures): 5 attempts in all; the delays before attempts 2..5 are 1 min,
- * 10 min, 100 min and 12 h, each with ±10 % jitter (so retries of many deliveries that failed
- * together spread out), never more than 12 h. A retry does not wait in flight (docs/architecture.md#retries-and-dead-letters): up to
+ * The retry schedule (docs/webhooks.md#answering-retries-and-failures): the configured delays
+ * (settings.retryScheduleSeconds, defined with its default in platform/config.ts) are the waits
+ * before attempts 2, 3, …, so a delivery makes one attempt more than the schedule has delays
+ * (deliveryAttempts); the default's 1 min, 10 min, 100 min and 12 h make 5. Each delay has ±jitter
+ * (settings.retryJitter; so retries of many deliveries that failed together spread out), never
+ * more than 12 h. A retry does not wait in flight (docs/architecture.md#retries-and-dead-letters): up to
  * settings.queueDelayMaxSeconds it is a delayed message, longer it is parked in the due index
  * (deliver.ts, sweep.ts). visibilityLeftSeconds / receivedAtOf remain for code that still hides a
  * received message (the dead-letter passes in redeliver.ts, lib/local/sqs-strict.ts).
@@ -10,10 +13,10 @@
  * max(scheduled delay, Retry-After), capped at 12 h. A receiver can push an attempt later, never
  * earlier, and cannot add attempts; one asking for more than 12 h is retried at 12 h.
  */
-export const DEFAULT_RETRY_SCHEDULE_SECONDS: readonly number[] = [60, 600, 6000, 43_200];
-export const DEFAULT_RETRY_JITTER = 0.1;
-/** Attempts in all with the default schedule: the first plus one per delay. */
-export const MAX_ATTEMPTS = DEFAULT_RETRY_SCHEDULE_SECONDS.length + 1;
+import { defaultConfig } from '../platform/config.js';
+
+export { deliveryAttempts } from '../platform/config.js';
+
 /** SQS ChangeMessageVisibility's maximum (12 h). */
 export const MAX_VISIBILITY_SECONDS = 43_200;
 /**
@@ -66,18 +69,18 @@ function jittered(base: number, jitter: number, random: () => number, retryAfter
  * that was the last attempt the schedule allows (schedule.length + 1 attempts in all).
  */
 export function nextDelay(attempt: number, options: DelayOptions = {}): number | undefined {
-  const schedule = options.schedule ?? DEFAULT_RETRY_SCHEDULE_SECONDS;
+  const schedule = options.schedule ?? defaultConfig.retryScheduleSeconds;
   if (!Number.isInteger(attempt) || attempt < 1 || attempt > schedule.length) return undefined;
-  return jittered(schedule[attempt - 1], options.jitter ?? DEFAULT_RETRY_JITTER, options.random ?? Math.random, options.retryAfterSeconds);
+  return jittered(schedule[attempt - 1], options.jitter ?? defaultConfig.retryJitter, options.random ?? Math.random, options.retryAfterSeconds);
 }
 
 /**
  * Like nextDelay but always a number: past the end of the schedule it repeats the last delay.
- * (deliver.ts decides exhaustion itself from MAX_ATTEMPTS.)
+ * (deliver.ts decides exhaustion itself from deliveryAttempts, so it never asks past the end.)
  */
 export function retryDelaySeconds(attempt: number, options: DelayOptions & { schedule: readonly number[]; jitter: number }): number {
   const { schedule } = options;
-  const base = schedule[Math.min(Math.max(attempt, 1), schedule.length) - 1] ?? DEFAULT_RETRY_SCHEDULE_SECONDS[0];
+  const base = schedule[Math.min(Math.max(attempt, 1), schedule.length) - 1] ?? defaultConfig.retryScheduleSeconds[0];
   return jittered(base, options.jitter, options.random ?? Math.random, options.retryAfterSeconds);
 }
 

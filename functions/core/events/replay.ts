@@ -9,6 +9,7 @@ import { DynamoDBStreamsClient, GetRecordsCommand, GetShardIteratorCommand, type
 import { ChangeMessageVisibilityCommand, DeleteMessageCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import type { Deps } from '../platform/deps.js';
 import { logger } from '../platform/observability.js';
+import { backoffMs, BACKOFFS, sleep } from '../platform/retry.js';
 import { fanOut } from './fanout.js';
 import { changeFromStreamsApi } from './stream-changes.js';
 
@@ -30,8 +31,6 @@ export interface ReadOptions {
   sleep?: (ms: number) => Promise<void>;
 }
 
-const MAX_EMPTY_PAUSE_MS = 8_000;
-const wait = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /**
  * Stream records of one shard from `start` to `end` inclusive. DynamoDB Streams may answer an
@@ -41,7 +40,7 @@ const wait = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
  * instead of dropping its rest.
  */
 export async function readRange(streams: DynamoDBStreamsClient, info: StreamBatchInfo, options: ReadOptions = {}): Promise<{ records: _Record[]; complete: boolean }> {
-  const { maxEmptyPages = 20, emptyPauseMs = 1_000, sleep = wait } = options;
+  const { maxEmptyPages = 20, emptyPauseMs = BACKOFFS.replayEmptyPage.baseMs, sleep: pause = sleep } = options;
   const end = BigInt(info.endSequenceNumber);
   let { ShardIterator: iterator } = await streams.send(new GetShardIteratorCommand({
     StreamArn: info.streamArn, ShardId: info.shardId, ShardIteratorType: 'AT_SEQUENCE_NUMBER', SequenceNumber: info.startSequenceNumber,
@@ -56,7 +55,7 @@ export async function readRange(streams: DynamoDBStreamsClient, info: StreamBatc
     }
     if ((page.Records ?? []).length > 0) empty = 0;
     else if (++empty >= maxEmptyPages) return { records, complete: false };
-    else if (emptyPauseMs > 0) await sleep(Math.min(MAX_EMPTY_PAUSE_MS, emptyPauseMs * 2 ** (empty - 1)));
+    else if (emptyPauseMs > 0) await pause(backoffMs(empty - 1, { ...BACKOFFS.replayEmptyPage, baseMs: emptyPauseMs }));
     iterator = page.NextShardIterator;
   }
   return { records, complete: true }; // a closed shard, read to its end

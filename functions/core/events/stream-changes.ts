@@ -4,8 +4,6 @@
  * record (functions/event-fanout) and the Streams API's GetRecords record (the replay of failed
  * batches); both go through toStreamChange, so both derive the same events with the same ids.
  */
-import type { _Record } from '@aws-sdk/client-dynamodb-streams';
-import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 
 export type Item = Record<string, unknown>;
@@ -26,7 +24,15 @@ export interface StreamChange {
   approximateCreationTime?: number;
 }
 
-type AttributeMap = Record<string, AttributeValue>;
+/** A marshalled item (DynamoDB's attribute-value map), as unmarshall takes it: no table SDK needed to read a change. */
+type AttributeMap = Parameters<typeof unmarshall>[0];
+
+/** What a Streams API GetRecords record carries that a change needs (the SDK's `_Record`, structurally). */
+export interface StreamsApiRecord {
+  eventName?: string;
+  userIdentity?: { Type?: string; PrincipalId?: string };
+  dynamodb?: { SequenceNumber?: string; Keys?: unknown; NewImage?: unknown; OldImage?: unknown; ApproximateCreationDateTime?: Date };
+}
 
 /** The fields both wire shapes carry, under neutral names. */
 export interface StreamRecordFields {
@@ -82,7 +88,7 @@ export function toStreamChange(fields: StreamRecordFields): StreamChange {
 }
 
 /** A GetRecords record of the stream `streamArn` (the record itself does not name its stream). */
-export function changeFromStreamsApi(record: _Record, streamArn: string): StreamChange {
+export function changeFromStreamsApi(record: StreamsApiRecord, streamArn: string): StreamChange {
   const d = record.dynamodb ?? {};
   return toStreamChange({
     stream: streamArn,

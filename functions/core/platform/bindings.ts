@@ -31,8 +31,10 @@ export const serviceName = 'crm-integration-api';
 export const metricsNamespace = 'CrmIntegrationApi';
 
 /**
- * The delivery queues' maxReceiveCount: twice the 5 attempts, so throttles and crashes cannot spend
- * a delivery's attempts; the delivery function records a delivery failed on its last receive.
+ * The delivery queues' maxReceiveCount: how often one message may be received, a safety net for a
+ * message whose receives keep breaking off (the delivery function records its delivery failed on
+ * the last). It does not bound the attempts (platform/config.ts deliveryAttempts): every retry and
+ * every deferral is a new message, and attempts are counted from the delivery record.
  */
 export const deliveryMaxReceives = 10;
 

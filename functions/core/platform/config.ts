@@ -35,6 +35,14 @@ const nonnegative = () => z.number().check(z.nonnegative());
 /** A bound on a setting that times a security control (how long a revoked key or a removed endpoint lives on). */
 const atMost = (max: number, field: string, why: string) => z.maximum(max, `${field} must be at most ${max} (${why})`);
 
+/**
+ * The most attempts a retry schedule may give a delivery: the attempt log keeps this many
+ * (delivery/attempt-log.ts MAX_KEPT_ATTEMPTS may not be lower), and the attempt number is counted
+ * from it (delivery/queue.ts attemptNumberOf). SQS's maxReceiveCount does not bound it: every
+ * retry is a new message (platform/bindings.ts deliveryMaxReceives).
+ */
+export const MAX_DELIVERY_ATTEMPTS = 20;
+
 export const configSchema = z.object({
   stage: z._default(z.string(), 'dev'),
   /** Local mode: http:// endpoints allowed, loopback allowed by the SSRF guard. */
@@ -56,8 +64,15 @@ export const configSchema = z.object({
   /** Cache of an organization's webhook endpoints in fan-out and delivery. */
   endpointCacheTtlSeconds: z._default(nonnegative().check(atMost(300, 'endpointCacheTtlSeconds', 'a disabled or removed endpoint keeps receiving this long')), 30),
   rotationGraceHours: z._default(nonnegative(), 24),
-  /** Delays before attempts 2..5, in seconds (docs/webhooks.md#answering-retries-and-failures). Tests compress it. */
-  retryScheduleSeconds: z._default(z.array(nonnegative()), [60, 600, 6000, 43200]),
+  /**
+   * The delays before attempts 2, 3, … in seconds (docs/webhooks.md#answering-retries-and-failures):
+   * a delivery makes one attempt more than the schedule has entries (deliveryAttempts), each
+   * delay used once, in order; 4 delays (the default) are 5 attempts, 8 delays 9. At most
+   * MAX_DELIVERY_ATTEMPTS - 1 entries. Tests compress it.
+   */
+  retryScheduleSeconds: z._default(z.array(nonnegative()).check(z.maxLength(MAX_DELIVERY_ATTEMPTS - 1,
+    `retryScheduleSeconds has at most ${MAX_DELIVERY_ATTEMPTS - 1} delays (${MAX_DELIVERY_ATTEMPTS} attempts: a delivery record keeps that many attempts, from which the attempt number is counted)`)), [60, 600, 6000, 43200]),
+  /** Relative jitter of each delay: 0.1 is ±10 %, so retries of deliveries that failed together spread out. */
   retryJitter: z._default(z.number().check(z.minimum(0), z.maximum(1)), 0.1),
   /**
    * A retry (or a deferral) waiting at most this long stays on the delivery queue as a delayed
@@ -101,6 +116,9 @@ export const configSchema = z.object({
 export type Config = z.infer<typeof configSchema>;
 
 export const defaultConfig: Config = configSchema.parse({});
+
+/** Attempts a delivery makes in all under `config`: the first, then one after each delay of the retry schedule. */
+export const deliveryAttempts = (config: Pick<Config, 'retryScheduleSeconds'>): number => config.retryScheduleSeconds.length + 1;
 
 /** Parses a settings document (partial JSON) over the defaults; throws with the bad field named. */
 export function parseConfig(json: unknown): Config {

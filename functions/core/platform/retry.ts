@@ -27,6 +27,10 @@ export const BACKOFFS = {
   lostRace: { baseMs: 10, capMs: 200 },
   /** Batch reads and writes of the deliveries table left unprocessed (throttling). */
   batchUnprocessed: { baseMs: 25, capMs: 1000, jitter: 'none' },
+  /** A delivery the endpoint's rate limit refused again (delivery-throttle.ts): a queue delay, capped at SQS's 900 s. */
+  throttleRefused: { baseMs: 1000, capMs: 900_000 },
+  /** Empty stream pages while replaying a failed fan-out batch (events/replay.ts): ≤ 1 GetRecords a second beside the live reader. */
+  replayEmptyPage: { baseMs: 1000, capMs: 8000, jitter: 'none' },
 } as const satisfies Record<string, Backoff>;
 
 /** The wait before retry number `attempt` (1 = the first retry), in ms. */

@@ -7,17 +7,17 @@
  * and event type are filters over what was read: a page looks at READ_BUDGET keys at most and
  * otherwise ends short with a cursor, so no call reads the organization's whole history.
  */
-import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../platform/deps.js';
 import { keys, type DeliveryRecord } from '../platform/model.js';
 import { deliveryStore } from '../delivery/delivery-port.js';
+import type { CreatedKey } from '../delivery/delivery-state.js';
 
 /** What deliverySummary (views.ts) shows: no payload. */
 export type DeliverySummaryRecord = Omit<DeliveryRecord, 'payload'>;
 
 const shown = ['pk', 'sk', 'id', 'organizationId', 'endpointId', 'eventId', 'eventType', 'status', 'reason', 'attempts', 'olderAttempts', 'createdAt', 'updatedAt', 'nextAttemptAt', 'payloadOmitted'];
-/** The index the lists read (lib/topology.ts `deliveries.globalIndexes`). */
-export const BY_CREATED_INDEX = 'byCreated';
+/** The index the lists read (lib/topology.ts `deliveries.globalIndexes`), through the delivery store. */
+export { BY_CREATED_INDEX } from '../delivery/delivery-record.js';
 /** Index keys one call looks at, at most, before answering a short page with a cursor. */
 export const READ_BUDGET = 1_000;
 const INDEX_PAGE = 100;
@@ -40,25 +40,18 @@ const toSummary = ({ pk: _pk, sk: _sk, ...item }: Record<string, unknown>) => ({
 
 /** A page of the organization's deliveries, newest first (by creation, then id). */
 export async function pageDeliverySummaries(deps: Deps, organizationId: string, query: SummaryQuery): Promise<{ items: DeliverySummaryRecord[]; next: SummaryCursor | null; looked: number }> {
-  const pk = keys.org(organizationId).pk;
-  const range = query.since && query.until ? ' AND createdAt BETWEEN :since AND :until' : query.since ? ' AND createdAt >= :since' : query.until ? ' AND createdAt <= :until' : '';
   const budget = query.budget ?? READ_BUDGET;
   const found: DeliverySummaryRecord[] = [];
-  let start: Record<string, unknown> | undefined = query.after ? { pk, sk: keys.delivery(organizationId, query.after.id).sk, createdAt: query.after.createdAt } : undefined;
+  let start: CreatedKey | undefined = query.after && { ...keys.delivery(organizationId, query.after.id), createdAt: query.after.createdAt };
   let looked = 0;
   for (;;) {
-    const out = await deps.doc.send(new QueryCommand({
-      TableName: deps.tables.deliveries, IndexName: BY_CREATED_INDEX, ScanIndexForward: false,
-      KeyConditionExpression: `pk = :pk${range}`,
-      ExpressionAttributeValues: { ':pk': pk, ...(query.since ? { ':since': query.since } : {}), ...(query.until ? { ':until': query.until } : {}) },
-      Limit: Math.min(INDEX_PAGE, budget - looked), ExclusiveStartKey: start,
-    }));
-    const indexKeys = out.Items ?? [];
+    const out = await deliveryStore(deps).newestDeliveries(organizationId, { since: query.since, until: query.until, after: start, limit: Math.min(INDEX_PAGE, budget - looked) });
+    const indexKeys = out.keys;
     looked += indexKeys.length;
-    const records = await deliveryStore(deps).get(indexKeys.map((k) => ({ pk: k.pk as string, sk: k.sk as string })), { consistent: true, projection: shown });
+    const records = await deliveryStore(deps).get(indexKeys.map(({ pk, sk }) => ({ pk, sk })), { consistent: true, projection: shown });
     const bySk = new Map(records.map((r) => [r.sk as string, r]));
     for (const key of indexKeys) {
-      const item = bySk.get(key.sk as string);
+      const item = bySk.get(key.sk);
       if (!item) continue; // expired (TTL) between the index read and the record read
       const summary = toSummary(item);
       if (query.keep && !query.keep(summary)) continue;
@@ -68,10 +61,10 @@ export async function pageDeliverySummaries(deps: Deps, organizationId: string, 
         return { items, next: { createdAt: items.at(-1)!.createdAt, id: items.at(-1)!.id }, looked };
       }
     }
-    if (!out.LastEvaluatedKey) return { items: found, next: null, looked };
-    start = out.LastEvaluatedKey;
+    if (!out.next) return { items: found, next: null, looked };
+    start = out.next;
     // The budget spent: a short page, continuing after the last delivery looked at.
-    if (looked >= budget) return { items: found, next: { createdAt: start.createdAt as string, id: String(start.sk).slice(keys.deliveryPrefix.length) }, looked };
+    if (looked >= budget) return { items: found, next: { createdAt: start.createdAt, id: start.sk.slice(keys.deliveryPrefix.length) }, looked };
   }
 }
 

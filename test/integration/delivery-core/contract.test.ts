@@ -276,6 +276,23 @@ describe.each(implementations)('the delivery port on %s', (name, make) => {
   it('sends every message whole, in batches the queue takes, each after its delay', async () => {
     await queueBehaviours(impl);
   });
+
+  it('pages an organization’s records by creation, newest first, within a time range, event items left out', async () => {
+    const org = `org_created_${randomUUID().slice(0, 8)}`;
+    const created = (n: number, minute: number): StoredItem => ({ ...keys.delivery(org, `dlv_c${n}`), entity: 'delivery', id: `dlv_c${n}`, organizationId: org, status: 'pending', createdAt: `2026-11-26T09:0${minute}:00.000Z` });
+    await impl.store.recorded([created(1, 1), created(2, 2), created(3, 3), created(4, 4), created(5, 5), { ...keys.event(org, 'evt_c'), entity: 'event' }]);
+    const ids = (page: { keys: { sk: string }[] }) => page.keys.map((k) => k.sk.slice(keys.deliveryPrefix.length));
+    const first = await impl.store.newestDeliveries(org, { limit: 2 });
+    expect(ids(first)).toEqual(['dlv_c5', 'dlv_c4']);
+    expect(first.next).toEqual({ ...keys.delivery(org, 'dlv_c4'), createdAt: '2026-11-26T09:04:00.000Z' });
+    const second = await impl.store.newestDeliveries(org, { limit: 10, after: first.next });
+    expect(ids(second)).toEqual(['dlv_c3', 'dlv_c2', 'dlv_c1']);
+    expect(second.next).toBeUndefined();
+    const ranged = await impl.store.newestDeliveries(org, { limit: 10, since: '2026-11-26T09:02:00.000Z', until: '2026-11-26T09:04:00.000Z' });
+    expect(ids(ranged)).toEqual(['dlv_c4', 'dlv_c3', 'dlv_c2']);
+    expect(ids(await impl.store.newestDeliveries(org, { limit: 10, since: '2026-11-26T09:04:00.000Z' }))).toEqual(['dlv_c5', 'dlv_c4']);
+    expect(ids(await impl.store.newestDeliveries(org, { limit: 10, until: '2026-11-26T09:01:00.000Z' }))).toEqual(['dlv_c1']);
+  });
 });
 
 describe('the attempt log’s trim on DynamoDB Local', () => {

@@ -12,7 +12,8 @@ import path from 'node:path';
 import { CreateQueueCommand, DeleteMessageBatchCommand, DeleteQueueCommand, GetQueueAttributesCommand, ReceiveMessageCommand, type Message, type SQSClient } from '@aws-sdk/client-sqs';
 import { eventually, newTenant, postLead, runCli, testStack, type Tenant } from '../support/stack.js';
 import { Receiver, receiverForFile } from '../support/receiver.js';
-import { addEndpoint, forgetEndpoints, getEndpoint, rotateSecret, updateEndpoint } from '../../../functions/core/delivery/endpoints.js';
+import { addEndpoint, getEndpoint, rotateSecret, updateEndpoint } from '../../../functions/core/delivery/endpoints.js';
+import { containerMemory } from '../../../functions/core/delivery/container-memory.js';
 import { listDeliveries, redeliverDeadLetters, redeliverDelivery } from '../../../functions/core/delivery/redeliver.js';
 import { attemptDelivery, deliverBatch, staysQueued } from '../../../functions/core/delivery/deliver.js';
 import { MAX_MESSAGE_BYTES, deferDelivery, recordDelivery, sendDeliveryMessages } from '../../../functions/core/delivery/queue.js';
@@ -303,7 +304,7 @@ describe('webhook delivery', () => {
     // An item edited by hand: every secret expired.
     const expired = endpoint.secrets.map((x) => ({ ...x, expiresAt: new Date(Date.now() - 60_000).toISOString() }));
     await deps.doc.send(new UpdateCommand({ TableName: deps.tables.endpoints, Key: keys.endpoint(tenant.organizationId, endpointId), UpdateExpression: 'SET secrets = :s', ExpressionAttributeValues: { ':s': expired } }));
-    forgetEndpoints(tenant.organizationId);
+    containerMemory(deps).endpoints.delete(tenant.organizationId); // written around the store: drop the cached copy
     const event = { id: `evt_nosecret_${Date.now()}`, type: 'client.updated', organization_id: tenant.organizationId, timestamp: new Date().toISOString(), data: { object: { id: 'cli_x' } } } as unknown as EventPayload;
     const message = (await recordDelivery(deps, event, endpoint))!;
     expect(await deliverBatch(deps, [{ messageId: 'm1', receiptHandle: 'r1', body: JSON.stringify(message), receiveCount: 1 }]))
@@ -329,7 +330,7 @@ describe('webhook delivery', () => {
     const unqueued = { ...deps, sqs: { send: async () => ({}) } } as unknown as Deps;
     let lane: 'main' | 'slow' = 'main';
     const receive = (d: Deps, receiveCount: number) => {
-      forgetEndpoints(tenant.organizationId);
+      containerMemory(deps).endpoints.delete(tenant.organizationId); // written around the store: drop the cached copy
       return deliverBatch(d, [{ messageId: `m${receiveCount}`, receiptHandle: `r${receiveCount}`, body: JSON.stringify(message), receiveCount, lane }]);
     };
     const attempts = async () => (await deliveriesOf(tenant))[0].attempts.map((a) => [a.attempt, a.statusCode]);
@@ -371,7 +372,7 @@ describe('webhook delivery', () => {
     // The endpoint read breaks every time (anything unexpected would do): each receive ends in an error.
     const breaking = { ...deps, doc: { send: (command: { constructor: { name: string } }) => (command.constructor.name === 'QueryCommand' ? Promise.reject(new Error('socket hang up')) : deps.doc.send(command as never)) } } as unknown as Deps;
     const receive = (receiveCount: number) => {
-      forgetEndpoints(tenant.organizationId);
+      containerMemory(deps).endpoints.delete(tenant.organizationId); // written around the store: drop the cached copy
       return deliverBatch(breaking, [{ messageId: `m${receiveCount}`, receiptHandle: `r${receiveCount}`, body: JSON.stringify(message), receiveCount }]);
     };
     expect(await receive(9)).toEqual([{ messageId: 'm9', kind: 'error' }]);

@@ -2,21 +2,15 @@
  * An endpoint's options on the local stack's delivery function (docs/webhooks.md "Custom headers",
  * "Rate limit"): its custom headers reach a real receiver (every request verified with
  * standardwebhooks) on every delivery; a rate-limited endpoint receives no faster than its limit,
- * each delivery delivered at its first attempt (a throttled one is deferred, not failed); the
- * limit is a counter in DynamoDB shared by every container, not one in memory.
+ * each delivery delivered at its first attempt (a throttled one is deferred, not failed).
  */
 import { describe, it, expect, beforeAll, afterAll } from '@jest/globals';
-import { eventually, itemsOf, newTenant, testStack } from '../support/stack.js';
+import { eventually, newTenant, testStack } from '../support/stack.js';
 import { Receiver } from '../support/receiver.js';
 import { addEndpoint, getEndpoint } from '../../../functions/core/delivery/endpoints.js';
 import { recordDelivery, sendDeliveryMessages } from '../../../functions/core/delivery/queue.js';
 import { listDeliveries } from '../../../functions/core/delivery/redeliver.js';
-import { forgetThrottles, takeRateSlot } from '../../../functions/core/delivery/delivery-throttle.js';
 import type { DeliveryMessage, EventPayload, WebhookEndpoint } from '../../../functions/core/platform/model.js';
-import { keys } from '../../../functions/core/platform/model.js';
-import { attemptDelivery } from '../../../functions/core/delivery/deliver.js';
-import { forgetAllEndpoints } from '../../../functions/core/delivery/endpoints.js';
-import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 
 let receiver: Receiver;
 beforeAll(async () => {
@@ -70,50 +64,6 @@ describe('endpoint options in delivery', () => {
     expect(Math.min(...spans)).toBeGreaterThanOrEqual(1000 - 300);
     expect(at[N - 1] - at[0]).toBeGreaterThanOrEqual((N / 2 - 1) * 1000 - 300);
   }, 60_000);
-
-  it('the limit is shared by every container: one container takes the free lanes, a fresh one is then refused', async () => {
-    const { deps } = await testStack();
-    const endpoint = { id: `ep_shared_${Date.now()}`, organizationId: `org_shared_${Date.now()}`, rateLimitPerSecond: 3 } as WebhookEndpoint;
-    forgetThrottles();
-    const before = Date.now();
-    const taken = await Promise.all(Array.from({ length: 10 }, () => takeRateSlot(deps, endpoint)));
-    expect(taken.filter((t) => t === undefined)).toHaveLength(3);
-    // Each refused one waits for the first lane its refusal saw free, plus a random wait of up to 2 s (its first refusal).
-    for (const t of taken.filter((x) => x !== undefined)) {
-      expect(t!.untilMs).toBeGreaterThanOrEqual(before);
-      expect(t!.untilMs).toBeLessThanOrEqual(Date.now() + 1000 + 2000);
-      expect(t!.reason).toMatch(/rate limit \(3 a second\)/);
-    }
-    forgetThrottles(); // another container: it knows nothing of the lanes
-    const other = await takeRateSlot(deps, endpoint);
-    expect(other?.untilMs).toBeGreaterThanOrEqual(before + 1000);
-    // A second later every lane is free again.
-    await new Promise((r) => setTimeout(r, Math.max(0, other!.untilMs - Date.now()) + 50));
-    expect(await takeRateSlot(deps, endpoint)).toBeUndefined();
-  });
-
-  it('a half-open circuit’s probe refused by the rate limit gives its claim back: the next delivery probes at once', async () => {
-    const { deps } = await testStack();
-    const { organizationId } = await newTenant({ name: 'Throttled probe' });
-    const { endpoint: added } = await addEndpoint(deps, organizationId, { url: `${receiver.url}/probe`, events: 'all', rateLimitPerSecond: 1 });
-    const halfOpenSince = new Date(Date.now() - 1000).toISOString();
-    await deps.doc.send(new UpdateCommand({
-      TableName: deps.tables.endpoints, Key: keys.endpoint(organizationId, added.id),
-      UpdateExpression: 'SET circuitUntil = :u, circuitOpens = :o, circuitFailures = :f', ExpressionAttributeValues: { ':u': halfOpenSince, ':o': 1, ':f': 5 },
-    }));
-    forgetAllEndpoints();
-    const endpoint = (await getEndpoint(deps, organizationId, added.id))!;
-    forgetThrottles();
-    expect(await takeRateSlot(deps, endpoint)).toBeUndefined(); // the endpoint's one lane is taken for a second
-    const event = { id: `evt_probe_${Date.now()}`, type: 'client.updated', api_version: '2026-11-01', organization_id: organizationId, timestamp: new Date().toISOString(), data: { object: { id: 'cli_probe' } } } as unknown as EventPayload;
-    const message = (await recordDelivery(deps, event, endpoint))!;
-
-    const outcome = await attemptDelivery(deps, message, { lane: 'slow' });
-    expect(outcome).toMatchObject({ kind: 'deferred', reason: expect.stringMatching(/rate limit \(1 a second\)/) });
-    // The claim moved circuitUntil to the probe's deadline and set circuitProbing; both are undone.
-    const [item] = (await itemsOf('endpoints', organizationId, keys.endpoint(organizationId, added.id).sk));
-    expect(item.circuitProbing).toBeUndefined();
-    expect(item.circuitUntil).toBe(halfOpenSince);
-    expect(receiver.on('/probe')).toHaveLength(0);
-  });
+  // The limit shared by every container and a half-open probe refused by the limit are domain behaviour on the
+  // endpoints store: test/unit/delivery/delivery-throttle.test.ts and circuits.test.ts, on its twin.
 });

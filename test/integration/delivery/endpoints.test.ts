@@ -4,7 +4,7 @@ import { Webhook } from 'standardwebhooks';
 import { eventually, newTenant, ownDeps, runCli, testStack } from '../support/stack.js';
 import { receiverForFile } from '../support/receiver.js';
 import { tables } from '../../../lib/topology.js';
-import { addEndpoint, currentEndpoints, getEndpoint, recordEndpointHealth, updateEndpoint } from '../../../functions/core/delivery/endpoints.js';
+import { addEndpoint, currentEndpoints, getEndpoint } from '../../../functions/core/delivery/endpoints.js';
 import { deliveryIdFor, recordDelivery } from '../../../functions/core/delivery/queue.js';
 import { findDelivery } from '../../../functions/core/delivery/redeliver.js';
 import { webhookTestEvent } from '../../../functions/core/events/catalog.js';
@@ -90,20 +90,7 @@ describe('crm webhooks', () => {
     expect(String(request.headers['webhook-signature']).split(' ')).toHaveLength(2);
   });
 
-  it('disables an endpoint that has failed without a success for longer than the setting, and re-enabling clears it', async () => {
-    const { deps } = await testStack();
-    const { organizationId: org } = await newTenant();
-    const { endpoint } = await addEndpoint(deps, org, { url: 'https://hooks.example.com/health', events: 'all' });
-    await recordEndpointHealth(deps, (await getEndpoint(deps, org, endpoint.id))!, 'failed');
-    const failing = (await getEndpoint(deps, org, endpoint.id))!;
-    expect(failing).toMatchObject({ enabled: true, failingSince: expect.any(String) });
-    const sixDaysLater = { ...deps, now: () => Date.parse(failing.failingSince!) + 6 * 86_400_000 };
-    await recordEndpointHealth(sixDaysLater, failing, 'failed');
-    expect(await getEndpoint(deps, org, endpoint.id)).toMatchObject({ enabled: false, disabledReason: expect.stringContaining('failing without a success') });
-    const enabled = await updateEndpoint(deps, org, endpoint.id, { enabled: true });
-    expect(enabled).toMatchObject({ enabled: true });
-    expect(enabled).not.toHaveProperty('failingSince');
-  });
+  // Disabling after failing too long, and re-enabling: test/unit/delivery/circuits.test.ts (the endpoints store's twin).
 
   it('records an event too big for the queue as failed with the reason, and queues nothing', async () => {
     const { deps } = await testStack();

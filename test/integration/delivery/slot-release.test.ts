@@ -10,7 +10,7 @@ import { describe, it, expect } from '@jest/globals';
 import { newTenant, testStack } from '../support/stack.js';
 import { addEndpoint, getEndpoint } from '../../../functions/core/delivery/endpoints.js';
 import { attemptDelivery } from '../../../functions/core/delivery/deliver.js';
-import { inFlightTo } from '../../../functions/core/delivery/endpoint-concurrency.js';
+import { containerMemory } from '../../../functions/core/delivery/container-memory.js';
 import { recordDelivery } from '../../../functions/core/delivery/queue.js';
 import type { EventPayload } from '../../../functions/core/platform/model.js';
 
@@ -26,6 +26,6 @@ describe('an attempt that breaks off before its POST', () => {
     const unserializable = { ...message, payload: { ...message.payload, data: { object: { id: 'cli_slot', amount: 10n } } } } as unknown as typeof message;
 
     await expect(attemptDelivery(deps, unserializable, { lane })).rejects.toThrow(/BigInt/);
-    expect(inFlightTo(endpoint.id)).toBe(0);
+    expect(containerMemory(deps).slots.inFlightTo(endpoint.id)).toBe(0);
   });
 });

@@ -6,7 +6,7 @@ import {
   afterAttempt, circuitAttributes, circuitOf, circuitView, gate, laneFor, openSeconds, probeWindowMs, reachesThreshold,
 } from '../../../functions/core/delivery/circuit-breaker.js';
 import { laneOf } from '../../../functions/core/delivery/circuit-store.js';
-import { acquireSlot, inFlightTo, stalledMs } from '../../../functions/core/delivery/endpoint-concurrency.js';
+import { EndpointSlots } from '../../../functions/core/delivery/endpoint-concurrency.js';
 
 const settings = defaultConfig;
 const t0 = Date.parse('2026-11-23T02:00:00.000Z');
@@ -122,40 +122,42 @@ describe('the lanes', () => {
 
 describe('attempts in flight per endpoint', () => {
   it('admits `bound` at once; one more waits for a slot, or gives up after the wait', async () => {
-    const releases = await Promise.all([acquireSlot('ep_a', 2, 0), acquireSlot('ep_a', 2, 0)]);
-    expect(inFlightTo('ep_a')).toBe(2);
-    expect(await acquireSlot('ep_a', 2, 20)).toBeUndefined();
+    const slots = new EndpointSlots();
+    const releases = await Promise.all([slots.acquire('ep_a', 2, 0), slots.acquire('ep_a', 2, 0)]);
+    expect(slots.inFlightTo('ep_a')).toBe(2);
+    expect(await slots.acquire('ep_a', 2, 20)).toBeUndefined();
     // Another endpoint is not affected.
-    const other = await acquireSlot('ep_b', 2, 0);
+    const other = await slots.acquire('ep_b', 2, 0);
     expect(other).toBeDefined();
     other!();
-    const waiter = acquireSlot('ep_a', 2, 1000);
+    const waiter = slots.acquire('ep_a', 2, 1000);
     releases[0]!();
     const third = await waiter;
     expect(third).toBeDefined();
-    expect(inFlightTo('ep_a')).toBe(2);
+    expect(slots.inFlightTo('ep_a')).toBe(2);
     releases[1]!();
     third!();
     third!(); // releasing twice frees one slot only
-    expect(inFlightTo('ep_a')).toBe(0);
+    expect(slots.inFlightTo('ep_a')).toBe(0);
   });
 
   it('knows when attempts to an endpoint have stalled: the oldest in flight is old and none ended since (a slow receiver that answers never looks stalled)', async () => {
+    const slots = new EndpointSlots();
     let clock = 1_000;
     const now = () => clock;
-    const first = await acquireSlot('ep_c', 4, 0, now);
+    const first = await slots.acquire('ep_c', 4, 0, now);
     clock = 1_400;
-    const second = await acquireSlot('ep_c', 4, 0, now);
+    const second = await slots.acquire('ep_c', 4, 0, now);
     clock = 1_700;
-    expect(stalledMs('ep_c', clock)).toBe(700);
+    expect(slots.stalledMs('ep_c', clock)).toBe(700);
     first!(); // an answer (or a time-out) at 1 700: not stalled, though the second has waited 300 ms
-    expect(stalledMs('ep_c', clock)).toBe(0);
+    expect(slots.stalledMs('ep_c', clock)).toBe(0);
     second!();
     clock = 2_000;
-    const third = await acquireSlot('ep_c', 4, 0, now);
+    const third = await slots.acquire('ep_c', 4, 0, now);
     clock = 2_900;
-    expect(stalledMs('ep_c', clock)).toBe(900); // nothing ended since the third started
+    expect(slots.stalledMs('ep_c', clock)).toBe(900); // nothing ended since the third started
     third!();
-    expect(stalledMs('ep_c', clock)).toBe(0);
+    expect(slots.stalledMs('ep_c', clock)).toBe(0);
   });
 });

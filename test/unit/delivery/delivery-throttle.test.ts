@@ -6,39 +6,27 @@
  * (whole-second delays, as sqs-delivery-queue.ts sends them).
  */
 import { describe, it, expect, beforeEach, jest } from '@jest/globals';
-import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
-import { marshall } from '@aws-sdk/util-dynamodb';
-import type { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { defaultConfig } from '../../../functions/core/platform/config.js';
 import type { Deps } from '../../../functions/core/platform/deps.js';
 import type { WebhookEndpoint } from '../../../functions/core/platform/model.js';
-import { forgetThrottles, takeRateSlot, throttleWaitMs } from '../../../functions/core/delivery/delivery-throttle.js';
+import { takeRateSlot, throttleWaitMs } from '../../../functions/core/delivery/delivery-throttle.js';
+import { ContainerMemory, withContainerMemory } from '../../../functions/core/delivery/container-memory.js';
+import { withEndpointStore } from '../../../functions/core/delivery/endpoint-store.js';
 import { logger, metrics } from '../../../functions/core/platform/observability.js';
+import { MemoryEndpointStore } from '../../support/memory-endpoint-store.js';
 
 const throttledMetric = jest.spyOn(metrics, 'addMetric').mockImplementation(() => metrics);
 jest.spyOn(logger, 'warn').mockImplementation(() => undefined);
 
-/** A throttle item evaluated as DynamoDB does: `SET #l = :now IF attribute_not_exists(#l) OR #l <= :free`. */
-function fakeStore(clock: { now: number }, fault?: () => Error | undefined) {
-  const item: Record<string, number> = {};
-  const store = { writes: 0, item };
-  const doc = {
-    send: async (command: UpdateCommand) => {
-      store.writes += 1;
-      const failure = fault?.();
-      if (failure) throw failure;
-      const input = command.input;
-      const lane = input.ExpressionAttributeNames!['#l'];
-      const values = input.ExpressionAttributeValues!;
-      if (item[lane] !== undefined && item[lane] > (values[':free'] as number)) {
-        throw new ConditionalCheckFailedException({ message: 'The conditional request failed', $metadata: {}, Item: marshall(item) });
-      }
-      item[lane] = values[':now'] as number;
-      return {};
-    },
-  };
-  const deps = { now: () => clock.now, doc, config: defaultConfig, tables: { endpoints: 'endpoints' } } as unknown as Deps;
-  return { store, deps };
+/** The endpoint store's twin (its throttle item evaluated as DynamoDB does), one container's memory, on `clock`. */
+function fakeStore(clock: { now: number }) {
+  const twin = new MemoryEndpointStore();
+  const base = { now: () => clock.now, config: defaultConfig, tables: { endpoints: 'endpoints' } } as unknown as Deps;
+  const store = { twin, get writes() { return twin.calls.filter((c) => c === 'claimThrottleLane').length; } };
+  /** Deps of a container: the same one each call, or (`fresh`) a new one that knows nothing of the lanes. */
+  let deps = withContainerMemory(withEndpointStore(base, twin), new ContainerMemory());
+  const container = (fresh = false) => (fresh ? (deps = withContainerMemory(deps, new ContainerMemory())) : deps);
+  return { store, get deps() { return deps; }, container };
 }
 
 const endpoint = (limit: number) => ({ id: 'ep_1', organizationId: 'org_1', rateLimitPerSecond: limit }) as WebhookEndpoint;
@@ -51,7 +39,7 @@ const endpoint = (limit: number) => ({ id: 'ep_1', organizationId: 'org_1', rate
  */
 async function drain(backlog: number, limit: number, blind: boolean) {
   const clock = { now: Date.parse('2026-11-26T12:00:00.000Z') };
-  const { store, deps } = fakeStore(clock);
+  const { store, container } = fakeStore(clock);
   const start = clock.now;
   const queue = Array.from({ length: backlog }, () => ({ dueMs: start + Math.floor(Math.random() * 200), throttled: 0 }));
   const admitted: number[] = [];
@@ -60,8 +48,7 @@ async function drain(backlog: number, limit: number, blind: boolean) {
     queue.sort((a, b) => a.dueMs - b.dueMs);
     const message = queue.shift()!;
     clock.now = Math.max(clock.now, message.dueMs);
-    if (blind) forgetThrottles();
-    const throttled = await takeRateSlot(deps, endpoint(limit), message.throttled);
+    const throttled = await takeRateSlot(container(blind), endpoint(limit), message.throttled);
     if (!throttled) {
       admitted.push(clock.now);
       continue;
@@ -78,7 +65,7 @@ async function drain(backlog: number, limit: number, blind: boolean) {
 }
 
 describe('the endpoint rate limit deferral', () => {
-  beforeEach(() => { forgetThrottles(); throttledMetric.mockClear(); });
+  beforeEach(() => { throttledMetric.mockClear(); });
 
   it('drains a backlog of 1,000 at 5 a second with about B·log2(B/N) refusals, never more than N in any second', async () => {
     const run = await drain(1000, 5, false);
@@ -126,19 +113,43 @@ describe('the endpoint rate limit deferral', () => {
     expect(store.writes).toBe(writes + 1);
   });
 
+  // Moved from test/integration/delivery/endpoint-options.test.ts: the lanes are the store's, the twin is held to DynamoDB's condition by the store's contract.
+  it('the limit is shared by every container: one container takes the free lanes, a fresh one is then refused', async () => {
+    const clock = { now: 200_000 };
+    const { deps, container } = fakeStore(clock);
+    const ep = endpoint(3);
+    const taken = await Promise.all(Array.from({ length: 10 }, () => takeRateSlot(deps, ep)));
+    expect(taken.filter((t) => t === undefined)).toHaveLength(3);
+    // Each refused one waits for the first lane its refusal saw free, plus a random wait of up to 2 s (its first refusal).
+    for (const t of taken.filter((x) => x !== undefined)) {
+      expect(t!.untilMs).toBeGreaterThanOrEqual(clock.now);
+      expect(t!.untilMs).toBeLessThanOrEqual(clock.now + 1000 + 2000);
+      expect(t!.reason).toMatch(/rate limit \(3 a second\)/);
+    }
+    clock.now += 500;
+    const another = container(true); // another container: it knows nothing of the lanes
+    const other = await takeRateSlot(another, ep);
+    expect(other?.untilMs).toBeGreaterThanOrEqual(200_000 + 1000);
+    // A second after they were taken every lane is free again.
+    clock.now = 201_000;
+    expect(await takeRateSlot(another, ep)).toBeUndefined();
+  });
+
   it('a throttled write (the item’s own write rate) is a jittered deferral, not an error', async () => {
     const clock = { now: 90_000 };
     for (const name of ['ThrottlingException', 'ProvisionedThroughputExceededException']) {
-      forgetThrottles();
-      const { deps } = fakeStore(clock, () => Object.assign(new Error('Rate of requests exceeds the allowed throughput.'), { name }));
+      const { store, deps } = fakeStore(clock);
+      store.twin.inject('claimThrottleLane', Object.assign(new Error('Rate of requests exceeds the allowed throughput.'), { name }));
       const throttled = await takeRateSlot(deps, endpoint(5), 0);
       expect(throttled).toBeDefined();
       expect(throttled!.untilMs).toBeGreaterThanOrEqual(clock.now + 1000);
       expect(throttled!.reason).toMatch(new RegExp(`could not be checked \\(${name}\\).*no attempt used`));
+      // The lane it did not take is free to this container again.
+      expect(await takeRateSlot(deps, endpoint(5), 0)).toBeUndefined();
     }
     // Any other error is still one (the receive is retried and reported).
-    const { deps } = fakeStore(clock, () => Object.assign(new Error('boom'), { name: 'InternalServerError' }));
-    forgetThrottles();
+    const { store, deps } = fakeStore(clock);
+    store.twin.inject('claimThrottleLane', Object.assign(new Error('boom'), { name: 'InternalServerError' }));
     await expect(takeRateSlot(deps, endpoint(5))).rejects.toThrow('boom');
   });
 });

@@ -1,9 +1,10 @@
 /** The retry schedule: 1 min, 10 min, 100 min, 12 h, ±10 % jitter, Retry-After within the 12 h cap. */
 import { describe, it, expect } from '@jest/globals';
 import fc from 'fast-check';
-import { defaultConfig } from '../../../functions/core/platform/config.js';
+import { defaultConfig, MAX_DELIVERY_ATTEMPTS, parseConfig } from '../../../functions/core/platform/config.js';
+import { MAX_KEPT_ATTEMPTS } from '../../../functions/core/delivery/attempt-log.js';
 import {
-  DEFAULT_RETRY_SCHEDULE_SECONDS, MAX_ATTEMPTS, MAX_VISIBILITY_SECONDS, VISIBILITY_SAFETY_MARGIN_SECONDS, nextDelay, parseRetryAfter, receivedAtOf,
+  deliveryAttempts, MAX_VISIBILITY_SECONDS, VISIBILITY_SAFETY_MARGIN_SECONDS, nextDelay, parseRetryAfter, receivedAtOf,
   retryDelaySeconds, visibilityLeftSeconds,
 } from '../../../functions/core/delivery/schedule.js';
 
@@ -15,12 +16,26 @@ describe('retry delays', () => {
   it('default to 1 min, 10 min, 100 min and 12 h: 5 attempts in all', () => {
     expect([1, 2, 3, 4].map((attempt) => nextDelay(attempt, { random: middle }))).toEqual([60, 600, 6000, 43_200]);
     expect(nextDelay(5, { random: middle })).toBeUndefined();
-    expect(MAX_ATTEMPTS).toBe(5);
+    expect(deliveryAttempts(defaultConfig)).toBe(5);
   });
 
   it('match the production settings', () => {
-    expect(defaultConfig.retryScheduleSeconds).toEqual([...DEFAULT_RETRY_SCHEDULE_SECONDS]);
+    expect(defaultConfig.retryScheduleSeconds).toEqual([60, 600, 6000, 43_200]);
     expect(defaultConfig.retryJitter).toBe(0.1);
+  });
+
+  it('decide the attempts: one more than the schedule has delays, each delay used once', () => {
+    const schedule = [1, 2, 3, 4, 5, 6, 7, 8];
+    expect(deliveryAttempts({ retryScheduleSeconds: schedule })).toBe(9);
+    expect(schedule.map((_, i) => nextDelay(i + 1, { schedule, jitter: 0 }))).toEqual(schedule);
+    expect(nextDelay(9, { schedule, jitter: 0 })).toBeUndefined();
+    expect(deliveryAttempts({ retryScheduleSeconds: [] })).toBe(1);
+  });
+
+  it('are refused past the attempts a delivery record can count (its attempt log keeps them all)', () => {
+    expect(MAX_KEPT_ATTEMPTS).toBeGreaterThanOrEqual(MAX_DELIVERY_ATTEMPTS);
+    expect(deliveryAttempts(parseConfig({ retryScheduleSeconds: Array(MAX_DELIVERY_ATTEMPTS - 1).fill(1) }))).toBe(MAX_DELIVERY_ATTEMPTS);
+    expect(() => parseConfig({ retryScheduleSeconds: Array(MAX_DELIVERY_ATTEMPTS).fill(1) })).toThrow(/retryScheduleSeconds has at most 19 delays/);
   });
 
   it('jitter by at most ±10 %, reaching both ends', () => {
@@ -31,7 +46,7 @@ describe('retry delays', () => {
   it('stay within ±10 % of the schedule and never pass SQS’s 12 h visibility limit, whatever the random draw', () => {
     fc.assert(fc.property(fc.integer({ min: 1, max: 4 }), fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }), (attempt, r) => {
       const delay = nextDelay(attempt, { random: () => r })!;
-      const base = DEFAULT_RETRY_SCHEDULE_SECONDS[attempt - 1];
+      const base = defaultConfig.retryScheduleSeconds[attempt - 1];
       expect(Number.isInteger(delay)).toBe(true);
       expect(delay).toBeGreaterThanOrEqual(Math.round(base * 0.9));
       expect(delay).toBeLessThanOrEqual(Math.min(MAX_VISIBILITY_SECONDS, Math.round(base * 1.1)));

@@ -34,3 +34,20 @@ describe('the deliveries table’s one writer', () => {
     expect(writesDeliveries("await deps.doc.send(new PutCommand({ TableName: deps.tables.clients, Item }));")).toBe(false);
   });
 });
+
+describe('the endpoints table’s one writer', () => {
+  // lib/cli/commands/endpoints.ts is the one-off migration that copied the items from the
+  // organizations table as they were (docs/decisions.md "Endpoints in their own table"): an operator tool, not the domain.
+  const MIGRATION = 'lib/cli/commands/endpoints.ts';
+  const writesEndpoints = (source: string) => /\btables\.endpoints\b/.test(source) && WRITES.test(source);
+
+  it('is endpoint-store.ts: no other source names the table and builds a write (the migration aside)', () => {
+    const writers = ['functions', 'lib', 'bin'].flatMap(sources).filter((file) => file !== MIGRATION && writesEndpoints(readFileSync(file, 'utf8')));
+    expect(writers).toEqual(['functions/core/delivery/endpoint-store.ts']);
+  });
+
+  it('catches a planted writer', () => {
+    expect(writesEndpoints("await deps.doc.send(new UpdateCommand({ TableName: deps.tables.endpoints, Key }));")).toBe(true);
+    expect(writesEndpoints("await deps.doc.send(new GetCommand({ TableName: deps.tables.endpoints, Key }));")).toBe(false);
+  });
+});

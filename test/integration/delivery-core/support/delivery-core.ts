@@ -19,10 +19,7 @@ import { listDeliveries } from '../../../../functions/core/delivery/redeliver.js
 import type { DeliveryQueueName } from '../../../../functions/core/delivery/delivery-state.js';
 import { requeuePendingDeliveries } from '../../../../lib/local/requeue-deliveries.js';
 import { queues } from '../../../../lib/topology.js';
-import { forgetAllEndpoints } from '../../../../functions/core/delivery/endpoints.js';
-import { forgetFailedHere } from '../../../../functions/core/delivery/circuit-store.js';
-import { forgetSlots } from '../../../../functions/core/delivery/endpoint-concurrency.js';
-import { forgetThrottles } from '../../../../functions/core/delivery/delivery-throttle.js';
+import { ContainerMemory, withContainerMemory } from '../../../../functions/core/delivery/container-memory.js';
 import { MemoryDeliveryQueue, MemoryDeliveryStore } from './memory-delivery.js';
 
 const LANES: [DeliveryQueueName, 'main' | 'slow'][] = [['deliveryQueue', 'main'], ['deliverySlowQueue', 'slow']];
@@ -57,11 +54,12 @@ export class DeliveryCore {
   readonly now = () => Date.now() + this.skew;
   readonly store = new MemoryDeliveryStore(this.now);
   readonly queue = new MemoryDeliveryQueue(this.now);
-  readonly deps: Deps;
+  /** Replaced at a restart: a fresh process remembers nothing (ContainerMemory). */
+  deps: Deps;
   private nextSweep = 0;
 
   constructor(base: Deps, settings: Partial<Config> = {}) {
-    this.deps = withDeliveryPorts({ ...base, config: { ...base.config, ...settings }, now: this.now }, { store: this.store, queue: this.queue });
+    this.deps = withContainerMemory(withDeliveryPorts({ ...base, config: { ...base.config, ...settings }, now: this.now }, { store: this.store, queue: this.queue }), new ContainerMemory());
   }
 
   /** Moves the clock forward. */
@@ -133,10 +131,7 @@ export class DeliveryCore {
    */
   async restart(): Promise<number> {
     this.generation++;
-    forgetAllEndpoints();
-    forgetFailedHere();
-    forgetSlots();
-    forgetThrottles();
+    this.deps = withContainerMemory(this.deps, new ContainerMemory());
     this.queue.clear();
     this.nextSweep = 0;
     return requeuePendingDeliveries(this.deps);

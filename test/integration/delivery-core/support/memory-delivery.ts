@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { keys, type DeliveryMessage } from '../../../../functions/core/platform/model.js';
 import { inBatches } from '../../../../functions/core/platform/batches.js';
 import {
-  applyChange, changeOf, holds, targetOf, type DeliveryQueue, type DeliveryQueueName, type DeliveryStore, type DueKey, type Key, type StoredItem,
+  applyChange, changeOf, holds, targetOf, type CreatedKey, type CreatedQuery, type DeliveryQueue, type DeliveryQueueName, type DeliveryStore, type DueKey, type Key, type StoredItem,
 } from '../../../../functions/core/delivery/delivery-state.js';
 import { MAX_QUEUE_DELAY_SECONDS } from '../../../../functions/core/delivery/sqs-delivery-queue.js';
 
@@ -50,6 +50,20 @@ export class MemoryDeliveryStore implements DeliveryStore {
 
   async deliveriesOf(organizationId: string, options: { projection?: string[] } = {}): Promise<StoredItem[]> {
     return this.deliveries().filter((i) => i.pk === keys.org(organizationId).pk).map((i) => copy(project(i, options.projection)));
+  }
+
+  /** The byCreated index: records with a `createdAt`, newest first (ties by key, descending), after `after`. */
+  async newestDeliveries(organizationId: string, query: CreatedQuery): Promise<{ keys: CreatedKey[]; next?: CreatedKey }> {
+    const order = (a: CreatedKey, b: CreatedKey) => (a.createdAt === b.createdAt ? (a.sk < b.sk ? 1 : a.sk > b.sk ? -1 : 0) : a.createdAt < b.createdAt ? 1 : -1);
+    const all = [...this.items.values()]
+      .filter((i) => i.pk === keys.org(organizationId).pk && typeof i.createdAt === 'string')
+      .map((i) => ({ pk: String(i.pk), sk: String(i.sk), createdAt: String(i.createdAt) }))
+      .filter((k) => (!query.since || k.createdAt >= query.since) && (!query.until || k.createdAt <= query.until))
+      .sort(order);
+    const from = query.after ? all.filter((k) => order(k, query.after!) > 0) : all;
+    const page = from.slice(0, query.limit);
+    // As DynamoDB: a page that reached its limit says where the next starts, even when nothing follows.
+    return { keys: page, ...(page.length > 0 && page.length === query.limit ? { next: page.at(-1) } : {}) };
   }
 
   async keyOf(deliveryId: string): Promise<Key | undefined> {
