@@ -49,6 +49,7 @@ export const routes: RouteSpec[] = [
   settingsRoute('GET', '/api/settings/requests'),
   settingsRoute('GET', '/api/settings/clients/{id}/trail'),
   settingsRoute('GET', '/api/settings/audit'),
+  settingsRoute('POST', '/api/settings/links/revoke'),
 ];
 
 /**

@@ -77,6 +77,8 @@ export interface Organization {
   captchaProvider?: CaptchaProvider;
   /** What a lead matching an existing client does (docs/leads.md "Duplicates"); absent: `flag`. */
   duplicatePolicy?: DuplicatePolicy;
+  /** Settings links issued at or before this time (epoch ms) are signed out (docs/settings.md "Signing out every link"). */
+  linksRevokedAt?: number;
 }
 
 export type DuplicatePolicy = 'flag' | 'merge';

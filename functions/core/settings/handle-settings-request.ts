@@ -10,7 +10,7 @@ import { conflict, DomainError, methodNotAllowed, notFound, tooManyRequests, una
 import { logger } from '../platform/observability.js';
 import type { HttpOutcome, HttpRequest } from '../platform/http-request.js';
 import { createApiKey, listApiKeys, revokeApiKey, rotateApiKey, type NewApiKeyOptions } from '../tenancy/api-keys.js';
-import { getOrganization, setDuplicatePolicy } from '../tenancy/organizations.js';
+import { getOrganization, revokeSettingsLinks, setDuplicatePolicy } from '../tenancy/organizations.js';
 import { checkRateLimit, rateLimitHeaders } from '../tenancy/rate-limit.js';
 import { addEndpoint, getEndpoint, listEndpoints, removeEndpoint, rotateSecret, updateEndpoint } from '../delivery/endpoints.js';
 import { waitForFirstOutcome } from '../delivery/first-outcome.js';
@@ -147,6 +147,12 @@ const operations: Record<string, Operation> = {
 
   ...deliveryOperations,
 
+  // Every link issued until now, this one included, is signed out (docs/settings.md "Signing out every link").
+  'POST /api/settings/links/revoke': async (c) => {
+    const at = await revokeSettingsLinks(c.deps, c.organization.id);
+    await c.audit('settings.links_revoked', c.organization.id, { revokedAt: new Date(at).toISOString() });
+    return { status: 200, body: { revoked_at: new Date(at).toISOString() } };
+  },
   'GET /api/settings/audit': async (c) => {
     const { limit = DEFAULT_PAGE_ROWS } = c.query as QueryOf<'GET /api/settings/audit'>;
     return { status: 200, body: { entries: await listAudit(c.deps, c.organization.id, { limit }) } };
@@ -185,9 +191,13 @@ export function settingsApi(options: SettingsApiOptions) {
         throw allowed.length ? methodNotAllowed(allowed) : notFound('No route for this path.');
       }
       const session = await authenticateSession(deps, request, options);
-      // An organization deleted since the token was minted has nothing to manage.
-      const organization = await getOrganization(deps, session.organizationId);
+      // An organization deleted since the token was minted has nothing to manage. Read consistently:
+      // a link signed out a moment ago is refused on its very next request.
+      const organization = await getOrganization(deps, session.organizationId, { consistent: true });
       if (!organization) throw unauthorized('The session token is not valid.');
+      if (organization.linksRevokedAt !== undefined && session.issuedAt.getTime() <= organization.linksRevokedAt) {
+        throw unauthorized('This settings link was signed out: open the settings page from the CRM again.');
+      }
       const limit = await checkRateLimit(deps, `settings#${organization.id}`, SETTINGS_RATE_LIMIT_PER_MINUTE);
       headers = rateLimitHeaders(limit);
       if (!limit.allowed) throw tooManyRequests(limit.retryAfterSeconds ?? 1);

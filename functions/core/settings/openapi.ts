@@ -149,6 +149,11 @@ export const settingsPaths = {
       409: problem('The endpoint is disabled: enable it first'),
     }, { parameters: [id] }),
   },
+  '/api/settings/links/revoke': {
+    post: op('revokeSettingsLinks', 'Sign out every settings link of the organization issued until now, this one included: each one\'s next request is a 401. Recorded in the audit log.', {
+      200: json(obj({ revoked_at: time }), 'Signed out: open the settings page from the CRM again'),
+    }),
+  },
   '/api/settings/deliveries': {
     get: op('listDeliveries', 'Deliveries, newest first', { 200: json(obj({ deliveries: { type: 'array', items: ref('DeliverySummary') }, nextCursor: nullable(str) }), 'A page'), ...notFound }),
   },

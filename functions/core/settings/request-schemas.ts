@@ -171,6 +171,7 @@ export const requestSchemas = {
   },
   'GET /api/settings/requests': { query: z.strictObject({ cursor, limit }) },
   'GET /api/settings/audit': { query: z.strictObject({ limit }) },
+  'POST /api/settings/links/revoke': { body: z.strictObject({}), bodyRequired: false },
 } satisfies Record<string, RequestSchemas>;
 
 export type RouteWithSchemas = keyof typeof requestSchemas;

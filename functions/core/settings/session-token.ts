@@ -22,6 +22,8 @@ export interface Session {
   /** The acting user (the CRM app's user id), recorded in the audit log. */
   userId: string;
   expiresAt: Date;
+  /** When the link was issued (the token's `iat`), for the organization's sign-out (linksRevokedAt). */
+  issuedAt: Date;
 }
 
 function keyOf(secret: string | Uint8Array): Uint8Array {
@@ -74,7 +76,7 @@ export async function verifySessionToken(secret: string | Uint8Array, token: str
     || typeof exp !== 'number' || typeof iat !== 'number' || exp - iat > MAX_SESSION_TTL_SECONDS || iat * 1000 > now + CLOCK_TOLERANCE_SECONDS * 1000) {
     throw unauthorized('The session token is not valid.');
   }
-  return { organizationId, userId: sub, expiresAt: new Date(exp * 1000) };
+  return { organizationId, userId: sub, expiresAt: new Date(exp * 1000), issuedAt: new Date(iat * 1000) };
 }
 
 /** The bearer token of a request's Authorization header (exactly `Bearer <token>`, any case). */

@@ -21,7 +21,8 @@ export type CaptchaSetting = { provider: CaptchaProvider; secret: string } | { p
 export interface OrganizationStore {
   /** Writes a new organization and its index item; throws if the id exists. */
   createOrganization(org: Organization): Promise<void>;
-  getOrganization(id: string): Promise<Organization | undefined>;
+  /** `consistent`: a strongly consistent read (the settings API's sign-out check). */
+  getOrganization(id: string, options?: { consistent?: boolean }): Promise<Organization | undefined>;
   /** Oldest first. */
   listOrganizations(): Promise<Organization[]>;
   /** False when there is no such organization. */
@@ -30,6 +31,8 @@ export interface OrganizationStore {
   setCaptcha(id: string, setting: CaptchaSetting): Promise<void>;
   /** The organization's CAPTCHA secret; undefined when none is set. */
   captchaSecret(id: string): Promise<string | undefined>;
+  /** Signs out every settings link issued at or before `at` (epoch ms; never moved back). False when there is no such organization. */
+  revokeSettingsLinks(id: string, at: number): Promise<boolean>;
 }
 
 /** The organization as callers see it, from its item (never the CAPTCHA secret, nor the open day's counters). */
@@ -44,6 +47,7 @@ export const toOrganization = (item: Record<string, unknown>): Organization => (
   // The provider only: the CAPTCHA secret is read apart (captchaSecret) and never leaves the domain.
   ...(item.captchaProvider ? { captchaProvider: item.captchaProvider as CaptchaProvider } : {}),
   ...(item.duplicatePolicy === 'merge' || item.duplicatePolicy === 'flag' ? { duplicatePolicy: item.duplicatePolicy } : {}),
+  ...(typeof item.linksRevokedAt === 'number' ? { linksRevokedAt: item.linksRevokedAt } : {}),
 });
 
 /**
@@ -65,8 +69,8 @@ export function dynamoOrganizationStore(deps: Deps): OrganizationStore {
       }));
     },
 
-    async getOrganization(id) {
-      const { Item } = await deps.doc.send(new GetCommand({ TableName, Key: keys.org(id) }));
+    async getOrganization(id, options = {}) {
+      const { Item } = await deps.doc.send(new GetCommand({ TableName, Key: keys.org(id), ...(options.consistent ? { ConsistentRead: true } : {}) }));
       return Item ? toOrganization(Item) : undefined;
     },
 
@@ -96,6 +100,23 @@ export function dynamoOrganizationStore(deps: Deps): OrganizationStore {
         return true;
       } catch (error) {
         if (error instanceof ConditionalCheckFailedException) return false;
+        throw error;
+      }
+    },
+
+    async revokeSettingsLinks(id, at) {
+      try {
+        await deps.doc.send(new UpdateCommand({
+          TableName, Key: keys.org(id),
+          UpdateExpression: 'SET linksRevokedAt = :at',
+          // Never earlier than a revocation already made (a slower container's clock).
+          ConditionExpression: 'attribute_exists(pk) AND (attribute_not_exists(linksRevokedAt) OR linksRevokedAt < :at)',
+          ExpressionAttributeValues: { ':at': at },
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }));
+        return true;
+      } catch (error) {
+        if (error instanceof ConditionalCheckFailedException) return Boolean(error.Item);
         throw error;
       }
     },

@@ -82,7 +82,19 @@ export async function setOrganizationCaptcha(deps: Deps, id: string, input: { pr
 /** The organization's CAPTCHA secret (one GetItem of its own item); undefined when none is set. */
 export const captchaSecret = (deps: Deps, id: string): Promise<string | undefined> => organizationStore(deps).captchaSecret(id);
 
-export const getOrganization = (deps: Deps, id: string): Promise<Organization | undefined> => organizationStore(deps).getOrganization(id);
+export const getOrganization = (deps: Deps, id: string, options?: { consistent?: boolean }): Promise<Organization | undefined> =>
+  organizationStore(deps).getOrganization(id, options);
+
+/**
+ * Signs out every settings link of the organization issued until now (docs/settings.md "Signing
+ * out every link"): the settings API reads the organization item consistently on each request, so
+ * the next request of any earlier link is a 401. Answers the time recorded.
+ */
+export async function revokeSettingsLinks(deps: Deps, id: string): Promise<number> {
+  const at = deps.now();
+  if (!await organizationStore(deps).revokeSettingsLinks(id, at)) throw notFound(`No organization ${id}.`);
+  return at;
+}
 
 export async function requireOrganization(deps: Deps, id: string): Promise<Organization> {
   const org = await getOrganization(deps, id);

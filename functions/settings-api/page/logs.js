@@ -2,8 +2,8 @@
 // log lists every call made with one of the organization's keys, refused ones (401) included, each
 // with its key's name; the audit log lists every change made here, by whom.
 
-import { $, busy, copy, count, empty, fill, h, httpBadge, loading, money, problemAlert, scrollable, when } from './dom.js';
-import { api } from './session.js';
+import { $, busy, confirmAction, copy, count, empty, fill, h, httpBadge, loading, money, problemAlert, scrollable, when } from './dom.js';
+import { api, signedOut } from './session.js';
 import { openTrail } from './trail.js';
 
 export function renderOverview(settings) {
@@ -24,7 +24,23 @@ export function renderOverview(settings) {
   fill($('overview-facts'),
     h('div', {}, h('dt', { text: 'Lead endpoint' }), h('dd', { class: 'copy-line' }, endpoint, copyButton)),
     h('div', {}, h('dt', { text: 'Organization ID' }), h('dd', {}, h('code', { text: org.id }))),
-    duplicatePolicyFact(org));
+    duplicatePolicyFact(org),
+    signOutFact());
+}
+
+/** Signs out every settings link of the organization (a leaked link, an admin who left): docs/settings.md "Signing out every link". */
+function signOutFact() {
+  const button = h('button', { type: 'button', class: 'btn subtle small', id: 'sign-out-links' }, 'Sign out every link');
+  button.addEventListener('click', () => confirmAction({
+    title: 'Sign out every settings link?',
+    text: 'Every settings link of this organization issued until now stops working at once, this one included: its next request is refused. Whoever still needs the settings opens a new link from the CRM. Recorded in the audit log.',
+    action: 'Sign out every link',
+    run: async () => {
+      await api('/links/revoke', { method: 'POST' });
+      signedOut();
+    },
+  }));
+  return h('div', {}, h('dt', { text: 'Settings links' }), h('dd', {}, button));
 }
 
 /** What a lead matching an existing client does (docs/leads.md "Duplicates"): a select that saves on change. */

@@ -64,6 +64,17 @@ export function expire() {
   document.title = 'Link expired — Organization settings';
 }
 
+/** Every link was just signed out from this page (this one included): the page stays, its link is gone. */
+export function signedOut() {
+  sessionStorage.removeItem(TOKEN_KEY);
+  token = null;
+  for (const t of timers) clearTimeout(t);
+  timers = [];
+  $('session-info').textContent = 'Signed out';
+  banner('status', 'Every settings link is signed out',
+    'This link and every other one issued until now no longer work. Open the settings page from your CRM to continue.');
+}
+
 /** Timers for the warning and the expiry of the current token; false when it has expired already. */
 function schedule() {
   for (const t of timers) clearTimeout(t);

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
-import { requireOrganization } from '../../../functions/core/tenancy/organizations.js';
+import { requireOrganization, revokeSettingsLinks } from '../../../functions/core/tenancy/organizations.js';
+import { recordChange } from '../../../functions/core/settings/audit-log.js';
 import { MAX_SESSION_TTL_SECONDS, mintSessionToken, parseTtl } from '../../../functions/core/settings/session-token.js';
 import { CliError, printResult } from '../output.js';
 import { act } from '../run.js';
@@ -10,8 +11,11 @@ import { act } from '../run.js';
  * page (a fragment never reaches server logs).
  */
 export function register(program: Command): void {
-  program
+  const link = program
     .command('settings-link')
+    .description('a link to the organization settings page (`settings-link --org <id>`), or sign every link out (`settings-link revoke --org <id>`)');
+  link
+    .command('open', { isDefault: true })
     .description('print a link to the organization settings page (a session token valid up to 1 h)')
     .requiredOption('--org <id>', 'organization id')
     .option('--user <id>', 'the acting user recorded in the audit log', 'operator')
@@ -29,5 +33,16 @@ export function register(program: Command): void {
         console.log(url);
         console.error(`Valid until ${expiresAt} for ${options.org} as ${options.user}. Anyone with this link can manage the organization's keys and webhooks until then.`);
       });
+    }));
+  link
+    .command('revoke')
+    .description('sign out every settings link of the organization issued until now (each one\'s next request is a 401); recorded in the audit log')
+    .requiredOption('--org <id>', 'organization id')
+    .option('--user <id>', 'who signs them out, for the audit log', 'operator')
+    .action(act<{ org: string; user: string }>(async ({ target, options, json }) => {
+      const at = await revokeSettingsLinks(target.deps, options.org);
+      const revokedAt = new Date(at).toISOString();
+      await recordChange(target.deps, { organizationId: options.org, userId: options.user, action: 'settings.links_revoked', targetId: options.org, detail: { revokedAt, via: 'cli' }, requestId: `cli-${at}` });
+      printResult({ json }, { organizationId: options.org, revokedAt }, () => console.log(`Signed out every settings link of ${options.org} issued until ${revokedAt}. Open a new one with: crm settings-link --org ${options.org}`));
     }));
 }

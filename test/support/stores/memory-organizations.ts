@@ -21,7 +21,7 @@ type Key = { pk: string; sk: string };
 const id = (k: Key) => `${k.pk}\u0000${k.sk}`;
 const copy = <T>(value: T): T => structuredClone(value);
 
-export type OrganizationsOp = 'createOrganization' | 'getOrganization' | 'listOrganizations' | 'setDuplicatePolicy' | 'setCaptcha' | 'captchaSecret'
+export type OrganizationsOp = 'createOrganization' | 'getOrganization' | 'listOrganizations' | 'setDuplicatePolicy' | 'setCaptcha' | 'captchaSecret' | 'revokeSettingsLinks'
   | 'debitWallet' | 'countUsage' | 'adoptClaim' | 'refundCall' | 'refundUsage' | 'dailyUsage';
 
 export class MemoryOrganizationsTable {
@@ -69,6 +69,13 @@ export class MemoryOrganizationsTable {
       await this.faults.enter('setDuplicatePolicy');
       if (!this.items.has(id(keys.org(orgId)))) return false;
       this.update(keys.org(orgId), (item) => { item.duplicatePolicy = policy; });
+      return true;
+    },
+    revokeSettingsLinks: async (orgId: string, at: number) => {
+      await this.faults.enter('revokeSettingsLinks');
+      const org = this.get(keys.org(orgId));
+      if (!org) return false;
+      if (typeof org.linksRevokedAt !== 'number' || org.linksRevokedAt < at) this.update(keys.org(orgId), (item) => { item.linksRevokedAt = at; });
       return true;
     },
     setCaptcha: async (orgId: string, setting: CaptchaSetting) => {

@@ -25,8 +25,12 @@ function check(program: Command, line: string): string[] {
   const problems: string[] = [];
   let command = program;
   const optionsOf = (c: Command): readonly Option[] => [...c.options, ...program.options];
+  // A group with a default sub-command (`settings-link --org` is `settings-link open --org`).
+  const defaultOf = (c: Command) => c.commands.find((s) => s.name() === (c as unknown as { _defaultCommandName?: string })._defaultCommandName);
   for (let i = 0; i < words.length; i++) {
     const word = words[i];
+    const fallback = defaultOf(command);
+    if (fallback && !command.commands.some((c) => c.name() === word || c.aliases().includes(word))) command = fallback;
     if (word.startsWith('--')) {
       const option = optionsOf(command).find((o) => o.long === word);
       if (!option) problems.push(`${line}: ${command.name()} has no ${word}`);
@@ -37,7 +41,7 @@ function check(program: Command, line: string): string[] {
       else if (command.commands.length > 0) return [...problems, `${line}: ${command.name()} has no command "${word}"`];
     }
   }
-  if (command.commands.length > 0) problems.push(`${line}: "${command.name()}" needs a sub-command`);
+  if (command.commands.length > 0 && !defaultOf(command)) problems.push(`${line}: "${command.name()}" needs a sub-command`);
   return problems;
 }
 

@@ -78,7 +78,8 @@ describe('the settings requests the document describes', () => {
         checked += 1;
       }
     }
-    expect(checked).toBeGreaterThan(0);
+    // A route whose body documents fields documents at least one bound (a body without fields has none to break).
+    if (fields.length > 0) expect(checked).toBeGreaterThan(0);
   });
 });
 

@@ -15,9 +15,9 @@ const refusal = async (promise: Promise<unknown>) => {
 };
 
 describe('session tokens', () => {
-  it('verifies what it minted: organization, user, expiry', async () => {
+  it('verifies what it minted: organization, user, expiry, issue time', async () => {
     const session = await verifySessionToken(secret, await mint(), now + 1000);
-    expect(session).toEqual({ organizationId: 'org_A1', userId: 'user-1', expiresAt: new Date(now + 900_000) });
+    expect(session).toEqual({ organizationId: 'org_A1', userId: 'user-1', expiresAt: new Date(now + 900_000), issuedAt: new Date(Math.floor(now / 1000) * 1000) });
   });
 
   it('accepts a token up to 30 s past its expiry (clock skew), not beyond', async () => {
