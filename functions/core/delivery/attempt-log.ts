@@ -43,7 +43,8 @@ export function keptHeaders(pairs: [string, string][], side: 'request' | 'respon
   const kept: Record<string, string> = {};
   let bytes = 0;
   for (const [raw, value] of pairs.slice(0, MAX_KEPT_HEADERS)) {
-    const name = side === 'request' ? clip(raw.toLowerCase(), MAX_HEADER_NAME_CHARS) : redact.excerpt(raw.toLowerCase(), MAX_HEADER_NAME_CHARS, { unit: 'chars', ellipsis: true });
+    // A response header's name is redacted as sent, in any case, then lower-cased.
+    const name = side === 'request' ? clip(raw.toLowerCase(), MAX_HEADER_NAME_CHARS) : redact.excerpt(raw, MAX_HEADER_NAME_CHARS, { unit: 'chars', ellipsis: true, anyCase: true, name: true }).toLowerCase();
     const shown = side === 'request'
       ? (!SHOWN_REQUEST_HEADERS.has(name) ? NOT_KEPT : name === 'webhook-signature' ? value.split(' ').map((s) => clip(s, 16)).join(' ') : clip(value, MAX_HEADER_CHARS))
       : (credentialLike(name) ? REDACTED : redact.excerpt(value, MAX_HEADER_CHARS, { unit: 'chars', ellipsis: true }));
@@ -69,9 +70,12 @@ export function clip(text: string, max: number): string {
   return chars.length <= max ? text : `${chars.slice(0, max - 1).join('')}…`;
 }
 
-/** An attempt's error text: `<code>: <message>`, the endpoint's secrets redacted, then bounded. */
-export const attemptError = (result: Pick<PostResult, 'error' | 'errorCode'>, redact: Redactor = redactor([])): string | undefined =>
-  result.error ? redact.excerpt(result.errorCode ? `${result.errorCode}: ${result.error}` : result.error, MAX_ERROR_CHARS, { unit: 'chars', ellipsis: true }) : undefined;
+/** An attempt's error text: `<code>: <message>`, the message's secrets redacted, then bounded (the code is ours: always kept). */
+export const attemptError = (result: Pick<PostResult, 'error' | 'errorCode'>, redact: Redactor = redactor([])): string | undefined => {
+  if (!result.error) return undefined;
+  const code = result.errorCode ? `${result.errorCode}: ` : '';
+  return `${code}${redact.excerpt(result.error, MAX_ERROR_CHARS - Array.from(code).length, { unit: 'chars', ellipsis: true })}`;
+};
 
 /** The record's log with `added` appended: the most recent MAX_KEPT_ATTEMPTS, and the count of those dropped. */
 export function appendAttempts(record: { attempts?: DeliveryAttempt[]; olderAttempts?: unknown }, ...added: DeliveryAttempt[]): { attempts: DeliveryAttempt[]; olderAttempts?: number } {

@@ -15,8 +15,12 @@ import https from 'node:https';
 import { isIP, type LookupFunction, type Socket } from 'node:net';
 import { guardedLookup, systemResolver } from './ssrf.js';
 
-/** A redirect's target as the attempt records it: a receiver may send a 15 KB Location (attempt-log.ts bounds the rest). */
-const shortLocation = (location: string | undefined) => (location === undefined ? '(no location)' : location.length > 200 ? `${location.slice(0, 199)}…` : location);
+/**
+ * A redirect's target as the error names it, whole (Node bounds a response's headers at 16 KiB):
+ * the attempt log redacts the endpoint's secrets in it before cutting it (attempt-log.ts
+ * attemptError); cut here, a secret echoed across the cut would reach it half.
+ */
+const locationOf = (location: string | undefined) => location ?? '(no location)';
 
 export const USER_AGENT = 'crm-webhooks/1.0 (+https://docs.crm.example/webhooks)';
 export const DEFAULT_TIMEOUT_MS = 10_000;
@@ -226,7 +230,7 @@ function send(url: URL, agent: http.Agent, input: PostWebhookInput, deadline: nu
             ...(seen > kept ? { responseBodyTruncated: true } : {}),
             responseHeaders: pairsOf(response.rawHeaders),
             ...(retryAfter ? { retryAfter } : {}),
-            ...(redirect ? { error: `redirect (${status}) to ${shortLocation(response.headers.location)} not followed`, errorCode: 'EREDIRECT' } : {}),
+            ...(redirect ? { error: `redirect (${status}) to ${locationOf(response.headers.location)} not followed`, errorCode: 'EREDIRECT' } : {}),
           };
         };
         response.on('data', (chunk: Buffer) => {

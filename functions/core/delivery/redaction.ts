@@ -6,7 +6,10 @@
  * and before anything is cut, so a secret straddling the cut cannot survive half-redacted. What
  * is left at a cut that could be the start of a secret is trimmed. A value too short to be
  * searched for without matching by chance (under MIN_REDACTED_CHARS) cannot be redacted: an
- * excerpt holding it in any encoding is withheld whole, and says so.
+ * excerpt holding it in any encoding is withheld whole, and says so. And whatever the list of
+ * encodings misses (a `\u002B` escape, a stricter percent-encoder, an HTML hex entity, UTF-16, a
+ * short value in base64), the text left after redaction is decoded every common way
+ * (`decodedViews`): if any view still holds a value, the excerpt is withheld whole.
  */
 import { clipBytes } from '../platform/text.js';
 
@@ -14,6 +17,12 @@ export const REDACTED = '(redacted)';
 export const WITHHELD = '(excerpt withheld: it contained a stored header value)';
 /** Secret values shorter than this are not replaced in place (too likely to match by chance): an excerpt holding one is withheld. */
 export const MIN_REDACTED_CHARS = 8;
+/**
+ * Values shorter than this are not searched for at all: a value of 1 to 3 characters (`X-Api-Version:
+ * 2`) is configuration, guessable in a few tries whatever the log shows, and would withhold nearly
+ * every excerpt. Values of 4 to 7 characters withhold an excerpt holding them as a whole token.
+ */
+export const MIN_SECRET_CHARS = 4;
 
 const json = (s: string) => JSON.stringify(s).slice(1, -1);
 const html = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;');
@@ -49,6 +58,31 @@ export function encodingsOf(value: string): string[] {
   return [...new Set(forms.filter((f) => f.length > 0))];
 }
 
+/** `+` as a space (forms), then `%XX` sequences decoded run by run (a malformed run as bytes). */
+const urlDecoded = (text: string) => text.replace(/\+/g, ' ').replace(/(%[0-9A-Fa-f]{2})+/g, (run) => {
+  try {
+    return decodeURIComponent(run);
+  } catch {
+    return Buffer.from(run.replace(/%/g, ''), 'hex').toString('latin1');
+  }
+});
+/** JSON string escapes decoded (`\uXXXX`, `\"`, `\\`, `\/`, `\n`…). */
+const jsonDecoded = (text: string) => text.replace(/\\(u[0-9A-Fa-f]{4}|["\\/bfnrt])/g, (_, e: string) =>
+  e[0] === 'u' ? String.fromCharCode(parseInt(e.slice(1), 16)) : ({ b: '\b', f: '\f', n: '\n', r: '\r', t: '\t' } as Record<string, string>)[e] ?? e);
+const NAMED: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: '\u00a0' };
+/** HTML character references decoded (named, decimal and hex). */
+const htmlDecoded = (text: string) => text.replace(/&(#x[0-9A-Fa-f]+|#\d+|[a-z]+);/gi, (whole, ref: string) =>
+  ref[0] === '#' ? String.fromCodePoint(ref[1] === 'x' || ref[1] === 'X' ? parseInt(ref.slice(2), 16) : Number(ref.slice(1))) : NAMED[ref.toLowerCase()] ?? whole);
+/** Each run of base64 (or base64url) characters decoded at each of its 4 alignments. */
+const base64Decoded = (text: string) => (text.match(/[A-Za-z0-9+/_-]{8,}/g) ?? []).flatMap((run) => [0, 1, 2, 3].map((skip) =>
+  Buffer.from(run.slice(skip).replace(/-/g, '+').replace(/_/g, '/'), 'base64').toString('latin1')));
+
+/** `text` decoded each common way, one layer and the usual two (URL then JSON, JSON then URL), NULs of UTF-16 dropped. */
+export function decodedViews(text: string): string[] {
+  const once = [jsonDecoded(text), urlDecoded(text), htmlDecoded(text), text.split('\u0000').join('')];
+  return [text, ...once, jsonDecoded(urlDecoded(text)), urlDecoded(jsonDecoded(text)), htmlDecoded(urlDecoded(text)), ...base64Decoded(text), ...base64Decoded(jsonDecoded(text))];
+}
+
 export interface ExcerptOptions {
   /** What `max` counts: UTF-8 bytes (a body) or characters (an error text, a header value). */
   unit?: 'bytes' | 'chars';
@@ -56,6 +90,10 @@ export interface ExcerptOptions {
   truncated?: boolean;
   /** Mark a cut with '…' (counted in `max`). */
   ellipsis?: boolean;
+  /** A value in any case is a match (a header name: receivers lower-case them). */
+  anyCase?: boolean;
+  /** Never withheld for a short value (a header name: withheld names would overwrite each other). */
+  name?: boolean;
 }
 
 export interface Redactor {
@@ -68,10 +106,23 @@ export interface Redactor {
 
 /** A redactor for the secrets of one endpoint (attempt-log.ts secretsOf). */
 export function redactor(secrets: readonly string[]): Redactor {
-  const values = [...new Set(secrets.filter((s) => s.length > 0))];
-  const long = values.filter((s) => s.length >= MIN_REDACTED_CHARS).flatMap(encodingsOf);
-  const short = values.filter((s) => s.length < MIN_REDACTED_CHARS).flatMap(encodingsOf);
+  const values = [...new Set(secrets.filter((s) => s.length >= MIN_SECRET_CHARS))];
+  const longValues = values.filter((s) => s.length >= MIN_REDACTED_CHARS);
+  const shortValues = values.filter((s) => s.length < MIN_REDACTED_CHARS);
+  const long = longValues.flatMap(encodingsOf);
+  const short = shortValues.flatMap(encodingsOf);
+  const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  // A short value as a whole token: not inside a longer run of letters and digits.
+  const shortTokens = (anyCase: boolean) => shortValues.map((v) => new RegExp(`(^|[^A-Za-z0-9])${escape(v)}(?![A-Za-z0-9])`, anyCase ? 'i' : ''));
   const forms = [...new Set([...long, ...short])].sort((a, b) => b.length - a.length);
+  /** Whether any decoding of `text` still holds a stored value (a short one as a whole token; none of them for a name). */
+  const holdsValue = (text: string, anyCase: boolean, name: boolean) => {
+    if (values.length === 0) return false;
+    const views = decodedViews(anyCase ? text.toLowerCase() : text);
+    const wanted = anyCase ? longValues.map((v) => v.toLowerCase()) : longValues;
+    const tokens = name ? [] : shortTokens(anyCase);
+    return views.some((view) => wanted.some((v) => view.includes(v)) || tokens.some((t) => t.test(view)));
+  };
   // Longest first: a value containing another is replaced whole.
   const replaceable = [...new Set(long)].sort((a, b) => b.length - a.length);
 
@@ -91,9 +142,9 @@ export function redactor(secrets: readonly string[]): Redactor {
   };
 
   return {
-    excerpt(text, max, { unit = 'bytes', truncated = false, ellipsis = false } = {}) {
-      if (short.some((form) => text.includes(form))) return WITHHELD;
+    excerpt(text, max, { unit = 'bytes', truncated = false, ellipsis = false, anyCase = false, name = false } = {}) {
       const redacted = replaceable.reduce((out, form) => out.replaceAll(form, REDACTED), text);
+      if (holdsValue(redacted, anyCase, name)) return WITHHELD;
       const fits = unit === 'bytes' ? Buffer.byteLength(redacted) <= max : Array.from(redacted).length <= max;
       if (fits && !truncated) return redacted;
       const room = max - (ellipsis && !fits ? (unit === 'bytes' ? 3 : 1) : 0);

@@ -6,7 +6,7 @@ import { describe, it, expect, beforeAll, afterAll } from '@jest/globals';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { LookupAddress } from 'node:dns';
-import { postWebhook, destroyAgents, USER_AGENT, type PostWebhookInput } from '../../../functions/core/delivery/http-client.js';
+import { postWebhook, destroyAgents, MAX_READ_BODY_BYTES, MAX_RESPONSE_BODY_BYTES, USER_AGENT, type PostWebhookInput } from '../../../functions/core/delivery/http-client.js';
 import { guardedLookup, type Resolver } from '../../../functions/core/delivery/ssrf.js';
 import { installTripwire, type Tripwire } from './support/tripwire.js';
 
@@ -28,7 +28,7 @@ function receiver() {
     '/unavailable': (_req, res) => res.writeHead(503, { 'Retry-After': 'Wed, 21 Oct 2026 07:28:00 GMT' }).end(),
     '/silent': () => undefined, // never answers
     '/trickle': (_req, res) => res.writeHead(200).write('partial'), // headers, then nothing
-    '/big': (_req, res) => res.writeHead(200).end('é'.repeat(3000) + 'x'.repeat(10_000)), // 16 KiB, multi-byte first
+    '/big': (_req, res) => res.writeHead(200).end('é'.repeat(3000) + 'x'.repeat(20_000)), // 26 KB, multi-byte first
     '/hang-up': (req) => req.socket.destroy(),
     // Drops the connection on its second request, like a receiver closing an idle keep-alive socket.
     '/flaky-keepalive': (req, res) => {
@@ -117,11 +117,13 @@ describe('posting a webhook', () => {
     expect(result).toMatchObject({ ok: false, status: 200, errorCode: 'ETIMEDOUT' });
   });
 
-  it('keeps only the first 4 KiB of the response body', async () => {
+  it(`reads at most ${MAX_READ_BODY_BYTES} bytes of the response body and says it stopped (the attempt keeps ${MAX_RESPONSE_BODY_BYTES} of them, redacted first)`, async () => {
     const result = await post('/big');
     expect(result.ok).toBe(true);
-    expect(Buffer.byteLength(result.responseBody!)).toBe(4096);
-    expect(result.responseBody).toBe('é'.repeat(2048));
+    expect(Buffer.byteLength(result.responseBody!)).toBe(MAX_READ_BODY_BYTES);
+    expect(result.responseBody).toBe('é'.repeat(3000) + 'x'.repeat(MAX_READ_BODY_BYTES - 6000));
+    expect(result.responseBodyTruncated).toBe(true);
+    expect((await post('/ok')).responseBodyTruncated).toBeUndefined();
   });
 
   it('captures Retry-After from a 429 or a 503, as sent', async () => {

@@ -94,4 +94,49 @@ describe('redaction of stored secrets in what a receiver answers', () => {
     expect(Object.values(kept).some((v) => leaks(v, secret) || v.includes('SUPERSECRET'))).toBe(false);
     expect(kept['x-mirror']).toBe(REDACTED);
   });
+
+  it('what the list of encodings misses is withheld: \\u escapes, strict percent-encoding, HTML hex entities, UTF-16, a short value in base64', () => {
+    const token = "tok'en(1)*+abc/def!QRS";
+    const own = redactor(secretsOf({ headers: { Authorization: token, 'X-Pin': 's3cr3t7' }, secrets: [] } as never));
+    const misses = [
+      JSON.stringify({ v: token }).replace(/[+'&<>]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`),
+      `v=${encodeURIComponent(token).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)}`,
+      `<td>${token.replace(/'/g, '&#x27;').replace(/\+/g, '&#43;')}</td>`,
+      Buffer.from(`{"v":"${token}"}`, 'utf16le').toString('latin1'),
+      ...[0, 1, 2].map((pad) => Buffer.from(`${'h'.repeat(pad)}{"x-pin":"s3cr3t7"}`).toString('base64')),
+    ];
+    for (const body of misses) expect({ body, out: own.excerpt(body, MAX_RESPONSE_BODY_BYTES) }).toEqual({ body, out: WITHHELD });
+    expect(own.excerpt('{"ok":true,"note":"nothing of yours here"}', MAX_RESPONSE_BODY_BYTES)).toBe('{"ok":true,"note":"nothing of yours here"}');
+  });
+
+  it('a redirect\'s Location is redacted whole before the error is cut: no prefix of a value at any padding', () => {
+    const auth = 'Bearer SUPERSECRETVALUE-123456789';
+    const own = redactor(secretsOf({ headers: { Authorization: auth }, secrets: [] } as never));
+    for (let pad = 100; pad <= 300; pad += 7) {
+      const location = `/next?${'p'.repeat(pad)}&auth=${encodeURIComponent(auth)}`;
+      const error = attemptError({ errorCode: 'EREDIRECT', error: `redirect (302) to ${location} not followed` }, own)!;
+      expect(Array.from(error).length).toBeLessThanOrEqual(MAX_ERROR_CHARS);
+      expect({ pad, leaked: /Bearer%20S|SUPERSECRET/.test(error) }).toEqual({ pad, leaked: false });
+    }
+  });
+
+  it('a value echoed into a response header name, in any case, is not kept', () => {
+    const own = redactor(secretsOf({ headers: { 'X-Api-Key': 'SUPERSECRETVALUE-123456789' }, secrets: [] } as never));
+    const kept = keptHeaders([['X-SUPERSECRETVALUE-123456789', '1'], ['x-supersecretvalue-123456789', '2'], ['X-Fine', '3']], 'response', own);
+    expect(Object.keys(kept).some((name) => /supersecret/i.test(name))).toBe(false);
+    expect(kept['x-fine']).toBe('3');
+  });
+
+  it('configuration-like short values do not hide the log: 1 to 3 characters are not searched, 4 to 7 only as a whole token; the error code is always kept', () => {
+    const own = redactor(secretsOf({ headers: { 'X-Api-Version': '2', 'X-Env': 'prod', 'X-Pin': 'k7#Q2' }, secrets: [] } as never));
+    expect(own.excerpt('{"count":2,"version":"2"}', MAX_RESPONSE_BODY_BYTES)).toBe('{"count":2,"version":"2"}');
+    expect(own.excerpt('{"product":"production build"}', MAX_RESPONSE_BODY_BYTES)).toBe('{"product":"production build"}');
+    expect(own.excerpt('{"env":"prod"}', MAX_RESPONSE_BODY_BYTES)).toBe(WITHHELD);
+    expect(own.excerpt('env=PROD', MAX_RESPONSE_BODY_BYTES)).toBe('env=PROD');
+    expect(attemptError({ errorCode: 'ECONNREFUSED', error: 'connect ECONNREFUSED 10.0.0.12:443' }, own)).toBe('ECONNREFUSED: connect ECONNREFUSED 10.0.0.12:443');
+    expect(attemptError({ errorCode: 'EREDIRECT', error: 'redirect (302) to /x?pin=k7%23Q2 not followed' }, own)).toBe(`EREDIRECT: ${WITHHELD}`);
+    // A name is never withheld for a short value: names would overwrite each other.
+    expect(keptHeaders([['X-Prod', 'a'], ['Server', 'nginx']], 'response', own)).toEqual({ 'x-prod': 'a', server: 'nginx' });
+  });
 });
+
