@@ -283,7 +283,7 @@ export const functions = {
     tables: {
       organizations: 'readWrite', endpoints: 'readWrite', rateWindows: 'readWrite', deliveries: 'readWrite', requestLog: 'readWrite',
       // A lead's trail reads one client by its key (settings/lead-trail.ts), only the trail's fields;
-      // the request log queries the clients leads created (tenancy/request-log-read.ts), only who sent
+      // the request log queries the clients leads created (settings/request-log-read.ts), only who sent
       // each and when. Never a scan, never the contact details, consent proofs, addresses.
       clients: [
         { actions: ['dynamodb:GetItem'], attributes: ['pk', 'sk', ...TRAIL_CLIENT_FIELDS] },

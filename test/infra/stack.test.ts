@@ -17,7 +17,7 @@ import { attributeConditions } from '../../lib/stacks/crm-function.js';
 import { stages, type StageConfig } from '../../lib/stages.js';
 import { generateApiKey } from '../../functions/core/tenancy/api-keys.js';
 import type { CrmStack } from '../../lib/stacks/crm-stack.js';
-import { readRequestLog } from '../../functions/core/tenancy/request-log-read.js';
+import { readRequestLog } from '../../functions/core/settings/request-log-read.js';
 import { leadTrail } from '../../functions/core/settings/lead-trail.js';
 import type { Deps } from '../../functions/core/platform/deps.js';
 import { timePart } from '../../functions/core/platform/ids.js';

@@ -10,9 +10,10 @@
  * time-ordered clients than asked for, i.e. only until it has received that many leads.
  */
 import type { Deps } from '../platform/deps.js';
-import { queryAll, queryNewest } from '../platform/query.js';
 import { timePart } from '../platform/ids.js';
 import { keys } from '../platform/model.js';
+import { clientsStore } from '../intake/clients-store.js';
+import { organizationStore } from '../tenancy/organization-store.js';
 
 export interface Notification { id: string; type: string; title: string; clientId?: string; createdAt: string }
 
@@ -30,30 +31,21 @@ const fromClient = ({ id, notification }: Record<string, unknown>): Notification
 /** Newest first: at most `limit` (default 50). */
 export async function listNotifications(deps: Deps, organizationId: string, options: { limit?: number } = {}): Promise<Notification[]> {
   const limit = options.limit ?? 50;
-  const pk = keys.org(organizationId).pk;
+  const clients = clientsStore(deps);
   const clientSk = (id: string) => keys.client(organizationId, id).sk;
   const [low, high] = [clientSk(`cli_${timePart(TIME_ORDERED_SINCE)}`), clientSk(`cli_${timePart(deps.now() + 86_400_000)}~`)];
-  const clientQuery = { TableName: deps.tables.clients, FilterExpression: 'attribute_exists(notification)', ProjectionExpression: 'id, notification' };
 
   // Clients with time-ordered ids, newest first, until `limit` notifications or MAX_PAGES pages.
-  const newest = await queryNewest(deps, {
-    table: deps.tables.clients, pk, between: [low, high], limit, pageSize: Math.min(PAGE_SIZE, limit), maxPages: MAX_PAGES,
-    filter: clientQuery.FilterExpression, projection: clientQuery.ProjectionExpression,
-  });
+  const newest = await clients.newestClients(organizationId, [low, high], { select: 'notification', limit, pageSize: Math.min(PAGE_SIZE, limit), maxPages: MAX_PAGES });
   const found = newest.items.map(fromClient);
   // Fewer than asked for and the time-ordered range read to its end: the older items may hold the rest.
   if (found.length < limit && newest.complete) {
-    const older = await Promise.all([
-      queryAll(deps, { ...clientQuery, KeyConditionExpression: 'pk = :p AND sk BETWEEN :a AND :lo', ExpressionAttributeValues: { ':p': pk, ':a': clientSk(''), ':lo': low } }),
-      queryAll(deps, { ...clientQuery, KeyConditionExpression: 'pk = :p AND sk BETWEEN :hi AND :z', ExpressionAttributeValues: { ':p': pk, ':hi': high, ':z': clientSk('~') } }),
-      queryAll(deps, {
-        TableName: deps.tables.organizations,
-        KeyConditionExpression: 'pk = :p AND begins_with(sk, :s)',
-        ExpressionAttributeValues: { ':p': pk, ':s': keys.notificationPrefix },
-      }),
+    const [below, above, legacy] = await Promise.all([
+      clients.clientsBetween(organizationId, [clientSk(''), low], 'notification'),
+      clients.clientsBetween(organizationId, [high, clientSk('~')], 'notification'),
+      organizationStore(deps).legacyNotifications(organizationId),
     ]);
-    found.push(...older[0].map(fromClient), ...older[1].map(fromClient));
-    found.push(...older[2].map((i) => ({ id: i.id, type: i.type, title: i.title, clientId: i.clientId, createdAt: i.createdAt }) as Notification));
+    found.push(...below.map(fromClient), ...above.map(fromClient), ...legacy);
   }
   return found.sort((a, b) => b.createdAt.localeCompare(a.createdAt)).slice(0, limit);
 }

@@ -2,8 +2,9 @@
  * The clients store: the clients table's items, the only module in functions/core that writes them
  * or reads them by key (docs/decisions.md "The clients store lives in intake"). Leads write clients
  * here (create-lead.ts), so do the CRM records (crm/entities.ts: crm may import intake); the lead's
- * trail reads one here (settings/lead-trail.ts). The inbox and the request log read pages of the
- * partition through platform/query.ts. Tests put the in-memory twin in its place (`clientsPort.with`).
+ * trail reads one here (settings/lead-trail.ts), the inbox (crm/notifications.ts) and the request log
+ * (settings/request-log-read.ts) read pages of the partition newest first (`newestClients`), each
+ * through a named selection. Tests put the in-memory twin in its place (`clientsPort.with`).
  *
  * What a lead writes is one PutItem (a new client, its notification an attribute of the item) or one
  * UpdateItem (a merged submission): no transaction (docs/decisions.md "Lead write cost").
@@ -12,6 +13,8 @@ import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../platform/deps.js';
 import { keys } from '../platform/model.js';
+import { queryAll, queryNewest } from '../platform/query.js';
+import { REQUEST_LOG_CLIENT_FIELDS } from '../tenancy/request-log-fields.js';
 import type { MatchVia } from '../platform/match-key.js';
 import { depsPort } from '../platform/deps-port.js';
 
@@ -34,6 +37,18 @@ export interface MergedSubmission {
 /** What a merge came to: merged, or not (`gone`: the client was deleted; `full`: its list is full or the item too large). */
 export type MergeResult = 'merged' | 'gone' | 'full';
 
+/**
+ * What a read of pages of clients selects, and of each client, which fields:
+ * - `notification`: clients with a notification (the inbox), `id` and `notification`;
+ * - `leadRequest`: clients a lead created through the API (with a `request_id`; the CRM's have none),
+ *   REQUEST_LOG_CLIENT_FIELDS alone (the settings API's IAM grant on clients allows no more).
+ */
+export type ClientSelection = 'notification' | 'leadRequest';
+export const SELECTED_FIELDS: Record<ClientSelection, readonly string[]> = { notification: ['id', 'notification'], leadRequest: REQUEST_LOG_CLIENT_FIELDS };
+
+/** A newest-first read: the clients selected, and whether the range was read to its end; when not, `reached` is the sort key of the last client evaluated (all above it were read, selected or not). */
+export interface ClientsPage { items: Record<string, unknown>[]; complete: boolean; reached?: string }
+
 export interface ClientsStore {
   /**
    * Puts a new client under a fresh id. An item already there is this lead's own (a retried put
@@ -54,7 +69,23 @@ export interface ClientsStore {
   updateClient(organizationId: string, clientId: string, change: { set: Record<string, unknown>; remove?: string[] }): Promise<Record<string, unknown> | undefined>;
   /** The deleted client; undefined when there was none. */
   deleteClient(organizationId: string, clientId: string): Promise<Record<string, unknown> | undefined>;
+  /**
+   * The selected clients between two sort keys (inclusive), newest first: pages of `pageSize` clients
+   * evaluated until `limit` are selected (the last page may bring more), `maxPages`, or the range's end.
+   */
+  newestClients(organizationId: string, between: [string, string], options: { select: ClientSelection; limit: number; pageSize: number; maxPages: number }): Promise<ClientsPage>;
+  /** Every selected client between two sort keys (inclusive), oldest first. */
+  clientsBetween(organizationId: string, between: [string, string], select: ClientSelection): Promise<Record<string, unknown>[]>;
 }
+
+/** The filter and projection of each selection, as DynamoDB reads them. */
+const SELECTIONS: Record<ClientSelection, { filter: string; projection: string; names?: Record<string, string>; values?: Record<string, unknown> }> = {
+  notification: { filter: 'attribute_exists(notification)', projection: 'id, notification' },
+  leadRequest: (() => {
+    const names = Object.fromEntries(REQUEST_LOG_CLIENT_FIELDS.map((f) => [`#${f}`, f]));
+    return { filter: 'attribute_exists(#request_id) AND #source = :api', values: { ':api': 'api' }, projection: Object.keys(names).join(', '), names };
+  })(),
+};
 
 export function dynamoClientsStore(deps: Deps): ClientsStore {
   const TableName = deps.tables.clients;
@@ -152,6 +183,21 @@ export function dynamoClientsStore(deps: Deps): ClientsStore {
     async deleteClient(organizationId, clientId) {
       const { Attributes } = await deps.doc.send(new DeleteCommand({ TableName, Key: keys.client(organizationId, clientId), ReturnValues: 'ALL_OLD' }));
       return Attributes;
+    },
+
+    async newestClients(organizationId, between, { select, ...bounds }) {
+      const { filter, projection, names, values } = SELECTIONS[select];
+      const { items, complete, reached } = await queryNewest(deps, { table: TableName, pk: keys.org(organizationId).pk, between, ...bounds, filter, projection, names, values });
+      return { items, complete, ...(reached ? { reached } : {}) };
+    },
+
+    async clientsBetween(organizationId, [low, high], select) {
+      const { filter, projection, names, values } = SELECTIONS[select];
+      return queryAll(deps, {
+        TableName, FilterExpression: filter, ProjectionExpression: projection,
+        ...(names ? { ExpressionAttributeNames: names } : {}),
+        KeyConditionExpression: 'pk = :p AND sk BETWEEN :a AND :b', ExpressionAttributeValues: { ':p': keys.org(organizationId).pk, ':a': low, ':b': high, ...values },
+      });
     },
   };
 }

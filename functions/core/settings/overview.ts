@@ -2,11 +2,10 @@
  * GET /api/settings: the organization as its admin sees it (plan, billing, wallet), its usage today
  * and this month, the API's base URL and copy-paste cURL examples (with a placeholder, never a key).
  */
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../platform/deps.js';
-import { keys, type Organization } from '../platform/model.js';
-import { queryNewest } from '../platform/query.js';
+import type { Organization } from '../platform/model.js';
 import { revocationSeconds } from '../tenancy/authenticate.js';
+import { usageByDay } from '../tenancy/organizations.js';
 
 const MICROS_PER_USD = 1_000_000;
 /** Exact: a call costs fractions of a cent (pricePerCallMicros), so no rounding to cents here. */
@@ -15,27 +14,16 @@ const usd = (micros: number) => micros / MICROS_PER_USD;
 export interface Usage { calls: number; billed: number }
 
 /**
- * Lead calls and billed USD of today and of this month (UTC). Closed days are `USAGE#<day>` items;
- * a prepaid organization's open day is counted on its own item (organizations.ts dailyUsage).
+ * Lead calls and billed USD of today and of this month (UTC): closed days' usage items and a
+ * prepaid organization's open day on its own item (wallet-store.ts usageByDay).
  */
 export async function usageOf(deps: Deps, organizationId: string): Promise<{ today: Usage; month: Usage }> {
   const today = new Date(deps.now()).toISOString().slice(0, 10);
   const month = today.slice(0, 7);
-  const [{ items }, { Item: org }] = await Promise.all([
-    queryNewest(deps, { table: deps.tables.organizations, pk: keys.org(organizationId).pk, between: [keys.usage(organizationId, `${month}-01`).sk, keys.usage(organizationId, `${month}-31`).sk], limit: 31 }),
-    deps.doc.send(new GetCommand({ TableName: deps.tables.organizations, Key: keys.org(organizationId), ConsistentRead: true })),
-  ]);
-  const byDay = new Map<string, { calls: number; micros: number }>();
-  const add = (day: string, calls: number, micros: number) => {
-    const d = byDay.get(day) ?? { calls: 0, micros: 0 };
-    byDay.set(day, { calls: d.calls + calls, micros: d.micros + micros });
-  };
-  for (const item of items) add(String(item.sk).slice(keys.usagePrefix.length), Number(item.calls ?? 0), Number(item.billed_micros ?? 0));
-  const openDay = typeof org?.usageDay === 'string' ? org.usageDay : undefined;
-  if (openDay?.startsWith(month)) add(openDay, Number(org?.usageCalls ?? 0), Number(org?.usageBilledMicros ?? 0));
-  const t = byDay.get(today) ?? { calls: 0, micros: 0 };
-  const m = [...byDay.values()].reduce((a, d) => ({ calls: a.calls + d.calls, micros: a.micros + d.micros }), { calls: 0, micros: 0 });
-  return { today: { calls: t.calls, billed: usd(t.micros) }, month: { calls: m.calls, billed: usd(m.micros) } };
+  const days = await usageByDay(deps, organizationId, `${month}-01`, `${month}-31`);
+  const t = days.find((d) => d.day === today) ?? { calls: 0, billedMicros: 0 };
+  const m = days.reduce((a, d) => ({ calls: a.calls + d.calls, micros: a.micros + d.billedMicros }), { calls: 0, micros: 0 });
+  return { today: { calls: t.calls, billed: usd(t.billedMicros) }, month: { calls: m.calls, billed: usd(m.micros) } };
 }
 
 /**

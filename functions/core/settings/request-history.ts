@@ -1,14 +1,14 @@
 /**
  * GET /api/settings/requests: the organization's request log (the lead endpoint's calls, kept
  * retentionDays; tenancy/request-log.ts writes it, a created lead's client is its row;
- * tenancy/request-log-read.ts merges the two), newest first, a page at a time. Refused calls
+ * settings/request-log-read.ts merges the two), newest first, a page at a time. Refused calls
  * made with one of its keys (revoked, expired, a secret key in a form) are in it too. Each row
  * names its key as the keys table does (name, id, last 4 characters).
  */
 import type { Deps } from '../platform/deps.js';
 import { validationFailed } from '../platform/errors.js';
 import { listApiKeys } from '../tenancy/api-keys.js';
-import { isPosition, positionOfRequestKey, readRequestLog, type RequestLogPosition } from '../tenancy/request-log-read.js';
+import { isPosition, positionOfRequestKey, readRequestLog, type RequestLogPosition } from './request-log-read.js';
 import { MAX_CURSOR_CHARS } from './request-fields.js';
 
 /** What a request's outcome code means, for the log's reader. */

@@ -15,6 +15,9 @@ import { inBatches } from '../platform/batches.js';
 import { keys, type Billing, type CaptchaProvider, type DuplicatePolicy, type Organization } from '../platform/model.js';
 import { depsPort } from '../platform/deps-port.js';
 
+/** An inbox item of an earlier version (`NOTIFICATION#…`; a lead's notification is now on its client, crm/notifications.ts), read only. */
+export interface LegacyNotification { id: string; type: string; title: string; clientId?: string; createdAt: string }
+
 /** A CAPTCHA setting: a provider with its secret, or none. */
 export type CaptchaSetting = { provider: CaptchaProvider; secret: string } | { provider: 'none' };
 
@@ -33,7 +36,12 @@ export interface OrganizationStore {
   captchaSecret(id: string): Promise<string | undefined>;
   /** Signs out every settings link issued at or before `at` (epoch ms; never moved back). False when there is no such organization. */
   revokeSettingsLinks(id: string, at: number): Promise<boolean>;
+  /** The organization's inbox items of earlier versions, in sort-key order. */
+  legacyNotifications(id: string): Promise<LegacyNotification[]>;
 }
+
+/** A legacy inbox item's fields, as the inbox lists them. */
+export const toLegacyNotification = (i: Record<string, unknown>) => ({ id: i.id, type: i.type, title: i.title, clientId: i.clientId, createdAt: i.createdAt }) as LegacyNotification;
 
 /** The organization as callers see it, from its item (never the CAPTCHA secret, nor the open day's counters). */
 export const toOrganization = (item: Record<string, unknown>): Organization => ({
@@ -145,6 +153,13 @@ export function dynamoOrganizationStore(deps: Deps): OrganizationStore {
     async captchaSecret(id) {
       const { Item } = await deps.doc.send(new GetCommand({ TableName, Key: captchaSecretKey(id) }));
       return Item?.secret as string | undefined;
+    },
+
+    async legacyNotifications(id) {
+      const items = await queryAll(deps, {
+        TableName, KeyConditionExpression: 'pk = :p AND begins_with(sk, :s)', ExpressionAttributeValues: { ':p': keys.org(id).pk, ':s': keys.notificationPrefix },
+      });
+      return items.map(toLegacyNotification);
     },
   };
 }

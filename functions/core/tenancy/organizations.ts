@@ -9,9 +9,9 @@ import { newId } from '../platform/ids.js';
 import type { Billing, CaptchaProvider, DuplicatePolicy, Organization } from '../platform/model.js';
 import { rateLimitCeilingPerMinute } from '../platform/config.js';
 import { organizationStore } from './organization-store.js';
-import { walletStore, type DailyUsage } from './wallet-store.js';
+import { walletStore, type DailyUsage, type DayUsage } from './wallet-store.js';
 
-export type { DailyUsage } from './wallet-store.js';
+export type { DailyUsage, DayUsage } from './wallet-store.js';
 
 export interface NewOrganization {
   name: string;
@@ -108,6 +108,8 @@ export async function requireOrganization(deps: Deps, id: string): Promise<Organ
  * its own item (usageDay, usageCalls, usageBilledMicros), next to the wallet it is debited with.
  */
 export const dailyUsage = (deps: Deps, id: string, day: string): Promise<DailyUsage> => walletStore(deps).dailyUsage(id, day);
+/** Each day's calls and billed micro-dollars from `fromDay` to `toDay` (inclusive), days with any, ascending. */
+export const usageByDay = (deps: Deps, id: string, fromDay: string, toDay: string): Promise<DayUsage[]> => walletStore(deps).usageByDay(id, fromDay, toDay);
 
 /** Oldest first. */
 export const listOrganizations = (deps: Deps): Promise<Organization[]> => organizationStore(deps).listOrganizations();

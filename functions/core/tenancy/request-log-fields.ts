@@ -1,5 +1,5 @@
 /**
- * What the request log reads of a client (tenancy/request-log-read.ts): who sent the lead that
+ * What the request log reads of a client (settings/request-log-read.ts, through the clients store's `leadRequest` selection): who sent the lead that
  * created it and when, never its contact details. The settings API's IAM grant on clients allows a
  * Query projecting these alone (lib/topology.ts), so the two cannot drift apart.
  */

@@ -17,6 +17,7 @@ import { GetCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dy
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { Deps } from '../platform/deps.js';
 import { keys } from '../platform/model.js';
+import { queryAll } from '../platform/query.js';
 import { depsPort } from '../platform/deps-port.js';
 import {
   adoptedToken, claimState, DOUBLE_SUBMIT_MS, guardedSubmission, ownClaim, type GuardClaim, type GuardedSubmission, type SubmissionGuard,
@@ -54,6 +55,24 @@ export interface WalletStore {
   refundCall(orgId: string, call: { price: number; day: string; claim?: Pick<GuardClaim, 'guard' | 'token'> }): Promise<Refunded>;
   /** Calls and billed micro-dollars of one day, closed or open (consistent reads). */
   dailyUsage(orgId: string, day: string): Promise<DailyUsage>;
+  /**
+   * Calls and billed micro-dollars of each day from `fromDay` to `toDay` (inclusive, `YYYY-MM-DD`)
+   * that has any: the closed days' usage items, and the open day's counts on the organization item
+   * (a consistent read) added to its day's. By day, ascending.
+   */
+  usageByDay(orgId: string, fromDay: string, toDay: string): Promise<DayUsage[]>;
+}
+
+export interface DayUsage extends DailyUsage { day: string }
+
+/** Adds each day's counts (a closed day's item and the open day's counters), by day ascending. */
+export function sumByDay(counts: DayUsage[]): DayUsage[] {
+  const byDay = new Map<string, DayUsage>();
+  for (const { day, calls, billedMicros } of counts) {
+    const d = byDay.get(day) ?? { day, calls: 0, billedMicros: 0 };
+    byDay.set(day, { day, calls: d.calls + calls, billedMicros: d.billedMicros + billedMicros });
+  }
+  return [...byDay.values()].sort((a, b) => (a.day < b.day ? -1 : 1));
 }
 
 /** Roll-overs one debit may meet before it asks its caller to retry (another container opening a later day each time). */
@@ -199,6 +218,20 @@ export function dynamoWalletStore(deps: Deps): WalletStore {
         calls: Number(usage.Item?.calls ?? 0) + (open ? Number(org.Item?.usageCalls ?? 0) : 0),
         billedMicros: Number(usage.Item?.billed_micros ?? 0) + (open ? Number(org.Item?.usageBilledMicros ?? 0) : 0),
       };
+    },
+
+    async usageByDay(orgId, fromDay, toDay) {
+      const [closed, org] = await Promise.all([
+        queryAll(deps, {
+          TableName, KeyConditionExpression: 'pk = :p AND sk BETWEEN :lo AND :hi',
+          ExpressionAttributeValues: { ':p': keys.org(orgId).pk, ':lo': keys.usage(orgId, fromDay).sk, ':hi': keys.usage(orgId, toDay).sk },
+        }),
+        deps.doc.send(new GetCommand({ TableName, Key: keys.org(orgId), ConsistentRead: true })),
+      ]);
+      const counts = closed.map((item) => ({ day: String(item.sk).slice(keys.usagePrefix.length), calls: Number(item.calls ?? 0), billedMicros: Number(item.billed_micros ?? 0) }));
+      const open = org.Item?.usageDay;
+      if (typeof open === 'string' && open >= fromDay && open <= toDay) counts.push({ day: open, calls: Number(org.Item?.usageCalls ?? 0), billedMicros: Number(org.Item?.usageBilledMicros ?? 0) });
+      return sumByDay(counts);
     },
   };
 }

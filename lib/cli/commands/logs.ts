@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import type { Deps } from '../../../functions/core/platform/deps.js';
-import { MAX_LIST_CALLS, listRequestLog } from '../../../functions/core/tenancy/request-log-read.js';
+import { MAX_LIST_CALLS, listRequestLog } from '../../../functions/core/settings/request-log-read.js';
 import { listNotifications } from '../../../functions/core/crm/notifications.js';
 import { requireOrganization } from '../../../functions/core/tenancy/organizations.js';
 import { printResult, printTable } from '../output.js';

@@ -8,7 +8,7 @@
 import { describe, it, expect } from '@jest/globals';
 import { createOrganization, dailyUsage, getOrganization } from '../../../functions/core/tenancy/organizations.js';
 import { createApiKey } from '../../../functions/core/tenancy/api-keys.js';
-import { listRequests } from '../../../functions/core/tenancy/request-log-read.js';
+import { listRequests } from '../../../functions/core/settings/request-log-read.js';
 import { eventually, itemsOf, postLead, runCli, testStack } from '../support/stack.js';
 import { givenPublishableKey, postFromPage, send, type PublicTenant } from '../support/public-forms.js';
 

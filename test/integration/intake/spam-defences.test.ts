@@ -13,7 +13,7 @@ import { SSMClient, GetParameterCommand, PutParameterCommand } from '@aws-sdk/cl
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { keys } from '../../../functions/core/platform/model.js';
 import { dailyUsage, getOrganization } from '../../../functions/core/tenancy/organizations.js';
-import { listRequests } from '../../../functions/core/tenancy/request-log-read.js';
+import { listRequests } from '../../../functions/core/settings/request-log-read.js';
 import { eventually, itemsOf, newTenant, runCli, testStack } from '../support/stack.js';
 import { givenPublishableKey, postFromPage, send } from '../support/public-forms.js';
 import { importLeadIntake, invokeLeadIntake, useStackEnvironment } from '../support/in-process-lambda.js';

@@ -24,7 +24,7 @@ import { keys } from '../../../functions/core/platform/model.js';
 import { submissionGuard } from '../../../functions/core/intake/duplicates.js';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { lambdaContext } from '../../../lib/local/lambda-context.js';
-import { listRequests } from '../../../functions/core/tenancy/request-log-read.js';
+import { listRequests } from '../../../functions/core/settings/request-log-read.js';
 import { logger, metrics } from '../../../functions/core/platform/observability.js';
 
 const conflict = () => Object.assign(new Error('Transaction is ongoing for the item'), { name: 'TransactionConflictException', $metadata: {} });

@@ -2,7 +2,7 @@
  * The request log through HTTP (docs/settings.md "Request log"): a created lead's row is its client,
  * with no `REQUEST#` item written for it, while every other call keeps its row: a GET verify, a
  * 422, an Idempotency-Key replay, a double-submit. Paging, retention, isolation and the CRM's
- * clients: test/integration/tenancy/request-log-read.test.ts.
+ * clients: test/integration/settings/request-log-read.test.ts.
  */
 import { describe, it, expect } from '@jest/globals';
 import { mockClient } from 'aws-sdk-client-mock';

@@ -2,7 +2,8 @@
  * The organization store's contract (functions/core/tenancy/organization-store.ts) on DynamoDB Local
  * and the in-memory twin: an organization and its index item as created, read back and listed
  * oldest first (organizations written before index items, listed by their own keys, too), the
- * duplicate policy on an existing organization only, the CAPTCHA provider and its secret's own item.
+ * duplicate policy on an existing organization only, the CAPTCHA provider and its secret's own item,
+ * the inbox items of earlier versions read back.
  */
 import { describe, it, expect } from '@jest/globals';
 import { keys, type Organization } from '../../../functions/core/platform/model.js';
@@ -64,5 +65,24 @@ describe.each(implementations)('the organization store on %s', (_name, implement
     expect(await store.getOrganization(org.id)).toEqual(org);
     expect(await store.captchaSecret(org.id)).toBeUndefined();
     await expect(store.setCaptcha('org_missing', { provider: 'hcaptcha', secret: 'x' })).rejects.toThrow();
+  });
+
+  it('reads the organization\'s inbox items of earlier versions (`NOTIFICATION#`), in sort-key order, its own only', async () => {
+    const impl = await implementation();
+    const store = organizationStore(impl.deps);
+    const [org, other] = [anOrganization('2030-01-15T12:00:00.000Z'), anOrganization('2030-01-15T12:00:00.000Z')];
+    await store.createOrganization(org);
+    expect(await store.legacyNotifications(org.id)).toEqual([]);
+    const legacy = (orgId: string, n: number, extra: Record<string, unknown> = {}) => ({
+      pk: keys.org(orgId).pk, sk: `${keys.notificationPrefix}2026-10-0${n}T00:00:00.000Z#ntf_${n}`, entity: 'notification',
+      id: `ntf_${n}`, type: 'lead.created', title: `Lead ${n}`, createdAt: `2026-10-0${n}T00:00:00.000Z`, ...extra,
+    });
+    await impl.given('organizations', legacy(org.id, 2, { clientId: 'cli_2' }));
+    await impl.given('organizations', legacy(org.id, 1));
+    await impl.given('organizations', legacy(other.id, 3));
+    expect(await store.legacyNotifications(org.id)).toEqual([
+      { id: 'ntf_1', type: 'lead.created', title: 'Lead 1', createdAt: '2026-10-01T00:00:00.000Z' },
+      { id: 'ntf_2', type: 'lead.created', title: 'Lead 2', clientId: 'cli_2', createdAt: '2026-10-02T00:00:00.000Z' },
+    ]);
   });
 });

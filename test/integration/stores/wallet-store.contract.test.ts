@@ -3,7 +3,8 @@
  * DynamoDB Local and on the in-memory twin leave the same items and give the same answers. It pins
  * the debit's conditions (the wallet's boundary, the open day), the double-submit guard's slot (a
  * claim, its repeat within 10 minutes, after them, the request's own retry, adoption, release), the
- * day's roll-over (and the older organization's index moved with it), and refunds.
+ * day's roll-over (and the older organization's index moved with it), refunds, and the usage of a
+ * range of days (closed days' items and the open day's counters).
  */
 import { describe, it, expect } from '@jest/globals';
 import { keys } from '../../../functions/core/platform/model.js';
@@ -164,6 +165,36 @@ describe.each(implementations)('the wallet store on %s', (_name, implementation)
       await wallet.countUsage(orgId, { day: DAY });
       await wallet.refundCall(orgId, { price: 0, day: DAY });
       expect(await wallet.dailyUsage(orgId, DAY)).toEqual({ calls: 1, billedMicros: 0 });
+    });
+  });
+
+  describe('usageByDay', () => {
+    it('gives each day of the range with calls: closed days\' items and the open day\'s counters (added to its item\'s), by day', async () => {
+      const { impl, wallet, orgId } = await given(100_000);
+      expect(await wallet.usageByDay(orgId, '2030-01-01', '2030-01-31')).toEqual([]);
+      await wallet.debitWallet(orgId, { price: PRICE, day: '2030-01-14' });
+      await wallet.debitWallet(orgId, { price: PRICE, day: '2030-01-14' });
+      await wallet.debitWallet(orgId, { price: PRICE, day: '2030-01-15' });
+      // A count owed to the open day's item (a refund's), and days outside the range.
+      await impl.given('organizations', { ...keys.usage(orgId, '2030-01-15'), entity: 'usage', calls: 1, billed_micros: 500 });
+      await impl.given('organizations', { ...keys.usage(orgId, '2029-12-31'), entity: 'usage', calls: 7, billed_micros: 7 });
+      await impl.given('organizations', { ...keys.usage(orgId, '2030-02-01'), entity: 'usage', calls: 9, billed_micros: 9 });
+      expect(await wallet.usageByDay(orgId, '2030-01-01', '2030-01-31')).toEqual([
+        { day: '2030-01-14', calls: 2, billedMicros: 2 * PRICE },
+        { day: '2030-01-15', calls: 2, billedMicros: PRICE + 500 },
+      ]);
+      // The open day outside the range is left out; both bounds are included.
+      expect(await wallet.usageByDay(orgId, '2029-12-31', '2030-01-14')).toEqual([
+        { day: '2029-12-31', calls: 7, billedMicros: 7 },
+        { day: '2030-01-14', calls: 2, billedMicros: 2 * PRICE },
+      ]);
+    });
+
+    it('gives a postpaid organization\'s days from their usage items', async () => {
+      const { wallet, orgId } = await given(0, 'none');
+      await wallet.countUsage(orgId, { day: '2030-01-15' });
+      await wallet.countUsage(orgId, { day: '2030-01-15' });
+      expect(await wallet.usageByDay(orgId, '2030-01-01', '2030-01-31')).toEqual([{ day: '2030-01-15', calls: 2, billedMicros: 0 }]);
     });
   });
 });

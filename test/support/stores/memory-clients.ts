@@ -1,11 +1,15 @@
 /**
  * The clients store in memory (functions/core/intake/clients-store.ts): client items by key, the
  * `match` index read newest first, the put that finds its own item, the merge's bounds (the list's
- * length, DynamoDB's 400 KB item). test/integration/stores/clients-store.contract.test.ts holds it
+ * length, DynamoDB's 400 KB item), pages of the partition read as DynamoDB's Query with `Limit` and a
+ * filter reads them (`pageSize` clients evaluated a page, selected or not; a full page is not the
+ * range's end, even with nothing after it, as DynamoDB then still returns a LastEvaluatedKey). test/integration/stores/clients-store.contract.test.ts holds it
  * and the DynamoDB store to one behaviour. Fault injection: `faults`.
  */
 import { keys } from '../../../functions/core/platform/model.js';
-import type { ClientItem, ClientsStore, MergedSubmission, MergeResult } from '../../../functions/core/intake/clients-store.js';
+import {
+  SELECTED_FIELDS, type ClientItem, type ClientSelection, type ClientsPage, type ClientsStore, type MergedSubmission, type MergeResult,
+} from '../../../functions/core/intake/clients-store.js';
 import { Faults } from './faults.js';
 
 type Item = Record<string, unknown>;
@@ -14,6 +18,14 @@ const id = (k: { pk: string; sk: string }) => `${k.pk}\u0000${k.sk}`;
 const copy = <T>(value: T): T => structuredClone(value);
 
 export type ClientsOp = keyof ClientsStore;
+
+/** Whether a client is of the selection (its filter). */
+const SELECTS: Record<ClientSelection, (item: Item) => boolean> = {
+  notification: (item) => item.notification !== undefined,
+  leadRequest: (item) => item.request_id !== undefined && item.source === 'api',
+};
+/** The selected fields a client has (a projection leaves out those it lacks). */
+const project = (item: Item, select: ClientSelection): Item => copy(Object.fromEntries(SELECTED_FIELDS[select].filter((f) => item[f] !== undefined).map((f) => [f, item[f]])));
 
 export class MemoryClientsStore implements ClientsStore {
   readonly items = new Map<string, Item>();
@@ -94,5 +106,30 @@ export class MemoryClientsStore implements ClientsStore {
     const current = this.items.get(key);
     this.items.delete(key);
     return current && copy(current);
+  }
+
+  /** The organization's items between two sort keys, by ascending sort key (a Query's key condition). */
+  private between(organizationId: string, [low, high]: [string, string]): Item[] {
+    const pk = keys.org(organizationId).pk;
+    return [...this.items.values()].filter((i) => i.pk === pk && String(i.sk) >= low && String(i.sk) <= high).sort((a, b) => (String(a.sk) < String(b.sk) ? -1 : 1));
+  }
+
+  async newestClients(organizationId: string, between: [string, string], { select, limit, pageSize, maxPages }: { select: ClientSelection; limit: number; pageSize: number; maxPages: number }): Promise<ClientsPage> {
+    await this.faults.enter('newestClients');
+    const evaluated = this.between(organizationId, between).reverse();
+    const items: Item[] = [];
+    let at = 0;
+    for (let page = 0; page < maxPages && items.length < limit; page++) {
+      const read = evaluated.slice(at, at + pageSize);
+      at += read.length;
+      items.push(...read.filter(SELECTS[select]).map((i) => project(i, select)));
+      if (read.length < pageSize) return { items, complete: true };
+    }
+    return { items, complete: false, reached: String(evaluated[at - 1].sk) };
+  }
+
+  async clientsBetween(organizationId: string, between: [string, string], select: ClientSelection): Promise<Item[]> {
+    await this.faults.enter('clientsBetween');
+    return this.between(organizationId, between).filter(SELECTS[select]).map((i) => project(i, select));
   }
 }

@@ -7,9 +7,9 @@
  * the two to one behaviour. Fault injection: `faults`; `conflict` makes a debit meet the roll-over.
  */
 import { keys, type DuplicatePolicy, type Organization } from '../../../functions/core/platform/model.js';
-import { toOrganization, type CaptchaSetting, type OrganizationStore } from '../../../functions/core/tenancy/organization-store.js';
+import { toLegacyNotification, toOrganization, type CaptchaSetting, type OrganizationStore } from '../../../functions/core/tenancy/organization-store.js';
 import {
-  WriteConflict, type Adoption, type Billed, type DailyUsage, type Refunded, type WalletStore,
+  sumByDay, WriteConflict, type Adoption, type Billed, type DailyUsage, type Refunded, type WalletStore,
 } from '../../../functions/core/tenancy/wallet-store.js';
 import {
   adoptedToken, claimState, DOUBLE_SUBMIT_MS, guardedSubmission, ownClaim, type GuardClaim, type SubmissionGuard,
@@ -21,8 +21,8 @@ type Key = { pk: string; sk: string };
 const id = (k: Key) => `${k.pk}\u0000${k.sk}`;
 const copy = <T>(value: T): T => structuredClone(value);
 
-export type OrganizationsOp = 'createOrganization' | 'getOrganization' | 'listOrganizations' | 'setDuplicatePolicy' | 'setCaptcha' | 'captchaSecret' | 'revokeSettingsLinks'
-  | 'debitWallet' | 'countUsage' | 'adoptClaim' | 'refundCall' | 'refundUsage' | 'dailyUsage';
+export type OrganizationsOp = 'createOrganization' | 'getOrganization' | 'listOrganizations' | 'setDuplicatePolicy' | 'setCaptcha' | 'captchaSecret' | 'revokeSettingsLinks' | 'legacyNotifications'
+  | 'debitWallet' | 'countUsage' | 'adoptClaim' | 'refundCall' | 'refundUsage' | 'dailyUsage' | 'usageByDay';
 
 export class MemoryOrganizationsTable {
   readonly items = new Map<string, Item>();
@@ -93,6 +93,12 @@ export class MemoryOrganizationsTable {
     captchaSecret: async (orgId: string) => {
       await this.faults.enter('captchaSecret');
       return this.get({ pk: keys.org(orgId).pk, sk: 'CAPTCHA' })?.secret as string | undefined;
+    },
+    legacyNotifications: async (orgId: string) => {
+      await this.faults.enter('legacyNotifications');
+      const pk = keys.org(orgId).pk;
+      return [...this.items.values()].filter((i) => i.pk === pk && String(i.sk).startsWith(keys.notificationPrefix))
+        .sort((a, b) => (String(a.sk) < String(b.sk) ? -1 : 1)).map((i) => toLegacyNotification(copy(i)));
     },
   };
 
@@ -242,6 +248,18 @@ export class MemoryOrganizationsTable {
         calls: Number(usage?.calls ?? 0) + (open ? Number(org?.usageCalls ?? 0) : 0),
         billedMicros: Number(usage?.billed_micros ?? 0) + (open ? Number(org?.usageBilledMicros ?? 0) : 0),
       };
+    },
+
+    usageByDay: async (orgId: string, fromDay: string, toDay: string) => {
+      await this.faults.enter('usageByDay');
+      const pk = keys.org(orgId).pk;
+      const [lo, hi] = [keys.usage(orgId, fromDay).sk, keys.usage(orgId, toDay).sk];
+      const counts = [...this.items.values()].filter((i) => i.pk === pk && String(i.sk) >= lo && String(i.sk) <= hi)
+        .map((i) => ({ day: String(i.sk).slice(keys.usagePrefix.length), calls: Number(i.calls ?? 0), billedMicros: Number(i.billed_micros ?? 0) }));
+      const org = this.get(keys.org(orgId));
+      const open = org?.usageDay;
+      if (typeof open === 'string' && open >= fromDay && open <= toDay) counts.push({ day: open, calls: Number(org?.usageCalls ?? 0), billedMicros: Number(org?.usageBilledMicros ?? 0) });
+      return sumByDay(counts);
     },
   };
 }

@@ -57,8 +57,10 @@ beforeAll(() => {
     writeFileSync(path.join(dir, `node_modules/@aws-sdk/${pkg}/package.json`), JSON.stringify({ name: `@aws-sdk/${pkg}`, main: 'index.js' }));
   }
   plant('functions/core/intake/match.ts', ['@aws-sdk/lib-dynamodb', './clients-store.ts']);
-  plant('functions/core/intake/clients-store.ts', ['@aws-sdk/lib-dynamodb', '@aws-sdk/client-dynamodb']);
-  plant('functions/core/crm/records.ts', ['@aws-sdk/client-dynamodb']);
+  // platform/query.ts (paginated reads) is the stores' helper: a store may read through it, nothing else.
+  plant('functions/core/platform/query.ts', ['@aws-sdk/lib-dynamodb']);
+  plant('functions/core/intake/clients-store.ts', ['@aws-sdk/lib-dynamodb', '@aws-sdk/client-dynamodb', '../platform/query.ts']);
+  plant('functions/core/crm/records.ts', ['@aws-sdk/client-dynamodb', '../platform/query.ts']);
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -79,8 +81,9 @@ describe('the import rules', () => {
       'local-knows-no-cli: lib/local/stack.ts → lib/cli/run.ts',
       'no-loose-domain-files: functions/core/loose.ts → functions/core/platform/errors.ts',
       'platform-imports: functions/core/platform/deps.ts → functions/core/delivery/queue.ts',
-      'dynamodb-only-in-stores: functions/core/intake/match.ts → node_modules/@aws-sdk/lib-dynamodb/index.js',
-      'dynamodb-only-in-stores: functions/core/crm/records.ts → node_modules/@aws-sdk/client-dynamodb/index.js',
+      'dynamodb-sdk-only-in-stores: functions/core/intake/match.ts → node_modules/@aws-sdk/lib-dynamodb/index.js',
+      'dynamodb-sdk-only-in-stores: functions/core/crm/records.ts → node_modules/@aws-sdk/client-dynamodb/index.js',
+      'dynamodb-sdk-only-in-stores: functions/core/crm/records.ts → functions/core/platform/query.ts',
     ].sort());
   }, 30_000);
 });

@@ -3,11 +3,11 @@
  * "Request log"): recorded and read back newest first, page after page with the reader's cursor,
  * every row once; refused calls logged up to a bound per key and minute; retention; a failed write
  * never fails the request. The merge with the clients leads created (the other source) stays on
- * the stack: test/integration/tenancy/request-log-read.test.ts.
+ * the stack: test/integration/settings/request-log-read.test.ts.
  */
 import { describe, it, expect } from '@jest/globals';
 import { MAX_REFUSED_LOGGED_PER_MINUTE, recordRequest, type RequestEntry } from '../../../functions/core/tenancy/request-log.js';
-import { listRequestLog, listRequests, readRequestLog, type RequestLogPosition } from '../../../functions/core/tenancy/request-log-read.js';
+import { listRequestLog, listRequests, readRequestLog, type RequestLogPosition } from '../../../functions/core/settings/request-log-read.js';
 import { givenTenancy, type Tenancy } from '../../support/tenancy-deps.js';
 
 const entry = (organizationId: string, n: number, fields: Partial<RequestEntry> = {}): RequestEntry => ({

@@ -15,7 +15,7 @@ import { createLead } from '../../../functions/core/intake/create-lead.js';
 import { parseLead } from '../../../functions/core/intake/lead-schema.js';
 import { createClient } from '../../../functions/core/crm/entities.js';
 import { recordRequest } from '../../../functions/core/tenancy/request-log.js';
-import { listRequestLog, listRequests, readRequestLog, type RequestLogPosition } from '../../../functions/core/tenancy/request-log-read.js';
+import { listRequestLog, listRequests, readRequestLog, type RequestLogPosition } from '../../../functions/core/settings/request-log-read.js';
 import { requireOrganization } from '../../../functions/core/tenancy/organizations.js';
 import { listRequestHistory } from '../../../functions/core/settings/request-history.js';
 

@@ -2,15 +2,15 @@
  * Reads an organization's request log, newest first, from its two sources (docs/settings.md
  * "Request log"): the `REQUEST#` rows (tenancy/request-log.ts writes them) and the clients that
  * created leads, each of which is its request's row (intake/create-lead.ts: `request_id`, `key_id`,
- * `created_at`). Both are time-ordered (client ids: docs/data-model.md "Client ids"), so a page is
+ * `created_at`; read through the clients store, which is intake's: hence this module is settings').
+ * Both are time-ordered (client ids: docs/data-model.md "Client ids"), so a page is
  * a merge of two newest-first reads, each bounded below by the log's retention.
  */
 import type { Deps } from '../platform/deps.js';
 import { TIME_PART_LENGTH, timePart } from '../platform/ids.js';
 import { keys } from '../platform/model.js';
-import { queryNewest, type Item } from '../platform/query.js';
-import { requestLogStore, type RequestEntry } from './request-log-store.js';
-import { REQUEST_LOG_CLIENT_FIELDS } from './request-log-fields.js';
+import { requestLogStore, type RequestEntry } from '../tenancy/request-log-store.js';
+import { clientsStore } from '../intake/clients-store.js';
 
 /** The route a created lead's row shows: the lead endpoint's (functions/front-door/routes.ts). */
 const LEAD_ROUTE = '/api/webhook/leads';
@@ -57,7 +57,7 @@ interface Row { source: Source; key: string; sk: string; entry: LoggedRequest }
 interface SourceRead { rows: Row[]; complete: boolean; floor?: string; floorSk?: string }
 
 /** A client's row: the request that created it, a lead answered 201 (or the `request_status` it records: a form's 303). */
-const clientEntry = (item: Item): LoggedRequest => ({
+const clientEntry = (item: Record<string, unknown>): LoggedRequest => ({
   at: String(item.created_at), requestId: String(item.request_id), keyId: String(item.key_id),
   method: 'POST', route: LEAD_ROUTE, status: typeof item.request_status === 'number' ? item.request_status : 201, clientId: String(item.id),
 });
@@ -79,21 +79,14 @@ const toKeys: Record<Source, (sk: string) => string> = { request: requestKey, cl
 interface SourceItems { rows: { sk: string; entry: LoggedRequest }[]; complete: boolean; reached?: string }
 
 /**
- * The clients that created leads, newest first, as rows of the log: a Query of the clients table
- * projecting REQUEST_LOG_CLIENT_FIELDS alone (the settings API's IAM grant). Kept here until the
- * clients' store offers it as a named read.
+ * The clients that created leads, newest first, as rows of the log: the clients store's `leadRequest`
+ * selection (REQUEST_LOG_CLIENT_FIELDS alone: the settings API's IAM grant).
  */
 async function readLeadClientsNewest(
   deps: Deps, organizationId: string, between: [string, string], options: { limit: number; pageSize: number; maxPages: number },
 ): Promise<SourceItems> {
-  const names = Object.fromEntries(REQUEST_LOG_CLIENT_FIELDS.map((f) => [`#${f}`, f]));
-  const { items, complete, reached } = await queryNewest(deps, {
-    table: deps.tables.clients, pk: keys.org(organizationId).pk, between, ...options,
-    // Leads' clients only: those the CRM wrote have no request.
-    filter: 'attribute_exists(#request_id) AND #source = :api', values: { ':api': 'api' },
-    projection: Object.keys(names).join(', '), names,
-  });
-  return { rows: items.map((item: Item) => ({ sk: String(item.sk), entry: clientEntry(item) })), complete, ...(reached ? { reached } : {}) };
+  const { items, complete, reached } = await clientsStore(deps).newestClients(organizationId, between, { select: 'leadRequest', ...options });
+  return { rows: items.map((item) => ({ sk: String(item.sk), entry: clientEntry(item) })), complete, ...(reached ? { reached } : {}) };
 }
 
 /**
