@@ -30,7 +30,7 @@ export { newLeadClient } from './lead-client.js';
 
 /** What a lead came to: a new client, a submission merged into an earlier one, or the repeat of a submission of the last 10 minutes. */
 export type LeadOutcome =
-  | { kind: 'created'; client: Client<'lead', 'api'> }
+  | { kind: 'created'; client: Client<'lead', 'api'>; /** Written under an earlier request's id, whose bill it adopted. */ adopted?: true }
   | { kind: 'merged'; clientId: string }
   | { kind: 'duplicate'; clientId: string };
 
@@ -126,7 +126,7 @@ async function writeAdopted(lead: Lead, claim: GuardClaim, clientId: string): Pr
   const outcome = await paidWrite(lead, callOf(lead, clientId), { guard: claim.guard, token: adoptedToken(clientId, lead.client.id) }, () => putClient(lead, client));
   metrics.addMetric('LeadsAdopted', MetricUnit.Count, 1);
   logger.warn('wrote the client of a lead billed by a request that did not write it', { organizationId: lead.auth.organization.id, clientId });
-  return outcome;
+  return outcome.kind === 'created' ? { ...outcome, adopted: true } : outcome;
 }
 
 /** A new client without the guard, billed as a call. */

@@ -164,7 +164,8 @@ async function createLeadOnce(deps: Deps, request: HttpRequest, auth: AuthContex
     payload: input,
     run: create,
   });
-  const headers: Record<string, string> = replayed ? { 'Idempotent-Replayed': 'true' } : {};
+  // Not to a page: every visitor of a page shares its key, so the header would tell one that another sent the same lead.
+  const headers: Record<string, string> = replayed && !policy ? { 'Idempotent-Replayed': 'true' } : {};
   // Records stored before answers carried their status hold the created client itself (a 201).
   const answer: Answer = typeof (result as Partial<Answer>).status === 'number' ? result : { status: 201, body: result };
   return { ...answer, headers: { ...answer.headers, ...headers }, recordedOnClient };
@@ -192,6 +193,8 @@ function leadAnswer(auth: AuthContext, outcome: LeadOutcome, lookAlike: () => Cl
     if (page) return { status: 201, body: lookAlike(), outcome: 'duplicate', clientId: outcome.clientId };
     return { status: 200, body: { id: outcome.clientId, organization_id, duplicate: true }, outcome: 'duplicate' };
   }
+  // A client this request wrote under an earlier request's id (adopting its bill): to a page, a look-alike (the id dates the earlier request).
+  if (page && outcome.adopted) return { status: 201, body: lookAlike(), outcome: 'adopted', clientId: outcome.client.id };
   const { possible_duplicate_of: duplicateOf, ...client } = outcome.client;
   return { status: 201, body: page || !duplicateOf ? client : outcome.client };
 }

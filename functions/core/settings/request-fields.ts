@@ -48,11 +48,23 @@ export function readRequest(route: string, request: HttpRequest): { body: Record
     errors.push(...fieldErrors(result.error.issues, prefix));
     return {};
   };
-  const body = schemas.body ? parsed(schemas.body, objectBody(request, schemas.bodyRequired === false), []) : {};
+  const raw = schemas.body ? objectBody(request, schemas.bodyRequired === false) : {};
+  // zod drops an own `__proto__` key silently (a header named so would vanish with a 200): named here instead.
+  errors.push(...protoKeys(raw, []).map((path) => ({ field: path.join('.'), message: '"__proto__" cannot be a name here: choose another name' })));
+  const body = schemas.body ? parsed(schemas.body, raw, []) : {};
   // A parameter given empty (`?status=`) is not given: the page's blank filters.
   const query = parsed(schemas.query, Object.fromEntries(Object.entries(request.query ?? {}).filter(([, v]) => v !== '')), []);
   if (errors.length) throw validationFailed(errors);
   return { body, query };
+}
+
+/** The paths of every own `__proto__` key in a parsed JSON value. */
+function protoKeys(value: unknown, path: string[]): string[][] {
+  if (typeof value !== 'object' || value === null) return [];
+  return Object.keys(value).flatMap((key) => [
+    ...(key === '__proto__' ? [[...path, key]] : []),
+    ...protoKeys((value as Record<string, unknown>)[key], [...path, key]),
+  ]);
 }
 
 interface Issue { code: string; path: PropertyKey[]; message: string; keys?: string[] }

@@ -84,6 +84,12 @@ describe('the settings requests the document describes', () => {
 });
 
 describe('bounds and rules the document states', () => {
+  it('a header (or any field) named `__proto__` is a 422 that says why, not silently dropped', () => {
+    const outcome = answer('PATCH /api/settings/webhooks/{id}', JSON.parse('{"headers":{"__proto__":"x","X-A":"a"}}'));
+    expect(outcome).not.toBe('read');
+    expect((outcome as { errors: { field: string; message: string }[] }).errors).toContainEqual({ field: 'headers.__proto__', message: expect.stringMatching(/cannot be a name here/) });
+  });
+
   it('reads a grace of 0 to 168 hours, and a limit of 1 to 200 (as text in the query), an empty parameter as absent', () => {
     for (const grace of [0, 168]) expect(answer('POST /api/settings/keys/{id}/rotate', { grace_hours: grace })).toBe('read');
     expect(answer('POST /api/settings/keys/{id}/rotate', undefined)).toBe('read');
