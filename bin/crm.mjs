@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-// `npx crm` entry: runs the CLI's bundle (scripts/build-cli.mjs), rebuilt first when a source file
-// is newer than it; without esbuild (a production install), tsx runs the TypeScript as it is.
+// `npx crm` entry: runs the CLI's bundle (scripts/build-cli.mjs, in node_modules/.cache/crm-cli),
+// rebuilt first when a source file is newer than it; without esbuild (a production install), tsx
+// runs the TypeScript as it is.
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -13,8 +14,8 @@ process.emitWarning = (warning, ...rest) =>
     : emitWarning.call(process, warning, ...rest);
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const bundle = path.join(root, 'dist', 'cli', 'crm.mjs');
-const meta = path.join(root, 'dist', 'cli', 'crm.meta.json');
+const bundle = path.join(root, 'node_modules', '.cache', 'crm-cli', 'crm.mjs');
+const meta = path.join(root, 'node_modules', '.cache', 'crm-cli', 'crm.meta.json');
 
 /** Whether the bundle holds the current sources: none of its inputs changed after it was built. */
 function fresh() {

@@ -1,20 +1,23 @@
 /**
  * Bundles the `crm` CLI (bin/crm.ts and the project code it imports; packages stay imports) into
- * dist/cli/crm.mjs, so `npx crm` starts without compiling TypeScript on every run (docs/operations.md
- * "The CLI"). Run by `npm ci` (the `prepare` script) and again by bin/crm.mjs whenever a source file
- * is newer than the bundle. Plain JavaScript: it runs before anything else is built.
+ * node_modules/.cache/crm-cli/crm.mjs, so `npx crm` starts without compiling TypeScript on every run
+ * (docs/operations.md "The CLI"). Run by `npm ci` (the `prepare` script) and again by bin/crm.mjs
+ * whenever a source file is newer than the bundle. In node_modules, not in the tree: a bundle in a
+ * folder a commit can carry would run code that is not in the sources (node_modules is what
+ * `npm ci` makes, trusted as the packages are). Without esbuild (`npm ci --omit=dev`) it builds
+ * nothing and says so; bin/crm.mjs then runs the sources through tsx. Plain JavaScript.
  */
-import { build } from 'esbuild';
 import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const root = fileURLToPath(new URL('..', import.meta.url));
-export const bundleFile = path.join(root, 'dist', 'cli', 'crm.mjs');
-export const metaFile = path.join(root, 'dist', 'cli', 'crm.meta.json');
+export const bundleFile = path.join(root, 'node_modules', '.cache', 'crm-cli', 'crm.mjs');
+export const metaFile = path.join(root, 'node_modules', '.cache', 'crm-cli', 'crm.meta.json');
 
 /** Builds the bundle; written beside and renamed into place, so a CLI starting meanwhile never reads half a file. */
 export async function buildCli() {
+  const { build } = await import('esbuild');
   const builtAt = Date.now();
   const out = await build({
     absWorkingDir: root, entryPoints: ['bin/crm.ts'], bundle: true, platform: 'node', format: 'esm', target: 'node20',
@@ -27,4 +30,11 @@ export async function buildCli() {
   writeFileSync(metaFile, JSON.stringify({ builtAt, inputs: Object.keys(out.metafile.inputs) }));
 }
 
-if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) await buildCli();
+if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) {
+  try {
+    await buildCli();
+  } catch (error) {
+    if (error?.code !== 'ERR_MODULE_NOT_FOUND') throw error;
+    console.warn('crm: esbuild is not installed (a production install): the CLI runs its sources through tsx.');
+  }
+}
