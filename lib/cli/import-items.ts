@@ -71,6 +71,40 @@ export function destination(from: TableName, item: Item): TableName {
 }
 
 const ORGANIZATION_ATTRIBUTES = ['organization_id', 'organizationId'];
+/** Sort-key prefixes whose suffix is the item's own `id`. */
+const ID_PREFIXES = ['CLIENT#', 'WORK_ORDER#', 'INVOICE#', 'BOOKING#', keys.endpointPrefix, keys.deliveryPrefix];
+
+/**
+ * Why an item's identity attributes disagree with its key, or undefined: an organization item whose
+ * `id` names another organization, or a key lookup item whose `organizationId` is not its index's,
+ * would give one organization's keys and links the rights of another.
+ */
+function identityProblem(item: Item, owner: string | undefined): string | undefined {
+  const pk = plain(item.pk);
+  const sk = plain(item.sk);
+  const id = plain(item.id);
+  if (owner !== undefined && (sk === 'ORG' || sk === 'ORGINDEX') && id !== owner) return `id ${JSON.stringify(id ?? null)} is not the organization of its key (${owner})`;
+  if (typeof sk === 'string' && item.id !== undefined) {
+    const prefix = ID_PREFIXES.find((p) => sk.startsWith(p));
+    if (prefix && id !== sk.slice(prefix.length)) return `id ${JSON.stringify(id ?? null)} is not the id in its key (${sk})`;
+  }
+  if (typeof pk === 'string' && pk.startsWith('APIKEY#')) {
+    const organizationId = plain(item.organizationId);
+    if (plain(item.hash) !== pk.slice('APIKEY#'.length)) return 'an API key\'s hash must be the one in its key';
+    if (typeof organizationId !== 'string' || plain(item.gsi1pk) !== keys.apiKeyIndex(organizationId, '').gsi1pk || plain(item.gsi1sk) !== plain(item.keyId)) {
+      return 'an API key\'s organizationId and keyId must be those of its index entry (gsi1pk ORG#<organizationId>#APIKEYS, gsi1sk <keyId>)';
+    }
+  }
+  if (owner !== undefined && sk === keys.endpointSlots('').sk) {
+    const count = Number((item.count as { N?: string } | undefined)?.N);
+    if (!Number.isInteger(count) || count < 0) return 'the endpoints\' slot count must be a whole number, 0 or more';
+  }
+  if (owner !== undefined && sk === keys.apiKeySlots('').sk) {
+    const version = Number((item.version as { N?: string } | undefined)?.N);
+    if (!(item.live as { M?: unknown } | undefined)?.M || !Number.isInteger(version) || version < 0) return 'the keys\' slot item needs its live map and a whole version, 0 or more';
+  }
+  return undefined;
+}
 const plain = (value: AttributeValue | undefined): unknown => (value as { S?: string } | undefined)?.S;
 
 /** Why an endpoint item is not one the API could have written, or undefined. */
@@ -121,6 +155,8 @@ export function checkLine(deps: Pick<Deps, 'config'>, from: TableName, line: str
       if (item[name] !== undefined && named !== owner) return { ok: false, reason: `${name} ${JSON.stringify(named ?? item[name])} is not the organization of its key (${owner})` };
     }
   }
+  const identity = identityProblem(item, owner);
+  if (identity) return { ok: false, reason: identity };
   const sk = plain(item.sk);
   if (to === 'endpoints' && typeof sk === 'string' && sk.startsWith(keys.endpointPrefix)) {
     const bad = endpointProblem(deps, item);

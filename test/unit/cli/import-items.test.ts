@@ -59,4 +59,19 @@ describe('an import line', () => {
     }
     expect(reasonOf(checkLine(deployed, 'endpoints', line(endpoint({ headers: { authorization: 'Bearer t0k3n-abcdef' } }))))).toBe('ok');
   });
+
+  it('an item\'s identity agrees with its key: an organization item, a key lookup item, a client or endpoint id, the slot items', () => {
+    expect(reasonOf(checkLine(deployed, 'organizations', line({ pk: 'ORG#org_a', sk: 'ORG', id: 'org_b', name: 'A' })))).toMatch(/id "org_b" is not the organization of its key \(org_a\)/);
+    expect(reasonOf(checkLine(deployed, 'organizations', line({ pk: 'ORG#org_a', sk: 'ORG', id: 'org_a', name: 'A' })))).toBe('ok');
+    const key = { pk: 'APIKEY#abc', sk: 'APIKEY', hash: 'abc', organizationId: 'org_a', keyId: 'key_1', gsi1pk: 'ORG#org_a#APIKEYS', gsi1sk: 'key_1' };
+    expect(reasonOf(checkLine(deployed, 'organizations', line(key)))).toBe('ok');
+    expect(reasonOf(checkLine(deployed, 'organizations', line({ ...key, organizationId: 'org_b' })))).toMatch(/organizationId and keyId/);
+    expect(reasonOf(checkLine(deployed, 'organizations', line({ ...key, hash: 'def' })))).toMatch(/hash/);
+    expect(reasonOf(checkLine(deployed, 'clients', line({ pk: 'ORG#org_a', sk: 'CLIENT#cli_1', id: 'cli_2' })))).toMatch(/not the id in its key/);
+    expect(reasonOf(checkLine(deployed, 'endpoints', line(endpoint({ id: 'ep_2' }))))).toMatch(/not the id in its key/);
+    expect(reasonOf(checkLine(deployed, 'organizations', line({ pk: 'ORG#org_a', sk: 'SLOTS#ENDPOINTS', count: -1000 })))).toMatch(/slot count/);
+    expect(reasonOf(checkLine(deployed, 'organizations', line({ pk: 'ORG#org_a', sk: 'SLOTS#ENDPOINTS', count: 3 })))).toBe('ok');
+    expect(reasonOf(checkLine(deployed, 'organizations', line({ pk: 'ORG#org_a', sk: 'SLOTS#KEYS', live: { key_1: null }, version: -1 })))).toMatch(/keys' slot item/);
+  });
 });
+
