@@ -11,7 +11,8 @@ import { type CircuitState, type WebhookEndpoint } from '../platform/model.js';
 import { circuitView } from './circuit-breaker.js';
 import { parseSubscription } from './subscriptions.js';
 import { newSigningSecret } from './signing.js';
-import { requireOrganization } from '../tenancy/organizations.js';
+// The organization store alone, not tenancy/organizations.ts: that would bring the wallet and billing into the fan-out's and delivery's bundles.
+import { organizationStore } from '../tenancy/organization-store.js';
 import { endpointStore, type EndpointChange, type EndpointFields } from './endpoint-store.js';
 import { applyHeaderChanges, maskedHeaders, requireHeadersAgain, validateOptions, validateUrl, type HeaderChanges } from './endpoint-fields.js';
 
@@ -33,6 +34,10 @@ export interface EndpointOptions { headers?: HeaderChanges; rateLimitPerSecond?:
 export const MAX_SIGNING_SECRETS = 5;
 
 const tooManyEndpoints = (max: number) => validationFailed([{ field: 'url', message: `an organization has at most ${max} endpoints; remove one first` }]);
+
+async function requireOrganization(deps: Deps, organizationId: string): Promise<void> {
+  if (!await organizationStore(deps).getOrganization(organizationId)) throw notFound(`No organization ${organizationId}.`);
+}
 
 export async function addEndpoint(deps: Deps, organizationId: string, input: { url: string; events: string | string[]; description?: string; enabled?: boolean } & EndpointOptions) {
   await requireOrganization(deps, organizationId);

@@ -14,6 +14,11 @@ import { queryAll } from '../platform/query.js';
 import { inBatches } from '../platform/batches.js';
 import { keys, type Billing, type CaptchaProvider, type DuplicatePolicy, type Organization } from '../platform/model.js';
 import { depsPort } from '../platform/deps-port.js';
+import { BACKOFFS, retry } from '../platform/retry.js';
+
+class UnprocessedKeys extends Error {
+  override name = 'UnprocessedKeys';
+}
 
 /** An inbox item of an earlier version (`NOTIFICATION#…`; a lead's notification is now on its client, crm/notifications.ts), read only. */
 export interface LegacyNotification { id: string; type: string; title: string; clientId?: string; createdAt: string }
@@ -91,11 +96,13 @@ export function dynamoOrganizationStore(deps: Deps): OrganizationStore {
       const byId = new Map<string, Organization>();
       for (const batch of inBatches(ids, 100)) {
         let request: Record<string, { Keys: Record<string, unknown>[] }> | undefined = { [TableName]: { Keys: batch.map((id) => keys.org(id)) } };
-        while (request && Object.keys(request).length > 0) {
-          const out = await deps.doc.send(new BatchGetCommand({ RequestItems: request }));
+        // Keys left unprocessed (throttling) are read again after a growing wait, a bounded number of times.
+        await retry(async () => {
+          const out = await deps.doc.send(new BatchGetCommand({ RequestItems: request! }));
           for (const item of out.Responses?.[TableName] ?? []) byId.set(item.id as string, toOrganization(item));
           request = out.UnprocessedKeys as typeof request;
-        }
+          if (request && Object.keys(request).length > 0) throw new UnprocessedKeys();
+        }, { backoff: BACKOFFS.batchUnprocessed, attempts: 8, shouldRetry: (error) => error instanceof UnprocessedKeys });
       }
       return ids.flatMap((id) => byId.get(id) ?? []);
     },

@@ -44,7 +44,9 @@ const dailyKey = (keyId: string, day: string) => ({ pk: `CAP#${keyId}#${day}` })
 
 /** Rounds of a batch read whose keys DynamoDB left unprocessed (throttling) before the check gives up (and fails open or closed). */
 const UNPROCESSED_ROUNDS = 8;
-class Unprocessed extends Error {}
+class Unprocessed extends Error {
+  override name = 'Unprocessed';
+}
 
 export function dynamoRateWindowStore(deps: Pick<Deps, 'doc' | 'tables' | 'now'>): RateWindowStore {
   const TableName = deps.tables.rateWindows;
