@@ -139,8 +139,9 @@ beforeAll(async () => {
   });
   // The copy buttons write to the clipboard; the test reads it back.
   context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  context.setDefaultTimeout(60_000); // a loaded machine renders slowly; each wait is for a condition
   await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: new URL(info.apiUrl).origin });
-}, 60_000);
+}, 150_000);
 
 afterEach(() => {
   expect(pageProblems.splice(0)).toEqual([]);
@@ -260,7 +261,7 @@ describe('the settings page, opened from a settings link', () => {
       if ((await leadEndpointStatus(rotatedKey)) === 401) return true;
       lastAcceptedSentAt = sent;
       return false;
-    }, { what: 'the revoked key refused', intervalMs: 50, timeoutMs: 30_000 });
+    }, { what: 'the revoked key refused', intervalMs: 50 });
     expect(lastAcceptedSentAt - revokedAt).toBeLessThanOrEqual(revocationSeconds * 1000);
     await page.locator('#keys-status', { hasText: 'revoked' }).waitFor();
     await page.locator('#keys tbody .badge', { hasText: 'revoked' }).waitFor();
@@ -300,7 +301,7 @@ describe('the settings page, opened from a settings link', () => {
     await card.locator('button[aria-busy="true"]', { hasText: 'Sending…' }).waitFor();
     await card.locator('.test-outcome .loading').waitFor();
     const outcome = card.locator('.outcome');
-    await outcome.waitFor({ timeout: 15_000 });
+    await outcome.waitFor();
     expect(await outcome.innerText()).toMatch(/Test event delivered\s*204\s*in [\d,]+ ms/);
     await screenshot(page, 'test-event-delivered');
 
@@ -311,7 +312,7 @@ describe('the settings page, opened from a settings link', () => {
     // A test event of a type the endpoint subscribes to: its catalog example, marked as a test.
     await card.getByLabel(/Test event type/).selectOption('client.created');
     await button(card, 'Send test event').click();
-    await card.locator('.outcome', { hasText: 'client.created' }).waitFor({ timeout: 15_000 });
+    await card.locator('.outcome', { hasText: 'client.created' }).waitFor();
     const typed = receiver.on('/hooks/ok').at(-1)!;
     expect(typed.verifyError).toBeUndefined();
     expect(JSON.parse(typed.body)).toMatchObject({ type: 'client.created', organization_id: orgA, test: true, data: { object: { organization_id: orgA } } });
@@ -326,7 +327,7 @@ describe('the settings page, opened from a settings link', () => {
     const card = endpointCard(page, url);
     for (let i = 0; i < 2; i++) {
       await button(card, 'Send test event').click();
-      await card.locator('.outcome', { hasText: 'not delivered' }).waitFor({ timeout: 15_000 });
+      await card.locator('.outcome', { hasText: 'not delivered' }).waitFor();
     }
     expect(await card.locator('.outcome').innerText()).toContain('500');
 
@@ -334,7 +335,7 @@ describe('the settings page, opened from a settings link', () => {
     await page.locator('#filter-endpoint').selectOption({ label: url });
     await page.locator('#filter-status').selectOption('failed');
     await eventually(async () => (await listedDeliveries(page, 'failed')) === 2,
-      { what: 'two failed deliveries listed', timeoutMs: 30_000, intervalMs: 500 });
+      { what: 'two failed deliveries listed', intervalMs: 500 });
     await screenshot(page, 'deliveries-failed', true, '#deliveries');
 
     // One delivery's detail: every attempt with its status code and the response excerpt.
@@ -353,7 +354,7 @@ describe('the settings page, opened from a settings link', () => {
     receiver.script('/hooks/failing', secret, { status: 200, body: 'ok' });
     const before = receiver.on('/hooks/failing').length;
     await button(detail, 'Re-deliver').click();
-    await detail.locator('.flash', { hasText: 'Re-delivered.' }).waitFor({ timeout: 20_000 });
+    await detail.locator('.flash', { hasText: 'Re-delivered.' }).waitFor();
     // The manual attempt continues the numbering and is marked manual.
     const last = await detail.locator('.attempt').last().innerText();
     expect(last).toMatch(new RegExp(`#${attempts + 1}\\s*manual\\s*200`, "i"));
@@ -371,9 +372,9 @@ describe('the settings page, opened from a settings link', () => {
     await page.locator('#deliveries-status', { hasText: '1 failed delivery queued for re-delivery' }).waitFor();
     await page.locator('#filter-status').selectOption('delivered');
     await eventually(async () => (await listedDeliveries(page, 'delivered')) === 2,
-      { what: 'both deliveries delivered', timeoutMs: 20_000, intervalMs: 500 });
+      { what: 'both deliveries delivered', intervalMs: 500 });
     await screenshot(page, 'deliveries-redelivered');
-  }, 120_000);
+  }, 240_000);
 
   it('the request log lists the lead endpoint calls made with the keys', async () => {
     await button(page.locator('#requests'), 'Refresh').click();
@@ -434,13 +435,13 @@ describe('the settings page, opened from a settings link', () => {
     receiver.script('/hooks/recover', secret, { status: 503, body: 'down for maintenance' });
     const card = endpointCard(page, url);
     await button(card, 'Send test event').click();
-    await card.locator('.outcome', { hasText: 'not delivered' }).waitFor({ timeout: 15_000 });
+    await card.locator('.outcome', { hasText: 'not delivered' }).waitFor();
 
     // Filters: this endpoint, webhook.test, failed (after its retries run out).
     await page.locator('#filter-status').selectOption('failed');
     await page.locator('#filter-endpoint').selectOption({ label: url });
     await page.locator('#filter-event').selectOption('webhook.test');
-    await eventually(async () => (await listedDeliveries(page, 'failed')) === 1, { what: 'the failed delivery listed', timeoutMs: 30_000, intervalMs: 500 });
+    await eventually(async () => (await listedDeliveries(page, 'failed')) === 1, { what: 'the failed delivery listed', intervalMs: 500 });
     const deliveryId = await page.locator('#deliveries tbody tr').first().getAttribute('data-delivery-id');
     await page.locator('#filter-event').selectOption('client.created');
     await page.locator('#deliveries-body[aria-busy="false"]').waitFor();
@@ -471,7 +472,7 @@ describe('the settings page, opened from a settings link', () => {
     expect(receiver.on('/hooks/recover').at(-1)!.verifyError).toBeUndefined();
     await page.getByLabel('Event or delivery ID').fill('');
     await button(page, 'Search').click();
-  }, 120_000);
+  }, 240_000);
 
   it('axe finds no serious or critical violation, at desktop width and at 375 px', async () => {
     await page.locator('#deliveries-body[aria-busy="false"]').waitFor();
@@ -547,7 +548,7 @@ describe('the settings page, opened from a settings link', () => {
     const endpointId = await card.getAttribute('data-endpoint-id');
     const sent = await Promise.all([0, 1, 2].map(() => fetchFromPage(page, `api/settings/webhooks/${endpointId}/test`, 'POST', {})));
     expect(sent.map((s) => s.status)).toEqual([200, 200, 200]);
-    const received = await eventually(async () => { const r = receiver.on('/hooks/options'); return r.length === 3 && r; }, { timeoutMs: 20_000, what: '3 test events received' });
+    const received = await eventually(async () => { const r = receiver.on('/hooks/options'); return r.length === 3 && r; }, { what: '3 test events received' });
     for (const r of received) {
       expect(r.verifyError).toBeUndefined();
       expect(r.headers['x-receiver-key']).toBe('rk_page_5e4d3c2b1a09f8e7');
@@ -645,7 +646,7 @@ describe('the settings page without a valid link', () => {
     await screenshot(page, 'link-expiring', false);
     await button(page, 'Generate API key').click();
     await page.getByLabel('Name').fill('Typed before expiry');
-    await page.locator('#session-banner', { hasText: 'This settings link has expired' }).waitFor({ timeout: 20_000 });
+    await page.locator('#session-banner', { hasText: 'This settings link has expired' }).waitFor();
     const dialog = page.getByRole('dialog', { name: 'Generate API key' });
     expect(await dialog.isVisible()).toBe(true);
     expect(await page.getByLabel('Name').inputValue()).toBe('Typed before expiry');
@@ -659,5 +660,5 @@ describe('the settings page without a valid link', () => {
     await page.locator('#key-form [type=submit]').click();
     await shownOnce(page, 'keys', 'Your new key “Typed before expiry”');
     await page.close();
-  }, 60_000);
+  });
 });

@@ -38,7 +38,7 @@ const cli = async (...args: string[]) => {
 
 const typesOn = (path: string) => receiver.on(path).map((r) => r.event?.type);
 const waitFor = (path: string, count: number, what: string) =>
-  eventually(async () => (receiver.on(path).length >= count ? receiver.on(path) : undefined), { what, timeoutMs: 20_000 });
+  eventually(async () => (receiver.on(path).length >= count ? receiver.on(path) : undefined), { what });
 
 describe('events from CRM records', () => {
   it('produces every catalog event from the CLI and the lead endpoint, each with its documented payload', async () => {
@@ -74,7 +74,7 @@ describe('events from CRM records', () => {
     expect(byType('work_order.status_changed').map((e) => [e.data.previous!.status, e.data.object.status]).sort()).toEqual([['in_progress', 'completed'], ['scheduled', 'in_progress']]);
     expect(byType('work_order.completed')[0].data.previous).toEqual({ status: 'in_progress' });
     expect(byType('invoice.paid')[0].data.object.payments).toEqual([expect.objectContaining({ amount_cents: 18550 })]);
-  }, 60_000);
+  }, 240_000); // thirteen CLI processes, each seconds on a loaded machine
 
   it('delivers only the subscribed events, named by alias', async () => {
     const tenant = await subscribed('/alias', 'work_order_completed');

@@ -39,7 +39,7 @@ afterAll(async () => {
   await after.stop();
   await receiver.stop();
   rmSync(work, { recursive: true, force: true });
-}, 60_000);
+}, 150_000);
 
 const lead = (apiUrl: string, key: string, name: string) => fetch(`${apiUrl}/api/webhook/leads`, {
   method: 'POST', headers: { 'X-API-Key': key, 'Content-Type': 'application/json' }, body: JSON.stringify({ name }),
@@ -108,7 +108,7 @@ describe('the restore drill', () => {
     const delivered = await eventually(async () => {
       const list = await listDeliveries(fresh.deps, org.id);
       return list.length === 3 && list.every((d) => d.status === 'delivered') ? list : undefined;
-    }, { what: 'the restored pending and parked deliveries and the new lead\'s', timeoutMs: 30_000, intervalMs: 250 });
+    }, { what: 'the restored pending and parked deliveries and the new lead\'s', intervalMs: 250 });
     const requests = receiver.on('/restored').slice(1); // after the one the old stack held
     expect(requests.every((r) => r.verifyError === undefined)).toBe(true);
     const idsOf = (firstName: string) => new Set(requests.filter((r) => r.event!.data.object.first_name === firstName).map((r) => r.headers['webhook-id']));
