@@ -8,6 +8,7 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { URL } from 'node:url';
 import Sequencer from '@jest/test-sequencer';
 
 const BaseSequencer = Sequencer.default ?? Sequencer;
