@@ -17,7 +17,7 @@ import { Receiver } from '../support/receiver.js';
 import { createOrganization } from '../../../functions/core/tenancy/organizations.js';
 import { createApiKey } from '../../../functions/core/tenancy/api-keys.js';
 import { addEndpoint } from '../../../functions/core/delivery/endpoints.js';
-import { cliSettingsLink, expiredSettingsLink, settingsLinkExpiringIn } from '../support/settings-links.js';
+import { cliSettingsLink, expiredSettingsLink, settingsLink, settingsLinkExpiringIn } from '../support/settings-links.js';
 
 // Browser globals used inside page.evaluate callbacks (the project's tsconfig has no DOM library).
 declare const sessionStorage: { getItem(key: string): string | null };
@@ -584,7 +584,7 @@ describe('the settings page without a valid link', () => {
   });
 
   it('a tampered link, and no token at all, show the same state', async () => {
-    const link = await cliSettingsLink(orgA);
+    const link = await settingsLink(orgA);
     const tampered = link.replace(/(#token=[^.]+\.)([^.]+)/, (_, head: string, claims: string) =>
       head + Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(claims, 'base64url').toString()), org_id: orgB.id })).toString('base64url'));
     expect(tampered).not.toBe(link);
@@ -601,7 +601,7 @@ describe('the settings page without a valid link', () => {
   it('a new link pasted into the tab that shows "expired" loads the settings (only the fragment changes)', async () => {
     const page = await openSettings(await expiredSettingsLink(orgA));
     await page.getByText(expiredText).waitFor();
-    const fresh = await cliSettingsLink(orgA);
+    const fresh = await settingsLink(orgA);
     await page.goto(fresh); // same document: a hashchange, no reload
     await page.locator('#org-name', { hasText: 'Rosa’s Plumbing & Heating' }).waitFor();
     expect(await page.locator('#gate').isHidden()).toBe(true);
@@ -610,11 +610,11 @@ describe('the settings page without a valid link', () => {
   });
 
   it("another organization's link pasted into an open tab reloads the page: nothing of the first organization stays", async () => {
-    const page = await openSettings(await cliSettingsLink(orgA));
+    const page = await openSettings(await settingsLink(orgA));
     await page.locator('#org-name', { hasText: 'Rosa’s Plumbing & Heating' }).waitFor();
     await button(page, 'Generate API key').click();
     await page.getByLabel('Name').fill('Typed for A');
-    await page.goto(await cliSettingsLink(orgB.id)); // only the fragment changes
+    await page.goto(await settingsLink(orgB.id)); // only the fragment changes
     await page.locator('#deliveries-body[aria-busy="false"]').waitFor();
     await eventually(async () => (await page.locator('#org-name').textContent()) !== 'Rosa’s Plumbing & Heating', { what: "B's settings shown" });
     await page.locator('#webhooks', { hasText: orgB.endpointUrl }).waitFor();
@@ -624,7 +624,7 @@ describe('the settings page without a valid link', () => {
   });
 
   it('a filtered list the server ended short (no rows, a cursor) says none were found among the newest and offers Load more', async () => {
-    const page = await openSettings(await cliSettingsLink(orgA));
+    const page = await openSettings(await settingsLink(orgA));
     await page.locator('#deliveries-body[aria-busy="false"]').waitFor();
     // The server's read limit, reached without a match: an empty page with a cursor, then a match further back.
     const older = { id: 'dlv_older', eventId: 'evt_older', eventType: 'client.created', url: 'https://hooks.example/older', endpointId: 'ep_x', status: 'delivered', attemptCount: 1, lastStatusCode: 200, createdAt: new Date(0).toISOString(), nextAttemptAt: null, reason: null };
@@ -655,7 +655,7 @@ describe('the settings page without a valid link', () => {
     await dialog.locator('.form-error', { hasText: 'paste a new link' }).waitFor();
     expect(await page.getByLabel('Name').inputValue()).toBe('Typed before expiry');
 
-    await page.goto(await cliSettingsLink(orgA));
+    await page.goto(await settingsLink(orgA));
     await page.locator('#session-banner').waitFor({ state: 'hidden' });
     await page.locator('#key-form [type=submit]').click();
     await shownOnce(page, 'keys', 'Your new key “Typed before expiry”');
