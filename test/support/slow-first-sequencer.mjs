@@ -2,8 +2,8 @@
  * Runs the longest test files first, so no long file starts last and keeps one worker busy alone
  * at the end. Jest does this from its cache of last run's times; a fresh clone has no cache, and
  * jest then orders by file size, which puts some of the longest files near the end. The committed
- * test-times.json (seconds per file, from a full run; files under 5 s omitted) stands in for the
- * cache where it has no time. Files that need no local stack (infra, artifact) take the first two
+ * test-times.json (seconds per file, from a full run on a loaded machine: only the order matters;
+ * files under 5 s omitted) stands in for the cache where it has no time. Files that need no local stack (infra, artifact) take the first two
  * slots among the long ones: they run while the integration stack is still starting.
  */
 import { readFileSync } from 'node:fs';
