@@ -229,7 +229,7 @@ describe('the bundles against the local emulators', () => {
     streamPoller.start();
     queuePoller.start();
     try {
-      const received = await eventually(async () => receiver.on(endpointPath)[0], { what: 'the client.created webhook', timeoutMs: 20_000 });
+      const received = await eventually(async () => receiver.on(endpointPath)[0], { what: 'the client.created webhook' });
       expect(received.verifyError).toBeUndefined();
       expect(received.event).toMatchObject({ type: 'client.created', organization_id: organizationId, data: { object: { id: lead.id } } });
       expect(fanOutBatches).toContainEqual({ batchItemFailures: [] });
@@ -242,7 +242,7 @@ describe('the bundles against the local emulators', () => {
       await Promise.all([streamPoller.stop(), queuePoller.stop()]);
       streams.destroy();
     }
-  }, 40_000);
+  });
 
   it('the bulk fan-out bundle records and queues an import’s bulk message: its deliveries in the deliveries table, their messages on the delivery queue (after the lead, whose pollers are stopped)', async () => {
     const events = ['cli_bulk1', 'cli_bulk2'].map((id) => ({ id: `evt_artifact_${id}`, type: 'client.created', organization_id: organizationId, created_at: new Date().toISOString(), data: { object: { id } } }));

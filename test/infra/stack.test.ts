@@ -38,6 +38,24 @@ function build(context: Record<string, unknown> = {}, config: Partial<StageConfi
   return { ...buildApp(props, { ...stages, test: { ...testStage, ...config } }), outdir };
 }
 
+/** A value computed on first use and kept: each stage variant below is built once per file. */
+function once<T>(make: () => T): () => T {
+  let value: T | undefined;
+  return () => (value ??= make());
+}
+/** The prod stage, as `cdk synth -c stage=prod` builds it. */
+const prod = once(() => build({ stage: 'prod' }));
+const prodTemplate = once(() => templateOf(prod().stack));
+/**
+ * The test stage with every optional setting the tests vary turned up, built once: each setting
+ * shows in resources of its own (the delivery and bulk reservations, the pager subscription, the
+ * backup plan), so one build serves the tests of all four.
+ */
+const raised = once(() => build({}, { deliveryMaxConcurrency: 300, bulkReservedConcurrency: 20, pagerEndpoint: 'https://events.pager.example/integration/abc', backup: { retentionDays: 35, copyToRegion: 'eu-central-1' } }));
+const raisedTemplate = once(() => templateOf(raised().stack));
+/** The test stage with the delivery and bulk reservations turned off (0: none). */
+const unreserved = once(() => build({}, { deliveryReservedConcurrency: 0, bulkReservedConcurrency: 0 }));
+
 interface ValidationReport { pluginReports: { pluginName: string; violations: { ruleName: string }[] }[] }
 
 let stack: CrmStack;
@@ -68,8 +86,11 @@ const logicalId = (construct: { node: { defaultChild?: unknown } }) => stack.get
 const tableRef = (name: TableName) => logicalId(stack.tables[name]);
 const queueRef = (name: QueueName) => logicalId(stack.queues[name]);
 const functionProps = (name: FunctionName) => template.findResources('AWS::Lambda::Function')[logicalId(stack.functions[name])].Properties;
+/** Each other stack's template, synthesized once (Template.fromStack synthesizes its app again each time). */
+const templates = new WeakMap<typeof stack, Template>();
+const templateOf = (other: typeof stack) => templates.get(other) ?? templates.set(other, Template.fromStack(other)).get(other)!;
 const functionPropsOf = (other: typeof stack, name: FunctionName) =>
-  Template.fromStack(other).findResources('AWS::Lambda::Function')[other.getLogicalId(other.functions[name].node.defaultChild as CfnFunction)].Properties;
+  templateOf(other).findResources('AWS::Lambda::Function')[other.getLogicalId(other.functions[name].node.defaultChild as CfnFunction)].Properties;
 
 /** Every IAM statement attached to a function's role, its resources rendered as one string. */
 function statementsOf(name: FunctionName): { actions: string[]; resources: string }[] {
@@ -595,15 +616,14 @@ describe('the CDK stack', () => {
       .reduce((sum, m) => sum + Number(m.Properties.ScalingConfig.MaximumConcurrency), 0);
     expect(mappingsInTemplate).toBe(mappings);
     // A deploy that raises the main lane raises the reservation with it; one below the sum is refused; 0 reserves none.
-    expect(functionPropsOf(build({}, { deliveryMaxConcurrency: 300 }).stack, 'webhookDelivery').ReservedConcurrentExecutions).toBe(300 + slowLaneMaxConcurrency);
+    expect(functionPropsOf(raised().stack, 'webhookDelivery').ReservedConcurrentExecutions).toBe(300 + slowLaneMaxConcurrency);
     expect(() => build({}, { deliveryReservedConcurrency: 100 })).toThrow(/below the delivery function's event sources' maximum concurrency/);
-    expect(functionPropsOf(build({}, { deliveryReservedConcurrency: 0 }).stack, 'webhookDelivery').ReservedConcurrentExecutions).toBeUndefined();
+    expect(functionPropsOf(unreserved().stack, 'webhookDelivery').ReservedConcurrentExecutions).toBeUndefined();
   });
 
   it('protects the prod tables from deletion (other stages: retained, deletable by hand)', () => {
-    const prod = build({ stage: 'prod' });
     const tablesOf = (t: Template) => Object.values(t.findResources('AWS::DynamoDB::Table'));
-    const prodTables = tablesOf(Template.fromStack(prod.stack));
+    const prodTables = tablesOf(prodTemplate());
     expect(prodTables).toHaveLength(Object.keys(tables).length);
     for (const t of prodTables) {
       expect(t.DeletionPolicy).toBe('Retain');
@@ -808,9 +828,8 @@ describe('the CDK stack', () => {
   });
 
   it('subscribes the stage\'s alarm mailbox (lib/stages.ts) to both topics, and two deploys in a row with only the stage name keep the subscription', () => {
-    const synthesize = () => Template.fromStack(build({ stage: 'prod' }).stack).toJSON();
-    const first = synthesize();
-    const second = synthesize();
+    const first = prodTemplate().toJSON();
+    const second = Template.fromStack(build({ stage: 'prod' }).stack).toJSON();
     const subscriptions = (t: typeof first) => Object.values(t.Resources as Record<string, { Type: string; Properties: { Protocol: string; Endpoint: string } }>)
       .filter((r) => r.Type === 'AWS::SNS::Subscription').map((r) => `${r.Properties.Protocol}:${r.Properties.Endpoint}`);
     expect(subscriptions(first)).toEqual([`email:${stages.prod.alarmEmail}`, `email:${stages.prod.alarmEmail}`]);
@@ -820,7 +839,7 @@ describe('the CDK stack', () => {
   });
 
   it('subscribes the stage\'s pagerEndpoint (https) to the page topic alone', () => {
-    const withPager = Template.fromStack(build({}, { pagerEndpoint: 'https://events.pager.example/integration/abc' }).stack);
+    const withPager = raisedTemplate();
     withPager.resourcePropertiesCountIs('AWS::SNS::Subscription', { Protocol: 'https', Endpoint: 'https://events.pager.example/integration/abc' }, 1);
     withPager.hasResourceProperties('AWS::SNS::Subscription', { Protocol: 'https', TopicArn: { Ref: Match.stringLikeRegexp('Page') } });
     expect(() => build({}, { pagerEndpoint: 'http://plain.example' })).toThrow(/Invalid pagerEndpoint/);
@@ -896,9 +915,9 @@ describe('the bulk path: an organization\'s large share of a stream batch (docs/
 
   it('reserves the bulk fan-out at least its mapping\'s maximum concurrency (a stage may set more, or 0 for none; less is refused)', () => {
     expect(functionProps('bulkFanout').ReservedConcurrentExecutions).toBe(3);
-    expect(functionPropsOf(build({}, { bulkReservedConcurrency: 20 }).stack, 'bulkFanout').ReservedConcurrentExecutions).toBe(20);
+    expect(functionPropsOf(raised().stack, 'bulkFanout').ReservedConcurrentExecutions).toBe(20);
     expect(() => build({}, { bulkReservedConcurrency: 2 })).toThrow(/bulkReservedConcurrency 2 is below the bulk fan-out's event sources' maximum concurrency \(3 in all\)/);
-    expect(functionPropsOf(build({}, { bulkReservedConcurrency: 0 }).stack, 'bulkFanout').ReservedConcurrentExecutions).toBeUndefined();
+    expect(functionPropsOf(unreserved().stack, 'bulkFanout').ReservedConcurrentExecutions).toBeUndefined();
   });
 });
 
@@ -978,7 +997,7 @@ describe('recovery', () => {
 
   it('backs every table up daily with AWS Backup when the stage says so, copied to the configured region', () => {
     template.resourceCountIs('AWS::Backup::BackupPlan', 0);
-    const withBackup = Template.fromStack(build({}, { backup: { retentionDays: 35, copyToRegion: 'eu-central-1' } }).stack);
+    const withBackup = raisedTemplate();
     withBackup.hasResourceProperties('AWS::Backup::BackupPlan', {
       BackupPlan: {
         BackupPlanName: 'crm-test',

@@ -5,7 +5,7 @@
 import { describe, it, expect, beforeAll, afterAll } from '@jest/globals';
 import { chromium, type Browser } from 'playwright-core';
 import { newTenant, postLead } from '../support/stack.js';
-import { cliSettingsLink } from '../support/settings-links.js';
+import { settingsLink } from '../support/settings-links.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 let browser: Browser;
@@ -19,7 +19,7 @@ afterAll(async () => {
 describe('the duplicate-policy control of the settings page', () => {
   it('shows flag, saves merge, and the lead endpoint then merges', async () => {
     const t = await newTenant();
-    const link = await cliSettingsLink(t.organizationId);
+    const link = await settingsLink(t.organizationId);
     const page = await browser.newPage();
     const problems: string[] = [];
     page.on('pageerror', (error) => problems.push(error.message));
@@ -38,5 +38,5 @@ describe('the duplicate-policy control of the settings page', () => {
     const first = await (await postLead(t.key, { name: 'Page Merge', email: 'page@example.com' })).json() as { id: string };
     const later = await postLead(t.key, { name: 'Page Merge', email: 'page@example.com', notes: 'again' });
     expect(await later.json()).toMatchObject({ id: first.id, merged: true });
-  }, 60_000);
+  });
 });

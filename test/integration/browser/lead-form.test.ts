@@ -79,7 +79,7 @@ beforeAll(async () => {
     executablePath: CHROMIUM,
     args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
   });
-}, 60_000);
+}, 150_000);
 
 afterAll(async () => {
   await browser?.close();
@@ -89,6 +89,7 @@ afterAll(async () => {
 
 async function openForm(url = formUrl): Promise<Page> {
   const page = await browser.newPage();
+  page.setDefaultTimeout(60_000); // a loaded machine renders slowly; each wait is for a condition
   await page.goto(url);
   return page;
 }

@@ -17,7 +17,7 @@ import { Receiver } from '../support/receiver.js';
 import { createOrganization } from '../../../functions/core/tenancy/organizations.js';
 import { createApiKey } from '../../../functions/core/tenancy/api-keys.js';
 import { addEndpoint } from '../../../functions/core/delivery/endpoints.js';
-import { cliSettingsLink, expiredSettingsLink, settingsLinkExpiringIn } from '../support/settings-links.js';
+import { cliSettingsLink, expiredSettingsLink, settingsLink, settingsLinkExpiringIn } from '../support/settings-links.js';
 
 // Browser globals used inside page.evaluate callbacks (the project's tsconfig has no DOM library).
 declare const sessionStorage: { getItem(key: string): string | null };
@@ -139,8 +139,9 @@ beforeAll(async () => {
   });
   // The copy buttons write to the clipboard; the test reads it back.
   context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  context.setDefaultTimeout(60_000); // a loaded machine renders slowly; each wait is for a condition
   await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: new URL(info.apiUrl).origin });
-}, 60_000);
+}, 150_000);
 
 afterEach(() => {
   expect(pageProblems.splice(0)).toEqual([]);
@@ -260,7 +261,7 @@ describe('the settings page, opened from a settings link', () => {
       if ((await leadEndpointStatus(rotatedKey)) === 401) return true;
       lastAcceptedSentAt = sent;
       return false;
-    }, { what: 'the revoked key refused', intervalMs: 50, timeoutMs: 30_000 });
+    }, { what: 'the revoked key refused', intervalMs: 50 });
     expect(lastAcceptedSentAt - revokedAt).toBeLessThanOrEqual(revocationSeconds * 1000);
     await page.locator('#keys-status', { hasText: 'revoked' }).waitFor();
     await page.locator('#keys tbody .badge', { hasText: 'revoked' }).waitFor();
@@ -300,7 +301,7 @@ describe('the settings page, opened from a settings link', () => {
     await card.locator('button[aria-busy="true"]', { hasText: 'Sending…' }).waitFor();
     await card.locator('.test-outcome .loading').waitFor();
     const outcome = card.locator('.outcome');
-    await outcome.waitFor({ timeout: 15_000 });
+    await outcome.waitFor();
     expect(await outcome.innerText()).toMatch(/Test event delivered\s*204\s*in [\d,]+ ms/);
     await screenshot(page, 'test-event-delivered');
 
@@ -311,7 +312,7 @@ describe('the settings page, opened from a settings link', () => {
     // A test event of a type the endpoint subscribes to: its catalog example, marked as a test.
     await card.getByLabel(/Test event type/).selectOption('client.created');
     await button(card, 'Send test event').click();
-    await card.locator('.outcome', { hasText: 'client.created' }).waitFor({ timeout: 15_000 });
+    await card.locator('.outcome', { hasText: 'client.created' }).waitFor();
     const typed = receiver.on('/hooks/ok').at(-1)!;
     expect(typed.verifyError).toBeUndefined();
     expect(JSON.parse(typed.body)).toMatchObject({ type: 'client.created', organization_id: orgA, test: true, data: { object: { organization_id: orgA } } });
@@ -326,7 +327,7 @@ describe('the settings page, opened from a settings link', () => {
     const card = endpointCard(page, url);
     for (let i = 0; i < 2; i++) {
       await button(card, 'Send test event').click();
-      await card.locator('.outcome', { hasText: 'not delivered' }).waitFor({ timeout: 15_000 });
+      await card.locator('.outcome', { hasText: 'not delivered' }).waitFor();
     }
     expect(await card.locator('.outcome').innerText()).toContain('500');
 
@@ -334,7 +335,7 @@ describe('the settings page, opened from a settings link', () => {
     await page.locator('#filter-endpoint').selectOption({ label: url });
     await page.locator('#filter-status').selectOption('failed');
     await eventually(async () => (await listedDeliveries(page, 'failed')) === 2,
-      { what: 'two failed deliveries listed', timeoutMs: 30_000, intervalMs: 500 });
+      { what: 'two failed deliveries listed', intervalMs: 500 });
     await screenshot(page, 'deliveries-failed', true, '#deliveries');
 
     // One delivery's detail: every attempt with its status code and the response excerpt.
@@ -353,7 +354,7 @@ describe('the settings page, opened from a settings link', () => {
     receiver.script('/hooks/failing', secret, { status: 200, body: 'ok' });
     const before = receiver.on('/hooks/failing').length;
     await button(detail, 'Re-deliver').click();
-    await detail.locator('.flash', { hasText: 'Re-delivered.' }).waitFor({ timeout: 20_000 });
+    await detail.locator('.flash', { hasText: 'Re-delivered.' }).waitFor();
     // The manual attempt continues the numbering and is marked manual.
     const last = await detail.locator('.attempt').last().innerText();
     expect(last).toMatch(new RegExp(`#${attempts + 1}\\s*manual\\s*200`, "i"));
@@ -371,9 +372,9 @@ describe('the settings page, opened from a settings link', () => {
     await page.locator('#deliveries-status', { hasText: '1 failed delivery queued for re-delivery' }).waitFor();
     await page.locator('#filter-status').selectOption('delivered');
     await eventually(async () => (await listedDeliveries(page, 'delivered')) === 2,
-      { what: 'both deliveries delivered', timeoutMs: 20_000, intervalMs: 500 });
+      { what: 'both deliveries delivered', intervalMs: 500 });
     await screenshot(page, 'deliveries-redelivered');
-  }, 120_000);
+  }, 240_000);
 
   it('the request log lists the lead endpoint calls made with the keys', async () => {
     await button(page.locator('#requests'), 'Refresh').click();
@@ -434,13 +435,13 @@ describe('the settings page, opened from a settings link', () => {
     receiver.script('/hooks/recover', secret, { status: 503, body: 'down for maintenance' });
     const card = endpointCard(page, url);
     await button(card, 'Send test event').click();
-    await card.locator('.outcome', { hasText: 'not delivered' }).waitFor({ timeout: 15_000 });
+    await card.locator('.outcome', { hasText: 'not delivered' }).waitFor();
 
     // Filters: this endpoint, webhook.test, failed (after its retries run out).
     await page.locator('#filter-status').selectOption('failed');
     await page.locator('#filter-endpoint').selectOption({ label: url });
     await page.locator('#filter-event').selectOption('webhook.test');
-    await eventually(async () => (await listedDeliveries(page, 'failed')) === 1, { what: 'the failed delivery listed', timeoutMs: 30_000, intervalMs: 500 });
+    await eventually(async () => (await listedDeliveries(page, 'failed')) === 1, { what: 'the failed delivery listed', intervalMs: 500 });
     const deliveryId = await page.locator('#deliveries tbody tr').first().getAttribute('data-delivery-id');
     await page.locator('#filter-event').selectOption('client.created');
     await page.locator('#deliveries-body[aria-busy="false"]').waitFor();
@@ -471,7 +472,7 @@ describe('the settings page, opened from a settings link', () => {
     expect(receiver.on('/hooks/recover').at(-1)!.verifyError).toBeUndefined();
     await page.getByLabel('Event or delivery ID').fill('');
     await button(page, 'Search').click();
-  }, 120_000);
+  }, 240_000);
 
   it('axe finds no serious or critical violation, at desktop width and at 375 px', async () => {
     await page.locator('#deliveries-body[aria-busy="false"]').waitFor();
@@ -547,7 +548,7 @@ describe('the settings page, opened from a settings link', () => {
     const endpointId = await card.getAttribute('data-endpoint-id');
     const sent = await Promise.all([0, 1, 2].map(() => fetchFromPage(page, `api/settings/webhooks/${endpointId}/test`, 'POST', {})));
     expect(sent.map((s) => s.status)).toEqual([200, 200, 200]);
-    const received = await eventually(async () => { const r = receiver.on('/hooks/options'); return r.length === 3 && r; }, { timeoutMs: 20_000, what: '3 test events received' });
+    const received = await eventually(async () => { const r = receiver.on('/hooks/options'); return r.length === 3 && r; }, { what: '3 test events received' });
     for (const r of received) {
       expect(r.verifyError).toBeUndefined();
       expect(r.headers['x-receiver-key']).toBe('rk_page_5e4d3c2b1a09f8e7');
@@ -583,7 +584,7 @@ describe('the settings page without a valid link', () => {
   });
 
   it('a tampered link, and no token at all, show the same state', async () => {
-    const link = await cliSettingsLink(orgA);
+    const link = await settingsLink(orgA);
     const tampered = link.replace(/(#token=[^.]+\.)([^.]+)/, (_, head: string, claims: string) =>
       head + Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(claims, 'base64url').toString()), org_id: orgB.id })).toString('base64url'));
     expect(tampered).not.toBe(link);
@@ -600,7 +601,7 @@ describe('the settings page without a valid link', () => {
   it('a new link pasted into the tab that shows "expired" loads the settings (only the fragment changes)', async () => {
     const page = await openSettings(await expiredSettingsLink(orgA));
     await page.getByText(expiredText).waitFor();
-    const fresh = await cliSettingsLink(orgA);
+    const fresh = await settingsLink(orgA);
     await page.goto(fresh); // same document: a hashchange, no reload
     await page.locator('#org-name', { hasText: 'Rosa’s Plumbing & Heating' }).waitFor();
     expect(await page.locator('#gate').isHidden()).toBe(true);
@@ -609,11 +610,11 @@ describe('the settings page without a valid link', () => {
   });
 
   it("another organization's link pasted into an open tab reloads the page: nothing of the first organization stays", async () => {
-    const page = await openSettings(await cliSettingsLink(orgA));
+    const page = await openSettings(await settingsLink(orgA));
     await page.locator('#org-name', { hasText: 'Rosa’s Plumbing & Heating' }).waitFor();
     await button(page, 'Generate API key').click();
     await page.getByLabel('Name').fill('Typed for A');
-    await page.goto(await cliSettingsLink(orgB.id)); // only the fragment changes
+    await page.goto(await settingsLink(orgB.id)); // only the fragment changes
     await page.locator('#deliveries-body[aria-busy="false"]').waitFor();
     await eventually(async () => (await page.locator('#org-name').textContent()) !== 'Rosa’s Plumbing & Heating', { what: "B's settings shown" });
     await page.locator('#webhooks', { hasText: orgB.endpointUrl }).waitFor();
@@ -623,7 +624,7 @@ describe('the settings page without a valid link', () => {
   });
 
   it('a filtered list the server ended short (no rows, a cursor) says none were found among the newest and offers Load more', async () => {
-    const page = await openSettings(await cliSettingsLink(orgA));
+    const page = await openSettings(await settingsLink(orgA));
     await page.locator('#deliveries-body[aria-busy="false"]').waitFor();
     // The server's read limit, reached without a match: an empty page with a cursor, then a match further back.
     const older = { id: 'dlv_older', eventId: 'evt_older', eventType: 'client.created', url: 'https://hooks.example/older', endpointId: 'ep_x', status: 'delivered', attemptCount: 1, lastStatusCode: 200, createdAt: new Date(0).toISOString(), nextAttemptAt: null, reason: null };
@@ -645,7 +646,7 @@ describe('the settings page without a valid link', () => {
     await screenshot(page, 'link-expiring', false);
     await button(page, 'Generate API key').click();
     await page.getByLabel('Name').fill('Typed before expiry');
-    await page.locator('#session-banner', { hasText: 'This settings link has expired' }).waitFor({ timeout: 20_000 });
+    await page.locator('#session-banner', { hasText: 'This settings link has expired' }).waitFor();
     const dialog = page.getByRole('dialog', { name: 'Generate API key' });
     expect(await dialog.isVisible()).toBe(true);
     expect(await page.getByLabel('Name').inputValue()).toBe('Typed before expiry');
@@ -654,10 +655,10 @@ describe('the settings page without a valid link', () => {
     await dialog.locator('.form-error', { hasText: 'paste a new link' }).waitFor();
     expect(await page.getByLabel('Name').inputValue()).toBe('Typed before expiry');
 
-    await page.goto(await cliSettingsLink(orgA));
+    await page.goto(await settingsLink(orgA));
     await page.locator('#session-banner').waitFor({ state: 'hidden' });
     await page.locator('#key-form [type=submit]').click();
     await shownOnce(page, 'keys', 'Your new key “Typed before expiry”');
     await page.close();
-  }, 60_000);
+  });
 });

@@ -71,7 +71,7 @@ describe('crm events replay-bulk', () => {
     await eventually(async () => {
       const list = await listDeliveries(deps, tenant.organizationId);
       return list.length === 3 && list.every((d) => d.status === 'delivered') ? list : undefined;
-    }, { what: 'the replayed share\'s deliveries', timeoutMs: 30_000 });
+    }, { what: 'the replayed share\'s deliveries' });
     await eventually(async () => receiver.on('/bulk-replay').length >= 3 || undefined, { what: 'the three webhooks' });
     // A second run finds nothing.
     expect((await runCli(['events', 'replay-bulk'], { stackFile })).json()).toEqual({ messages: 0, moved: 0, duplicates: 0, failed: 0, dryRun: false });
@@ -89,5 +89,5 @@ describe('crm events replay-bulk', () => {
     expect(received.map((r) => r.event?.data.object.id).sort()).toEqual(ids);
     expect(received.every((r) => r.verifyError === undefined)).toBe(true);
     expect(await listDeliveries(deps, tenant.organizationId)).toHaveLength(3);
-  }, 90_000);
+  }, 180_000);
 });

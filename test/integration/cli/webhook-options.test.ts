@@ -41,7 +41,7 @@ describe('crm webhooks: custom headers and rate limit', () => {
     expect(tooFast.stderr).toContain('rate_limit_per_second: must be a whole number of deliveries a second from 1 to 100');
     // Nothing of the refused updates was written.
     expect(await getEndpoint(deps, org, id)).toEqual(stored);
-  });
+  }, 240_000); // nine CLI processes, each seconds on a loaded machine
 
   it('takes header values from the environment or a file, never from argv; a value on the command line is warned about in the help', async () => {
     const { deps } = await testStack();
@@ -75,5 +75,5 @@ describe('crm webhooks: custom headers and rate limit', () => {
     expect(help.stdout).toContain('CRM_HEADER_<NAME>');
     expect(help.stdout.replace(/\s+/g, ' ')).toContain('process list and shell history');
     expect(help.stdout).toContain('--headers-file');
-  });
+  }, 240_000); // six CLI processes
 });

@@ -12,5 +12,5 @@ export async function deliveriesSettled(receiver: Receiver, organizationId: stri
   await eventually(async () => {
     const deliveries = await listDeliveries(deps, organizationId, { limit: 1_000 });
     return deliveries.every((d) => d.status !== 'pending') && receiver.on(path).length >= deliveries.filter((d) => d.status === 'delivered').length;
-  }, { what: `the deliveries of ${organizationId} to settle`, timeoutMs: 20_000 });
+  }, { what: `the deliveries of ${organizationId} to settle` });
 }

@@ -45,5 +45,5 @@ export async function fannedOut(position: StreamPosition): Promise<void> {
   await eventually(async () => readdirSync(dir).filter((f) => f.startsWith('checkpoint-') && f.endsWith('.json')).some((f) => {
     const done = (JSON.parse(readFileSync(path.join(dir, f), 'utf8')) as Record<string, string>)[position.shardId];
     return done !== undefined && BigInt(done) >= target;
-  }), { what: `the fan-out past ${position.sequenceNumber}`, timeoutMs: 20_000 });
+  }), { what: `the fan-out past ${position.sequenceNumber}` });
 }

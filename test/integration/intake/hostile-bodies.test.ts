@@ -68,7 +68,7 @@ describe('hostile and random lead bodies', () => {
         if (res.status >= 400) expect(res.headers.get('content-type')).toBe('application/problem+json');
         await res.arrayBuffer();
       }),
-      { numRuns: 2000 },
+      { numRuns: 1000 }, // ~250 created, ~450 refused 422 and ~90 400s: every outcome well above its floor below
     );
     const created = statuses.get(201) ?? 0;
     const billed = created + (statuses.get(200) ?? 0); // every call that got a client is billed, a double-submit too

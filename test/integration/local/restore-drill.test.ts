@@ -39,7 +39,7 @@ afterAll(async () => {
   await after.stop();
   await receiver.stop();
   rmSync(work, { recursive: true, force: true });
-}, 60_000);
+}, 150_000);
 
 const lead = (apiUrl: string, key: string, name: string) => fetch(`${apiUrl}/api/webhook/leads`, {
   method: 'POST', headers: { 'X-API-Key': key, 'Content-Type': 'application/json' }, body: JSON.stringify({ name }),
@@ -48,7 +48,8 @@ const lead = (apiUrl: string, key: string, name: string) => fetch(`${apiUrl}/api
 describe('the restore drill', () => {
   it('exports every table, imports it into an empty stack, and finds every organization, key, endpoint, pending and parked delivery intact; each is delivered once', async () => {
     await receiver.start();
-    const old = await before.start();
+    // The empty stack the export goes to starts alongside (it stays empty until the import): one start's wait, not two.
+    const [old, fresh] = await Promise.all([before.start(), after.start()]);
     const org = await createOrganization(old.deps, { name: 'Restored Co' });
     const { key } = await createApiKey(old.deps, org.id, 'website');
     const { endpoint, secret } = await addEndpoint(old.deps, org.id, { url: 'http://127.0.0.1:9/x', events: 'client.created' });
@@ -72,8 +73,7 @@ describe('the restore drill', () => {
     beforeStopped = true;
     receiver.script('/restored', secret, { status: 204 });
 
-    // An empty stack, one import: endpoints first, the imported client marked restored (no event).
-    const fresh = await after.start();
+    // The empty stack, one import: endpoints first, the imported client marked restored (no event).
     expect(await getOrganization(fresh.deps, org.id)).toBeUndefined();
     const imported = await runCli(['tables', 'import', '--dir', exportDir], { stackFile: after.stackFile });
     expect(imported.code).toBe(0);
@@ -108,7 +108,7 @@ describe('the restore drill', () => {
     const delivered = await eventually(async () => {
       const list = await listDeliveries(fresh.deps, org.id);
       return list.length === 3 && list.every((d) => d.status === 'delivered') ? list : undefined;
-    }, { what: 'the restored pending and parked deliveries and the new lead\'s', timeoutMs: 30_000, intervalMs: 250 });
+    }, { what: 'the restored pending and parked deliveries and the new lead\'s', intervalMs: 250 });
     const requests = receiver.on('/restored').slice(1); // after the one the old stack held
     expect(requests.every((r) => r.verifyError === undefined)).toBe(true);
     const idsOf = (firstName: string) => new Set(requests.filter((r) => r.event!.data.object.first_name === firstName).map((r) => r.headers['webhook-id']));

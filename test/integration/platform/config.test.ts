@@ -56,7 +56,7 @@ describe('the local stack reads settings from its SSM stand-in', () => {
     expect(current.settingsMaxAgeSeconds).toBe(1);
     const changed = { ...current, planRateLimits: { ...current.planRateLimits, [plan]: 7 } };
     await ssm.send(new PutParameterCommand({ Name: info.settingsParameter, Value: JSON.stringify(changed), Type: 'String', Overwrite: true }));
-    await eventually(async () => (await limit()) === '7', { timeoutMs: 10_000, what: 'the new plan limit in X-RateLimit-Limit' });
+    await eventually(async () => (await limit()) === '7', { what: 'the new plan limit in X-RateLimit-Limit' });
     ssm.destroy();
   });
 });

@@ -42,6 +42,12 @@ async function linkWith(organizationId: string, ttlSeconds: number, now: number)
   return `${info.apiUrl}/settings#token=${await sessionToken(organizationId, 'owner-1', ttlSeconds, now)}`;
 }
 
+/**
+ * The link `crm settings-link --org <id> --user owner-1 --ttl 15m` prints, minted in this process:
+ * for tests that need a valid link, not the CLI (each CLI process costs seconds on a loaded machine).
+ */
+export const settingsLink = (organizationId: string) => linkWith(organizationId, 900, Date.now());
+
 /** A link whose token expired an hour ago (well past the verifier's clock tolerance). */
 export const expiredSettingsLink = (organizationId: string) => linkWith(organizationId, 900, Date.now() - 2 * 3600_000);
 

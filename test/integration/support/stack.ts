@@ -2,7 +2,7 @@
  * Access to the suite's local stack (started by global-setup.ts): its stack file, deps for reading
  * tables back, HTTP to its API, and the `crm` CLI run as a child process against it.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import type { Deps } from '../../../functions/core/platform/deps.js';
@@ -23,12 +23,36 @@ let cached: TestStack | undefined;
 export async function testStack(): Promise<TestStack> {
   if (cached) return cached;
   const stackFile = process.env.CRM_STACK_FILE ?? readFileSync(path.resolve('test-artifacts/stack-file'), 'utf8').trim();
+  await started(stackFile);
   const info = readStackFile(stackFile);
   process.env.AWS_ACCESS_KEY_ID ??= 'local';
   process.env.AWS_SECRET_ACCESS_KEY ??= 'local';
   const deps = depsFromStackFile(info);
   cached = { info, deps, stackFile, api: (pathname, init) => fetch(info.apiUrl + pathname, init) };
   return cached;
+}
+
+/**
+ * Waits for the stack global-setup.ts started (it does not wait, so files that need no stack run
+ * meanwhile): its stack file appears once every emulator and handler is up.
+ */
+async function started(stackFile: string): Promise<void> {
+  const pid = Number(process.env.CRM_STACK_PID);
+  const alive = () => {
+    try {
+      return !pid || (process.kill(pid, 0), true);
+    } catch {
+      return false;
+    }
+  };
+  const deadline = Date.now() + 120_000;
+  while (!existsSync(stackFile)) {
+    if (!alive() || Date.now() > deadline) {
+      const log = process.env.CRM_STACK_LOG && existsSync(process.env.CRM_STACK_LOG) ? readFileSync(process.env.CRM_STACK_LOG, 'utf8').slice(-4_000) : '';
+      throw new Error(`The test local stack did not start${alive() ? ' within 120 s' : ''}:\n${log}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }
 
 /** Deps whose document client is their own, so a test can watch, mock or delay its calls. */
@@ -51,8 +75,12 @@ export async function runCli(args: string[], options: { json?: boolean; /** Anot
   });
 }
 
-/** Polls `check` until it returns a value (not undefined/false) or the deadline passes. */
-export async function eventually<T>(check: () => Promise<T | undefined | false>, { timeoutMs = 15_000, intervalMs = 100, what = 'condition' } = {}): Promise<T> {
+/**
+ * Polls `check` until it returns a value (not undefined/false) or the deadline passes. The default
+ * deadline is generous (a loaded machine is slow; a met condition returns at once): pass a shorter
+ * one only where the time itself is the behaviour under test.
+ */
+export async function eventually<T>(check: () => Promise<T | undefined | false>, { timeoutMs = 60_000, intervalMs = 100, what = 'condition' } = {}): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {

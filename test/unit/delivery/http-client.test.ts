@@ -109,7 +109,7 @@ describe('posting a webhook', () => {
     expect(result).toMatchObject({ ok: false, errorCode: 'ETIMEDOUT' });
     expect(result.status).toBeUndefined();
     expect(result.latencyMs).toBeGreaterThanOrEqual(195);
-    expect(result.latencyMs).toBeLessThan(1500);
+    expect(result.latencyMs).toBeLessThan(10_000); // gave up, not hung: a loaded machine may be seconds late
   });
 
   it('counts the whole response against the time-out, not just the headers', async () => {
