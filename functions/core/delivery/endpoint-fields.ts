@@ -137,17 +137,22 @@ export const maskedHeaders = (headers: Record<string, string> | undefined): Reco
   Object.fromEntries(Object.entries(headers ?? {}).map(([name, value]) => [name, maskedValue(value)]));
 
 /**
- * A new URL on another origin (scheme, host or port) would send the stored header values, the
- * receiver's credentials, to that host: each must be set again (or removed with null) in the same
- * request, or nothing is changed (docs/webhooks.md "Custom headers"). A settings link's holder
- * cannot point the endpoint elsewhere and read the values back through a test event.
+ * A new URL takes the stored custom headers (secrets) with it only when the same request says so:
+ * each set again or removed with null, or, on the same origin only, `keep_headers: true` (the page
+ * asks first, showing the new URL). On a shared-origin receiver (a catch-hook service) a path
+ * change otherwise let anyone holding a settings link collect the values there (docs/webhooks.md
+ * "Custom headers"). Another origin always needs them again: a 422 naming them, nothing written.
  */
-export function requireHeadersAgain(current: Pick<WebhookEndpoint, 'url' | 'headers'>, url: string, changes: Record<string, string | null>): void {
-  if (new URL(url).origin === new URL(current.url).origin) return;
+export function requireHeadersAgain(current: Pick<WebhookEndpoint, 'url' | 'headers'>, url: string, changes: Record<string, string | null>, keep = false): void {
+  if (url === current.url) return;
   const missing = Object.keys(current.headers ?? {}).filter((name) => !(name in changes));
   if (missing.length === 0) return;
+  const sameOrigin = new URL(url).origin === new URL(current.url).origin;
+  if (sameOrigin && keep) return;
   throw validationFailed([{
     field: 'headers',
-    message: `the URL moves to another host (scheme, host or port), so its custom headers must be set again in the same request, or removed with null: ${missing.join(', ')}`,
+    message: sameOrigin
+      ? `the URL changes, so its custom headers must be set again in the same request, removed with null, or kept with keep_headers: true: ${missing.join(', ')}`
+      : `the URL moves to another host (scheme, host or port), so its custom headers must be set again in the same request, or removed with null: ${missing.join(', ')}`,
   }]);
 }

@@ -86,7 +86,7 @@ export async function requireEndpoint(deps: Deps, organizationId: string, endpoi
  */
 export async function updateEndpoint(
   deps: Deps, organizationId: string, endpointId: string,
-  input: { url?: string; events?: string | string[]; description?: string; enabled?: boolean } & EndpointOptions,
+  input: { url?: string; events?: string | string[]; description?: string; enabled?: boolean; /** Keep the custom headers for a new URL on the same origin. */ keepHeaders?: boolean } & EndpointOptions,
 ) {
   const { headers: headerChanges, rate } = validateOptions(input);
   const updated = await retryLostRaces('The endpoint\'s headers', async () => {
@@ -95,7 +95,7 @@ export async function updateEndpoint(
     const change: EndpointChange = { set, remove: [] };
     if (input.url !== undefined) {
       set.url = validateUrl(deps, input.url);
-      requireHeadersAgain(current, set.url, headerChanges);
+      requireHeadersAgain(current, set.url, headerChanges, input.keepHeaders === true);
     }
     if (input.events !== undefined) set.events = parseSubscription(input.events);
     if (input.description !== undefined) {

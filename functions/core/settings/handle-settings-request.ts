@@ -106,12 +106,13 @@ const operations: Record<string, Operation> = {
       ...(body.events !== undefined ? { events: body.events } : {}),
       ...(body.enabled !== undefined ? { enabled: body.enabled } : {}),
       ...(body.description !== undefined ? { description: body.description ?? '' } : {}),
+      ...(body.keep_headers !== undefined ? { keepHeaders: body.keep_headers } : {}),
       ...endpointOptionsOf(body),
     };
     const updated = await updateEndpoint(c.deps, c.organization.id, c.params.id, input);
     // Header names only, never their values (secrets).
     await c.audit('endpoint.updated', c.params.id, {
-      fields: Object.keys(input), ...(input.url ? { url: updated.url } : {}), ...(input.enabled !== undefined ? { enabled: input.enabled } : {}),
+      fields: Object.keys(input).filter((f) => f !== 'keepHeaders'), ...(input.url ? { url: updated.url } : {}), ...(input.keepHeaders ? { keptHeaders: true } : {}), ...(input.enabled !== undefined ? { enabled: input.enabled } : {}),
       ...(input.headers ? { headers: Object.keys(input.headers as object).map((n) => n.toLowerCase()) } : {}),
       ...(input.rateLimitPerSecond !== undefined ? { rateLimitPerSecond: input.rateLimitPerSecond } : {}),
     });

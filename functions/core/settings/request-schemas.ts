@@ -134,6 +134,7 @@ export const requestSchemas = {
       events: z.optional(subscription),
       enabled: described(z.optional(z.boolean('must be true or false')), 'Enabling closes the circuit'),
       description: described(z.optional(z.nullable(text(MAX_DESCRIPTION_CHARS))), 'null clears it'),
+      keep_headers: described(z.optional(z.boolean('must be true or false')), 'With a new `url` on the same origin: keep the stored custom headers (else each must be set again or removed); another origin always needs them again'),
       ...endpointOptions,
     }),
   },

@@ -157,10 +157,11 @@ export async function endpointDialog(endpoint) {
   $('endpoint-url').value = endpoint?.url || '';
   $('endpoint-description').value = endpoint?.description || '';
   fillOptions(endpoint);
+  const keep = keepHeadersChoice(endpoint);
   fill($('events-groups'), loading('Loading events…'));
   openForm($('endpoint-dialog'), async () => {
     const events = [...form.querySelectorAll('input[name=events]:checked')].map((i) => i.value);
-    const body = { url: $('endpoint-url').value.trim(), events, description: $('endpoint-description').value.trim() || undefined, ...readOptions(endpoint) };
+    const body = { url: $('endpoint-url').value.trim(), events, description: $('endpoint-description').value.trim() || undefined, ...readOptions(endpoint), ...keep() };
     if (endpoint) {
       await api(`/webhooks/${encodeURIComponent(endpoint.id)}`, { method: 'PATCH', body: { ...body, description: body.description ?? null } });
       flash($('webhooks-status'), 'Endpoint saved.');
@@ -181,6 +182,39 @@ export async function endpointDialog(endpoint) {
   } catch (error) {
     if (error.status !== 401) fill($('events-groups'), problemAlert(error));
   }
+}
+
+/**
+ * A new URL takes the stored custom headers (secrets) only when the admin says so, seeing where they
+ * would go (docs/webhooks.md "Custom headers"): on the same origin a checkbox naming the headers
+ * and the new URL; on another origin a note that each must be set again or removed. Answers what
+ * the PATCH adds (`keep_headers: true` when ticked).
+ */
+function keepHeadersChoice(endpoint) {
+  const names = Object.keys(endpoint?.headers ?? {});
+  const box = $('endpoint-keep');
+  const check = $('endpoint-keep-headers');
+  check.checked = false;
+  const update = () => {
+    const typed = $('endpoint-url').value.trim();
+    let sameOrigin = false;
+    try {
+      sameOrigin = new URL(typed).origin === new URL(endpoint.url).origin;
+    } catch {
+      sameOrigin = false;
+    }
+    const moved = Boolean(endpoint) && names.length > 0 && typed !== '' && typed !== endpoint.url;
+    box.hidden = !moved;
+    if (!moved) return;
+    $('endpoint-keep-choice').hidden = !sameOrigin;
+    $('endpoint-keep-text').textContent = `Keep the custom headers (${names.join(', ')}) for ${typed}`;
+    $('endpoint-keep-hint').textContent = sameOrigin
+      ? 'The URL changes: its custom headers go with it only if you keep them here, or set each again below.'
+      : 'The new URL is on another host: set each custom header again below, or remove it. They are never sent to a new host unasked.';
+  };
+  $('endpoint-url').oninput = update;
+  update();
+  return () => (!box.hidden && !$('endpoint-keep-choice').hidden && check.checked ? { keep_headers: true } : {});
 }
 
 async function toggleEndpoint(endpoint, button) {

@@ -133,9 +133,11 @@ export function register(program: Command): void {
     .option('--headers-file <path>', HEADERS_FILE_HELP)
     .option('--remove-header <name>', 'remove a custom header (repeatable)', collect)
     .option('--rate-limit <n>', 'at most n deliveries a second, or none')
-    .action(act<{ org: string; endpoint: string; url?: string; events?: string; description?: string; enabled?: string } & OptionFlags>(async ({ target, options, json }) => {
+    .option('--keep-headers', 'with --url on the same origin: keep the stored custom headers (else set each again or remove it)')
+    .action(act<{ org: string; endpoint: string; url?: string; events?: string; description?: string; enabled?: string; keepHeaders?: boolean } & OptionFlags>(async ({ target, options, json }) => {
       const updated = await updateEndpoint(target.deps, options.org, options.endpoint, {
         url: options.url, events: options.events, description: options.description, enabled: bool('--enabled', options.enabled), ...optionsOf(options),
+        ...(options.keepHeaders ? { keepHeaders: true } : {}),
       });
       printResult({ json }, updated, () => {
         console.log(safeText(`Updated ${updated.id}: ${updated.url} (${updated.events.join(', ')}), ${updated.enabled ? 'enabled' : 'disabled'}`));

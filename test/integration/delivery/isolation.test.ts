@@ -100,7 +100,11 @@ describe('a hanging receiver', () => {
     const listed = JSON.parse(await crm(['--json', 'deliveries', 'list', '--org', bad.org.id])) as { circuit: unknown }[];
     expect(listed.map((d) => d.circuit)).toEqual(Array(total).fill(opened));
 
-    // While open: nothing is sent to it and no attempt is used.
+    // While open: nothing is sent to it and no attempt is used. Attempts in flight when it opened end
+    // within the delivery time-out (their outcome recorded then): the count is settled only after
+    // that (a slow CLI above used to hide this race).
+    const lastSent = Math.max(...hanging.requests.map((r) => r.at));
+    await eventually(async () => Date.now() > lastSent + isolationSettings.deliveryTimeoutMs + 1_000, { what: 'the attempts in flight to end' });
     const seenWhileOpen = hanging.requests.length;
     const attemptsWhileOpen = ((await listDeliveries(deps, bad.org.id, { limit: 100 })) as unknown as Delivery[]).map((d) => d.attempts?.length ?? 0);
     await new Promise((r) => setTimeout(r, Math.max(0, openUntil - Date.now() - 1500)));

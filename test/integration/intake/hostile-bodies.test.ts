@@ -68,7 +68,7 @@ describe('hostile and random lead bodies', () => {
         if (res.status >= 400) expect(res.headers.get('content-type')).toBe('application/problem+json');
         await res.arrayBuffer();
       }),
-      { numRuns: 1000 }, // ~250 created, ~450 refused 422 and ~90 400s: every outcome well above its floor below
+      { numRuns: 1000 }, // tens to hundreds created, ~450 refused 422 and ~90 400s: every outcome above its floor below
     );
     const created = statuses.get(201) ?? 0;
     const billed = created + (statuses.get(200) ?? 0); // every call that got a client is billed, a double-submit too
@@ -86,7 +86,8 @@ describe('hostile and random lead bodies', () => {
     expect(usage.reduce((n, u) => n + Number(u.calls), 0) + Number(openDay ?? 0)).toBe(billed);
     expect(org?.walletMicros).toBe(1_000_000_000 - billed * deps.config.pricePerCallMicros);
     // Both outcomes were exercised, or the generators are broken.
-    expect(created).toBeGreaterThan(50);
+    // (A run's share of creations varies with fast-check's draw: 45 to ~250 of 1,000 seen.)
+    expect(created).toBeGreaterThan(20);
     expect(statuses.get(422) ?? 0).toBeGreaterThan(50);
     expect(statuses.get(400) ?? 0).toBeGreaterThan(10);
   }, 120_000);

@@ -150,9 +150,17 @@ describe('custom headers and a rate limit in the settings API', () => {
       expect(await stored(organizationId, endpoint.id)).toMatchObject({ url: `${receiver.url}/options-move`, headers: { authorization: TOKEN } });
       // Naming one header is not enough.
       expect((await admin.patch(`/api/settings/webhooks/${endpoint.id}`, { url: `${elsewhere.url}/stolen`, headers: { 'X-Tenant': null } })).status).toBe(422);
-      // Another path on the same origin keeps them.
-      expect((await admin.patch(`/api/settings/webhooks/${endpoint.id}`, { url: `${receiver.url}/options-moved` })).status).toBe(200);
-      expect(await stored(organizationId, endpoint.id)).toMatchObject({ headers: { authorization: TOKEN, 'x-tenant': 'acme' } });
+      // Keeping them is for the same origin only.
+      expect((await admin.patch(`/api/settings/webhooks/${endpoint.id}`, { url: `${elsewhere.url}/stolen`, keep_headers: true })).status).toBe(422);
+      // Another path on the same origin (a catch-hook service's) needs them again too, unless the request keeps them, audited.
+      const samePath = await admin.patch(`/api/settings/webhooks/${endpoint.id}`, { url: `${receiver.url}/options-moved` });
+      expect(samePath.status).toBe(422);
+      expect(samePath.json<Problem>().errors![0]).toMatchObject({ field: 'headers', message: expect.stringMatching(/URL changes.*keep_headers: true: authorization, x-tenant/) });
+      expect(await stored(organizationId, endpoint.id)).toMatchObject({ url: `${receiver.url}/options-move` });
+      expect((await admin.patch(`/api/settings/webhooks/${endpoint.id}`, { url: `${receiver.url}/options-moved`, keep_headers: true })).status).toBe(200);
+      expect(await stored(organizationId, endpoint.id)).toMatchObject({ url: `${receiver.url}/options-moved`, headers: { authorization: TOKEN, 'x-tenant': 'acme' } });
+      const kept = (await listAudit((await testStack()).deps, organizationId)).find((e) => e.action === 'endpoint.updated' && (e.detail as { keptHeaders?: boolean }).keptHeaders);
+      expect(kept?.detail).toMatchObject({ url: `${receiver.url}/options-moved`, keptHeaders: true });
 
       // Each header set again or removed: moved. The new host gets the new value only, and echoes it back in its answer.
       const fresh = 'Bearer rk_live_0a1b2c3d4e5f6a7b';

@@ -1,6 +1,6 @@
 /** An endpoint's options as given (delivery/endpoint-fields.ts): header names and values, reserved names, the bound, the masking, the rate limit. */
 import { describe, it, expect } from '@jest/globals';
-import { applyHeaderChanges, maskedHeaders, MAX_CUSTOM_HEADERS, reservedHeader, validateOptions } from '../../../functions/core/delivery/endpoint-fields.js';
+import { applyHeaderChanges, maskedHeaders, MAX_CUSTOM_HEADERS, requireHeadersAgain, reservedHeader, validateOptions } from '../../../functions/core/delivery/endpoint-fields.js';
 import { DomainError } from '../../../functions/core/platform/errors.js';
 
 const errorsOf = (run: () => unknown) => {
@@ -36,6 +36,17 @@ describe('endpoint options', () => {
     expect(applyHeaderChanges({}, validateOptions({ headers: { constructor: 'c' } }).headers)).toEqual({ constructor: 'c' });
     const proto = JSON.parse('{"__proto__": "x", "X-A": "a"}') as Record<string, string>;
     expect(errorsOf(() => validateOptions({ headers: proto }))).toEqual([{ field: 'headers.__proto__', message: expect.stringMatching(/cannot be a header name/) }]);
+  });
+
+  it('any new URL needs the stored headers again; keep_headers keeps them on the same origin only', () => {
+    const current = { url: 'https://hooks.example.com/a', headers: { authorization: 't', 'x-tenant': 'acme' } };
+    const refusal = (url: string, changes: Record<string, string | null> = {}, keep = false) => errorsOf(() => requireHeadersAgain(current, url, changes, keep))![0].message;
+    expect(refusal('https://hooks.example.com/b')).toMatch(/URL changes.*keep_headers: true: authorization, x-tenant/);
+    expect(refusal('https://other.example.com/a', {}, true)).toMatch(/another host.*authorization, x-tenant/);
+    expect(() => requireHeadersAgain(current, 'https://hooks.example.com/b', {}, true)).not.toThrow();
+    expect(() => requireHeadersAgain(current, 'https://other.example.com/a', { authorization: 'new', 'x-tenant': null })).not.toThrow();
+    expect(() => requireHeadersAgain(current, current.url, {})).not.toThrow();
+    expect(() => requireHeadersAgain({ url: current.url, headers: {} }, 'https://other.example.com/', {})).not.toThrow();
   });
 
   it('accepts values with inner spaces and tabs, not leading or trailing ones, nor non-ASCII', () => {
