@@ -61,7 +61,30 @@ export function keptHeaders(pairs: [string, string][], side: 'request' | 'respon
  * too: redaction.ts withholds an excerpt it cannot redact.
  */
 export function secretsOf(endpoint: Pick<WebhookEndpoint, 'headers' | 'secrets'>): string[] {
-  return [...new Set([...Object.values(endpoint.headers ?? {}), ...endpoint.secrets.flatMap((s) => [s.secret, s.secret.replace(/^whsec_/, '')])])];
+  return [...new Set([...Object.values(endpoint.headers ?? {}).flatMap(valueParts), ...endpoint.secrets.flatMap((s) => [s.secret, s.secret.replace(/^whsec_/, '')])])];
+}
+
+/** Parts of a header value at least this long are secrets of their own. */
+const MIN_PART_CHARS = 8;
+
+/**
+ * A header value and the parts of it a receiver echoes on their own: the credential after an auth
+ * scheme (`Bearer <token>`: the token; `Basic <b64>`: also `user:password` and the password), and
+ * each long part between `;`, `,`, `=`, `&`, `:` or spaces (a cookie's value, a key=value list).
+ */
+function valueParts(value: string): string[] {
+  const parts = [value];
+  const scheme = /^(\S+)\s+(\S.*)$/.exec(value);
+  if (scheme) {
+    parts.push(scheme[2]);
+    if (/^basic$/i.test(scheme[1])) {
+      const pair = Buffer.from(scheme[2], 'base64').toString('utf8');
+      const colon = pair.indexOf(':');
+      if (colon > 0) parts.push(pair, pair.slice(colon + 1));
+    }
+  }
+  parts.push(...value.split(/[;,=&:\s]+/).filter((part) => part.length >= MIN_PART_CHARS));
+  return parts;
 }
 
 /** `text` cut to `max` characters (code points: never half an emoji), marked with an ellipsis when cut. */

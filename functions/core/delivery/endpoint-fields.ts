@@ -145,7 +145,7 @@ export const maskedHeaders = (headers: Record<string, string> | undefined): Reco
  */
 export function requireHeadersAgain(current: Pick<WebhookEndpoint, 'url' | 'headers'>, url: string, changes: Record<string, string | null>, keep = false): void {
   if (url === current.url) return;
-  const missing = Object.keys(current.headers ?? {}).filter((name) => !(name in changes));
+  const missing = Object.keys(current.headers ?? {}).filter((name) => !Object.hasOwn(changes, name));
   if (missing.length === 0) return;
   const sameOrigin = new URL(url).origin === new URL(current.url).origin;
   if (sameOrigin && keep) return;

@@ -111,7 +111,7 @@ export async function updateEndpoint(
       if (!current.headers) change.headers = { whole: next }; // an endpoint from before headers
       else {
         // Nothing to remove for a name not there (an unused name is an error to DynamoDB).
-        const changes = Object.fromEntries(Object.entries(headerChanges).filter(([name, value]) => value !== null || name in current.headers!));
+        const changes = Object.fromEntries(Object.entries(headerChanges).filter(([name, value]) => value !== null || Object.hasOwn(current.headers!, name)));
         change.headers = { changes, count: Object.keys(current.headers).length };
       }
     }

@@ -73,14 +73,31 @@ const NAMED: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', a
 /** HTML character references decoded (named, decimal and hex). */
 const htmlDecoded = (text: string) => text.replace(/&(#x[0-9A-Fa-f]+|#\d+|[a-z]+);/gi, (whole, ref: string) =>
   ref[0] === '#' ? String.fromCodePoint(ref[1] === 'x' || ref[1] === 'X' ? parseInt(ref.slice(2), 16) : Number(ref.slice(1))) : NAMED[ref.toLowerCase()] ?? whole);
-/** Each run of base64 (or base64url) characters decoded at each of its 4 alignments. */
-const base64Decoded = (text: string) => (text.match(/[A-Za-z0-9+/_-]{8,}/g) ?? []).flatMap((run) => [0, 1, 2, 3].map((skip) =>
-  Buffer.from(run.slice(skip).replace(/-/g, '+').replace(/_/g, '/'), 'base64').toString('latin1')));
+/**
+ * Each run of base64 (or base64url) characters decoded at each of its 4 alignments, the text also
+ * read with its line breaks and spaces taken out (MIME and PEM wrap base64 at 64 or 76 columns).
+ */
+const base64Decoded = (text: string) => [...new Set([
+  ...(text.match(/[A-Za-z0-9+/_-]{8,}/g) ?? []),
+  ...(text.replace(/[\s\\]+/g, '').match(/[A-Za-z0-9+/_-]{8,}/g) ?? []),
+])].flatMap((run) => [0, 1, 2, 3].map((skip) => Buffer.from(run.slice(skip).replace(/-/g, '+').replace(/_/g, '/'), 'base64').toString('latin1')));
+/** Each run of hex digits decoded at both alignments. */
+const hexDecoded = (text: string) => (text.match(/[0-9A-Fa-f]{16,}/g) ?? []).flatMap((run) => [0, 1].map((skip) =>
+  Buffer.from(run.slice(skip, skip + Math.floor((run.length - skip) / 2) * 2), 'hex').toString('latin1')));
+const nulsDropped = (text: string) => text.split('\u0000').join('');
+/** The decoders that give one view of a text each. */
+const SIMPLE = [jsonDecoded, urlDecoded, htmlDecoded, nulsDropped];
 
-/** `text` decoded each common way, one layer and the usual two (URL then JSON, JSON then URL), NULs of UTF-16 dropped. */
+/**
+ * `text` decoded every common way, two layers deep (a URL inside a URL, JSON inside HTML, JSON
+ * escaped twice, base64 of escaped text, base64 or hex of any of them): each decoder applied to the
+ * text and to each view one layer down.
+ */
 export function decodedViews(text: string): string[] {
-  const once = [jsonDecoded(text), urlDecoded(text), htmlDecoded(text), text.split('\u0000').join('')];
-  return [text, ...once, jsonDecoded(urlDecoded(text)), urlDecoded(jsonDecoded(text)), htmlDecoded(urlDecoded(text)), ...base64Decoded(text), ...base64Decoded(jsonDecoded(text))];
+  const first = [...SIMPLE.map((decode) => decode(text)), ...base64Decoded(text), ...hexDecoded(text)];
+  const second = first.flatMap((view) => SIMPLE.map((decode) => decode(view)));
+  const encoded = SIMPLE.map((decode) => decode(text)).flatMap((view) => [...base64Decoded(view), ...hexDecoded(view)]);
+  return [text, ...first, ...second, ...encoded];
 }
 
 export interface ExcerptOptions {

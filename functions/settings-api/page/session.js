@@ -72,7 +72,7 @@ export function signedOut() {
   timers = [];
   $('session-info').textContent = 'Signed out';
   banner('status', 'Every settings link is signed out',
-    'This link and every other one issued until now no longer work. Open the settings page from your CRM to continue.');
+    'This link and every other one issued until now no longer work. Open the settings page from your CRM to continue, then check the audit log for keys or endpoints you do not recognise: they keep working until you remove them.');
 }
 
 /** Timers for the warning and the expiry of the current token; false when it has expired already. */

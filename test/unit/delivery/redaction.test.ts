@@ -138,5 +138,28 @@ describe('redaction of stored secrets in what a receiver answers', () => {
     // A name is never withheld for a short value: names would overwrite each other.
     expect(keptHeaders([['X-Prod', 'a'], ['Server', 'nginx']], 'response', own)).toEqual({ 'x-prod': 'a', server: 'nginx' });
   });
+
+  it('the parts of a value a receiver echoes alone are secrets too: a bearer token, a Basic pair and its password', () => {
+    const own = redactor(secretsOf({ headers: { Authorization: 'Bearer sk_live_9fQ2mXv7Lp4sR8tW', 'X-Basic': `Basic ${Buffer.from('ops:hunter2-longer').toString('base64')}` }, secrets: [] } as never));
+    const out = own.excerpt('{"detail":"token sk_live_9fQ2mXv7Lp4sR8tW is revoked","user":"ops:hunter2-longer","pw":"hunter2-longer"}', MAX_RESPONSE_BODY_BYTES);
+    expect(out).not.toMatch(/sk_live_9fQ2|hunter2/);
+    expect(own.excerpt('Bearer tokens are fine to mention', MAX_RESPONSE_BODY_BYTES)).toBe('Bearer tokens are fine to mention');
+  });
+
+  it('two layers of encoding, wrapped base64 and hex are decoded before an excerpt is kept', () => {
+    const value = 'Zm9vYmFy+/YmF6cXV4=';
+    const own = redactor(secretsOf({ headers: { 'X-Api-Key': value }, secrets: [] } as never));
+    const wrapped = Buffer.from(`prefix...${'x'.repeat(40)}${value}...suffix`).toString('base64').replace(/(.{76})/g, '$1\r\n');
+    const cases = [
+      `redirect to /login?next=${encodeURIComponent(`/cb?key=${encodeURIComponent(value)}`)}`,
+      wrapped,
+      Buffer.from(`key=${value}`).toString('hex'),
+      `<pre>${JSON.stringify({ key: `a/${value}&"` }).replace(/&/g, '&amp;').replace(/"/g, '&quot;')}</pre>`,
+      JSON.stringify(JSON.stringify({ key: value }).replace(/[+&=]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)),
+      Buffer.from(JSON.stringify({ key: `${value}/"x` })).toString('base64'),
+    ];
+    for (const body of cases) expect({ body, out: own.excerpt(body, MAX_RESPONSE_BODY_BYTES) }).toEqual({ body, out: expect.not.stringContaining('Zm9vYmFy') });
+    for (const body of cases) expect(own.excerpt(body, MAX_RESPONSE_BODY_BYTES)).not.toMatch(/YmF6cXV4|%252B|2b2f596d/i);
+  });
 });
 
