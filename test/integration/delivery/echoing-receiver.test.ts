@@ -24,7 +24,7 @@ function leaks(text: string, value: string): boolean {
 }
 
 describe('an echoing receiver cannot read stored secrets back through the delivery log', () => {
-  const cases: [Echo, number][] = (['raw', 'json', 'url', 'base64'] as Echo[]).flatMap((echo) => [0, 1, 2, 3].map((i): [Echo, number] => [echo, i]));
+  const cases: [Echo, number][] = (['raw', 'json', 'url', 'base64'] as Echo[]).flatMap((echo) => [0, 3].map((i): [Echo, number] => [echo, i]));
   it.each(cases)('echoed as %s, offset %i around the cut: nothing of the header values or the signing secret is shown', async (echo, i) => {
     const path = `/echo-${echo}-${i}`;
     // One organization per case: an organization has a bounded number of endpoints.
