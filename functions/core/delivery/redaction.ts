@@ -23,6 +23,8 @@ export const MIN_REDACTED_CHARS = 8;
  * every excerpt. Values of 4 to 7 characters withhold an excerpt holding them as a whole token.
  */
 export const MIN_SECRET_CHARS = 4;
+/** Letters and digits in a row of a long value that withhold an excerpt holding them (a value cut short by the receiver). */
+const FRAGMENT_CHARS = 10;
 
 const json = (s: string) => JSON.stringify(s).slice(1, -1);
 const html = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;');
@@ -67,9 +69,14 @@ const urlDecoded = (text: string) => text.replace(/\+/g, ' ').replace(/(%[0-9A-F
   }
 });
 /** JSON string escapes decoded (`\uXXXX`, `\"`, `\\`, `\/`, `\n`…). */
-const jsonDecoded = (text: string) => text.replace(/\\(u[0-9A-Fa-f]{4}|["\\/bfnrt])/g, (_, e: string) =>
-  e[0] === 'u' ? String.fromCharCode(parseInt(e.slice(1), 16)) : ({ b: '\b', f: '\f', n: '\n', r: '\r', t: '\t' } as Record<string, string>)[e] ?? e);
-const NAMED: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: '\u00a0' };
+const jsonDecoded = (text: string) => text.replace(/\\(u[0-9A-Fa-f]{4}|x[0-9A-Fa-f]{2}|["\\/bfnrt])/g, (_, e: string) =>
+  e[0] === 'u' || e[0] === 'x' ? String.fromCharCode(parseInt(e.slice(1), 16)) : ({ b: '\b', f: '\f', n: '\n', r: '\r', t: '\t' } as Record<string, string>)[e] ?? e);
+/** HTML's named references for what a value may hold (HTML5 names punctuation too: `&plus;`, `&sol;`…). */
+const NAMED: Record<string, string> = {
+  amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: '\u00a0', plus: '+', sol: '/', bsol: '\\', equals: '=', lowbar: '_', period: '.',
+  colon: ':', semi: ';', comma: ',', excl: '!', quest: '?', num: '#', percnt: '%', dollar: '$', commat: '@', ast: '*', lpar: '(', rpar: ')',
+  lsqb: '[', rsqb: ']', lbrace: '{', rbrace: '}', verbar: '|', vert: '|', tilde: '~', grave: '`', hat: '^', dash: '-', hyphen: '-', minus: '-',
+};
 /** HTML character references decoded (named, decimal and hex). */
 const htmlDecoded = (text: string) => text.replace(/&(#x[0-9A-Fa-f]+|#\d+|[a-z]+);/gi, (whole, ref: string) =>
   ref[0] === '#' ? String.fromCodePoint(ref[1] === 'x' || ref[1] === 'X' ? parseInt(ref.slice(2), 16) : Number(ref.slice(1))) : NAMED[ref.toLowerCase()] ?? whole);
@@ -85,8 +92,10 @@ const base64Decoded = (text: string) => [...new Set([
 const hexDecoded = (text: string) => (text.match(/[0-9A-Fa-f]{16,}/g) ?? []).flatMap((run) => [0, 1].map((skip) =>
   Buffer.from(run.slice(skip, skip + Math.floor((run.length - skip) / 2) * 2), 'hex').toString('latin1')));
 const nulsDropped = (text: string) => text.split('\u0000').join('');
+/** Line breaks, spaces, `<wbr>` and soft hyphens taken out: a value wrapped or broken for display. */
+const joined = (text: string) => text.replace(/<wbr\s*\/?>|&shy;|\u00ad|\s+/gi, '');
 /** The decoders that give one view of a text each. */
-const SIMPLE = [jsonDecoded, urlDecoded, htmlDecoded, nulsDropped];
+const SIMPLE = [jsonDecoded, urlDecoded, htmlDecoded, nulsDropped, joined];
 
 /**
  * `text` decoded every common way, two layers deep (a URL inside a URL, JSON inside HTML, JSON
@@ -140,6 +149,20 @@ export function redactor(secrets: readonly string[]): Redactor {
     const tokens = name ? [] : shortTokens(anyCase);
     return views.some((view) => wanted.some((v) => view.includes(v)) || tokens.some((t) => t.test(view)));
   };
+  /**
+   * What a receiver that shortens a value before echoing it (`eyJhbGciOi…THsR8U`, a validation
+   * error's cut input) leaves: any 10 letters and digits in a row of a long value, in any case, in
+   * any view of the text, withhold it. Shorter runs between punctuation can still pass.
+   */
+  const grams = new Set<string>();
+  for (const value of longValues) {
+    for (const run of value.toLowerCase().split(/[^a-z0-9]+/)) for (let i = 0; i + FRAGMENT_CHARS <= run.length; i++) grams.add(run.slice(i, i + FRAGMENT_CHARS));
+  }
+  const holdsFragment = (text: string) => grams.size > 0 && decodedViews(text.split(REDACTED).join(' ')).some((view) =>
+    (view.toLowerCase().match(/[a-z0-9]{10,}/g) ?? []).some((run) => {
+      for (let i = 0; i + FRAGMENT_CHARS <= run.length; i++) if (grams.has(run.slice(i, i + FRAGMENT_CHARS))) return true;
+      return false;
+    }));
   // Longest first: a value containing another is replaced whole.
   const replaceable = [...new Set(long)].sort((a, b) => b.length - a.length);
 
@@ -161,7 +184,7 @@ export function redactor(secrets: readonly string[]): Redactor {
   return {
     excerpt(text, max, { unit = 'bytes', truncated = false, ellipsis = false, anyCase = false, name = false } = {}) {
       const redacted = replaceable.reduce((out, form) => out.replaceAll(form, REDACTED), text);
-      if (holdsValue(redacted, anyCase, name)) return WITHHELD;
+      if (holdsValue(redacted, anyCase, name) || (!name && holdsFragment(redacted))) return WITHHELD;
       const fits = unit === 'bytes' ? Buffer.byteLength(redacted) <= max : Array.from(redacted).length <= max;
       if (fits && !truncated) return redacted;
       const room = max - (ellipsis && !fits ? (unit === 'bytes' ? 3 : 1) : 0);

@@ -161,5 +161,23 @@ describe('redaction of stored secrets in what a receiver answers', () => {
     for (const body of cases) expect({ body, out: own.excerpt(body, MAX_RESPONSE_BODY_BYTES) }).toEqual({ body, out: expect.not.stringContaining('Zm9vYmFy') });
     for (const body of cases) expect(own.excerpt(body, MAX_RESPONSE_BODY_BYTES)).not.toMatch(/YmF6cXV4|%252B|2b2f596d/i);
   });
+
+  it('a value a receiver shortens, spells with HTML5 entities, wraps, escapes as \\x or changes the case of is withheld', () => {
+    const jwt = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U';
+    const key = 'q3+Vb7/K9xZtL1mN0pR2sT4uW6yA8cE+fG/hJ=';
+    const own = redactor(secretsOf({ headers: { Authorization: `Bearer ${jwt}`, 'X-Api-Key': key, 'X-Stripe': 'sk_live_4eC39HqLyjWDarjtT1zdp7dcXYZ' }, secrets: [] } as never));
+    const echoes = [
+      `[type=string_pattern_mismatch, input_value='Bearer eyJhbGciOiJIUzI1N...5N_XgL0n3I9PlFUP0THsR8U', input_type=str]`,
+      '<td>q3&plus;Vb7&sol;K9xZtL1mN0pR2sT4uW6yA8cE&plus;fG&sol;hJ&equals;</td>',
+      'sk&lowbar;live&lowbar;4eC39HqLyjWDarjtT1zdp7dcXYZ',
+      'sk\\x5flive\\x5f4eC39HqLyjWDarjtT1zdp7dcXYZ',
+      'token rejected: sk_live_4eC39Hq\nLyjWDarjtT1zdp7dcXYZ',
+      'bearer SK_LIVE_4EC39HQLYJWDARJTT1ZDP7DCXYZ',
+    ];
+    for (const body of echoes) expect({ body, out: own.excerpt(body, MAX_RESPONSE_BODY_BYTES) }).toEqual({ body, out: WITHHELD });
+    for (const fine of ['{"ok":true,"received_at":"2026-11-28T23:59:00Z"}', '{"error":"invalid signature","hint":"check your signing secret"}']) {
+      expect(own.excerpt(fine, MAX_RESPONSE_BODY_BYTES)).toBe(fine);
+    }
+  });
 });
 
