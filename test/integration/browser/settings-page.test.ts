@@ -16,7 +16,11 @@ import { eventually, testStack } from '../support/stack.js';
 import { Receiver } from '../support/receiver.js';
 import { createOrganization } from '../../../functions/core/tenancy/organizations.js';
 import { createApiKey } from '../../../functions/core/tenancy/api-keys.js';
-import { addEndpoint } from '../../../functions/core/delivery/endpoints.js';
+import { addEndpoint, requireEndpoint } from '../../../functions/core/delivery/endpoints.js';
+import { recordDelivery } from '../../../functions/core/delivery/queue.js';
+import { transition } from '../../../functions/core/delivery/delivery-port.js';
+import { deliveryAttempts } from '../../../functions/core/delivery/schedule.js';
+import { webhookTestEvent } from '../../../functions/core/events/catalog.js';
 import { cliSettingsLink, expiredSettingsLink, settingsLink, settingsLinkExpiringIn } from '../support/settings-links.js';
 
 // Browser globals used inside page.evaluate callbacks (the project's tsconfig has no DOM library).
@@ -102,6 +106,30 @@ async function listedDeliveries(page: Page, status: string): Promise<number> {
 async function leadEndpointStatus(key: string): Promise<number> {
   const { api } = await testStack();
   return (await api('/api/webhook/leads', { headers: { 'X-API-Key': key } })).status;
+}
+
+/**
+ * A `webhook.test` delivery of organization A to `endpointId` that failed for good, every attempt
+ * answered `statusCode` with `body`: recorded as the fan-out records one (recordDelivery), then
+ * written through the delivery record's own transitions, as the delivery function writes each
+ * attempt and the last one. For a case that needs a failed delivery to exist: the real path (an
+ * attempt, retries 1 s apart, none left) is the failing endpoint's first test event below. Not
+ * made by the stack: its retries take about 4 s, and two deliveries failing together on one
+ * endpoint open its circuit (5 failures in a row), after which the rest wait for probes 2 s apart.
+ */
+async function failedDelivery(endpointId: string, statusCode: number, body: string): Promise<string> {
+  const { deps } = await testStack();
+  const endpoint = await requireEndpoint(deps, orgA, endpointId);
+  const message = (await recordDelivery(deps, webhookTestEvent(orgA, new Date()), endpoint))!;
+  const attempts = deliveryAttempts(deps.config);
+  for (let n = 1; n <= attempts; n++) {
+    const attempt = { at: new Date().toISOString(), attempt: n, statusCode, latencyMs: 4, responseBody: body };
+    const written = n < attempts
+      ? await transition(deps, message, { to: 'attempted', attempt, nextAttemptAt: new Date(Date.now() + 1000).toISOString(), round: message.round })
+      : await transition(deps, message, { to: 'failed', attempt, reason: `no success after ${n} attempts`, round: message.round });
+    expect(written).toBe(true);
+  }
+  return message.deliveryId;
 }
 
 /** The token the page keeps for this tab (the link's fragment is gone from the address bar). */
@@ -292,8 +320,8 @@ describe('the settings page, opened from a settings link', () => {
 
     const secret = await shownOnce(page, 'webhooks', url);
     expect(secret).toMatch(/^whsec_/);
-    // The receiver answers slowly enough for the progress indication to be seen.
-    receiver.script('/hooks/ok', secret, { status: 204, delayMs: 600 });
+    // The receiver answers the first test event slowly enough for the progress indication to be seen.
+    receiver.script('/hooks/ok', secret, { status: 204, delayMs: 600 }, { status: 204 });
 
     const card = endpointCard(page, url);
     await card.waitFor();
@@ -322,28 +350,31 @@ describe('the settings page, opened from a settings link', () => {
     const url = `${receiver.url}/hooks/failing`;
     const secret = await addEndpointInPage(page, url);
     receiver.script('/hooks/failing', secret, { status: 500, body: 'database unavailable' });
-
-    // Two test events, both refused.
     const card = endpointCard(page, url);
-    for (let i = 0; i < 2; i++) {
-      await button(card, 'Send test event').click();
-      await card.locator('.outcome', { hasText: 'not delivered' }).waitFor();
-    }
+    // An earlier failed delivery to it (see failedDelivery), for "Re-deliver all failed" below.
+    const earlier = await failedDelivery((await card.getAttribute('data-endpoint-id'))!, 500, 'database unavailable');
+
+    // A test event, refused.
+    const sent = page.waitForResponse((r) => r.request().method() === 'POST' && /\/api\/settings\/webhooks\/[^/]+\/test$/.test(new URL(r.url()).pathname));
+    await button(card, 'Send test event').click();
+    const deliveryId = (JSON.parse(await (await sent).text()) as { delivery: { id: string } }).delivery.id;
+    await card.locator('.outcome', { hasText: 'not delivered' }).waitFor();
     expect(await card.locator('.outcome').innerText()).toContain('500');
 
-    // The retries (1 s apart on the test stack) run out: both deliveries end up failed.
+    // Its retries (1 s apart on the test stack) run out: it ends up failed, listed with the earlier one.
     await page.locator('#filter-endpoint').selectOption({ label: url });
     await page.locator('#filter-status').selectOption('failed');
     await eventually(async () => (await listedDeliveries(page, 'failed')) === 2,
       { what: 'two failed deliveries listed', intervalMs: 500 });
+    expect(await Promise.all((await page.locator('#deliveries tbody tr').all()).map((row) => row.getAttribute('data-delivery-id')))).toEqual([deliveryId, earlier]);
     await screenshot(page, 'deliveries-failed', true, '#deliveries');
 
-    // One delivery's detail: every attempt with its status code and the response excerpt.
-    await page.locator('#deliveries tbody tr').first().getByRole('button', { name: /^Details/ }).click();
+    // The test event's detail: every attempt with its status code and the response excerpt.
+    await page.locator(`#deliveries tbody tr[data-delivery-id="${deliveryId}"]`).getByRole('button', { name: /^Details/ }).click();
     const detail = page.getByRole('dialog', { name: /Delivery of webhook\.test/ });
     await detail.locator('.attempt').first().waitFor();
     const attempts = await detail.locator('.attempt').count();
-    expect(attempts).toBeGreaterThanOrEqual(2);
+    expect(attempts).toBe(deliveryAttempts((await testStack()).deps.config));
     expect(await detail.locator('.attempt').first().innerText()).toMatch(/#1\s*500/);
     expect(await detail.locator('.excerpt').first().innerText()).toContain('database unavailable');
     // Each attempt's request and response headers, a click away.
@@ -432,17 +463,16 @@ describe('the settings page, opened from a settings link', () => {
   it('the delivery log filters by event type and finds a delivery by its id; Recover counts the failed deliveries since a time, then queues them', async () => {
     const url = `${receiver.url}/hooks/recover`;
     const secret = await addEndpointInPage(page, url);
-    receiver.script('/hooks/recover', secret, { status: 503, body: 'down for maintenance' });
-    const card = endpointCard(page, url);
-    await button(card, 'Send test event').click();
-    await card.locator('.outcome', { hasText: 'not delivered' }).waitFor();
+    // A test event to it that failed (see failedDelivery): the receiver was down for maintenance.
+    const failed = await failedDelivery((await endpointCard(page, url).getAttribute('data-endpoint-id'))!, 503, 'down for maintenance');
 
-    // Filters: this endpoint, webhook.test, failed (after its retries run out).
+    // Filters: this endpoint, webhook.test, failed.
     await page.locator('#filter-status').selectOption('failed');
     await page.locator('#filter-endpoint').selectOption({ label: url });
     await page.locator('#filter-event').selectOption('webhook.test');
     await eventually(async () => (await listedDeliveries(page, 'failed')) === 1, { what: 'the failed delivery listed', intervalMs: 500 });
     const deliveryId = await page.locator('#deliveries tbody tr').first().getAttribute('data-delivery-id');
+    expect(deliveryId).toBe(failed);
     await page.locator('#filter-event').selectOption('client.created');
     await page.locator('#deliveries-body[aria-busy="false"]').waitFor();
     await page.getByText('No deliveries match these filters').waitFor();
@@ -641,11 +671,20 @@ describe('the settings page without a valid link', () => {
   });
 
   it('warns 5 minutes before the link expires; at expiry an open dialog keeps what was typed, and a new link pasted in lets it be saved', async () => {
-    const page = await openSettings(await settingsLinkExpiringIn(orgA, 12));
+    // The link expires when the page's clock says so: Playwright's clock (its own context: a clock
+    // is the whole context's) is moved past the expiry instead of the test waiting for it.
+    const clocked = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    clocked.setDefaultTimeout(60_000);
+    await clocked.clock.install();
+    const page = watch(await clocked.newPage());
+    const ttlSeconds = 120; // under the 5 minutes: warned at once; long enough for a slow page to load
+    await page.goto(await settingsLinkExpiringIn(orgA, ttlSeconds));
     await page.locator('#session-banner', { hasText: 'expires in 5 minutes' }).waitFor();
     await screenshot(page, 'link-expiring', false);
     await button(page, 'Generate API key').click();
     await page.getByLabel('Name').fill('Typed before expiry');
+    expect(await page.locator('#session-banner', { hasText: 'This settings link has expired' }).count()).toBe(0);
+    await page.clock.fastForward(ttlSeconds * 1000);
     await page.locator('#session-banner', { hasText: 'This settings link has expired' }).waitFor();
     const dialog = page.getByRole('dialog', { name: 'Generate API key' });
     expect(await dialog.isVisible()).toBe(true);
@@ -659,6 +698,6 @@ describe('the settings page without a valid link', () => {
     await page.locator('#session-banner').waitFor({ state: 'hidden' });
     await page.locator('#key-form [type=submit]').click();
     await shownOnce(page, 'keys', 'Your new key “Typed before expiry”');
-    await page.close();
+    await clocked.close();
   });
 });
