@@ -34,14 +34,14 @@ module.exports = {
     onlyMayImport('settings', ['platform', 'tenancy', 'intake', 'crm', 'events', 'delivery']),
     {
       name: 'dynamodb-sdk-only-in-stores',
-      comment: 'in functions/core only a store module (<table or item family>-store.ts; the deliveries table\'s is delivery-record.ts) imports the DynamoDB SDK, besides the clients\' construction (platform/deps.ts) and what DynamoDB\'s errors mean (platform/dynamo-errors.ts): everything else asks a store for a named operation (docs/architecture.md#stages-and-what-each-owns)',
+      comment: 'in functions/core only a store module (<table or item family>-store.ts; the deliveries table\'s is delivery-record.ts; what the stores share is platform/dynamo-store.ts) imports the DynamoDB SDK or platform/dynamo-store.ts, besides platform/deps.ts, which builds the clients through it: everything else asks a store for a named operation (docs/architecture.md#stages-and-what-each-owns)',
       severity: 'error',
       from: {
         path: core,
-        pathNot: ['-store[.]ts$', `${core}delivery/delivery-record[.]ts$`, `${core}platform/(deps|dynamo-errors|query)[.]ts$`],
+        pathNot: ['-store[.]ts$', `${core}delivery/delivery-record[.]ts$`, `${core}platform/deps[.]ts$`],
       },
-      // platform/query.ts (paginated reads) is a helper of the stores: reading a table through it is reading it outside its store.
-      to: { path: ['(^|/)node_modules/@aws-sdk/(lib-dynamodb|client-dynamodb)/', `${core}platform/query[.]ts$`] },
+      // platform/dynamo-store.ts (clients, paginated reads, errors) is the stores' own: reading a table through it is reading it outside its store.
+      to: { path: ['(^|/)node_modules/@aws-sdk/(lib-dynamodb|client-dynamodb)/', `${core}platform/dynamo-store[.]ts$`] },
     },
     {
       name: 'no-loose-domain-files',

@@ -23,7 +23,7 @@ import { startLocalStack } from '../lib/local/stack.js';
 import { createOrganization } from '../functions/core/tenancy/organizations.js';
 import { addEndpoint } from '../functions/core/delivery/endpoints.js';
 import { keys } from '../functions/core/platform/model.js';
-import { scanAll } from '../functions/core/platform/query.js';
+import { scanAll } from '../functions/core/platform/dynamo-store.js';
 import { sign } from '../functions/core/delivery/signing.js';
 import { postWebhook } from '../functions/core/delivery/http-client.js';
 import { functions } from '../lib/topology.js';

@@ -177,7 +177,7 @@ async function main() {
     await waitFor('the leads during the import', () => latencies.flood.length >= leadsIn('flood'));
     const importDrained = Math.max(...received.import);
     // The fan-out's lag on the import: when each imported client's delivery was recorded (the fan-out's write) after the client's.
-    const { queryAll } = await import('../functions/core/platform/query.js');
+    const { queryAll } = await import('../functions/core/platform/dynamo-store.js');
     const records = await queryAll(deps, { TableName: deps.tables.deliveries, KeyConditionExpression: 'pk = :pk AND begins_with(sk, :d)', ExpressionAttributeValues: { ':pk': keys.client(importer.id, 'x').pk, ':d': keys.deliveryPrefix } });
     const fanoutDone = records.map((r) => Date.parse(r.createdAt as string)).sort((x, y) => x - y);
 
@@ -224,7 +224,7 @@ async function main() {
  * during the import, for the sender sharing the importer's fan-out lane and the others.
  */
 async function stageBreakdown(deps: Awaited<ReturnType<typeof startLocalStack>>['deps'], organizations: string[], kindOf: Map<string, string>, received: Set<string>): Promise<string[]> {
-  const { queryAll } = await import('../functions/core/platform/query.js');
+  const { queryAll } = await import('../functions/core/platform/dynamo-store.js');
   const rows = new Map<string, { recorded: number[]; sent: number[] }>();
   for (const [n, organizationId] of organizations.entries()) {
     const items = await queryAll(deps, { TableName: deps.tables.deliveries, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': keys.client(organizationId, 'x').pk } });

@@ -17,7 +17,7 @@ import { logger, metrics } from '../platform/observability.js';
 import { inBatches } from '../platform/batches.js';
 import { backoffMs, BACKOFFS, sleep } from '../platform/retry.js';
 import { keys } from '../platform/model.js';
-import { queryAll, queryPages, scanAll } from '../platform/query.js';
+import { queryAll, queryPages, scanAll } from '../platform/dynamo-store.js';
 import { MAX_KEPT_ATTEMPTS } from './attempt-log.js';
 import { changeOf, targetOf, type Change, type CreatedKey, type DeliveryStore, type DueKey, type Key, type StoredItem } from './delivery-state.js';
 

@@ -13,7 +13,7 @@ import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../platform/deps.js';
 import { keys } from '../platform/model.js';
-import { queryAll, queryNewest } from '../platform/query.js';
+import { queryAll, queryNewest } from '../platform/dynamo-store.js';
 import { REQUEST_LOG_CLIENT_FIELDS } from '../tenancy/request-log-fields.js';
 import type { MatchVia } from '../platform/match-key.js';
 import { depsPort } from '../platform/deps-port.js';

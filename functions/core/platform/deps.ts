@@ -4,8 +4,7 @@
  * get it per invocation from env (`lambdaDeps()`); the local stack, the CLI and tests build
  * it from the emulators' URLs (`createDeps()`). Domain code never reads process.env.
  */
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { dynamoClients, type DynamoDBClient, type DynamoDBDocumentClient } from './dynamo-store.js';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { tableEnvVars, type TableName, queueEnvVars, type QueueName } from './bindings.js';
 import type { Tracer } from '@aws-lambda-powertools/tracer';
@@ -45,10 +44,7 @@ export function createAwsClients(urls: ServiceUrls = {}, tracer?: Tracer): Pick<
   const region = urls.region;
   const credentials = urls.dynamodbEndpoint ? emulatorCredentials : undefined;
   const capture = <C>(client: C): C => (tracer ? tracer.captureAWSv3Client(client) : client);
-  const dynamodb = capture(new DynamoDBClient({ region, endpoint: urls.dynamodbEndpoint, credentials }));
-  const doc = DynamoDBDocumentClient.from(dynamodb, {
-    marshallOptions: { removeUndefinedValues: true, convertClassInstanceToMap: false },
-  });
+  const { dynamodb, doc } = dynamoClients({ region, endpoint: urls.dynamodbEndpoint, credentials }, capture);
   // An emulator's queue URLs name a host that does not resolve (sqs.<region>.localhost): keep
   // talking to the configured endpoint instead of the URL's host.
   const emulated = Boolean(urls.sqsEndpoint ?? process.env.AWS_ENDPOINT_URL_SQS);

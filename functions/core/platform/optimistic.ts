@@ -10,8 +10,6 @@ import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import { metrics } from './observability.js';
 import { BACKOFFS, retry } from './retry.js';
 
-/** Moved to platform/dynamo-errors.ts (SDK-specific); re-exported for the modules that still import them from here. */
-export { cancellationReasons, isTransactionConflict } from './dynamo-errors.js';
 
 /** Thrown by a step whose conditional write lost to another writer: the step is read and tried again. */
 export class LostRace extends Error {

@@ -8,7 +8,7 @@
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../platform/deps.js';
 import { keys } from '../platform/model.js';
-import { queryNewest } from '../platform/query.js';
+import { queryNewest } from '../platform/dynamo-store.js';
 
 export type AuditAction =
   | 'key.created' | 'key.rotated' | 'key.revoked'

@@ -8,10 +8,10 @@
  */
 import { GetCommand, TransactWriteCommand, UpdateCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../platform/deps.js';
-import { cancellationReasons, isTransactionConflict } from '../platform/dynamo-errors.js';
+import { cancellationReasons, isTransactionConflict } from '../platform/dynamo-store.js';
 import { keys, type ApiKeyKind, type ApiKeyRecord } from '../platform/model.js';
 import { LostRace } from '../platform/optimistic.js';
-import { queryAll } from '../platform/query.js';
+import { queryAll } from '../platform/dynamo-store.js';
 
 /**
  * The organization's live keys as its slot item holds them (key id → expiry, null for none), and

@@ -10,7 +10,7 @@
 import { BatchGetCommand, GetCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import type { Deps } from '../platform/deps.js';
-import { queryAll } from '../platform/query.js';
+import { queryAll } from '../platform/dynamo-store.js';
 import { inBatches } from '../platform/batches.js';
 import { keys, type Billing, type CaptchaProvider, type DuplicatePolicy, type Organization } from '../platform/model.js';
 import { depsPort } from '../platform/deps-port.js';

@@ -10,7 +10,7 @@
 import { BatchGetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { Deps } from '../platform/deps.js';
-import { isConditionFailure } from '../platform/dynamo-errors.js';
+import { isConditionFailure } from '../platform/dynamo-store.js';
 import { BACKOFFS, retry } from '../platform/retry.js';
 
 /** Per-second counts of a sub-window: SLOTS seconds. */

@@ -10,7 +10,7 @@
 import { PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Deps } from '../platform/deps.js';
 import { keys } from '../platform/model.js';
-import { queryNewest } from '../platform/query.js';
+import { queryNewest } from '../platform/dynamo-store.js';
 
 export interface RequestEntry {
   requestId: string;

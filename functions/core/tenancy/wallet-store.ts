@@ -17,7 +17,7 @@ import { GetCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dy
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { Deps } from '../platform/deps.js';
 import { keys } from '../platform/model.js';
-import { queryAll } from '../platform/query.js';
+import { queryAll } from '../platform/dynamo-store.js';
 import { depsPort } from '../platform/deps-port.js';
 import {
   adoptedToken, claimState, DOUBLE_SUBMIT_MS, guardedSubmission, ownClaim, type GuardClaim, type GuardedSubmission, type SubmissionGuard,

@@ -6,7 +6,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import type { Deps } from '../../../functions/core/platform/deps.js';
-import { queryAll } from '../../../functions/core/platform/query.js';
+import { queryAll } from '../../../functions/core/platform/dynamo-store.js';
 import { depsFromStackFile, readStackFile, type LocalStackInfo } from '../../../lib/local/stack-file.js';
 import { createOrganization, type NewOrganization } from '../../../functions/core/tenancy/organizations.js';
 import { createApiKey } from '../../../functions/core/tenancy/api-keys.js';

@@ -57,10 +57,10 @@ beforeAll(() => {
     writeFileSync(path.join(dir, `node_modules/@aws-sdk/${pkg}/package.json`), JSON.stringify({ name: `@aws-sdk/${pkg}`, main: 'index.js' }));
   }
   plant('functions/core/intake/match.ts', ['@aws-sdk/lib-dynamodb', './clients-store.ts']);
-  // platform/query.ts (paginated reads) is the stores' helper: a store may read through it, nothing else.
-  plant('functions/core/platform/query.ts', ['@aws-sdk/lib-dynamodb']);
-  plant('functions/core/intake/clients-store.ts', ['@aws-sdk/lib-dynamodb', '@aws-sdk/client-dynamodb', '../platform/query.ts']);
-  plant('functions/core/crm/records.ts', ['@aws-sdk/client-dynamodb', '../platform/query.ts']);
+  // platform/dynamo-store.ts (clients, paginated reads, errors) is the stores' own: a store may read through it, nothing else.
+  plant('functions/core/platform/dynamo-store.ts', ['@aws-sdk/lib-dynamodb']);
+  plant('functions/core/intake/clients-store.ts', ['@aws-sdk/lib-dynamodb', '@aws-sdk/client-dynamodb', '../platform/dynamo-store.ts']);
+  plant('functions/core/crm/records.ts', ['@aws-sdk/client-dynamodb', '../platform/dynamo-store.ts']);
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -83,7 +83,7 @@ describe('the import rules', () => {
       'platform-imports: functions/core/platform/deps.ts → functions/core/delivery/queue.ts',
       'dynamodb-sdk-only-in-stores: functions/core/intake/match.ts → node_modules/@aws-sdk/lib-dynamodb/index.js',
       'dynamodb-sdk-only-in-stores: functions/core/crm/records.ts → node_modules/@aws-sdk/client-dynamodb/index.js',
-      'dynamodb-sdk-only-in-stores: functions/core/crm/records.ts → functions/core/platform/query.ts',
+      'dynamodb-sdk-only-in-stores: functions/core/crm/records.ts → functions/core/platform/dynamo-store.ts',
     ].sort());
   }, 30_000);
 });

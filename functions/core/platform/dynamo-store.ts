@@ -1,17 +1,31 @@
 /**
- * The paginated reads of DynamoDB in one place: every page of a query or scan, and the newest
- * items under an organization's partition. Items come back as the document client returns them;
- * the caller maps them to its typed shape.
+ * What every store shares of DynamoDB (docs/architecture.md#stages-and-what-each-owns): the SDK's
+ * clients as Deps carries them, the paginated reads (every page of a query or scan, the newest items
+ * of a partition) and what DynamoDB's errors say (a cancelled transaction's reasons, a lost
+ * transaction, a failed condition). Only store modules (and deps.ts, which builds the clients)
+ * import it: `lint:deps` holds it to that, as it does the SDK itself.
  */
-import { QueryCommand, ScanCommand, type QueryCommandInput, type QueryCommandOutput, type ScanCommandInput } from '@aws-sdk/lib-dynamodb';
-import type { Deps } from './deps.js';
+import { DynamoDBClient, ConditionalCheckFailedException, TransactionCanceledException, type CancellationReason } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient, QueryCommand, ScanCommand, type QueryCommandInput, type QueryCommandOutput, type ScanCommandInput } from '@aws-sdk/lib-dynamodb';
+
+export { DynamoDBClient, DynamoDBDocumentClient };
+
+/** The DynamoDB clients of Deps (deps.ts createAwsClients); `capture` wraps a client for X-Ray. */
+export function dynamoClients(config: { region?: string; endpoint?: string; credentials?: { accessKeyId: string; secretAccessKey: string } }, capture: <C>(client: C) => C): { dynamodb: DynamoDBClient; doc: DynamoDBDocumentClient } {
+  const dynamodb = capture(new DynamoDBClient(config));
+  const doc = DynamoDBDocumentClient.from(dynamodb, {
+    marshallOptions: { removeUndefinedValues: true, convertClassInstanceToMap: false },
+  });
+  return { dynamodb, doc };
+}
+
 
 /** An item as the document client returns it. */
 export type Item = NonNullable<QueryCommandOutput['Items']>[number];
 type StartKey = Record<string, unknown> | undefined;
 
 /** Each page of a query, in order, until DynamoDB reports no more. */
-export async function* queryPages(deps: Pick<Deps, 'doc'>, input: QueryCommandInput): AsyncGenerator<Item[]> {
+export async function* queryPages(deps: { doc: DynamoDBDocumentClient }, input: QueryCommandInput): AsyncGenerator<Item[]> {
   let start: StartKey;
   do {
     const page = await deps.doc.send(new QueryCommand({ ...input, ExclusiveStartKey: start }));
@@ -21,14 +35,14 @@ export async function* queryPages(deps: Pick<Deps, 'doc'>, input: QueryCommandIn
 }
 
 /** Every item a query matches, all pages read. */
-export async function queryAll(deps: Pick<Deps, 'doc'>, input: QueryCommandInput): Promise<Item[]> {
+export async function queryAll(deps: { doc: DynamoDBDocumentClient }, input: QueryCommandInput): Promise<Item[]> {
   const out: Item[] = [];
   for await (const items of queryPages(deps, input)) out.push(...items);
   return out;
 }
 
 /** Every item a scan matches, all pages read (local tools only: a scan reads the whole table). */
-export async function scanAll(deps: Pick<Deps, 'doc'>, input: ScanCommandInput): Promise<Item[]> {
+export async function scanAll(deps: { doc: DynamoDBDocumentClient }, input: ScanCommandInput): Promise<Item[]> {
   const out: Item[] = [];
   let start: StartKey;
   do {
@@ -64,7 +78,7 @@ export interface NewestQuery {
  * bring the total above `limit`. `complete` tells whether the range was read to its end; when not,
  * `reached` is the sort key of the last item evaluated (everything above it was read, filtered or not).
  */
-export async function queryNewest(deps: Pick<Deps, 'doc'>, query: NewestQuery): Promise<{ items: Item[]; complete: boolean; reached?: string }> {
+export async function queryNewest(deps: { doc: DynamoDBDocumentClient }, query: NewestQuery): Promise<{ items: Item[]; complete: boolean; reached?: string }> {
   const range = query.between
     ? { condition: 'pk = :pk AND sk BETWEEN :lo AND :hi', values: { ':lo': query.between[0], ':hi': query.between[1] } }
     : query.skPrefix !== undefined
@@ -90,3 +104,16 @@ export async function queryNewest(deps: Pick<Deps, 'doc'>, query: NewestQuery): 
   }
   return { items, complete: false, reached: typeof start?.sk === 'string' ? start.sk : undefined };
 }
+
+export type { CancellationReason };
+
+/** The per-item reasons of a cancelled transaction, or undefined when the error is not one. */
+export const cancellationReasons = (error: unknown): CancellationReason[] | undefined =>
+  error instanceof TransactionCanceledException ? error.CancellationReasons ?? [] : undefined;
+
+/** A transaction cancelled only because another transaction touched the same item (real DynamoDB, not Local). */
+export const isTransactionConflict = (reasons: CancellationReason[]) => reasons.some((r) => r.Code === 'TransactionConflict');
+
+/** A conditional write whose condition failed (by class, or by name when the error crossed a module boundary). */
+export const isConditionFailure = (error: unknown): error is ConditionalCheckFailedException =>
+  error instanceof ConditionalCheckFailedException || (error as Error | undefined)?.name === 'ConditionalCheckFailedException';
