@@ -70,7 +70,7 @@ export class DeliveredWrites {
           if (!(await transition(deps, message, { to: 'delivered', attempt, unlessDeliveredAt: attempt.at }))) break;
         }
       } catch (error) {
-        logger.error('recording a delivered outcome failed', { deliveryId: message.deliveryId, error: error as Error });
+        logger.error('recording a delivered outcome failed', { organizationId: message.organizationId, endpointId: message.endpointId, deliveryId: message.deliveryId, error: error as Error });
         metrics.addMetric('DeliveryOutcomesUnwritten', MetricUnit.Count, 1);
         failed.add(message.deliveryId);
       }
@@ -84,7 +84,7 @@ async function guardedWrite(deps: Deps, message: DeliveryMessage, attempt: Deliv
   try {
     return await transition(deps, message, { to: 'delivered', attempt, ifVersion: version });
   } catch (error) {
-    logger.warn('writing a batch’s delivered record failed; writing it unguarded', { deliveryId: message.deliveryId, error: error as Error });
+    logger.warn('writing a batch’s delivered record failed; writing it unguarded', { organizationId: message.organizationId, endpointId: message.endpointId, deliveryId: message.deliveryId, error: error as Error });
     return false;
   }
 }

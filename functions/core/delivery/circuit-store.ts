@@ -26,7 +26,7 @@ async function claimGate(deps: Deps, endpoint: WebhookEndpoint): Promise<Gate> {
   if (decided.kind !== 'probe') return decided;
   const claimed = await endpointStore(deps).claimProbe(endpoint, endpoint.circuit!.until!, new Date(decided.deadline).toISOString());
   if (!claimed) return { kind: 'park', until: decided.deadline, reason: 'circuit half-open: a probe is under way' };
-  logger.info('circuit half-open: probing', { endpointId: endpoint.id });
+  logger.info('circuit half-open: probing', { organizationId: endpoint.organizationId, endpointId: endpoint.id });
   return decided;
 }
 
@@ -107,7 +107,7 @@ export async function markSlow(deps: Deps, endpoint: WebhookEndpoint): Promise<v
   const now = deps.now();
   const slowUntil = new Date(now + deps.config.slowLaneHoldSeconds * 1000).toISOString();
   const marked = await endpointStore(deps).markSlow(endpoint, slowUntil, new Date(now).toISOString());
-  if (marked) logger.warn('endpoint slower than the main lane allows: moved to the slow lane', { endpointId: endpoint.id, until: slowUntil });
+  if (marked) logger.warn('endpoint slower than the main lane allows: moved to the slow lane', { organizationId: endpoint.organizationId, endpointId: endpoint.id, until: slowUntil });
 }
 
 /** After an attempt: records what it means for the circuit (no write for a success on a healthy endpoint). */
@@ -122,14 +122,14 @@ export async function recordAttempt(deps: Deps, endpoint: WebhookEndpoint, outco
     failedHere.delete(endpoint.id);
     const slowUntil = transition.slowUntil ? new Date(transition.slowUntil).toISOString() : undefined;
     await store.closeCircuit(endpoint, slowUntil);
-    if (endpoint.circuit?.until) logger.info('circuit closed', { endpointId: endpoint.id, slowLane: Boolean(slowUntil) });
+    if (endpoint.circuit?.until) logger.info('circuit closed', { organizationId: endpoint.organizationId, endpointId: endpoint.id, slowLane: Boolean(slowUntil) });
     return;
   }
   failedHere.add(endpoint.id);
   if (transition.kind === 'reopen') {
     await store.reopenCircuit(endpoint, new Date(transition.until).toISOString(), transition.opens);
     metrics.addMetric('CircuitOpened', MetricUnit.Count, 1);
-    logger.warn('circuit re-opened: the probe failed', { endpointId: endpoint.id, until: new Date(transition.until).toISOString(), opens: transition.opens });
+    logger.warn('circuit re-opened: the probe failed', { organizationId: endpoint.organizationId, endpointId: endpoint.id, until: new Date(transition.until).toISOString(), opens: transition.opens });
     return;
   }
   const failures = (await store.countFailure(endpoint)) ?? 0;
@@ -139,7 +139,7 @@ export async function recordAttempt(deps: Deps, endpoint: WebhookEndpoint, outco
   const opened = await store.openCircuit(endpoint, until);
   if (opened) {
     metrics.addMetric('CircuitOpened', MetricUnit.Count, 1);
-    logger.warn('circuit opened', { endpointId: endpoint.id, failures, until });
+    logger.warn('circuit opened', { organizationId: endpoint.organizationId, endpointId: endpoint.id, failures, until });
   }
 }
 

@@ -76,11 +76,11 @@ async function settle(deps: Deps, message: DeliveryMessage, change: Transition, 
   const now = await deliveryStore(deps).getOne(keys.delivery(message.organizationId, message.deliveryId), { consistent: true, projection: ['status'] });
   const { attempt } = outcome;
   if (!now) {
-    logger.warn('delivery record missing; outcome dropped', { deliveryId: message.deliveryId, transition: change.to });
+    logger.warn('delivery record missing; outcome dropped', { organizationId: message.organizationId, endpointId: message.endpointId, deliveryId: message.deliveryId, transition: change.to });
     return { kind: 'skipped', attempt, reason: 'no delivery record' };
   }
   if (now.status === 'delivered') return { kind: 'delivered', attempt, reason: 'already delivered' };
-  logger.info('outcome of an earlier round not recorded: redelivered since', { deliveryId: message.deliveryId, transition: change.to });
+  logger.info('outcome of an earlier round not recorded: redelivered since', { organizationId: message.organizationId, endpointId: message.endpointId, deliveryId: message.deliveryId, transition: change.to });
   return { kind: 'skipped', attempt, reason: 'superseded: redelivered since' };
 }
 
@@ -136,7 +136,7 @@ export async function attemptDelivery(
     consistent: true, projection: ['status', 'payloadOmitted', 'reason', 'attempts', 'createdAt', 'redrivenAt'],
   }) as RecordState;
   if (!record) {
-    logger.warn('delivery record missing; message dropped', { deliveryId: message.deliveryId });
+    logger.warn('delivery record missing; message dropped', { organizationId: message.organizationId, endpointId: message.endpointId, deliveryId: message.deliveryId });
     return { kind: 'skipped', attempt: 0, reason: 'no delivery record' };
   }
   // A message of a round before the record's last redelivery (a retry still waiting when "Retry now"
@@ -239,7 +239,7 @@ async function recordOutcome(
   metrics.addMetric('DeliveryAttempts', MetricUnit.Count, 1);
   metrics.addMetric('DeliveryLatency', MetricUnit.Milliseconds, result.latencyMs);
   if (!result.ok) metrics.addMetric('DeliveryFailures', MetricUnit.Count, 1);
-  logger.info('delivery attempt', { deliveryId: message.deliveryId, endpointId: endpoint.id, eventType: message.payload.type, attempt, status: result.status, latencyMs: result.latencyMs, error: result.errorCode });
+  logger.info('delivery attempt', { organizationId: message.organizationId, deliveryId: message.deliveryId, endpointId: endpoint.id, eventType: message.payload.type, attempt, status: result.status, latencyMs: result.latencyMs, error: result.errorCode });
 
   if (result.ok) {
     if (writeDelivered) writeDelivered(record_);
@@ -295,7 +295,7 @@ const MAX_RECEIVES = deliveryMaxReceives;
 async function markDeadLettered(deps: Deps, message: DeliveryMessage, receives: number): Promise<void> {
   const reason = `its last ${receives} receives broke off unexpectedly (see the delivery function's log), so the queue moved it to the dead-letter queue; redeliver it once the cause is fixed`;
   await transition(deps, message, { to: 'dead-lettered', reason, round: message.round }).catch((error: unknown) => {
-    logger.error('recording a dead-lettered delivery as failed failed', { deliveryId: message.deliveryId, error: error as Error });
+    logger.error('recording a dead-lettered delivery as failed failed', { organizationId: message.organizationId, endpointId: message.endpointId, deliveryId: message.deliveryId, error: error as Error });
   });
 }
 

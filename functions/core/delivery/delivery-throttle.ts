@@ -93,7 +93,7 @@ export async function takeRateSlot(deps: Deps, endpoint: WebhookEndpoint, refuse
   } catch (error) {
     if (!OVERLOADED.has((error as Error).name)) throw error;
     seen[lane] = Number.NEGATIVE_INFINITY; // not taken
-    logger.warn('the rate limit write was throttled; the delivery is deferred', { endpointId: endpoint.id, refused, error: (error as Error).name });
+    logger.warn('the rate limit write was throttled; the delivery is deferred', { organizationId: endpoint.organizationId, endpointId: endpoint.id, refused, error: (error as Error).name });
     return defer(now + WINDOW_MS, `the endpoint's rate limit could not be checked (${(error as Error).name})`);
   }
   if (claim.taken) return undefined;
