@@ -45,13 +45,18 @@ function banner(tone, title, text) {
   slot.hidden = false;
 }
 
-/** The link no longer works: before the page was shown, the expired card; after, a banner over the kept page. */
-export function expire() {
+/** Forgets the token and its timers; `status` is what the header says of the link now. */
+function dropToken(status) {
   sessionStorage.removeItem(TOKEN_KEY);
   token = null;
   for (const t of timers) clearTimeout(t);
   timers = [];
-  $('session-info').textContent = 'Link expired';
+  $('session-info').textContent = status;
+}
+
+/** The link no longer works: before the page was shown, the expired card; after, a banner over the kept page. */
+export function expire() {
+  dropToken('Link expired');
   if (shown) {
     banner('error', 'This settings link has expired',
       'Ask your CRM for a new settings link and paste it into this tab’s address bar: the page and anything you typed stay as they are.');
@@ -66,11 +71,7 @@ export function expire() {
 
 /** Every link was just signed out from this page (this one included): the page stays, its link is gone. */
 export function signedOut() {
-  sessionStorage.removeItem(TOKEN_KEY);
-  token = null;
-  for (const t of timers) clearTimeout(t);
-  timers = [];
-  $('session-info').textContent = 'Signed out';
+  dropToken('Signed out');
   banner('status', 'Every settings link is signed out',
     'This link and every other one issued until now no longer work. Open the settings page from your CRM to continue, then check the audit log for keys or endpoints you do not recognise: they keep working until you remove them.');
 }
