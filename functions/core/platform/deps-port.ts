@@ -21,3 +21,23 @@ export function depsPort<S>(name: string, production: (deps: Deps) => S): DepsPo
     with: (deps, store) => ({ ...deps, [slot]: store }) as Carrying,
   };
 }
+
+/**
+ * Per-container state of a module (its caches) for the production store, and a fresh one for each
+ * store a test injects, so tests on a twin start cold without a reset hook. `injected` says which
+ * store, if any, these deps carry.
+ */
+export function statePerStore<S extends object, State>(make: () => State, injected: (deps: Deps) => S | undefined) {
+  const container = make();
+  const byStore = new WeakMap<S, State>();
+  return {
+    container,
+    of(deps: Deps): State {
+      const store = injected(deps);
+      if (!store) return container;
+      let state = byStore.get(store);
+      if (!state) byStore.set(store, (state = make()));
+      return state;
+    },
+  };
+}

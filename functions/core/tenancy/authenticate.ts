@@ -7,6 +7,7 @@
  */
 import { timingSafeEqual } from 'node:crypto';
 import type { Deps } from '../platform/deps.js';
+import { statePerStore } from '../platform/deps-port.js';
 import { DomainError, badRequest, forbidden, unauthorized } from '../platform/errors.js';
 import { API_KEY_PATTERN, DEFAULT_HONEYPOT_FIELD, DEFAULT_PER_IP_LIMIT, hashApiKey } from './api-keys.js';
 import type { ApiKeyKind, ApiKeyRecord, AuthContext, Organization, PublishableKeyPolicy } from '../platform/model.js';
@@ -95,19 +96,12 @@ class AuthCaches {
 }
 
 /** The container's caches; deps carrying a store of their own (withKeyStore: a test's twin) get caches of their own, so tests need no reset. */
-const containerCaches = new AuthCaches();
-const storeCaches = new WeakMap<KeyStore, AuthCaches>();
-function cachesOf(deps: Deps): AuthCaches {
-  const store = injectedKeyStore(deps);
-  if (!store) return containerCaches;
-  let caches = storeCaches.get(store);
-  if (!caches) storeCaches.set(store, (caches = new AuthCaches()));
-  return caches;
-}
+const perStore = statePerStore<KeyStore, AuthCaches>(() => new AuthCaches(), injectedKeyStore);
+const cachesOf = (deps: Deps): AuthCaches => perStore.of(deps);
 
 /** Forgets the container's caches (tests on the real store that play another container). */
 export function clearAuthCache(): void {
-  containerCaches.clear();
+  perStore.container.clear();
 }
 
 /**

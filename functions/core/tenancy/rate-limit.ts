@@ -15,6 +15,7 @@
  * The items are read and written through tenancy/rate-window-store.ts.
  */
 import type { Deps } from '../platform/deps.js';
+import { statePerStore } from '../platform/deps-port.js';
 import type { Organization } from '../platform/model.js';
 import { logger, metrics } from '../platform/observability.js';
 import { DomainError } from '../platform/errors.js';
@@ -98,15 +99,8 @@ class LimiterCaches {
 }
 
 /** The container's caches; deps carrying a store of their own (withRateWindowStore: a test's twin) get caches of their own. */
-const containerCaches = new LimiterCaches();
-const storeCaches = new WeakMap<RateWindowStore, LimiterCaches>();
-function cachesOf(deps: Deps): LimiterCaches {
-  const store = injectedRateWindowStore(deps);
-  if (!store) return containerCaches;
-  let caches = storeCaches.get(store);
-  if (!caches) storeCaches.set(store, (caches = new LimiterCaches()));
-  return caches;
-}
+const perStore = statePerStore<RateWindowStore, LimiterCaches>(() => new LimiterCaches(), injectedRateWindowStore);
+const cachesOf = (deps: Deps): LimiterCaches => perStore.of(deps);
 
 const keepClosed = (caches: LimiterCaches, keyId: string, sub: number, slots: number[]) => caches.closedCounts.set(`${keyId}#${sub}`, slots, (sub + LOOKBACK + 2) * SUB_WINDOW_MS);
 const ttlOf = (sub: number) => Math.floor(((sub + LOOKBACK + 3) * SUB_WINDOW_MS) / 1000);
