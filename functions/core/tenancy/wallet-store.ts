@@ -76,7 +76,23 @@ export function sumByDay(counts: DayUsage[]): DayUsage[] {
 }
 
 /** Roll-overs one debit may meet before it asks its caller to retry (another container opening a later day each time). */
-const MAX_ROLL_TURNS = 4;
+export const MAX_ROLL_TURNS = 4;
+
+/**
+ * What a refused debit's organization item (its old image) says, read alike by the store and its
+ * twin: billed already (the SDK's retry of a debit whose first attempt committed), a repeat of a
+ * submission, a wallet that cannot pay, or the day to debit in on the next turn, `roll` when the
+ * day the item still has open must be closed first.
+ */
+export function refusedDebit(old: Record<string, unknown>, { price, day, claim }: { price: number; day: string; claim?: GuardClaim }): Billed | { short: true } | { retryIn: string; roll: boolean } {
+  if (claim && ownClaim(old, claim)) return { day };
+  const repeated = claim && guardedSubmission(old, claim);
+  if (repeated) return { duplicateOf: repeated };
+  if (Number(old.walletMicros ?? 0) < price) return { short: true };
+  const openDay = old.usageDay as string | undefined;
+  // Another container's clock already opened a later day: count there rather than reopen ours.
+  return openDay && openDay > day ? { retryIn: openDay, roll: false } : { retryIn: day, roll: true };
+}
 
 const isConflict = (error: unknown) =>
   (error as Error).name === 'TransactionConflictException';
@@ -122,15 +138,10 @@ export function dynamoWalletStore(deps: Deps): WalletStore {
           if (isConflict(error)) throw new WriteConflict();
           if (!(error instanceof ConditionalCheckFailedException && error.Item)) throw error;
           const old = plain(error.Item)!;
-          // The SDK's retry of a debit whose first attempt committed (its answer lost): debited once.
-          if (claim && ownClaim(old, claim)) return { day };
-          const repeated = claim && guardedSubmission(old, claim);
-          if (repeated) return { duplicateOf: repeated };
-          if (Number(old.walletMicros ?? 0) < price) return { short: true };
-          const openDay = old.usageDay as string | undefined;
-          // Another container's clock already opened a later day: count there rather than reopen ours.
-          if (openDay && openDay > day) day = openDay;
-          else await openUsageDay(deps, orgId, old, day);
+          const refusal = refusedDebit(old, { price, day, claim });
+          if (!('retryIn' in refusal)) return refusal;
+          day = refusal.retryIn;
+          if (refusal.roll) await openUsageDay(deps, orgId, old, day);
           if (turn >= MAX_ROLL_TURNS) throw new WriteConflict('the day kept rolling over');
         }
       }

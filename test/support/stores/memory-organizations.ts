@@ -9,7 +9,7 @@
 import { keys, type DuplicatePolicy, type Organization } from '../../../functions/core/platform/model.js';
 import { toLegacyNotification, toOrganization, type CaptchaSetting, type OrganizationStore } from '../../../functions/core/tenancy/organization-store.js';
 import {
-  sumByDay, WriteConflict, type Adoption, type Billed, type DailyUsage, type Refunded, type WalletStore,
+  MAX_ROLL_TURNS, refusedDebit, sumByDay, WriteConflict, type Adoption, type Billed, type DailyUsage, type Refunded, type WalletStore,
 } from '../../../functions/core/tenancy/wallet-store.js';
 import {
   adoptedToken, claimState, DOUBLE_SUBMIT_MS, guardedSubmission, ownClaim, type GuardClaim, type SubmissionGuard,
@@ -161,14 +161,11 @@ export class MemoryOrganizationsTable {
           });
           return { day };
         }
-        if (claim && ownClaim(old, claim)) return { day };
-        const repeated = claim && guardedSubmission(old, claim);
-        if (repeated) return { duplicateOf: repeated };
-        if (Number(old.walletMicros ?? 0) < price) return { short: true };
-        const openDay = old.usageDay as string | undefined;
-        if (openDay && openDay > day) day = openDay;
-        else this.openUsageDay(orgId, old, day);
-        if (turn >= 4) throw new WriteConflict('the day kept rolling over');
+        const refusal = refusedDebit(old, { price, day, claim });
+        if (!('retryIn' in refusal)) return refusal;
+        day = refusal.retryIn;
+        if (refusal.roll) this.openUsageDay(orgId, old, day);
+        if (turn >= MAX_ROLL_TURNS) throw new WriteConflict('the day kept rolling over');
       }
     },
 
