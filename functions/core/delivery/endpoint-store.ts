@@ -176,6 +176,24 @@ export function dynamoEndpointStore(deps: Deps): EndpointStore {
     }
   }
 
+  /**
+   * A conditional UpdateItem that answers the endpoint as stored after it: 'missing' when the
+   * endpoint is gone (an update never brings one back), a lost race (`what` changed since read)
+   * when its condition failed on an item still there.
+   */
+  async function updateRead(ref: EndpointRef, input: Omit<NonNullable<UpdateCommand['input']>, 'TableName' | 'Key'>, what: string): Promise<WebhookEndpoint | 'missing'> {
+    try {
+      const { Attributes } = await deps.doc.send(new UpdateCommand({
+        ...input, TableName: table(), Key: keys.endpoint(ref.organizationId, ref.id), ReturnValues: 'ALL_NEW', ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      }));
+      return toEndpoint(Attributes!);
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      if (!error.Item) return 'missing';
+      throw new LostRace(what);
+    }
+  }
+
   return {
     listEndpoints,
 
@@ -251,24 +269,13 @@ export function dynamoEndpointStore(deps: Deps): EndpointStore {
       }
       if (change.clearHealth) HEALTH_ATTRIBUTES.forEach(remove);
       if (change.closeCircuit) CIRCUIT_ATTRIBUTES.forEach(remove);
-      try {
-        const { Attributes } = await deps.doc.send(new UpdateCommand({
-          TableName: table(),
-          Key: keys.endpoint(ref.organizationId, ref.id),
-          UpdateExpression: [sets.length ? `SET ${sets.join(', ')}` : '', removes.size ? `REMOVE ${[...removes].join(', ')}` : ''].join(' ').trim(),
-          ConditionExpression: conditions.join(' AND '),
-          ExpressionAttributeNames: names,
-          ...(Object.keys(values).length ? { ExpressionAttributeValues: values } : {}),
-          ReturnValues: 'ALL_NEW',
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-        }));
-        return toEndpoint(Attributes!);
-      } catch (error) {
-        if (!(error instanceof ConditionalCheckFailedException)) throw error;
-        // Removed meanwhile: an update never brings an endpoint back. Otherwise its headers changed since read.
-        if (!error.Item) return 'missing';
-        throw new LostRace('endpoint headers');
-      }
+      // Removed meanwhile: 'missing'. Otherwise a failed condition means its headers changed since read.
+      return updateRead(ref, {
+        UpdateExpression: [sets.length ? `SET ${sets.join(', ')}` : '', removes.size ? `REMOVE ${[...removes].join(', ')}` : ''].join(' ').trim(),
+        ConditionExpression: conditions.join(' AND '),
+        ExpressionAttributeNames: names,
+        ...(Object.keys(values).length ? { ExpressionAttributeValues: values } : {}),
+      }, 'endpoint headers');
     },
 
     async removeEndpoint(ref) {
@@ -302,24 +309,11 @@ export function dynamoEndpointStore(deps: Deps): EndpointStore {
       }
     },
 
-    async rotateSecret(ref, secrets, version) {
-      try {
-        const { Attributes } = await deps.doc.send(new UpdateCommand({
-          TableName: table(),
-          Key: keys.endpoint(ref.organizationId, ref.id),
-          UpdateExpression: 'SET secrets = :s, secretsVersion = :next',
-          ConditionExpression: version ? 'secretsVersion = :v' : 'attribute_exists(pk) AND attribute_not_exists(secretsVersion)',
-          ExpressionAttributeValues: { ':s': secrets, ':next': version + 1, ...(version ? { ':v': version } : {}) },
-          ReturnValues: 'ALL_NEW',
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-        }));
-        return toEndpoint(Attributes!);
-      } catch (error) {
-        if (!(error instanceof ConditionalCheckFailedException)) throw error;
-        if (!error.Item) return 'missing';
-        throw new LostRace('secret version');
-      }
-    },
+    rotateSecret: (ref, secrets, version) => updateRead(ref, {
+      UpdateExpression: 'SET secrets = :s, secretsVersion = :next',
+      ConditionExpression: version ? 'secretsVersion = :v' : 'attribute_exists(pk) AND attribute_not_exists(secretsVersion)',
+      ExpressionAttributeValues: { ':s': secrets, ':next': version + 1, ...(version ? { ':v': version } : {}) },
+    }, 'secret version'),
 
     async markFailing(ref, since) {
       await update(ref, { expression: 'SET failingSince = :now', condition: 'attribute_exists(pk) AND attribute_not_exists(failingSince)', values: { ':now': since } });
