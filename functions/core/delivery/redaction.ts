@@ -138,16 +138,16 @@ export function redactor(secrets: readonly string[]): Redactor {
   const long = longValues.flatMap(encodingsOf);
   const short = shortValues.flatMap(encodingsOf);
   const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-  // A short value as a whole token: not inside a longer run of letters and digits.
-  const shortTokens = (anyCase: boolean) => shortValues.map((v) => new RegExp(`(^|[^A-Za-z0-9])${escape(v)}(?![A-Za-z0-9])`, anyCase ? 'i' : ''));
+  // A short value as a whole token: not inside a longer run of letters and digits (compiled once, as sent and in any case).
+  const tokenPattern = (v: string, flags: string) => new RegExp(`(^|[^A-Za-z0-9])${escape(v)}(?![A-Za-z0-9])`, flags);
+  const shortTokens = { exact: shortValues.map((v) => tokenPattern(v, '')), anyCase: shortValues.map((v) => tokenPattern(v, 'i')) };
+  const longLower = longValues.map((v) => v.toLowerCase());
   const forms = [...new Set([...long, ...short])].sort((a, b) => b.length - a.length);
-  /** Whether any decoding of `text` still holds a stored value (a short one as a whole token; none of them for a name). */
-  const holdsValue = (text: string, anyCase: boolean, name: boolean) => {
-    if (values.length === 0) return false;
-    const views = decodedViews(anyCase ? text.toLowerCase() : text);
-    const wanted = anyCase ? longValues.map((v) => v.toLowerCase()) : longValues;
-    const tokens = name ? [] : shortTokens(anyCase);
-    return views.some((view) => wanted.some((v) => view.includes(v)) || tokens.some((t) => t.test(view)));
+  /** Whether a view still holds a stored value (a short one as a whole token; none of them for a name). */
+  const holdsValue = (views: string[], lowered: string[], anyCase: boolean, name: boolean) => {
+    const tokens = name ? [] : anyCase ? shortTokens.anyCase : shortTokens.exact;
+    return (anyCase ? lowered : views).some((view) => (anyCase ? longLower : longValues).some((v) => view.includes(v)))
+      || views.some((view) => tokens.some((t) => t.test(view)));
   };
   /**
    * What a receiver that shortens a value before echoing it (`eyJhbGciOi…THsR8U`, a validation
@@ -158,8 +158,8 @@ export function redactor(secrets: readonly string[]): Redactor {
   for (const value of longValues) {
     for (const run of value.toLowerCase().split(/[^a-z0-9]+/)) for (let i = 0; i + FRAGMENT_CHARS <= run.length; i++) grams.add(run.slice(i, i + FRAGMENT_CHARS));
   }
-  const holdsFragment = (text: string) => grams.size > 0 && decodedViews(text.split(REDACTED).join(' ')).some((view) =>
-    (view.toLowerCase().match(/[a-z0-9]{10,}/g) ?? []).some((run) => {
+  const holdsFragment = (lowered: string[]) => grams.size > 0 && lowered.some((view) =>
+    (view.match(/[a-z0-9]{10,}/g) ?? []).some((run) => {
       for (let i = 0; i + FRAGMENT_CHARS <= run.length; i++) if (grams.has(run.slice(i, i + FRAGMENT_CHARS))) return true;
       return false;
     }));
@@ -184,7 +184,12 @@ export function redactor(secrets: readonly string[]): Redactor {
   return {
     excerpt(text, max, { unit = 'bytes', truncated = false, ellipsis = false, anyCase = false, name = false } = {}) {
       const redacted = replaceable.reduce((out, form) => out.replaceAll(form, REDACTED), text);
-      if (holdsValue(redacted, anyCase, name) || (!name && holdsFragment(redacted))) return WITHHELD;
+      if (values.length > 0) {
+        // Decoded once for every check: the markers taken out, each view also in lower case.
+        const views = decodedViews(redacted.split(REDACTED).join(' '));
+        const lowered = views.map((view) => view.toLowerCase());
+        if (holdsValue(views, lowered, anyCase, name) || (!name && holdsFragment(lowered))) return WITHHELD;
+      }
       const fits = unit === 'bytes' ? Buffer.byteLength(redacted) <= max : Array.from(redacted).length <= max;
       if (fits && !truncated) return redacted;
       const room = max - (ellipsis && !fits ? (unit === 'bytes' ? 3 : 1) : 0);
