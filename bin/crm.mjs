@@ -4,7 +4,9 @@
 // runs the TypeScript as it is.
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { pathToFileURL } from 'node:url';
+// Node built-ins only at the top of it (esbuild is imported when a build runs): cheap to load here.
+import { buildCli, bundleFile as bundle, metaFile as meta, root } from '../scripts/build-cli.mjs';
 
 // The AWS SDK warns that it will need Node 22 from 2027; that is not the admin's concern here.
 const emitWarning = process.emitWarning;
@@ -13,9 +15,6 @@ process.emitWarning = (warning, ...rest) =>
     ? undefined
     : emitWarning.call(process, warning, ...rest);
 
-const root = fileURLToPath(new URL('..', import.meta.url));
-const bundle = path.join(root, 'node_modules', '.cache', 'crm-cli', 'crm.mjs');
-const meta = path.join(root, 'node_modules', '.cache', 'crm-cli', 'crm.meta.json');
 
 /** Whether the bundle holds the current sources: none of its inputs changed after it was built. */
 function fresh() {
@@ -31,7 +30,7 @@ function fresh() {
 let built = fresh();
 if (!built) {
   try {
-    await (await import('../scripts/build-cli.mjs')).buildCli();
+    await buildCli();
     built = true;
   } catch {
     built = false; // no esbuild here: run the sources through tsx
