@@ -40,8 +40,13 @@ export interface StageConfig {
   sweeperReservedConcurrency?: 0 | 1;
   /** The main delivery lane's MaximumConcurrency; absent: the topology's (docs/capacity.md). */
   deliveryMaxConcurrency?: number;
-  /** Days the functions', API Gateway's and WAF's log groups keep their lines. */
+  /** Days the functions', API Gateway's and WAF's log groups keep their lines (Control Tower asks ≥ 365; docs/deploy.md). */
   logRetentionDays: number;
+  /**
+   * A customer-managed KMS key (rotated yearly) encrypts every log group, usable by CloudWatch Logs
+   * of this account and region only. Absent: CloudWatch Logs' own encryption (docs/deploy.md "Control Tower").
+   */
+  logEncryptionKey?: boolean;
   /** AWS Backup of the tables (on top of point-in-time recovery), or none. */
   backup?: BackupConfig;
 }
@@ -67,7 +72,9 @@ export const stages: Record<string, StageConfig> = {
     region: 'eu-west-1',
     alarmEmail: 'oncall@example.com',
     leadIntakeReservedConcurrency: 100,
-    logRetentionDays: 90,
+    // A year, encrypted with the stack's own key: what Control Tower's proactive controls require.
+    logRetentionDays: 365,
+    logEncryptionKey: true,
     backup: { retentionDays: 35, copyToRegion: 'eu-central-1' },
   },
 };

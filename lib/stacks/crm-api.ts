@@ -5,6 +5,7 @@
  */
 import { ArnFormat, Duration, RemovalPolicy, Size, Stack, Validations } from 'aws-cdk-lib';
 import * as apigw from 'aws-cdk-lib/aws-apigateway';
+import type * as kms from 'aws-cdk-lib/aws-kms';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as wafv2 from 'aws-cdk-lib/aws-wafv2';
@@ -23,6 +24,8 @@ export interface CrmApiProps {
   stage: string;
   functions: Record<FunctionName, lambda.IFunction>;
   logRetention: logs.RetentionDays;
+  /** The key encrypting the API's and WAF's log groups (the stage's `logEncryptionKey`), or none. */
+  logKey?: kms.IKey;
 }
 
 export class CrmApi extends Construct {
@@ -35,8 +38,8 @@ export class CrmApi extends Construct {
     this.webAcl = this.createWebAcl(this.api.deploymentStage, props);
   }
 
-  private restApi({ stage, functions, logRetention }: CrmApiProps): apigw.RestApi {
-    const accessLogs = new logs.LogGroup(this, 'ApiAccessLogs', { retention: logRetention, removalPolicy: RemovalPolicy.DESTROY });
+  private restApi({ stage, functions, logRetention, logKey }: CrmApiProps): apigw.RestApi {
+    const accessLogs = new logs.LogGroup(this, 'ApiAccessLogs', { retention: logRetention, encryptionKey: logKey, removalPolicy: RemovalPolicy.DESTROY });
     const api = new apigw.RestApi(this, 'Api', {
       restApiName: `crm-integration-${stage}`,
       description: 'CRM integration API: lead intake',
@@ -109,7 +112,7 @@ export class CrmApi extends Construct {
     // The execution log group API Gateway writes to is created here, before the stage, so it is part
     // of the stack and expires (left to API Gateway, it would be created outside and kept forever).
     const executionLogs = new logs.LogGroup(this, 'ApiExecutionLogs', {
-      logGroupName: `API-Gateway-Execution-Logs_${api.restApiId}/${stage}`, retention: logRetention, removalPolicy: RemovalPolicy.DESTROY,
+      logGroupName: `API-Gateway-Execution-Logs_${api.restApiId}/${stage}`, retention: logRetention, encryptionKey: logKey, removalPolicy: RemovalPolicy.DESTROY,
     });
     api.deploymentStage.node.addDependency(executionLogs);
 
@@ -152,7 +155,7 @@ export class CrmApi extends Construct {
    * a method's throttle bucket that every organization shares (docs/capacity.md). Blocks answer the
    * WAF_FILTERED gateway response.
    */
-  private createWebAcl(stage: apigw.Stage, { logRetention }: CrmApiProps): wafv2.CfnWebACL {
+  private createWebAcl(stage: apigw.Stage, { logRetention, logKey }: CrmApiProps): wafv2.CfnWebACL {
     // No sampled requests: they would show callers' API keys (headers) in the console.
     const visibility = (metricName: string) => ({ cloudWatchMetricsEnabled: true, sampledRequestsEnabled: false, metricName });
     const transforms = (types: string[]) => (types.length ? types : ['NONE']).map((type, priority) => ({ priority, type }));
@@ -199,7 +202,7 @@ export class CrmApi extends Construct {
     // Who was blocked, by which rule: "we got 429s" can be answered per address. The key headers
     // are redacted: a log line never holds a caller's API key (WAF needs the aws-waf-logs- prefix).
     const wafLogs = new logs.LogGroup(this, 'WafLogs', {
-      logGroupName: `aws-waf-logs-${Stack.of(this).stackName}`, retention: logRetention, removalPolicy: RemovalPolicy.DESTROY,
+      logGroupName: `aws-waf-logs-${Stack.of(this).stackName}`, retention: logRetention, encryptionKey: logKey, removalPolicy: RemovalPolicy.DESTROY,
     });
     new wafv2.CfnLoggingConfiguration(this, 'WafLogging', {
       resourceArn: acl.attrArn,

@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { Duration, RemovalPolicy, Stack, Token, Validations } from 'aws-cdk-lib';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
+import type * as kms from 'aws-cdk-lib/aws-kms';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat, type ICommandHooks } from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
@@ -43,6 +44,8 @@ export interface CrmFunctionProps {
   settings: ssm.StringParameter;
   /** Days the function's log group keeps its lines (lib/stages.ts). */
   logRetentionDays: number;
+  /** The key encrypting the log group (the stage's `logEncryptionKey`), or none. */
+  logKey?: kms.IKey;
 }
 
 /**
@@ -65,11 +68,18 @@ function copyAssets(source: string, target: string): ICommandHooks {
 }
 
 export class CrmFunction extends NodejsFunction {
-  constructor(scope: Construct, id: string, { spec, stage, settings, logRetentionDays }: CrmFunctionProps) {
+  constructor(scope: Construct, id: string, { spec, stage, settings, logRetentionDays, logKey }: CrmFunctionProps) {
     // An explicit log group (not the implicit /aws/lambda/<name> one) so retention is set and the
     // group is part of the stack.
-    const logGroup = new logs.LogGroup(scope, `${id}Logs`, { retention: logRetentionDays as logs.RetentionDays, removalPolicy: RemovalPolicy.DESTROY });
+    const logGroup = new logs.LogGroup(scope, `${id}Logs`, { retention: logRetentionDays as logs.RetentionDays, encryptionKey: logKey, removalPolicy: RemovalPolicy.DESTROY });
+    // A role of our own: CDK's default one carries AWSLambdaBasicExecutionRole, which lets the
+    // function write into any log group of the account. This one writes to its own group alone.
+    const role = new iam.Role(scope, `${id}Role`, { assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'), description: `Execution role of ${id} (${stage})` });
+    // The group's ARN ends in `:*`: its log streams, the resource of both actions (AWS's documented
+    // policy for a function's own log group).
+    role.addToPolicy(new iam.PolicyStatement({ actions: ['logs:CreateLogStream', 'logs:PutLogEvents'], resources: [logGroup.logGroupArn] }));
     super(scope, id, {
+      role,
       entry: path.join(root, 'functions', spec.entry, 'handler.ts'),
       handler: 'handler',
       description: spec.description,
@@ -109,15 +119,12 @@ export class CrmFunction extends NodejsFunction {
     this.addToRolePolicy(new iam.PolicyStatement({ actions: ['ssm:GetParameter'], resources: [settings.parameterArn] }));
 
     const streams = spec.events.some((e) => e.kind === 'stream');
-    Validations.of(this).acknowledge(
+    // Findings on the role's policy are acknowledged on the role (a sibling of the function, not a child).
+    Validations.of(role).acknowledge(
       {
         id: 'AwsSolutions-IAM5[Resource::*]',
         reason: 'X-Ray tracing (xray:PutTraceSegments, xray:PutTelemetryRecords) has no resource-level permissions'
           + (streams ? '; the DynamoDB stream event source needs dynamodb:ListStreams, which has none either.' : '.'),
-      },
-      {
-        id: 'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]',
-        reason: 'CDK\'s standard execution role for Lambda: CloudWatch Logs writes only, to the function\'s own log group.',
       },
     );
   }
@@ -135,6 +142,7 @@ export class CrmFunction extends NodejsFunction {
     if (typeof access === 'object') {
       // Exactly the actions named, on the table itself and the one index named: no `index/*` wildcard.
       this.addToRolePolicy(new iam.PolicyStatement({ actions: [...access.actions], resources: [table.tableArn], ...(access.attributes ? { conditions: attributeConditions(access.actions, access.attributes) } : {}) }));
+      if (access.attributes) for (const deny of wholeItemDenials(access.actions, table.tableArn)) this.addToRolePolicy(deny);
       if (access.index) this.addToRolePolicy(new iam.PolicyStatement({ actions: [...access.index.actions], resources: [`${table.tableArn}/index/${access.index.name}`] }));
       this.addEnvironment(spec.envVar, table.tableName);
       return this;
@@ -147,7 +155,7 @@ export class CrmFunction extends NodejsFunction {
     this.addEnvironment(spec.envVar, table.tableName);
     if (indexes.length) {
       const logicalId = Stack.of(table).getLogicalId(table.node.defaultChild as dynamodb.CfnTable);
-      Validations.of(this).acknowledge({
+      Validations.of(this.role!).acknowledge({
         id: `AwsSolutions-IAM5[Resource::<${logicalId}.Arn>/index/*]`,
         reason: `Queries on the table's own indexes (${spec.globalIndexes!.map((i) => i.name).join(', ')}); scoped to that one table.`,
       });
@@ -208,6 +216,21 @@ export function attributeConditions(actions: readonly string[], attributes: read
     throw new Error(`an attribute grant mixes ${reads.join(', ')} with ${actions.filter((a) => !reads.includes(a)).join(', ')}: split it into one grant per kind`);
   }
   return projecting(attributes, reads.length ? 'StringEquals' : 'StringEqualsIfExists');
+}
+
+/**
+ * Explicit Denies beside a grant on attributes, so that no reading of the Allow's conditions can
+ * return a whole item: a request naming no attribute (a GetItem without ProjectionExpression puts no
+ * `dynamodb:Attributes` in the request context, which `ForAllValues` matches vacuously), or one whose
+ * `dynamodb:Select` is present and not SPECIFIC_ATTRIBUTES. A Deny wins over every Allow of the role
+ * on the table for those actions (docs/decisions.md "A whole item is denied explicitly").
+ */
+export function wholeItemDenials(actions: readonly string[], tableArn: string): iam.PolicyStatement[] {
+  const deny = (conditions: Record<string, unknown>) => new iam.PolicyStatement({ effect: iam.Effect.DENY, actions: [...actions], resources: [tableArn], conditions });
+  return [
+    deny({ Null: { 'dynamodb:Attributes': 'true' } }),
+    deny({ Null: { 'dynamodb:Select': 'false' }, StringNotEquals: { 'dynamodb:Select': 'SPECIFIC_ATTRIBUTES' } }),
+  ];
 }
 
 function projecting(attributes: readonly string[], select: 'StringEquals' | 'StringEqualsIfExists') {

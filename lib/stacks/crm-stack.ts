@@ -14,6 +14,7 @@ import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { DynamoEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import * as iam from 'aws-cdk-lib/aws-iam';
+import * as kms from 'aws-cdk-lib/aws-kms';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as ssm from 'aws-cdk-lib/aws-ssm';
@@ -91,8 +92,9 @@ export class CrmStack extends Stack {
 
     for (const [name, spec] of entries(secretSpecs)) this.secrets[name] = this.secret(name, spec, stage);
 
+    const logKey = config.logEncryptionKey ? this.logKey(stage) : undefined;
     for (const [name, spec] of entries(functionSpecs)) {
-      const fn = new CrmFunction(this, `${name}Function`, { spec, stage, settings: this.settings, logRetentionDays: config.logRetentionDays });
+      const fn = new CrmFunction(this, `${name}Function`, { spec, stage, settings: this.settings, logRetentionDays: config.logRetentionDays, logKey });
       for (const [secret] of entries(spec.secrets ?? {})) fn.bindSecret(this.secrets[secret], secretSpecs[secret]);
       for (const [table, access] of entries(spec.tables)) fn.bindTable(this.tables[table], tableSpecs[table], access);
       for (const [queue, access] of entries(spec.queues)) fn.bindQueue(this.queues[queue], queueSpecs[queue], access);
@@ -120,7 +122,7 @@ export class CrmStack extends Stack {
     }
 
     // 'Default' adds nothing to its children's logical ids: the API keeps its id (and URL) across this split.
-    this.api = new CrmApi(this, 'Default', { stage, functions: this.functions, logRetention: config.logRetentionDays as number }).api;
+    this.api = new CrmApi(this, 'Default', { stage, functions: this.functions, logRetention: config.logRetentionDays as number, logKey }).api;
     this.monitoring = new CrmAlarms(this, 'Monitoring', { stage, alarmEmail: config.alarmEmail, pagerEndpoint: config.pagerEndpoint, tables: this.tables, queues: this.queues, functions: this.functions, api: this.api });
     new CrmDashboard(this, 'Observability', { stage, tables: this.tables, queues: this.queues, functions: this.functions, api: this.api, alarms: this.monitoring.alarms.map((a) => a.alarm) });
     if (config.backup) this.backupPlan = this.backupTables(stage, config.backup);
@@ -135,6 +137,46 @@ export class CrmStack extends Stack {
     new CfnOutput(this, outputKeys.settingsParameter, { value: this.settings.parameterName });
     // The secrets' ARNs, never their values (`crm settings-link --stage` reads the value with GetSecretValue).
     for (const [name, secret] of entries(this.secrets)) new CfnOutput(this, outputKeys.secret(name), { value: secret.secretArn });
+    this.requireSourceAccount();
+  }
+
+  /**
+   * Every permission letting an AWS service invoke a function names this account as the source
+   * (Control Tower CT.LAMBDA.PR.2, docs/deploy.md): API Gateway's SourceArn is a Fn::Join that a
+   * static check cannot read, and a service acting for another account can never invoke.
+   */
+  private requireSourceAccount(): void {
+    for (const permission of this.node.findAll().filter((c): c is lambda.CfnPermission => c instanceof lambda.CfnPermission)) {
+      if (typeof permission.principal === 'string' && permission.principal.endsWith('.amazonaws.com')) permission.sourceAccount ??= this.account;
+    }
+  }
+
+  /**
+   * The key of the log groups (the stage's `logEncryptionKey`): rotated yearly, retained (logs kept a
+   * year stay readable after the stack is gone), usable by CloudWatch Logs of this region for this
+   * account's log groups alone (AWS's documented key policy for encrypted log groups).
+   */
+  private logKey(stage: string): kms.Key {
+    const key = new kms.Key(this, 'LogsKey', {
+      description: `Encrypts the CRM integration API's log groups (${stage})`,
+      enableKeyRotation: true,
+      removalPolicy: RemovalPolicy.RETAIN,
+    });
+    key.addToResourcePolicy(new iam.PolicyStatement({
+      principals: [new iam.ServicePrincipal(`logs.${this.region}.amazonaws.com`)],
+      actions: ['kms:Encrypt*', 'kms:Decrypt*', 'kms:ReEncrypt*', 'kms:GenerateDataKey*', 'kms:Describe*'],
+      resources: ['*'],
+      conditions: { ArnLike: { 'kms:EncryptionContext:aws:logs:arn': this.formatArn({ service: 'logs', resource: 'log-group', resourceName: '*', arnFormat: ArnFormat.COLON_RESOURCE_NAME }) } },
+    }));
+    // Grants on the key only for AWS resources, made by AWS services (Control Tower CT.KMS.PR.3).
+    key.addToResourcePolicy(new iam.PolicyStatement({
+      effect: iam.Effect.DENY,
+      principals: [new iam.AnyPrincipal()],
+      actions: ['kms:CreateGrant'],
+      resources: ['*'],
+      conditions: { BoolIfExists: { 'kms:GrantIsForAWSResource': 'false', 'aws:PrincipalIsAWSService': 'false' } },
+    }));
+    return key;
   }
 
   private reserve(name: FunctionName, concurrency: number): void {
