@@ -92,20 +92,22 @@ const templateOf = (other: typeof stack) => templates.get(other) ?? templates.se
 const functionPropsOf = (other: typeof stack, name: FunctionName) =>
   templateOf(other).findResources('AWS::Lambda::Function')[other.getLogicalId(other.functions[name].node.defaultChild as CfnFunction)].Properties;
 
-/** Every IAM statement attached to a function's role, its resources rendered as one string. */
+/** Every IAM Allow statement attached to a function's role (the Denies beside grants on attributes are iam-simulation.test.ts's), its resources rendered as one string. */
 function statementsOf(name: FunctionName): { actions: string[]; resources: string }[] {
   const roleId = stack.getLogicalId(stack.functions[name].role!.node.defaultChild as CfnRole);
   return Object.values(template.findResources('AWS::IAM::Policy'))
     .filter((policy) => JSON.stringify(policy.Properties.Roles) === JSON.stringify([{ Ref: roleId }]))
-    .flatMap((policy) => (policy.Properties.PolicyDocument.Statement as { Action: string | string[]; Resource: unknown }[]))
+    .flatMap((policy) => (policy.Properties.PolicyDocument.Statement as { Effect: string; Action: string | string[]; Resource: unknown }[]))
+    .filter((s) => s.Effect === 'Allow')
     .map((s) => ({ actions: ([] as string[]).concat(s.Action), resources: JSON.stringify(s.Resource) }));
 }
-/** The statements of a function's role on a resource: their actions and Condition (undefined: none). */
+/** The Allow statements of a function's role on a resource: their actions and Condition (undefined: none). */
 function statementsOn(name: FunctionName, resourceLogicalId: string): { actions: string[]; condition: unknown }[] {
   const roleId = stack.getLogicalId(stack.functions[name].role!.node.defaultChild as CfnRole);
   return Object.values(template.findResources('AWS::IAM::Policy'))
     .filter((policy) => JSON.stringify(policy.Properties.Roles) === JSON.stringify([{ Ref: roleId }]))
-    .flatMap((policy) => (policy.Properties.PolicyDocument.Statement as { Action: string | string[]; Resource: unknown; Condition?: unknown }[]))
+    .flatMap((policy) => (policy.Properties.PolicyDocument.Statement as { Effect: string; Action: string | string[]; Resource: unknown; Condition?: unknown }[]))
+    .filter((st) => st.Effect === 'Allow')
     .filter((st) => JSON.stringify(st.Resource).includes(`"${resourceLogicalId}"`))
     .map((st) => ({ actions: [st.Action].flat(), condition: st.Condition }));
 }
