@@ -120,7 +120,7 @@ export class CrmApi extends Construct {
       { id: 'AwsSolutions-APIG2', reason: 'The function validates every body (zod) and answers 422 problem+json with per-field errors (docs/leads.md, docs/architecture.md#errors); a gateway validator would answer a different 400 shape first.' },
       { id: 'AwsSolutions-APIG4', reason: 'Callers authenticate with organization API keys, checked in the function (hashed lookup, constant-time compare); an authorizer cannot reach that key store. The settings API checks its session tokens (JWT) in its function, the settings page is static. CORS preflights and the catch-all 404/405 answers are open by design.' },
       { id: 'AwsSolutions-COG4', reason: 'Callers are web forms and automation tools holding an organization API key, not Cognito users.' },
-      { id: 'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs]', reason: 'The AWS-managed role API Gateway needs to write execution logs (logs only).' },
+      { id: 'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs]', reason: 'API Gateway\'s CloudWatch role, one per account and region (AWS::ApiGateway::Account), needed for execution logs: only API Gateway may assume it, and AWS\'s policy for it allows CloudWatch Logs actions (create, describe, write, read) on any log group of the account, nothing else.' },
     );
     return api;
   }
