@@ -52,7 +52,9 @@ function runControls(files: string[]): Map<string, { failures: Failure[]; passed
       const text = JSON.stringify(rule);
       const controls = [...new Set([...text.matchAll(/\[(CT\.[A-Z0-9]+\.PR\.\d+)\]/g)].map((m) => m[1]))];
       const resources = [...new Set([...text.matchAll(/\/Resources\/([A-Za-z0-9]+)\//g)].map((m) => m[1]))];
-      return controls.flatMap((control) => resources.map((resource) => ({ control, resource })));
+      // A failure naming no control or no resource is still a failure (and matches no exception).
+      const name = (rule as { Rule?: { name?: string } }).Rule?.name ?? 'unnamed rule';
+      return (controls.length ? controls : [name]).flatMap((control) => (resources.length ? resources : ['(template)']).map((resource) => ({ control, resource })));
     }),
   }]));
 }
