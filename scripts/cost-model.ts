@@ -140,7 +140,7 @@ export function estimateCost(template: Template, prices: Prices, measured: Measu
     const gbSecond = prices.lambda.gbSecond[architecture];
     if (gbSecond === undefined) throw new Error(`No Lambda price for architecture ${architecture}`);
     const perInvocation = prices.lambda.requestsPerMillion / M + memoryGb * (spec.ms / 1000) * gbSecond;
-    add('Lambda', `${name} (${Math.round(memoryGb * 1024)} MB ${architecture}, ${spec.ms} ms × ${spec.invocations}${spec.per === 'month' ? ' a month' : ` per ${spec.per}`})`, { [per(spec)]: spec.invocations * perInvocation });
+    add('Lambda', `${name} (${Math.round(memoryGb * 1024)} MB ${architecture}, ${spec.ms} ms × ${spec.invocations.toLocaleString('en-US')}${spec.per === 'month' ? ' a month' : ` per ${spec.per}`})`, { [per(spec)]: spec.invocations * perInvocation });
     if ((fn.Properties?.TracingConfig as { Mode?: string } | undefined)?.Mode === 'Active') traced.push({ unit: per(spec), invocations: spec.invocations });
   }
 
