@@ -1035,7 +1035,11 @@ describe('recovery', () => {
     expect(selections).toHaveLength(1);
     const selected = selections[0].Properties.BackupSelection.Resources.map((arn: { 'Fn::GetAtt': [string, string] }) => arn['Fn::GetAtt'][0]).sort();
     expect(selected).toEqual((['organizations', 'endpoints', 'clients', 'workOrders'] as TableName[]).map(tableRef).sort());
-    for (const [name, spec] of Object.entries(tables) as [TableName, TableSpec][]) expect({ name, selected: selected.includes(tableRef(name)) }).toEqual({ name, selected: !spec.everyItemExpires });
+    for (const [name, spec] of Object.entries(tables) as [TableName, TableSpec][]) {
+      expect({ name, selected: selected.includes(tableRef(name)) }).toEqual({ name, selected: !spec.everyItemExpires });
+      // A table left out for its expiring items must have a TTL to expire them by.
+      if (spec.everyItemExpires) expect({ name, ttl: spec.ttlAttribute }).toEqual({ name, ttl: expect.any(String) });
+    }
     // A stage may keep one kind of point only, and must keep one.
     const monthlyOnly = templateOf(build({}, { backup: { weeklyRetentionDays: 0, monthlyRetentionDays: 365 } }).stack);
     monthlyOnly.hasResourceProperties('AWS::Backup::BackupPlan', { BackupPlan: { BackupPlanRule: [Match.objectLike({ RuleName: 'Monthly', Lifecycle: { DeleteAfterDays: 365 }, CopyActions: Match.absent() })] } });
