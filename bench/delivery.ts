@@ -27,6 +27,7 @@ import { scanAll } from '../functions/core/platform/dynamo-store.js';
 import { sign } from '../functions/core/delivery/signing.js';
 import { postWebhook } from '../functions/core/delivery/http-client.js';
 import { functions } from '../lib/topology.js';
+import { recordMeasuredUnits } from './measured-units.js';
 
 const { values } = parseArgs({ options: { events: { type: 'string', default: '500' }, orgs: { type: 'string', default: '20' } } });
 const total = Number(values.events);
@@ -201,6 +202,13 @@ async function main() {
     console.log(`ratio pipeline ÷ plain POST: ${(plainSeconds / pipelineSeconds).toFixed(2)}`);
     console.log(`write units per delivery: ${(writeUnits / total).toFixed(2)} (target ≤ 5); read units per delivery: ${(readUnits / total).toFixed(2)}`);
     console.log(`  write units by table: ${[...capacity.write].map(([t, v]) => `${t.replace(/^.*?-/, '')} ${v}`).join(', ')}; of which indexes: ${[...capacity.indexes].map(([t, v]) => `${t.replace(/^.*?-/, '')} ${v}`).join(', ')}`);
+    // Tables by their topology name (the stack's prefix dropped), the CRM's own client writes and the index reads left out.
+    const perDelivery = (m: Map<string, number>) => Object.fromEntries([...m].filter(([t]) => t !== deps.tables.clients && !t.endsWith('(read)')).map(([t, v]) => [t.split('-').pop(), v / total]));
+    recordMeasuredUnits('delivery', {
+      writeUnits: { value: writeUnits / total, byTable: perDelivery(capacity.write), byIndex: perDelivery(capacity.indexes) },
+      readUnits: { value: readUnits / total }, sqsRequests: { value: (calls.get('SQS') ?? 0) / total },
+      by: `npm run bench:delivery (${total} events, ${orgCount} organizations)`,
+    });
   } finally {
     server.closeAllConnections();
     server.close();

@@ -25,6 +25,7 @@ import { recordRequest } from '../functions/core/tenancy/request-log.js';
 import type { Deps } from '../functions/core/platform/deps.js';
 import { newId } from '../functions/core/platform/ids.js';
 import { wafKeyLimitPerMinute } from '../functions/front-door/waf.js';
+import { recordMeasuredUnits } from './measured-units.js';
 
 const { values } = parseArgs({ options: { connections: { type: 'string', default: '16' }, seconds: { type: 'string', default: '10' }, keys: { type: 'string', default: '50' } } });
 const connections = Number(values.connections);
@@ -188,6 +189,8 @@ async function main() {
     console.log(`  a lead matching an earlier client (flagged): prepaid ${prepaid.matched}, postpaid ${postpaid.matched}; its double-submit (no client written, billed): prepaid ${prepaid.repeated}, postpaid ${postpaid.repeated}`);
     console.log(`  a lead merged into an earlier client (merge policy, secret key): prepaid ${prepaid.merged}, postpaid ${postpaid.merged}`);
     console.log(`ratio leads/s ÷ raw puts/s: ${(leadsPerSecond / raw.perSecond).toFixed(2)}`);
+    const units = { prepaid: parseFloat(prepaid.steady), postpaid: parseFloat(postpaid.steady) };
+    recordMeasuredUnits('lead', { writeUnits: { value: Math.max(units.prepaid, units.postpaid), ...units }, by: `npm run bench:intake (${keyCount} keys)` });
     const revocation = await revocationCost(deps, stack.info);
     const line = (f: { readsPer1000: number; meanMicros: number }) => `${f.readsPer1000.toFixed(2)} key reads per 1,000 requests, ${f.meanMicros.toFixed(0)} µs per authentication`;
     console.log(`key trust (one key, 20 requests/s, one container): 30 s (before): ${line(revocation.before)}; 5 s (keyRevocationSeconds): ${line(revocation.after)}`);

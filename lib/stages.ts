@@ -5,10 +5,16 @@
  * nothing here is taken from `-c`, except `account`/`region` for a stage that names none.
  * Pure data: no CDK imports (bin/app.ts and lib/stacks/app.ts read it).
  */
+/**
+ * AWS Backup of the durable tables (those not `everyItemExpires` in lib/topology.ts): the longer
+ * restore points, beyond point-in-time recovery's window (docs/operations.md "Backups").
+ */
 export interface BackupConfig {
-  /** Days a daily backup is kept (AWS Backup, in this region). */
-  retentionDays: number;
-  /** A second region the daily backups are copied to (a vault named `crm-<stage>-copy` must exist there), or none. */
+  /** Days a weekly restore point (Sundays, 03:00 UTC) is kept; 0: none taken. */
+  weeklyRetentionDays: number;
+  /** Days a monthly restore point (the 1st, 03:00 UTC) is kept; 0: none taken. */
+  monthlyRetentionDays: number;
+  /** A second region every restore point is copied to, kept as long (a vault named `crm-<stage>-copy` must exist there), or none. */
   copyToRegion?: string;
 }
 
@@ -47,7 +53,9 @@ export interface StageConfig {
    * of this account and region only. Absent: CloudWatch Logs' own encryption (docs/deploy.md "Control Tower").
    */
   logEncryptionKey?: boolean;
-  /** AWS Backup of the tables (on top of point-in-time recovery), or none. */
+  /** Days point-in-time recovery reaches back, on every table (1–35, to the second); absent: 35. */
+  pointInTimeRecoveryDays?: number;
+  /** AWS Backup of the durable tables (on top of point-in-time recovery), or none. */
   backup?: BackupConfig;
 }
 
@@ -75,6 +83,8 @@ export const stages: Record<string, StageConfig> = {
     // A year, encrypted with the stack's own key: what Control Tower's proactive controls require.
     logRetentionDays: 365,
     logEncryptionKey: true,
-    backup: { retentionDays: 35, copyToRegion: 'eu-central-1' },
+    // Point-in-time recovery (35 days, every table) is the short window; weekly points for 5 weeks
+    // and monthly ones for a year, of the durable tables only, in both regions (docs/capacity.md "Cost").
+    backup: { weeklyRetentionDays: 35, monthlyRetentionDays: 365, copyToRegion: 'eu-central-1' },
   },
 };

@@ -26,6 +26,11 @@ export interface TableSpec {
   sortKey?: KeySpec;
   /** Epoch-seconds attribute DynamoDB TTL deletes on. */
   ttlAttribute?: string;
+  /**
+   * Every item carries the TTL attribute: nothing in it outlives its retention, so AWS Backup keeps
+   * no restore points of it (point-in-time recovery alone covers it; docs/operations.md "Backups").
+   */
+  everyItemExpires?: true;
   /** Tables whose changes become events carry a NEW_AND_OLD_IMAGES stream. */
   stream?: 'NEW_AND_OLD_IMAGES';
   /** `projection` absent: ALL (every attribute copied: each write of the item writes the index too). */
@@ -47,7 +52,7 @@ export const tables = {
   /** Webhook endpoints, their signing secrets and bound: a table lead intake cannot reach (docs/decisions.md). */
   endpoints: { envVar: tableEnvVars.endpoints, partitionKey: pk, sortKey: sk, readableFields: endpointRoutingFields },
   /** Rate-limit counters: one item per key per 10 s sub-window (functions/core/tenancy/rate-limit.ts). */
-  rateWindows: { envVar: tableEnvVars.rateWindows, partitionKey: pk, ttlAttribute: 'expiresAt' },
+  rateWindows: { envVar: tableEnvVars.rateWindows, partitionKey: pk, ttlAttribute: 'expiresAt', everyItemExpires: true },
   /** CRM clients (leads included); its stream feeds the event fan-out. */
   // `match`: a lead's earlier clients by e-mail (else phone), newest first; sparse and keys-only, 1 write unit a lead (docs/leads.md).
   clients: {
@@ -60,7 +65,7 @@ export const tables = {
   // Every index keys-only: a record's updates (attempts, status) write no index; `due` is sparse,
   // written only while a retry is parked out of the queue (docs/capacity.md).
   deliveries: {
-    envVar: tableEnvVars.deliveries, partitionKey: pk, sortKey: sk, ttlAttribute: 'expiresAt',
+    envVar: tableEnvVars.deliveries, partitionKey: pk, sortKey: sk, ttlAttribute: 'expiresAt', everyItemExpires: true,
     globalIndexes: [
       { ...gsi1, projection: 'KEYS_ONLY' }, { name: 'due', partitionKey: { name: 'duePk', type: 'S' }, sortKey: { name: 'dueAt', type: 'N' }, projection: 'KEYS_ONLY' },
       // The settings API's lists, newest first per organization (functions/core/settings/delivery-summaries.ts):
@@ -69,9 +74,9 @@ export const tables = {
     ],
   },
   /** Per-organization request records, kept 30 days. */
-  requestLog: { envVar: tableEnvVars.requestLog, partitionKey: pk, sortKey: sk, ttlAttribute: 'expiresAt' },
+  requestLog: { envVar: tableEnvVars.requestLog, partitionKey: pk, sortKey: sk, ttlAttribute: 'expiresAt', everyItemExpires: true },
   /** Powertools idempotency records (its default attribute names). */
-  idempotency: { envVar: tableEnvVars.idempotency, partitionKey: { name: 'id', type: 'S' }, ttlAttribute: 'expiration' },
+  idempotency: { envVar: tableEnvVars.idempotency, partitionKey: { name: 'id', type: 'S' }, ttlAttribute: 'expiration', everyItemExpires: true },
 } satisfies Record<TableName, TableSpec>;
 
 export interface QueueSpec {

@@ -35,8 +35,12 @@ export function resolveStage(stage: string, config: StageConfig | undefined, con
     if (!whole(value, min, max)) throw new StageConfigError(`Invalid ${name} ${value} for stage "${stage}": a whole number from ${min} to ${max}.`);
   }
   if (!retentionDays.includes(config.logRetentionDays)) throw new StageConfigError(`Invalid logRetentionDays ${config.logRetentionDays} for stage "${stage}": one of ${retentionDays.join(', ')}.`);
+  if (!whole(config.pointInTimeRecoveryDays, 1, 35)) throw new StageConfigError(`Invalid pointInTimeRecoveryDays ${config.pointInTimeRecoveryDays} for stage "${stage}": a whole number from 1 to 35.`);
   if (config.backup) {
-    if (!whole(config.backup.retentionDays, 1, 36500)) throw new StageConfigError(`Invalid backup.retentionDays ${config.backup.retentionDays} for stage "${stage}".`);
+    for (const name of ['weeklyRetentionDays', 'monthlyRetentionDays'] as const) {
+      if (!whole(config.backup[name], 0, 36500)) throw new StageConfigError(`Invalid backup.${name} ${config.backup[name]} for stage "${stage}": a whole number of days (0: none).`);
+    }
+    if (!config.backup.weeklyRetentionDays && !config.backup.monthlyRetentionDays) throw new StageConfigError(`backup of stage "${stage}" keeps nothing: give weeklyRetentionDays or monthlyRetentionDays, or remove backup.`);
     if (config.backup.copyToRegion === region) throw new StageConfigError(`backup.copyToRegion of stage "${stage}" is its own region: name another one.`);
   }
   return { ...config, account, region };

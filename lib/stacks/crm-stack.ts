@@ -1,6 +1,6 @@
 /**
  * The AWS deployment, looped from lib/topology.ts and configured per stage by lib/stages.ts:
- * DynamoDB tables (+ streams, TTL, PITR, AWS Backup), SQS queues (+ dead-letter redrive), the SSM
+ * DynamoDB tables (+ streams, TTL, PITR, AWS Backup of the durable ones), SQS queues (+ dead-letter redrive), the SSM
  * settings parameter, the functions with their grants and event sources, the REST API and its WAF
  * (crm-api.ts), alarms (crm-alarms.ts), the dashboard (crm-dashboard.ts) and outputs. Nothing about
  * tables, queues, functions or routes is written here that the topology does not say.
@@ -77,7 +77,7 @@ export class CrmStack extends Stack {
     super(scope, id, props);
     const { stage, config } = props;
 
-    for (const [name, spec] of entries(tableSpecs)) this.tables[name] = this.table(name, spec, stage);
+    for (const [name, spec] of entries(tableSpecs)) this.tables[name] = this.table(name, spec, stage, config.pointInTimeRecoveryDays ?? 35);
 
     // Dead-letter queues first: a queue's redrive policy names one.
     const ordered = entries(queueSpecs).sort(([, a], [, b]) => Number(!!a.deadLetter) - Number(!!b.deadLetter));
@@ -184,15 +184,17 @@ export class CrmStack extends Stack {
   }
 
   /**
-   * A daily AWS Backup of every table, kept `retentionDays`, copied to a vault in `copyToRegion`
+   * AWS Backup of the durable tables (not `everyItemExpires`: an expiring table's items are gone
+   * before a weekly point would be needed, and point-in-time recovery covers its window): a weekly
+   * and a monthly restore point, each kept as the stage says, copied to a vault in `copyToRegion`
    * when configured (a region-wide outage or a deleted account resource cannot take both).
-   * Restores: docs/operations.md.
+   * Restores: docs/operations.md. What it costs: docs/capacity.md "Cost".
    */
   private backupTables(stage: string, config: BackupConfig): backup.BackupPlan {
     // A generated name: the vault is retained, so a fixed name would make the next deploy after a
     // stack deletion fail with AlreadyExists. Its name is an output (BackupVaultName).
     const vault = new backup.BackupVault(this, 'BackupVault', { removalPolicy: RemovalPolicy.RETAIN });
-    new CfnOutput(this, outputKeys.backupVault, { value: vault.backupVaultName, description: 'The AWS Backup vault of the daily table backups' });
+    new CfnOutput(this, outputKeys.backupVault, { value: vault.backupVaultName, description: 'The AWS Backup vault of the weekly and monthly table backups' });
     // What `aws backup start-restore-job --iam-role-arn` takes (docs/operations.md "Restore").
     const restoreRole = new iam.Role(this, 'BackupRestoreRole', {
       assumedBy: new iam.ServicePrincipal('backup.amazonaws.com'),
@@ -205,22 +207,22 @@ export class CrmStack extends Stack {
     });
     new CfnOutput(this, outputKeys.backupRestoreRole, { value: restoreRole.roleArn, description: 'The role to pass to aws backup start-restore-job' });
     this.monitoring.watchBackups(vault.backupVaultName);
-    const copy = config.copyToRegion
-      ? [{
-        destinationBackupVault: backup.BackupVault.fromBackupVaultArn(this, 'BackupCopyVault', this.formatArn({
-          service: 'backup', region: config.copyToRegion, resource: 'backup-vault', resourceName: `crm-${stage}-copy`, arnFormat: ArnFormat.COLON_RESOURCE_NAME,
-        })),
-        deleteAfter: Duration.days(config.retentionDays),
-      }]
-      : undefined;
-    const plan = new backup.BackupPlan(this, 'BackupPlan', { backupPlanName: `crm-${stage}`, backupVault: vault });
-    plan.addRule(new backup.BackupPlanRule({
-      ruleName: 'Daily',
-      scheduleExpression: events.Schedule.cron({ minute: '0', hour: '3' }),
-      deleteAfter: Duration.days(config.retentionDays),
-      copyActions: copy,
+    const copyVault = config.copyToRegion && backup.BackupVault.fromBackupVaultArn(this, 'BackupCopyVault', this.formatArn({
+      service: 'backup', region: config.copyToRegion, resource: 'backup-vault', resourceName: `crm-${stage}-copy`, arnFormat: ArnFormat.COLON_RESOURCE_NAME,
     }));
-    const selection = plan.addSelection('Tables', { resources: Object.values(this.tables).map((t) => backup.BackupResource.fromDynamoDbTable(t)) });
+    const plan = new backup.BackupPlan(this, 'BackupPlan', { backupPlanName: `crm-${stage}`, backupVault: vault });
+    const rules = [
+      { ruleName: 'Weekly', days: config.weeklyRetentionDays, schedule: events.Schedule.cron({ minute: '0', hour: '3', weekDay: 'SUN' }) },
+      { ruleName: 'Monthly', days: config.monthlyRetentionDays, schedule: events.Schedule.cron({ minute: '0', hour: '3', day: '1' }) },
+    ];
+    for (const { ruleName, days, schedule } of rules.filter((r) => r.days > 0)) {
+      plan.addRule(new backup.BackupPlanRule({
+        ruleName, scheduleExpression: schedule, deleteAfter: Duration.days(days),
+        copyActions: copyVault ? [{ destinationBackupVault: copyVault, deleteAfter: Duration.days(days) }] : undefined,
+      }));
+    }
+    const durable = entries(tableSpecs).filter(([, spec]) => !spec.everyItemExpires).map(([name]) => this.tables[name]);
+    const selection = plan.addSelection('Tables', { resources: durable.map((t) => backup.BackupResource.fromDynamoDbTable(t)) });
     Validations.of(selection).acknowledge({
       id: 'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSBackupServiceRolePolicyForBackup]',
       reason: 'The role AWS Backup assumes to back up the selected tables: AWS\'s own policy for that service, kept current by AWS.',
@@ -228,13 +230,14 @@ export class CrmStack extends Stack {
     return plan;
   }
 
-  private table(name: TableName, spec: TableSpec, stage: string): dynamodb.Table {
+  /** A table as the topology describes it; point-in-time recovery on every one, reaching back `recoveryDays`. */
+  private table(name: TableName, spec: TableSpec, stage: string, recoveryDays: number): dynamodb.Table {
     const key = (k: { name: string; type: 'S' | 'N' }) => ({ name: k.name, type: keyType(k.type) });
     const table = new dynamodb.Table(this, `${name}Table`, {
       partitionKey: key(spec.partitionKey),
       sortKey: spec.sortKey && key(spec.sortKey),
       billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
-      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true, recoveryPeriodInDays: recoveryDays },
       encryption: dynamodb.TableEncryption.AWS_MANAGED,
       timeToLiveAttribute: spec.ttlAttribute,
       stream: spec.stream && dynamodb.StreamViewType[spec.stream],

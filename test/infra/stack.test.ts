@@ -21,7 +21,7 @@ import { readRequestLog } from '../../functions/core/settings/request-log-read.j
 import { leadTrail } from '../../functions/core/settings/lead-trail.js';
 import type { Deps } from '../../functions/core/platform/deps.js';
 import { timePart } from '../../functions/core/platform/ids.js';
-import { secrets, type SecretName, deliveryMaxConcurrency, slowLaneMaxConcurrency, functions, outputKeys, queues, tables, type FunctionName, type QueueName, type TableAccess, type TableName } from '../../lib/topology.js';
+import { secrets, type SecretName, deliveryMaxConcurrency, slowLaneMaxConcurrency, functions, outputKeys, queues, tables, type FunctionName, type QueueName, type TableAccess, type TableName, type TableSpec } from '../../lib/topology.js';
 import { hasParameterChild, routes, crossOrigin, routeThrottle, catchAllThrottle, settingsThrottle } from '../../functions/front-door/routes.js';
 import { cors } from '../../functions/core/intake/cors.js';
 import { wafAddressLimitPer5Minutes, wafKeyLimitPerMinute } from '../../functions/front-door/waf.js';
@@ -51,7 +51,7 @@ const prodTemplate = once(() => templateOf(prod().stack));
  * shows in resources of its own (the delivery and bulk reservations, the pager subscription, the
  * backup plan), so one build serves the tests of all four.
  */
-const raised = once(() => build({}, { deliveryMaxConcurrency: 300, bulkReservedConcurrency: 20, pagerEndpoint: 'https://events.pager.example/integration/abc', backup: { retentionDays: 35, copyToRegion: 'eu-central-1' } }));
+const raised = once(() => build({}, { deliveryMaxConcurrency: 300, bulkReservedConcurrency: 20, pagerEndpoint: 'https://events.pager.example/integration/abc', pointInTimeRecoveryDays: 7, backup: { weeklyRetentionDays: 28, monthlyRetentionDays: 180, copyToRegion: 'eu-central-1' } }));
 const raisedTemplate = once(() => templateOf(raised().stack));
 /** The test stage with the delivery and bulk reservations turned off (0: none). */
 const unreserved = once(() => build({}, { deliveryReservedConcurrency: 0, bulkReservedConcurrency: 0 }));
@@ -126,7 +126,7 @@ describe('the CDK stack', () => {
       expect(DeletionPolicy).toBe('Retain');
       expect(UpdateReplacePolicy).toBe('Retain');
       expect(props.BillingMode).toBe('PAY_PER_REQUEST');
-      expect(props.PointInTimeRecoverySpecification).toEqual({ PointInTimeRecoveryEnabled: true });
+      expect(props.PointInTimeRecoverySpecification).toEqual({ PointInTimeRecoveryEnabled: true, RecoveryPeriodInDays: 35 });
       expect(props.SSESpecification).toEqual({ SSEEnabled: true });
       expect(props.KeySchema[0]).toEqual({ AttributeName: spec.partitionKey.name, KeyType: 'HASH' });
       expect(props.KeySchema[1]).toEqual('sortKey' in spec ? { AttributeName: spec.sortKey.name, KeyType: 'RANGE' } : undefined);
@@ -997,19 +997,23 @@ describe('recovery', () => {
     }
   });
 
-  it('backs every table up daily with AWS Backup when the stage says so, copied to the configured region', () => {
+  it('backs the durable tables up weekly and monthly with AWS Backup when the stage says so, kept and copied as the stage says; every table keeps its point-in-time window', () => {
     template.resourceCountIs('AWS::Backup::BackupPlan', 0);
     const withBackup = raisedTemplate();
+    const copyVault = { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':backup:eu-central-1:123456789012:backup-vault:crm-test-copy']] };
+    // The raised stage's settings (28 and 180 days, 7 days of point-in-time recovery), not prod's.
     withBackup.hasResourceProperties('AWS::Backup::BackupPlan', {
       BackupPlan: {
         BackupPlanName: 'crm-test',
-        BackupPlanRule: [Match.objectLike({
-          ScheduleExpression: 'cron(0 3 * * ? *)',
-          Lifecycle: { DeleteAfterDays: 35 },
-          CopyActions: [{ DestinationBackupVaultArn: { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':backup:eu-central-1:123456789012:backup-vault:crm-test-copy']] }, Lifecycle: { DeleteAfterDays: 35 } }],
-        })],
+        BackupPlanRule: [
+          Match.objectLike({ RuleName: 'Weekly', ScheduleExpression: 'cron(0 3 ? * SUN *)', Lifecycle: { DeleteAfterDays: 28 }, CopyActions: [{ DestinationBackupVaultArn: copyVault, Lifecycle: { DeleteAfterDays: 28 } }] }),
+          Match.objectLike({ RuleName: 'Monthly', ScheduleExpression: 'cron(0 3 1 * ? *)', Lifecycle: { DeleteAfterDays: 180 }, CopyActions: [{ DestinationBackupVaultArn: copyVault, Lifecycle: { DeleteAfterDays: 180 } }] }),
+        ],
       },
     });
+    for (const props of Object.values(withBackup.findResources('AWS::DynamoDB::Table')).map((t) => t.Properties)) {
+      expect(props.PointInTimeRecoverySpecification).toEqual({ PointInTimeRecoveryEnabled: true, RecoveryPeriodInDays: 7 });
+    }
     withBackup.hasResource('AWS::Backup::BackupVault', { DeletionPolicy: 'Retain' });
     // Generated, not crm-<stage>: the retained vault would make a deploy after a stack deletion fail.
     const [vault] = Object.entries(withBackup.findResources('AWS::Backup::BackupVault'));
@@ -1028,10 +1032,29 @@ describe('recovery', () => {
         AlarmActions: [{ Ref: Match.stringLikeRegexp('Ticket') }],
       });
     }
-    const [selection] = Object.values(withBackup.findResources('AWS::Backup::BackupSelection'));
-    const selected = JSON.stringify(selection.Properties.BackupSelection.Resources);
-    for (const name of Object.keys(tables) as TableName[]) expect(selected).toContain(`"${tableRef(name)}"`);
-    expect(() => build({}, { backup: { retentionDays: 35, copyToRegion: 'eu-west-1' } })).toThrow(/copyToRegion .* its own region/);
+    // Exactly the durable tables: organizations, endpoints, clients, work orders; none whose every item expires.
+    const selections = Object.values(withBackup.findResources('AWS::Backup::BackupSelection'));
+    expect(selections).toHaveLength(1);
+    const selected = selections[0].Properties.BackupSelection.Resources.map((arn: { 'Fn::GetAtt': [string, string] }) => arn['Fn::GetAtt'][0]).sort();
+    expect(selected).toEqual((['organizations', 'endpoints', 'clients', 'workOrders'] as TableName[]).map(tableRef).sort());
+    for (const [name, spec] of Object.entries(tables) as [TableName, TableSpec][]) {
+      expect({ name, selected: selected.includes(tableRef(name)) }).toEqual({ name, selected: !spec.everyItemExpires });
+      // A table left out for its expiring items must have a TTL to expire them by.
+      if (spec.everyItemExpires) expect({ name, ttl: spec.ttlAttribute }).toEqual({ name, ttl: expect.any(String) });
+    }
+    // A stage may keep one kind of point only, and must keep one.
+    const monthlyOnly = templateOf(build({}, { backup: { weeklyRetentionDays: 0, monthlyRetentionDays: 365 } }).stack);
+    monthlyOnly.hasResourceProperties('AWS::Backup::BackupPlan', { BackupPlan: { BackupPlanRule: [Match.objectLike({ RuleName: 'Monthly', Lifecycle: { DeleteAfterDays: 365 }, CopyActions: Match.absent() })] } });
+    expect(() => build({}, { backup: { weeklyRetentionDays: 0, monthlyRetentionDays: 0 } })).toThrow(/keeps nothing/);
+    expect(() => build({}, { pointInTimeRecoveryDays: 36 })).toThrow(/pointInTimeRecoveryDays 36/);
+    expect(() => build({}, { backup: { weeklyRetentionDays: 35, monthlyRetentionDays: 365, copyToRegion: 'eu-west-1' } })).toThrow(/copyToRegion .* its own region/);
+  });
+
+  it('takes prod\'s backup retention from lib/stages.ts', () => {
+    const rules = Object.values(prodTemplate().findResources('AWS::Backup::BackupPlan'))[0].Properties.BackupPlan.BackupPlanRule;
+    const backup = stages.prod.backup!;
+    expect(rules.map((r: { RuleName: string; Lifecycle: { DeleteAfterDays: number } }) => [r.RuleName, r.Lifecycle.DeleteAfterDays]))
+      .toEqual([['Weekly', backup.weeklyRetentionDays], ['Monthly', backup.monthlyRetentionDays]]);
   });
 
   it('runs the sweeper one at a time (reserved concurrency 1: an overlapping run is refused, and not retried)', () => {
