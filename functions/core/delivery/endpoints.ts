@@ -115,6 +115,8 @@ export async function updateEndpoint(
 ): Promise<EndpointSummary & { secret?: string }> {
   const { headers: headerChanges, rate } = validateOptions(input);
   const grace = graceOf(input.graceHours);
+  // A grace alone would look accepted and change nothing: a new secret of the same scheme is rotateSecret's.
+  if (input.graceHours !== undefined && input.signing === undefined) throw validationFailed([{ field: 'grace_hours', message: 'goes with signing (a new secret or key of the same scheme: rotate-secret)' }]);
   const updated = await retryLostRaces('The endpoint\'s headers', async () => {
     const current = await requireEndpoint(deps, organizationId, endpointId);
     const set: EndpointFields = {};

@@ -205,5 +205,6 @@ describe('ed25519 (v1a) endpoints', () => {
     expect(signatures(after)).toEqual(['v1']);
     expect(new Webhook(newSecret).verify(after.body, after.headers as Record<string, string>)).toMatchObject({ type: 'webhook.test' });
     expect((await admin.patch(`/api/settings/webhooks/${hmac.id}`, { signing: 'rsa' })).status).toBe(422);
+    expect((await admin.patch(`/api/settings/webhooks/${hmac.id}`, { grace_hours: 2 })).json()).toMatchObject({ status: 422, errors: [{ field: 'grace_hours' }] });
   }, 60_000);
 });
