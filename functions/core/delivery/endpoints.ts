@@ -30,13 +30,22 @@ export type EndpointSummary = Omit<WebhookEndpoint, 'secrets' | 'circuit' | 'sec
   secretCount: number; headers: Record<string, string>; circuit: { state: CircuitState; until?: string; slowLane?: true };
 };
 
+/** A key's public half for the owner's view; none for a key that is not a valid ed25519 key (an item edited by hand): the list still answers. */
+const shownPublicKey = (secret: string): { publicKey?: string } => {
+  try {
+    return { publicKey: publicKeyOf(secret) };
+  } catch {
+    return {};
+  }
+};
+
 const summary = ({ secrets, circuit, secretsVersion: _v, headers, ...rest }: WebhookEndpoint, now: number): EndpointSummary => {
   const signing = signingOf({ secrets });
   const signingKeys = signersOf({ secrets }, now).map(({ scheme, secret, expiresAt }): SigningKeyView => ({
-    scheme, ...(scheme === 'ed25519' ? { publicKey: publicKeyOf(secret) } : {}), ...(expiresAt ? { expiresAt } : {}),
+    scheme, ...(scheme === 'ed25519' ? shownPublicKey(secret) : {}), ...(expiresAt ? { expiresAt } : {}),
   }));
   return {
-    ...rest, signing, ...(signing === 'ed25519' ? { publicKey: publicKeyOf(secrets[0]!.secret) } : {}), signingKeys,
+    ...rest, signing, ...(signing === 'ed25519' ? shownPublicKey(secrets[0]!.secret) : {}), signingKeys,
     secretCount: secrets.length, headers: maskedHeaders(headers), circuit: circuitView(circuit, now),
   };
 };
