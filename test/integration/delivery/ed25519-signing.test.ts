@@ -175,6 +175,26 @@ describe('ed25519 (v1a) endpoints', () => {
     expect(listed.signing_keys).toEqual([{ scheme: 'ed25519', public_key: endpoint.public_key, expires_at: null }]);
   }, 60_000);
 
+  it('a delivery in flight is signed as its endpoint is when each attempt is sent: a retry after a switch carries the new scheme', async () => {
+    const { organizationId } = await newTenant();
+    const admin = await settingsClient(organizationId);
+    const path = '/ed25519-in-flight';
+    const { endpoint: hmac, secret } = (await admin.post('/api/settings/webhooks', { url: receiver.url + path, events: ['client.created'] })).json<{ endpoint: Endpoint; secret: string }>();
+    // Refused twice (the test schedule retries 1 s apart): time to switch before the attempt that succeeds.
+    receiver.script(path, secret, { status: 500 }, { status: 500 }, { status: 204 });
+    const tested = (await admin.post(`/api/settings/webhooks/${hmac.id}/test`)).json<{ delivery: { id: string; status: string } }>().delivery;
+    expect(tested.status).toBe('retrying');
+    const { endpoint } = (await admin.patch(`/api/settings/webhooks/${hmac.id}`, { signing: 'ed25519', grace_hours: 0 })).json<{ endpoint: Endpoint }>();
+    await eventually(async () => (await admin.get(`/api/settings/deliveries/${tested.id}`)).json<{ delivery: { status: string } }>().delivery.status === 'delivered', { what: 'the retried delivery' });
+    const attempts = receiver.on(path);
+    expect(signatures(attempts[0]!)).toEqual(['v1']);
+    expect(attempts[0]!.verifyError).toBeUndefined();
+    const last = attempts.at(-1)!;
+    expect(last.headers['webhook-id']).toBe(attempts[0]!.headers['webhook-id']);
+    expect(signatures(last)).toEqual(['v1a']);
+    expect(verdicts(endpoint.public_key!, asReceived(last))).toMatchObject({ node: { ok: true }, python: { ok: true } });
+  }, 60_000);
+
   it('switching an hmac endpoint to ed25519 keeps the hmac secret signing through the grace; switching back shows a new secret once', async () => {
     const { organizationId } = await newTenant();
     const admin = await settingsClient(organizationId);
