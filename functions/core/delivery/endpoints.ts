@@ -10,7 +10,7 @@ import { retryLostRaces } from '../platform/optimistic.js';
 import { type CircuitState, type WebhookEndpoint } from '../platform/model.js';
 import { circuitView } from './circuit-breaker.js';
 import { parseSubscription } from './subscriptions.js';
-import { newSigningKey, publicKeyOf, signersOf, signingOf, type SigningScheme } from './signing.js';
+import { newSigningKey, publicKeyOf, schemeOf, signersOf, signingOf, type SigningScheme } from './signing.js';
 // The organization store alone, not tenancy/organizations.ts: that would bring the wallet and billing into the fan-out's and delivery's bundles.
 import { organizationStore } from '../tenancy/organization-store.js';
 import { endpointStore, type EndpointChange, type EndpointFields } from './endpoint-store.js';
@@ -51,8 +51,7 @@ const summary = ({ secrets, circuit, secretsVersion: _v, headers, ...rest }: Web
 };
 
 /** What a new key answers: a `whsec_` secret is shown this once; an ed25519 private key never is (its public key is, always). */
-const shownOnce = (key: string): { secret?: string } => (signingOfKey(key) === 'hmac' ? { secret: key } : {});
-const signingOfKey = (key: string) => signingOf({ secrets: [{ secret: key, createdAt: '' }] });
+const shownOnce = (key: string): { secret?: string } => (schemeOf(key) === 'hmac' ? { secret: key } : {});
 
 /** The options a new endpoint or an update may set, validated (a 422 names the bad header). */
 export interface EndpointOptions { headers?: HeaderChanges; rateLimitPerSecond?: number | null }
