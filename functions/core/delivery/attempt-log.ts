@@ -57,11 +57,11 @@ export function keptHeaders(pairs: [string, string][], side: 'request' | 'respon
 
 /**
  * The secrets an attempt must never keep, though the receiver answers them (an echoing server):
- * the endpoint's custom header values and signing secrets (with and without `whsec_`). Short ones
+ * the endpoint's custom header values and signing secrets and keys (with and without `whsec_` / `whsk_`). Short ones
  * too: redaction.ts withholds an excerpt it cannot redact.
  */
 export function secretsOf(endpoint: Pick<WebhookEndpoint, 'headers' | 'secrets'>): string[] {
-  return [...new Set([...Object.values(endpoint.headers ?? {}).flatMap(valueParts), ...endpoint.secrets.flatMap((s) => [s.secret, s.secret.replace(/^whsec_/, '')])])];
+  return [...new Set([...Object.values(endpoint.headers ?? {}).flatMap(valueParts), ...endpoint.secrets.flatMap((s) => [s.secret, s.secret.replace(/^(whsec|whsk)_/, '')])])];
 }
 
 /** Parts of a header value at least this long are secrets of their own. */

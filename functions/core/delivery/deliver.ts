@@ -13,9 +13,9 @@
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { Deps } from '../platform/deps.js';
 import { keys, type DeliveryAttempt, type DeliveryMessage, type DeliveryRecord, type WebhookEndpoint } from '../platform/model.js';
-import { activeSecrets, endpointsOf, recordEndpointHealth } from './endpoints.js';
+import { endpointsOf, recordEndpointHealth } from './endpoints.js';
 import { logger, metrics } from '../platform/observability.js';
-import { sign } from './signing.js';
+import { signersOf, signFor } from './signing.js';
 import { MAX_RESPONSE_BODY_BYTES, postWebhook, type PostResult } from './http-client.js';
 import { deliveryAttempts, parseRetryAfter, retryDelaySeconds } from './schedule.js';
 import { allowListFor } from './ssrf.js';
@@ -154,8 +154,9 @@ export async function attemptDelivery(
     const reason = `no success after ${attempts} attempts`;
     return settle(deps, message, { to: 'failed', reason }, { kind: 'exhausted', attempt, reason });
   }
-  // The organization's endpoints, cached for endpointCacheTtlSeconds: a disable or a secret
-  // rotation reaches deliveries within that TTL (the old secret signs for 24 h anyway).
+  // The organization's endpoints, cached for endpointCacheTtlSeconds: a disable, a secret
+  // rotation or a signing scheme switch reaches deliveries within that TTL (the old key signs
+  // through its grace anyway). Each attempt is signed as its endpoint is then, not when queued.
   const endpoint: WebhookEndpoint | undefined = (await endpointsOf(deps, message.organizationId, message.endpointId)).find((e) => e.id === message.endpointId);
   if (!endpoint) {
     const reason = 'the endpoint was removed';
@@ -174,8 +175,7 @@ export async function attemptDelivery(
 
   // Rotation always leaves the newest secret unexpired, but an item edited by hand may have none:
   // a recorded failure (redeliverable once a secret is rotated in), not a crash on every receive.
-  const secrets = activeSecrets(endpoint, deps.now());
-  if (secrets.length === 0) {
+  if (signersOf(endpoint, deps.now()).length === 0) {
     const reason = 'the endpoint has no active signing secret (rotate it: settings page or `crm webhooks rotate-secret`, then redeliver)';
     return settle(deps, message, { to: 'failed', reason }, { kind: 'failed', attempt, reason });
   }
@@ -210,7 +210,7 @@ export async function attemptDelivery(
       metrics.addMetric('DeliveryHeadersRefused', MetricUnit.Count, custom.refused.length);
       logger.warn('stored custom headers that break the header rules were not sent', { organizationId: endpoint.organizationId, endpointId: endpoint.id, names: custom.refused });
     }
-    const headers = { ...custom.headers, ...sign({ id: message.payload.id, timestamp: Math.floor(now / 1000), body, secrets }) };
+    const headers = { ...custom.headers, ...signFor(endpoint, { id: message.payload.id, body }, now) };
     result = await postWebhook({ url: endpoint.url, headers, body, timeoutMs: admission.timeoutMs, allow: allowListFor(deps.config) });
   } finally {
     admission.release();

@@ -10,22 +10,48 @@ import { retryLostRaces } from '../platform/optimistic.js';
 import { type CircuitState, type WebhookEndpoint } from '../platform/model.js';
 import { circuitView } from './circuit-breaker.js';
 import { parseSubscription } from './subscriptions.js';
-import { newSigningSecret } from './signing.js';
+import { newSigningKey, publicKeyOf, schemeOf, signersOf, signingOf, type SigningScheme } from './signing.js';
 // The organization store alone, not tenancy/organizations.ts: that would bring the wallet and billing into the fan-out's and delivery's bundles.
 import { organizationStore } from '../tenancy/organization-store.js';
 import { endpointStore, type EndpointChange, type EndpointFields } from './endpoint-store.js';
 import { applyHeaderChanges, maskedHeaders, requireHeadersAgain, validateOptions, validateUrl, type HeaderChanges } from './endpoint-fields.js';
 
+/** A key that signs now, as its owner sees it: its scheme, an ed25519 key's public key, and when a retiring one stops. */
+export interface SigningKeyView { scheme: SigningScheme; publicKey?: string; expiresAt?: string }
+
 /**
- * What an endpoint shows its owner: never its secrets, its custom headers by name with masked
- * values (endpoint-fields.ts); its circuit as a state (docs/architecture.md#fair-delivery).
+ * What an endpoint shows its owner: never its secrets or private keys; its signing scheme, its
+ * public key (ed25519) and every key signing now with its end time (a rotation's or a switch's
+ * grace); its custom headers by name with masked values (endpoint-fields.ts); its circuit as a
+ * state (docs/architecture.md#fair-delivery).
  */
 export type EndpointSummary = Omit<WebhookEndpoint, 'secrets' | 'circuit' | 'secretsVersion' | 'headers'> & {
+  signing: SigningScheme; publicKey?: string; signingKeys: SigningKeyView[];
   secretCount: number; headers: Record<string, string>; circuit: { state: CircuitState; until?: string; slowLane?: true };
 };
 
-const summary = ({ secrets, circuit, secretsVersion: _v, headers, ...rest }: WebhookEndpoint, now: number): EndpointSummary =>
-  ({ ...rest, secretCount: secrets.length, headers: maskedHeaders(headers), circuit: circuitView(circuit, now) });
+/** A key's public half for the owner's view; none for a key that is not a valid ed25519 key (an item edited by hand): the list still answers. */
+const shownPublicKey = (secret: string): { publicKey?: string } => {
+  try {
+    return { publicKey: publicKeyOf(secret) };
+  } catch {
+    return {};
+  }
+};
+
+const summary = ({ secrets, circuit, secretsVersion: _v, headers, ...rest }: WebhookEndpoint, now: number): EndpointSummary => {
+  const signing = signingOf({ secrets });
+  const signingKeys = signersOf({ secrets }, now).map(({ scheme, secret, expiresAt }): SigningKeyView => ({
+    scheme, ...(scheme === 'ed25519' ? shownPublicKey(secret) : {}), ...(expiresAt ? { expiresAt } : {}),
+  }));
+  return {
+    ...rest, signing, ...(signing === 'ed25519' ? shownPublicKey(secrets[0]!.secret) : {}), signingKeys,
+    secretCount: secrets.length, headers: maskedHeaders(headers), circuit: circuitView(circuit, now),
+  };
+};
+
+/** What a new key answers: a `whsec_` secret is shown this once; an ed25519 private key never is (its public key is, always). */
+const shownOnce = (key: string): { secret?: string } => (schemeOf(key) === 'hmac' ? { secret: key } : {});
 
 /** The options a new endpoint or an update may set, validated (a 422 names the bad header). */
 export interface EndpointOptions { headers?: HeaderChanges; rateLimitPerSecond?: number | null }
@@ -39,7 +65,11 @@ async function requireOrganization(deps: Deps, organizationId: string): Promise<
   if (!await organizationStore(deps).getOrganization(organizationId)) throw notFound(`No organization ${organizationId}.`);
 }
 
-export async function addEndpoint(deps: Deps, organizationId: string, input: { url: string; events: string | string[]; description?: string; enabled?: boolean } & EndpointOptions) {
+type NewEndpoint = { url: string; events: string | string[]; description?: string; enabled?: boolean; /** Default hmac. */ signing?: SigningScheme } & EndpointOptions;
+/** A new endpoint; an hmac one answers its `whsec_` secret this once, an ed25519 one its public key (in the summary). */
+export async function addEndpoint(deps: Deps, organizationId: string, input: NewEndpoint & { signing?: 'hmac' }): Promise<{ endpoint: EndpointSummary; secret: string }>;
+export async function addEndpoint(deps: Deps, organizationId: string, input: NewEndpoint): Promise<{ endpoint: EndpointSummary; secret?: string }>;
+export async function addEndpoint(deps: Deps, organizationId: string, input: NewEndpoint): Promise<{ endpoint: EndpointSummary; secret?: string }> {
   await requireOrganization(deps, organizationId);
   const url = validateUrl(deps, input.url);
   const events = parseSubscription(input.events);
@@ -48,7 +78,7 @@ export async function addEndpoint(deps: Deps, organizationId: string, input: { u
   const headers = applyHeaderChanges({}, options.headers);
   const rate = options.rate ?? null;
   const max = deps.config.maxEndpointsPerOrganization;
-  const secret = newSigningSecret();
+  const secret = newSigningKey(input.signing ?? 'hmac');
   const now = new Date(deps.now()).toISOString();
   const endpoint: WebhookEndpoint = {
     id: newId('ep'), organizationId, url, events, secrets: [{ secret, createdAt: now }], secretsVersion: 1, enabled: input.enabled ?? true,
@@ -57,7 +87,7 @@ export async function addEndpoint(deps: Deps, organizationId: string, input: { u
   };
   const created = await retryLostRaces('The organization\'s endpoints', () => endpointStore(deps).createEndpoint(endpoint, max));
   if (created === 'full') throw tooManyEndpoints(max);
-  return { endpoint: summary(endpoint, deps.now()), secret };
+  return { endpoint: summary(endpoint, deps.now()), ...shownOnce(secret) };
 }
 
 export async function listEndpoints(deps: Deps, organizationId: string): Promise<EndpointSummary[]> {
@@ -86,9 +116,15 @@ export async function requireEndpoint(deps: Deps, organizationId: string, endpoi
  */
 export async function updateEndpoint(
   deps: Deps, organizationId: string, endpointId: string,
-  input: { url?: string; events?: string | string[]; description?: string; enabled?: boolean; /** Keep the custom headers for a new URL on the same origin. */ keepHeaders?: boolean } & EndpointOptions,
-) {
+  input: {
+    url?: string; events?: string | string[]; description?: string; enabled?: boolean; /** Keep the custom headers for a new URL on the same origin. */ keepHeaders?: boolean;
+    /** Switch the signing scheme (a rotation to a key of that scheme: the old one signs for `graceHours`, default 24). */ signing?: SigningScheme; graceHours?: number;
+  } & EndpointOptions,
+): Promise<EndpointSummary & { secret?: string }> {
   const { headers: headerChanges, rate } = validateOptions(input);
+  const grace = graceOf(input.graceHours);
+  // A grace alone would look accepted and change nothing: a new secret of the same scheme is rotateSecret's.
+  if (input.graceHours !== undefined && input.signing === undefined) throw validationFailed([{ field: 'grace_hours', message: 'goes with signing (a new secret or key of the same scheme: rotate-secret)' }]);
   const updated = await retryLostRaces('The endpoint\'s headers', async () => {
     const current = await requireEndpoint(deps, organizationId, endpointId);
     const set: EndpointFields = {};
@@ -126,8 +162,19 @@ export async function updateEndpoint(
     if (stored === 'missing') throw noEndpoint(organizationId, endpointId); // removed meanwhile: an update never brings it back
     return stored;
   });
+  // A scheme switch is a rotation to a key of the other scheme, with its own versioned write (the secrets are rotateSecret's alone).
+  if (input.signing !== undefined && input.signing !== signingOf(updated)) {
+    const { endpoint, secret } = await rotateSecret(deps, organizationId, endpointId, { graceHours: grace, signing: input.signing });
+    return { ...endpoint, ...(secret ? { secret } : {}) };
+  }
   return summary(updated, deps.now());
 }
+
+const graceOf = (hours: number | undefined): number => {
+  const grace = hours ?? 24;
+  if (!Number.isFinite(grace) || grace < 0) throw validationFailed([{ field: 'grace_hours', message: 'must be zero or more hours' }]);
+  return grace;
+};
 
 /** Removes the endpoint and gives its slot back (the count), in one transaction. */
 export async function removeEndpoint(deps: Deps, organizationId: string, endpointId: string): Promise<EndpointSummary> {
@@ -143,8 +190,10 @@ export async function removeEndpoint(deps: Deps, organizationId: string, endpoin
  * The secret list carries a version (`secretsVersion`): the write is conditional on the version
  * read, so two rotations never both answer a secret of which one is then overwritten; the loser
  * reads again and rotates on top (bounded, then 409). The answered secret is the stored one.
+ * The new key is of the endpoint's scheme, or of `signing` (a scheme switch: the old scheme's keys
+ * sign through the grace too). An hmac secret is answered this once; an ed25519 private key never.
  */
-export async function rotateSecret(deps: Deps, organizationId: string, endpointId: string, options: { graceHours?: number } = {}) {
+export async function rotateSecret(deps: Deps, organizationId: string, endpointId: string, options: { graceHours?: number; signing?: SigningScheme } = {}): Promise<{ endpoint: EndpointSummary; secret?: string }> {
   const grace = options.graceHours ?? 24;
   if (!Number.isFinite(grace) || grace < 0) throw validationFailed([{ field: 'grace', message: 'must be zero or more hours' }]);
   const { endpoint, secret } = await retryLostRaces('The endpoint\'s signing secrets', async () => {
@@ -159,18 +208,17 @@ export async function rotateSecret(deps: Deps, organizationId: string, endpointI
       .filter((s) => !s.expiresAt || Date.parse(s.expiresAt) > now)
       .map((s) => ({ ...s, expiresAt: s.expiresAt && s.expiresAt < until ? s.expiresAt : until }))
       .filter(() => grace > 0);
-    const secret = newSigningSecret();
+    const secret = newSigningKey(options.signing ?? signingOf(current));
     const secrets = [{ secret, createdAt: new Date(now).toISOString() }, ...kept];
     const stored = await endpointStore(deps).rotateSecret(current, secrets, current.secretsVersion ?? 0);
     if (stored === 'missing') throw noEndpoint(organizationId, endpointId);
     return { endpoint: stored, secret };
   });
-  return { endpoint: summary(endpoint, deps.now()), secret };
+  return { endpoint: summary(endpoint, deps.now()), ...shownOnce(secret) };
 }
 
-/** The secrets that sign right now: the newest first, then any still inside their rotation grace. */
-export const activeSecrets = (endpoint: WebhookEndpoint, now: number): string[] =>
-  endpoint.secrets.filter((s) => !s.expiresAt || Date.parse(s.expiresAt) > now).map((s) => s.secret);
+/** The secrets and keys that sign right now: the newest first, then any still inside their grace (signing.ts signersOf; signFor signs with them). */
+export const activeSecrets = (endpoint: WebhookEndpoint, now: number): string[] => signersOf(endpoint, now).map((s) => s.secret);
 
 /** Records a failing streak and disables the endpoint once it has failed for too long; clears it on success. */
 export async function recordEndpointHealth(deps: Deps, endpoint: WebhookEndpoint, outcome: 'ok' | 'failed' | 'gone'): Promise<void> {

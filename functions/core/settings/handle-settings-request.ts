@@ -90,14 +90,15 @@ const operations: Record<string, Operation> = {
   'GET /api/settings/webhooks': async (c) => ({ status: 200, body: { endpoints: (await listEndpoints(c.deps, c.organization.id)).map(endpointView) } }),
   'POST /api/settings/webhooks': async (c) => {
     const body = c.body as BodyOf<'POST /api/settings/webhooks'>;
-    const { endpoint, secret } = await addEndpoint(c.deps, c.organization.id, { url: body.url, events: body.events, description: body.description, ...endpointOptionsOf(body) });
+    const { endpoint, secret } = await addEndpoint(c.deps, c.organization.id, { url: body.url, events: body.events, description: body.description, ...(body.signing ? { signing: body.signing } : {}), ...endpointOptionsOf(body) });
     // As an update's: header names only, never their values (secrets).
     await c.audit('endpoint.created', endpoint.id, {
-      url: endpoint.url, events: endpoint.events,
+      url: endpoint.url, events: endpoint.events, signing: endpoint.signing,
       ...(endpoint.headers && Object.keys(endpoint.headers).length ? { headers: Object.keys(endpoint.headers) } : {}),
       ...(endpoint.rateLimitPerSecond ? { rateLimitPerSecond: endpoint.rateLimitPerSecond } : {}),
     });
-    return { status: 201, body: { endpoint: endpointView(endpoint), secret } };
+    // An ed25519 endpoint has no secret to show: its public key is in the endpoint, at any time.
+    return { status: 201, body: { endpoint: endpointView(endpoint), ...(secret ? { secret } : {}) } };
   },
   'PATCH /api/settings/webhooks/{id}': async (c) => {
     const body = c.body as BodyOf<'PATCH /api/settings/webhooks/{id}'>;
@@ -107,16 +108,20 @@ const operations: Record<string, Operation> = {
       ...(body.enabled !== undefined ? { enabled: body.enabled } : {}),
       ...(body.description !== undefined ? { description: body.description ?? '' } : {}),
       ...(body.keep_headers !== undefined ? { keepHeaders: body.keep_headers } : {}),
+      ...(body.signing !== undefined ? { signing: body.signing } : {}),
+      ...(body.grace_hours !== undefined ? { graceHours: body.grace_hours } : {}),
       ...endpointOptionsOf(body),
     };
-    const updated = await updateEndpoint(c.deps, c.organization.id, c.params.id, input);
+    const { secret, ...updated } = await updateEndpoint(c.deps, c.organization.id, c.params.id, input);
     // Header names only, never their values (secrets).
     await c.audit('endpoint.updated', c.params.id, {
       fields: Object.keys(input).filter((f) => f !== 'keepHeaders'), ...(input.url ? { url: updated.url } : {}), ...(input.keepHeaders ? { keptHeaders: true } : {}), ...(input.enabled !== undefined ? { enabled: input.enabled } : {}),
       ...(input.headers ? { headers: Object.keys(input.headers as object).map((n) => n.toLowerCase()) } : {}),
       ...(input.rateLimitPerSecond !== undefined ? { rateLimitPerSecond: input.rateLimitPerSecond } : {}),
+      ...(input.signing !== undefined ? { signing: input.signing, graceHours: input.graceHours ?? 24 } : {}),
     });
-    return { status: 200, body: { endpoint: endpointView(updated) } };
+    // A switch to hmac shows its new secret this once, as a rotation does.
+    return { status: 200, body: { endpoint: endpointView(updated), ...(secret ? { secret } : {}) } };
   },
   'DELETE /api/settings/webhooks/{id}': async (c) => {
     const removed = await removeEndpoint(c.deps, c.organization.id, c.params.id);
@@ -127,8 +132,8 @@ const operations: Record<string, Operation> = {
     const { grace_hours: graceHours } = c.body as BodyOf<'POST /api/settings/webhooks/{id}/rotate-secret'>;
     // Bounded (MAX_SIGNING_SECRETS) and versioned in the domain: a 422 past the bound, a 409 after repeated lost races.
     const { endpoint, secret } = await rotateSecret(c.deps, c.organization.id, c.params.id, { graceHours });
-    await c.audit('endpoint.secret_rotated', c.params.id, { graceHours: graceHours ?? 24 });
-    return { status: 200, body: { endpoint: endpointView(endpoint), secret } };
+    await c.audit('endpoint.secret_rotated', c.params.id, { graceHours: graceHours ?? 24, signing: endpoint.signing });
+    return { status: 200, body: { endpoint: endpointView(endpoint), ...(secret ? { secret } : {}) } };
   },
   'POST /api/settings/webhooks/{id}/test': async (c) => {
     const endpoint = await getEndpoint(c.deps, c.organization.id, c.params.id);

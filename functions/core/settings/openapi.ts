@@ -70,12 +70,19 @@ export const settingsSchemas = {
   }, ['id', 'name', 'kind', 'prefix', 'status', 'createdAt', 'lastUsedAt', 'expiresAt']),
   Endpoint: obj({
     id: str, url: str, events: { type: 'array', items: str, description: 'Canonical dotted names, or ["*"]' }, enabled: { type: 'boolean' },
-    description: nullable(str), createdAt: time, updatedAt: time, secretCount: { type: 'integer' },
+    description: nullable(str), createdAt: time, updatedAt: time,
+    signing: { enum: ['hmac', 'ed25519'], description: 'hmac: `v1` signatures (whsec_ secret); ed25519: `v1a` signatures, verified with public_key' },
+    public_key: { type: 'string', pattern: '^whpk_', description: 'ed25519 endpoints: `whpk_` + base64 of the raw 32-byte public key receivers verify with (docs/webhooks.md#verifying-ed25519-signatures)' },
+    signing_keys: {
+      type: 'array', description: 'Every key signing now, newest first; a retiring one (a rotation\'s or a scheme switch\'s grace) with its end time',
+      items: obj({ scheme: { enum: ['hmac', 'ed25519'] }, public_key: { type: 'string', pattern: '^whpk_' }, expires_at: nullable(time) }, ['scheme', 'expires_at']),
+    },
+    secretCount: { type: 'integer' },
     headers: { type: 'object', additionalProperties: str, description: 'Custom headers sent with every delivery, by lower-case name; values masked (`••••` and, for 16 characters or more, the last 4)' },
     rateLimitPerSecond: { ...nullable({ type: 'integer' }), description: 'At most this many deliveries a second; null: no limit' },
     disabledReason: str, failingSince: time,
     circuit: obj({ state: { enum: ['closed', 'open', 'half-open'] }, until: time }, ['state']),
-  }, ['id', 'url', 'events', 'enabled', 'description', 'createdAt', 'updatedAt', 'secretCount', 'headers', 'rateLimitPerSecond']),
+  }, ['id', 'url', 'events', 'enabled', 'description', 'createdAt', 'updatedAt', 'signing', 'signing_keys', 'secretCount', 'headers', 'rateLimitPerSecond']),
   DeliverySummary: obj({
     id: str, eventId: str, eventType: str, endpointId: str, url: nullable(str), status: { enum: ['pending', 'delivered', 'retrying', 'failed', 'skipped'] },
     attemptCount: { type: 'integer' }, lastStatusCode: nullable({ type: 'integer' }), createdAt: time, updatedAt: time, nextAttemptAt: nullable(time), reason: nullable(str),
@@ -129,18 +136,20 @@ export const settingsPaths = {
   '/api/settings/webhooks': {
     get: op('listEndpoints', 'Webhook endpoints (never their secrets)', { 200: json(obj({ endpoints: { type: 'array', items: ref('Endpoint') } }), 'The endpoints') }),
     post: op('addEndpoint', 'Add an endpoint (the only response that shows its signing secret)', {
-      201: json(obj({ endpoint: ref('Endpoint'), secret: { type: 'string', description: '`whsec_…`: shown once' } }), 'Added'), ...lostRace,
+      201: json(obj({ endpoint: ref('Endpoint'), secret: { type: 'string', description: '`whsec_…`: shown once (hmac endpoints; an ed25519 endpoint answers its public_key instead)' } }, ['endpoint']), 'Added'), ...lostRace,
     }),
   },
   '/api/settings/webhooks/{id}': {
-    patch: op('updateEndpoint', 'Change the URL, events, description, enabled flag, custom headers or rate limit (enabling closes the circuit)', { 200: json(obj({ endpoint: ref('Endpoint') }), 'Updated'), ...notFound, ...lostRace }, {
+    patch: op('updateEndpoint', 'Change the URL, events, description, enabled flag, custom headers, rate limit or signing scheme (enabling closes the circuit)', {
+      200: json(obj({ endpoint: ref('Endpoint'), secret: { type: 'string', description: 'A switch to hmac only: the new `whsec_…`, shown once' } }, ['endpoint']), 'Updated'), ...notFound, ...lostRace,
+    }, {
       parameters: [id],
     }),
     delete: op('deleteEndpoint', 'Remove an endpoint', { 200: json(obj({ endpoint: ref('Endpoint') }), 'Removed'), ...notFound, ...lostRace }, { parameters: [id] }),
   },
   '/api/settings/webhooks/{id}/rotate-secret': {
-    post: op('rotateEndpointSecret', 'A new signing secret; the old ones keep signing for the grace', {
-      200: json(obj({ endpoint: ref('Endpoint'), secret: str }), 'The new secret (shown once)'), ...notFound, ...lostRace,
+    post: op('rotateEndpointSecret', 'A new signing secret or key (of the endpoint\'s scheme); the old ones keep signing for the grace', {
+      200: json(obj({ endpoint: ref('Endpoint'), secret: { type: 'string', description: 'hmac endpoints: the new `whsec_…`, shown once (ed25519: the new public_key is in the endpoint)' } }, ['endpoint']), 'The new secret (shown once) or key'), ...notFound, ...lostRace,
     }, { parameters: [id] }),
   },
   '/api/settings/webhooks/{id}/test': {

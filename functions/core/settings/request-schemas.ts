@@ -82,6 +82,11 @@ const endpointOptions = {
   ),
 };
 
+const signing = described(
+  z.optional(z.enum(['hmac', 'ed25519'], 'must be hmac or ed25519')),
+  'hmac (default): `v1` signatures with a whsec_ secret shown once; ed25519: `v1a` signatures, receivers verify with the endpoint\'s public_key (docs/webhooks.md#verifying-ed25519-signatures)',
+);
+
 const limit = described(z.optional(z.coerce.number('must be 1 to 200').check(z.int('must be 1 to 200'), z.minimum(1, 'must be 1 to 200'), z.maximum(200, 'must be 1 to 200'), z.meta({ default: 50 }))), 'Rows a page holds at most');
 const cursor = described(z.optional(z.string().check(z.maxLength(MAX_CURSOR_CHARS, 'is not a cursor this API returned'))), 'nextCursor of the previous page');
 /** The statuses the deliveries list filters by (an unknown one is a 422, not an empty list). */
@@ -125,6 +130,7 @@ export const requestSchemas = {
       url: endpointUrl,
       events: subscription,
       description: z.optional(text(MAX_DESCRIPTION_CHARS)),
+      signing,
       ...endpointOptions,
     }),
   },
@@ -135,6 +141,8 @@ export const requestSchemas = {
       enabled: described(z.optional(z.boolean('must be true or false')), 'Enabling closes the circuit'),
       description: described(z.optional(z.nullable(text(MAX_DESCRIPTION_CHARS))), 'null clears it'),
       keep_headers: described(z.optional(z.boolean('must be true or false')), 'With a new `url` on the same origin: keep the stored custom headers (else each must be set again or removed); another origin always needs them again'),
+      signing: described(signing, 'Switch the signing scheme: a new key of that scheme signs at once, the old one too for grace_hours (to hmac: the answer shows the new secret, once)'),
+      grace_hours: described(grace(24).shape.grace_hours, 'With `signing`: hours the old scheme keeps signing too (0: it stops now)'),
       ...endpointOptions,
     }),
   },

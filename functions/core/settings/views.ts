@@ -59,6 +59,12 @@ export interface EndpointView {
   description: string | null;
   createdAt: string;
   updatedAt: string;
+  /** `hmac` (`v1` signatures, a `whsec_` secret) or `ed25519` (`v1a`, verified with `public_key`). */
+  signing: 'hmac' | 'ed25519';
+  /** ed25519 endpoints: the current key's `whpk_…` (base64 of the raw 32-byte public key). */
+  public_key?: string;
+  /** Every key signing now, newest first, each retiring one with its end time (a rotation's or a scheme switch's grace). */
+  signing_keys: { scheme: 'hmac' | 'ed25519'; public_key?: string; expires_at: string | null }[];
   secretCount: number;
   /** Custom headers by name, each value masked (never shown in full again). */
   headers: Record<string, string>;
@@ -77,6 +83,9 @@ export function endpointView(endpoint: EndpointSummary & { updatedAt?: string; c
     description: endpoint.description ?? null,
     createdAt: endpoint.createdAt,
     updatedAt: endpoint.updatedAt ?? endpoint.createdAt,
+    signing: endpoint.signing,
+    ...(endpoint.publicKey ? { public_key: endpoint.publicKey } : {}),
+    signing_keys: endpoint.signingKeys.map((k) => ({ scheme: k.scheme, ...(k.publicKey ? { public_key: k.publicKey } : {}), expires_at: k.expiresAt ?? null })),
     secretCount: endpoint.secretCount,
     headers: endpoint.headers,
     rateLimitPerSecond: endpoint.rateLimitPerSecond ?? null,

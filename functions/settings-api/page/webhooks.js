@@ -1,9 +1,11 @@
 // Webhook endpoints (docs/settings.md "Webhooks"): add, edit, enable, rotate the secret, delete;
+// each signs with HMAC or ed25519 (docs/webhooks.md#verifying-ed25519-signatures): an ed25519
+// endpoint shows its public key(s), a retiring one with the end of its grace;
 // a test event of any type the endpoint subscribes to (its catalog example, marked as a test);
 // the event picker shows each event's description, example payload and JSON Schema. The pause of
 // an endpoint after failures is shown as the live refresh (settings.js) finds it.
 
-import { $, badge, busy, confirmAction, count, empty, fill, flash, h, httpBadge, loading, openForm, problemAlert, scrollable, shownOnce, statusBadge, timeOnly, when, withCode } from './dom.js';
+import { $, badge, busy, confirmAction, copy, count, empty, fill, flash, h, httpBadge, loading, openForm, problemAlert, scrollable, shownOnce, statusBadge, timeOnly, when, withCode } from './dom.js';
 import { api } from './session.js';
 import { fillOptions, optionsNote, readOptions } from './endpoint-options.js';
 
@@ -66,6 +68,28 @@ export function pauseNote(endpoint) {
     endpoint.circuit.state === 'open' && endpoint.circuit.until ? [' — nothing is sent until ', when(endpoint.circuit.until, timeOnly), '; no attempts are used meanwhile'] : ' — the next delivery tests it');
 }
 
+/** A public key with its copy button: not a secret, shown at any time. */
+function publicKeyRow(publicKey, label) {
+  const copyButton = h('button', { type: 'button', class: 'btn subtle small', 'aria-label': `Copy ${label}`, onclick: () => copy(publicKey, copyButton) }, 'Copy');
+  return h('span', { class: 'secret-row' }, h('code', { class: 'public-key', text: publicKey }), copyButton);
+}
+
+/**
+ * How the endpoint signs: the scheme, an ed25519 endpoint's public key, and every other key still
+ * signing through a rotation's or a switch's grace, with its end (signing_keys).
+ */
+export function signingNote(endpoint) {
+  const keys = endpoint.signing_keys ?? [];
+  const retiring = keys.filter((k) => k.expires_at);
+  const scheme = endpoint.signing === 'ed25519' ? 'ed25519 (v1a)' : 'HMAC (v1)';
+  return h('div', { class: 'cell-sub signing-note', 'data-testid': 'endpoint-signing' },
+    h('p', {}, 'Signing: ', h('strong', { text: scheme }),
+      endpoint.signing === 'ed25519' ? ' · public key ' : null,
+      endpoint.public_key ? publicKeyRow(endpoint.public_key, `public key of ${endpoint.url}`) : null),
+    retiring.map((k) => h('p', {}, 'Also signing until ', when(k.expires_at), ': ',
+      k.scheme === 'ed25519' ? ['the previous ed25519 key ', publicKeyRow(k.public_key, `previous public key of ${endpoint.url}`)] : 'the previous HMAC secret')));
+}
+
 function renderEndpoint(endpoint) {
   const outcome = h('div', { class: 'test-outcome', role: 'status', 'aria-live': 'polite' });
   const errors = h('div', { class: 'test-errors' });
@@ -85,6 +109,7 @@ function renderEndpoint(endpoint) {
         h('p', { class: 'cell-sub' }, statusBadge(endpoint.enabled ? 'enabled' : 'disabled'), ' ',
           endpoint.description ? h('span', { text: endpoint.description }) : null,
           endpoint.description ? ' · ' : null, 'Added ', when(endpoint.createdAt)),
+        signingNote(endpoint),
         optionsNote(endpoint),
         pauseNote(endpoint),
         endpoint.disabledReason ? h('p', { class: 'cell-sub warn-text', text: `Disabled automatically: ${endpoint.disabledReason}` }) : null,
@@ -93,7 +118,7 @@ function renderEndpoint(endpoint) {
         h('span', { class: 'test-picker' }, typeSelect, testButton),
         action('Edit', () => endpointDialog(endpoint)),
         action(endpoint.enabled ? 'Disable' : 'Enable', (e) => toggleEndpoint(endpoint, e.currentTarget)),
-        action('Rotate secret', () => rotateSecret(endpoint)),
+        action(endpoint.signing === 'ed25519' ? 'Rotate key' : 'Rotate secret', () => rotateSecret(endpoint)),
         action('Delete', () => deleteEndpoint(endpoint), 'danger-subtle'))),
     events, outcome, errors);
 }
@@ -157,21 +182,25 @@ export async function endpointDialog(endpoint) {
   $('endpoint-url').value = endpoint?.url || '';
   $('endpoint-description').value = endpoint?.description || '';
   fillOptions(endpoint);
+  const signing = endpoint?.signing ?? 'hmac';
+  $(`endpoint-signing-${signing}`).checked = true;
+  $('signing-hint').hidden = !endpoint;
   const keep = keepHeadersChoice(endpoint);
   fill($('events-groups'), loading('Loading events…'));
   openForm($('endpoint-dialog'), async () => {
     const events = [...form.querySelectorAll('input[name=events]:checked')].map((i) => i.value);
+    const chosen = form.querySelector('input[name=signing]:checked')?.value ?? 'hmac';
     const body = { url: $('endpoint-url').value.trim(), events, description: $('endpoint-description').value.trim() || undefined, ...readOptions(endpoint), ...keep() };
     if (endpoint) {
-      await api(`/webhooks/${encodeURIComponent(endpoint.id)}`, { method: 'PATCH', body: { ...body, description: body.description ?? null } });
-      flash($('webhooks-status'), 'Endpoint saved.');
+      const switched = chosen !== signing ? { signing: chosen } : {};
+      const saved = await api(`/webhooks/${encodeURIComponent(endpoint.id)}`, { method: 'PATCH', body: { ...body, description: body.description ?? null, ...switched } });
+      if (saved.secret) revealSecret(`New signing secret for ${saved.endpoint.url}`, saved.secret);
+      else if (switched.signing) revealPublicKey(saved.endpoint);
+      else flash($('webhooks-status'), 'Endpoint saved.');
     } else {
-      const created = await api('/webhooks', { method: 'POST', body });
-      shownOnce($('webhooks-reveal'), {
-        title: `Signing secret for ${created.endpoint.url}`,
-        secret: created.secret,
-        note: 'Use it to verify the webhook-signature header of each request (Standard Webhooks). Copy it now: it will not be shown again.',
-      });
+      const created = await api('/webhooks', { method: 'POST', body: { ...body, ...(chosen === 'ed25519' ? { signing: 'ed25519' } : {}) } });
+      if (created.secret) revealSecret(`Signing secret for ${created.endpoint.url}`, created.secret);
+      else revealPublicKey(created.endpoint);
     }
     await loadWebhooks();
     return true;
@@ -226,17 +255,32 @@ async function toggleEndpoint(endpoint, button) {
   }
 }
 
+/** A new HMAC secret: shown this once. */
+function revealSecret(title, secret) {
+  shownOnce($('webhooks-reveal'), {
+    title, secret,
+    note: 'Use it to verify the webhook-signature header of each request (Standard Webhooks). Copy it now: it will not be shown again.',
+  });
+}
+
+/** An ed25519 endpoint's public key: not a secret, it stays on the endpoint's card. */
+function revealPublicKey(endpoint) {
+  shownOnce($('webhooks-reveal'), {
+    title: `Public key for ${endpoint.url}`,
+    secret: endpoint.public_key,
+    note: 'Verify each request\'s v1a signature with this public key (docs: Verifying ed25519 signatures). It is not a secret: it is shown on the endpoint at any time.',
+  });
+}
+
 function rotateSecret(endpoint) {
-  $('rotate-dialog-title').textContent = 'Rotate signing secret';
-  $('rotate-text').textContent = `A new secret signs events sent to ${endpoint.url}. During the grace period each request carries both signatures, so you can switch your server over without failures.`;
+  const ed25519 = endpoint.signing === 'ed25519';
+  $('rotate-dialog-title').textContent = ed25519 ? 'Rotate signing key' : 'Rotate signing secret';
+  $('rotate-text').textContent = `A new ${ed25519 ? 'key' : 'secret'} signs events sent to ${endpoint.url}. During the grace period each request carries both signatures, so you can switch your server over without failures.`;
   $('rotate-form').reset();
   openForm($('rotate-dialog'), async (form) => {
     const rotated = await api(`/webhooks/${encodeURIComponent(endpoint.id)}/rotate-secret`, { method: 'POST', body: { grace_hours: Number(form.elements.grace.value) } });
-    shownOnce($('webhooks-reveal'), {
-      title: `New signing secret for ${endpoint.url}`,
-      secret: rotated.secret,
-      note: 'Copy it now: it will not be shown again.',
-    });
+    if (rotated.secret) revealSecret(`New signing secret for ${endpoint.url}`, rotated.secret);
+    else revealPublicKey(rotated.endpoint);
     await loadWebhooks();
     return true;
   });

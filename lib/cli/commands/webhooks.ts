@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { addEndpoint, listEndpoints, removeEndpoint, rotateSecret, updateEndpoint, type EndpointSummary } from '../../../functions/core/delivery/endpoints.js';
+import { SIGNING_SCHEMES, type SigningScheme } from '../../../functions/core/delivery/signing.js';
 import { sendTestEvent } from '../../../functions/core/events/test-event.js';
 import { CliError, printResult, printTable, safeText } from '../output.js';
 import { act } from '../run.js';
@@ -14,6 +15,19 @@ export const circuitText = (c: EndpointSummary['circuit'] | undefined): string =
 const shownOnce = (secret: string) => {
   console.log(`\n  ${secret}\n`);
   console.log('Copy the signing secret now: it will not be shown again. Receivers verify with it (docs/webhooks.md).');
+};
+/** An ed25519 endpoint's keys: the public key receivers verify with (not a secret: shown at any time), and a retiring one's end. */
+const publicKeys = (endpoint: EndpointSummary) => {
+  if (endpoint.publicKey) console.log(`\nPublic key (receivers verify v1a signatures with it, docs/webhooks.md):\n\n  ${endpoint.publicKey}\n`);
+  for (const k of endpoint.signingKeys.filter((k) => k.expiresAt)) {
+    console.log(`Also signing until ${k.expiresAt}: ${k.scheme === 'ed25519' ? `ed25519 key ${k.publicKey}` : 'the previous hmac secret'}`);
+  }
+};
+/** `--signing hmac|ed25519`. */
+const scheme = (value: string | undefined): SigningScheme | undefined => {
+  if (value === undefined) return undefined;
+  if (!(SIGNING_SCHEMES as string[]).includes(value)) throw new CliError(`--signing must be ${SIGNING_SCHEMES.join(' or ')}, got "${value}"`, 2);
+  return value as SigningScheme;
 };
 const bool = (flag: string, value: string | undefined) => {
   if (value === undefined) return undefined;
@@ -104,11 +118,14 @@ export function register(program: Command): void {
     .option('--header <name>', HEADER_HELP, collect)
     .option('--headers-file <path>', HEADERS_FILE_HELP)
     .option('--rate-limit <n>', 'at most n deliveries a second (default: no limit)')
-    .action(act<{ org: string; url: string; events: string; description?: string } & OptionFlags>(async ({ target, options, json }) => {
-      const { endpoint, secret } = await addEndpoint(target.deps, options.org, { url: options.url, events: options.events, description: options.description, ...optionsOf(options) });
-      printResult({ json }, { ...endpoint, secret }, () => {
-        console.log(safeText(`Added endpoint ${endpoint.id} → ${endpoint.url} (${endpoint.events.join(', ')})`));
-        shownOnce(secret);
+    .option('--signing <scheme>', 'hmac (default: a whsec_ secret, shown once) or ed25519 (v1a signatures: prints the public key receivers verify with)')
+    .action(act<{ org: string; url: string; events: string; description?: string; signing?: string } & OptionFlags>(async ({ target, options, json }) => {
+      const signing = scheme(options.signing);
+      const { endpoint, secret } = await addEndpoint(target.deps, options.org, { url: options.url, events: options.events, description: options.description, ...(signing ? { signing } : {}), ...optionsOf(options) });
+      printResult({ json }, { ...endpoint, ...(secret ? { secret } : {}) }, () => {
+        console.log(safeText(`Added endpoint ${endpoint.id} → ${endpoint.url} (${endpoint.events.join(', ')}), signing ${endpoint.signing}`));
+        if (secret) shownOnce(secret);
+        publicKeys(endpoint);
       });
     }));
   webhooks
@@ -118,11 +135,11 @@ export function register(program: Command): void {
     .action(act<{ org: string }>(async ({ target, options, json }) => {
       const list = await listEndpoints(target.deps, options.org);
       printResult({ json }, list, () => printTable(list.map((e) => ({ ...e, events: e.events.join(','), circuit: circuitText(e.circuit), headers: headersText(e.headers), rateLimit: e.rateLimitPerSecond ? `${e.rateLimitPerSecond}/s` : '' })),
-        ['id', 'url', 'events', 'enabled', 'circuit', 'headers', 'rateLimit', 'description', 'failingSince', 'disabledReason']));
+        ['id', 'url', 'events', 'enabled', 'signing', 'circuit', 'headers', 'rateLimit', 'description', 'failingSince', 'disabledReason']));
     }));
   webhooks
     .command('update')
-    .description('change an endpoint’s URL, events, description, enabled flag, custom headers or rate limit')
+    .description('change an endpoint’s URL, events, description, enabled flag, custom headers, rate limit or signing scheme')
     .requiredOption('--org <id>', 'organization id')
     .requiredOption('--endpoint <id>', 'endpoint id')
     .option('--url <url>', 'new URL')
@@ -134,14 +151,21 @@ export function register(program: Command): void {
     .option('--remove-header <name>', 'remove a custom header (repeatable)', collect)
     .option('--rate-limit <n>', 'at most n deliveries a second, or none')
     .option('--keep-headers', 'with --url on the same origin: keep the stored custom headers (else set each again or remove it)')
-    .action(act<{ org: string; endpoint: string; url?: string; events?: string; description?: string; enabled?: string; keepHeaders?: boolean } & OptionFlags>(async ({ target, options, json }) => {
-      const updated = await updateEndpoint(target.deps, options.org, options.endpoint, {
+    .option('--signing <scheme>', 'switch to hmac or ed25519: the new key signs at once, the old scheme too for --grace hours')
+    .option('--grace <hours>', 'with --signing: hours the old scheme keeps signing (default 24; 0 stops it now)')
+    .action(act<{ org: string; endpoint: string; url?: string; events?: string; description?: string; enabled?: string; keepHeaders?: boolean; signing?: string; grace?: string } & OptionFlags>(async ({ target, options, json }) => {
+      const signing = scheme(options.signing);
+      if (options.grace !== undefined && !signing) throw new CliError('--grace goes with --signing (for a new secret of the same scheme: crm webhooks rotate-secret --grace)', 2);
+      const { secret, ...updated } = await updateEndpoint(target.deps, options.org, options.endpoint, {
         url: options.url, events: options.events, description: options.description, enabled: bool('--enabled', options.enabled), ...optionsOf(options),
         ...(options.keepHeaders ? { keepHeaders: true } : {}),
+        ...(signing ? { signing, graceHours: hours(options.grace) } : {}),
       });
-      printResult({ json }, updated, () => {
-        console.log(safeText(`Updated ${updated.id}: ${updated.url} (${updated.events.join(', ')}), ${updated.enabled ? 'enabled' : 'disabled'}`));
+      printResult({ json }, { ...updated, ...(secret ? { secret } : {}) }, () => {
+        console.log(safeText(`Updated ${updated.id}: ${updated.url} (${updated.events.join(', ')}), ${updated.enabled ? 'enabled' : 'disabled'}, signing ${updated.signing}`));
         console.log(safeText(`Custom headers: ${headersText(updated.headers) || 'none'}; rate limit: ${updated.rateLimitPerSecond ? `${updated.rateLimitPerSecond} a second` : 'none'}`));
+        if (secret) shownOnce(secret);
+        if (signing) publicKeys(updated);
       });
     }));
   webhooks
@@ -155,15 +179,16 @@ export function register(program: Command): void {
     }));
   webhooks
     .command('rotate-secret')
-    .description('issue a new signing secret; the old one keeps signing too during the grace period')
+    .description('issue a new signing secret (hmac) or key (ed25519); the old one keeps signing too during the grace period')
     .requiredOption('--org <id>', 'organization id')
     .requiredOption('--endpoint <id>', 'endpoint id')
     .option('--grace <hours>', 'hours the old secret keeps signing (default 24; 0 drops it now)')
     .action(act<{ org: string; endpoint: string; grace?: string }>(async ({ target, options, json }) => {
       const { endpoint, secret } = await rotateSecret(target.deps, options.org, options.endpoint, { graceHours: hours(options.grace) });
-      printResult({ json }, { ...endpoint, secret }, () => {
-        console.log(`New signing secret for ${endpoint.id} (${endpoint.secretCount} signing now):`);
-        shownOnce(secret);
+      printResult({ json }, { ...endpoint, ...(secret ? { secret } : {}) }, () => {
+        console.log(`New signing ${secret ? 'secret' : 'key'} for ${endpoint.id} (${endpoint.signingKeys.length} signing now):`);
+        if (secret) shownOnce(secret);
+        publicKeys(endpoint);
       });
     }));
   webhooks

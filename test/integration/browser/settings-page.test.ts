@@ -8,6 +8,7 @@
  * docs/settings.md shows are written to docs/img/ too.
  */
 import { describe, it, expect, beforeAll, afterAll, afterEach } from '@jest/globals';
+import { createPublicKey, verify } from 'node:crypto';
 import { copyFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -344,6 +345,41 @@ describe('the settings page, opened from a settings link', () => {
     const typed = receiver.on('/hooks/ok').at(-1)!;
     expect(typed.verifyError).toBeUndefined();
     expect(JSON.parse(typed.body)).toMatchObject({ type: 'client.created', organization_id: orgA, test: true, data: { object: { organization_id: orgA } } });
+  });
+
+  it('Add endpoint with ed25519 signing: its public key is shown (no secret) and verifies the test event; Rotate key shows both keys with the grace\'s end', async () => {
+    const url = `${receiver.url}/hooks/ed25519`;
+    receiver.script('/hooks/ed25519', '', { status: 204 });
+    await button(page, 'Add endpoint').click();
+    const dialog = page.getByRole('dialog', { name: 'Add endpoint' });
+    await dialog.getByLabel('Endpoint URL').fill(url);
+    await dialog.locator('input[value="client.created"]').check();
+    await dialog.getByLabel(/ed25519/).check();
+    await button(dialog, 'Save endpoint').click();
+    const publicKey = await shownOnce(page, 'webhooks', `Public key for ${url}`);
+    expect(publicKey).toMatch(/^whpk_[A-Za-z0-9+/]{43}=$/);
+
+    const card = endpointCard(page, url);
+    const signing = card.getByTestId('endpoint-signing');
+    await signing.waitFor();
+    expect(await signing.innerText()).toContain('ed25519 (v1a)');
+    expect(await signing.locator('.public-key').textContent()).toBe(publicKey);
+    await button(card, 'Send test event').click();
+    await card.locator('.outcome', { hasText: 'Test event delivered' }).waitFor();
+    const received = receiver.on('/hooks/ed25519').at(-1)!;
+    const key = createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: Buffer.from(publicKey.slice(5), 'base64').toString('base64url') }, format: 'jwk' });
+    const [version, signature] = String(received.headers['webhook-signature']).split(',');
+    expect(version).toBe('v1a');
+    expect(verify(null, Buffer.from(`${received.headers['webhook-id']}.${received.headers['webhook-timestamp']}.${received.body}`), key, Buffer.from(signature!, 'base64'))).toBe(true);
+
+    await button(card, 'Rotate key').click();
+    const rotate = page.getByRole('dialog', { name: 'Rotate signing key' });
+    await button(rotate, 'Rotate').click();
+    const retiring = endpointCard(page, url).getByTestId('endpoint-signing').locator('p', { hasText: 'Also signing until' });
+    await retiring.waitFor();
+    expect(await retiring.locator('.public-key').textContent()).toBe(publicKey);
+    expect(await endpointCard(page, url).getByTestId('endpoint-signing').locator('.public-key').first().textContent()).not.toBe(publicKey);
+    expect(await seriousViolations(page)).toEqual([]);
   });
 
   it('a failing endpoint: its attempts are shown; after the receiver recovers, Re-deliver and Re-deliver all failed send them again', async () => {

@@ -313,7 +313,7 @@ describe('webhook delivery', () => {
     expect(receiver.on('/no-secret')).toHaveLength(0);
 
     const { secret } = await rotateSecret(deps, tenant.organizationId, endpointId);
-    receiver.script('/no-secret', secret, { status: 204 });
+    receiver.script('/no-secret', secret!, { status: 204 });
     // The verb operators typed before `redeliver` (docs/architecture.md#glossary) still works: an alias.
     expect((await runCli(['deliveries', 'redrive', '--delivery', message.deliveryId])).code).toBe(0);
     await settled(tenant, 'the redelivered delivery', (d) => d[0]?.status === 'delivered');

@@ -12,7 +12,8 @@ import { retryLostRaces } from '../../../functions/core/platform/optimistic.js';
 import type { WebhookEndpoint } from '../../../functions/core/platform/model.js';
 import { ContainerMemory, withContainerMemory } from '../../../functions/core/delivery/container-memory.js';
 import { withEndpointStore } from '../../../functions/core/delivery/endpoint-store.js';
-import { activeSecrets, getEndpoint, MAX_SIGNING_SECRETS, rotateSecret } from '../../../functions/core/delivery/endpoints.js';
+import { activeSecrets, getEndpoint, MAX_SIGNING_SECRETS, rotateSecret, updateEndpoint } from '../../../functions/core/delivery/endpoints.js';
+import { publicKeyOf, schemeOf } from '../../../functions/core/delivery/signing.js';
 import { MemoryEndpointStore } from '../../support/memory-endpoint-store.js';
 
 jest.spyOn(metrics, 'addMetric').mockImplementation(() => metrics);
@@ -73,5 +74,55 @@ describe('rotating an endpoint’s secret', () => {
     expect(await signing()).toEqual([secret, 'whsec_first']);
     expect(store.calls.filter((c) => c === 'rotateSecret')).toHaveLength(3);
     expect((await getEndpoint(deps, endpoint.organizationId, endpoint.id))!.secretsVersion).toBe(2);
+  });
+});
+
+describe('switching an endpoint’s signing scheme (docs/webhooks.md#verifying-ed25519-signatures)', () => {
+  it('hmac → ed25519: the new key signs at once, the hmac secret too until the grace ends; nothing secret is answered', async () => {
+    const { clock, deps, endpoint, signing } = await given();
+    const switched = await updateEndpoint(deps, endpoint.organizationId, endpoint.id, { signing: 'ed25519', graceHours: 2 });
+    expect(switched.secret).toBeUndefined();
+    expect(switched.signing).toBe('ed25519');
+    const [key] = await signing();
+    expect(switched.publicKey).toBe(publicKeyOf(key!));
+    expect(await signing()).toEqual([key, 'whsec_first']);
+    expect(switched.signingKeys).toEqual([
+      { scheme: 'ed25519', publicKey: switched.publicKey },
+      { scheme: 'hmac', expiresAt: new Date(T0 + 2 * HOUR).toISOString() },
+    ]);
+    clock.now = T0 + 2 * HOUR;
+    expect(await signing()).toEqual([key]);
+    // Switching to the scheme it has changes nothing.
+    const same = await updateEndpoint(deps, endpoint.organizationId, endpoint.id, { signing: 'ed25519' });
+    expect(same.publicKey).toBe(switched.publicKey);
+    expect(await signing()).toEqual([key]);
+  });
+
+  it('ed25519 rotation: both public keys shown with the old one’s end, both sign, then only the new one', async () => {
+    const { clock, deps, endpoint, signing } = await given();
+    const first = await updateEndpoint(deps, endpoint.organizationId, endpoint.id, { signing: 'ed25519', graceHours: 0 });
+    const rotated = await rotateSecret(deps, endpoint.organizationId, endpoint.id, { graceHours: 24 });
+    expect(rotated.secret).toBeUndefined();
+    expect(rotated.endpoint.publicKey).not.toBe(first.publicKey);
+    expect(rotated.endpoint.signingKeys).toEqual([
+      { scheme: 'ed25519', publicKey: rotated.endpoint.publicKey },
+      { scheme: 'ed25519', publicKey: first.publicKey, expiresAt: new Date(T0 + 24 * HOUR).toISOString() },
+    ]);
+    expect((await signing()).map(schemeOf)).toEqual(['ed25519', 'ed25519']);
+    clock.now = T0 + 24 * HOUR;
+    expect((await signing()).map(publicKeyOf)).toEqual([rotated.endpoint.publicKey]);
+  });
+
+  it('ed25519 → hmac answers the new whsec_ secret once; the ed25519 key keeps signing through the grace', async () => {
+    const { clock, deps, endpoint, signing } = await given();
+    const ed = await updateEndpoint(deps, endpoint.organizationId, endpoint.id, { signing: 'ed25519', graceHours: 0 });
+    const back = await updateEndpoint(deps, endpoint.organizationId, endpoint.id, { signing: 'hmac', graceHours: 1 });
+    expect(back.secret).toMatch(/^whsec_/);
+    expect(back.signing).toBe('hmac');
+    expect(back.publicKey).toBeUndefined();
+    expect(back.signingKeys[1]).toEqual({ scheme: 'ed25519', publicKey: ed.publicKey, expiresAt: new Date(T0 + HOUR).toISOString() });
+    expect(await signing()).toEqual([back.secret, expect.stringMatching(/^whsk_/)]);
+    clock.now = T0 + HOUR;
+    expect(await signing()).toEqual([back.secret]);
   });
 });
