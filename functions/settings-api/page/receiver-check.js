@@ -31,7 +31,8 @@ export function checkResult(check) {
   return h('div', { class: `outcome check-result ${pass ? 'ok' : 'bad'}`, 'data-testid': 'check-result' },
     h('p', { class: 'outcome-title' }, `Receiver check: ${pass ? 'passed' : 'failed'}`, ' ', badge(pass ? 'pass' : 'fail', pass ? 'ok' : 'bad'),
       h('span', { class: 'muted' }, ' at ', when(check.checked_at, timeOnly))),
-    h('div', { class: 'table-wrap' }, h('table', { class: 'data', 'aria-label': 'What the receiver answered to each test request' },
+    // Focusable: on a narrow screen the table may scroll sideways, and a keyboard must reach it.
+    h('div', { class: 'table-wrap', tabindex: '0', role: 'region', 'aria-label': 'Receiver check results' }, h('table', { class: 'data', 'aria-label': 'What the receiver answered to each test request' },
       h('thead', {}, h('tr', {}, ['Request', 'Expected', 'Answer', 'Result', 'What to change'].map((t) => h('th', { scope: 'col', text: t })))),
       h('tbody', {}, check.rules.map((rule) => h('tr', { 'data-rule': rule.rule },
         h('th', { scope: 'row', 'data-label': 'Request' }, RULE_TEXT[rule.rule] ?? rule.rule),
