@@ -21,7 +21,7 @@ import { conflict, tooManyRequests } from '../platform/errors.js';
 import type { DeliveryAttempt, EventPayload, StoredCheck, WebhookEndpoint } from '../platform/model.js';
 import { logger } from '../platform/observability.js';
 import { sleep } from '../platform/retry.js';
-import { requireEndpoint } from '../delivery/endpoints.js';
+import { activeSecrets, requireEndpoint } from '../delivery/endpoints.js';
 import { endpointStore } from '../delivery/endpoint-store.js';
 import { signerFor, type CheckSigner } from '../delivery/check-signer.js';
 import { postWebhook, type PostResult } from '../delivery/http-client.js';
@@ -181,6 +181,7 @@ export async function checkReceiver(deps: Deps, organizationId: string, endpoint
   if (!limit.allowed) throw tooManyRequests(limit.retryAfterSeconds ?? 60);
 
   const started = deps.now();
+  if (activeSecrets(endpoint, started).length === 0) throw conflict(`The endpoint ${endpoint.id} has no active signing secret: rotate it, then check it.`);
   const signer = signerFor(endpoint, started);
   const series = plan(organizationId, signer, started, sendableHeaders(endpoint.headers).headers);
   const stored: StoredCheck['rules'] = [];
