@@ -177,11 +177,12 @@ export async function checkReceiver(deps: Deps, organizationId: string, endpoint
   if (!endpoint.enabled) throw conflict(`The endpoint ${endpoint.id} is disabled: enable it, then check it.`);
   const circuit = gate(endpoint.circuit, deps.now(), deps.config);
   if (circuit.kind === 'park') throw conflict(`The endpoint ${endpoint.id} is paused (${circuit.reason}): check it once its circuit half-opens.`);
+  if (activeSecrets(endpoint, deps.now()).length === 0) throw conflict(`The endpoint ${endpoint.id} has no active signing secret: rotate it, then check it.`);
+  // Counted once nothing else refuses it: a refused check does not make the next one wait.
   const limit = await checkRateLimit(deps, `receiver-check#${organizationId}#${endpoint.id}`, CHECKS_PER_MINUTE);
   if (!limit.allowed) throw tooManyRequests(limit.retryAfterSeconds ?? 60);
 
   const started = deps.now();
-  if (activeSecrets(endpoint, started).length === 0) throw conflict(`The endpoint ${endpoint.id} has no active signing secret: rotate it, then check it.`);
   const signer = signerFor(endpoint, started);
   const series = plan(organizationId, signer, started, sendableHeaders(endpoint.headers).headers);
   const stored: StoredCheck['rules'] = [];
