@@ -177,6 +177,8 @@ export async function checkReceiver(deps: Deps, organizationId: string, endpoint
   if (!endpoint.enabled) throw conflict(`The endpoint ${endpoint.id} is disabled: enable it, then check it.`);
   const circuit = gate(endpoint.circuit, deps.now(), deps.config);
   if (circuit.kind === 'park') throw conflict(`The endpoint ${endpoint.id} is paused (${circuit.reason}): check it once its circuit half-opens.`);
+  // As a delivery (deliver.ts): outside the local stack nothing is sent in cleartext, whatever an old item holds.
+  if (!deps.config.local && !endpoint.url.startsWith('https:')) throw conflict(`The endpoint ${endpoint.id}'s URL is not https: update it, then check it.`);
   if (activeSecrets(endpoint, deps.now()).length === 0) throw conflict(`The endpoint ${endpoint.id} has no active signing secret: rotate it, then check it.`);
   // Counted once nothing else refuses it: a refused check does not make the next one wait.
   const limit = await checkRateLimit(deps, `receiver-check#${organizationId}#${endpoint.id}`, CHECKS_PER_MINUTE);
