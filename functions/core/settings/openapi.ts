@@ -168,7 +168,7 @@ export const settingsPaths = {
   '/api/settings/webhooks/{id}/check': {
     post: withOwn429(op('checkReceiver', 'Check the receiver: a fixed series of webhook.test events ("test": true), correctly signed, forged, altered, unsigned, stale, future-dated, replayed and signed with a retired secret, each judged by its answer; the result is kept on the endpoint (docs/webhooks.md#checking-a-receiver)', {
       200: json(ref('ReceiverCheck'), 'The verdict and each rule; the sends are in the delivery log as test deliveries'), ...notFound,
-      409: problem('The endpoint is disabled (enable it first) or paused by its circuit'),
+      409: problem('The endpoint is disabled (enable it first), paused by its circuit, has no active signing secret, or its URL is not https'),
     }, { parameters: [id] }), 'The endpoint was checked less than a minute ago, or the organization made over 300 management calls in a minute'),
   },
   '/api/settings/links/revoke': {
