@@ -193,12 +193,12 @@ export function register(program: Command): void {
     .action((endpointId: string, ...rest: unknown[]) => act<{ org: string }>(async ({ target, options, json }) => {
       if (!json) console.log(safeText(`Checking the receiver of ${endpointId}…`));
       const progress = (rule: RuleResult, n: number, total: number) => {
-        if (!json) console.log(safeText(`  ${n + 1}/${total} ${rule.rule}: ${rule.status ?? 'no answer'} ${ruleMark(rule)}`));
+        if (!json) console.log(safeText(`  ${n + 1}/${total} ${rule.rule}: ${rule.status === null && rule.ok ? '' : `${answerText(rule)} `}${ruleMark(rule)}`));
       };
       const answer = await checkReceiver(target.deps, options.org, endpointId, { progress });
       printResult({ json }, answer, () => {
         console.log('');
-        printTable(answer.rules.map((r) => ({ ...r, status: r.status ?? 'none', result: ruleMark(r) })), ['rule', 'expected', 'status', 'result']);
+        printTable(answer.rules.map((r) => ({ ...r, status: r.status === null && r.ok ? '-' : answerText(r), result: ruleMark(r) })), ['rule', 'expected', 'status', 'result']);
         const advice = answer.rules.filter((r) => r.advice);
         if (advice.length) console.log('');
         for (const r of advice) console.log(safeText(`${r.rule}: ${r.advice}`));
@@ -207,6 +207,9 @@ export function register(program: Command): void {
       if (answer.verdict === 'fail') process.exitCode = 1;
     })(...rest));
 }
+
+/** The receiver's answer to a rule's request: its status, or `no answer`. */
+const answerText = (rule: RuleResult): string => (rule.status === null ? 'no answer' : String(rule.status));
 
 /** A rule's outcome in a word: ok, FAIL, advice (met, with a note), or not checked. */
 function ruleMark(rule: RuleResult): string {
