@@ -83,7 +83,7 @@ describe('Check my receiver', () => {
 
     await page.setViewportSize({ width: 375, height: 812 });
     expect(await seriousViolations(page)).toEqual([]);
-    await page.screenshot({ path: path.join(shots, 'receiver-check-mobile.png'), fullPage: true });
+    await card.screenshot({ path: path.join(shots, 'receiver-check-mobile.png') });
 
     // A second check within the minute: the 429 is shown, the kept table stays.
     await card.getByRole('button', { name: 'Check my receiver', exact: true }).click();
