@@ -209,6 +209,7 @@ export async function checkReceiver(deps: Deps, organizationId: string, endpoint
   }
   const verdict = stored.every((r) => r.ok || ADVISORY.has(r.rule as RuleName)) ? 'pass' : 'fail';
   const check: StoredCheck = { verdict, checkedAt: new Date(started).toISOString(), rules: stored };
+  logger.info('receiver check', { organizationId, endpointId: endpoint.id, verdict, failed: stored.filter((r) => !r.ok).map((r) => r.rule), latencyMs: deps.now() - started });
   await recordSends(deps, endpoint, sent);
   await endpointStore(deps).recordCheck(endpoint, check);
   return checkAnswer(check);
