@@ -41,6 +41,7 @@ export const routes: RouteSpec[] = [
   settingsRoute('DELETE', '/api/settings/webhooks/{id}'),
   settingsRoute('POST', '/api/settings/webhooks/{id}/rotate-secret'),
   settingsRoute('POST', '/api/settings/webhooks/{id}/test'),
+  settingsRoute('POST', '/api/settings/webhooks/{id}/check'),
   settingsRoute('GET', '/api/settings/deliveries'),
   settingsRoute('POST', '/api/settings/deliveries/redeliver'),
   settingsRoute('POST', '/api/settings/deliveries/recover'),

@@ -9,7 +9,7 @@
  * (LostRace, what a transaction conflict becomes).
  */
 import { endpointRoutingFields } from '../../functions/core/platform/bindings.js';
-import { keys, type WebhookEndpoint } from '../../functions/core/platform/model.js';
+import { keys, type StoredCheck, type WebhookEndpoint } from '../../functions/core/platform/model.js';
 import { LostRace } from '../../functions/core/platform/optimistic.js';
 import {
   CIRCUIT_ATTRIBUTES, HEALTH_ATTRIBUTES, toEndpoint, type EndpointRef, type EndpointStore, type LaneClaim,
@@ -199,6 +199,11 @@ export class MemoryEndpointStore implements EndpointStore {
   async markSlow(ref: EndpointRef, slowUntil: string, now: string): Promise<boolean> {
     const fault = this.enter('markSlow');
     return Boolean(this.write(ref, (i) => !fault && (i.circuitSlowUntil === undefined || String(i.circuitSlowUntil) < now), (i) => { i.circuitSlowUntil = slowUntil; }));
+  }
+
+  async recordCheck(ref: EndpointRef, check: StoredCheck): Promise<boolean> {
+    const fault = this.enter('recordCheck');
+    return Boolean(this.write(ref, () => !fault, (i) => { i.lastCheck = copy(check); }));
   }
 
   async claimThrottleLane(ref: EndpointRef, claim: { lane: number; lanes: number; now: number; windowMs: number }): Promise<LaneClaim> {

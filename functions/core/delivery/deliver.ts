@@ -84,8 +84,8 @@ async function settle(deps: Deps, message: DeliveryMessage, change: Transition, 
   return { kind: 'skipped', attempt, reason: 'superseded: redelivered since' };
 }
 
-/** What an attempt keeps of its result; `secrets` (attempt-log.ts secretsOf) are redacted wherever the receiver echoes them. */
-function attemptRecord(deps: Deps, attempt: number, result: PostResult, secrets: string[]): DeliveryAttempt {
+/** What an attempt keeps of its result; `secrets` (attempt-log.ts secretsOf) are redacted wherever the receiver echoes them. The receiver check keeps its sends the same way. */
+export function attemptRecord(deps: Deps, attempt: number, result: PostResult, secrets: string[]): DeliveryAttempt {
   const redact = redactor(secrets);
   return {
     at: new Date(deps.now()).toISOString(), attempt, latencyMs: result.latencyMs,

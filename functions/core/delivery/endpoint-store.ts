@@ -21,7 +21,7 @@ import type { Deps } from '../platform/deps.js';
 import { LostRace } from '../platform/optimistic.js';
 import { cancellationReasons, isTransactionConflict, queryAll } from '../platform/dynamo-store.js';
 import { endpointRoutingFields } from '../platform/bindings.js';
-import { keys, type SigningSecret, type WebhookEndpoint } from '../platform/model.js';
+import { keys, type SigningSecret, type StoredCheck, type WebhookEndpoint } from '../platform/model.js';
 import { circuitOf } from './circuit-breaker.js';
 import { containerMemory } from './container-memory.js';
 
@@ -88,6 +88,8 @@ export interface EndpointStore {
   releaseProbe(ref: EndpointRef, deadline: string, until: string): Promise<boolean>;
   /** Marks the endpoint slow until `slowUntil`, unless a mark later than `now` is stored. */
   markSlow(ref: EndpointRef, slowUntil: string, now: string): Promise<boolean>;
+  /** Keeps a receiver check's result on the endpoint (the last one replaces the one before); false: no such endpoint. */
+  recordCheck(ref: EndpointRef, check: StoredCheck): Promise<boolean>;
   /**
    * Takes lane `lane` of the endpoint's rate limit at `now` (epoch ms), only if that lane last
    * admitted `windowMs` or more ago; refused: the `lanes` lanes' last admissions (0: never).
@@ -112,6 +114,7 @@ export function toEndpoint(item: Record<string, unknown>): WebhookEndpoint {
     ...(circuitOf(item) ? { circuit: circuitOf(item) } : {}),
     ...(item.headers ? { headers: item.headers as Record<string, string> } : {}),
     ...(item.rateLimitPerSecond !== undefined ? { rateLimitPerSecond: Number(item.rateLimitPerSecond) } : {}),
+    ...(item.lastCheck ? { lastCheck: item.lastCheck as StoredCheck } : {}),
   };
 }
 
@@ -371,6 +374,9 @@ export function dynamoEndpointStore(deps: Deps): EndpointStore {
         values: { ':s': slowUntil, ':now': now },
       }));
     },
+    async recordCheck(ref, check) {
+      return Boolean(await update(ref, { expression: 'SET lastCheck = :c', condition: 'attribute_exists(pk)', values: { ':c': check } }));
+    },
 
     async claimThrottleLane(ref, { lane, lanes, now, windowMs }) {
       try {
@@ -415,7 +421,7 @@ export interface CachedEndpointStore extends EndpointStore {
 /** The names of the writes: each one drops its organization's cached list, whether it succeeded or not (it may have landed). */
 const WRITES = [
   'createEndpoint', 'updateEndpoint', 'removeEndpoint', 'rotateSecret', 'markFailing', 'clearFailing', 'disableEndpoint',
-  'countFailure', 'openCircuit', 'reopenCircuit', 'closeCircuit', 'claimProbe', 'releaseProbe', 'markSlow',
+  'countFailure', 'openCircuit', 'reopenCircuit', 'closeCircuit', 'claimProbe', 'releaseProbe', 'markSlow', 'recordCheck',
 ] as const satisfies readonly (keyof EndpointStore)[];
 
 export function endpointStore(deps: Deps): CachedEndpointStore {

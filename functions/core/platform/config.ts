@@ -83,6 +83,9 @@ export const configSchema = z.object({
   /** The due-index sweeper re-queues what falls due within this many seconds (as delayed messages): one schedule period. */
   dueSweepLookaheadSeconds: z._default(int().check(z.nonnegative(), atMost(900, 'dueSweepLookaheadSeconds', 'SQS delays a message by at most 900 s')), 60),
   deliveryTimeoutMs: z._default(positiveInt(), 10_000),
+  /** The receiver check (docs/webhooks.md#checking-a-receiver): each request's time-out, and all its requests together (under the settings function's 20 s). */
+  receiverCheckTimeoutMs: z._default(positiveInt().check(atMost(5_000, 'receiverCheckTimeoutMs', 'a check sends 8 requests within the settings function\'s 20 s')), 1500),
+  receiverCheckBudgetMs: z._default(positiveInt().check(atMost(14_000, 'receiverCheckBudgetMs', 'the settings function times out at 20 s')), 12_000),
   /** An endpoint failing without a success for this long is disabled. */
   disableAfterFailingHours: z._default(z.number().check(z.positive()), 120),
   /** Failed attempts in a row (time-outs included) that open an endpoint's circuit (docs/architecture.md#fair-delivery). */

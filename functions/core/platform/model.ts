@@ -132,6 +132,14 @@ export interface SigningSecret {
   expiresAt?: string;
 }
 
+/** A receiver check's result as the endpoint item keeps it: each rule's outcome; the advice is derived (events/receiver-check.ts). */
+export interface StoredCheck {
+  verdict: 'pass' | 'fail';
+  checkedAt: string;
+  /** `status`: the receiver's HTTP status, null without an answer; `note`: why not checked or no answer (a short code). */
+  rules: { rule: string; status: number | null; ok: boolean; note?: string }[];
+}
+
 export interface WebhookEndpoint {
   id: string;
   organizationId: string;
@@ -151,6 +159,8 @@ export interface WebhookEndpoint {
   headers?: Record<string, string>;
   /** At most this many deliveries a second (delivery/delivery-throttle.ts); absent: no limit. */
   rateLimitPerSecond?: number;
+  /** The last receiver check's result, kept compact (events/receiver-check.ts expands it). */
+  lastCheck?: StoredCheck;
   /** The endpoint's circuit breaker (functions/core/delivery/circuit-breaker.ts); absent: closed, no failures counted. */
   circuit?: CircuitRecord;
 }

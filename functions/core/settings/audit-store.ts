@@ -12,7 +12,7 @@ import { queryNewest } from '../platform/dynamo-store.js';
 
 export type AuditAction =
   | 'key.created' | 'key.rotated' | 'key.revoked'
-  | 'endpoint.created' | 'endpoint.updated' | 'endpoint.deleted' | 'endpoint.secret_rotated' | 'endpoint.tested'
+  | 'endpoint.created' | 'endpoint.updated' | 'endpoint.deleted' | 'endpoint.secret_rotated' | 'endpoint.tested' | 'endpoint.checked'
   | 'delivery.redelivered' | 'deliveries.redelivered' | 'deliveries.recovered'
   | 'organization.duplicate_policy_set' | 'settings.links_revoked';
 

@@ -15,6 +15,7 @@ import { checkRateLimit, rateLimitHeaders } from '../tenancy/rate-limit.js';
 import { addEndpoint, getEndpoint, listEndpoints, removeEndpoint, rotateSecret, updateEndpoint } from '../delivery/endpoints.js';
 import { waitForFirstOutcome } from '../delivery/first-outcome.js';
 import { sendTestEvent } from '../events/test-event.js';
+import { checkReceiver } from '../events/receiver-check.js';
 import { catalog } from '../events/catalog.js';
 import { eventSchema } from '../events/event-schema.js';
 import { listAudit, recordChange } from './audit-log.js';
@@ -149,6 +150,13 @@ const operations: Record<string, Operation> = {
     const delivery = await waitForFirstOutcome(c.deps, deliveryId, Math.max(0, Math.min(TEST_EVENT_WAIT_MS, left)));
     if (!delivery) throw notFound(`The test delivery ${deliveryId} was not recorded.`);
     return { status: 200, body: { delivery: deliveryDetail(delivery, new Map([[endpoint.id, endpoint.url]])) } };
+  },
+
+  // The receiver check (docs/webhooks.md#checking-a-receiver): 404, 409 (disabled, paused), 429 within a minute of the last.
+  'POST /api/settings/webhooks/{id}/check': async (c) => {
+    const answer = await checkReceiver(c.deps, c.organization.id, c.params.id);
+    await c.audit('endpoint.checked', c.params.id, { verdict: answer.verdict });
+    return { status: 200, body: answer };
   },
 
   ...deliveryOperations,

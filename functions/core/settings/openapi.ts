@@ -51,6 +51,10 @@ const id = { name: 'id', in: 'path', required: true, schema: str };
 const op = (operationId: string, summary: string, responses: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
   ({ operationId, summary, tags: ['Organization settings'], security: [{ sessionToken: [] }], ...extra, responses: { ...responses, ...common } });
 
+/** An operation whose 429 has a cause of its own besides the organization's management rate. */
+const withOwn429 = <O extends { responses: Record<string, unknown> }>(operation: O, why: string): O =>
+  ({ ...operation, responses: { ...operation.responses, 429: { ...common[429], description: why } } });
+
 export const settingsSecurityScheme = {
   sessionToken: {
     type: 'http', scheme: 'bearer', bearerFormat: 'JWT',
@@ -82,7 +86,19 @@ export const settingsSchemas = {
     rateLimitPerSecond: { ...nullable({ type: 'integer' }), description: 'At most this many deliveries a second; null: no limit' },
     disabledReason: str, failingSince: time,
     circuit: obj({ state: { enum: ['closed', 'open', 'half-open'] }, until: time }, ['state']),
-  }, ['id', 'url', 'events', 'enabled', 'description', 'createdAt', 'updatedAt', 'signing', 'signing_keys', 'secretCount', 'headers', 'rateLimitPerSecond']),
+    lastCheck: { ...nullable(ref('ReceiverCheck')), description: 'The last receiver check (POST /api/settings/webhooks/{id}/check); null: never checked' },
+  }, ['id', 'url', 'events', 'enabled', 'description', 'createdAt', 'updatedAt', 'signing', 'signing_keys', 'secretCount', 'headers', 'rateLimitPerSecond', 'lastCheck']),
+  ReceiverCheck: obj({
+    verdict: { enum: ['pass', 'fail'], description: 'pass: every rule met, the replay rule aside (advice only)' },
+    checked_at: time,
+    rules: { type: 'array', items: obj({
+      rule: { enum: ['signed', 'wrong-signature', 'body-changed', 'no-signature', 'stale-timestamp', 'future-timestamp', 'replay', 'retired-secret'] },
+      expected: { type: 'string', description: '2xx, refusal (non-2xx), or refusal or idempotent 2xx (the replay)' },
+      status: { ...nullable({ type: 'integer' }), description: 'The receiver\'s HTTP status; null: no answer, or the rule was not checked (its advice says why)' },
+      ok: { type: 'boolean' },
+      advice: { ...nullable(str), description: 'What to change, with a link into docs/webhooks.md; null when the rule was met' },
+    }) },
+  }),
   DeliverySummary: obj({
     id: str, eventId: str, eventType: str, endpointId: str, url: nullable(str), status: { enum: ['pending', 'delivered', 'retrying', 'failed', 'skipped'] },
     attemptCount: { type: 'integer' }, lastStatusCode: nullable({ type: 'integer' }), createdAt: time, updatedAt: time, nextAttemptAt: nullable(time), reason: nullable(str),
@@ -157,6 +173,12 @@ export const settingsPaths = {
       200: json(obj({ delivery: ref('DeliveryDetail') }), 'The delivery: delivered, retrying, failed, or still pending after the wait'), ...notFound,
       409: problem('The endpoint is disabled: enable it first'),
     }, { parameters: [id] }),
+  },
+  '/api/settings/webhooks/{id}/check': {
+    post: withOwn429(op('checkReceiver', 'Check the receiver: a fixed series of webhook.test events ("test": true), correctly signed, forged, altered, unsigned, stale, future-dated, replayed and signed with a retired secret, each judged by its answer; the result is kept on the endpoint (docs/webhooks.md#checking-a-receiver)', {
+      200: json(ref('ReceiverCheck'), 'The verdict and each rule; the sends are in the delivery log as test deliveries'), ...notFound,
+      409: problem('The endpoint is disabled (enable it first), paused by its circuit, has no active signing secret, or its URL is not https'),
+    }, { parameters: [id] }), 'The endpoint was checked less than a minute ago, or the organization made over 300 management calls in a minute'),
   },
   '/api/settings/links/revoke': {
     post: op('revokeSettingsLinks', 'Sign out every settings link of the organization issued until now, this one included: each one\'s next request is a 401. Recorded in the audit log.', {

@@ -151,6 +151,7 @@ export const requestSchemas = {
     body: z.strictObject({ event_type: described(z.optional(eventName), 'A type the endpoint subscribes to; default webhook.test') }),
     bodyRequired: false,
   },
+  'POST /api/settings/webhooks/{id}/check': { body: z.strictObject({}), bodyRequired: false },
   'GET /api/settings/deliveries': {
     query: z.strictObject({
       status: z.optional(z.enum(deliveryStatuses, `must be one of ${deliveryStatuses.join(', ')}`)),

@@ -7,6 +7,7 @@ import type { ApiKeySummary } from '../tenancy/api-keys.js';
 import { API_KEY_PREFIX, PUBLISHABLE_KEY_PREFIX } from '../tenancy/api-keys.js';
 import type { EndpointSummary } from '../delivery/endpoints.js';
 import type { DeliveryRecord } from '../platform/model.js';
+import { checkAnswer, type CheckAnswer } from '../events/receiver-check.js';
 
 export interface KeyView {
   id: string;
@@ -72,6 +73,8 @@ export interface EndpointView {
   disabledReason?: string;
   failingSince?: string;
   circuit?: { state: 'closed' | 'open' | 'half-open'; until?: string };
+  /** The last receiver check (docs/webhooks.md#checking-a-receiver); null: never checked. */
+  lastCheck: CheckAnswer | null;
 }
 
 export function endpointView(endpoint: EndpointSummary & { updatedAt?: string; circuit?: EndpointView['circuit'] }): EndpointView {
@@ -92,6 +95,7 @@ export function endpointView(endpoint: EndpointSummary & { updatedAt?: string; c
     ...(endpoint.disabledReason ? { disabledReason: endpoint.disabledReason } : {}),
     ...(endpoint.failingSince ? { failingSince: endpoint.failingSince } : {}),
     ...(endpoint.circuit ? { circuit: endpoint.circuit } : {}),
+    lastCheck: endpoint.lastCheck ? checkAnswer(endpoint.lastCheck) : null,
   };
 }
 

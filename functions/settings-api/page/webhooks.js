@@ -2,12 +2,14 @@
 // each signs with HMAC or ed25519 (docs/webhooks.md#verifying-ed25519-signatures): an ed25519
 // endpoint shows its public key(s), a retiring one with the end of its grace;
 // a test event of any type the endpoint subscribes to (its catalog example, marked as a test);
+// "Check my receiver" and the last check's verdict table (receiver-check.js);
 // the event picker shows each event's description, example payload and JSON Schema. The pause of
 // an endpoint after failures is shown as the live refresh (settings.js) finds it.
 
 import { $, badge, busy, confirmAction, copy, count, empty, fill, flash, h, httpBadge, loading, openForm, problemAlert, scrollable, shownOnce, statusBadge, timeOnly, when, withCode } from './dom.js';
 import { api } from './session.js';
 import { fillOptions, optionsNote, readOptions } from './endpoint-options.js';
+import { checkButton, checkResult } from './receiver-check.js';
 
 let catalog = null;
 export let endpoints = [];
@@ -98,6 +100,8 @@ function renderEndpoint(endpoint) {
     h('option', { value: 'webhook.test', text: 'webhook.test' }), subscribed.map((e) => h('option', { value: e, text: e })));
   const testButton = h('button', { type: 'button', class: 'btn small', disabled: !endpoint.enabled }, 'Send test event');
   testButton.addEventListener('click', () => sendTest(endpoint, typeSelect.value, testButton, outcome, errors));
+  // The last check's table, kept on the endpoint: there when the page opens.
+  const checkSlot = h('div', { class: 'check-slot', role: 'status', 'aria-live': 'polite' }, checkResult(endpoint.lastCheck));
   const events = endpoint.events.length
     ? h('ul', { class: 'chips', 'aria-label': 'Subscribed events' }, endpoint.events.map((e) => h('li', {}, h('code', { text: e === '*' ? 'all events' : e }))))
     : h('p', { class: 'muted', text: 'No events selected.' });
@@ -116,11 +120,12 @@ function renderEndpoint(endpoint) {
         endpoint.failingSince && !endpoint.disabledReason ? h('p', { class: 'cell-sub warn-text' }, 'Failing since ', when(endpoint.failingSince)) : null),
       h('div', { class: 'endpoint-actions' },
         h('span', { class: 'test-picker' }, typeSelect, testButton),
+        checkButton(endpoint, () => slotOf(endpoint, 'check-slot') ?? checkSlot, errors),
         action('Edit', () => endpointDialog(endpoint)),
         action(endpoint.enabled ? 'Disable' : 'Enable', (e) => toggleEndpoint(endpoint, e.currentTarget)),
         action(endpoint.signing === 'ed25519' ? 'Rotate key' : 'Rotate secret', () => rotateSecret(endpoint)),
         action('Delete', () => deleteEndpoint(endpoint), 'danger-subtle'))),
-    events, outcome, errors);
+    events, outcome, checkSlot, errors);
 }
 
 const lastAttempt = (delivery) => delivery.attempts?.[delivery.attempts.length - 1] ?? null;

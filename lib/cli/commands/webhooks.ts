@@ -3,6 +3,7 @@ import type { Command } from 'commander';
 import { addEndpoint, listEndpoints, removeEndpoint, rotateSecret, updateEndpoint, type EndpointSummary } from '../../../functions/core/delivery/endpoints.js';
 import { SIGNING_SCHEMES, type SigningScheme } from '../../../functions/core/delivery/signing.js';
 import { sendTestEvent } from '../../../functions/core/events/test-event.js';
+import { checkReceiver, type RuleResult } from '../../../functions/core/events/receiver-check.js';
 import { CliError, printResult, printTable, safeText } from '../output.js';
 import { act } from '../run.js';
 import { waitForFirstOutcome } from '../../../functions/core/delivery/first-outcome.js';
@@ -208,4 +209,36 @@ export function register(program: Command): void {
       printResult({ json }, { eventId, deliveries: rows }, () => printTable(rows, ['endpointId', 'status', 'httpStatus', 'latencyMs', 'error', 'deliveryId']));
       if (rows.some((r) => r.status !== 'delivered')) process.exitCode = 1;
     }));
+  webhooks
+    .command('check')
+    .description('check that the endpoint\'s receiver verifies: correctly signed, forged, altered, unsigned, stale, future-dated, replayed and retired-secret test events (docs/webhooks.md#checking-a-receiver); exit code 1 on fail')
+    .argument('<id>', 'endpoint id')
+    .requiredOption('--org <id>', 'organization id')
+    // The endpoint id is positional: act() hands the action its options, so it is taken here.
+    .action((endpointId: string, ...rest: unknown[]) => act<{ org: string }>(async ({ target, options, json }) => {
+      if (!json) console.log(safeText(`Checking the receiver of ${endpointId}…`));
+      const progress = (rule: RuleResult, n: number, total: number) => {
+        if (!json) console.log(safeText(`  ${n + 1}/${total} ${rule.rule}: ${rule.status === null && rule.ok ? '' : `${answerText(rule)} `}${ruleMark(rule)}`));
+      };
+      const answer = await checkReceiver(target.deps, options.org, endpointId, { progress });
+      printResult({ json }, answer, () => {
+        console.log('');
+        printTable(answer.rules.map((r) => ({ ...r, status: r.status === null && r.ok ? '-' : answerText(r), result: ruleMark(r) })), ['rule', 'expected', 'status', 'result']);
+        const advice = answer.rules.filter((r) => r.advice);
+        if (advice.length) console.log('');
+        for (const r of advice) console.log(safeText(`${r.rule}: ${r.advice}`));
+        console.log(`\nVerdict: ${answer.verdict.toUpperCase()} (checked at ${answer.checked_at})`);
+      });
+      if (answer.verdict === 'fail') process.exitCode = 1;
+    })(...rest));
+}
+
+/** The receiver's answer to a rule's request: its status, or `no answer`. */
+const answerText = (rule: RuleResult): string => (rule.status === null ? 'no answer' : String(rule.status));
+
+/** A rule's outcome in a word: ok, FAIL, advice (met, with a note), or not checked. */
+function ruleMark(rule: RuleResult): string {
+  if (rule.status === null && rule.ok) return 'not checked';
+  if (!rule.ok) return 'FAIL';
+  return rule.advice ? 'ok (advice)' : 'ok';
 }

@@ -37,6 +37,7 @@ const withIds = (): [string, string, string, unknown][] => [
   ['DELETE', '/api/settings/webhooks/{id}', `/api/settings/webhooks/${b.endpointId}`, undefined],
   ['POST', '/api/settings/webhooks/{id}/rotate-secret', `/api/settings/webhooks/${b.endpointId}/rotate-secret`, { grace_hours: 0 }],
   ['POST', '/api/settings/webhooks/{id}/test', `/api/settings/webhooks/${b.endpointId}/test`, {}],
+  ['POST', '/api/settings/webhooks/{id}/check', `/api/settings/webhooks/${b.endpointId}/check`, {}],
   ['GET', '/api/settings/deliveries/{id}', `/api/settings/deliveries/${b.deliveryId}`, undefined],
   ['POST', '/api/settings/deliveries/{id}/redeliver', `/api/settings/deliveries/${b.deliveryId}/redeliver`, {}],
   ['GET', '/api/settings/deliveries', `/api/settings/deliveries?endpoint=${b.endpointId}`, undefined],

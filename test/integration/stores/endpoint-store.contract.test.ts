@@ -175,6 +175,18 @@ describe.each(implementations)('the endpoints store (%s)', (_name, make) => {
     expect(await store.markSlow({ organizationId, id: 'ep_none' }, at(T0), at(T0))).toBe(false);
   });
 
+  it('keeps the last receiver check on the endpoint, the next replacing it; never for a removed endpoint', async () => {
+    const store = await make();
+    const { organizationId, endpoints: [endpoint] } = await given(store);
+    const first = { verdict: 'fail' as const, checkedAt: at(T0), rules: [{ rule: 'signed', status: null, ok: false, note: 'ETIMEDOUT' }] };
+    const second = { verdict: 'pass' as const, checkedAt: at(T0 + 60_000), rules: [{ rule: 'signed', status: 204, ok: true }] };
+    expect(await store.recordCheck(endpoint, first)).toBe(true);
+    expect((await store.getEndpoint(organizationId, endpoint.id))!.lastCheck).toEqual(first);
+    expect(await store.recordCheck(endpoint, second)).toBe(true);
+    expect((await store.listEndpoints(organizationId))[0].lastCheck).toEqual(second);
+    expect(await store.recordCheck({ organizationId, id: 'ep_none' }, first)).toBe(false);
+  });
+
   it('takes a throttle lane at most once a window; a refusal answers every lane’s last admission', async () => {
     const store = await make();
     const ref = { organizationId: org(), id: `ep_${randomUUID().slice(0, 8)}` };
