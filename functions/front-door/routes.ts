@@ -41,6 +41,8 @@ export const routes: RouteSpec[] = [
   settingsRoute('DELETE', '/api/settings/webhooks/{id}'),
   settingsRoute('POST', '/api/settings/webhooks/{id}/rotate-secret'),
   settingsRoute('POST', '/api/settings/webhooks/{id}/test'),
+  settingsRoute('GET', '/api/settings/webhooks/{id}/stats'),
+  settingsRoute('GET', '/api/settings/leads/stats'),
   settingsRoute('GET', '/api/settings/deliveries'),
   settingsRoute('POST', '/api/settings/deliveries/redeliver'),
   settingsRoute('POST', '/api/settings/deliveries/recover'),
