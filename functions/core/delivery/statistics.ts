@@ -24,6 +24,7 @@ export interface DeliveryCounters { delivered: number; failed: number; retrying:
 export const LEAD_SOURCES = ['lead_endpoint', 'page_key', 'no_script_form'] as const;
 export type LeadSource = (typeof LEAD_SOURCES)[number];
 
+/** 24 h: the current hour and the 23 before it; 7 d: today (UTC, so far) and the 6 days before it. */
 export const STATS_WINDOWS = { '24h': { hours: 24, bucketHours: 1 }, '7d': { hours: 168, bucketHours: 24 } } as const;
 export type StatsWindow = keyof typeof STATS_WINDOWS;
 /** Days the leads chart shows. */
@@ -75,11 +76,12 @@ export function successRate(c: Pick<DeliveryCounters, 'delivered' | 'failed'>): 
   return ended === 0 ? null : Math.round((c.delivered / ended) * 10_000) / 10_000;
 }
 
-/** The hours a window reads (oldest first), ending with the current one. */
+/** The hours a window reads (oldest first), ending with the current one; a daily window starts at a day's start. */
 export function windowHours(window: StatsWindow, now: number): string[] {
-  const { hours } = STATS_WINDOWS[window];
+  const { hours, bucketHours } = STATS_WINDOWS[window];
   const current = Math.floor(now / HOUR_MS) * HOUR_MS;
-  return Array.from({ length: hours }, (_, i) => hourOf(current - (hours - 1 - i) * HOUR_MS));
+  const start = bucketHours === 1 ? current - (hours - 1) * HOUR_MS : Math.floor(now / DAY_MS) * DAY_MS - (hours / 24 - 1) * DAY_MS;
+  return Array.from({ length: (current - start) / HOUR_MS + 1 }, (_, i) => hourOf(start + i * HOUR_MS));
 }
 
 export interface EndpointStats {
@@ -89,8 +91,8 @@ export interface EndpointStats {
 }
 
 /**
- * A window's answer from the hours' counters (hours with no item count zero): hourly buckets for
- * 24 h, daily ones (UTC days) for 7 days; a 7-day window's first day may be partial.
+ * A window's answer from the hours' counters (hours with no item count zero): 24 hourly buckets,
+ * or 7 daily ones (UTC days, today's so far).
  */
 export function endpointStats(window: StatsWindow, now: number, byHour: Map<string, DeliveryCounters>): EndpointStats {
   const { bucketHours } = STATS_WINDOWS[window];
