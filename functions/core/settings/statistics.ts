@@ -7,24 +7,31 @@
 import { notFound } from '../platform/errors.js';
 import { getEndpoint } from '../delivery/endpoints.js';
 import { statsPort } from '../delivery/stats-store.js';
-import { endpointStats, leadDays, leadStats, windowHours, type StatsWindow } from '../delivery/statistics.js';
+import type { Deps } from '../platform/deps.js';
+import { endpointStats, leadDays, leadStats, windowHours, type EndpointStats, type LeadStats, type StatsWindow } from '../delivery/statistics.js';
 import type { Operation } from './request-fields.js';
 import type { QueryOf } from './request-schemas.js';
+
+/** An endpoint's statistics over a window (404 for an endpoint the organization does not have). */
+export async function endpointStatistics(deps: Deps, organizationId: string, endpointId: string, window: StatsWindow): Promise<EndpointStats> {
+  const endpoint = await getEndpoint(deps, organizationId, endpointId);
+  if (!endpoint) throw notFound(`No endpoint ${endpointId}.`);
+  const now = deps.now();
+  const hours = windowHours(window, now);
+  return endpointStats(window, now, await statsPort.of(deps).endpointHours(organizationId, endpoint.id, [hours[0], hours[hours.length - 1]]));
+}
+
+/** The organization's new leads per day and source, over 30 days. */
+export async function leadStatistics(deps: Deps, organizationId: string): Promise<LeadStats> {
+  const now = deps.now();
+  const days = leadDays(now);
+  return leadStats(now, await statsPort.of(deps).leadDays(organizationId, [days[0], days[days.length - 1]]));
+}
 
 export const statisticsOperations: Record<string, Operation> = {
   'GET /api/settings/webhooks/{id}/stats': async (c) => {
     const { window } = c.query as QueryOf<'GET /api/settings/webhooks/{id}/stats'>;
-    const endpoint = await getEndpoint(c.deps, c.organization.id, c.params.id);
-    if (!endpoint) throw notFound(`No endpoint ${c.params.id}.`);
-    const now = c.deps.now();
-    const hours = windowHours(window as StatsWindow, now);
-    const byHour = await statsPort.of(c.deps).endpointHours(c.organization.id, endpoint.id, [hours[0], hours[hours.length - 1]]);
-    return { status: 200, body: endpointStats(window as StatsWindow, now, byHour) };
+    return { status: 200, body: await endpointStatistics(c.deps, c.organization.id, c.params.id, window as StatsWindow) };
   },
-  'GET /api/settings/leads/stats': async (c) => {
-    const now = c.deps.now();
-    const days = leadDays(now);
-    const byDay = await statsPort.of(c.deps).leadDays(c.organization.id, [days[0], days[days.length - 1]]);
-    return { status: 200, body: leadStats(now, byDay) };
-  },
+  'GET /api/settings/leads/stats': async (c) => ({ status: 200, body: await leadStatistics(c.deps, c.organization.id) }),
 };

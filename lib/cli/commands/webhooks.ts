@@ -5,6 +5,8 @@ import { sendTestEvent } from '../../../functions/core/events/test-event.js';
 import { CliError, printResult, printTable, safeText } from '../output.js';
 import { act } from '../run.js';
 import { waitForFirstOutcome } from '../../../functions/core/delivery/first-outcome.js';
+import { endpointStatistics } from '../../../functions/core/settings/statistics.js';
+import { STATS_WINDOWS, type StatsWindow } from '../../../functions/core/delivery/statistics.js';
 
 /** An endpoint's circuit in a table cell: `closed` (or `closed (slow lane)`: failing or slow, attempted apart), `open until …` (deliveries re-scheduled, not attempted) or `half-open (probing)`. */
 export const circuitText = (c: EndpointSummary['circuit'] | undefined): string => {
@@ -182,5 +184,20 @@ export function register(program: Command): void {
       });
       printResult({ json }, { eventId, deliveries: rows }, () => printTable(rows, ['endpointId', 'status', 'httpStatus', 'latencyMs', 'error', 'deliveryId']));
       if (rows.some((r) => r.status !== 'delivered')) process.exitCode = 1;
+    }));
+  webhooks
+    .command('stats')
+    .description('an endpoint’s deliveries over the last 24 hours (hourly) or 7 days (daily): delivered, failed, retrying, latency')
+    .argument('<endpoint>', 'endpoint id')
+    .requiredOption('--org <id>', 'organization id')
+    .option('--window <window>', '24h or 7d', '24h')
+    .action(act<{ org: string; window: string }>(async ({ target, options, json, args }) => {
+      if (!(options.window in STATS_WINDOWS)) throw new CliError(`--window must be 24h or 7d, got "${options.window}"`, 2);
+      const stats = await endpointStatistics(target.deps, options.org, String(args[0]), options.window as StatsWindow);
+      printResult({ json }, stats, () => {
+        const { delivered, failed, retrying, success_rate: rate } = stats.totals;
+        console.log(`Last ${stats.window}: ${delivered} delivered, ${failed} failed, ${retrying} retrying; success rate ${rate === null ? '–' : `${(rate * 100).toFixed(1)}%`}`);
+        printTable(stats.buckets.map((b) => ({ ...b, p50_ms: b.p50_ms ?? '', p95_ms: b.p95_ms ?? '' })), ['start', 'delivered', 'failed', 'retrying', 'p50_ms', 'p95_ms']);
+      });
     }));
 }

@@ -6,7 +6,7 @@
  * is not found.
  */
 import { describe, it, expect, afterAll } from '@jest/globals';
-import { eventually, newTenant, postLead, testStack } from '../support/stack.js';
+import { eventually, newTenant, postLead, runCli, testStack } from '../support/stack.js';
 import { Receiver } from '../support/receiver.js';
 import { SHOP, postFromPage, send } from '../support/public-forms.js';
 import { createApiKey } from '../../../functions/core/tenancy/api-keys.js';
@@ -71,6 +71,15 @@ describe('delivery and lead statistics', () => {
     expect(leads.window).toBe('30d');
     expect(leads.buckets).toHaveLength(30);
     expect(leads.buckets.at(-1)!.by_source).toEqual({ lead_endpoint: 1, page_key: 1, no_script_form: 1 });
+
+    // The CLI answers the same figures, and refuses a bad window with a clear message.
+    const cli = await runCli(['webhooks', 'stats', steady, '--org', t.organizationId, '--window', '7d'], { json: true });
+    expect(cli.code).toBe(0);
+    expect(cli.json<EndpointStats>()).toMatchObject({ window: '7d', totals: { delivered: 3, failed: 0, retrying: 0 } });
+    const human = await runCli(['webhooks', 'stats', flaky, '--org', t.organizationId], { json: false });
+    expect(human.stdout).toContain('Last 24h: 3 delivered, 0 failed, 3 retrying; success rate 100.0%');
+    const wrong = await runCli(['webhooks', 'stats', flaky, '--org', t.organizationId, '--window', '1y'], { json: false });
+    expect({ code: wrong.code, stderr: wrong.stderr.trim() }).toEqual({ code: 2, stderr: expect.stringContaining('--window must be 24h or 7d') });
 
     // Bad windows are refused; another organization's endpoint is not found.
     expect((await stats(steady, '1y')).status).toBe(422);
