@@ -50,7 +50,7 @@ function legend(series) {
 function figures(caption, buckets, columns, labelOf) {
   return h('details', { class: 'chart-table' },
     h('summary', { text: 'Show as a table' }),
-    h('div', { class: 'table-wrap' },
+    h('div', { class: 'table-wrap', tabindex: '0', role: 'region', 'aria-label': caption },
       h('table', { class: 'data' },
         h('caption', { class: 'visually-hidden', text: caption }),
         h('thead', {}, h('tr', {}, h('th', { scope: 'col', text: 'Starting' }), columns.map(([, text]) => h('th', { scope: 'col', text })))),
@@ -99,7 +99,7 @@ export async function leadsChart(slot) {
   const buckets = stats.buckets.map((b) => ({ start: b.start, ...b.by_source }));
   const title = 'Leads, last 30 days';
   fill(slot, h('figure', { class: 'stats-chart', 'data-testid': 'leads-chart' },
-    h('div', { class: 'chart-head' }, h('figcaption', {}, h('span', { class: 'chart-title', text: title }), h('span', { class: 'muted small', text: `${count.format(stats.totals.leads)} new leads` }))),
+    h('div', { class: 'chart-head' }, h('figcaption', {}, h('span', { class: 'chart-title', text: title }), h('span', { class: 'muted small', text: `${count.format(stats.totals.leads)} new lead${stats.totals.leads === 1 ? '' : 's'}` }))),
     bars(buckets, LEAD_SERIES, title), legend(LEAD_SERIES),
     figures(title, buckets, LEAD_SERIES, (b) => dayLabel.format(new Date(b.start)))));
 }
