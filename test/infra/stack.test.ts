@@ -947,7 +947,7 @@ describe('least privilege (a later grant that widens access fails here)', () => 
       }
       for (const queue of Object.keys(queues) as QueueName[]) {
         const access = (spec.queues as Partial<Record<QueueName, string>>)[queue];
-        const onFailure = spec.events.some((e) => e.kind === 'stream' && e.onFailure === queue);
+        const onFailure = spec.events.some((e) => e.kind === 'stream' && 'onFailure' in e && e.onFailure === queue);
         const expected = [
           ...(access === 'send' || access === 'sendAndConsume' || onFailure ? ['sqs:SendMessage'] : []),
           ...(access === 'consume' || access === 'sendAndConsume' ? ['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes'] : []),

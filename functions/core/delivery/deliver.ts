@@ -30,7 +30,6 @@ import { deliveryStore, transition } from './delivery-port.js';
 import type { Transition } from './delivery-state.js';
 import { DeliveredWrites, readBatchRecords, type StoredRecord } from './batch-records.js';
 import { deliveryMaxReceives } from '../platform/bindings.js';
-import { recordDeliveryOutcomes, type DeliverySample } from './record-statistics.js';
 
 /**
  * `exhausted`: the last attempt failed (or the message kept crashing past it): it goes to the
@@ -318,14 +317,14 @@ export async function deliverBatch(deps: Deps, queued: QueuedDelivery[]): Promis
     return undefined;
   });
   const writes = new DeliveredWrites();
-  const outcomes = await Promise.all(queued.map(async (item, n): Promise<BatchOutcome & { deliveryId?: string; sample?: DeliverySample }> => {
+  const outcomes = await Promise.all(queued.map(async (item, n): Promise<BatchOutcome & { deliveryId?: string }> => {
     try {
       const message = parsed[n] ?? readDeliveryMessage(item.body);
       const outcome = await attemptDelivery(deps, message, {
         lane: item.lane, ...(records ? { batch: { record: records.get(message.deliveryId), writes } } : {}),
       });
       await sendOn(deps, message, outcome);
-      return { messageId: item.messageId, deliveryId: message.deliveryId, ...outcome, sample: sampleOf(message, outcome) };
+      return { messageId: item.messageId, deliveryId: message.deliveryId, ...outcome };
     } catch (error) {
       logger.error('delivery failed unexpectedly', { messageId: item.messageId, error: error as Error });
       const message = parsed[n];
@@ -340,22 +339,5 @@ export async function deliverBatch(deps: Deps, queued: QueuedDelivery[]): Promis
   // Delivered, but the outcome not recorded: the message stays queued, so the record ends right
   // (a second POST with the same webhook-id, which receivers dedupe, rather than a lost outcome).
   const unwritten = await writes.flush(deps);
-  const answered = outcomes.map(({ deliveryId, sample, ...outcome }) => (deliveryId && unwritten.has(deliveryId) && outcome.kind === 'delivered'
-    ? { messageId: outcome.messageId, kind: 'error' as const } : { ...outcome, sample }));
-  // Once per batch, only what was recorded: an unwritten delivered outcome is attempted again, and counted then.
-  await recordDeliveryOutcomes(deps, answered.flatMap((o) => ('sample' in o && o.sample ? [o.sample] : [])));
-  return answered.map(({ sample: _sample, ...outcome }: BatchOutcome & { sample?: DeliverySample }) => outcome);
-}
-
-/**
- * What an outcome adds to its endpoint's statistics: a request made has a latency; delivered,
- * failed for good (exhausted, or 410) and retrying are counted. An outcome another message already
- * recorded ("already delivered"), a skip and a deferral count nothing.
- */
-function sampleOf(message: DeliveryMessage, outcome: Outcome): DeliverySample | undefined {
-  const result = 'result' in outcome ? outcome.result : undefined;
-  if (!result) return undefined;
-  const count = outcome.kind === 'delivered' ? 'delivered' : outcome.kind === 'retry' ? 'retrying'
-    : outcome.kind === 'exhausted' || outcome.kind === 'failed' ? 'failed' : undefined;
-  return { organizationId: message.organizationId, endpointId: message.endpointId, ...(count ? { count } : {}), latencyMs: result.latencyMs };
+  return outcomes.map(({ deliveryId, ...outcome }) => (deliveryId && unwritten.has(deliveryId) && outcome.kind === 'delivered' ? { messageId: outcome.messageId, kind: 'error' } : outcome));
 }

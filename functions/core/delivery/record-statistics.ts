@@ -1,7 +1,8 @@
 /**
  * Adds a batch's outcomes and new leads to the statistics (docs/settings.md "Statistics"): the
- * delivery function once per queue batch, the fan-out once per stream batch, one write per
- * (endpoint, hour) or (organization, day) they touch (docs/capacity.md "Statistics").
+ * delivery statistics function once per batch of the deliveries table's stream, the fan-out once
+ * per batch of the clients' stream, one write per (endpoint, hour) or (organization, day) they
+ * touch (docs/capacity.md "Statistics").
  *
  * Best effort, by design: a statistic is never worth failing or repeating a batch for (a repeated
  * batch would count twice), and an ADD is not retried here for the same reason (the SDK's own
@@ -14,8 +15,8 @@ import { logger, metrics } from '../platform/observability.js';
 import { statsPort } from './stats-store.js';
 import { dayOf, emptyCounters, hourOf, latencyBucket, LEAD_DAYS, STATS_WINDOWS, type DeliveryCount, type DeliveryCounters, type LeadSource } from './statistics.js';
 
-/** One attempt's contribution: what it ended as (if it counts), and its latency (if a request was made). */
-export interface DeliverySample { organizationId: string; endpointId: string; count?: DeliveryCount; latencyMs?: number }
+/** One outcome's contribution at `at` (epoch ms): what it counts as, if anything, and an attempt's latency. */
+export interface DeliverySample { organizationId: string; endpointId: string; at: number; count?: DeliveryCount; latencyMs?: number }
 export interface NewLead { organizationId: string; source: LeadSource }
 
 const HOUR_S = 3_600;
@@ -31,14 +32,14 @@ async function bestEffort(what: string, write: () => Promise<void>): Promise<voi
   }
 }
 
-/** Adds the batch's samples, one write per (endpoint, hour). */
+/** Adds the batch's samples, one write per (endpoint, hour of the samples). */
 export async function recordDeliveryOutcomes(deps: Deps, samples: DeliverySample[]): Promise<void> {
   const now = deps.now();
-  const hour = hourOf(now);
   const rows = new Map<string, { organizationId: string; endpointId: string; hour: string; counters: DeliveryCounters }>();
   for (const s of samples) {
     if (s.count === undefined && s.latencyMs === undefined) continue;
-    const key = `${s.organizationId}\u0000${s.endpointId}`;
+    const hour = hourOf(s.at);
+    const key = `${s.organizationId}\u0000${s.endpointId}\u0000${hour}`;
     const row = rows.get(key) ?? { organizationId: s.organizationId, endpointId: s.endpointId, hour, counters: emptyCounters() };
     if (s.count) row.counters[s.count] += 1;
     if (s.latencyMs !== undefined) row.counters.latency[latencyBucket(s.latencyMs)] += 1;

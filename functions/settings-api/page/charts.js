@@ -62,10 +62,12 @@ const DELIVERY_SERIES = [['delivered', 'Delivered', 'ok'], ['retrying', 'Retryin
 /** An endpoint's chart with its window switch (24 h / 7 d), into `slot`. */
 export async function endpointChart(endpoint, slot, window = '24h') {
   let stats;
+  slot.setAttribute('aria-busy', 'true');
   try {
     stats = await api(`/webhooks/${encodeURIComponent(endpoint.id)}/stats?window=${window}`);
   } catch (error) {
     if (error.status !== 401) fill(slot, problemAlert(error));
+    slot.setAttribute('aria-busy', 'false');
     return;
   }
   const { delivered, failed, retrying, success_rate: rate } = stats.totals;
@@ -83,6 +85,7 @@ export async function endpointChart(endpoint, slot, window = '24h') {
     h('div', { class: 'chart-head' }, h('figcaption', {}, h('span', { class: 'chart-title', text: title }), h('span', { class: 'muted small', text: summary })), switcher),
     bars(stats.buckets, DELIVERY_SERIES, title), legend(DELIVERY_SERIES),
     figures(`${title} for ${endpoint.url}`, stats.buckets, [...DELIVERY_SERIES, ['p50_ms', 'p50 (ms)'], ['p95_ms', 'p95 (ms)']], labelOf)));
+  slot.setAttribute('aria-busy', 'false');
 }
 
 const LEAD_SERIES = [['lead_endpoint', 'Lead endpoint', 'accent'], ['page_key', 'Page script', 'ok'], ['no_script_form', 'No-script form', 'warn']];

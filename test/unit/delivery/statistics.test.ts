@@ -9,6 +9,7 @@ import { endpointStats, hourOf, latencyBucket, leadStats, percentile, successRat
 import { recordDeliveryOutcomes, recordNewLeads } from '../../../functions/core/delivery/record-statistics.js';
 import { statsPort } from '../../../functions/core/delivery/stats-store.js';
 import { newLeadsOf } from '../../../functions/core/events/lead-statistics.js';
+import { outcomesOf } from '../../../functions/core/events/delivery-outcomes.js';
 import type { StreamChange } from '../../../functions/core/events/stream-changes.js';
 import { MemoryStatsStore } from '../../support/memory-stats-store.js';
 import { memoryStores } from '../../support/stores/memory-deps.js';
@@ -75,12 +76,13 @@ describe('statistics arithmetic', () => {
 
 describe('recording a batch', () => {
   it('writes once per endpoint and hour, whatever the batch holds', async () => {
-    const { deps, store } = setup();
+    const { deps, store, clock } = setup();
+    const at = clock.now();
     await recordDeliveryOutcomes(deps, [
-      { organizationId: 'org_1', endpointId: 'ep_a', count: 'delivered', latencyMs: 40 },
-      { organizationId: 'org_1', endpointId: 'ep_a', count: 'retrying', latencyMs: 900 },
-      { organizationId: 'org_1', endpointId: 'ep_a', count: 'failed', latencyMs: 20_000 },
-      { organizationId: 'org_1', endpointId: 'ep_b', count: 'delivered', latencyMs: 120 },
+      { organizationId: 'org_1', endpointId: 'ep_a', at, count: 'delivered', latencyMs: 40 },
+      { organizationId: 'org_1', endpointId: 'ep_a', at, count: 'retrying', latencyMs: 900 },
+      { organizationId: 'org_1', endpointId: 'ep_a', at, count: 'failed', latencyMs: 20_000 },
+      { organizationId: 'org_1', endpointId: 'ep_b', at, count: 'delivered', latencyMs: 120 },
     ]);
     expect(store.writes).toBe(2);
     const a = (await store.endpointHours('org_1', 'ep_a', ['2026-11-29T10', '2026-11-29T10'])).get('2026-11-29T10')!;
@@ -88,20 +90,23 @@ describe('recording a batch', () => {
     expect(a.latency[latencyBucket(40)] + a.latency[latencyBucket(900)] + a.latency[latencyBucket(20_000)]).toBe(3);
   });
 
-  it('counts into the hour of the batch, so the next hour starts its own bucket', async () => {
+  it('counts each outcome into its own hour: one batch spanning two hours writes both', async () => {
     const { deps, store, clock } = setup('2026-11-29T10:59:59.000Z');
-    await recordDeliveryOutcomes(deps, [{ organizationId: 'org_1', endpointId: 'ep_a', count: 'delivered', latencyMs: 10 }]);
-    clock.advance(2_000);
-    await recordDeliveryOutcomes(deps, [{ organizationId: 'org_1', endpointId: 'ep_a', count: 'delivered', latencyMs: 10 }]);
+    const at = clock.now();
+    await recordDeliveryOutcomes(deps, [
+      { organizationId: 'org_1', endpointId: 'ep_a', at, count: 'delivered', latencyMs: 10 },
+      { organizationId: 'org_1', endpointId: 'ep_a', at: at + 2_000, count: 'delivered', latencyMs: 10 },
+    ]);
+    expect(store.writes).toBe(2);
     const read = await store.endpointHours('org_1', 'ep_a', ['2026-11-29T10', '2026-11-29T11']);
     expect([...read].map(([h, c]) => [h, c.delivered])).toEqual([['2026-11-29T10', 1], ['2026-11-29T11', 1]]);
-    expect(hourOf(clock.now())).toBe('2026-11-29T11');
+    expect(hourOf(at + 2_000)).toBe('2026-11-29T11');
   });
 
   it('loses only the counts when the write fails: it neither throws nor retries an ADD', async () => {
     const { deps, store } = setup();
     store.faults.inject('addDeliveryCounts', 'throttle');
-    await expect(recordDeliveryOutcomes(deps, [{ organizationId: 'org_1', endpointId: 'ep_a', count: 'delivered', latencyMs: 10 }])).resolves.toBeUndefined();
+    await expect(recordDeliveryOutcomes(deps, [{ organizationId: 'org_1', endpointId: 'ep_a', at: 0, count: 'delivered', latencyMs: 10 }])).resolves.toBeUndefined();
     expect(store.writes).toBe(0);
     store.faults.inject('addLeadCounts', 'throttle');
     await expect(recordNewLeads(deps, [{ organizationId: 'org_1', source: 'page_key' }])).resolves.toBeUndefined();
@@ -127,5 +132,33 @@ describe('recording a batch', () => {
     await recordNewLeads(deps, leads);
     expect(store.writes).toBe(2);
     expect((await store.leadDays('org_1', ['2026-11-29', '2026-11-29'])).get('2026-11-29')).toEqual({ lead_endpoint: 1, page_key: 1, no_script_form: 1 });
+  });
+
+  it('reads a delivery record’s changes as outcomes: each appended attempt’s latency, a failed one going on as retrying, the status it moved to', () => {
+    const record = (status: string, attempts: { at: string; attempt: number; statusCode?: number; latencyMs: number }[]) =>
+      ({ pk: 'ORG#org_1', sk: 'DELIVERY#dlv_1', organizationId: 'org_1', endpointId: 'ep_a', status, attempts, updatedAt: attempts.at(-1)?.at ?? '2026-11-29T10:00:00.000Z' });
+    const first = { at: '2026-11-29T10:00:01.000Z', attempt: 1, statusCode: 500, latencyMs: 80 };
+    const second = { at: '2026-11-29T10:00:03.000Z', attempt: 2, statusCode: 200, latencyMs: 30 };
+    const change = (kind: StreamChange['kind'], before: object | undefined, after: object): StreamChange =>
+      ({ stream: 's', sequenceNumber: '1', kind, keys: {}, ...(before ? { oldImage: before as never } : {}), newImage: after as never });
+    const now = Date.parse('2026-11-29T11:00:00.000Z');
+    expect(outcomesOf([
+      change('insert', undefined, record('pending', [])), // recorded by the fan-out: nothing yet
+      change('modify', record('pending', []), record('retrying', [first])),
+      change('modify', record('retrying', [first]), record('delivered', [first, second])),
+      // A redelivery's new round: nothing by itself.
+      change('modify', record('delivered', [first, second]), record('pending', [first, second])),
+      // Exhausted: the last attempt failed and the delivery failed for good.
+      change('modify', record('retrying', [first]), record('failed', [first, { ...first, at: '2026-11-29T10:05:00.000Z', attempt: 5 }])),
+      // Not delivery records, or not changes that count.
+      change('modify', {}, { pk: 'ORG#org_1', sk: 'EVENT#evt_1', organizationId: 'org_1' }),
+      change('remove', record('delivered', [first]), record('delivered', [first])),
+    ], now)).toEqual([
+      { organizationId: 'org_1', endpointId: 'ep_a', at: Date.parse(first.at), latencyMs: 80, count: 'retrying' },
+      { organizationId: 'org_1', endpointId: 'ep_a', at: Date.parse(second.at), latencyMs: 30 },
+      { organizationId: 'org_1', endpointId: 'ep_a', at: Date.parse(second.at), count: 'delivered' },
+      { organizationId: 'org_1', endpointId: 'ep_a', at: Date.parse('2026-11-29T10:05:00.000Z'), latencyMs: 80 },
+      { organizationId: 'org_1', endpointId: 'ep_a', at: Date.parse('2026-11-29T10:05:00.000Z'), count: 'failed' },
+    ]);
   });
 });
