@@ -201,7 +201,11 @@ describe('the CDK stack', () => {
       VisibilityTimeout: queues.deliverySlowQueue.visibilityTimeoutSeconds,
       RedrivePolicy: { deadLetterTargetArn: { 'Fn::GetAtt': [queueRef('deliveryDlq'), 'Arn'] }, maxReceiveCount: 10 },
     });
-    template.resourceCountIs('AWS::Lambda::EventSourceMapping', 5); // + the bulk queue's (below)
+    template.resourceCountIs('AWS::Lambda::EventSourceMapping', 6); // + the bulk queue's (below) and the deliveries stream's (statistics)
+    // The statistics read the deliveries table's stream a minute at a time, with no on-failure queue (best effort: docs/settings.md "Statistics").
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      FunctionName: { Ref: Match.stringLikeRegexp('deliveryStatistics') }, BatchSize: 1000, MaximumBatchingWindowInSeconds: 60, DestinationConfig: Match.absent(),
+    });
   });
 
   it('lets lead intake write clients but never send to a queue or touch deliveries', () => {
