@@ -81,16 +81,16 @@ export function dynamoStatsStore(deps: Pick<Deps, 'doc' | 'tables' | 'now'>): St
     },
     async endpointHours(organizationId, endpointId, [from, to]) {
       const items = await queryAll(deps, {
-        TableName, KeyConditionExpression: 'pk = :pk AND sk BETWEEN :from AND :to',
-        ExpressionAttributeValues: { ':pk': statsPk(organizationId), ':from': endpointSk(endpointId, from), ':to': endpointSk(endpointId, to) },
+        TableName, KeyConditionExpression: 'pk = :pk AND sk BETWEEN :lo AND :hi',
+        ExpressionAttributeValues: { ':pk': statsPk(organizationId), ':lo': endpointSk(endpointId, from), ':hi': endpointSk(endpointId, to) },
       });
       const prefix = endpointSk(endpointId, '');
       return new Map(items.filter(live).map((item) => [String(item.sk).slice(prefix.length), countersOf(item)]));
     },
     async leadDays(organizationId, [from, to]) {
       const items = await queryAll(deps, {
-        TableName, KeyConditionExpression: 'pk = :pk AND sk BETWEEN :from AND :to',
-        ExpressionAttributeValues: { ':pk': statsPk(organizationId), ':from': leadsSk(from), ':to': leadsSk(to) },
+        TableName, KeyConditionExpression: 'pk = :pk AND sk BETWEEN :lo AND :hi',
+        ExpressionAttributeValues: { ':pk': statsPk(organizationId), ':lo': leadsSk(from), ':hi': leadsSk(to) },
       });
       return new Map(items.filter(live).map((item) => [
         String(item.sk).slice(leadsSk('').length),
