@@ -64,8 +64,10 @@ export const tables = {
   /** One record per (event, endpoint) with every attempt; kept 30 days. */
   // Every index keys-only: a record's updates (attempts, status) write no index; `due` is sparse,
   // written only while a retry is parked out of the queue (docs/capacity.md).
+  // Its stream feeds the delivery statistics (functions/delivery-statistics): outcomes are counted
+  // from the records' own changes, per stream batch, with no write added to a delivery.
   deliveries: {
-    envVar: tableEnvVars.deliveries, partitionKey: pk, sortKey: sk, ttlAttribute: 'expiresAt', everyItemExpires: true,
+    envVar: tableEnvVars.deliveries, partitionKey: pk, sortKey: sk, ttlAttribute: 'expiresAt', everyItemExpires: true, stream: 'NEW_AND_OLD_IMAGES',
     globalIndexes: [
       { ...gsi1, projection: 'KEYS_ONLY' }, { name: 'due', partitionKey: { name: 'duePk', type: 'S' }, sortKey: { name: 'dueAt', type: 'N' }, projection: 'KEYS_ONLY' },
       // The settings API's lists, newest first per organization (functions/core/settings/delivery-summaries.ts):
@@ -172,10 +174,13 @@ export type EventSourceSpec =
        * partition key `ORG#…`, so one organization's import holds one lane (docs/capacity.md).
        */
       parallelizationFactor: number;
-      /** Retries of a failing batch before it goes to the on-failure queue. */
+      /** Retries of a failing batch before it goes to the on-failure queue (or, without one, is dropped). */
       maxRetries: number;
       bisectOnError: boolean;
-      onFailure: QueueName;
+      /** Where a batch that kept failing is recorded for replay; absent where losing it loses nothing durable (statistics). */
+      onFailure?: QueueName;
+      /** Lambda's MaximumBatchingWindowInSeconds (0..300): gathers records for this long before invoking, so a batch sums more. */
+      batchingWindowSeconds?: number;
     }
   | { kind: 'queue'; queue: QueueName; batchSize: number; maxConcurrency: number }
   /** Invoked on a fixed rate: an EventBridge rule on AWS, a timer in the local stack (same handler). */
@@ -269,6 +274,18 @@ export const functions = {
     // One message (≤ 100 events) per batch; 3 at once: one importer's partition takes ~1,000 WRU/s,
     // more would only throttle each other (fair queues do not cap one group) (docs/capacity.md).
     events: [{ kind: 'queue', queue: 'bulkQueue', batchSize: 1, maxConcurrency: 3 }],
+  },
+  deliveryStatistics: {
+    entry: 'delivery-statistics',
+    description: 'Counts delivery outcomes per endpoint and hour from the deliveries table\'s stream, one write per endpoint-hour a batch touched',
+    timeoutSeconds: 30,
+    memoryMb: 256,
+    // Adds to its counters only: no read of a delivery record or of anything else.
+    tables: { deliveries: { actions: ['dynamodb:UpdateItem'] } },
+    queues: {},
+    // A minute's records per invocation (docs/capacity.md "Statistics"); a batch that keeps failing is
+    // dropped after its retries: statistics are best effort, the delivery log is the record.
+    events: [{ kind: 'stream', table: 'deliveries', batchSize: 1000, parallelizationFactor: 1, maxRetries: 2, bisectOnError: false, batchingWindowSeconds: 60 }],
   },
   deliverySweeper: {
     entry: 'delivery-sweeper',

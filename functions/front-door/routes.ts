@@ -42,6 +42,8 @@ export const routes: RouteSpec[] = [
   settingsRoute('POST', '/api/settings/webhooks/{id}/rotate-secret'),
   settingsRoute('POST', '/api/settings/webhooks/{id}/test'),
   settingsRoute('POST', '/api/settings/webhooks/{id}/check'),
+  settingsRoute('GET', '/api/settings/webhooks/{id}/stats'),
+  settingsRoute('GET', '/api/settings/leads/stats'),
   settingsRoute('GET', '/api/settings/deliveries'),
   settingsRoute('POST', '/api/settings/deliveries/redeliver'),
   settingsRoute('POST', '/api/settings/deliveries/recover'),

@@ -301,11 +301,13 @@ export class CrmStack extends Stack {
         retryAttempts: source.maxRetries,
         bisectBatchOnError: source.bisectOnError,
         reportBatchItemFailures: true,
+        ...(source.batchingWindowSeconds ? { maxBatchingWindow: Duration.seconds(source.batchingWindowSeconds) } : {}),
         // Lambda needs SendMessage alone for an on-failure destination (SqsDlq would add GetQueueAttributes and GetQueueUrl).
-        onFailure: { bind: (_mapping, fn) => {
-          fn.addToRolePolicy(new iam.PolicyStatement({ actions: queueSendActions, resources: [this.queues[source.onFailure].queueArn] }));
-          return { destination: this.queues[source.onFailure].queueArn };
-        } },
+        ...(source.onFailure ? { onFailure: { bind: (_mapping: unknown, fn: lambda.IFunction) => {
+          const queue = this.queues[source.onFailure!];
+          fn.addToRolePolicy(new iam.PolicyStatement({ actions: queueSendActions, resources: [queue.queueArn] }));
+          return { destination: queue.queueArn };
+        } } } : {}),
       });
     }
     // The mapping is made here, not with SqsEventSource, which would also grant ChangeMessageVisibility

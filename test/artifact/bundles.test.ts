@@ -14,6 +14,7 @@ import type { DynamoDBBatchResponse, SQSBatchResponse } from 'aws-lambda';
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { bulkMessages } from '../../functions/core/events/bulk-share.js';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { marshall } from '@aws-sdk/util-dynamodb';
 import { functions, secretName, secrets, type FunctionName, type QueueName, type SecretName, type TableName } from '../../lib/topology.js';
 import { createDeps, type Deps } from '../../functions/core/platform/deps.js';
 import { keys } from '../../functions/core/platform/model.js';
@@ -254,5 +255,19 @@ describe('the bundles against the local emulators', () => {
     // Visible, or taken by the stopped poller's last long poll (the emulator may answer it after the client gave up).
     const { Attributes = {} } = await deps.sqs.send(new GetQueueAttributesCommand({ QueueUrl: provisioned.queues.deliveryQueue, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'] }));
     expect(Number(Attributes.ApproximateNumberOfMessages) + Number(Attributes.ApproximateNumberOfMessagesNotVisible)).toBeGreaterThanOrEqual(2);
+  });
+
+  it('the delivery statistics bundle counts a delivery record’s change from a stream batch: its counters read back from DynamoDB Local', async () => {
+    const at = new Date().toISOString();
+    const image = (status: string, attempts: object[]) => marshall({
+      pk: `ORG#${organizationId}`, sk: 'DELIVERY#dlv_artifact_stats', organizationId, endpointId: 'ep_artifact_stats', status, attempts, updatedAt: at,
+    });
+    const attempt = { at, attempt: 1, statusCode: 200, latencyMs: 42 };
+    await containers.deliveryStatistics.invoke({ Records: [{
+      eventID: '1', eventName: 'MODIFY', eventSource: 'aws:dynamodb', eventSourceARN: 'arn:aws:dynamodb:us-east-1:000000000000:table/deliveries/stream/x',
+      dynamodb: { Keys: marshall({ pk: `ORG#${organizationId}`, sk: 'DELIVERY#dlv_artifact_stats' }), OldImage: image('pending', []), NewImage: image('delivered', [attempt]), SequenceNumber: '1', StreamViewType: 'NEW_AND_OLD_IMAGES' },
+    }] });
+    const { Item } = await deps.doc.send(new GetCommand({ TableName: deps.tables.deliveries, Key: { pk: `STATS#${organizationId}`, sk: `ENDPOINT#ep_artifact_stats#${at.slice(0, 13)}` } }));
+    expect(Item).toMatchObject({ delivered: 1, l0: 1 });
   });
 });

@@ -203,7 +203,11 @@ describe('the CDK stack', () => {
       VisibilityTimeout: queues.deliverySlowQueue.visibilityTimeoutSeconds,
       RedrivePolicy: { deadLetterTargetArn: { 'Fn::GetAtt': [queueRef('deliveryDlq'), 'Arn'] }, maxReceiveCount: 10 },
     });
-    template.resourceCountIs('AWS::Lambda::EventSourceMapping', 5); // + the bulk queue's (below)
+    template.resourceCountIs('AWS::Lambda::EventSourceMapping', 6); // + the bulk queue's (below) and the deliveries stream's (statistics)
+    // The statistics read the deliveries table's stream a minute at a time, with no on-failure queue (best effort: docs/settings.md "Statistics").
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      FunctionName: { Ref: Match.stringLikeRegexp('deliveryStatistics') }, BatchSize: 1000, MaximumBatchingWindowInSeconds: 60, DestinationConfig: Match.absent(),
+    });
   });
 
   it('lets lead intake write clients but never send to a queue or touch deliveries', () => {
@@ -949,7 +953,7 @@ describe('least privilege (a later grant that widens access fails here)', () => 
       }
       for (const queue of Object.keys(queues) as QueueName[]) {
         const access = (spec.queues as Partial<Record<QueueName, string>>)[queue];
-        const onFailure = spec.events.some((e) => e.kind === 'stream' && e.onFailure === queue);
+        const onFailure = spec.events.some((e) => e.kind === 'stream' && 'onFailure' in e && e.onFailure === queue);
         const expected = [
           ...(access === 'send' || access === 'sendAndConsume' || onFailure ? ['sqs:SendMessage'] : []),
           ...(access === 'consume' || access === 'sendAndConsume' ? ['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes'] : []),

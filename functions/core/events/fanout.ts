@@ -18,6 +18,8 @@ import { derive } from './derive.js';
 import { fitsBulkMessage, handOff } from './bulk-share.js';
 import type { StreamChange } from './stream-changes.js';
 import { isSubscribed } from '../delivery/subscriptions.js';
+import { recordNewLeads } from '../delivery/record-statistics.js';
+import { newLeadsOf } from './lead-statistics.js';
 
 /** The deliveries of one event: one per endpoint of `endpoints` subscribed to it. */
 const plan = (event: EventPayload, endpoints: WebhookEndpoint[]): PlannedDelivery[] =>
@@ -133,5 +135,7 @@ export async function fanOut(deps: Deps, changes: StreamChange[]): Promise<FanOu
     logger.error('recording or queuing deliveries failed', { error: error as Error });
     return changes[0] ? { failedFrom: changes[0].sequenceNumber } : {};
   }
+  // Counted once: the changes after a failure are redone by the retry, and counted then.
+  await recordNewLeads(deps, newLeadsOf(done.map((w) => w.change)));
   return firstFailed === -1 ? {} : { failedFrom: changes[firstFailed].sequenceNumber };
 }

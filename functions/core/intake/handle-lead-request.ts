@@ -110,7 +110,10 @@ async function createLeadOnce(deps: Deps, request: HttpRequest, auth: AuthContex
   // A no-script form post is answered formSuccess (303 to its thank-you page, or 201): its client records that status as its row.
   const success = form && policy ? formSuccess(policy) : undefined;
   const rowStatus = success?.status ?? 201;
-  const meta = boundedMeta({ requestId: request.requestId, ip: request.sourceIp, userAgent: request.headers['user-agent'], rowStatus });
+  const meta = boundedMeta({
+    requestId: request.requestId, ip: request.sourceIp, userAgent: request.headers['user-agent'], rowStatus,
+    ...(policy ? { channel: form ? 'form' as const : 'page' as const } : {}),
+  });
   let input;
   let verify: (() => Promise<void>) | undefined;
   if (policy) {

@@ -41,9 +41,12 @@ export function newLeadClient(deps: Deps, auth: AuthContext, input: LeadInput, m
  * row in the request log (docs/settings.md "Request log"): its time is `created_at`. Named as a
  * merged submission's are; never in event payloads (events/public-objects.ts lists what is).
  */
-export type RequestRow = { request_id: string; key_id: string; request_status?: number };
-export const rowOf = (auth: AuthContext, meta: RequestMeta): RequestRow =>
-  ({ request_id: meta.requestId, key_id: auth.key.keyId, ...(meta.rowStatus !== undefined && meta.rowStatus !== 201 ? { request_status: meta.rowStatus } : {}) });
+export type RequestRow = { request_id: string; key_id: string; request_status?: number; request_channel?: 'page' | 'form' };
+export const rowOf = (auth: AuthContext, meta: RequestMeta): RequestRow => ({
+  request_id: meta.requestId, key_id: auth.key.keyId,
+  ...(meta.rowStatus !== undefined && meta.rowStatus !== 201 ? { request_status: meta.rowStatus } : {}),
+  ...(meta.channel ? { request_channel: meta.channel } : {}),
+});
 
 /** The stored item of a new client. */
 export function clientItem(client: Client<'lead', 'api'>, row: RequestRow | undefined): ClientItem {

@@ -19,6 +19,12 @@ export interface RequestMeta {
    * (`request_id`, `key_id`, `request_status` when not 201; docs/settings.md "Request log").
    */
   rowStatus?: number;
+  /**
+   * Where a publishable key's lead came from: a page's script (`page`) or a no-script form post
+   * (`form`); absent for the lead endpoint's secret keys. Kept on the client it creates
+   * (`request_channel`) for the leads statistics (docs/settings.md "Statistics").
+   */
+  channel?: 'page' | 'form';
 }
 
 /** Later submissions listed on a client; past them a lead is not merged but created, flagged. */

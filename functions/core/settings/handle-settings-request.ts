@@ -24,6 +24,7 @@ import { settingsOverview } from './overview.js';
 import { listRequestHistory } from './request-history.js';
 import { leadTrail } from './lead-trail.js';
 import { deliveryOperations } from './delivery-operations.js';
+import { statisticsOperations } from './statistics.js';
 import { DEFAULT_PAGE_ROWS, readRequest, type Context, type Operation } from './request-fields.js';
 import type { BodyOf, QueryOf } from './request-schemas.js';
 import type { EndpointOptions } from '../delivery/endpoints.js';
@@ -160,6 +161,7 @@ const operations: Record<string, Operation> = {
   },
 
   ...deliveryOperations,
+  ...statisticsOperations,
 
   // Every link issued until now, this one included, is signed out (docs/settings.md "Signing out every link").
   'POST /api/settings/links/revoke': async (c) => {

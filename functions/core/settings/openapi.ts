@@ -229,6 +229,24 @@ export const settingsPaths = {
       }), 'The trail'), ...notFound,
     }, { parameters: [id] }),
   },
+  '/api/settings/webhooks/{id}/stats': {
+    get: op('getEndpointStats', 'An endpoint’s deliveries over the last 24 hours (hourly buckets) or 7 days (daily, UTC days): delivered, failed for good, retrying (attempts that failed and will be retried), the success rate (delivered out of delivered and failed; null when none ended) and the latency of the attempts (p50/p95, the upper bound of a fixed histogram bucket; null without attempts)', {
+      200: json(obj({
+        window: { enum: ['24h', '7d'] },
+        totals: obj({ delivered: { type: 'integer' }, failed: { type: 'integer' }, retrying: { type: 'integer' }, success_rate: nullable({ type: 'number', minimum: 0, maximum: 1 }) }),
+        buckets: { type: 'array', items: obj({ start: time, delivered: { type: 'integer' }, failed: { type: 'integer' }, retrying: { type: 'integer' }, p50_ms: nullable({ type: 'integer' }), p95_ms: nullable({ type: 'integer' }) }) },
+      }), 'The window, oldest bucket first'), ...notFound,
+    }, { parameters: [id] }),
+  },
+  '/api/settings/leads/stats': {
+    get: op('getLeadStats', 'New leads per day over the last 30 days (UTC days), by where they came in: the lead endpoint (secret keys), a page’s script (publishable keys) or a no-script form', {
+      200: json(obj({
+        window: { const: '30d' },
+        totals: obj({ leads: { type: 'integer' } }),
+        buckets: { type: 'array', items: obj({ start: time, by_source: obj({ lead_endpoint: { type: 'integer' }, page_key: { type: 'integer' }, no_script_form: { type: 'integer' } }) }) },
+      }), 'The window, oldest day first'),
+    }),
+  },
   '/api/settings/audit': {
     get: op('listAudit', 'Changes made in the settings, with the acting user, newest first (kept 30 days)', {
       200: json(obj({ entries: { type: 'array', items: obj({ id: str, at: time, userId: str, action: str, targetId: str, detail: { type: 'object' }, requestId: str }, ['id', 'at', 'userId', 'action']) } }), 'The entries'),

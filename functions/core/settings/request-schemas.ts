@@ -181,6 +181,12 @@ export const requestSchemas = {
   },
   'GET /api/settings/requests': { query: z.strictObject({ cursor, limit }) },
   'GET /api/settings/audit': { query: z.strictObject({ limit }) },
+  'GET /api/settings/webhooks/{id}/stats': {
+    query: z.strictObject({ window: described(z._default(z.enum(['24h', '7d'], 'must be 24h or 7d'), '24h'), '24h: hourly buckets; 7d: daily buckets (UTC days)') }),
+  },
+  'GET /api/settings/leads/stats': {
+    query: z.strictObject({ window: described(z._default(z.enum(['30d'], 'must be 30d'), '30d'), 'Daily buckets (UTC days)') }),
+  },
   'POST /api/settings/links/revoke': { body: z.strictObject({}), bodyRequired: false },
 } satisfies Record<string, RequestSchemas>;
 

@@ -105,7 +105,8 @@ function pagedList({ body, path, key, columns, row, emptyText }) {
           return;
         }
         tbody = h('tbody', {});
-        fill(el, h('div', { class: 'table-wrap' }, h('table', { class: 'data' },
+        // Focusable and named: a wide entry may make it scroll sideways at 375 px, and a keyboard must reach it.
+        fill(el, h('div', { class: 'table-wrap', tabindex: '0', role: 'region', 'aria-label': key === 'entries' ? 'Audit log entries' : 'Request log rows' }, h('table', { class: 'data' },
           h('thead', {}, h('tr', {}, columns.map((t) => h('th', { scope: 'col', text: t })))), tbody)));
       }
       tbody.append(...page[key].map(row));

@@ -10,6 +10,7 @@ import { endpointDialog, hooks, loadCatalog, loadWebhooks } from './webhooks.js'
 import { closedDelivery, loadDeliveries, openDelivery, recover, redeliverAllFailed, renderEndpointFilter, renderEventFilter } from './deliveries.js';
 import { loadAudit, loadRequests, renderOverview, renderQuickstart } from './logs.js';
 import { closedTrail } from './trail.js';
+import { leadsChart } from './charts.js';
 
 /** How often an open page refreshes the endpoints' state and the first page of deliveries. */
 const LIVE_MS = 5_000;
@@ -80,7 +81,7 @@ async function load() {
   renderOverview(settings);
   renderQuickstart(settings);
   await loadCatalog().catch(() => undefined);
-  await Promise.all([loadKeys(), loadWebhooks().then(() => loadDeliveries()), renderEventFilter(), loadRequests(), loadAudit()]);
+  await Promise.all([loadKeys(), loadWebhooks().then(() => loadDeliveries()), renderEventFilter(), loadRequests(), loadAudit(), leadsChart($('leads-chart'))]);
   if (!started) {
     started = true;
     live();

@@ -10,6 +10,7 @@ import { $, badge, busy, confirmAction, copy, count, empty, fill, flash, h, http
 import { api } from './session.js';
 import { fillOptions, optionsNote, readOptions } from './endpoint-options.js';
 import { checkButton, checkResult } from './receiver-check.js';
+import { endpointChart } from './charts.js';
 
 let catalog = null;
 export let endpoints = [];
@@ -106,6 +107,9 @@ function renderEndpoint(endpoint) {
     ? h('ul', { class: 'chips', 'aria-label': 'Subscribed events' }, endpoint.events.map((e) => h('li', {}, h('code', { text: e === '*' ? 'all events' : e }))))
     : h('p', { class: 'muted', text: 'No events selected.' });
   const action = (text, run, tone = 'subtle') => h('button', { type: 'button', class: `btn ${tone} small`, onclick: run }, text);
+  // Drawn with the card (a live refresh redraws only a changed card, so the chart is not re-read every few seconds).
+  const chart = h('div', { class: 'endpoint-stats' });
+  endpointChart(endpoint, chart);
   return h('article', { class: `endpoint${endpoint.enabled ? '' : ' is-disabled'}`, 'aria-label': endpoint.url, 'data-endpoint-id': endpoint.id },
     h('div', { class: 'endpoint-head' },
       h('div', { class: 'endpoint-id' },
@@ -125,7 +129,7 @@ function renderEndpoint(endpoint) {
         action(endpoint.enabled ? 'Disable' : 'Enable', (e) => toggleEndpoint(endpoint, e.currentTarget)),
         action(endpoint.signing === 'ed25519' ? 'Rotate key' : 'Rotate secret', () => rotateSecret(endpoint)),
         action('Delete', () => deleteEndpoint(endpoint), 'danger-subtle'))),
-    events, outcome, checkSlot, errors);
+    events, outcome, checkSlot, errors, chart);
 }
 
 const lastAttempt = (delivery) => delivery.attempts?.[delivery.attempts.length - 1] ?? null;

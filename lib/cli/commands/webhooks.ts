@@ -7,6 +7,8 @@ import { checkReceiver, type RuleResult } from '../../../functions/core/events/r
 import { CliError, printResult, printTable, safeText } from '../output.js';
 import { act } from '../run.js';
 import { waitForFirstOutcome } from '../../../functions/core/delivery/first-outcome.js';
+import { endpointStatistics } from '../../../functions/core/settings/statistics.js';
+import { STATS_WINDOWS, type StatsWindow } from '../../../functions/core/delivery/statistics.js';
 
 /** An endpoint's circuit in a table cell: `closed` (or `closed (slow lane)`: failing or slow, attempted apart), `open until …` (deliveries re-scheduled, not attempted) or `half-open (probing)`. */
 export const circuitText = (c: EndpointSummary['circuit'] | undefined): string => {
@@ -214,8 +216,7 @@ export function register(program: Command): void {
     .description('check that the endpoint\'s receiver verifies: correctly signed, forged, altered, unsigned, stale, future-dated, replayed and retired-secret test events (docs/webhooks.md#checking-a-receiver); exit code 1 on fail')
     .argument('<id>', 'endpoint id')
     .requiredOption('--org <id>', 'organization id')
-    // The endpoint id is positional: act() hands the action its options, so it is taken here.
-    .action((endpointId: string, ...rest: unknown[]) => act<{ org: string }>(async ({ target, options, json }) => {
+    .action(act<{ org: string }>(async ({ target, options, json, args: [endpointId] }) => {
       if (!json) console.log(safeText(`Checking the receiver of ${endpointId}…`));
       const progress = (rule: RuleResult, n: number, total: number) => {
         if (!json) console.log(safeText(`  ${n + 1}/${total} ${rule.rule}: ${rule.status === null && rule.ok ? '' : `${answerText(rule)} `}${ruleMark(rule)}`));
@@ -230,7 +231,22 @@ export function register(program: Command): void {
         console.log(`\nVerdict: ${answer.verdict.toUpperCase()} (checked at ${answer.checked_at})`);
       });
       if (answer.verdict === 'fail') process.exitCode = 1;
-    })(...rest));
+    }));
+  webhooks
+    .command('stats')
+    .description('an endpoint’s deliveries over the last 24 hours (hourly) or 7 days (daily): delivered, failed, retrying, latency')
+    .argument('<endpoint>', 'endpoint id')
+    .requiredOption('--org <id>', 'organization id')
+    .option('--window <window>', '24h or 7d', '24h')
+    .action(act<{ org: string; window: string }>(async ({ target, options, json, args }) => {
+      if (!(options.window in STATS_WINDOWS)) throw new CliError(`--window must be 24h or 7d, got "${options.window}"`, 2);
+      const stats = await endpointStatistics(target.deps, options.org, args[0], options.window as StatsWindow);
+      printResult({ json }, stats, () => {
+        const { delivered, failed, retrying, success_rate: rate } = stats.totals;
+        console.log(`Last ${stats.window}: ${delivered} delivered, ${failed} failed, ${retrying} retrying; success rate ${rate === null ? '–' : `${(rate * 100).toFixed(1)}%`}`);
+        printTable(stats.buckets.map((b) => ({ ...b, p50_ms: b.p50_ms ?? '', p95_ms: b.p95_ms ?? '' })), ['start', 'delivered', 'failed', 'retrying', 'p50_ms', 'p95_ms']);
+      });
+    }));
 }
 
 /** The receiver's answer to a rule's request: its status, or `no answer`. */

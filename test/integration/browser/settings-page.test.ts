@@ -32,7 +32,7 @@ const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const shots = path.resolve('test-artifacts/settings');
 /** The screenshots docs/settings.md shows (as docs/img/settings-<name>.png), rewritten only on request. */
 const docShots = process.env.UPDATE_SCREENSHOTS === '1' ? path.resolve('docs/img') : undefined;
-const documented = new Set(['deliveries-failed', 'deliveries-search', 'delivery-redelivered', 'endpoint-add', 'endpoint-options', 'expired-link', 'key-revoke-confirm', 'key-rotated', 'key-shown-once', 'lead-trail', 'lead-trail-mobile', 'link-expiring', 'mobile', 'page', 'recover-count']);
+const documented = new Set(['deliveries-failed', 'deliveries-search', 'delivery-redelivered', 'endpoint-add', 'endpoint-chart', 'endpoint-options', 'leads-chart', 'expired-link', 'key-revoke-confirm', 'key-rotated', 'key-shown-once', 'lead-trail', 'lead-trail-mobile', 'link-expiring', 'mobile', 'page', 'recover-count']);
 const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
 let browser: Browser;
@@ -539,6 +539,51 @@ describe('the settings page, opened from a settings link', () => {
     await page.getByLabel('Event or delivery ID').fill('');
     await button(page, 'Search').click();
   }, 240_000);
+
+  it('each endpoint shows a chart of its deliveries (24 h, 7 days) with its figures as a table, as the statistics API counts them; the overview charts the leads', async () => {
+    const card = endpointCard(page, `${receiver.url}/hooks/failing`);
+    const endpointId = (await card.getAttribute('data-endpoint-id'))!;
+    const read = async (window: string) => JSON.parse((await fetchFromPage(page, `/api/settings/webhooks/${endpointId}/stats?window=${window}`)).text) as
+      { totals: Record<string, number>; buckets: Record<string, number | string | null>[] };
+    // Its failed test event counted its attempts: retried, then failed.
+    const api = await eventually(async () => { const s = await read('24h'); return s.totals.failed >= 1 && s.totals.retrying >= 1 ? s : undefined; }, { what: 'the failing endpoint counted' });
+    // The chart is read again when its window is chosen: chosen until it shows what the API answers
+    // (deliveries of the earlier tests may still be landing).
+    const figure = card.getByTestId('endpoint-chart');
+    const captioned = (t: Record<string, number>) => `${t.delivered} delivered, ${t.failed} failed, ${t.retrying} retried`;
+    const now = await eventually(async () => {
+      const want = await read('24h');
+      await button(card, '24 h').click();
+      await card.locator('.endpoint-stats[aria-busy="false"]').waitFor();
+      return (await figure.locator('figcaption').innerText()).includes(captioned(want.totals)) ? want : undefined;
+    }, { what: 'the chart to show the statistics', intervalMs: 500 });
+    expect(now.totals.failed).toBeGreaterThanOrEqual(api.totals.failed);
+    await figure.locator('summary', { hasText: 'Show as a table' }).click();
+    const rows = figure.locator('tbody tr');
+    expect(await rows.count()).toBe(24);
+    const column = async (n: number) => (await rows.locator(`td:nth-child(${n + 1})`).allInnerTexts()).reduce((sum, text) => sum + (Number(text.replace(/\D/g, '')) || 0), 0);
+    expect({ delivered: await column(1), retrying: await column(2), failed: await column(3) })
+      .toEqual({ delivered: now.totals.delivered, retrying: now.totals.retrying, failed: now.totals.failed });
+    await card.scrollIntoViewIfNeeded();
+    await screenshot(page, 'endpoint-chart', false);
+    await button(card, '7 days').click();
+    await card.locator('.endpoint-stats[aria-busy="false"]').waitFor();
+    await card.getByTestId('endpoint-chart').locator('button[aria-pressed="true"]', { hasText: '7 days' }).waitFor();
+    expect(await card.getByTestId('endpoint-chart').locator('tbody tr').count()).toBe(7);
+
+    // The leads chart, drawn when the page opens: the organization's leads of this run (the trail's), 30 days by source.
+    const leads = await eventually(async () => {
+      const answer = JSON.parse((await fetchFromPage(page, '/api/settings/leads/stats')).text) as { totals: { leads: number } };
+      return answer.totals.leads >= 1 ? answer : undefined;
+    }, { what: 'the trail’s lead counted' });
+    await page.reload();
+    const chart = page.getByTestId('leads-chart');
+    await chart.waitFor();
+    expect(await chart.locator('svg').getAttribute('aria-hidden')).toBe('true');
+    expect(await chart.locator('tbody tr').count()).toBe(30);
+    expect(await chart.locator('figcaption').innerText()).toMatch(new RegExp(`\\b${leads.totals.leads} new leads?\\b`));
+    await screenshot(page, 'leads-chart', true, '#overview');
+  });
 
   it('axe finds no serious or critical violation, at desktop width and at 375 px', async () => {
     await page.locator('#deliveries-body[aria-busy="false"]').waitFor();

@@ -12,7 +12,7 @@ import { marshall } from '@aws-sdk/util-dynamodb';
 import type { _Record } from '@aws-sdk/client-dynamodb-streams';
 import type { DynamoDBRecord } from 'aws-lambda';
 import { toLambdaRecord } from '../../../lib/local/stream-poller.js';
-import { changeFromLambda } from '../../../functions/event-fanout/stream-batch.js';
+import { changeFromLambda } from '../../../functions/adapters/stream-records.js';
 import { derive } from '../../../functions/core/events/derive.js';
 
 export type Item = Record<string, unknown>;
