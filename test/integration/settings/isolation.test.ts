@@ -38,6 +38,7 @@ const withIds = (): [string, string, string, unknown][] => [
   ['POST', '/api/settings/webhooks/{id}/rotate-secret', `/api/settings/webhooks/${b.endpointId}/rotate-secret`, { grace_hours: 0 }],
   ['POST', '/api/settings/webhooks/{id}/test', `/api/settings/webhooks/${b.endpointId}/test`, {}],
   ['POST', '/api/settings/webhooks/{id}/check', `/api/settings/webhooks/${b.endpointId}/check`, {}],
+  ['GET', '/api/settings/webhooks/{id}/stats', `/api/settings/webhooks/${b.endpointId}/stats`, undefined],
   ['GET', '/api/settings/deliveries/{id}', `/api/settings/deliveries/${b.deliveryId}`, undefined],
   ['POST', '/api/settings/deliveries/{id}/redeliver', `/api/settings/deliveries/${b.deliveryId}/redeliver`, {}],
   ['GET', '/api/settings/deliveries', `/api/settings/deliveries?endpoint=${b.endpointId}`, undefined],
