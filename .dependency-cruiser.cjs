@@ -31,7 +31,8 @@ module.exports = {
     onlyMayImport('crm', ['platform', 'tenancy', 'intake']),
     onlyMayImport('delivery', ['platform', 'tenancy']),
     onlyMayImport('events', ['platform', 'tenancy', 'delivery', 'crm']),
-    onlyMayImport('settings', ['platform', 'tenancy', 'intake', 'crm', 'events', 'delivery']),
+    onlyMayImport('notify', ['platform', 'tenancy']),
+    onlyMayImport('settings', ['platform', 'tenancy', 'intake', 'crm', 'events', 'delivery', 'notify']),
     {
       name: 'dynamodb-sdk-only-in-stores',
       comment: 'in functions/core only a store module (<table or item family>-store.ts; the deliveries table\'s is delivery-record.ts; what the stores share is platform/dynamo-store.ts) imports the DynamoDB SDK or platform/dynamo-store.ts, besides platform/deps.ts, which builds the clients through it: everything else asks a store for a named operation (docs/architecture.md#stages-and-what-each-owns)',
