@@ -506,6 +506,7 @@ describe('the settings page, opened from a settings link', () => {
   }, 240_000);
 
   it('Notifications: an address added and saved is listed waiting for its confirmation, with the notices picked', async () => {
+    await page.locator('#notifications-body', { hasText: 'No one is sent notices yet' }).waitFor();
     await page.getByLabel('E-mail address').fill('ops@rosas.example');
     await button(page, 'Add address').click();
     await page.getByLabel('Daily digest for ops@rosas.example').uncheck();

@@ -211,6 +211,20 @@ describe('notice recipients, double opt-in and unsubscribe, over real SMTP', () 
     expect(arrived()).toHaveLength(1);
   });
 
+  it('loses no notice over a restart of the stack (the notices queue is journaled like every local queue)', async () => {
+    await mail.down();
+    const refused = mail.refused;
+    await enqueueNotice(deps, notice('lead#restart', { name: 'Katherine Johnson' }));
+    await eventually(async () => mail.refused > refused, { what: 'a try while the server is down' });
+    await stack.stop();
+    await mail.up();
+    ({ info, deps } = await stack.start());
+    const arrived = () => mail.to(ops).filter((m) => m.subject === 'New lead: Katherine Johnson');
+    await eventually(async () => arrived().length > 0, { what: 'the notice after the restart' });
+    await queueDrained();
+    expect(arrived()).toHaveLength(1);
+  }, 180_000);
+
   it('lets an operator list, add and remove recipients with `crm notifications recipients`, and `crm notifications` still lists the inbox', async () => {
     const cli = (args: string[]) => runCli(args, { stackFile: stack.stackFile });
     const added = await cli(['notifications', 'recipients', 'add', '--org', organizationId, '--email', 'Night@Shop.example', '--notices', 'endpoint.paused,endpoint.disabled']);
