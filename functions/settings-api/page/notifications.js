@@ -76,7 +76,8 @@ export async function saveNotifications(event) {
     ({ recipients } = await api('/notifications', { method: 'PUT', body: { recipients: recipients.map((r) => ({ email: r.email, notices: r.notices })) } }));
     render();
     const pending = recipients.filter((r) => r.status === 'pending').length;
-    flash($('notifications-status'), pending ? `Saved. ${pending} address(es) wait for their confirmation e-mail to be followed.` : 'Saved.');
+    flash($('notifications-status'), pending === 1 ? 'Saved. 1 address waits for its confirmation e-mail to be followed.'
+      : pending ? `Saved. ${pending} addresses wait for their confirmation e-mail to be followed.` : 'Saved.');
   } catch (error) {
     if (error.status !== 401) fill($('notifications-status'), problemAlert(error));
   } finally {
