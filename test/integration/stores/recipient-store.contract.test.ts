@@ -48,4 +48,16 @@ describe.each(implementations)('the recipient store on %s', (_name, implementati
     expect(await store.setStatus(org, 'a@shop.example', { to: 'suppressed', from: ['pending', 'confirmed'], reason: 'bounced', at })).toBe(true);
     expect(await store.getRecipient(org, 'a@shop.example')).toEqual({ ...pending('a@shop.example', 1000), status: 'suppressed', confirmedAt: at, suppressedAt: at, suppressedReason: 'bounced' });
   });
+
+  it('counts a day\'s confirmation e-mails up to a bound, and nothing past it', async () => {
+    const impl = await implementation();
+    const store = recipientStore(impl.deps);
+    const org = newId('org', 12);
+    expect(await store.countConfirmations(org, '2030-01-15', 8, 10)).toBe(true);
+    expect(await store.countConfirmations(org, '2030-01-15', 3, 10)).toBe(false);
+    expect(await store.countConfirmations(org, '2030-01-15', 2, 10)).toBe(true);
+    expect(await store.countConfirmations(org, '2030-01-15', 1, 10)).toBe(false);
+    expect(await store.countConfirmations(org, '2030-01-16', 10, 10)).toBe(true);
+    expect(await impl.read('organizations', { pk: `ORG#${org}`, sk: 'CONFIRMATIONS#2030-01-15' })).toEqual({ pk: `ORG#${org}`, sk: 'CONFIRMATIONS#2030-01-15', entity: 'notice_confirmations', count: 10 });
+  });
 });

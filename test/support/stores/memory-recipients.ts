@@ -5,7 +5,7 @@
  * is not (and then nothing of the change is written), a status moved only from the statuses named
  * and for the addition named. test/integration/stores/recipient-store.contract.test.ts holds the two to one behaviour.
  */
-import { RECIPIENT_PREFIX, recipientItem, recipientKey, toRecipient, type RecipientStore } from '../../../functions/core/notify/recipient-store.js';
+import { RECIPIENT_PREFIX, confirmationsKey, recipientItem, recipientKey, toRecipient, type RecipientStore } from '../../../functions/core/notify/recipient-store.js';
 import { keys } from '../../../functions/core/platform/model.js';
 
 type Item = Record<string, unknown>;
@@ -35,6 +35,14 @@ export function memoryRecipientStore(items: Map<string, Item>): RecipientStore {
       if (change.to === 'confirmed') item.confirmedAt = change.at;
       if (change.to === 'suppressed') item.suppressedAt = change.at;
       if (change.reason) item.suppressedReason = change.reason;
+      return true;
+    },
+    countConfirmations: async (organizationId, day, count, max) => {
+      const key = confirmationsKey(organizationId, day);
+      const item = items.get(id(key)) ?? { ...key, entity: 'notice_confirmations' };
+      const now = Number(item.count ?? 0);
+      if (item.count !== undefined && now > max - count) return false;
+      items.set(id(key), { ...item, count: now + count });
       return true;
     },
   };

@@ -5,7 +5,7 @@
  */
 import { describe, it, expect } from '@jest/globals';
 import { signLink, verifyLink, CONFIRM_LINK_DAYS } from '../../../functions/core/notify/notice-links.js';
-import { normalizeAddress, picks, setRecipients, confirmRecipient } from '../../../functions/core/notify/recipients.js';
+import { normalizeAddress, picks, setRecipients, confirmRecipient, listRecipients, MAX_CONFIRMATIONS_PER_DAY, MAX_RECIPIENTS } from '../../../functions/core/notify/recipients.js';
 import { suppressionsOf } from '../../../functions/core/notify/mail-feedback.js';
 import { memoryStores } from '../../support/stores/memory-deps.js';
 import type { Deps } from '../../../functions/core/platform/deps.js';
@@ -59,6 +59,24 @@ describe('recipients', () => {
     expect(await confirmRecipient(deps, secret, first)).toEqual({ done: false, reason: 'gone' });
     const second = signLink(secret, { organizationId: 'org_a', email: 'ops@shop.example', purpose: 'confirm', addedAt: memory.clock.now() });
     expect(await confirmRecipient(deps, secret, second)).toEqual({ done: true, organizationId: 'org_a', email: 'ops@shop.example' });
+  });
+});
+
+describe('confirmation e-mails', () => {
+  it(`are at most ${MAX_CONFIRMATIONS_PER_DAY} an organization's day: past it, new addresses are a 429 and nothing is written; the next day they go`, async () => {
+    const memory = memoryStores();
+    const queued: unknown[] = [];
+    const deps = { ...memory.deps, sqs: { send: async (command: { input: unknown }) => void queued.push(command.input) } } as unknown as Deps;
+    const batch = (n: number) => Array.from({ length: MAX_RECIPIENTS }, (_, i) => ({ email: `a${n}-${i}@shop.example`, notices: ['lead.created'] }));
+    for (let n = 0; n < MAX_CONFIRMATIONS_PER_DAY / MAX_RECIPIENTS; n += 1) await setRecipients(deps, 'org_a', batch(n));
+    expect(queued).toHaveLength(MAX_CONFIRMATIONS_PER_DAY);
+    const before = await listRecipients(deps, 'org_a');
+    await expect(setRecipients(deps, 'org_a', [...before, { email: 'one-more@shop.example', notices: [] }].slice(-MAX_RECIPIENTS))).rejects.toMatchObject({ status: 429 });
+    expect(await listRecipients(deps, 'org_a')).toEqual(before);
+    expect(queued).toHaveLength(MAX_CONFIRMATIONS_PER_DAY);
+    memory.clock.advance(86_400_000);
+    await setRecipients(deps, 'org_a', [{ email: 'one-more@shop.example', notices: [] }]);
+    expect(queued).toHaveLength(MAX_CONFIRMATIONS_PER_DAY + 1);
   });
 });
 
