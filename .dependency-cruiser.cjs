@@ -2,6 +2,7 @@
  * Import rules of the domain (docs/architecture.md#import-rules): folders follow the pipeline and imports point one way.
  *   platform ← tenancy ← intake;  platform ← events → delivery;  crm reads tenancy and intake
  *   (the clients store is intake's, intake/clients-store.ts, so crm and settings reach it without a cycle);
+ *   notify (telling people by e-mail) reads platform and tenancy, and settings reads it;
  *   the domain never imports handlers (functions/<name>/), the adapters, the front door, the CLI,
  *   the local stack or the CDK stacks; nothing in functions/ imports lib/ (lib/topology.ts reads
  *   functions/core/platform/bindings.ts instead). `npm run lint:deps` (part of `npm test`) fails on any violation.
@@ -31,7 +32,8 @@ module.exports = {
     onlyMayImport('crm', ['platform', 'tenancy', 'intake']),
     onlyMayImport('delivery', ['platform', 'tenancy']),
     onlyMayImport('events', ['platform', 'tenancy', 'delivery', 'crm']),
-    onlyMayImport('settings', ['platform', 'tenancy', 'intake', 'crm', 'events', 'delivery']),
+    onlyMayImport('notify', ['platform', 'tenancy']),
+    onlyMayImport('settings', ['platform', 'tenancy', 'intake', 'crm', 'events', 'delivery', 'notify']),
     {
       name: 'dynamodb-sdk-only-in-stores',
       comment: 'in functions/core only a store module (<table or item family>-store.ts; the deliveries table\'s is delivery-record.ts; what the stores share is platform/dynamo-store.ts) imports the DynamoDB SDK or platform/dynamo-store.ts, besides platform/deps.ts, which builds the clients through it: everything else asks a store for a named operation (docs/architecture.md#stages-and-what-each-owns)',

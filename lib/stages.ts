@@ -57,6 +57,15 @@ export interface StageConfig {
   pointInTimeRecoveryDays?: number;
   /** AWS Backup of the durable tables (on top of point-in-time recovery), or none. */
   backup?: BackupConfig;
+  /** Notices by e-mail (docs/deploy.md "E-mail"); absent: the configuration's default sender, whose domain must then be verified. */
+  notices?: NoticesConfig;
+}
+
+export interface NoticesConfig {
+  /** The From of every notice, an address of a domain verified in SES in the stage's region: `CRM <notices@crm.example.com>`. */
+  sender: string;
+  /** The base URL of the confirm and unsubscribe links (a custom domain of the API); absent: the API's execute-api URL. */
+  linkBaseUrl?: string;
 }
 
 /**
@@ -79,6 +88,7 @@ export const stages: Record<string, StageConfig> = {
     account: '111111111111',
     region: 'eu-west-1',
     alarmEmail: 'oncall@example.com',
+    notices: { sender: 'CRM notices <notices@crm.example.com>' },
     leadIntakeReservedConcurrency: 100,
     // A year, encrypted with the stack's own key: what Control Tower's proactive controls require.
     logRetentionDays: 365,

@@ -11,6 +11,7 @@ import { closedDelivery, loadDeliveries, openDelivery, recover, redeliverAllFail
 import { loadAudit, loadRequests, renderOverview, renderQuickstart } from './logs.js';
 import { closedTrail } from './trail.js';
 import { leadsChart } from './charts.js';
+import { addRecipient, loadNotifications, saveNotifications } from './notifications.js';
 
 /** How often an open page refreshes the endpoints' state and the first page of deliveries. */
 const LIVE_MS = 5_000;
@@ -24,6 +25,8 @@ function wire() {
   $('add-endpoint').addEventListener('click', () => endpointDialog(null));
   $('redeliver-failed').addEventListener('click', redeliverAllFailed);
   $('recover').addEventListener('click', recover);
+  $('recipient-form').addEventListener('submit', addRecipient);
+  $('save-notifications').addEventListener('click', saveNotifications);
   $('refresh-deliveries').addEventListener('click', (e) => busy(e.currentTarget, 'Refreshing…', () => loadDeliveries(), $('deliveries-status')));
   $('refresh-requests').addEventListener('click', (e) => busy(e.currentTarget, 'Refreshing…', () => loadRequests(), $('requests-body')));
   $('refresh-audit').addEventListener('click', (e) => busy(e.currentTarget, 'Refreshing…', () => loadAudit(), $('audit-body')));
@@ -81,7 +84,7 @@ async function load() {
   renderOverview(settings);
   renderQuickstart(settings);
   await loadCatalog().catch(() => undefined);
-  await Promise.all([loadKeys(), loadWebhooks().then(() => loadDeliveries()), renderEventFilter(), loadRequests(), loadAudit(), leadsChart($('leads-chart'))]);
+  await Promise.all([loadKeys(), loadWebhooks().then(() => loadDeliveries()), renderEventFilter(), loadRequests(), loadAudit(), leadsChart($('leads-chart')), loadNotifications()]);
   if (!started) {
     started = true;
     live();
