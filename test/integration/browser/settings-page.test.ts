@@ -584,6 +584,7 @@ describe('the settings page, opened from a settings link', () => {
     expect(await chart.locator('tbody tr').count()).toBe(30);
     expect(await chart.locator('figcaption').innerText()).toMatch(new RegExp(`\\b${leads.totals.leads} new leads?\\b`));
     await screenshot(page, 'leads-chart', true, '#overview');
+  });
 
   it('Notifications: an address added and saved is listed waiting for its confirmation, with the notices picked', async () => {
     await page.locator('#notifications-body', { hasText: 'No one is sent notices yet' }).waitFor();
