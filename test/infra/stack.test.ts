@@ -244,6 +244,13 @@ describe('the CDK stack', () => {
     expect(sendsTo.sort()).toEqual([...named]);
   });
 
+  it('lets delivery statistics update its counters alone: UpdateItem on the deliveries table, only of STATS# partitions', () => {
+    expect(statementsOn('deliveryStatistics', tableRef('deliveries'))).toEqual([{
+      actions: ['dynamodb:UpdateItem'],
+      condition: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['STATS#*'] }, Null: { 'dynamodb:LeadingKeys': 'false' } },
+    }]);
+  });
+
   it('lets the sweeper re-queue parked deliveries and clear their due entries, nothing more: no other table, no consuming, no dead-letter or slow-lane queue', () => {
     const deliveries = actionsOn('deliverySweeper', tableRef('deliveries'));
     expect(deliveries).toEqual(expect.arrayContaining(['dynamodb:Query', 'dynamodb:BatchGetItem', 'dynamodb:UpdateItem']));
