@@ -157,8 +157,6 @@ function judged(rule: RuleName, result: PostResult): boolean {
 }
 
 export interface CheckOptions {
-  /** Each rule as it is judged (the CLI's progress). */
-  progress?: (rule: RuleResult, index: number, total: number) => void;
   /** The SSRF guard as a lookup (tests decide on a stubbed resolver); default: the stage's allow-list. */
   lookup?: LookupFunction;
 }
@@ -207,7 +205,7 @@ export async function checkReceiver(deps: Deps, organizationId: string, endpoint
   const stored: StoredCheck['rules'] = [];
   const sent: { planned: Planned; result: PostResult }[] = [];
   let stop = false;
-  for (const [n, step] of series.entries()) {
+  for (const step of series) {
     let outcome: StoredCheck['rules'][number];
     if ('note' in step) {
       outcome = { rule: step.rule, status: null, ok: true, note: step.note };
@@ -222,7 +220,6 @@ export async function checkReceiver(deps: Deps, organizationId: string, endpoint
       if (step.rule === 'signed' && outcome.status === null) stop = true;
     }
     stored.push(outcome);
-    options.progress?.(checkAnswer({ verdict: 'fail', checkedAt: '', rules: [outcome] }).rules[0], n, series.length);
   }
   const verdict = stored.every((r) => r.ok || ADVISORY.has(r.rule as RuleName)) ? 'pass' : 'fail';
   const check: StoredCheck = { verdict, checkedAt: new Date(started).toISOString(), rules: stored };

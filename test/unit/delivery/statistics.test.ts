@@ -167,6 +167,9 @@ describe('recording a batch', () => {
       // Not delivery records, or not changes that count.
       change('modify', {}, { pk: 'ORG#org_1', sk: 'EVENT#evt_1', organizationId: 'org_1' }),
       change('remove', record('delivered', [first]), record('delivered', [first])),
+      // The receiver check's sends: refusals it asked for, not the endpoint's traffic.
+      change('modify', { ...record('pending', []), check: true }, { ...record('failed', [first]), check: true }),
+      change('modify', { ...record('failed', [first]), check: true }, { ...record('delivered', [first, second]), check: true }),
     ], now)).toEqual([
       { organizationId: 'org_1', endpointId: 'ep_a', at: Date.parse(first.at), latencyMs: 80, count: 'retrying' },
       { organizationId: 'org_1', endpointId: 'ep_a', at: Date.parse(second.at), latencyMs: 30 },
