@@ -176,9 +176,10 @@ export const secretName = (stage: string, name: SecretName) => `crm/${stage}/${n
  * `readUpdate`: reads, PutItem and UpdateItem (in transactions too), never DeleteItem or BatchWriteItem.
  * An object: exactly the actions named (on the table, and on one of its indexes), where the sets
  * above would give more than the job needs (Scan, BatchGetItem on PII); with `attributes`, reads
- * on the table that project those attributes alone (IAM-enforced).
+ * on the table that project those attributes alone (IAM-enforced); with `leadingKeys`, only items
+ * whose partition key matches one of these patterns (`dynamodb:LeadingKeys`, IAM-enforced).
  */
-export type TableGrant = { actions: readonly string[]; index?: { name: string; actions: readonly string[] }; attributes?: readonly string[] };
+export type TableGrant = { actions: readonly string[]; index?: { name: string; actions: readonly string[] }; attributes?: readonly string[]; leadingKeys?: readonly string[] };
 /** A list of grants: each its own statement (e.g. GetItem projecting some attributes, Query projecting others). */
 export type TableAccess = 'read' | 'readFields' | 'readUpdate' | 'write' | 'readWrite' | TableGrant | readonly TableGrant[];
 /** `consumeWithBackoff`: consume, and set a failed message's visibility (ChangeMessageVisibility) so its next try waits. */
@@ -303,8 +304,8 @@ export const functions = {
     description: 'Counts delivery outcomes per endpoint and hour from the deliveries table\'s stream, one write per endpoint-hour a batch touched',
     timeoutSeconds: 30,
     memoryMb: 256,
-    // Adds to its counters only: no read of a delivery record or of anything else.
-    tables: { deliveries: { actions: ['dynamodb:UpdateItem'] } },
+    // Adds to its counters only (their `STATS#<org>` partitions): no read, no write of a delivery record.
+    tables: { deliveries: { actions: ['dynamodb:UpdateItem'], leadingKeys: ['STATS#*'] } },
     queues: {},
     // A minute's records per invocation (docs/capacity.md "Statistics"); a batch that keeps failing is
     // dropped after its retries: statistics are best effort, the delivery log is the record.

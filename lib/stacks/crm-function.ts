@@ -141,7 +141,8 @@ export class CrmFunction extends NodejsFunction {
     }
     if (typeof access === 'object') {
       // Exactly the actions named, on the table itself and the one index named: no `index/*` wildcard.
-      this.addToRolePolicy(new iam.PolicyStatement({ actions: [...access.actions], resources: [table.tableArn], ...(access.attributes ? { conditions: attributeConditions(access.actions, access.attributes) } : {}) }));
+      const conditions = { ...(access.attributes ? attributeConditions(access.actions, access.attributes) : {}), ...(access.leadingKeys ? partitionConditions(access.leadingKeys) : {}) };
+      this.addToRolePolicy(new iam.PolicyStatement({ actions: [...access.actions], resources: [table.tableArn], ...(Object.keys(conditions).length ? { conditions } : {}) }));
       if (access.attributes) for (const deny of wholeItemDenials(access.actions, table.tableArn)) this.addToRolePolicy(deny);
       if (access.index) this.addToRolePolicy(new iam.PolicyStatement({ actions: [...access.index.actions], resources: [`${table.tableArn}/index/${access.index.name}`] }));
       this.addEnvironment(spec.envVar, table.tableName);
@@ -219,6 +220,17 @@ export function attributeConditions(actions: readonly string[], attributes: read
     throw new Error(`an attribute grant mixes ${reads.join(', ')} with ${actions.filter((a) => !reads.includes(a)).join(', ')}: split it into one grant per kind`);
   }
   return projecting(attributes, reads.length ? 'StringEquals' : 'StringEqualsIfExists');
+}
+
+/**
+ * IAM conditions limiting a grant to items whose partition key matches `patterns`. `Null: false`
+ * because `ForAllValues` matches a request naming no key vacuously; every item action names one.
+ */
+export function partitionConditions(patterns: readonly string[]) {
+  return {
+    'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [...patterns] },
+    Null: { 'dynamodb:LeadingKeys': 'false' },
+  };
 }
 
 /**

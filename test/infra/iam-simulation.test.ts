@@ -111,6 +111,16 @@ describe('least privilege, simulated on the prod roles', () => {
     expect(await decideAll('leadIntake', requests)).toEqual(every(requests.map(([a, r]) => `${a} ${r}`), 'ImplicitlyDenied'));
   });
 
+  it('delivery statistics may update its counters (STATS#<org>) and no delivery record, nor read anything', async () => {
+    const deliveries = tableArn('deliveries');
+    expect(await decide('deliveryStatistics', 'dynamodb:UpdateItem', deliveries, { 'dynamodb:LeadingKeys': ['STATS#org_1'] })).toBe('Allowed');
+    expect(await decide('deliveryStatistics', 'dynamodb:UpdateItem', deliveries, { 'dynamodb:LeadingKeys': ['ORG#org_1'] })).toBe('ImplicitlyDenied');
+    expect(await decide('deliveryStatistics', 'dynamodb:UpdateItem', deliveries)).toBe('ImplicitlyDenied');
+    for (const action of ['dynamodb:PutItem', 'dynamodb:GetItem', 'dynamodb:DeleteItem']) {
+      expect([action, await decide('deliveryStatistics', action, deliveries, { 'dynamodb:LeadingKeys': ['STATS#org_1'] })]).toEqual([action, 'ImplicitlyDenied']);
+    }
+  });
+
   it('the settings API cannot consume the dead-letter queues (nor any queue), only send to the delivery queue', async () => {
     const parked = (Object.keys(queues) as QueueName[]).filter((q) => !queueSpecs[q].deadLetter);
     expect(parked.length).toBeGreaterThanOrEqual(3);
@@ -183,7 +193,10 @@ describe('least privilege, simulated on the prod roles', () => {
           }
         } else {
           for (const grant of [access].flat()) {
-            const context = grant.attributes ? { 'dynamodb:Attributes': [...grant.attributes], 'dynamodb:Select': 'SPECIFIC_ATTRIBUTES' } : undefined;
+            const context = grant.attributes || grant.leadingKeys ? {
+              ...(grant.attributes ? { 'dynamodb:Attributes': [...grant.attributes], 'dynamodb:Select': 'SPECIFIC_ATTRIBUTES' } : {}),
+              ...(grant.leadingKeys ? { 'dynamodb:LeadingKeys': grant.leadingKeys.map((k) => k.replace('*', 'org_1')) } : {}),
+            } : undefined;
             for (const action of grant.actions) expect_(action, tableArn(table), 'Allowed', context);
             for (const action of grant.index?.actions ?? []) expect_(action, `${tableArn(table)}/index/${grant.index!.name}`, 'Allowed');
           }

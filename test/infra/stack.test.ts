@@ -244,6 +244,15 @@ describe('the CDK stack', () => {
     expect(sendsTo.sort()).toEqual([...named]);
   });
 
+  it('lets delivery statistics update its counters alone: UpdateItem on the deliveries table, only of STATS# partitions', () => {
+    // Its event source reads the table's stream (DescribeStream, GetRecords, GetShardIterator): no item action.
+    const onItems = statementsOn('deliveryStatistics', tableRef('deliveries')).filter((st) => !st.actions.every((a) => ['dynamodb:DescribeStream', 'dynamodb:GetRecords', 'dynamodb:GetShardIterator'].includes(a)));
+    expect(onItems).toEqual([{
+      actions: ['dynamodb:UpdateItem'],
+      condition: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['STATS#*'] }, Null: { 'dynamodb:LeadingKeys': 'false' } },
+    }]);
+  });
+
   it('lets the sweeper re-queue parked deliveries and clear their due entries, nothing more: no other table, no consuming, no dead-letter or slow-lane queue', () => {
     const deliveries = actionsOn('deliverySweeper', tableRef('deliveries'));
     expect(deliveries).toEqual(expect.arrayContaining(['dynamodb:Query', 'dynamodb:BatchGetItem', 'dynamodb:UpdateItem']));

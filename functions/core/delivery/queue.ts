@@ -112,7 +112,12 @@ type StoredDelivery = Omit<DeliveryRecord, 'payload'> & Record<string, unknown>;
 /** What recording a delivery reads of its endpoint: which one, and whether it is enabled (as the fan-out read it). */
 export type EndpointState = Pick<WebhookEndpoint, 'id' | 'enabled' | 'disabledReason'>;
 /** One delivery to record: an event for one endpoint subscribed to it. */
-export interface PlannedDelivery { event: EventPayload; endpoint: EndpointState }
+export interface PlannedDelivery {
+  event: EventPayload;
+  endpoint: EndpointState;
+  /** A send of the receiver check: its record says so (DeliveryRecord.check). */
+  check?: true;
+}
 
 /** Recorded deliveries: the messages to send, then the events' payload items to write (queueDeliveries). */
 export interface RecordedDeliveries { messages: DeliveryMessage[]; events: Record<string, unknown>[] }
@@ -129,7 +134,7 @@ export async function recordDeliveries(deps: Deps, planned: PlannedDelivery[]): 
   const now = new Date(deps.now()).toISOString();
   const expiry = expiresAt(deps);
   const byId = new Map<string, { record: StoredDelivery; message: DeliveryMessage; event: EventPayload; stored: EventPayload }>();
-  for (const { event, endpoint } of planned) {
+  for (const { event, endpoint, check } of planned) {
     const id = deliveryIdFor(event.id, endpoint.id);
     if (byId.has(id)) continue;
     const message: DeliveryMessage = { deliveryId: id, organizationId: event.organization_id, endpointId: endpoint.id, payload: event, round: deps.now() };
@@ -144,6 +149,7 @@ export async function recordDeliveries(deps: Deps, planned: PlannedDelivery[]): 
       ...keys.delivery(event.organization_id, id), ...keys.deliveryIndex(id), entity: 'delivery',
       id, organizationId: event.organization_id, endpointId: endpoint.id, eventId: event.id, eventType: event.type,
       status, ...(reason ? { reason } : {}), ...(tooBig ? { payloadOmitted: true } : {}), // never sent: see deliver.ts hollowPayloadReason
+      ...(check ? { check: true } : {}),
       attempts: [], createdAt: now, updatedAt: now, expiresAt: expiry,
     } satisfies StoredDelivery;
     byId.set(id, { record, message, event, stored: tooBig ? { ...event, data: { object: {} } } : event });

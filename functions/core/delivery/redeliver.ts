@@ -99,7 +99,9 @@ export async function redeliverFailed(
   options: RedeliverOptions & { maxMessages?: number; /** At most this many per call (newest first); the rest are counted in `remaining`. */ limit?: number } = {},
 ): Promise<{ redriven: number; hollow: number; remaining: number; deadLetters?: DeadLetterPass }> {
   // Payloads only for the ones this call re-queues (a bounded call over a long backlog reads 500, not all).
-  const listed = await listDeliveries(deps, filter.organizationId, { ...filter, status: 'failed', limit: Number.MAX_SAFE_INTEGER, payloads: false });
+  const listed = (await listDeliveries(deps, filter.organizationId, { ...filter, status: 'failed', limit: Number.MAX_SAFE_INTEGER, payloads: false }))
+    // The receiver check's sends failed as asked (DeliveryRecord.check): never sent again in bulk.
+    .filter((item) => !item.check);
   const redeliverable = listed.filter((item) => !hollowPayloadReason(item));
   const failed = await withPayloads(deps, redeliverable.slice(0, options.limit ?? redeliverable.length));
   let done = 0;

@@ -7,7 +7,8 @@
  *   - the status moved to `delivered`: one `delivered`; to `failed`: one `failed` (its last attempt
  *     failed, a 410 disabled the endpoint, or the queue gave up on it).
  * A redelivery that starts a new round counts nothing by itself; its attempts count as they come.
- * Event items, statistics counters and TTL deletions are no outcome.
+ * Event items, statistics counters and TTL deletions are no outcome, nor are the receiver check's
+ * sends (`check: true`, events/receiver-check.ts): refusals asked for, not the endpoint's traffic.
  */
 import type { DeliverySample } from '../delivery/record-statistics.js';
 import type { Item, StreamChange } from './stream-changes.js';
@@ -22,6 +23,7 @@ const timeOf = (iso: unknown, fallback: number) => (typeof iso === 'string' && !
 export function outcomesOf(changes: StreamChange[], now: number): DeliverySample[] {
   return changes.flatMap(({ kind, newImage: after, oldImage: before }) => {
     if ((kind !== 'insert' && kind !== 'modify') || !after || !String(after.sk ?? '').startsWith('DELIVERY#')) return [];
+    if (after.check === true) return [];
     const { organizationId, endpointId } = after;
     if (typeof organizationId !== 'string' || typeof endpointId !== 'string') return [];
     const seen = new Set(attemptsOf(before).map(keyOf));

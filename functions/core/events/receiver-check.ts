@@ -157,19 +157,32 @@ function judged(rule: RuleName, result: PostResult): boolean {
 }
 
 export interface CheckOptions {
-  /** Each rule as it is judged (the CLI's progress). */
-  progress?: (rule: RuleResult, index: number, total: number) => void;
   /** The SSRF guard as a lookup (tests decide on a stubbed resolver); default: the stage's allow-list. */
   lookup?: LookupFunction;
 }
 
 /** Checks of one endpoint in any 60 s (tenancy/rate-limit.ts: closed sub-windows, never over-admitting). */
 export const CHECKS_PER_MINUTE = 1;
+/**
+ * Checks of one organization in any 60 s, and of one URL origin per organization: an endpoint
+ * deleted and added again is a new id, so the per-endpoint limit alone would let the check's
+ * requests be aimed at a host as fast as the settings API allows calls (docs/webhooks.md#checking-a-receiver).
+ */
+export const ORGANIZATION_CHECKS_PER_MINUTE = 3;
+export const ORIGIN_CHECKS_PER_MINUTE = 1;
+
+/** The check's limits, most specific first: a refusal by one leaves the broader ones untouched. */
+const checkLimits = (organizationId: string, endpoint: WebhookEndpoint): [key: string, limit: number][] => [
+  [`receiver-check#${organizationId}#${endpoint.id}`, CHECKS_PER_MINUTE],
+  [`receiver-check#${organizationId}#origin#${new URL(endpoint.url).origin}`, ORIGIN_CHECKS_PER_MINUTE],
+  [`receiver-check#${organizationId}`, ORGANIZATION_CHECKS_PER_MINUTE],
+];
 
 /**
  * Runs the check on an endpoint of the organization and keeps its result on the endpoint. 404 for
  * an endpoint not of the organization; 409 for a disabled endpoint or an open circuit; 429 with
- * Retry-After for a second check within a minute.
+ * Retry-After for a second check of the endpoint or of its URL's origin within a minute, or a
+ * fourth of the organization.
  */
 export async function checkReceiver(deps: Deps, organizationId: string, endpointId: string, options: CheckOptions = {}): Promise<CheckAnswer> {
   await requireOrganization(deps, organizationId);
@@ -181,8 +194,10 @@ export async function checkReceiver(deps: Deps, organizationId: string, endpoint
   if (!deps.config.local && !endpoint.url.startsWith('https:')) throw conflict(`The endpoint ${endpoint.id}'s URL is not https: update it, then check it.`);
   if (activeSecrets(endpoint, deps.now()).length === 0) throw conflict(`The endpoint ${endpoint.id} has no active signing secret: rotate it, then check it.`);
   // Counted once nothing else refuses it: a refused check does not make the next one wait.
-  const limit = await checkRateLimit(deps, `receiver-check#${organizationId}#${endpoint.id}`, CHECKS_PER_MINUTE);
-  if (!limit.allowed) throw tooManyRequests(limit.retryAfterSeconds ?? 60);
+  for (const [key, allowed] of checkLimits(organizationId, endpoint)) {
+    const limit = await checkRateLimit(deps, key, allowed);
+    if (!limit.allowed) throw tooManyRequests(limit.retryAfterSeconds ?? 60);
+  }
 
   const started = deps.now();
   const signer = signerFor(endpoint, started);
@@ -190,7 +205,7 @@ export async function checkReceiver(deps: Deps, organizationId: string, endpoint
   const stored: StoredCheck['rules'] = [];
   const sent: { planned: Planned; result: PostResult }[] = [];
   let stop = false;
-  for (const [n, step] of series.entries()) {
+  for (const step of series) {
     let outcome: StoredCheck['rules'][number];
     if ('note' in step) {
       outcome = { rule: step.rule, status: null, ok: true, note: step.note };
@@ -205,7 +220,6 @@ export async function checkReceiver(deps: Deps, organizationId: string, endpoint
       if (step.rule === 'signed' && outcome.status === null) stop = true;
     }
     stored.push(outcome);
-    options.progress?.(checkAnswer({ verdict: 'fail', checkedAt: '', rules: [outcome] }).rules[0], n, series.length);
   }
   const verdict = stored.every((r) => r.ok || ADVISORY.has(r.rule as RuleName)) ? 'pass' : 'fail';
   const check: StoredCheck = { verdict, checkedAt: new Date(started).toISOString(), rules: stored };
@@ -236,14 +250,15 @@ async function send(deps: Deps, endpoint: WebhookEndpoint, step: Planned, starte
 
 /**
  * The sends as test deliveries in the delivery log (recorded, never queued): one per event with its
- * attempt; the replay, the first event's second attempt. Best effort: the check's answer stands if
- * the log cannot be written.
+ * attempt; the replay, the first event's second attempt. Each record is marked `check: true`: the
+ * statistics do not count it and no bulk re-delivery sends it again (docs/webhooks.md#checking-a-receiver).
+ * Best effort: the check's answer stands if the log cannot be written.
  */
 async function recordSends(deps: Deps, endpoint: WebhookEndpoint, sent: { planned: Planned; result: PostResult }[]): Promise<void> {
   if (sent.length === 0) return;
   try {
     const events = [...new Map(sent.map(({ planned }) => [planned.event.id, planned.event])).values()];
-    const recorded = await recordDeliveries(deps, events.map((event) => ({ event, endpoint })));
+    const recorded = await recordDeliveries(deps, events.map((event) => ({ event, endpoint, check: true as const })));
     await deliveryStore(deps).recorded(recorded.events);
     const outcomes = new Map<string, { attempts: number; delivered: boolean }>();
     for (const { planned, result } of sent) {

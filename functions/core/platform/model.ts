@@ -220,6 +220,11 @@ export interface DeliveryRecord {
   payload: EventPayload;
   /** The event was too big for the queue: `payload` keeps only its envelope and is never sent. */
   payloadOmitted?: boolean;
+  /**
+   * A send of the receiver check (events/receiver-check.ts), recorded, never queued: listed in the
+   * delivery log, but no outcome for the statistics and never re-sent by a bulk re-delivery.
+   */
+  check?: boolean;
   /** The most recent attempts (at most 20: delivery/attempt-log.ts); older ones are only counted. */
   attempts: DeliveryAttempt[];
   /** Attempts dropped from `attempts` to keep the record bounded. */

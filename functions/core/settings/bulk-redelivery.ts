@@ -4,7 +4,8 @@
  * condition (delivery-summaries.ts), newest first, and stops once it holds a call's worth of failed
  * deliveries or has looked at BULK_READ_BUDGET index keys: it never reads the organization's whole
  * partition, and when it stopped early its counts are lower bounds (`more: true`). Deliveries to a
- * disabled endpoint are left out and counted (they would only be skipped again).
+ * disabled endpoint are left out and counted (they would only be skipped again). The receiver
+ * check's sends are left out: their failures were asked for (DeliveryRecord.check).
  */
 import type { Deps } from '../platform/deps.js';
 import { hollowPayloadReason } from '../delivery/deliver.js';
@@ -37,7 +38,7 @@ export async function scanFailed(
   const cap = options.cap ?? REDELIVER_ALL_MAX;
   let budget = options.budget ?? BULK_READ_BUDGET;
   const scan: BulkScan = { redeliverable: [], retrying: 0, hollow: 0, endpointDisabled: 0, more: false };
-  const keep = (d: DeliverySummaryRecord) => (!filter.endpointId || d.endpointId === filter.endpointId) && (d.status === 'failed' || isRetrying(d));
+  const keep = (d: DeliverySummaryRecord) => !d.check && (!filter.endpointId || d.endpointId === filter.endpointId) && (d.status === 'failed' || isRetrying(d));
   let after: SummaryCursor | undefined;
   for (;;) {
     // Each page looks at most at the budget left; its `next` is where the following one starts.

@@ -15,7 +15,7 @@ import type { CreatedKey } from '../delivery/delivery-state.js';
 /** What deliverySummary (views.ts) shows: no payload. */
 export type DeliverySummaryRecord = Omit<DeliveryRecord, 'payload'>;
 
-const shown = ['pk', 'sk', 'id', 'organizationId', 'endpointId', 'eventId', 'eventType', 'status', 'reason', 'attempts', 'olderAttempts', 'createdAt', 'updatedAt', 'nextAttemptAt', 'payloadOmitted'];
+const shown = ['pk', 'sk', 'id', 'organizationId', 'endpointId', 'eventId', 'eventType', 'status', 'reason', 'attempts', 'olderAttempts', 'createdAt', 'updatedAt', 'nextAttemptAt', 'payloadOmitted', 'check'];
 /** The index the lists read (lib/topology.ts `deliveries.globalIndexes`), through the delivery store. */
 export { BY_CREATED_INDEX } from '../delivery/delivery-record.js';
 /** Index keys one call looks at, at most, before answering a short page with a cursor. */

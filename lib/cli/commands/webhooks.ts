@@ -3,7 +3,8 @@ import type { Command } from 'commander';
 import { addEndpoint, listEndpoints, removeEndpoint, rotateSecret, updateEndpoint, type EndpointSummary } from '../../../functions/core/delivery/endpoints.js';
 import { SIGNING_SCHEMES, type SigningScheme } from '../../../functions/core/delivery/signing.js';
 import { sendTestEvent } from '../../../functions/core/events/test-event.js';
-import { checkReceiver, type RuleResult } from '../../../functions/core/events/receiver-check.js';
+import type { CheckAnswer, RuleResult } from '../../../functions/core/events/receiver-check.js';
+import { callSettingsApi } from '../settings-api.js';
 import { CliError, printResult, printTable, safeText } from '../output.js';
 import { act } from '../run.js';
 import { waitForFirstOutcome } from '../../../functions/core/delivery/first-outcome.js';
@@ -213,15 +214,13 @@ export function register(program: Command): void {
     }));
   webhooks
     .command('check')
-    .description('check that the endpoint\'s receiver verifies: correctly signed, forged, altered, unsigned, stale, future-dated, replayed and retired-secret test events (docs/webhooks.md#checking-a-receiver); exit code 1 on fail')
+    .description('check that the endpoint\'s receiver verifies: correctly signed, forged, altered, unsigned, stale, future-dated, replayed and retired-secret test events, sent by the stack\'s settings API (docs/webhooks.md#checking-a-receiver); exit code 1 on fail')
     .argument('<id>', 'endpoint id')
     .requiredOption('--org <id>', 'organization id')
     .action(act<{ org: string }>(async ({ target, options, json, args: [endpointId] }) => {
-      if (!json) console.log(safeText(`Checking the receiver of ${endpointId}…`));
-      const progress = (rule: RuleResult, n: number, total: number) => {
-        if (!json) console.log(safeText(`  ${n + 1}/${total} ${rule.rule}: ${rule.status === null && rule.ok ? '' : `${answerText(rule)} `}${ruleMark(rule)}`));
-      };
-      const answer = await checkReceiver(target.deps, options.org, endpointId, { progress });
+      if (!json) console.log(safeText(`Checking the receiver of ${endpointId} from ${target.describe} (up to ~15 s)…`));
+      // Run by the stage's settings function, where deliveries are sent from: never from this machine.
+      const answer = await callSettingsApi<CheckAnswer>(target, options.org, 'POST', `/api/settings/webhooks/${encodeURIComponent(endpointId)}/check`);
       printResult({ json }, answer, () => {
         console.log('');
         printTable(answer.rules.map((r) => ({ ...r, status: r.status === null && r.ok ? '-' : answerText(r), result: ruleMark(r) })), ['rule', 'expected', 'status', 'result']);

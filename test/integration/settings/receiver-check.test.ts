@@ -4,17 +4,19 @@
  * that accepts everything (fails every refusal rule), one that checks the signature but not the
  * timestamp (fails the two timestamp rules only). Each endpoint was rotated and its grace has
  * ended, so the retired-secret rule is checked too. Then: the result is kept on the endpoint, the
- * sends are test deliveries in the delivery log, a second check within a minute is a 429, another
- * organization's endpoint a 404, and an address the SSRF guard refuses (a stubbed resolver) is
- * never connected to.
+ * sends are test deliveries in the delivery log (marked as the check's: no statistics, no bulk
+ * re-delivery), a second check of an endpoint or of its URL's origin within a minute is a 429, as is
+ * a fourth of the organization, another organization's endpoint a 404, an address the SSRF guard
+ * refuses (a stubbed resolver) is never connected to, and an ed25519 endpoint is checked with `v1a`
+ * signatures against a receiver verifying them with node:crypto.
  */
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, createPublicKey, timingSafeEqual, verify as verifySignature } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { LookupAddress } from 'node:dns';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Webhook } from 'standardwebhooks';
-import { newTenant, testStack } from '../support/stack.js';
+import { eventually, newTenant, runCli, testStack } from '../support/stack.js';
 import { settingsClient } from './support.js';
 import { endpointStore } from '../../../functions/core/delivery/endpoint-store.js';
 import { newSigningSecret } from '../../../functions/core/delivery/signing.js';
@@ -31,6 +33,21 @@ const strict: Verify = (secret, body, headers) => {
     return true;
   } catch {
     return false;
+  }
+};
+/** Verifies `v1a` (ed25519) with node:crypto and the endpoint's public key (docs/webhooks.md#verifying-ed25519-signatures), with the 5-minute tolerance. */
+const ed25519: Verify = (publicKey, body, headers) => {
+  const [id, timestamp, signatures] = ['webhook-id', 'webhook-timestamp', 'webhook-signature'].map((h) => headers[h] as string | undefined);
+  if (!id || !timestamp || !signatures || !/^\d+$/.test(timestamp) || Math.abs(Date.now() / 1000 - Number(timestamp)) > 300) return false;
+  try {
+    const key = createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: Buffer.from(publicKey.replace(/^whpk_/, ''), 'base64').toString('base64url') }, format: 'jwk' });
+    const content = Buffer.from(`${id}.${timestamp}.${body}`);
+    return signatures.split(' ').some((signature) => {
+      const [version, value] = signature.split(',');
+      return version === 'v1a' && value !== undefined && verifySignature(null, content, key, Buffer.from(value, 'base64'));
+    });
+  } catch {
+    return false; // no key held yet, or not one
   }
 };
 /** Never verifies. */
@@ -50,6 +67,8 @@ class Receiver {
   secret = '';
   requests = 0;
   url = '';
+  /** Every request as received. */
+  readonly received: { headers: IncomingHttpHeaders; body: string }[] = [];
   private server!: Server;
   constructor(private readonly verify: Verify) {}
   async start(): Promise<this> {
@@ -58,6 +77,7 @@ class Receiver {
       req.on('data', (c) => (body += c));
       req.on('end', () => {
         this.requests += 1;
+        this.received.push({ headers: req.headers, body });
         res.writeHead(this.verify(this.secret, body, req.headers) ? 204 : 401).end();
       });
     });
@@ -68,7 +88,10 @@ class Receiver {
   stop = () => new Promise<void>((resolve) => this.server.close(() => resolve()));
 }
 
-const receivers = { strict: new Receiver(strict), careless: new Receiver(careless), signatureOnly: new Receiver(signatureOnly) };
+const receivers = {
+  strict: new Receiver(strict), careless: new Receiver(careless), signatureOnly: new Receiver(signatureOnly),
+  another: new Receiver(strict), ed25519: new Receiver(ed25519),
+};
 beforeAll(async () => { await Promise.all(Object.values(receivers).map((r) => r.start())); });
 afterAll(async () => { await Promise.all(Object.values(receivers).map((r) => r.stop())); });
 
@@ -113,6 +136,11 @@ describe('the receiver check', () => {
     expect(replay.advice).toMatch(/webhook-id.*docs\/webhooks\.md#checking-a-receiver-replay/);
     expect(answer.rules.filter((r) => r.rule !== 'replay').every((r) => r.advice === null)).toBe(true);
     expect(receivers.strict.requests).toBe(RULE_ORDER.length);
+    // The future-dated request is a test event of its own (docs/webhooks.md#checking-a-receiver-future-timestamp), never the first event's id.
+    const [first, , , , , future] = receivers.strict.received.slice(-RULE_ORDER.length);
+    expect(Number(future!.headers['webhook-timestamp']) - Number(first!.headers['webhook-timestamp'])).toBe(600);
+    expect(JSON.parse(future!.body)).toMatchObject({ type: 'webhook.test', test: true, id: future!.headers['webhook-id'] });
+    expect(future!.headers['webhook-id']).not.toBe(first!.headers['webhook-id']);
 
     // Kept: the endpoint shows it when the page opens.
     const { endpoints } = (await admin.get('/api/settings/webhooks')).json<{ endpoints: { id: string; lastCheck: CheckAnswer | null }[] }>();
@@ -158,6 +186,83 @@ describe('the receiver check', () => {
     const other = await settingsClient((await newTenant()).organizationId);
     const foreign = await other.post(`/api/settings/webhooks/${endpointId}/check`);
     expect(foreign.status).toBe(404);
+  });
+
+  it('an endpoint removed and added again to the same URL is not checked again within the minute: one check per origin', async () => {
+    const { organizationId } = await newTenant();
+    const admin = await settingsClient(organizationId);
+    const add = async (url: string) => (await admin.post('/api/settings/webhooks', { url, events: ['*'] })).json<{ endpoint: { id: string } }>().endpoint.id;
+    const first = await add(receivers.careless.url);
+    expect((await admin.post(`/api/settings/webhooks/${first}/check`)).status).toBe(200);
+    expect((await admin.delete(`/api/settings/webhooks/${first}`)).status).toBe(200);
+    const before = receivers.careless.requests;
+    for (const url of [receivers.careless.url, `${receivers.careless.url}/elsewhere?on=the-same-origin`]) {
+      const refused = await admin.post(`/api/settings/webhooks/${await add(url)}/check`);
+      expect(refused.status).toBe(429);
+      expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+      expect(Number(refused.headers.get('retry-after'))).toBeLessThanOrEqual(61);
+    }
+    expect(receivers.careless.requests).toBe(before);
+  });
+
+  it('at most three checks of an organization a minute, whatever their endpoints and origins', async () => {
+    const { organizationId } = await newTenant();
+    const admin = await settingsClient(organizationId);
+    const add = async (url: string) => (await admin.post('/api/settings/webhooks', { url, events: ['*'] })).json<{ endpoint: { id: string } }>().endpoint.id;
+    for (const receiver of [receivers.careless, receivers.signatureOnly, receivers.ed25519]) {
+      expect((await admin.post(`/api/settings/webhooks/${await add(receiver.url)}/check`)).status).toBe(200);
+    }
+    const fourth = await admin.post(`/api/settings/webhooks/${await add(receivers.another.url)}/check`);
+    expect(fourth.status).toBe(429);
+    expect(Number(fourth.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(receivers.another.requests).toBe(0);
+  });
+
+  it('a check\'s sends are not the endpoint\'s traffic: its statistics count only a real delivery, and no bulk re-delivery sends them again', async () => {
+    const { organizationId } = await newTenant();
+    const admin = await settingsClient(organizationId);
+    const { endpoint, secret } = (await admin.post('/api/settings/webhooks', { url: receivers.strict.url, events: ['*'] })).json<{ endpoint: { id: string }; secret: string }>();
+    receivers.strict.secret = secret;
+    const answer = (await admin.post(`/api/settings/webhooks/${endpoint.id}/check`)).json<CheckAnswer>();
+    expect(answer.verdict).toBe('pass');
+    const listed = (await admin.get(`/api/settings/deliveries?endpoint=${endpoint.id}&status=failed`)).json<{ deliveries: unknown[] }>().deliveries;
+    expect(listed).toHaveLength(5); // still in the log, failed as the check asked
+
+    const redelivered = await admin.post('/api/settings/deliveries/redeliver', { endpoint: endpoint.id });
+    expect(redelivered.status).toBe(202);
+    expect(redelivered.json()).toMatchObject({ count: 0 });
+    const since = new Date(Date.now() - 3_600_000).toISOString();
+    expect((await admin.post('/api/settings/deliveries/recover', { since, endpoint_id: endpoint.id, dry_run: true })).json()).toMatchObject({ count: 0 });
+    const cli = await runCli(['deliveries', 'redeliver', '--org', organizationId, '--endpoint', endpoint.id]);
+    expect(cli.code).toBe(0);
+    expect(cli.json()).toMatchObject({ redriven: 0 });
+
+    // One real delivery after the check: the statistics hold it alone (the stream is read in order, so the check's records came first).
+    expect((await admin.post(`/api/settings/webhooks/${endpoint.id}/test`, {})).status).toBeLessThan(300);
+    const totals = await eventually(async () => {
+      const t = (await admin.get(`/api/settings/webhooks/${endpoint.id}/stats?window=24h`)).json<{ totals: { delivered: number; failed: number; retrying: number } }>().totals;
+      return t.delivered + t.failed > 0 ? t : undefined;
+    }, { what: 'the endpoint\'s statistics' });
+    expect(totals).toEqual({ delivered: 1, failed: 0, retrying: 0, success_rate: 1 });
+  });
+
+  it('an ed25519 endpoint is checked with v1a signatures: a receiver verifying them with its public key passes', async () => {
+    const { organizationId } = await newTenant();
+    const admin = await settingsClient(organizationId);
+    const { endpoint } = (await admin.post('/api/settings/webhooks', { url: receivers.ed25519.url, events: ['*'], signing: 'ed25519' })).json<{ endpoint: { id: string; public_key: string } }>();
+    receivers.ed25519.secret = endpoint.public_key;
+    const answer = (await admin.post(`/api/settings/webhooks/${endpoint.id}/check`)).json<CheckAnswer>();
+    expect(answer.rules.map((r) => [r.rule, r.status])).toEqual([
+      ['signed', 204], ['wrong-signature', 401], ['body-changed', 401], ['no-signature', 401],
+      ['stale-timestamp', 401], ['future-timestamp', 401], ['replay', 204], ['retired-secret', null],
+    ]);
+    expect(answer.verdict).toBe('pass');
+    const sent = receivers.ed25519.received.slice(-7);
+    const signatures = (i: number) => String(sent[i]!.headers['webhook-signature']).split(' ');
+    expect(signatures(0).every((sig) => sig.startsWith('v1a,'))).toBe(true);
+    // The forged one is of the endpoint's own scheme: a v1a signature the public key does not verify.
+    expect(signatures(1).length).toBeGreaterThan(0);
+    expect(signatures(1).every((sig) => /^v1a,[A-Za-z0-9+/]{86}==$/.test(sig))).toBe(true);
   });
 
   it('an endpoint without a retired secret: the retired-secret rule is not checked, and says why', async () => {

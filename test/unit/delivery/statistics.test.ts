@@ -114,8 +114,10 @@ describe('recording a batch', () => {
 
   it('counts a stream batch’s new leads once per organization and day, by source; merges, imports and other records are not leads', async () => {
     const { deps, store } = setup();
-    const insert = (item: Record<string, unknown>, kind: StreamChange['kind'] = 'insert'): StreamChange =>
-      ({ stream: 's', sequenceNumber: '1', kind, keys: {}, newImage: { entity: 'client', status: 'lead', organization_id: 'org_1', ...item } });
+    const insert = (item: Record<string, unknown>, kind: StreamChange['kind'] = 'insert'): StreamChange => {
+      const image = { entity: 'client', status: 'lead', organization_id: 'org_1', ...item };
+      return { stream: 's', sequenceNumber: '1', kind, keys: { pk: `ORG#${String(image.organization_id)}`, sk: 'CLIENT#c' }, newImage: image };
+    };
     const leads = newLeadsOf([
       insert({ request_id: 'req_1' }),
       insert({ request_id: 'req_2', request_channel: 'page' }),
@@ -132,6 +134,18 @@ describe('recording a batch', () => {
     await recordNewLeads(deps, leads);
     expect(store.writes).toBe(2);
     expect((await store.leadDays('org_1', ['2026-11-29', '2026-11-29'])).get('2026-11-29')).toEqual({ lead_endpoint: 1, page_key: 1, no_script_form: 1 });
+  });
+
+  it('takes a lead’s organization from its key: a client whose organization_id disagrees (dropped by the fan-out) and one a restore writes back are not new leads', () => {
+    const client = (pk: string, item: Record<string, unknown> = {}): StreamChange =>
+      ({ stream: 's', sequenceNumber: '1', kind: 'insert', keys: { pk, sk: 'CLIENT#c' }, newImage: { pk, sk: 'CLIENT#c', entity: 'client', status: 'lead', organization_id: 'org_1', request_id: 'req_1', ...item } });
+    expect(newLeadsOf([
+      client('ORG#org_1'),
+      client('ORG#org_2'), // the item says org_1, its key org_2: a tenant mismatch
+      client('ORG#org_1', { organization_id: undefined }),
+      client('org_1'), // not a tenant's key
+      client('ORG#org_1', { restoredAt: '2026-11-29T09:00:00.000Z' }), // `crm tables import`
+    ])).toEqual([{ organizationId: 'org_1', source: 'lead_endpoint' }]);
   });
 
   it('reads a delivery record’s changes as outcomes: each appended attempt’s latency, a failed one going on as retrying, the status it moved to', () => {
@@ -153,6 +167,9 @@ describe('recording a batch', () => {
       // Not delivery records, or not changes that count.
       change('modify', {}, { pk: 'ORG#org_1', sk: 'EVENT#evt_1', organizationId: 'org_1' }),
       change('remove', record('delivered', [first]), record('delivered', [first])),
+      // The receiver check's sends: refusals it asked for, not the endpoint's traffic.
+      change('modify', { ...record('pending', []), check: true }, { ...record('failed', [first]), check: true }),
+      change('modify', { ...record('failed', [first]), check: true }, { ...record('delivered', [first, second]), check: true }),
     ], now)).toEqual([
       { organizationId: 'org_1', endpointId: 'ep_a', at: Date.parse(first.at), latencyMs: 80, count: 'retrying' },
       { organizationId: 'org_1', endpointId: 'ep_a', at: Date.parse(second.at), latencyMs: 30 },
