@@ -21,6 +21,7 @@ import { readRequestLog } from '../../functions/core/settings/request-log-read.j
 import { leadTrail } from '../../functions/core/settings/lead-trail.js';
 import type { Deps } from '../../functions/core/platform/deps.js';
 import { timePart } from '../../functions/core/platform/ids.js';
+import { handOffMarkerFields } from '../../functions/core/platform/bindings.js';
 import { secrets, type SecretName, deliveryMaxConcurrency, slowLaneMaxConcurrency, functions, outputKeys, queues, tables, type FunctionName, type QueueName, type TableAccess, type TableName } from '../../lib/topology.js';
 import { hasParameterChild, routes, crossOrigin, routeThrottle, catchAllThrottle, settingsThrottle } from '../../functions/front-door/routes.js';
 import { cors } from '../../functions/core/intake/cors.js';
@@ -975,11 +976,15 @@ describe('least privilege (a later grant that widens access fails here)', () => 
     // fan-out's one statement is a Query projecting the routing fields, `secrets` not among them.
     const unconditionalReaders = (Object.keys(functions) as FunctionName[]).filter((name) => conditionsOn(name, tableRef('endpoints')).some((c) => c === undefined));
     expect(unconditionalReaders.sort()).toEqual(['settingsApi', 'webhookDelivery']);
+    // Its other statement writes the hand-off marker's fields alone (UpdateItem, never a Put or a Delete).
     expect(conditionsOn('eventFanout', tableRef('endpoints'))).toEqual([{
       'ForAllValues:StringEquals': { 'dynamodb:Attributes': [...tables.endpoints.readableFields] },
       StringEquals: { 'dynamodb:Select': 'SPECIFIC_ATTRIBUTES' },
+    }, {
+      'ForAllValues:StringEquals': { 'dynamodb:Attributes': [...handOffMarkerFields] },
+      StringEqualsIfExists: { 'dynamodb:Select': 'SPECIFIC_ATTRIBUTES' },
     }]);
-    expect(actionsOn('eventFanout', tableRef('endpoints'))).toEqual(['dynamodb:Query']);
+    expect(actionsOn('eventFanout', tableRef('endpoints')).sort()).toEqual(['dynamodb:Query', 'dynamodb:UpdateItem']);
     expect(tables.endpoints.readableFields).not.toContain('secrets');
     // The delivery side needs no organization data (API keys, CAPTCHA secrets): no grant on that table.
     for (const name of ['eventFanout', 'webhookDelivery', 'deliverySweeper'] as const) expect(actionsOn(name, tableRef('organizations'))).toEqual([]);

@@ -13,7 +13,7 @@ import { parseSubscription } from './subscriptions.js';
 import { newSigningSecret } from './signing.js';
 // The organization store alone, not tenancy/organizations.ts: that would bring the wallet and billing into the fan-out's and delivery's bundles.
 import { organizationStore } from '../tenancy/organization-store.js';
-import { endpointStore, type EndpointChange, type EndpointFields } from './endpoint-store.js';
+import { endpointStore, type EndpointChange, type EndpointFields, type FanOutView } from './endpoint-store.js';
 import { applyHeaderChanges, maskedHeaders, requireHeadersAgain, validateOptions, validateUrl, type HeaderChanges } from './endpoint-fields.js';
 
 /**
@@ -195,6 +195,15 @@ export async function recordEndpointHealth(deps: Deps, endpoint: WebhookEndpoint
  */
 export const currentEndpoints = (deps: Deps, organizationId: string): Promise<WebhookEndpoint[]> =>
   endpointStore(deps).listEndpoints(organizationId, { routingOnly: true });
+
+/**
+ * What the fan-out reads of an organization, once per stream batch: its endpoints as currentEndpoints
+ * reads them, and until when its shares go on being handed off (events/fanout.ts), in one Query.
+ */
+export const routingOf = (deps: Deps, organizationId: string): Promise<FanOutView> => endpointStore(deps).fanOutRead(organizationId);
+
+/** Hands the organization's next shares off until `until` (epoch ms): the fan-out's marker, read by routingOf. */
+export const markHandOff = (deps: Deps, organizationId: string, until: number): Promise<void> => endpointStore(deps).markHandOff(organizationId, until);
 
 /** An organization's endpoints for delivery, through the container's cache (endpoint-store.ts deliveryEndpoints). */
 export const endpointsOf = (deps: Deps, organizationId: string, endpointId?: string): Promise<WebhookEndpoint[]> =>
