@@ -313,7 +313,9 @@ export async function deliverBatch(deps: Deps, queued: QueuedDelivery[]): Promis
   });
   // One read for the batch; if it fails, each attempt reads its own record (and writes its own outcome).
   const records = await readBatchRecords(deps, parsed.filter((m): m is DeliveryMessage => m !== undefined)).catch((error: unknown) => {
-    logger.warn('reading the batch’s delivery records failed; reading them one by one', { error: error as Error });
+    logger.warn('reading the batch’s delivery records failed; reading them one by one', {
+      organizationIds: [...new Set(parsed.map((m) => m?.organizationId).filter(Boolean))].join(','), error: error as Error,
+    });
     return undefined;
   });
   const writes = new DeliveredWrites();
@@ -326,8 +328,10 @@ export async function deliverBatch(deps: Deps, queued: QueuedDelivery[]): Promis
       await sendOn(deps, message, outcome);
       return { messageId: item.messageId, deliveryId: message.deliveryId, ...outcome };
     } catch (error) {
-      logger.error('delivery failed unexpectedly', { messageId: item.messageId, error: error as Error });
       const message = parsed[n];
+      logger.error('delivery failed unexpectedly', {
+        messageId: item.messageId, organizationId: message?.organizationId, endpointId: message?.endpointId, deliveryId: message?.deliveryId, error: error as Error,
+      });
       if (item.receiveCount >= MAX_RECEIVES) {
         // SQS's own move is not in the dead-letter queue's NumberOfMessagesSent: this counts it (DeliveryQueueDeadLetters alarm).
         metrics.addMetric('DeliveriesMovedByQueue', MetricUnit.Count, 1);

@@ -139,7 +139,7 @@ export async function recordDeliveries(deps: Deps, planned: PlannedDelivery[]): 
       ? ['skipped', `endpoint disabled${endpoint.disabledReason ? `: ${endpoint.disabledReason}` : ''}`] as const
       : tooBig ? ['failed', `payload of ${size} bytes exceeds the ${MAX_MESSAGE_BYTES}-byte queue budget`] as const
         : ['pending', undefined] as const;
-    if (tooBig) logger.warn('delivery payload too large', { organizationId: event.organization_id, deliveryId: id, eventType: event.type, size });
+    if (tooBig) logger.warn('delivery payload too large', { organizationId: event.organization_id, endpointId: endpoint.id, deliveryId: id, eventType: event.type, size });
     const record = {
       ...keys.delivery(event.organization_id, id), ...keys.deliveryIndex(id), entity: 'delivery',
       id, organizationId: event.organization_id, endpointId: endpoint.id, eventId: event.id, eventType: event.type,

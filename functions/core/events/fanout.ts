@@ -34,7 +34,7 @@ export async function fanOutEvent(deps: Deps, event: EventPayload, endpoints: We
 /** A change whose organization_id disagrees with its key is dropped: logged (ids only) and counted for the alarm. */
 function reportTenantMismatch(change: StreamChange, organizationId: string | undefined): void {
   logger.warn('stream record dropped: its organization_id disagrees with its partition key', {
-    keyOrganizationId: organizationId, sequenceNumber: change.sequenceNumber, kind: change.kind, stream: change.stream,
+    organizationId, keyOrganizationId: organizationId, sequenceNumber: change.sequenceNumber, kind: change.kind, stream: change.stream,
   });
   metrics.addMetric('TenantMismatch', MetricUnit.Count, 1);
 }
@@ -106,6 +106,16 @@ async function markHandOffs(deps: Deps, organizations: string[], now: number): P
   }));
 }
 
+/** Each organization's endpoints among `planned`. */
+function endpointsByOrganization(planned: PlannedDelivery[]): Map<string, Set<string>> {
+  const out = new Map<string, Set<string>>();
+  for (const { event, endpoint } of planned) {
+    if (!out.has(event.organization_id)) out.set(event.organization_id, new Set());
+    out.get(event.organization_id)!.add(endpoint.id);
+  }
+  return out;
+}
+
 /** `failedFrom`: the sequence number of the first change whose work did not complete. */
 export interface FanOutResult { failedFrom?: string }
 
@@ -154,7 +164,10 @@ export async function fanOut(deps: Deps, changes: StreamChange[]): Promise<FanOu
     await Promise.all([handOff(deps, bulk), (async () => queueDeliveries(deps, await recordDeliveries(deps, lane)))()]);
     await markHandOffs(deps, large, now);
   } catch (error) {
-    logger.error('recording or queuing deliveries failed', { error: error as Error });
+    // One line per organization of the batch, naming its endpoints, so each organization's query finds it.
+    for (const [organizationId, endpointIds] of endpointsByOrganization([...lane, ...bulk.flat()])) {
+      logger.error('recording or queuing deliveries failed', { organizationId, endpointIds: [...endpointIds].join(','), error: error as Error });
+    }
     return changes[0] ? { failedFrom: changes[0].sequenceNumber } : {};
   }
   return firstFailed === -1 ? {} : { failedFrom: changes[firstFailed].sequenceNumber };

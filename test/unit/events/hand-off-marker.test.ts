@@ -6,7 +6,8 @@
  * organization, the other decides alike, because the decision is the marker item read with the
  * endpoints. The bulk queue is a recorder of SendMessageBatch calls.
  */
-import { describe, it, expect } from '@jest/globals';
+import { describe, it, expect, jest, afterEach } from '@jest/globals';
+import type { SQSRecord } from 'aws-lambda';
 import type { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import type { Deps } from '../../../functions/core/platform/deps.js';
 import { parseConfig } from '../../../functions/core/platform/config.js';
@@ -14,7 +15,9 @@ import { keys } from '../../../functions/core/platform/model.js';
 import { ContainerMemory, withContainerMemory } from '../../../functions/core/delivery/container-memory.js';
 import { withEndpointStore } from '../../../functions/core/delivery/endpoint-store.js';
 import { withDeliveryPorts } from '../../../functions/core/delivery/delivery-port.js';
-import { readBulkShare } from '../../../functions/core/events/bulk-share.js';
+import { bulkMessages, readBulkShare } from '../../../functions/core/events/bulk-share.js';
+import { fanOutBulkBatch } from '../../../functions/bulk-fanout/sqs-batch.js';
+import { logger } from '../../../functions/core/platform/observability.js';
 import { BULK_STAYS_MS, HANDED_OFF_SHARE, LARGE_SHARE } from '../../../functions/core/events/fanout.js';
 import { fanOutStreamBatch } from '../../../functions/event-fanout/stream-batch.js';
 import { MemoryEndpointStore } from '../../support/memory-endpoint-store.js';
@@ -54,7 +57,7 @@ async function world() {
   const idsOf = (records: ReturnType<typeof batch>) => records.map((r) => String(r.dynamodb!.NewImage!.id.S));
   /** Client ids whose deliveries the lane recorded and queued. */
   const inLane = () => ports.queue.messages('deliveryQueue').map((m) => String((m.payload.data.object as { id: string }).id));
-  return { endpoints, container, batch, idsOf, handedOff, inLane, advance: (ms: number) => { t += ms; } };
+  return { endpoints, ports, container, batch, idsOf, handedOff, inLane, advance: (ms: number) => { t += ms; } };
 }
 
 describe('the hand-off decision, in two containers that share no memory', () => {
@@ -103,11 +106,39 @@ describe('the hand-off decision, in two containers that share no memory', () => 
     expect(w.endpoints.calls.filter((c) => c !== 'createEndpoint')).toEqual(['fanOutRead', 'markHandOff', 'fanOutRead', 'markHandOff', 'markHandOff']);
   });
 
-  it('a marker that cannot be written leaves the batch done (its share handed off), logged, not retried', async () => {
+  it('a marker that cannot be written leaves the batch done (its share handed off), logged with the organization, not retried', async () => {
     const w = await world();
+    const warn = jest.spyOn(logger, 'warn').mockImplementation(() => undefined);
     w.endpoints.inject('markHandOff', 'throttle');
     const large = w.batch(LARGE_SHARE);
     expect(await fanOutStreamBatch(w.container(), large)).toEqual({ batchItemFailures: [] });
     expect(w.handedOff).toEqual(w.idsOf(large));
+    expect(warn).toHaveBeenCalledWith('hand-off marker not written', expect.objectContaining({ organizationId: IMPORTER }));
+  });
+});
+
+describe('the fan-out’s and the bulk fan-out’s failure lines name the organization and its endpoints (docs/operations.md "Logs Insights queries")', () => {
+  afterEach(() => jest.restoreAllMocks());
+
+  it('a batch whose deliveries cannot be recorded: one line per organization, with its endpoints', async () => {
+    const w = await world();
+    const error = jest.spyOn(logger, 'error').mockImplementation(() => undefined);
+    w.ports.store.recorded = async () => { throw new Error('ProvisionedThroughputExceededException'); };
+    const [first] = w.batch(1);
+    expect(await fanOutStreamBatch(w.container(), [first])).toEqual({ batchItemFailures: [{ itemIdentifier: first.dynamodb!.SequenceNumber }] });
+    expect(error).toHaveBeenCalledWith('recording or queuing deliveries failed', expect.objectContaining({ organizationId: IMPORTER, endpointIds: 'ep_imp' }));
+  });
+
+  it('a bulk message that cannot be recorded, and one that is no bulk message', async () => {
+    const w = await world();
+    const error = jest.spyOn(logger, 'error').mockImplementation(() => undefined);
+    w.ports.store.recorded = async () => { throw new Error('ProvisionedThroughputExceededException'); };
+    const event = { id: 'evt_1', type: 'client.created', organization_id: IMPORTER, data: { object: { id: 'cli_1' } } } as never;
+    const [share] = bulkMessages([{ event, endpoint: { id: 'ep_imp', enabled: true } }]);
+    const message = (body: string) => ({ messageId: 'm-1', receiptHandle: 'r', body, attributes: {} }) as SQSRecord;
+    expect(await fanOutBulkBatch(w.container(), [message(JSON.stringify(share))])).toEqual({ batchItemFailures: [{ itemIdentifier: 'm-1' }] });
+    expect(error).toHaveBeenCalledWith('bulk share not recorded', expect.objectContaining({ messageId: 'm-1', organizationId: IMPORTER, endpointIds: 'ep_imp' }));
+    await fanOutBulkBatch(w.container(), [message('{"not":"a share"}')]);
+    expect(error).toHaveBeenLastCalledWith('bulk share not recorded', expect.objectContaining({ messageId: 'm-1' }));
   });
 });
