@@ -118,7 +118,7 @@ describe('the hand-off decision, in two containers that share no memory', () => 
 });
 
 describe('the fan-out’s and the bulk fan-out’s failure lines name the organization and its endpoints (docs/operations.md "Logs Insights queries")', () => {
-  afterEach(() => jest.restoreAllMocks());
+  afterEach(() => { jest.restoreAllMocks(); });
 
   it('a batch whose deliveries cannot be recorded: one line per organization, with its endpoints', async () => {
     const w = await world();
