@@ -239,7 +239,7 @@ async function recordOutcome(
   metrics.addMetric('DeliveryAttempts', MetricUnit.Count, 1);
   metrics.addMetric('DeliveryLatency', MetricUnit.Milliseconds, result.latencyMs);
   if (!result.ok) metrics.addMetric('DeliveryFailures', MetricUnit.Count, 1);
-  logger.info('delivery attempt', { organizationId: message.organizationId, deliveryId: message.deliveryId, endpointId: endpoint.id, eventType: message.payload.type, attempt, status: result.status, latencyMs: result.latencyMs, error: result.errorCode });
+  logger.info('delivery attempt', { organizationId: message.organizationId, deliveryId: message.deliveryId, endpointId: endpoint.id, eventId: message.payload.id, eventType: message.payload.type, attempt, status: result.status, latencyMs: result.latencyMs, error: result.errorCode });
 
   if (result.ok) {
     if (writeDelivered) writeDelivered(record_);
@@ -294,6 +294,7 @@ const MAX_RECEIVES = deliveryMaxReceives;
  */
 async function markDeadLettered(deps: Deps, message: DeliveryMessage, receives: number): Promise<void> {
   const reason = `its last ${receives} receives broke off unexpectedly (see the delivery function's log), so the queue moved it to the dead-letter queue; redeliver it once the cause is fixed`;
+  logger.warn('delivery dead-lettered', { organizationId: message.organizationId, endpointId: message.endpointId, deliveryId: message.deliveryId, eventId: message.payload.id, by: 'receives' });
   await transition(deps, message, { to: 'dead-lettered', reason, round: message.round }).catch((error: unknown) => {
     logger.error('recording a dead-lettered delivery as failed failed', { organizationId: message.organizationId, endpointId: message.endpointId, deliveryId: message.deliveryId, error: error as Error });
   });

@@ -4,7 +4,7 @@
  * decides and checks; the endpoints table itself is endpoint-store.ts's.
  */
 import type { Deps } from '../platform/deps.js';
-import { notFound, validationFailed } from '../platform/errors.js';
+import { DomainError, notFound, validationFailed } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
 import { retryLostRaces } from '../platform/optimistic.js';
 import { type CircuitState, type WebhookEndpoint } from '../platform/model.js';
@@ -166,6 +166,41 @@ export async function rotateSecret(deps: Deps, organizationId: string, endpointI
     return { endpoint: stored, secret };
   });
   return { endpoint: summary(endpoint, deps.now()), secret };
+}
+
+/** One endpoint's outcome in a rotation of many: its new secret, or why it kept its secrets. */
+export interface RotationOutcome { organizationId: string; endpointId: string; url: string; secret?: string; error?: string }
+
+/**
+ * Rotates the signing secret of every endpoint of the given organizations, or of all of them (a
+ * leak: docs/operations.md "Rotating every signing secret"), one endpoint at a time through
+ * rotateSecret (its grace, bound and versioned write). An endpoint that cannot be rotated (already
+ * MAX_SIGNING_SECRETS signing, removed meanwhile) is reported and the others go on, so a run can be
+ * repeated for those alone. `dryRun`: the endpoints it would rotate, nothing written. `onEach`
+ * reports progress (done of total).
+ */
+export async function rotateSecrets(
+  deps: Deps, organizations: string[] | 'all',
+  options: { graceHours?: number; dryRun?: boolean; onEach?: (outcome: RotationOutcome, done: number, total: number) => void } = {},
+): Promise<RotationOutcome[]> {
+  const ids = organizations === 'all' ? (await organizationStore(deps).listOrganizations()).map((o) => o.id) : organizations;
+  for (const id of ids) await requireOrganization(deps, id); // a mistyped id fails before anything is rotated
+  const endpoints = (await Promise.all(ids.map((id) => endpointStore(deps).listEndpoints(id)))).flat();
+  const outcomes: RotationOutcome[] = [];
+  for (const endpoint of endpoints) {
+    const outcome: RotationOutcome = { organizationId: endpoint.organizationId, endpointId: endpoint.id, url: endpoint.url };
+    if (!options.dryRun) {
+      try {
+        outcome.secret = (await rotateSecret(deps, endpoint.organizationId, endpoint.id, { graceHours: options.graceHours })).secret;
+      } catch (error) {
+        const fields = error instanceof DomainError ? error.extra.errors ?? [] : [];
+        outcome.error = [(error as Error).message, ...fields.map((f) => `${f.field}: ${f.message}`)].join(' ');
+      }
+    }
+    outcomes.push(outcome);
+    options.onEach?.(outcome, outcomes.length, endpoints.length);
+  }
+  return outcomes;
 }
 
 /** The secrets that sign right now: the newest first, then any still inside their rotation grace. */

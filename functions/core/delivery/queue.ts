@@ -104,6 +104,8 @@ export async function deferDelivery(
  */
 export async function sendToDeadLetters(deps: Deps, message: DeliveryMessage): Promise<void> {
   await sendDeliveryMessages(deps, [freshMessage(message, deps.now())], { queue: 'deliveryDlq' });
+  // The dead-letter arrivals' query (docs/operations.md "Logs Insights queries") finds this line.
+  logger.warn('delivery dead-lettered', { organizationId: message.organizationId, endpointId: message.endpointId, deliveryId: message.deliveryId, eventId: message.payload.id, by: 'attempts' });
 }
 
 /** A delivery record as stored: its payload is its event's (store.ts). */
