@@ -681,6 +681,20 @@ describe('the CDK stack', () => {
     expect(alarmNamed('BulkDeadLetters').AlarmDescription).toMatch(/^\[page\]/);
   });
 
+  it('links every alarm\'s description to its own runbook section in docs/operations.md, and each section exists there (prod\'s backup alarms too)', () => {
+    // GitHub's anchors: the heading lower-cased, punctuation dropped, spaces as hyphens.
+    const anchors = new Set(readFileSync('docs/operations.md', 'utf8').split('\n').filter((l) => /^#{2,4} /.test(l))
+      .map((l) => l.replace(/^#+ /, '').toLowerCase().replace(/[^a-z0-9 _-]/g, '').replace(/ /g, '-')));
+    const alarms = [template, prodTemplate()].flatMap((t) => Object.values(t.findResources('AWS::CloudWatch::Alarm')).map((a) => a.Properties as { AlarmName: string; AlarmDescription: string }));
+    expect(alarms.some((a) => a.AlarmName.endsWith('-BackupJobsFailed'))).toBe(true);
+    for (const { AlarmName, AlarmDescription } of alarms) {
+      const section = / Runbook: docs\/operations\.md#([a-z0-9-]+)$/.exec(AlarmDescription)?.[1];
+      // 'alarm-runbooks' is the fallback of an alarm no section was written for yet: refused.
+      const found = section !== undefined && section !== 'alarm-runbooks' && anchors.has(section);
+      expect({ AlarmName, section, found }).toEqual({ AlarmName, section, found: true });
+    }
+  });
+
   it('alarms on 5xx as a share of the API\'s requests, over a minimum of requests (5 errors are nothing at 10,000 and everything at 10)', () => {
     const stageDimensions = [{ Name: 'ApiName', Value: `crm-integration-test` }, { Name: 'Stage', Value: { Ref: logicalId(stack.api.deploymentStage) } }];
     expect(alarmOn('5XXError')).toEqual([]);
