@@ -3,5 +3,6 @@ export const root: string;
 export const bundleFile: string;
 export const metaFile: string;
 export const binLink: string;
+export const helpFile: string;
 export function linkBin(): void;
 export function buildCli(): Promise<void>;
