@@ -6,7 +6,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 // Node built-ins only at the top of it (esbuild is imported when a build runs): cheap to load here.
-import { buildCli, bundleFile as bundle, metaFile as meta, root } from '../scripts/build-cli.mjs';
+import { buildCli, bundleFile as bundle, helpFile, metaFile as meta, root } from '../scripts/build-cli.mjs';
 
 // The AWS SDK warns that it will need Node 22 from 2027; that is not the admin's concern here.
 const emitWarning = process.emitWarning;
@@ -36,7 +36,11 @@ if (!built) {
     built = false; // no esbuild here: run the sources through tsx
   }
 }
-if (built) {
+const args = process.argv.slice(2);
+if (built && args.length === 1 && (args[0] === '--help' || args[0] === '-h') && existsSync(helpFile)) {
+  // The help the bundle printed when it was built (scripts/build-cli.mjs): no SDK loaded for it.
+  process.stdout.write(readFileSync(helpFile));
+} else if (built) {
   await import(pathToFileURL(bundle).href);
 } else {
   const { register } = await import('tsx/esm/api');

@@ -7,7 +7,7 @@
  * request time, live in functions/front-door/.
  */
 import {
-  deliveryMaxReceives, endpointRoutingFields, noticesMaxReceives, queueEnvVars, secretEnvVars, tableEnvVars,
+  deliveryMaxReceives, endpointRoutingFields, handOffMarkerFields, noticesMaxReceives, queueEnvVars, secretEnvVars, tableEnvVars,
   type QueueName, type SecretName, type TableName,
 } from '../functions/core/platform/bindings.js';
 import type { RoutedFunction } from '../functions/front-door/routes.js';
@@ -50,7 +50,8 @@ export const tables = {
   /** Organizations, API keys (by hash), notifications, usage counters. */
   organizations: { envVar: tableEnvVars.organizations, partitionKey: pk, sortKey: sk, globalIndexes: [gsi1] },
   /** Webhook endpoints, their signing secrets and bound: a table lead intake cannot reach (docs/decisions.md). */
-  endpoints: { envVar: tableEnvVars.endpoints, partitionKey: pk, sortKey: sk, readableFields: endpointRoutingFields },
+  // TTL: the fan-out's hand-off markers expire (delivery/endpoint-store.ts markHandOff); no other item has expiresAt.
+  endpoints: { envVar: tableEnvVars.endpoints, partitionKey: pk, sortKey: sk, readableFields: endpointRoutingFields, ttlAttribute: 'expiresAt' },
   /** Rate-limit counters: one item per key per 10 s sub-window (functions/core/tenancy/rate-limit.ts). */
   rateWindows: { envVar: tableEnvVars.rateWindows, partitionKey: pk, ttlAttribute: 'expiresAt', everyItemExpires: true },
   /** CRM clients (leads included); its stream feeds the event fan-out. */
@@ -263,8 +264,12 @@ export const functions = {
     description: 'Turns client and work-order stream records into events and queued deliveries',
     timeoutSeconds: 30,
     memoryMb: 512,
-    // Routing fields only: the fan-out never reads a signing secret.
-    tables: { endpoints: 'readFields', deliveries: 'readWrite' },
+    // Routing fields only: the fan-out never reads a signing secret. It writes the hand-off marker's
+    // fields alone (docs/decisions.md "Fair under volume"): UpdateItem, no Put or Delete.
+    tables: {
+      endpoints: [{ actions: ['dynamodb:Query'], attributes: endpointRoutingFields }, { actions: ['dynamodb:UpdateItem'], attributes: handOffMarkerFields }],
+      deliveries: 'readWrite',
+    },
     // An organization's large share goes to the bulk queue instead of being recorded in the lane.
     queues: { deliveryQueue: 'send', bulkQueue: 'send' },
     events: [

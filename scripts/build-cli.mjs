@@ -7,13 +7,35 @@
  * `npm ci` makes, trusted as the packages are). Without esbuild (`npm ci --omit=dev`) it builds
  * nothing and says so; bin/crm.mjs then runs the sources through tsx. Plain JavaScript.
  */
-import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { lstatSync, mkdirSync, renameSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const root = fileURLToPath(new URL('..', import.meta.url));
 export const bundleFile = path.join(root, 'node_modules', '.cache', 'crm-cli', 'crm.mjs');
 export const metaFile = path.join(root, 'node_modules', '.cache', 'crm-cli', 'crm.meta.json');
+/** `crm --help` as the bundle answers it, kept beside it: bin/crm.mjs prints it without loading the bundle. */
+export const helpFile = path.join(root, 'node_modules', '.cache', 'crm-cli', 'crm.help.txt');
+/** `npx crm` runs this link (docs/decisions.md "The CLI's start"). */
+export const binLink = path.join(root, 'node_modules', '.bin', 'crm');
+
+/**
+ * Links node_modules/.bin/crm to bin/crm.mjs. Not package.json's `bin`: for a bin of the project
+ * itself, npx installs the project into its own cache and walks its whole node_modules on every run
+ * (≈ 0.6 s of CPU); a link in node_modules/.bin it runs at once. (`.npmrc` says `yes=false`: where
+ * the link is missing, npx refuses rather than install a registry package named crm.)
+ */
+export function linkBin() {
+  try {
+    if (lstatSync(binLink).isSymbolicLink()) return;
+    unlinkSync(binLink);
+  } catch (error) {
+    if (error?.code !== 'ENOENT') throw error;
+  }
+  mkdirSync(path.dirname(binLink), { recursive: true });
+  symlinkSync(path.relative(path.dirname(binLink), path.join(root, 'bin', 'crm.mjs')), binLink);
+}
 
 /** Builds the bundle; written beside and renamed into place, so a CLI starting meanwhile never reads half a file. */
 export async function buildCli() {
@@ -27,10 +49,21 @@ export async function buildCli() {
   const tmp = `${bundleFile}.${process.pid}.tmp`;
   writeFileSync(tmp, out.outputFiles[0].contents);
   renameSync(tmp, bundleFile);
+  // The top-level help depends on nothing but the sources: asked once here, not on every `--help`.
+  rmSync(helpFile, { force: true });
+  try {
+    const help = execFileSync(process.execPath, [bundleFile, '--help'], { env: { ...process.env, NODE_OPTIONS: '' }, stdio: ['ignore', 'pipe', 'ignore'] });
+    writeFileSync(`${helpFile}.${process.pid}.tmp`, help);
+    renameSync(`${helpFile}.${process.pid}.tmp`, helpFile);
+  } catch {
+    // no cached help: `--help` loads the bundle as every other command does
+  }
   writeFileSync(metaFile, JSON.stringify({ builtAt, inputs: Object.keys(out.metafile.inputs) }));
+  linkBin(); // a checkout that pulled this after its `npm ci`: linked at its first rebuild
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) {
+  linkBin();
   try {
     await buildCli();
   } catch (error) {

@@ -6,7 +6,7 @@
  */
 import type { SQSBatchResponse, SQSRecord } from 'aws-lambda';
 import type { Deps } from '../core/platform/deps.js';
-import { fanOutBulk } from '../core/events/bulk-share.js';
+import { bulkLogFields, fanOutBulk } from '../core/events/bulk-share.js';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import { logger, metrics, withMetrics } from '../core/platform/observability.js';
 
@@ -16,7 +16,7 @@ export const fanOutBulkBatch = withMetrics(async (deps: Deps, records: SQSRecord
       await fanOutBulk(deps, record.body);
       return undefined;
     } catch (error) {
-      logger.error('bulk share not recorded', { messageId: record.messageId, error: error as Error });
+      logger.error('bulk share not recorded', { messageId: record.messageId, ...bulkLogFields(record.body), error: error as Error });
       // A partial batch response is a successful invocation: the function's Errors never see this (BulkSharesFailed alarm).
       metrics.addMetric('BulkSharesFailed', MetricUnit.Count, 1);
       return { itemIdentifier: record.messageId };

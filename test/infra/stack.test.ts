@@ -21,6 +21,7 @@ import { readRequestLog } from '../../functions/core/settings/request-log-read.j
 import { leadTrail } from '../../functions/core/settings/lead-trail.js';
 import type { Deps } from '../../functions/core/platform/deps.js';
 import { timePart } from '../../functions/core/platform/ids.js';
+import { handOffMarkerFields } from '../../functions/core/platform/bindings.js';
 import { secrets, type SecretName, deliveryMaxConcurrency, slowLaneMaxConcurrency, functions, outputKeys, queues, tables, type FunctionName, type QueueName, type TableAccess, type TableName, type TableSpec } from '../../lib/topology.js';
 import { hasParameterChild, routes, crossOrigin, routeThrottle, catchAllThrottle, settingsThrottle } from '../../functions/front-door/routes.js';
 import { cors } from '../../functions/core/intake/cors.js';
@@ -719,6 +720,20 @@ describe('the CDK stack', () => {
     expect(alarmNamed('BulkDeadLetters').AlarmDescription).toMatch(/^\[page\]/);
   });
 
+  it('links every alarm\'s description to its own runbook section in docs/operations.md, and each section exists there (prod\'s backup alarms too)', () => {
+    // GitHub's anchors: the heading lower-cased, punctuation dropped, spaces as hyphens.
+    const anchors = new Set(readFileSync('docs/operations.md', 'utf8').split('\n').filter((l) => /^#{2,4} /.test(l))
+      .map((l) => l.replace(/^#+ /, '').toLowerCase().replace(/[^a-z0-9 _-]/g, '').replace(/ /g, '-')));
+    const alarms = [template, prodTemplate()].flatMap((t) => Object.values(t.findResources('AWS::CloudWatch::Alarm')).map((a) => a.Properties as { AlarmName: string; AlarmDescription: string }));
+    expect(alarms.some((a) => a.AlarmName.endsWith('-BackupJobsFailed'))).toBe(true);
+    for (const { AlarmName, AlarmDescription } of alarms) {
+      const section = / Runbook: docs\/operations\.md#([a-z0-9-]+)$/.exec(AlarmDescription)?.[1];
+      // 'alarm-runbooks' is the fallback of an alarm no section was written for yet: refused.
+      const found = section !== undefined && section !== 'alarm-runbooks' && anchors.has(section);
+      expect({ AlarmName, section, found }).toEqual({ AlarmName, section, found: true });
+    }
+  });
+
   it('alarms on 5xx as a share of the API\'s requests, over a minimum of requests (5 errors are nothing at 10,000 and everything at 10)', () => {
     const stageDimensions = [{ Name: 'ApiName', Value: `crm-integration-test` }, { Name: 'Stage', Value: { Ref: logicalId(stack.api.deploymentStage) } }];
     expect(alarmOn('5XXError')).toEqual([]);
@@ -1015,11 +1030,15 @@ describe('least privilege (a later grant that widens access fails here)', () => 
     // fan-out's one statement is a Query projecting the routing fields, `secrets` not among them.
     const unconditionalReaders = (Object.keys(functions) as FunctionName[]).filter((name) => conditionsOn(name, tableRef('endpoints')).some((c) => c === undefined));
     expect(unconditionalReaders.sort()).toEqual(['settingsApi', 'webhookDelivery']);
+    // Its other statement writes the hand-off marker's fields alone (UpdateItem, never a Put or a Delete).
     expect(conditionsOn('eventFanout', tableRef('endpoints'))).toEqual([{
       'ForAllValues:StringEquals': { 'dynamodb:Attributes': [...tables.endpoints.readableFields] },
       StringEquals: { 'dynamodb:Select': 'SPECIFIC_ATTRIBUTES' },
+    }, {
+      'ForAllValues:StringEquals': { 'dynamodb:Attributes': [...handOffMarkerFields] },
+      StringEqualsIfExists: { 'dynamodb:Select': 'SPECIFIC_ATTRIBUTES' },
     }]);
-    expect(actionsOn('eventFanout', tableRef('endpoints'))).toEqual(['dynamodb:Query']);
+    expect(actionsOn('eventFanout', tableRef('endpoints')).sort()).toEqual(['dynamodb:Query', 'dynamodb:UpdateItem']);
     expect(tables.endpoints.readableFields).not.toContain('secrets');
     // The delivery side needs no organization data (API keys, CAPTCHA secrets): no grant on that table.
     for (const name of ['eventFanout', 'webhookDelivery', 'deliverySweeper'] as const) expect(actionsOn(name, tableRef('organizations'))).toEqual([]);

@@ -12,7 +12,7 @@ import { endpointRoutingFields } from '../../functions/core/platform/bindings.js
 import { keys, type StoredCheck, type WebhookEndpoint } from '../../functions/core/platform/model.js';
 import { LostRace } from '../../functions/core/platform/optimistic.js';
 import {
-  CIRCUIT_ATTRIBUTES, HEALTH_ATTRIBUTES, toEndpoint, type EndpointRef, type EndpointStore, type LaneClaim,
+  CIRCUIT_ATTRIBUTES, FAN_OUT_RANGE, HEALTH_ATTRIBUTES, toEndpoint, toFanOutView, type EndpointRef, type EndpointStore, type FanOutView, type LaneClaim,
 } from '../../functions/core/delivery/endpoint-store.js';
 
 type Item = Record<string, unknown>;
@@ -70,6 +70,22 @@ export class MemoryEndpointStore implements EndpointStore {
     return this.endpointsOf(organizationId).map((item) => toEndpoint(copy(options.routingOnly
       ? Object.fromEntries(endpointRoutingFields.filter((f) => f in item).map((f) => [f, item[f]]))
       : item)));
+  }
+
+  async fanOutRead(organizationId: string): Promise<FanOutView> {
+    this.enter('fanOutRead');
+    const { pk } = keys.org(organizationId);
+    const [from, to] = FAN_OUT_RANGE;
+    const items = [...this.items.values()].filter((i) => i.pk === pk && String(i.sk) >= from && String(i.sk) <= to).sort((a, b) => (String(a.sk) < String(b.sk) ? -1 : 1));
+    return toFanOutView(items.map((item) => copy(Object.fromEntries(endpointRoutingFields.filter((f) => f in item).map((f) => [f, item[f]])))));
+  }
+
+  async markHandOff(organizationId: string, until: number): Promise<void> {
+    const fault = this.enter('markHandOff');
+    const key = keys.handOff(organizationId);
+    const item = this.items.get(id(key));
+    if (fault || (item && Number(item.handOffUntil) >= until)) return; // a later mark is stored (as a failed condition is swallowed)
+    this.items.set(id(key), { ...key, handOffUntil: until, expiresAt: Math.ceil(until / 1000) });
   }
 
   async getEndpoint(organizationId: string, endpointId: string): Promise<WebhookEndpoint | undefined> {

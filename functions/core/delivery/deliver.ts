@@ -239,7 +239,7 @@ async function recordOutcome(
   metrics.addMetric('DeliveryAttempts', MetricUnit.Count, 1);
   metrics.addMetric('DeliveryLatency', MetricUnit.Milliseconds, result.latencyMs);
   if (!result.ok) metrics.addMetric('DeliveryFailures', MetricUnit.Count, 1);
-  logger.info('delivery attempt', { organizationId: message.organizationId, deliveryId: message.deliveryId, endpointId: endpoint.id, eventType: message.payload.type, attempt, status: result.status, latencyMs: result.latencyMs, error: result.errorCode });
+  logger.info('delivery attempt', { organizationId: message.organizationId, deliveryId: message.deliveryId, endpointId: endpoint.id, eventId: message.payload.id, eventType: message.payload.type, attempt, status: result.status, latencyMs: result.latencyMs, error: result.errorCode });
 
   if (result.ok) {
     if (writeDelivered) writeDelivered(record_);
@@ -294,6 +294,7 @@ const MAX_RECEIVES = deliveryMaxReceives;
  */
 async function markDeadLettered(deps: Deps, message: DeliveryMessage, receives: number): Promise<void> {
   const reason = `its last ${receives} receives broke off unexpectedly (see the delivery function's log), so the queue moved it to the dead-letter queue; redeliver it once the cause is fixed`;
+  logger.warn('delivery dead-lettered', { organizationId: message.organizationId, endpointId: message.endpointId, deliveryId: message.deliveryId, eventId: message.payload.id, by: 'receives' });
   await transition(deps, message, { to: 'dead-lettered', reason, round: message.round }).catch((error: unknown) => {
     logger.error('recording a dead-lettered delivery as failed failed', { organizationId: message.organizationId, endpointId: message.endpointId, deliveryId: message.deliveryId, error: error as Error });
   });
@@ -313,7 +314,9 @@ export async function deliverBatch(deps: Deps, queued: QueuedDelivery[]): Promis
   });
   // One read for the batch; if it fails, each attempt reads its own record (and writes its own outcome).
   const records = await readBatchRecords(deps, parsed.filter((m): m is DeliveryMessage => m !== undefined)).catch((error: unknown) => {
-    logger.warn('reading the batch’s delivery records failed; reading them one by one', { error: error as Error });
+    logger.warn('reading the batch’s delivery records failed; reading them one by one', {
+      organizationIds: [...new Set(parsed.map((m) => m?.organizationId).filter(Boolean))].join(','), error: error as Error,
+    });
     return undefined;
   });
   const writes = new DeliveredWrites();
@@ -326,8 +329,10 @@ export async function deliverBatch(deps: Deps, queued: QueuedDelivery[]): Promis
       await sendOn(deps, message, outcome);
       return { messageId: item.messageId, deliveryId: message.deliveryId, ...outcome };
     } catch (error) {
-      logger.error('delivery failed unexpectedly', { messageId: item.messageId, error: error as Error });
       const message = parsed[n];
+      logger.error('delivery failed unexpectedly', {
+        messageId: item.messageId, organizationId: message?.organizationId, endpointId: message?.endpointId, deliveryId: message?.deliveryId, error: error as Error,
+      });
       if (item.receiveCount >= MAX_RECEIVES) {
         // SQS's own move is not in the dead-letter queue's NumberOfMessagesSent: this counts it (DeliveryQueueDeadLetters alarm).
         metrics.addMetric('DeliveriesMovedByQueue', MetricUnit.Count, 1);

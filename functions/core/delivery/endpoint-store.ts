@@ -5,7 +5,9 @@
  * - `ENDPOINT#<id>`: the endpoint (endpoints.ts decides what it holds), its health marks and its
  *   circuit (circuit-store.ts decides, circuit-breaker.ts computes);
  * - `THROTTLE#<id>`: its rate limit's lanes (delivery-throttle.ts);
- * - `SLOTS#ENDPOINTS`: the organization's endpoint count, the bound's condition.
+ * - `SLOTS#ENDPOINTS`: the organization's endpoint count, the bound's condition;
+ * - `BULK#HANDOFF`: until when the fan-out hands the organization's shares to the bulk queue
+ *   (events/fanout.ts), with a TTL; read with the endpoints by the fan-out's one Query.
  * Each write is one named operation (one conditional UpdateItem or one transaction), never an
  * expression built by a caller. The fan-out's grant reads routing fields only (lib/topology.ts
  * readableFields): `listEndpoints(..., { routingOnly: true })` is that projection.
@@ -47,6 +49,9 @@ export interface EndpointChange {
   closeCircuit?: boolean;
 }
 
+/** What the fan-out reads of an organization: its endpoints' routing fields, and until when it is handed off (epoch ms; 0: not). */
+export interface FanOutView { endpoints: WebhookEndpoint[]; handOffUntil: number }
+
 /** The outcome of a rate-limit lane's claim: taken, or refused with every lane's last admission (epoch ms). */
 export type LaneClaim = { taken: true } | { taken: false; lanes: number[] };
 
@@ -58,6 +63,16 @@ export type LaneClaim = { taken: true } | { taken: false; lanes: number[] };
 export interface EndpointStore {
   /** An organization's endpoints, strongly consistent; `routingOnly`: the fan-out's projection (no secrets, no headers, no circuit). */
   listEndpoints(organizationId: string, options?: { routingOnly?: boolean }): Promise<WebhookEndpoint[]>;
+  /**
+   * The fan-out's read, strongly consistent: the endpoints' routing fields and the hand-off marker,
+   * in one Query (the marker sorts just before the endpoints: `sk BETWEEN` instead of `begins_with`).
+   */
+  fanOutRead(organizationId: string): Promise<FanOutView>;
+  /**
+   * Hands the organization off until `until` (epoch ms), unless a later `until` is stored; the
+   * marker expires by TTL after it (readers compare `handOffUntil` with their clock, as TTL is late).
+   */
+  markHandOff(organizationId: string, until: number): Promise<void>;
   /** One endpoint, strongly consistent. */
   getEndpoint(organizationId: string, endpointId: string): Promise<WebhookEndpoint | undefined>;
   /** Puts a new endpoint and takes one of the organization's `max` slots, together; 'full' when none is left (nothing written). */
@@ -122,6 +137,18 @@ export function toEndpoint(item: Record<string, unknown>): WebhookEndpoint {
 export const CIRCUIT_ATTRIBUTES = ['circuitFailures', 'circuitOpens', 'circuitUntil', 'circuitProbing', 'circuitSlowUntil'] as const;
 /** The health marks a re-enable clears. */
 export const HEALTH_ATTRIBUTES = ['failingSince', 'disabledReason'] as const;
+
+/** The sort keys the fan-out's Query spans: the marker, then every endpoint (`$` follows `#`). */
+export const FAN_OUT_RANGE = [keys.handOff('').sk, `${keys.endpointPrefix.slice(0, -1)}$`] as const;
+
+/** A Query's items of the fan-out's range → the view (an item of another kind the range may come to hold is left out). */
+export function toFanOutView(items: Record<string, unknown>[]): FanOutView {
+  const marker = items.find((i) => i.sk === keys.handOff('').sk);
+  return {
+    endpoints: items.filter((i) => String(i.sk).startsWith(keys.endpointPrefix)).map(toEndpoint),
+    handOffUntil: Number(marker?.handOffUntil ?? 0),
+  };
+}
 
 const isConditionFailure = (error: unknown) => error instanceof ConditionalCheckFailedException || (error as Error).name === 'ConditionalCheckFailedException';
 
@@ -199,6 +226,35 @@ export function dynamoEndpointStore(deps: Deps): EndpointStore {
 
   return {
     listEndpoints,
+
+    async fanOutRead(organizationId) {
+      const fields = endpointRoutingFields;
+      return toFanOutView(await queryAll(deps, {
+        TableName: table(),
+        KeyConditionExpression: 'pk = :pk AND sk BETWEEN :from AND :to',
+        ExpressionAttributeValues: { ':pk': keys.org(organizationId).pk, ':from': FAN_OUT_RANGE[0], ':to': FAN_OUT_RANGE[1] },
+        ConsistentRead: true,
+        Select: 'SPECIFIC_ATTRIBUTES',
+        ProjectionExpression: fields.map((_, i) => `#f${i}`).join(', '),
+        ExpressionAttributeNames: Object.fromEntries(fields.map((f, i) => [`#f${i}`, f])),
+      }));
+    },
+
+    async markHandOff(organizationId, until) {
+      // The fan-out's grant allows these attributes alone (bindings.ts handOffMarkerFields) and no Put:
+      // an UpdateItem, answering nothing.
+      try {
+        await deps.doc.send(new UpdateCommand({
+          TableName: table(),
+          Key: keys.handOff(organizationId),
+          UpdateExpression: 'SET handOffUntil = :u, expiresAt = :e',
+          ConditionExpression: 'attribute_not_exists(handOffUntil) OR handOffUntil < :u',
+          ExpressionAttributeValues: { ':u': until, ':e': Math.ceil(until / 1000) },
+        }));
+      } catch (error) {
+        if (!isConditionFailure(error)) throw error; // a later mark is stored: it stands
+      }
+    },
 
     async getEndpoint(organizationId, endpointId) {
       const { Item } = await deps.doc.send(new GetCommand({ TableName: table(), Key: keys.endpoint(organizationId, endpointId), ConsistentRead: true }));
@@ -437,6 +493,8 @@ export function endpointStore(deps: Deps): CachedEndpointStore {
   }])) as unknown as Pick<EndpointStore, (typeof WRITES)[number]>;
   return {
     listEndpoints: (organizationId, options) => store.listEndpoints(organizationId, options),
+    fanOutRead: (organizationId) => store.fanOutRead(organizationId),
+    markHandOff: (organizationId, until) => store.markHandOff(organizationId, until), // not an endpoint: the cached lists are unchanged
     getEndpoint: (organizationId, endpointId) => store.getEndpoint(organizationId, endpointId),
     claimThrottleLane: (ref, claim) => store.claimThrottleLane(ref, claim), // its own item: the cached endpoints are unchanged
     ...writes,

@@ -4,7 +4,7 @@
  * decides and checks; the endpoints table itself is endpoint-store.ts's.
  */
 import type { Deps } from '../platform/deps.js';
-import { notFound, validationFailed } from '../platform/errors.js';
+import { DomainError, notFound, validationFailed } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
 import { retryLostRaces } from '../platform/optimistic.js';
 import { type CircuitState, type WebhookEndpoint } from '../platform/model.js';
@@ -13,7 +13,7 @@ import { parseSubscription } from './subscriptions.js';
 import { newSigningKey, publicKeyOf, schemeOf, signersOf, signingOf, type SigningScheme } from './signing.js';
 // The organization store alone, not tenancy/organizations.ts: that would bring the wallet and billing into the fan-out's and delivery's bundles.
 import { organizationStore } from '../tenancy/organization-store.js';
-import { endpointStore, type EndpointChange, type EndpointFields } from './endpoint-store.js';
+import { endpointStore, type EndpointChange, type EndpointFields, type FanOutView } from './endpoint-store.js';
 import { applyHeaderChanges, maskedHeaders, requireHeadersAgain, validateOptions, validateUrl, type HeaderChanges } from './endpoint-fields.js';
 
 /** A key that signs now, as its owner sees it: its scheme, an ed25519 key's public key, and when a retiring one stops. */
@@ -217,6 +217,41 @@ export async function rotateSecret(deps: Deps, organizationId: string, endpointI
   return { endpoint: summary(endpoint, deps.now()), ...shownOnce(secret) };
 }
 
+/** One endpoint's outcome in a rotation of many: its new secret, or why it kept its secrets. */
+export interface RotationOutcome { organizationId: string; endpointId: string; url: string; secret?: string; error?: string }
+
+/**
+ * Rotates the signing secret of every endpoint of the given organizations, or of all of them (a
+ * leak: docs/operations.md "Rotating every signing secret"), one endpoint at a time through
+ * rotateSecret (its grace, bound and versioned write). An endpoint that cannot be rotated (already
+ * MAX_SIGNING_SECRETS signing, removed meanwhile) is reported and the others go on, so a run can be
+ * repeated for those alone. `dryRun`: the endpoints it would rotate, nothing written. `onEach`
+ * reports progress (done of total).
+ */
+export async function rotateSecrets(
+  deps: Deps, organizations: string[] | 'all',
+  options: { graceHours?: number; dryRun?: boolean; onEach?: (outcome: RotationOutcome, done: number, total: number) => void } = {},
+): Promise<RotationOutcome[]> {
+  const ids = organizations === 'all' ? (await organizationStore(deps).listOrganizations()).map((o) => o.id) : organizations;
+  for (const id of ids) await requireOrganization(deps, id); // a mistyped id fails before anything is rotated
+  const endpoints = (await Promise.all(ids.map((id) => endpointStore(deps).listEndpoints(id)))).flat();
+  const outcomes: RotationOutcome[] = [];
+  for (const endpoint of endpoints) {
+    const outcome: RotationOutcome = { organizationId: endpoint.organizationId, endpointId: endpoint.id, url: endpoint.url };
+    if (!options.dryRun) {
+      try {
+        outcome.secret = (await rotateSecret(deps, endpoint.organizationId, endpoint.id, { graceHours: options.graceHours })).secret;
+      } catch (error) {
+        const fields = error instanceof DomainError ? error.extra.errors ?? [] : [];
+        outcome.error = [(error as Error).message, ...fields.map((f) => `${f.field}: ${f.message}`)].join(' ');
+      }
+    }
+    outcomes.push(outcome);
+    options.onEach?.(outcome, outcomes.length, endpoints.length);
+  }
+  return outcomes;
+}
+
 /** The secrets and keys that sign right now: the newest first, then any still inside their grace (signing.ts signersOf; signFor signs with them). */
 export const activeSecrets = (endpoint: WebhookEndpoint, now: number): string[] => signersOf(endpoint, now).map((s) => s.secret);
 
@@ -243,6 +278,15 @@ export async function recordEndpointHealth(deps: Deps, endpoint: WebhookEndpoint
  */
 export const currentEndpoints = (deps: Deps, organizationId: string): Promise<WebhookEndpoint[]> =>
   endpointStore(deps).listEndpoints(organizationId, { routingOnly: true });
+
+/**
+ * What the fan-out reads of an organization, once per stream batch: its endpoints as currentEndpoints
+ * reads them, and until when its shares go on being handed off (events/fanout.ts), in one Query.
+ */
+export const routingOf = (deps: Deps, organizationId: string): Promise<FanOutView> => endpointStore(deps).fanOutRead(organizationId);
+
+/** Hands the organization's next shares off until `until` (epoch ms): the fan-out's marker, read by routingOf. */
+export const markHandOff = (deps: Deps, organizationId: string, until: number): Promise<void> => endpointStore(deps).markHandOff(organizationId, until);
 
 /** An organization's endpoints for delivery, through the container's cache (endpoint-store.ts deliveryEndpoints). */
 export const endpointsOf = (deps: Deps, organizationId: string, endpointId?: string): Promise<WebhookEndpoint[]> =>

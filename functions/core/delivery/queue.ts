@@ -104,6 +104,8 @@ export async function deferDelivery(
  */
 export async function sendToDeadLetters(deps: Deps, message: DeliveryMessage): Promise<void> {
   await sendDeliveryMessages(deps, [freshMessage(message, deps.now())], { queue: 'deliveryDlq' });
+  // The dead-letter arrivals' query (docs/operations.md "Logs Insights queries") finds this line.
+  logger.warn('delivery dead-lettered', { organizationId: message.organizationId, endpointId: message.endpointId, deliveryId: message.deliveryId, eventId: message.payload.id, by: 'attempts' });
 }
 
 /** A delivery record as stored: its payload is its event's (store.ts). */
@@ -144,7 +146,7 @@ export async function recordDeliveries(deps: Deps, planned: PlannedDelivery[]): 
       ? ['skipped', `endpoint disabled${endpoint.disabledReason ? `: ${endpoint.disabledReason}` : ''}`] as const
       : tooBig ? ['failed', `payload of ${size} bytes exceeds the ${MAX_MESSAGE_BYTES}-byte queue budget`] as const
         : ['pending', undefined] as const;
-    if (tooBig) logger.warn('delivery payload too large', { organizationId: event.organization_id, deliveryId: id, eventType: event.type, size });
+    if (tooBig) logger.warn('delivery payload too large', { organizationId: event.organization_id, endpointId: endpoint.id, deliveryId: id, eventType: event.type, size });
     const record = {
       ...keys.delivery(event.organization_id, id), ...keys.deliveryIndex(id), entity: 'delivery',
       id, organizationId: event.organization_id, endpointId: endpoint.id, eventId: event.id, eventType: event.type,

@@ -8,7 +8,7 @@
 import { ChangeMessageVisibilityCommand, DeleteMessageCommand, ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import type { Deps } from '../platform/deps.js';
 import { logger } from '../platform/observability.js';
-import { readBulkShare } from './bulk-share.js';
+import { bulkLogFields, readBulkShare } from './bulk-share.js';
 
 /**
  * `messages` met; `moved` back to the bulk queue (with `dryRun`: would be); `duplicates`: the same
@@ -44,7 +44,7 @@ export async function replayBulkDeadLetters(deps: Deps, options: { dryRun?: bool
         }
         ok = true;
       } catch (error) {
-        logger.error('bulk dead letter not replayed; left in the bulk dead-letter queue', { messageId: message.MessageId, error: error as Error });
+        logger.error('bulk dead letter not replayed; left in the bulk dead-letter queue', { messageId: message.MessageId, ...bulkLogFields(body), error: error as Error });
       }
       if (!ok) result.failed++;
       else if (duplicate) result.duplicates++;

@@ -92,6 +92,19 @@ export function readBulkShare(body: string): BulkShare {
   return share as BulkShare;
 }
 
+/**
+ * What a log line about a bulk message names (docs/operations.md "Logs Insights queries"): its
+ * organization and its endpoints (`endpointIds`, comma-separated); nothing for a body that is not one.
+ */
+export function bulkLogFields(body: string): { organizationId?: string; endpointIds?: string } {
+  try {
+    const share = readBulkShare(body);
+    return { organizationId: share.organizationId, endpointIds: share.endpoints.map((e) => e.id).join(',') };
+  } catch {
+    return {};
+  }
+}
+
 /** Records and queues a bulk message's deliveries; returns how many were queued (0 for a repeat). */
 export async function fanOutBulk(deps: Deps, body: string): Promise<number> {
   const recorded = await recordDeliveries(deps, plannedOf(readBulkShare(body)));

@@ -11,7 +11,8 @@
 import type { Deps } from '../platform/deps.js';
 import type { DeliveryMessage, EventPayload, WebhookEndpoint } from '../platform/model.js';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
-import { currentEndpoints } from '../delivery/endpoints.js';
+import { markHandOff, routingOf } from '../delivery/endpoints.js';
+import type { FanOutView } from '../delivery/endpoint-store.js';
 import { queueDeliveries, recordDeliveries, type PlannedDelivery } from '../delivery/queue.js';
 import { logger, metrics } from '../platform/observability.js';
 import { derive } from './derive.js';
@@ -35,7 +36,7 @@ export async function fanOutEvent(deps: Deps, event: EventPayload, endpoints: We
 /** A change whose organization_id disagrees with its key is dropped: logged (ids only) and counted for the alarm. */
 function reportTenantMismatch(change: StreamChange, organizationId: string | undefined): void {
   logger.warn('stream record dropped: its organization_id disagrees with its partition key', {
-    keyOrganizationId: organizationId, sequenceNumber: change.sequenceNumber, kind: change.kind, stream: change.stream,
+    organizationId, keyOrganizationId: organizationId, sequenceNumber: change.sequenceNumber, kind: change.kind, stream: change.stream,
   });
   metrics.addMetric('TenantMismatch', MetricUnit.Count, 1);
 }
@@ -54,44 +55,67 @@ export const LARGE_SHARE = 25;
  * sharing it waiting (docs/benchmarks.md "An importer stays handed off for 10 s"); on AWS the lane
  * would meet the importer's hot partition there. Within the window a share of HANDED_OFF_SHARE
  * events or more is handed off; fewer (a lead, an edit) stay in the lane and are not queued behind
- * the import. Each container remembers its own: on AWS a lane's next batch may run in a container
- * that did not see the large share and decides by the batch alone, as before (best effort;
- * docs/decisions.md "Fair under volume"). The local stack runs every lane in one
- * process, so it always remembers.
+ * the import. The window is a marker item beside the organization's endpoints (endpoint-store.ts
+ * markHandOff), read by the Query that reads them: a lane's next batch decides alike in whichever
+ * container runs it, on AWS as on the local stack (docs/decisions.md "Fair under volume").
  */
 export const BULK_STAYS_MS = 10_000;
 export const HANDED_OFF_SHARE = 5;
-/** Organizations with a large share lately → until when their shares are handed off (this container's). */
-const handedOffLately = new Map<string, number>();
 
 /**
  * The batch's deliveries split between the lane and the bulk queue (bulk-share.ts): each
  * organization with a large share (an import, a nightly sync), or with HANDED_OFF_SHARE events
- * and a large share in the last BULK_STAYS_MS, is handed off, one share per organization, in order; everybody else's
- * deliveries, and any event too big for a bulk message, are recorded in the lane. Another
- * organization's change in the same batch (one in ten shares the importer's lane: docs/capacity.md
- * "Fan-out lanes") is then queued without waiting for the import's writes, and the lane keeps pace
- * with the import.
+ * while handed off (`handOffUntil`: the markers read, epoch ms), is handed off, one share per
+ * organization, in order; everybody else's deliveries, and any event too big for a bulk message,
+ * are recorded in the lane. Another organization's change in the same batch (one in ten shares the
+ * importer's lane: docs/capacity.md "Fan-out lanes") is then queued without waiting for the
+ * import's writes, and the lane keeps pace with the import. `large`: the organizations whose
+ * marker the batch sets (until now + BULK_STAYS_MS).
  */
-export function shares(planned: PlannedDelivery[], now = Date.now(), lately = handedOffLately): { lane: PlannedDelivery[]; bulk: PlannedDelivery[][] } {
+export function shares(planned: PlannedDelivery[], now: number, handOffUntil: ReadonlyMap<string, number> = new Map()): { lane: PlannedDelivery[]; bulk: PlannedDelivery[][]; large: string[] } {
   const events = new Map<string, Set<string>>();
   for (const p of planned) {
     const org = p.event.organization_id;
     if (!events.has(org)) events.set(org, new Set());
     events.get(org)!.add(p.event.id);
   }
-  for (const [org, until] of lately) if (until <= now) lately.delete(org);
-  for (const [org, ids] of events) if (ids.size >= LARGE_SHARE) lately.set(org, now + BULK_STAYS_MS);
+  const large = [...events].filter(([, ids]) => ids.size >= LARGE_SHARE).map(([org]) => org);
+  const handedOff = (org: string) => large.includes(org) || ((handOffUntil.get(org) ?? 0) > now && events.get(org)!.size >= HANDED_OFF_SHARE);
   const bulk = new Map<string, PlannedDelivery[]>();
   const lane: PlannedDelivery[] = [];
-  const handedOff = (org: string) => lately.has(org) && events.get(org)!.size >= HANDED_OFF_SHARE;
   for (const p of planned) {
     const org = p.event.organization_id;
     if (!handedOff(org) || !fitsBulkMessage(p.event)) lane.push(p);
     else if (bulk.has(org)) bulk.get(org)!.push(p);
     else bulk.set(org, [p]);
   }
-  return { lane, bulk: [...bulk.values()] };
+  return { lane, bulk: [...bulk.values()], large };
+}
+
+/**
+ * Marks the organizations with a large share handed off for BULK_STAYS_MS: one UpdateItem each
+ * per batch (docs/capacity.md "Fan-out lanes"). Best effort: the share itself is handed off
+ * already, and a mark not written only lets the next stretch be recorded in the lane, as before
+ * the marker; the batch does not fail (and redo its work) for it.
+ */
+async function markHandOffs(deps: Deps, organizations: string[], now: number): Promise<void> {
+  await Promise.all(organizations.map(async (organizationId) => {
+    try {
+      await markHandOff(deps, organizationId, now + BULK_STAYS_MS);
+    } catch (error) {
+      logger.warn('hand-off marker not written', { organizationId, error: error as Error });
+    }
+  }));
+}
+
+/** Each organization's endpoints among `planned`. */
+function endpointsByOrganization(planned: PlannedDelivery[]): Map<string, Set<string>> {
+  const out = new Map<string, Set<string>>();
+  for (const { event, endpoint } of planned) {
+    if (!out.has(event.organization_id)) out.set(event.organization_id, new Set());
+    out.get(event.organization_id)!.add(endpoint.id);
+  }
+  return out;
 }
 
 /** `failedFrom`: the sequence number of the first change whose work did not complete. */
@@ -110,29 +134,42 @@ export async function fanOut(deps: Deps, changes: StreamChange[]): Promise<FanOu
     if (tenantMismatch) reportTenantMismatch(change, tenantMismatch.organizationId);
     return { change, events, ok: true, planned: [] as PlannedDelivery[] };
   });
-  // Each organization's endpoints are read fresh, once per batch (never from a cache): an endpoint
-  // added before a change was written hears of it, however recently it was added.
-  const endpointsByOrg = new Map<string, Promise<WebhookEndpoint[]>>();
-  const endpointsOf = (organizationId: string) => {
-    if (!endpointsByOrg.has(organizationId)) endpointsByOrg.set(organizationId, currentEndpoints(deps, organizationId));
-    return endpointsByOrg.get(organizationId)!;
+  // Each organization's endpoints, and its hand-off marker, are read fresh, once per batch (never
+  // from a cache): an endpoint added before a change was written hears of it, however recently it
+  // was added, and a batch in any container sees the marker an earlier batch wrote.
+  const views = new Map<string, Promise<FanOutView>>();
+  const viewOf = (organizationId: string) => {
+    if (!views.has(organizationId)) views.set(organizationId, routingOf(deps, organizationId));
+    return views.get(organizationId)!;
   };
+  const handOffUntil = new Map<string, number>();
   await Promise.all(work.map(async (item) => {
     try {
-      for (const event of item.events) item.planned.push(...plan(event, await endpointsOf(event.organization_id)));
+      for (const event of item.events) {
+        const view = await viewOf(event.organization_id);
+        handOffUntil.set(event.organization_id, view.handOffUntil);
+        item.planned.push(...plan(event, view.endpoints));
+      }
     } catch (error) {
       item.ok = false;
-      logger.error('fan-out failed', { sequenceNumber: item.change.sequenceNumber, error: error as Error });
+      logger.error('fan-out failed', {
+        sequenceNumber: item.change.sequenceNumber, organizationId: item.events[0]?.organization_id, error: error as Error,
+      });
     }
   }));
   // Record and queue what the changes before the first failure produced (changes after it will be redone).
   const firstFailed = work.findIndex((w) => !w.ok);
   const done = firstFailed === -1 ? work : work.slice(0, firstFailed);
-  const { lane, bulk } = shares(done.flatMap((w) => w.planned), deps.now());
+  const now = deps.now();
+  const { lane, bulk, large } = shares(done.flatMap((w) => w.planned), now, handOffUntil);
   try {
     await Promise.all([handOff(deps, bulk), (async () => queueDeliveries(deps, await recordDeliveries(deps, lane)))()]);
+    await markHandOffs(deps, large, now);
   } catch (error) {
-    logger.error('recording or queuing deliveries failed', { error: error as Error });
+    // One line per organization of the batch, naming its endpoints, so each organization's query finds it.
+    for (const [organizationId, endpointIds] of endpointsByOrganization([...lane, ...bulk.flat()])) {
+      logger.error('recording or queuing deliveries failed', { organizationId, endpointIds: [...endpointIds].join(','), error: error as Error });
+    }
     return changes[0] ? { failedFrom: changes[0].sequenceNumber } : {};
   }
   // Counted once: the changes after a failure are redone by the retry, and counted then.

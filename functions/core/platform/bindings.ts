@@ -40,10 +40,11 @@ export const metricsNamespace = 'CrmIntegrationApi';
 export const deliveryMaxReceives = 10;
 
 /**
- * The endpoints' routing fields, never `secrets`: what the fan-out's `readFields` grant may read
- * (lib/topology.ts `readableFields`) and what it projects (functions/core/delivery/endpoints.ts).
+ * The endpoints' routing fields, never `secrets`, and the hand-off marker's `handOffUntil`: what the
+ * fan-out's grant may read (lib/topology.ts `readableFields`) and what it projects
+ * (functions/core/delivery/endpoint-store.ts fanOutRead).
  */
-export const endpointRoutingFields = ['pk', 'sk', 'id', 'organizationId', 'url', 'events', 'enabled', 'disabledReason', 'createdAt'] as const;
+export const endpointRoutingFields = ['pk', 'sk', 'id', 'organizationId', 'url', 'events', 'enabled', 'disabledReason', 'createdAt', 'handOffUntil'] as const;
 
 /**
  * What the mailer learns from its stack rather than from the runtime configuration: the API's base
@@ -54,3 +55,8 @@ export const mailerEnvVars = { publicApiUrl: 'PUBLIC_API_URL', sesConfigurationS
 
 /** How often one notices-queue message may be received before it moves to the notices dead-letter queue (each failed receive waits longer: platform/config.ts noticeRetrySeconds). */
 export const noticesMaxReceives = 8;
+/**
+ * What the fan-out may write on the endpoints table: the hand-off marker's fields
+ * (delivery/endpoint-store.ts markHandOff). `expiresAt` is the table's TTL attribute.
+ */
+export const handOffMarkerFields = ['pk', 'sk', 'handOffUntil', 'expiresAt'] as const;

@@ -18,6 +18,11 @@ export const keys = {
   apiKeyIndex: (orgId: string, keyId: string) => ({ gsi1pk: `ORG#${orgId}#APIKEYS`, gsi1sk: keyId }),
   endpoint: (orgId: string, endpointId: string) => ({ pk: `ORG#${orgId}`, sk: `ENDPOINT#${endpointId}` }),
   endpointPrefix: 'ENDPOINT#',
+  /**
+   * The organization's hand-off marker (events/fanout.ts): until when the fan-out hands its shares
+   * to the bulk queue. Sorts before its endpoints, so the fan-out's Query of them reads it too.
+   */
+  handOff: (orgId: string) => ({ pk: `ORG#${orgId}`, sk: 'BULK#HANDOFF' }),
   /** An endpoint's delivery rate limit: when each of its lanes last admitted a delivery (delivery/delivery-throttle.ts). */
   endpointThrottle: (orgId: string, endpointId: string) => ({ pk: `ORG#${orgId}`, sk: `THROTTLE#${endpointId}` }),
   /**

@@ -1,6 +1,6 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import { addEndpoint, listEndpoints, removeEndpoint, rotateSecret, updateEndpoint, type EndpointSummary } from '../../../functions/core/delivery/endpoints.js';
+import { addEndpoint, listEndpoints, removeEndpoint, rotateSecret, rotateSecrets, updateEndpoint, type EndpointSummary } from '../../../functions/core/delivery/endpoints.js';
 import { SIGNING_SCHEMES, type SigningScheme } from '../../../functions/core/delivery/signing.js';
 import { sendTestEvent } from '../../../functions/core/events/test-event.js';
 import type { CheckAnswer, RuleResult } from '../../../functions/core/events/receiver-check.js';
@@ -103,10 +103,10 @@ type OptionFlags = { header?: string[]; removeHeader?: string[]; headersFile?: s
 const HEADER_HELP = 'a custom header sent with every delivery (repeatable): Name takes its value from $CRM_HEADER_<NAME>; "Name: value" also works, but the value then shows in the process list and shell history';
 const HEADERS_FILE_HELP = 'custom headers from a file of "Name: value" lines (# comments): values kept out of argv';
 
-const hours = (value: string | undefined) => {
+const hours = (value: string | undefined, flag = '--grace') => {
   if (value === undefined) return undefined;
   const n = Number(value);
-  if (!Number.isFinite(n) || n < 0) throw new CliError(`--grace must be zero or more hours, got "${value}"`, 2);
+  if (!Number.isFinite(n) || n < 0) throw new CliError(`${flag} must be zero or more hours, got "${value}"`, 2);
   return n;
 };
 
@@ -194,6 +194,34 @@ export function register(program: Command): void {
         if (secret) shownOnce(secret);
         publicKeys(endpoint);
       });
+    }));
+  webhooks
+    .command('rotate-secrets')
+    .description('after a leak: a new signing secret for every endpoint of an organization (--org) or of all of them (--all); the old ones keep signing during the grace (docs/operations.md)')
+    .option('--org <id>', 'this organization\'s endpoints')
+    .option('--all', 'every organization\'s endpoints')
+    .option('--grace-hours <n>', 'hours the old secrets keep signing (default 24; 0 drops them now: receivers fail until they have the new one)')
+    .option('--dry-run', 'list the endpoints it would rotate; write nothing')
+    .option('--out <file>', 'write the new secrets there (JSON lines, created with mode 600; an existing file is refused) instead of printing them')
+    .action(act<{ org?: string; all?: boolean; graceHours?: string; dryRun?: boolean; out?: string }>(async ({ target, options, json }) => {
+      if (Boolean(options.org) === Boolean(options.all)) throw new CliError('Say whose secrets to rotate: --org <id> or --all.', 2);
+      const graceHours = hours(options.graceHours, '--grace-hours');
+      const outcomes = await rotateSecrets(target.deps, options.all ? 'all' : [options.org!], {
+        graceHours, dryRun: options.dryRun,
+        onEach: (o, done, total) => process.stderr.write(`[${done}/${total}] ${o.organizationId} ${o.endpointId} ${options.dryRun ? 'would rotate' : o.error ? `NOT rotated: ${safeText(o.error)}` : 'rotated'}\n`),
+      });
+      const failed = outcomes.filter((o) => o.error).length;
+      if (options.out && !options.dryRun) {
+        const lines = outcomes.filter((o) => o.secret).map((o) => JSON.stringify({ organizationId: o.organizationId, endpointId: o.endpointId, url: o.url, secret: o.secret }));
+        writeFileSync(options.out, lines.map((l) => `${l}\n`).join(''), { mode: 0o600, flag: 'wx' });
+      }
+      const shown = options.out ? outcomes.map(({ secret: _secret, ...rest }) => rest) : outcomes;
+      const summary = { dryRun: Boolean(options.dryRun), endpoints: outcomes.length, rotated: outcomes.filter((o) => o.secret).length, failed, outcomes: shown };
+      printResult({ json }, summary, () => {
+        printTable(shown.map((o) => ({ ...o, status: options.dryRun ? 'would rotate' : o.error ? `not rotated: ${o.error}` : 'rotated' })), ['organizationId', 'endpointId', 'url', 'status', ...(options.out ? [] : ['secret'])]);
+        console.log(options.dryRun ? `${outcomes.length} endpoints would be rotated.` : `${summary.rotated} of ${outcomes.length} endpoints rotated${failed ? `, ${failed} not (run again for them once fixed)` : ''}; the old secrets sign for ${graceHours ?? 24} h more.${options.out ? ` New secrets in ${options.out}.` : ' Copy the new secrets now: they will not be shown again.'}`);
+      });
+      if (failed) process.exitCode = 1;
     }));
   webhooks
     .command('test')

@@ -1,6 +1,8 @@
 /**
  * `npm start` as a user runs it (bin/local.ts, persistent data in a folder): it writes stack.json and
- * serves the API; SIGTERM stops it with no process left behind; a restart keeps DynamoDB data.
+ * serves the API; SIGTERM stops it with no process left behind; a restart keeps DynamoDB data, and
+ * every command its banner prints (curl and `npx crm`) works as pasted, though its --dir and --port
+ * are not the defaults.
  */
 import { describe, it, expect } from '@jest/globals';
 import { spawn, spawnSync, execFileSync, type ChildProcess } from 'node:child_process';
@@ -10,6 +12,7 @@ import path from 'node:path';
 import { PutCommand, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { depsFromStackFile, readStackFile } from '../../../lib/local/stack-file.js';
 import { eventually } from '../support/stack.js';
+import { linkBin } from '../../../scripts/build-cli.mjs';
 
 function start(dir: string, options: { banner?: boolean } = {}): ChildProcess {
   return spawn(process.execPath, ['--no-warnings', '--import', 'tsx', 'bin/local.ts', '--port', '0', '--dir', dir, ...(options.banner ? [] : ['--quiet'])], {
@@ -19,6 +22,18 @@ function start(dir: string, options: { banner?: boolean } = {}): ChildProcess {
 
 /** The CLI commands the start banner prints (each as a user would paste it). */
 const bannerCommands = (banner: string) => [...new Set(banner.match(/(?:CRM_STACK_FILE=\S+ )?npx crm [^\n)]+?(?=\s{2,}|\)|\n|$)/g) ?? [])].map((c) => c.trim());
+/** The curl commands it prints, with their continuation lines. */
+function curlCommands(banner: string): string[] {
+  const out: string[] = [];
+  let open = false;
+  for (const line of banner.split('\n').map((l) => l.trim())) {
+    if (line.startsWith('curl ')) out.push(line);
+    else if (open) out[out.length - 1] += `\n${line}`;
+    else continue;
+    open = line.endsWith('\\');
+  }
+  return out;
+}
 
 async function stop(child: ChildProcess): Promise<number | null> {
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
@@ -62,10 +77,15 @@ describe('npm start', () => {
       await eventually(async () => existsSync(stackFile) && banner.includes('Ctrl-C to stop'), { timeoutMs: 60_000, what: 'stack.json and the banner again' });
       const commands = bannerCommands(banner);
       expect(commands.length).toBeGreaterThanOrEqual(3);
-      for (const command of commands) {
-        // As pasted into a shell in the project folder, with no CRM_STACK_FILE of the test's own.
-        const { CRM_STACK_FILE: _ignored, ...env } = process.env;
-        const run = spawnSync('bash', ['-c', command.replace(/^((?:CRM_STACK_FILE=\S+ )?)npx crm/, '$1node bin/crm.mjs')], { encoding: 'utf8', env: { ...env, NODE_OPTIONS: '' }, timeout: 60_000 });
+      const curls = curlCommands(banner);
+      expect(curls).toHaveLength(2); // check the key, send a lead
+      expect(curls.every((c) => c.includes('http://127.0.0.1:'))).toBe(true); // loopback only
+      linkBin(); // what `npm ci` (the prepare script) made: node_modules/.bin/crm, which npx runs
+      // As pasted into a shell in the project folder (npx and all), with no CRM_STACK_FILE of the
+      // test's own; curl told to fail on an HTTP error, so that success means the API said yes.
+      const { CRM_STACK_FILE: _ignored, ...env } = process.env;
+      for (const command of [...commands, ...curls.map((c) => `${c} --fail-with-body`)]) {
+        const run = spawnSync('bash', ['-c', command], { encoding: 'utf8', env: { ...env, NODE_OPTIONS: '' }, timeout: 60_000 });
         expect({ command, code: run.status, stderr: run.stderr }).toEqual({ command, code: 0, stderr: expect.any(String) });
       }
       const again = readStackFile(stackFile);

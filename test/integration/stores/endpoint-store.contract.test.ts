@@ -66,6 +66,27 @@ describe.each(implementations)('the endpoints store (%s)', (_name, make) => {
     expect(await store.listEndpoints(org())).toEqual([]);
   });
 
+  it('the fan-out’s read answers the endpoints’ routing fields and the hand-off marker together; a mark never shortens the window, and the other reads never see it', async () => {
+    const store = await make();
+    const { organizationId, endpoints } = await given(store, 2);
+    const routing = (e: WebhookEndpoint) => ({ id: e.id, organizationId, url: e.url, events: e.events, enabled: true, createdAt: e.createdAt, secrets: [] });
+    expect(await store.fanOutRead(organizationId)).toEqual({ endpoints: endpoints.map(routing).sort((a, b) => (a.id < b.id ? -1 : 1)), handOffUntil: 0 });
+    await store.markHandOff(organizationId, T0 + 10_000);
+    await store.markHandOff(organizationId, T0 + 5_000); // an older window, written late: refused, silently
+    const view = await store.fanOutRead(organizationId);
+    expect(view.handOffUntil).toBe(T0 + 10_000);
+    expect(view.endpoints).toHaveLength(2);
+    await store.markHandOff(organizationId, T0 + 20_000);
+    expect((await store.fanOutRead(organizationId)).handOffUntil).toBe(T0 + 20_000);
+    // Not an endpoint: the lists, the count and the delivery read are as before.
+    expect((await store.listEndpoints(organizationId)).map((e) => e.id).sort()).toEqual(endpoints.map((e) => e.id).sort());
+    expect((await store.listEndpoints(organizationId, { routingOnly: true }))).toHaveLength(2);
+    // An organization with a marker and no endpoint (its last one removed) reads as such.
+    const other = org();
+    await store.markHandOff(other, T0 + 1_000);
+    expect(await store.fanOutRead(other)).toEqual({ endpoints: [], handOffUntil: T0 + 1_000 });
+  });
+
   it('updates only what it names; headers whole only while none are stored, by name only at the count read; never brings a removed endpoint back', async () => {
     const store = await make();
     const organizationId = org();

@@ -46,8 +46,13 @@ describe.each(['aws', 'local'] as Shape[])('a %s record filed under another orga
 });
 
 describe('the hand-off decision: which deliveries of a batch the lane records and which go to the bulk queue', () => {
-  // Each test's own memory of organizations handed off lately, at time 0 unless it says otherwise.
-  const shares = (planned: Parameters<typeof sharesOf>[0], now = 0, lately = new Map<string, number>()) => sharesOf(planned, now, lately);
+  // The markers as the store holds them (each organization's handOffUntil), at time 0 unless the test
+  // says otherwise; each large share's marker is written as the fan-out writes it (markHandOff).
+  const shares = (planned: Parameters<typeof sharesOf>[0], now = 0, marks = new Map<string, number>()) => {
+    const { lane, bulk, large } = sharesOf(planned, now, marks);
+    for (const org of large) marks.set(org, Math.max(marks.get(org) ?? 0, now + BULK_STAYS_MS));
+    return { lane, bulk };
+  };
   const event = (org: string, i: number, data = {}) => ({ id: `evt_${org}_${i}`, organization_id: org, data }) as never;
   const planned = (org: string, n: number) => Array.from({ length: n }, (_, i) => ({ event: event(org, i), endpoint: { id: 'ep', enabled: true } }));
   const ids = (share: { event: { id: string } }[]) => share.map((p) => p.event.id);
@@ -89,9 +94,12 @@ describe('the hand-off decision: which deliveries of a batch the lane records an
     shares(planned('importer', 25), 5_000, lately);
     expect(lately.get('importer')).toBe(5_000 + BULK_STAYS_MS);
     expect(shares(stretch, 5_000 + BULK_STAYS_MS - 1, lately).bulk.map(ids)).toEqual([ids(stretch)]);
-    // Once BULK_STAYS_MS have passed since its last large share, it is recorded in the lane again, and forgotten.
+    // Once BULK_STAYS_MS have passed since its last large share, it is recorded in the lane again.
     expect(shares(stretch, 5_000 + BULK_STAYS_MS, lately)).toEqual({ lane: stretch, bulk: [] });
-    expect(lately.size).toBe(0);
+  });
+
+  it('sets the marker of each organization with a large share only', () => {
+    expect(sharesOf([...planned('importer', 30), ...planned('a', HANDED_OFF_SHARE)], 0, new Map([['a', 1]])).large).toEqual(['importer']);
   });
 
   it('keeps a batch of small shares in the lane (one BatchWriteItem for many organizations), and hands off nothing', () => {
