@@ -54,6 +54,7 @@ const runbookSections: Record<string, string> = {
   Api5xxShare: 'alarm-api', ApiLatency: 'alarm-api', RateLimitFailOpen: 'alarm-api', CaptchaUnavailable: 'alarm-api',
   LeadRefundFailed: 'alarm-lead-billing', LeadUsageCountFailed: 'alarm-lead-billing',
   BackupJobsFailed: 'alarm-backups', BackupCopyJobsFailed: 'alarm-backups',
+  NoticeDeadLetters: 'alarm-notices', MailFeedbackDeadLetters: 'alarm-notices',
 };
 
 /** An alarm's runbook section: its own kind's, or the one for every function's errors, throttles, or every table's throttles; 'alarm-runbooks' (the list) for an alarm not mapped yet, which test/infra refuses. */
