@@ -13,7 +13,8 @@ function globalOptions(cmd: Command): { local?: boolean; stage?: string; json?: 
   return cmd.optsWithGlobals();
 }
 
-export type Action<O> = (context: { target: Target; options: O; json: boolean }) => Promise<void>;
+/** `args`: the command's positional arguments (`show <id>`). */
+export type Action<O> = (context: { target: Target; options: O; json: boolean; args: string[] }) => Promise<void>;
 
 export function act<O>(action: Action<O>) {
   return async (...args: unknown[]) => {
@@ -21,7 +22,7 @@ export function act<O>(action: Action<O>) {
     const global = globalOptions(cmd);
     try {
       const target = await resolveTarget(global);
-      await action({ target, options: cmd.opts() as O, json: !!global.json });
+      await action({ target, options: cmd.opts() as O, json: !!global.json, args: cmd.args });
     } catch (error) {
       if (error instanceof DomainError) {
         const fields = error.extra.errors?.map((e) => `\n  ${e.field}: ${e.message}`).join('') ?? '';

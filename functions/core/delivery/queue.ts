@@ -140,8 +140,9 @@ export async function recordDeliveries(deps: Deps, planned: PlannedDelivery[]): 
       : tooBig ? ['failed', `payload of ${size} bytes exceeds the ${MAX_MESSAGE_BYTES}-byte queue budget`] as const
         : ['pending', undefined] as const;
     if (tooBig) logger.warn('delivery payload too large', { organizationId: event.organization_id, deliveryId: id, eventType: event.type, size });
+    // No id-index entry (gsi1): a delivery is found by id through its organization (find-delivery.ts), a write per delivery saved.
     const record = {
-      ...keys.delivery(event.organization_id, id), ...keys.deliveryIndex(id), entity: 'delivery',
+      ...keys.delivery(event.organization_id, id), entity: 'delivery',
       id, organizationId: event.organization_id, endpointId: endpoint.id, eventId: event.id, eventType: event.type,
       status, ...(reason ? { reason } : {}), ...(tooBig ? { payloadOmitted: true } : {}), // never sent: see deliver.ts hollowPayloadReason
       attempts: [], createdAt: now, updatedAt: now, expiresAt: expiry,
@@ -163,7 +164,9 @@ export async function recordDeliveries(deps: Deps, planned: PlannedDelivery[]): 
     return was && !queuedEvents.has(d.event.id) && was.status === 'pending' && (was.attempts as unknown[] | undefined)?.length === 0 && was.dueAt === undefined;
   });
   // One payload item per event (a re-write by a re-run is the same item).
-  const events = [...new Map(all.filter((d) => !queuedEvents.has(d.event.id)).map((d) => [d.event.id, eventItem(d.event, d.stored, expiry)])).values()];
+  const endpointsOf = new Map<string, string[]>();
+  for (const d of all) endpointsOf.set(d.event.id, [...(endpointsOf.get(d.event.id) ?? []), d.record.endpointId]);
+  const events = [...new Map(all.filter((d) => !queuedEvents.has(d.event.id)).map((d) => [d.event.id, eventItem(d.event, d.stored, expiry, endpointsOf.get(d.event.id)!)])).values()];
   return { messages: [...fresh.filter((d) => d.record.status === 'pending'), ...unqueued].map((d) => d.message), events };
 }
 
