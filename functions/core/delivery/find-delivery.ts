@@ -8,13 +8,13 @@
  * the id index (gsi1) until they expire.
  */
 import type { Deps } from '../platform/deps.js';
-import { keys, type DeliveryRecord } from '../platform/model.js';
+import { keys, type DeliveryRecord, type EventPayload } from '../platform/model.js';
 import { listOrganizations } from '../tenancy/organizations.js';
 import { endpointStore } from './endpoint-store.js';
 import { deliveryIdFor } from './queue.js';
 import { toDeliveryRecord, withPayloads } from './store.js';
 import { deliveryStore } from './delivery-port.js';
-import type { Key } from './delivery-state.js';
+import { firstRecord, type Key } from './delivery-state.js';
 
 /** The organization whose partition holds `keyOf(organizationId)`, tried in every organization. */
 async function organizationHolding(deps: Deps, keyOf: (organizationId: string) => Key): Promise<string | undefined> {
@@ -35,18 +35,26 @@ export async function findDelivery(deps: Deps, deliveryId: string, organizationI
 
 /**
  * An event's deliveries (the event item names its endpoints; one written before it did: the
- * organization's endpoints now), with their payload. Empty: no such event in `organizationId`
+ * organization's endpoints now), with their payload; one queued whose first outcome is not
+ * written yet is shown pending, with its event's time. Empty: no such event in `organizationId`
  * (or in any organization).
  */
 export async function findEventDeliveries(deps: Deps, eventId: string, organizationId?: string): Promise<DeliveryRecord[]> {
   const organization = organizationId ?? await organizationHolding(deps, (org) => keys.event(org, eventId));
   if (!organization) return [];
   const store = deliveryStore(deps);
-  const event = await store.getOne(keys.event(organization, eventId), { projection: ['endpointIds'] });
+  const event = await store.getOne(keys.event(organization, eventId));
   if (!event) return [];
-  const endpointIds = Array.isArray(event.endpointIds)
-    ? event.endpointIds as string[]
-    : (await endpointStore(deps).listEndpoints(organization, { routingOnly: true })).map((e) => e.id);
+  const named = Array.isArray(event.endpointIds);
+  const endpointIds = named ? event.endpointIds as string[] : (await endpointStore(deps).listEndpoints(organization, { routingOnly: true })).map((e) => e.id);
   const items = await store.get(endpointIds.map((id) => keys.delivery(organization, deliveryIdFor(eventId, id))), { consistent: true });
-  return withPayloads(deps, items.map(toDeliveryRecord));
+  const recorded = await withPayloads(deps, items.map(toDeliveryRecord));
+  if (!named) return recorded;
+  // Named by the event but without a record: queued, its first outcome not written yet (queue.ts).
+  const payload = event.payload as EventPayload;
+  const queued = endpointIds.filter((id) => !recorded.some((d) => d.endpointId === id)).map((endpointId) => ({
+    ...toDeliveryRecord(firstRecord({ organizationId: organization, deliveryId: deliveryIdFor(eventId, endpointId), endpointId, payload, round: Date.parse(payload.timestamp) }, deps.config.retentionDays)),
+    payload, reason: 'queued; no attempt recorded yet (the first outcome writes the record)',
+  }));
+  return [...recorded, ...queued];
 }
