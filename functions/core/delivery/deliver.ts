@@ -27,7 +27,7 @@ import { sendableHeaders } from './endpoint-fields.js';
 import type { Lane } from './circuit-breaker.js';
 import { attempted, attemptNumberOf, deferDelivery, readDeliveryMessage, sendDeliveryMessages, sendToDeadLetters } from './queue.js';
 import { deliveryStore, transition } from './delivery-port.js';
-import { firstRecord, isUnrecorded, unrecorded, type Transition } from './delivery-state.js';
+import { firstRecord, isUnrecorded, markUnrecorded, type Transition } from './delivery-state.js';
 import { DeliveredWrites, readBatchRecords, type StoredRecord } from './batch-records.js';
 import { deliveryMaxReceives } from '../platform/bindings.js';
 
@@ -129,13 +129,12 @@ export async function attemptDelivery(
 ): Promise<Outcome> {
   const lane = options.lane ?? 'main';
   const { batch } = options;
-  const received = message;
-  const stored = batch ? batch.record : await deliveryStore(deps).getOne(keys.delivery(received.organizationId, received.deliveryId), {
+  const stored = batch ? batch.record : await deliveryStore(deps).getOne(keys.delivery(message.organizationId, message.deliveryId), {
     consistent: true, projection: ['pk', 'sk', 'status', 'payloadOmitted', 'reason', 'attempts', 'createdAt', 'redrivenAt'],
   }) as StoredRecord | undefined;
-  // None stored yet: a pending delivery, whose first outcome writes its record (delivery-state.ts unrecorded).
+  // None stored yet: a pending delivery, whose first outcome writes its record (delivery-state.ts markUnrecorded).
   // A message from before rounds (none) always had its record put by the fan-out.
-  if (!stored && received.round !== undefined) message = unrecorded(received);
+  if (!stored && message.round !== undefined) markUnrecorded(message);
   const record: StoredRecord | undefined = stored ?? (isUnrecorded(message) ? firstRecord(message, deps.config.retentionDays) as StoredRecord : undefined);
   if (!record) {
     logger.warn('delivery record missing; message dropped', { organizationId: message.organizationId, endpointId: message.endpointId, deliveryId: message.deliveryId });

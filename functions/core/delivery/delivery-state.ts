@@ -86,13 +86,17 @@ export type Leaves =
 export interface Change { set: StoredItem; remove: string[]; append?: DeliveryAttempt; leaves: Leaves; create?: StoredItem }
 
 /**
- * Marks a message whose attempt found no record (the fan-out puts none while pending): its
- * transitions write the record whole (Transition.create; delivery-port.ts). A symbol, so it is
- * never serialized into a queued message, and copies of the message (`{ ...message }`) keep it.
- * A record that was read and is gone since is not written again.
+ * Marks a received message whose attempt found no record (the fan-out puts none while pending):
+ * its transitions, and those of its copies (`{ ...message }`: a deferral's), write the record whole
+ * (Transition.create; delivery-port.ts). Set on the received object itself, so every step of its
+ * handling (the attempt, the deferral, the batch's write) sees it; a symbol, so it is never
+ * serialized into a queued message. A record that was read and is gone since is not written again.
  */
 export const UNRECORDED = Symbol('unrecorded');
-export const unrecorded = <M extends DeliveryMessage>(message: M): M => ({ ...message, [UNRECORDED]: true });
+export function markUnrecorded<M extends DeliveryMessage>(message: M): M {
+  (message as M & { [UNRECORDED]?: boolean })[UNRECORDED] = true;
+  return message;
+}
 export const isUnrecorded = (ref: object): ref is DeliveryMessage & { round: number } =>
   (ref as { [UNRECORDED]?: boolean })[UNRECORDED] === true && (ref as DeliveryMessage).round !== undefined;
 

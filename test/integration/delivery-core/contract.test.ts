@@ -17,7 +17,7 @@ import { dynamoDeliveryStore } from '../../../functions/core/delivery/delivery-r
 import { sqsDeliveryQueue } from '../../../functions/core/delivery/sqs-delivery-queue.js';
 import { DeliveredWrites, readBatchRecords } from '../../../functions/core/delivery/batch-records.js';
 import { withDeliveryPorts } from '../../../functions/core/delivery/delivery-port.js';
-import { dueKeys, type DeliveryQueue, type DeliveryStore, type StoredItem } from '../../../functions/core/delivery/delivery-state.js';
+import { dueKeys, firstRecord, type DeliveryQueue, type DeliveryStore, type StoredItem } from '../../../functions/core/delivery/delivery-state.js';
 import { MAX_KEPT_ATTEMPTS } from '../../../functions/core/delivery/attempt-log.js';
 import { MemoryDeliveryQueue, MemoryDeliveryStore } from './support/memory-delivery.js';
 
@@ -100,6 +100,17 @@ async function behaviours(impl: Implementation): Promise<StoredItem[]> {
   expect((await store.get([key(1), key(2), key(9)], { projection: ['id', 'status'] })).map((i) => i.id).sort()).toEqual([deliveryId(1), deliveryId(2)]);
   expect(await store.keyOf(deliveryId(3))).toEqual(key(3));
   expect((await store.deliveriesOf(organizationId)).map((i) => i.id).sort()).toEqual([1, 2, 3, 4, 5, 6].map(deliveryId));
+
+  // No record stored (the fan-out puts none while pending): the first outcome writes it whole; a
+  // redelivery needs a stored one; a later `create` keeps what is stored.
+  const first = firstRecord({ ...message(40), round: nowMs - 500, payload: { id: 'evt_40', type: 'client.created' } as DeliveryMessage['payload'] }, 30);
+  expect(await store.transition(ref(40), { to: 'redelivered', create: first })).toBe(false);
+  expect(await store.getOne(key(40))).toBeUndefined();
+  expect(await store.transition(ref(40), { to: 'attempted', attempt: attempt(1), nextAttemptAt: at(nowMs), create: first })).toBe(true);
+  expect(await store.getOne(key(40))).toEqual({ ...first, attempts: [attempt(1)], nextAttemptAt: at(nowMs), updatedAt: at(nowMs), version: 1 });
+  expect(await store.transition(ref(40), { to: 'delivered', attempt: attempt(2, 204), create: { ...first, createdAt: 'not kept', eventType: 'not kept' } })).toBe(true);
+  expect(await store.getOne(key(40))).toMatchObject({ createdAt: first.createdAt, eventType: 'client.created', status: 'delivered', attempts: [attempt(1), attempt(2, 204)], version: 2 });
+  expect(await store.transition(ref(41), { to: 'attempted', attempt: attempt(1), nextAttemptAt: at(nowMs), ifVersion: 3, create: first })).toBe(false); // not what a new record is at
 
   // attempted, parked in the due index (a retry a day away), then unparked by the sweeper.
   nowMs += 1000;
