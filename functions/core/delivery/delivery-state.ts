@@ -60,6 +60,11 @@ type Step =
   | { to: 'skipped'; reason: string }
   /** Not attempted now (isolation): a pending record waits in the due index until `untilMs`, no attempt used. */
   | { to: 'parked'; park: Park; reason: string }
+  /**
+   * Not attempted now, waiting on the queue (a delayed message) until `untilMs`, no attempt used:
+   * written only for a delivery without a record yet (its first outcome), so lists show it held.
+   */
+  | { to: 'held'; untilMs: number; reason: string }
   /** Redelivered: pending again, a new round of attempts from now. */
   | { to: 'redelivered' }
   /** Its receives kept breaking off and the queue dead-lettered its message: failed, with the reason. */
@@ -167,6 +172,7 @@ function stepOf(ref: DeliveryRef, t: Step, now: string): Change {
       const due = parkedAt(ref, t.park);
       return { set: { ...due.set, nextAttemptAt: new Date(t.park.untilMs).toISOString(), deferredReason: t.reason, updatedAt: now }, remove: due.remove, leaves: { exists: true, status: 'pending' } };
     }
+    case 'held': return { set: { nextAttemptAt: new Date(t.untilMs).toISOString(), deferredReason: t.reason, updatedAt: now }, remove: [], leaves: { exists: true, status: 'pending' } };
     case 'redelivered': return {
       // A parked one leaves the due index: it is sent now.
       set: { status: 'pending', queuedAt: now, redrivenAt: now, updatedAt: now },

@@ -29,7 +29,7 @@ import { keys, type DeliveryMessage, type DeliveryRecord, type EventPayload, typ
 import { logger } from '../platform/observability.js';
 import { eventItem } from './store.js';
 import { deliveryPorts, deliveryStore, transition } from './delivery-port.js';
-import { firstRecord, type DeliveryQueueName } from './delivery-state.js';
+import { firstRecord, isUnrecorded, type DeliveryQueueName } from './delivery-state.js';
 
 export { MAX_QUEUE_DELAY_SECONDS } from './sqs-delivery-queue.js';
 
@@ -91,6 +91,8 @@ export async function deferDelivery(
 ): Promise<'queued' | 'parked' | 'settled'> {
   const delaySeconds = Math.max(0, (untilMs - deps.now()) / 1000);
   if (delaySeconds <= deps.config.queueDelayMaxSeconds) {
+    // A delivery without a record yet gets it now, so the lists show it held (a recorded one keeps its record as it is).
+    if (isUnrecorded(message) && !(await transition(deps, message, { to: 'held', untilMs, reason: options.reason, round: message.round }))) return 'settled';
     await sendDeliveryMessages(deps, [message], { delaySeconds: () => delaySeconds, queue: options.queue });
     return 'queued';
   }
@@ -124,7 +126,8 @@ export interface RecordedDeliveries { messages: DeliveryMessage[]; events: Recor
  * the records whose outcome is already known (skipped: endpoint disabled; failed: too big to
  * queue). A pending delivery's record is not put here: its first outcome writes it whole
  * (delivery-state.ts firstRecord, Transition.create), one write where a put and an update were
- * (docs/capacity.md); `putPending` puts it now (recordDelivery: a delivery recorded by hand).
+ * (docs/capacity.md); `putPending` puts it now (recordDelivery: a delivery recorded by hand; and the
+ * stage's `pendingRecordsAtFanOut`, for the deploy that brought this change).
  * Returns the messages to queue (the new pending deliveries of events not queued yet, and those an
  * earlier run recorded but did not queue) and the event items queueDeliveries writes once they are sent.
  */
@@ -159,7 +162,8 @@ export async function recordDeliveries(deps: Deps, planned: PlannedDelivery[], o
   const existing = new Map(found.filter((i) => String(i.sk).startsWith(keys.deliveryPrefix)).map((item) => [item.id as string, item]));
   const queuedEvents = new Set(found.filter((i) => !String(i.sk).startsWith(keys.deliveryPrefix)).map((i) => i.eventId as string));
   const fresh = all.filter((d) => !existing.has(d.record.id));
-  await deliveryStore(deps).recorded(fresh.filter((d) => options.putPending || d.record.status !== 'pending').map((d) => d.record));
+  const putPending = options.putPending || deps.config.pendingRecordsAtFanOut;
+  await deliveryStore(deps).recorded(fresh.filter((d) => putPending || d.record.status !== 'pending').map((d) => d.record));
   // Recorded by a run that died before its event item (so before queuing, or while): queued again.
   const unqueued = all.filter((d) => {
     const was = existing.get(d.record.id);

@@ -110,6 +110,9 @@ async function behaviours(impl: Implementation): Promise<StoredItem[]> {
   expect(await store.getOne(key(40))).toEqual({ ...first, attempts: [attempt(1)], nextAttemptAt: at(nowMs), updatedAt: at(nowMs), version: 1 });
   expect(await store.transition(ref(40), { to: 'delivered', attempt: attempt(2, 204), create: { ...first, createdAt: 'not kept', eventType: 'not kept' } })).toBe(true);
   expect(await store.getOne(key(40))).toMatchObject({ createdAt: first.createdAt, eventType: 'client.created', status: 'delivered', attempts: [attempt(1), attempt(2, 204)], version: 2 });
+  // Held on the queue before any attempt: the record written, showing why it waits.
+  expect(await store.transition(ref(42), { to: 'held', untilMs: nowMs + 60_000, reason: 'circuit open', create: { ...first, ...key(42), id: deliveryId(42) } })).toBe(true);
+  expect(await store.getOne(key(42))).toMatchObject({ status: 'pending', attempts: [], nextAttemptAt: at(nowMs + 60_000), deferredReason: 'circuit open', version: 1 });
   expect(await store.transition(ref(41), { to: 'attempted', attempt: attempt(1), nextAttemptAt: at(nowMs), ifVersion: 3, create: first })).toBe(false); // not what a new record is at
 
   // attempted, parked in the due index (a retry a day away), then unparked by the sweeper.
