@@ -158,9 +158,9 @@ async function behaviours(impl: Implementation): Promise<StoredItem[]> {
   expect(await store.getOne(key(3))).toMatchObject({ status: 'pending', redrivenAt: at(nowMs), queuedAt: at(nowMs) });
   expect(await store.getOne(key(3))).not.toHaveProperty('reason');
   expect(await store.transition(ref(9), { to: 'redelivered' })).toBe(false);
-  expect(await store.getOne(key(9))).toBeUndefined(); // no transition creates a record
+  expect(await store.getOne(key(9))).toBeUndefined(); // no transition without `create` creates a record
   // (The table is the suite's: other tests' pending deliveries are in it too.)
-  expect((await store.requeueable()).filter((i) => i.organizationId === organizationId).map((i) => i.id).sort()).toEqual([1, 2, 3, 6].map(deliveryId));
+  expect((await store.requeueable()).filter((i) => i.organizationId === organizationId).map((i) => i.id).sort()).toEqual([1, 2, 3, 42, 6].map(deliveryId)); // 42: held, no attempt
 
   // The attempt log stays bounded: the most recent kept, the older ones counted.
   for (let n = 1; n <= MAX_KEPT_ATTEMPTS + 5; n++) await store.transition(ref(6), { to: 'attempted', attempt: attempt(n), nextAttemptAt: at(nowMs) });
