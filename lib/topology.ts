@@ -64,9 +64,10 @@ export const tables = {
   workOrders: { envVar: tableEnvVars.workOrders, partitionKey: pk, sortKey: sk, stream: 'NEW_AND_OLD_IMAGES', ttlAttribute: 'expiresAt' },
   /** One record per (event, endpoint) with every attempt; kept 30 days. */
   // Every index keys-only: a record's updates (attempts, status) write no index; `due` is sparse,
-  // written only while a retry is parked out of the queue (docs/capacity.md).
-  // Its stream feeds the delivery statistics (functions/delivery-statistics): outcomes are counted
-  // from the records' own changes, per stream batch, with no write added to a delivery.
+  // written only while a retry is parked out of the queue (docs/capacity.md). gsi1 (find by id) is
+  // no longer written: records from before are read through it until they expire, then it goes
+  // (docs/deploy.md "Deploy order"). Its stream feeds the delivery statistics (functions/delivery-statistics):
+  // outcomes are counted from the records' own changes, per stream batch, with no write added to a delivery.
   deliveries: {
     envVar: tableEnvVars.deliveries, partitionKey: pk, sortKey: sk, ttlAttribute: 'expiresAt', everyItemExpires: true, stream: 'NEW_AND_OLD_IMAGES',
     globalIndexes: [

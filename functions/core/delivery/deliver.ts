@@ -27,7 +27,7 @@ import { sendableHeaders } from './endpoint-fields.js';
 import type { Lane } from './circuit-breaker.js';
 import { attempted, attemptNumberOf, deferDelivery, readDeliveryMessage, sendDeliveryMessages, sendToDeadLetters } from './queue.js';
 import { deliveryStore, transition } from './delivery-port.js';
-import type { Transition } from './delivery-state.js';
+import { firstRecord, isUnrecorded, markUnrecorded, type Transition } from './delivery-state.js';
 import { DeliveredWrites, readBatchRecords, type StoredRecord } from './batch-records.js';
 import { deliveryMaxReceives } from '../platform/bindings.js';
 
@@ -112,9 +112,6 @@ export function hollowPayloadReason(record: Pick<DeliveryRecord, 'payloadOmitted
 export const supersededByRedelivery = (message: DeliveryMessage, record: Pick<DeliveryRecord, 'redrivenAt'>): boolean =>
   message.round !== undefined && record.redrivenAt !== undefined && message.round < Date.parse(record.redrivenAt);
 
-/** What an attempt needs of the delivery record before sending: whether it is still to be sent, and its attempts. */
-type RecordState = Pick<DeliveryRecord, 'status' | 'payloadOmitted' | 'reason' | 'attempts' | 'createdAt' | 'redrivenAt'> | undefined;
-
 /**
  * Signs and sends one delivery to its endpoint, and records the outcome. The attempt number is
  * counted from the record (queue.ts attemptNumberOf).
@@ -132,9 +129,13 @@ export async function attemptDelivery(
 ): Promise<Outcome> {
   const lane = options.lane ?? 'main';
   const { batch } = options;
-  const record = batch ? batch.record : await deliveryStore(deps).getOne(keys.delivery(message.organizationId, message.deliveryId), {
-    consistent: true, projection: ['status', 'payloadOmitted', 'reason', 'attempts', 'createdAt', 'redrivenAt'],
-  }) as RecordState;
+  const stored = batch ? batch.record : await deliveryStore(deps).getOne(keys.delivery(message.organizationId, message.deliveryId), {
+    consistent: true, projection: ['pk', 'sk', 'status', 'payloadOmitted', 'reason', 'attempts', 'createdAt', 'redrivenAt'],
+  }) as StoredRecord | undefined;
+  // None stored yet: a pending delivery, whose first outcome writes its record (delivery-state.ts markUnrecorded).
+  // A message from before rounds (none) always had its record put by the fan-out.
+  if (!stored && message.round !== undefined) markUnrecorded(message);
+  const record: StoredRecord | undefined = stored ?? (isUnrecorded(message) ? firstRecord(message, deps.config.retentionDays) as StoredRecord : undefined);
   if (!record) {
     logger.warn('delivery record missing; message dropped', { organizationId: message.organizationId, endpointId: message.endpointId, deliveryId: message.deliveryId });
     return { kind: 'skipped', attempt: 0, reason: 'no delivery record' };
@@ -222,7 +223,7 @@ export async function attemptDelivery(
     return { kind: 'deferred', attempt, untilMs: deps.now(), reason: `no answer within ${admission.timeoutMs} ms: moved to the slow lane`, lane: 'slow' };
   }
   await recordAttempt(deps, endpoint, { ok: result.ok, probe: admission.probe, latencyMs: result.latencyMs });
-  const whole = batch?.record;
+  const whole = batch && record;
   const writeDelivered = batch && whole
     ? (attemptMade: DeliveryAttempt) => batch.writes.add(message, whole, attemptMade)
     : undefined;
@@ -295,7 +296,9 @@ const MAX_RECEIVES = deliveryMaxReceives;
 async function markDeadLettered(deps: Deps, message: DeliveryMessage, receives: number): Promise<void> {
   const reason = `its last ${receives} receives broke off unexpectedly (see the delivery function's log), so the queue moved it to the dead-letter queue; redeliver it once the cause is fixed`;
   logger.warn('delivery dead-lettered', { organizationId: message.organizationId, endpointId: message.endpointId, deliveryId: message.deliveryId, eventId: message.payload.id, by: 'receives' });
-  await transition(deps, message, { to: 'dead-lettered', reason, round: message.round }).catch((error: unknown) => {
+  // Never attempted, its record may not be written yet: this outcome writes it (delivery-state.ts unrecorded).
+  const create = message.round === undefined ? undefined : firstRecord({ ...message, round: message.round }, deps.config.retentionDays);
+  await transition(deps, message, { to: 'dead-lettered', reason, round: message.round, ...(create ? { create } : {}) }).catch((error: unknown) => {
     logger.error('recording a dead-lettered delivery as failed failed', { organizationId: message.organizationId, endpointId: message.endpointId, deliveryId: message.deliveryId, error: error as Error });
   });
 }

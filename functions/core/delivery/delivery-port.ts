@@ -7,7 +7,8 @@
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { Deps } from '../platform/deps.js';
 import { metrics } from '../platform/observability.js';
-import type { DeliveryQueue, DeliveryRef, DeliveryStore, Transition } from './delivery-state.js';
+import { firstRecord, isUnrecorded, type DeliveryQueue, type DeliveryRef, type DeliveryStore, type Transition } from './delivery-state.js';
+import type { DeliveryMessage } from '../platform/model.js';
 import { dynamoDeliveryStore } from './delivery-record.js';
 import { sqsDeliveryQueue } from './sqs-delivery-queue.js';
 
@@ -32,8 +33,10 @@ export const deliveryStore = (deps: Deps): DeliveryStore => deliveryPorts(deps).
  * state the transition leaves, counted per transition (DeliveryTransitionsRefused): a refusal is
  * expected now and then (a duplicate message, a re-drive meanwhile), a steady rate is not.
  */
-export async function transition(deps: Deps, ref: DeliveryRef, t: Transition): Promise<boolean> {
-  const done = await deliveryStore(deps).transition(ref, t);
+export async function transition(deps: Deps, ref: DeliveryRef | DeliveryMessage, t: Transition): Promise<boolean> {
+  // An attempt that found no record (the fan-out puts none while pending): its first outcome writes it.
+  const create = t.create ?? (isUnrecorded(ref) && t.to !== 'redelivered' && t.to !== 'unparked' ? firstRecord(ref, deps.config.retentionDays) : undefined);
+  const done = await deliveryStore(deps).transition(ref, create ? { ...t, create } : t);
   if (!done) {
     const refused = metrics.singleMetric();
     refused.addDimension('transition', t.to);

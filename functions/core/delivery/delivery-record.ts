@@ -19,7 +19,7 @@ import { backoffMs, BACKOFFS, sleep } from '../platform/retry.js';
 import { keys } from '../platform/model.js';
 import { queryAll, queryPages, scanAll } from '../platform/dynamo-store.js';
 import { MAX_KEPT_ATTEMPTS } from './attempt-log.js';
-import { changeOf, targetOf, type Change, type CreatedKey, type DeliveryStore, type DueKey, type Key, type StoredItem } from './delivery-state.js';
+import { changeOf, holds, targetOf, type Change, type CreatedKey, type DeliveryStore, type DueKey, type Key, type StoredItem } from './delivery-state.js';
 
 /** The index of delivery records by creation (lib/topology.ts `deliveries.globalIndexes`). */
 export const BY_CREATED_INDEX = 'byCreated';
@@ -87,6 +87,17 @@ export function updateOf(change: Change) {
   sets.push('#ver = if_not_exists(#ver, :zero) + :one');
   Object.assign(values, { ':zero': 0, ':one': 1 });
   const removes = change.remove.filter((a) => !(a in change.set)).map(name);
+  // None stored (Change.create): the record's other attributes, each kept if the record exists.
+  const created: Record<string, string> = {};
+  const creates = change.create && holds(change.leaves, change.create);
+  if (creates) {
+    Object.entries(change.create!).filter(([a, v]) => v !== undefined && !['pk', 'sk', 'version'].includes(a) && !(a in change.set) && !change.remove.includes(a) && !(a === 'attempts' && change.append))
+      .forEach(([attribute, value], i) => {
+        created[`#c${i}`] = attribute;
+        values[`:c${i}`] = value;
+        sets.push(`#c${i} = if_not_exists(#c${i}, :c${i})`);
+      });
+  }
   const { leaves } = change;
   const conditions: string[] = [];
   if ('dueAt' in leaves) {
@@ -111,10 +122,10 @@ export function updateOf(change: Change) {
     }
   }
   const expressions = `${sets.join()} ${conditions.join()}`;
-  const names = Object.fromEntries(Object.entries(NAMES).filter(([, n]) => new RegExp(`${n}\\b`).test(expressions)).map(([a, n]) => [n, a]));
+  const names = { ...Object.fromEntries(Object.entries(NAMES).filter(([, n]) => new RegExp(`${n}\\b`).test(expressions)).map(([a, n]) => [n, a])), ...created };
   return {
     UpdateExpression: [sets.length ? `SET ${sets.join(', ')}` : '', removes.length ? `REMOVE ${removes.join(', ')}` : ''].join(' ').trim(),
-    ConditionExpression: conditions.join(' AND '),
+    ConditionExpression: creates ? `attribute_not_exists(pk) OR (${conditions.join(' AND ')})` : conditions.join(' AND '),
     ...(Object.keys(names).length ? { ExpressionAttributeNames: names } : {}),
     ...(Object.keys(values).length ? { ExpressionAttributeValues: values } : {}),
   };
@@ -195,9 +206,9 @@ export function dynamoDeliveryStore(deps: Deps): DeliveryStore {
     },
     requeueable: () => scanAll(deps, {
       TableName: table(),
-      FilterExpression: '#s = :p AND #e = :delivery AND attribute_not_exists(dueAt)',
+      FilterExpression: '(#s = :p AND #e = :delivery AND attribute_not_exists(dueAt)) OR #e = :event',
       ExpressionAttributeNames: { '#s': 'status', '#e': 'entity' },
-      ExpressionAttributeValues: { ':p': 'pending', ':delivery': 'delivery' },
+      ExpressionAttributeValues: { ':p': 'pending', ':delivery': 'delivery', ':event': 'event' },
     }),
     recorded: (items) => putAll(deps, items),
     async transition(ref, t) {

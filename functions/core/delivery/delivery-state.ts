@@ -39,7 +39,16 @@ export interface Park { untilMs: number; round?: number }
  * derived from a read can be made conditional on that read (`ifVersion`); `round` pins an
  * attempt's outcome to its round (DeliveryMessage.round): refused once a later redelivery began another.
  */
-export type Transition = Step & { ifVersion?: number; round?: number };
+export type Transition = Step & {
+  ifVersion?: number; round?: number;
+  /**
+   * The record as first recorded, for when none is stored: the fan-out puts no pending record, so
+   * a delivery's first outcome (an attempt, a deferral, a failure) writes it whole, in this same
+   * write (docs/data-model.md "The delivery record: states and transitions"). Not for `redelivered`
+   * or `unparked`, which need a stored record. delivery-port.ts sets it from the message.
+   */
+  create?: StoredItem;
+};
 type Step =
   /** An attempt failed and will be retried at nextAttemptAt (parked in the due index when `park`). */
   | { to: 'attempted'; attempt: DeliveryAttempt; nextAttemptAt: string; park?: Park }
@@ -51,6 +60,11 @@ type Step =
   | { to: 'skipped'; reason: string }
   /** Not attempted now (isolation): a pending record waits in the due index until `untilMs`, no attempt used. */
   | { to: 'parked'; park: Park; reason: string }
+  /**
+   * Not attempted now, waiting on the queue (a delayed message) until `untilMs`, no attempt used:
+   * written only for a delivery without a record yet (its first outcome), so lists show it held.
+   */
+  | { to: 'held'; untilMs: number; reason: string }
   /** Redelivered: pending again, a new round of attempts from now. */
   | { to: 'redelivered' }
   /** Its receives kept breaking off and the queue dead-lettered its message: failed, with the reason. */
@@ -69,8 +83,41 @@ export type Leaves =
   }
   | { dueAt: number };
 
-/** What a transition writes: attribute values to set, attributes to remove, an attempt to append (bounded). */
-export interface Change { set: StoredItem; remove: string[]; append?: DeliveryAttempt; leaves: Leaves }
+/**
+ * What a transition writes: attribute values to set, attributes to remove, an attempt to append
+ * (bounded); `create`: the record to start from when none is stored (it then holds whatever the
+ * transition leaves: a pending record, version 0, no redelivery).
+ */
+export interface Change { set: StoredItem; remove: string[]; append?: DeliveryAttempt; leaves: Leaves; create?: StoredItem }
+
+/**
+ * Marks a received message whose attempt found no record (the fan-out puts none while pending):
+ * its transitions, and those of its copies (`{ ...message }`: a deferral's), write the record whole
+ * (Transition.create; delivery-port.ts). Set on the received object itself, so every step of its
+ * handling (the attempt, the deferral, the batch's write) sees it; a symbol, so it is never
+ * serialized into a queued message. A record that was read and is gone since is not written again.
+ */
+export const UNRECORDED = Symbol('unrecorded');
+export function markUnrecorded<M extends DeliveryMessage>(message: M): M {
+  (message as M & { [UNRECORDED]?: boolean })[UNRECORDED] = true;
+  return message;
+}
+export const isUnrecorded = (ref: object): ref is DeliveryMessage & { round: number } =>
+  (ref as { [UNRECORDED]?: boolean })[UNRECORDED] === true && (ref as DeliveryMessage).round !== undefined;
+
+/**
+ * A delivery's record as the fan-out records it (pending, no attempt yet), from its first message:
+ * created `round` (the fan-out's time), kept `retentionDays`. The fan-out puts it only when its
+ * first outcome is known there (skipped, too big); otherwise the first outcome writes it (Transition.create).
+ */
+export function firstRecord(message: Pick<DeliveryMessage, 'organizationId' | 'deliveryId' | 'endpointId' | 'payload'> & { round: number }, retentionDays: number): StoredItem {
+  const at = new Date(message.round).toISOString();
+  return {
+    ...keys.delivery(message.organizationId, message.deliveryId), entity: 'delivery',
+    id: message.deliveryId, organizationId: message.organizationId, endpointId: message.endpointId, eventId: message.payload.id, eventType: message.payload.type,
+    status: 'pending', attempts: [], createdAt: at, updatedAt: at, expiresAt: Math.floor(message.round / 1000) + retentionDays * 86_400,
+  };
+}
 
 const DUE = ['duePk', 'dueAt', 'dueRound', 'duePriorAttempts'];
 const notDelivered: Leaves = { exists: true, notStatus: 'delivered' };
@@ -105,6 +152,7 @@ export function changeOf(ref: DeliveryRef, t: Transition, nowMs: number): Change
   if ('dueAt' in change.leaves) return change;
   return {
     ...change,
+    ...(t.create && t.to !== 'redelivered' ? { create: t.create } : {}),
     leaves: {
       ...change.leaves,
       ...(t.ifVersion === undefined ? {} : { version: t.ifVersion }),
@@ -124,6 +172,7 @@ function stepOf(ref: DeliveryRef, t: Step, now: string): Change {
       const due = parkedAt(ref, t.park);
       return { set: { ...due.set, nextAttemptAt: new Date(t.park.untilMs).toISOString(), deferredReason: t.reason, updatedAt: now }, remove: due.remove, leaves: { exists: true, status: 'pending' } };
     }
+    case 'held': return { set: { nextAttemptAt: new Date(t.untilMs).toISOString(), deferredReason: t.reason, updatedAt: now }, remove: [], leaves: { exists: true, status: 'pending' } };
     case 'redelivered': return {
       // A parked one leaves the due index: it is sent now.
       set: { status: 'pending', queuedAt: now, redrivenAt: now, updatedAt: now },
@@ -184,7 +233,7 @@ export interface DeliveryStore {
   keyOf(deliveryId: string): Promise<Key | undefined>;
   /** The entries of one due shard due by `horizon`, at most `cap` (complete: false when capped). */
   dueIn(shard: string, horizon: number, cap: number): Promise<{ keys: DueKey[]; complete: boolean }>;
-  /** Every pending delivery record not parked in the due index (the local stack's start). */
+  /** Every pending delivery record not parked in the due index, and every event item (whose pending deliveries may have no record yet): after a restore. */
   requeueable(): Promise<StoredItem[]>;
   /** Recorded: new delivery records and their events' payload items, put whole (the caller found none stored). */
   recorded(items: StoredItem[]): Promise<void>;

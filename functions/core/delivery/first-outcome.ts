@@ -6,23 +6,27 @@
  */
 import type { Deps } from '../platform/deps.js';
 import type { DeliveryRecord } from '../platform/model.js';
-import { findDelivery } from './redeliver.js';
+import { findDelivery, findEventDeliveries } from './find-delivery.js';
 
 const POLL_MS = 250;
 
-/** The delivery if it belongs to `organizationId` (findDelivery looks it up by id alone). */
-export async function findOrganizationDelivery(deps: Deps, organizationId: string, deliveryId: string): Promise<DeliveryRecord | undefined> {
-  const delivery = await findDelivery(deps, deliveryId);
-  return delivery?.organizationId === organizationId ? delivery : undefined;
-}
+/** The delivery if it belongs to `organizationId` (read in that organization's partition only). */
+export const findOrganizationDelivery = (deps: Deps, organizationId: string, deliveryId: string): Promise<DeliveryRecord | undefined> =>
+  findDelivery(deps, deliveryId, organizationId);
 
-/** Polls a delivery until its first attempt is recorded (or it was skipped/failed without one), at most `timeoutMs`. */
-export async function waitForFirstOutcome(deps: Deps, deliveryId: string, timeoutMs = 30_000): Promise<DeliveryRecord | undefined> {
+/**
+ * Polls a delivery until its first attempt is recorded (or it was skipped/failed without one), at
+ * most `timeoutMs`. Still without a record then (its first outcome writes it: queue.ts), it is
+ * answered pending from its event item.
+ */
+export async function waitForFirstOutcome(deps: Deps, organizationId: string, sent: { deliveryId: string; eventId: string }, timeoutMs = 30_000): Promise<DeliveryRecord | undefined> {
+  const { deliveryId } = sent;
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    const item = await findDelivery(deps, deliveryId);
+    const item = await findDelivery(deps, deliveryId, organizationId);
     if (item && (item.attempts?.length || item.status !== 'pending')) return item;
     await new Promise((r) => setTimeout(r, Math.min(POLL_MS, Math.max(0, deadline - Date.now()))));
   }
-  return findDelivery(deps, deliveryId);
+  return await findDelivery(deps, deliveryId, organizationId)
+    ?? (await findEventDeliveries(deps, sent.eventId, organizationId)).find((d) => d.id === deliveryId);
 }

@@ -3,15 +3,16 @@
  * waits between attempts (docs/architecture.md#fair-delivery). Fan-out, test events, redeliveries, retries, deferrals and the
  * due-index sweeper all queue through here.
  *
- * A delivery is recorded once per (event, endpoint), with an id derived from both; the records of
- * a whole stream batch go out in BatchWriteItem calls after one BatchGetItem that finds those an
- * earlier run of the batch already wrote (a BatchWrite put cannot be conditional). Then the
- * messages are sent, and only then the events' payload items are written: an event item is the
- * mark that its deliveries were queued, at no extra write. A re-run finds the records; it queues
- * again only those of an event without its item (the run died between writing and queuing) that
- * are still pending and unattempted, so a re-processed batch sends nothing twice unless a run
- * died half-way through sending (then receivers dedupe by webhook-id, and the delivery function
- * skips one already delivered).
+ * A delivery is recorded once per (event, endpoint), with an id derived from both. One BatchGetItem
+ * finds what an earlier run of the batch already wrote (a BatchWrite put cannot be conditional);
+ * the records whose outcome is known now (skipped, too big) are put; a pending one's record is
+ * written by its first outcome, in the delivery function (3 write units a delivery instead of 4:
+ * docs/capacity.md). Then the messages are sent, and only then the events' payload items are
+ * written: an event item is the mark that its deliveries were queued, and names their endpoints.
+ * A re-run queues again only the pending deliveries of an event without its item (the run died
+ * before or while queuing) that have no record yet or a pending, unattempted, unparked one, so a
+ * re-processed batch sends nothing twice unless a run died half-way through sending (then
+ * receivers dedupe by webhook-id, and the delivery function skips one already delivered).
  *
  * Waiting: a retry never sits in flight. Up to `queueDelayMaxSeconds` (≤ 900 s, SQS's DelaySeconds
  * maximum) it is a new, delayed message; longer, it leaves the queue: the record carries the keys
@@ -28,7 +29,7 @@ import { keys, type DeliveryMessage, type DeliveryRecord, type EventPayload, typ
 import { logger } from '../platform/observability.js';
 import { eventItem } from './store.js';
 import { deliveryPorts, deliveryStore, transition } from './delivery-port.js';
-import type { DeliveryQueueName } from './delivery-state.js';
+import { firstRecord, isUnrecorded, type DeliveryQueueName } from './delivery-state.js';
 
 export { MAX_QUEUE_DELAY_SECONDS } from './sqs-delivery-queue.js';
 
@@ -90,6 +91,8 @@ export async function deferDelivery(
 ): Promise<'queued' | 'parked' | 'settled'> {
   const delaySeconds = Math.max(0, (untilMs - deps.now()) / 1000);
   if (delaySeconds <= deps.config.queueDelayMaxSeconds) {
+    // A delivery without a record yet gets it now, so the lists show it held (a recorded one keeps its record as it is).
+    if (isUnrecorded(message) && !(await transition(deps, message, { to: 'held', untilMs, reason: options.reason, round: message.round }))) return 'settled';
     await sendDeliveryMessages(deps, [message], { delaySeconds: () => delaySeconds, queue: options.queue });
     return 'queued';
   }
@@ -126,20 +129,24 @@ export interface RecordedDeliveries { messages: DeliveryMessage[]; events: Recor
 
 /**
  * Records each planned delivery once (see the module comment): one BatchGetItem for the records a
- * previous run may have written, BatchWriteItem for the new ones and their events' payloads.
- * Returns the messages to queue (the new pending deliveries, and those an earlier run recorded but
- * did not queue; nothing for skipped or too-big ones) and the event items queueDeliveries writes
- * once they are sent.
+ * previous run may have written and the event items of those it queued, then BatchWriteItem for
+ * the records whose outcome is already known (skipped: endpoint disabled; failed: too big to
+ * queue). A pending delivery's record is not put here: its first outcome writes it whole
+ * (delivery-state.ts firstRecord, Transition.create), one write where a put and an update were
+ * (docs/capacity.md); `putPending` puts it now (recordDelivery: a delivery recorded by hand; and the
+ * stage's `pendingRecordsAtFanOut`, for the deploy that brought this change).
+ * Returns the messages to queue (the new pending deliveries of events not queued yet, and those an
+ * earlier run recorded but did not queue) and the event items queueDeliveries writes once they are sent.
  */
-export async function recordDeliveries(deps: Deps, planned: PlannedDelivery[]): Promise<RecordedDeliveries> {
+export async function recordDeliveries(deps: Deps, planned: PlannedDelivery[], options: { putPending?: boolean } = {}): Promise<RecordedDeliveries> {
   if (planned.length === 0) return { messages: [], events: [] };
-  const now = new Date(deps.now()).toISOString();
+  const round = deps.now();
   const expiry = expiresAt(deps);
   const byId = new Map<string, { record: StoredDelivery; message: DeliveryMessage; event: EventPayload; stored: EventPayload }>();
   for (const { event, endpoint, check } of planned) {
     const id = deliveryIdFor(event.id, endpoint.id);
     if (byId.has(id)) continue;
-    const message: DeliveryMessage = { deliveryId: id, organizationId: event.organization_id, endpointId: endpoint.id, payload: event, round: deps.now() };
+    const message: DeliveryMessage = { deliveryId: id, organizationId: event.organization_id, endpointId: endpoint.id, payload: event, round };
     const size = Buffer.byteLength(JSON.stringify(message));
     const tooBig = size > MAX_MESSAGE_BYTES;
     const [status, reason] = !endpoint.enabled
@@ -147,13 +154,12 @@ export async function recordDeliveries(deps: Deps, planned: PlannedDelivery[]): 
       : tooBig ? ['failed', `payload of ${size} bytes exceeds the ${MAX_MESSAGE_BYTES}-byte queue budget`] as const
         : ['pending', undefined] as const;
     if (tooBig) logger.warn('delivery payload too large', { organizationId: event.organization_id, endpointId: endpoint.id, deliveryId: id, eventType: event.type, size });
+    // No id-index entry (gsi1): a delivery is found by id through its organization (find-delivery.ts), a write per delivery saved.
     const record = {
-      ...keys.delivery(event.organization_id, id), ...keys.deliveryIndex(id), entity: 'delivery',
-      id, organizationId: event.organization_id, endpointId: endpoint.id, eventId: event.id, eventType: event.type,
+      ...firstRecord(message as DeliveryMessage & { round: number }, deps.config.retentionDays),
       status, ...(reason ? { reason } : {}), ...(tooBig ? { payloadOmitted: true } : {}), // never sent: see deliver.ts hollowPayloadReason
       ...(check ? { check: true } : {}),
-      attempts: [], createdAt: now, updatedAt: now, expiresAt: expiry,
-    } satisfies StoredDelivery;
+    } as StoredDelivery;
     byId.set(id, { record, message, event, stored: tooBig ? { ...event, data: { object: {} } } : event });
   }
   const all = [...byId.values()];
@@ -164,15 +170,20 @@ export async function recordDeliveries(deps: Deps, planned: PlannedDelivery[]): 
   const existing = new Map(found.filter((i) => String(i.sk).startsWith(keys.deliveryPrefix)).map((item) => [item.id as string, item]));
   const queuedEvents = new Set(found.filter((i) => !String(i.sk).startsWith(keys.deliveryPrefix)).map((i) => i.eventId as string));
   const fresh = all.filter((d) => !existing.has(d.record.id));
-  await deliveryStore(deps).recorded(fresh.map((d) => d.record));
+  const putPending = options.putPending || deps.config.pendingRecordsAtFanOut;
+  await deliveryStore(deps).recorded(fresh.filter((d) => putPending || d.record.status !== 'pending').map((d) => d.record));
   // Recorded by a run that died before its event item (so before queuing, or while): queued again.
   const unqueued = all.filter((d) => {
     const was = existing.get(d.record.id);
     return was && !queuedEvents.has(d.event.id) && was.status === 'pending' && (was.attempts as unknown[] | undefined)?.length === 0 && was.dueAt === undefined;
   });
-  // One payload item per event (a re-write by a re-run is the same item).
-  const events = [...new Map(all.filter((d) => !queuedEvents.has(d.event.id)).map((d) => [d.event.id, eventItem(d.event, d.stored, expiry)])).values()];
-  return { messages: [...fresh.filter((d) => d.record.status === 'pending'), ...unqueued].map((d) => d.message), events };
+  // One payload item per event (a re-write by a re-run is the same item), naming its endpoints.
+  const endpointsOf = new Map<string, string[]>();
+  for (const d of all) endpointsOf.set(d.event.id, [...(endpointsOf.get(d.event.id) ?? []), d.record.endpointId]);
+  const events = [...new Map(all.filter((d) => !queuedEvents.has(d.event.id)).map((d) => [d.event.id, eventItem(d.event, d.stored, expiry, endpointsOf.get(d.event.id)!)])).values()];
+  // New pending ones of an event already queued (its item written) were sent by an earlier run: not again.
+  const unsent = fresh.filter((d) => d.record.status === 'pending' && !queuedEvents.has(d.event.id));
+  return { messages: [...unsent, ...unqueued].map((d) => d.message), events };
 }
 
 /** Sends the messages, then writes their events' payload items (the mark that they were queued). */
@@ -187,7 +198,7 @@ export async function queueDeliveries(deps: Deps, recorded: RecordedDeliveries):
  * by hand): the message, or nothing (see recordDeliveries). Its event item is written at once.
  */
 export async function recordDelivery(deps: Deps, event: EventPayload, endpoint: WebhookEndpoint): Promise<DeliveryMessage | undefined> {
-  const recorded = await recordDeliveries(deps, [{ event, endpoint }]);
+  const recorded = await recordDeliveries(deps, [{ event, endpoint }], { putPending: true });
   await deliveryStore(deps).recorded(recorded.events);
   return recorded.messages[0];
 }

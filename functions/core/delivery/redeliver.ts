@@ -17,6 +17,7 @@ import { toDeliveryRecord, withPayloads } from './store.js';
 import { deliveryStore, transition } from './delivery-port.js';
 import { hollowPayloadReason } from './deliver.js';
 import { inBatches } from '../platform/batches.js';
+import { findDelivery } from './find-delivery.js';
 
 export interface DeliveryFilter {
   organizationId?: string;
@@ -46,11 +47,7 @@ async function requeue(deps: Deps, messages: DeliveryMessage[]): Promise<void> {
   await sendDeliveryMessages(deps, messages.map((m) => freshMessage(m, deps.now())));
 }
 
-export async function findDelivery(deps: Deps, deliveryId: string): Promise<DeliveryRecord | undefined> {
-  const key = await deliveryStore(deps).keyOf(deliveryId);
-  const Item = key && await deliveryStore(deps).getOne(key, { consistent: true });
-  return Item && (await withPayloads(deps, [toDeliveryRecord(Item)]))[0];
-}
+export { findDelivery };
 
 /**
  * `removeDeadLetterCopies: false` leaves a redelivered delivery's dead-letter copy in place: what a tenant's
@@ -59,14 +56,18 @@ export async function findDelivery(deps: Deps, deliveryId: string): Promise<Deli
  * left copy is harmless: when an operator redeliveries it later, the delivery function finds the
  * record delivered and skips it, or attempts a still-failing one again under the same webhook-id.
  */
-export interface RedeliverOptions { removeDeadLetterCopies?: boolean }
+export interface RedeliverOptions {
+  removeDeadLetterCopies?: boolean;
+  /** The delivery's organization when the caller knows it (one GetItem; else find-delivery.ts looks in every organization). */
+  organizationId?: string;
+}
 
 /**
  * Any delivery by id, whatever its status (a delivered one is sent again: receivers dedupe by
  * webhook-id), except one whose payload was not kept.
  */
 export async function redeliverDelivery(deps: Deps, deliveryId: string, options: RedeliverOptions = {}): Promise<DeliveryMessage & { deadLetters?: DeadLetterPass }> {
-  const item = await findDelivery(deps, deliveryId);
+  const item = await findDelivery(deps, deliveryId, options.organizationId);
   if (!item) throw notFound(`No delivery ${deliveryId}.`);
   const hollow = hollowPayloadReason(item);
   if (hollow) throw conflict(`Delivery ${deliveryId} cannot be redelivered: ${hollow}.`);

@@ -11,9 +11,13 @@ import type { StoredItem } from './delivery-state.js';
 
 export { DUE_SHARDS, dueKeys, dueShards } from './delivery-state.js';
 
-/** The stored item holding an event's payload (one per event, whatever its number of endpoints). */
-export function eventItem(event: EventPayload, payload: EventPayload, expiresAt: number): StoredItem {
-  return { ...keys.event(event.organization_id, event.id), entity: 'event', eventId: event.id, payload, expiresAt };
+/**
+ * The stored item holding an event's payload (one per event, whatever its number of endpoints),
+ * and the endpoints it was recorded for: its deliveries' ids (queue.ts deliveryIdFor), found from
+ * the event id alone (find-delivery.ts).
+ */
+export function eventItem(event: EventPayload, payload: EventPayload, expiresAt: number, endpointIds: string[]): StoredItem {
+  return { ...keys.event(event.organization_id, event.id), entity: 'event', eventId: event.id, payload, endpointIds, expiresAt };
 }
 
 /** A stored delivery without its storage attributes (keys, index keys, entity, its write `version`). */

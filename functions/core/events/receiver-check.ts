@@ -258,7 +258,7 @@ async function recordSends(deps: Deps, endpoint: WebhookEndpoint, sent: { planne
   if (sent.length === 0) return;
   try {
     const events = [...new Map(sent.map(({ planned }) => [planned.event.id, planned.event])).values()];
-    const recorded = await recordDeliveries(deps, events.map((event) => ({ event, endpoint, check: true as const })));
+    const recorded = await recordDeliveries(deps, events.map((event) => ({ event, endpoint, check: true as const })), { putPending: true });
     await deliveryStore(deps).recorded(recorded.events);
     const outcomes = new Map<string, { attempts: number; delivered: boolean }>();
     for (const { planned, result } of sent) {

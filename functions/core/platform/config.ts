@@ -104,6 +104,13 @@ export const configSchema = z.object({
   /** CIDRs the SSRF guard admits even though they are private (e.g. a VPC receiver). */
   ssrfAllowList: z._default(z.array(z.string().check(z.superRefine((cidr, ctx) => { const problem = cidrProblem(cidr); if (problem) ctx.addIssue({ code: 'custom', message: `not a valid CIDR: ${problem}` }); }))), []),
   maxEndpointsPerOrganization: z._default(positiveInt(), 10),
+  /**
+   * The fan-out also puts each pending delivery's record, as it did before a delivery's first
+   * outcome wrote it (delivery/queue.ts; 1 write unit and a byCreated entry more per delivery). Only
+   * for the deploy that brings that change to a running stage, while delivery functions of the
+   * earlier code (which drop a message without a record) may still run: docs/deploy.md "Deploy order".
+   */
+  pendingRecordsAtFanOut: z._default(z.boolean(), false),
   /** Days request records and deliveries are kept (DynamoDB TTL). */
   retentionDays: z._default(positiveInt(), 30),
   /** How long a container serves its cached copy of this document before reading SSM again. */

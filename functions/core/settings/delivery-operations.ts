@@ -107,7 +107,7 @@ export const deliveryOperations: Record<string, Operation> = {
     if (target && !target.enabled) throw conflict(`The endpoint ${target.id} is disabled: enable it, then re-deliver.`);
     if (awaitingRedelivery(before)) throw conflict(`Delivery ${c.params.id} is already queued: it is sent again shortly, then can be re-delivered once more.`);
     // A tenant's click never passes over the shared dead-letter queue (redeliver.ts RedeliverOptions).
-    await redeliverDelivery(c.deps, c.params.id, { removeDeadLetterCopies: false });
+    await redeliverDelivery(c.deps, c.params.id, { removeDeadLetterCopies: false, organizationId: c.organization.id });
     await c.audit('delivery.redelivered', c.params.id, { status: isRetrying(before) ? 'retrying' : before.status });
     const [delivery, endpoints] = await Promise.all([requireDelivery(c), listEndpoints(c.deps, c.organization.id)]);
     return { status: 202, body: { delivery: deliverySummary(delivery, urlsOf(endpoints)), endpoint: endpointState(endpoints.find((e) => e.id === delivery.endpointId)) } };

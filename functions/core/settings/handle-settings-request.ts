@@ -150,7 +150,7 @@ const operations: Record<string, Operation> = {
     await c.audit('endpoint.tested', endpoint.id, { eventId, deliveryId, eventType: eventType ?? 'webhook.test' });
     // Bounded by the function's own time left (less a margin to answer), whichever is sooner.
     const left = c.request.deadline === undefined ? TEST_EVENT_WAIT_MS : c.request.deadline - Date.now() - 3_000;
-    const delivery = await waitForFirstOutcome(c.deps, deliveryId, Math.max(0, Math.min(TEST_EVENT_WAIT_MS, left)));
+    const delivery = await waitForFirstOutcome(c.deps, c.organization.id, { deliveryId, eventId }, Math.max(0, Math.min(TEST_EVENT_WAIT_MS, left)));
     if (!delivery) throw notFound(`The test delivery ${deliveryId} was not recorded.`);
     return { status: 200, body: { delivery: deliveryDetail(delivery, new Map([[endpoint.id, endpoint.url]])) } };
   },

@@ -1,6 +1,8 @@
 import type { Command } from 'commander';
 import { listDeliveries, redeliverDeadLetters, redeliverDelivery, redeliverFailed, DEAD_LETTER_HOLD_SECONDS, DEAD_LETTER_PASS_MAX, type DeadLetterPass } from '../../../functions/core/delivery/redeliver.js';
 import { listEndpoints } from '../../../functions/core/delivery/endpoints.js';
+import { findDelivery, findEventDeliveries } from '../../../functions/core/delivery/find-delivery.js';
+import type { DeliveryRecord } from '../../../functions/core/platform/model.js';
 import { requeuePendingDeliveries } from '../../local/requeue-deliveries.js';
 import { CliError, printResult, printTable } from '../output.js';
 import { circuitText } from './webhooks.js';
@@ -45,6 +47,17 @@ const progress = (json: boolean) => (done: number, total: number) => {
   if (!json && process.stderr.isTTY) process.stderr.write(`\r  ${done} / ${total}`);
 };
 
+/** One delivery as an on-call engineer reads it: what, where, its state, then each kept attempt. */
+function printDelivery(d: DeliveryRecord): void {
+  const older = d.olderAttempts ? ` (${d.olderAttempts} older not kept)` : '';
+  console.log(`${d.id}  ${d.status}${d.reason ? ` (${d.reason})` : ''}`);
+  for (const [label, value] of [
+    ['organization', d.organizationId], ['endpoint', d.endpointId], ['event', `${d.eventId} (${d.eventType}; the webhook-id)`],
+    ['created', d.createdAt], ['updated', d.updatedAt], ['next attempt', d.nextAttemptAt], ['deferred', d.deferredReason], ['attempts', `${d.attempts.length}${older}`],
+  ] as const) if (value) console.log(`  ${label.padEnd(13)}${value}`);
+  if (d.attempts.length) printTable(d.attempts.map((a) => ({ attempt: a.attempt, at: a.at, status: a.statusCode ?? '', error: a.error ?? '', latencyMs: a.latencyMs })), ['attempt', 'at', 'status', 'error', 'latencyMs']);
+}
+
 export function register(program: Command): void {
   const deliveries = program.command('deliveries').description('webhook deliveries: inspect and redeliver');
   deliveries
@@ -70,6 +83,19 @@ export function register(program: Command): void {
           const circuit = circuits.get(d.endpointId);
           return { id: d.id, event: d.eventType, endpoint: d.endpointId, status: d.status, attempts: attempts.length + (d.olderAttempts ?? 0), last: last ? (last.statusCode ?? last.error) : '', circuit: circuit ? circuitText(circuit) : 'removed', reason: d.reason, created: d.createdAt };
         }), ['id', 'event', 'endpoint', 'status', 'attempts', 'last', 'circuit', 'reason', 'created']));
+    }));
+  deliveries
+    .command('show <id>')
+    .description('one delivery by its id (dlv_…), or every delivery of an event by the event id (evt_…, the webhook-id a receiver logs), with its attempts; without --org it is looked for in every organization')
+    .option('--org <id>', 'organization id (optional: one read instead of one per 100 organizations)')
+    .action(act<{ org?: string }>(async ({ target, options, json, args }) => {
+      const [id] = args;
+      if (!/^(dlv|evt)_[A-Za-z0-9_-]+$/.test(id)) throw new CliError(`Give a delivery id (dlv_…) or an event id (evt_…, the webhook-id header), got "${id}"`, 2);
+      const found = id.startsWith('dlv_')
+        ? [await findDelivery(target.deps, id, options.org)].flatMap((d) => (d ? [d] : []))
+        : await findEventDeliveries(target.deps, id, options.org);
+      if (found.length === 0) throw new CliError(`No delivery ${id.startsWith('dlv_') ? id : `of event ${id}`}${options.org ? ` in organization ${options.org}` : ''}.`, 1);
+      printResult({ json }, id.startsWith('dlv_') ? found[0] : found, () => found.forEach(printDelivery));
     }));
   deliveries
     .command('requeue-pending')

@@ -232,7 +232,7 @@ export function register(program: Command): void {
       const { eventId, deliveryIds } = await sendTestEvent(target.deps, options.org, options.endpoint);
       if (deliveryIds.length === 0) throw new CliError(`Organization ${options.org} has no webhook endpoints: add one with \`crm webhooks add\`.`);
       if (!json) console.log(`Sent ${eventId}; waiting for the first attempt…`);
-      const outcomes = await Promise.all(deliveryIds.map((id) => waitForFirstOutcome(target.deps, id)));
+      const outcomes = await Promise.all(deliveryIds.map((id) => waitForFirstOutcome(target.deps, options.org, { deliveryId: id, eventId })));
       const rows = outcomes.map((d, i) => {
         const attempt = (d?.attempts as { statusCode?: number; latencyMs?: number; error?: string }[] | undefined)?.[0];
         return { deliveryId: deliveryIds[i], endpointId: d?.endpointId, status: d?.status ?? 'unknown', httpStatus: attempt?.statusCode, latencyMs: attempt?.latencyMs, error: attempt?.error ?? d?.reason };

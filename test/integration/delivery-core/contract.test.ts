@@ -17,7 +17,7 @@ import { dynamoDeliveryStore } from '../../../functions/core/delivery/delivery-r
 import { sqsDeliveryQueue } from '../../../functions/core/delivery/sqs-delivery-queue.js';
 import { DeliveredWrites, readBatchRecords } from '../../../functions/core/delivery/batch-records.js';
 import { withDeliveryPorts } from '../../../functions/core/delivery/delivery-port.js';
-import { dueKeys, type DeliveryQueue, type DeliveryStore, type StoredItem } from '../../../functions/core/delivery/delivery-state.js';
+import { dueKeys, firstRecord, type DeliveryQueue, type DeliveryStore, type StoredItem } from '../../../functions/core/delivery/delivery-state.js';
 import { MAX_KEPT_ATTEMPTS } from '../../../functions/core/delivery/attempt-log.js';
 import { MemoryDeliveryQueue, MemoryDeliveryStore } from './support/memory-delivery.js';
 
@@ -101,6 +101,20 @@ async function behaviours(impl: Implementation): Promise<StoredItem[]> {
   expect(await store.keyOf(deliveryId(3))).toEqual(key(3));
   expect((await store.deliveriesOf(organizationId)).map((i) => i.id).sort()).toEqual([1, 2, 3, 4, 5, 6].map(deliveryId));
 
+  // No record stored (the fan-out puts none while pending): the first outcome writes it whole; a
+  // redelivery needs a stored one; a later `create` keeps what is stored.
+  const first = firstRecord({ ...message(40), round: nowMs - 500, payload: { id: 'evt_40', type: 'client.created' } as DeliveryMessage['payload'] }, 30);
+  expect(await store.transition(ref(40), { to: 'redelivered', create: first })).toBe(false);
+  expect(await store.getOne(key(40))).toBeUndefined();
+  expect(await store.transition(ref(40), { to: 'attempted', attempt: attempt(1), nextAttemptAt: at(nowMs), create: first })).toBe(true);
+  expect(await store.getOne(key(40))).toEqual({ ...first, attempts: [attempt(1)], nextAttemptAt: at(nowMs), updatedAt: at(nowMs), version: 1 });
+  expect(await store.transition(ref(40), { to: 'delivered', attempt: attempt(2, 204), create: { ...first, createdAt: 'not kept', eventType: 'not kept' } })).toBe(true);
+  expect(await store.getOne(key(40))).toMatchObject({ createdAt: first.createdAt, eventType: 'client.created', status: 'delivered', attempts: [attempt(1), attempt(2, 204)], version: 2 });
+  // Held on the queue before any attempt: the record written, showing why it waits.
+  expect(await store.transition(ref(42), { to: 'held', untilMs: nowMs + 60_000, reason: 'circuit open', create: { ...first, ...key(42), id: deliveryId(42) } })).toBe(true);
+  expect(await store.getOne(key(42))).toMatchObject({ status: 'pending', attempts: [], nextAttemptAt: at(nowMs + 60_000), deferredReason: 'circuit open', version: 1 });
+  expect(await store.transition(ref(41), { to: 'attempted', attempt: attempt(1), nextAttemptAt: at(nowMs), ifVersion: 3, create: first })).toBe(false); // not what a new record is at
+
   // attempted, parked in the due index (a retry a day away), then unparked by the sweeper.
   nowMs += 1000;
   const due = dueKeys(deliveryId(1), park(24).untilMs);
@@ -144,9 +158,9 @@ async function behaviours(impl: Implementation): Promise<StoredItem[]> {
   expect(await store.getOne(key(3))).toMatchObject({ status: 'pending', redrivenAt: at(nowMs), queuedAt: at(nowMs) });
   expect(await store.getOne(key(3))).not.toHaveProperty('reason');
   expect(await store.transition(ref(9), { to: 'redelivered' })).toBe(false);
-  expect(await store.getOne(key(9))).toBeUndefined(); // no transition creates a record
+  expect(await store.getOne(key(9))).toBeUndefined(); // no transition without `create` creates a record
   // (The table is the suite's: other tests' pending deliveries are in it too.)
-  expect((await store.requeueable()).filter((i) => i.organizationId === organizationId).map((i) => i.id).sort()).toEqual([1, 2, 3, 6].map(deliveryId));
+  expect((await store.requeueable()).filter((i) => i.organizationId === organizationId).map((i) => i.id).sort()).toEqual([1, 2, 3, 42, 6].map(deliveryId)); // 42: held, no attempt
 
   // The attempt log stays bounded: the most recent kept, the older ones counted.
   for (let n = 1; n <= MAX_KEPT_ATTEMPTS + 5; n++) await store.transition(ref(6), { to: 'attempted', attempt: attempt(n), nextAttemptAt: at(nowMs) });

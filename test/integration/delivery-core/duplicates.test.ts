@@ -15,6 +15,10 @@ import { deliverBatch } from '../../../functions/core/delivery/deliver.js';
 import { redeliverDelivery } from '../../../functions/core/delivery/redeliver.js';
 import { keys, type DeliveryMessage } from '../../../functions/core/platform/model.js';
 import { tenantAt } from './support/tenant.js';
+import { firstRecord } from '../../../functions/core/delivery/delivery-state.js';
+
+/** The record a message's first outcome writes (the fan-out puts none while a delivery is pending). */
+const created = (message: DeliveryMessage) => ({ create: firstRecord({ ...message, round: message.round! }, 30) });
 
 let answer: (() => Promise<void>) | undefined;
 const server = createServer((req, res) => {
@@ -29,9 +33,9 @@ describe('a duplicate’s failed attempt after a delivery (in-memory core)', () 
     const c = new DeliveryCore((await testStack()).deps, { retryJitter: 0 });
     const t = await tenantAt(c.deps, 'Duplicate Co', () => `http://127.0.0.1:${(server.address() as AddressInfo).port}/dup`);
     const [message] = await c.publish(t.endpoint, clientCreated(t.organizationId));
-    // While this copy's POST is out, another copy delivers it.
+    // While this copy's POST is out, another copy delivers it (its outcome writes the record this copy found missing).
     answer = async () => {
-      expect(await c.store.transition(message, { to: 'delivered', attempt: { at: new Date(c.now()).toISOString(), attempt: 1, latencyMs: 1, statusCode: 204 } })).toBe(true);
+      expect(await c.store.transition(message, { to: 'delivered', attempt: { at: new Date(c.now()).toISOString(), attempt: 1, latencyMs: 1, statusCode: 204 }, ...created(message) })).toBe(true);
     };
     expect(await c.round()).toBe(1);
     const [record] = await c.deliveries(t.organizationId);
@@ -54,7 +58,7 @@ describe('an outcome the record no longer takes (in-memory core)', () => {
     c.queue.clear();
     // Four attempts of its round failed already: the one received now is its last.
     for (let n = 1; n <= 4; n++) {
-      expect(await c.store.transition(message, { to: 'attempted', attempt: { at: new Date(c.now()).toISOString(), attempt: n, latencyMs: 1, statusCode: 500 }, nextAttemptAt: new Date(c.now()).toISOString() })).toBe(true);
+      expect(await c.store.transition(message, { to: 'attempted', attempt: { at: new Date(c.now()).toISOString(), attempt: n, latencyMs: 1, statusCode: 500 }, nextAttemptAt: new Date(c.now()).toISOString(), ...created(message) })).toBe(true);
     }
     c.advance(1000);
     answer = async () => { await redeliverDelivery(c.deps, message.deliveryId); };
@@ -72,6 +76,7 @@ describe('an outcome the record no longer takes (in-memory core)', () => {
     const t = await tenantAt(c.deps, 'Gone Record Co', () => `http://127.0.0.1:${(server.address() as AddressInfo).port}/gone`);
     const [message] = await c.publish(t.endpoint, clientCreated(t.organizationId));
     const key = keys.delivery(message.organizationId, message.deliveryId);
+    await c.store.recorded([created(message).create]); // the attempt reads it; it is gone while the POST is out
     answer = async () => { c.store.items.delete(`${key.pk}\u0000${key.sk}`); };
     expect(await deliverOne(c, message)).toMatchObject({ kind: 'skipped', reason: 'no delivery record' });
     expect(await c.store.getOne(key)).toBeUndefined();

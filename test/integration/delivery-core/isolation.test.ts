@@ -61,14 +61,16 @@ describe('a hanging receiver (in-memory core, simulated clock)', () => {
 
     // While open: nothing is sent to it and no attempt is used.
     const seenWhileOpen = hanging.requests.length;
-    const attemptsWhileOpen = (await c.deliveries(bad.organizationId)).map((d) => d.attempts.length);
+    // Per delivery (one without a record yet has made no attempt: its first outcome writes the record).
+    const attemptsWhileOpen = new Map((await c.deliveries(bad.organizationId)).map((d) => [d.id, d.attempts.length]));
     await c.until(() => c.now() >= openUntil - 1500, { what: 'the end of the open circuit' });
     expect(hanging.requests.length).toBe(seenWhileOpen);
+    // Those held before their first attempt have no record yet (the first outcome writes it: queue.ts), or a parked one.
     const pending = await c.deliveries(bad.organizationId);
-    expect(pending).toHaveLength(total);
+    expect(pending.length).toBeLessThanOrEqual(total);
     expect(pending.every((d) => d.status === 'pending')).toBe(true);
-    expect(pending.map((d) => d.attempts.length)).toEqual(attemptsWhileOpen);
-    expect(attemptsWhileOpen.reduce((a, b) => a + b, 0)).toBeLessThan(total); // most were never attempted
+    expect(pending.map((d) => d.attempts.length)).toEqual(pending.map((d) => attemptsWhileOpen.get(d.id) ?? 0));
+    expect([...attemptsWhileOpen.values()].reduce((a, b) => a + b, 0)).toBeLessThan(total); // most were never attempted
 
     // The receiver answers again: when the circuit half-opens, one probe goes first; its success closes it.
     hanging.healed = true;

@@ -120,8 +120,9 @@ describe('events from CRM records', () => {
     expect(await listDeliveries(deps, tenant.organizationId)).toEqual([]);
     // The same item deleted by a user is an event: the pipeline above was live.
     expect(await fanOut(deps, [streamRecord('local', 'REMOVE', { old: item }, { arn })])).toEqual({ batchItemFailures: [] });
-    expect((await listDeliveries(deps, tenant.organizationId)).map((d) => d.eventType)).toEqual(['client.deleted']);
     await waitFor('/ttl', 1, 'client.deleted');
+    await eventually(async () => (await listDeliveries(deps, tenant.organizationId)).length === 1, { what: 'its record, written by its outcome' });
+    expect((await listDeliveries(deps, tenant.organizationId)).map((d) => d.eventType)).toEqual(['client.deleted']);
     expect(typesOn('/ttl')).toEqual(['client.deleted']);
   });
 });

@@ -1,6 +1,7 @@
 /**
  * "Nothing more arrives", as a condition rather than a sleep: every delivery the pipeline recorded
- * for the organization has left `pending`, and the receiver got each one that was delivered. A
+ * for the organization has left `pending`, the receiver got each one that was delivered, and each
+ * event it got has its delivered record (one endpoint per path). A
  * duplicate would be a second record, or a second request at the receiver.
  */
 import { eventually, testStack } from '../support/stack.js';
@@ -11,6 +12,9 @@ export async function deliveriesSettled(receiver: Receiver, organizationId: stri
   const { deps } = await testStack();
   await eventually(async () => {
     const deliveries = await listDeliveries(deps, organizationId, { limit: 1_000 });
-    return deliveries.every((d) => d.status !== 'pending') && receiver.on(path).length >= deliveries.filter((d) => d.status === 'delivered').length;
+    // A delivery's record is written by its outcome (docs/data-model.md): each event the receiver got has its record too.
+    const received = new Set(receiver.on(path).map((r) => r.headers['webhook-id']));
+    const delivered = deliveries.filter((d) => d.status === 'delivered');
+    return deliveries.every((d) => d.status !== 'pending') && receiver.on(path).length >= delivered.length && delivered.length >= received.size;
   }, { what: `the deliveries of ${organizationId} to settle` });
 }

@@ -79,7 +79,7 @@ export class MemoryDeliveryStore implements DeliveryStore {
   }
 
   async requeueable(): Promise<StoredItem[]> {
-    return this.deliveries().filter((i) => i.status === 'pending' && i.entity === 'delivery' && i.dueAt === undefined).map(copy);
+    return [...this.items.values()].filter((i) => (i.status === 'pending' && i.entity === 'delivery' && i.dueAt === undefined) || i.entity === 'event').map(copy);
   }
 
   /** BatchWriteItem puts, 25 a call as the DynamoDB store sends them, refused as DynamoDB refuses them: nothing of a refused call written. */
@@ -97,7 +97,8 @@ export class MemoryDeliveryStore implements DeliveryStore {
   async transition(ref: { organizationId: string; deliveryId: string }, t: Parameters<DeliveryStore['transition']>[1]): Promise<boolean> {
     const change = changeOf(ref, t, this.now());
     const key = id(targetOf(ref, t));
-    const item = this.items.get(key);
+    // None stored: the first outcome writes the record whole (Change.create), as the DynamoDB update creates it.
+    const item = this.items.get(key) ?? (change.create && copy(change.create));
     if (!holds(change.leaves, item)) return false;
     this.items.set(key, fits(applyChange(item!, change)));
     this.writes.push(t.to);
