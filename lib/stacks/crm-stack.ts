@@ -306,6 +306,7 @@ export class CrmStack extends Stack {
         bisectBatchOnError: source.bisectOnError,
         reportBatchItemFailures: true,
         ...(source.batchingWindowSeconds ? { maxBatchingWindow: Duration.seconds(source.batchingWindowSeconds) } : {}),
+        ...(source.filter ? { filters: [lambda.FilterCriteria.filter(source.filter)] } : {}),
         // Lambda needs SendMessage alone for an on-failure destination (SqsDlq would add GetQueueAttributes and GetQueueUrl).
         ...(source.onFailure ? { onFailure: { bind: (_mapping: unknown, fn: lambda.IFunction) => {
           const queue = this.queues[source.onFailure!];

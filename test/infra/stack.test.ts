@@ -207,7 +207,12 @@ describe('the CDK stack', () => {
     // The statistics read the deliveries table's stream a minute at a time, with no on-failure queue (best effort: docs/settings.md "Statistics").
     template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
       FunctionName: { Ref: Match.stringLikeRegexp('deliveryStatistics') }, BatchSize: 1000, MaximumBatchingWindowInSeconds: 60, DestinationConfig: Match.absent(),
+      ParallelizationFactor: 4, MaximumRetryAttempts: 2,
+      // Only delivery records' inserts and changes reach it (the local poller applies the same pattern: test/unit/local/stream-filter.test.ts).
+      FilterCriteria: { Filters: [{ Pattern: JSON.stringify({ eventName: ['INSERT', 'MODIFY'], dynamodb: { Keys: { sk: { S: [{ prefix: 'DELIVERY#' }] } } } }) }] },
     });
+    // The fan-out's mappings read every record: no filter.
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', { FunctionName: { Ref: logicalId(stack.functions.eventFanout) }, BatchSize: 400, FilterCriteria: Match.absent() });
   });
 
   it('lets lead intake write clients but never send to a queue or touch deliveries', () => {
