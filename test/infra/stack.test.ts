@@ -740,6 +740,13 @@ describe('the CDK stack', () => {
   it('alarms on fan-out lag, API 5xx and latency, a delivery backlog, Lambda throttles, rate-limiter fail-open and tenant mismatches', () => {
     const fn = (name: FunctionName) => [{ Name: 'FunctionName', Value: { Ref: logicalId(stack.functions[name]) } }];
     expect(alarmOn('IteratorAge', fn('eventFanout'))).toEqual([expect.objectContaining({ Statistic: 'Maximum', Threshold: 300_000 })]);
+    // Every stream consumer has its own: the statistics (best effort) open a ticket at 30 minutes behind.
+    expect(alarmOn('IteratorAge', fn('deliveryStatistics'))).toEqual([expect.objectContaining({
+      AlarmName: 'Crm-test-StatisticsIteratorAge', Statistic: 'Maximum', Period: 300, Threshold: 1_800_000, ComparisonOperator: 'GreaterThanThreshold',
+    })]);
+    expect(alarmNamed('StatisticsIteratorAge').AlarmDescription).toMatch(/^\[ticket\]/);
+    expect(alarmOn('StatisticsUnwritten', [{ Name: 'service', Value: 'crm-integration-api' }])).toEqual([expect.objectContaining({ AlarmName: 'Crm-test-StatisticsUnwritten', Statistic: 'Sum', Threshold: 1 })]);
+    expect(alarmNamed('StatisticsUnwritten').AlarmDescription).toMatch(/^\[ticket\]/);
     for (const name of Object.keys(functions) as FunctionName[]) {
       expect(alarmOn('Throttles', fn(name))).toEqual([expect.objectContaining({ Threshold: 1, ComparisonOperator: 'GreaterThanOrEqualToThreshold' })]);
     }
@@ -1129,6 +1136,8 @@ describe('observability', () => {
     const body = JSON.stringify(dashboard.Properties.DashboardBody);
     for (const name of [...Object.keys(functions), ...Object.keys(queues), ...Object.keys(tables)]) expect(body).toContain(`${name}: `);
     for (const metric of ['ConcurrentExecutions', 'ApproximateAgeOfOldestMessage', '5XXError', 'IteratorAge', 'ThrottleEvents', 'DeliveriesThrottled']) expect(body).toContain(metric);
+    // Each stream consumer's lag.
+    for (const name of ['eventFanout', 'deliveryStatistics']) expect(body).toContain(`${name}: iterator age (max)`);
     for (const { alarm } of stack.monitoring.alarms) expect(body).toContain(`"${logicalId(alarm)}"`);
   });
 });
