@@ -18,7 +18,7 @@ export interface BackupConfig {
    * Days after which a monthly point (and its copy) moves to AWS Backup's cold storage, about a third
    * of warm's price; cold storage keeps a point at least 90 days, so `monthlyRetentionDays` must be at
    * least this + 90. DynamoDB's points go cold only with AWS Backup's advanced features for DynamoDB
-   * turned on in the account (docs/deploy.md "Before the first deploy"). Absent: kept warm.
+   * turned on in the account (docs/deploy.md "Stages"). Absent: kept warm.
    */
   monthlyColdAfterDays?: number;
   /** A second region every restore point is copied to, kept as long (a vault named `crm-<stage>-copy` must exist there), or none. */
