@@ -111,13 +111,13 @@ describe('least privilege, simulated on the prod roles', () => {
     expect(await decideAll('leadIntake', requests)).toEqual(every(requests.map(([a, r]) => `${a} ${r}`), 'ImplicitlyDenied'));
   });
 
-  it('the settings API cannot consume the dead-letter queues (nor any queue), only send to the delivery queue', async () => {
+  it('the settings API cannot consume the dead-letter queues (nor any queue), only send to the delivery and notices queues', async () => {
     const parked = (Object.keys(queues) as QueueName[]).filter((q) => !queueSpecs[q].deadLetter);
     expect(parked.length).toBeGreaterThanOrEqual(3);
     const requests = (Object.keys(queues) as QueueName[]).flatMap((q) => ['sqs:ReceiveMessage', 'sqs:DeleteMessage'].map((a): [string, string] => [a, queueArn(q)]));
     expect(await decideAll('settingsApi', requests)).toEqual(every(requests.map(([a, r]) => `${a} ${r}`), 'ImplicitlyDenied'));
     const sends = (Object.keys(queues) as QueueName[]).map((q): [string, string] => ['sqs:SendMessage', queueArn(q)]);
-    expect(await decideAll('settingsApi', sends)).toEqual(Object.fromEntries(sends.map(([a, r], i) => [`${a} ${r}`, (Object.keys(queues) as QueueName[])[i] === 'deliveryQueue' ? 'Allowed' : 'ImplicitlyDenied'])));
+    expect(await decideAll('settingsApi', sends)).toEqual(Object.fromEntries(sends.map(([a, r], i) => [`${a} ${r}`, ['deliveryQueue', 'noticesQueue'].includes((Object.keys(queues) as QueueName[])[i]) ? 'Allowed' : 'ImplicitlyDenied'])));
   });
 
   describe("the settings API's reads of clients", () => {
@@ -194,7 +194,7 @@ describe('least privilege, simulated on the prod roles', () => {
       for (const queue of Object.keys(queues) as QueueName[]) {
         const access = spec.queues[queue];
         expect_('sqs:SendMessage', queueArn(queue), access === 'send' || access === 'sendAndConsume' || onFailure.includes(queue) ? 'Allowed' : 'ImplicitlyDenied');
-        expect_('sqs:ReceiveMessage', queueArn(queue), access === 'consume' || access === 'sendAndConsume' ? 'Allowed' : 'ImplicitlyDenied');
+        expect_('sqs:ReceiveMessage', queueArn(queue), access === 'consume' || access === 'sendAndConsume' || access === 'consumeWithBackoff' ? 'Allowed' : 'ImplicitlyDenied');
       }
       for (const [secret, construct] of Object.entries(prod.stack.secrets)) {
         expect_('secretsmanager:GetSecretValue', resolver.ref(logicalId(construct)), spec.secrets?.[secret as keyof typeof spec.secrets] ? 'Allowed' : 'ImplicitlyDenied');
