@@ -14,6 +14,13 @@ export interface BackupConfig {
   weeklyRetentionDays: number;
   /** Days a monthly restore point (the 1st, 03:00 UTC) is kept; 0: none taken. */
   monthlyRetentionDays: number;
+  /**
+   * Days after which a monthly point (and its copy) moves to AWS Backup's cold storage, about a third
+   * of warm's price; cold storage keeps a point at least 90 days, so `monthlyRetentionDays` must be at
+   * least this + 90. DynamoDB's points go cold only with AWS Backup's advanced features for DynamoDB
+   * turned on in the account (docs/deploy.md "Stages"). Absent: kept warm.
+   */
+  monthlyColdAfterDays?: number;
   /** A second region every restore point is copied to, kept as long (a vault named `crm-<stage>-copy` must exist there), or none. */
   copyToRegion?: string;
 }
@@ -94,7 +101,8 @@ export const stages: Record<string, StageConfig> = {
     logRetentionDays: 365,
     logEncryptionKey: true,
     // Point-in-time recovery (35 days, every table) is the short window; weekly points for 5 weeks
-    // and monthly ones for a year, of the durable tables only, in both regions (docs/capacity.md "Cost").
-    backup: { weeklyRetentionDays: 35, monthlyRetentionDays: 365, copyToRegion: 'eu-central-1' },
+    // and monthly ones for a year, of the durable tables only, in both regions, the monthly ones cold
+    // after 30 days (docs/capacity.md "Cost": what keeps a year of data near the target).
+    backup: { weeklyRetentionDays: 35, monthlyRetentionDays: 365, monthlyColdAfterDays: 30, copyToRegion: 'eu-central-1' },
   },
 };

@@ -187,6 +187,12 @@ export type TableAccess = 'read' | 'readFields' | 'readUpdate' | 'write' | 'read
 /** `consumeWithBackoff`: consume, and set a failed message's visibility (ChangeMessageVisibility) so its next try waits. */
 export type QueueAccess = 'send' | 'consume' | 'sendAndConsume' | 'consumeWithBackoff';
 
+/**
+ * A Lambda event filter pattern, of the forms used here: a field's allowed values (exact strings or
+ * `{ prefix }`), nested objects for nested fields. Matched against the record as the function gets it.
+ */
+export interface FilterPattern { readonly [field: string]: FilterPattern | readonly (string | { prefix: string })[] }
+
 export type EventSourceSpec =
   | {
       kind: 'stream';
@@ -205,6 +211,12 @@ export type EventSourceSpec =
       onFailure?: QueueName;
       /** Lambda's MaximumBatchingWindowInSeconds (0..300): gathers records for this long before invoking, so a batch sums more. */
       batchingWindowSeconds?: number;
+      /**
+       * Lambda's event filtering (FilterCriteria): only records matching this pattern reach the
+       * function, the others are skipped unbilled; the local poller applies the same pattern
+       * (lib/local/stream-filter.ts).
+       */
+      filter?: FilterPattern;
     }
   | { kind: 'queue'; queue: QueueName; batchSize: number; maxConcurrency: number }
   /** Invoked on a fixed rate: an EventBridge rule on AWS, a timer in the local stack (same handler). */
@@ -309,13 +321,17 @@ export const functions = {
     entry: 'delivery-statistics',
     description: 'Counts delivery outcomes per endpoint and hour from the deliveries table\'s stream, one write per endpoint-hour a batch touched',
     timeoutSeconds: 30,
-    memoryMb: 256,
+    memoryMb: 512,
     // Adds to its counters only (their `STATS#<org>` partitions): no read, no write of a delivery record.
     tables: { deliveries: { actions: ['dynamodb:UpdateItem'], leadingKeys: ['STATS#*'] } },
     queues: {},
     // A minute's records per invocation (docs/capacity.md "Statistics"); a batch that keeps failing is
     // dropped after its retries: statistics are best effort, the delivery log is the record.
-    events: [{ kind: 'stream', table: 'deliveries', batchSize: 1000, parallelizationFactor: 1, maxRetries: 2, bisectOnError: false, batchingWindowSeconds: 60 }],
+    // Only delivery records' inserts and changes: not TTL deletes, event items or its own counters (docs/capacity.md "Statistics").
+    events: [{
+      kind: 'stream', table: 'deliveries', batchSize: 1000, parallelizationFactor: 4, maxRetries: 2, bisectOnError: false, batchingWindowSeconds: 60,
+      filter: { eventName: ['INSERT', 'MODIFY'], dynamodb: { Keys: { sk: { S: [{ prefix: 'DELIVERY#' }] } } } },
+    }],
   },
   deliverySweeper: {
     entry: 'delivery-sweeper',

@@ -8,7 +8,10 @@
  * log groups and their retention, which tables have point-in-time recovery, the backup plan's
  * rules, copies and selected tables, the WAF's rules, the alarms, dashboards, secrets and keys,
  * and the deliveries' retention (the runtime configuration's default, in the settings parameter).
+ * Every function of the topology must have its figures: one the model cannot price is an error,
+ * not a line left out (the CDK's own helper functions, a few calls per deploy, are skipped).
  */
+import { functions as topologyFunctions } from '../lib/topology.js';
 
 export interface Load {
   leadsPerSecond: number;
@@ -28,7 +31,7 @@ export interface Prices {
   waf: { webAclPerMonth: number; rulePerMonth: number; requestsPerMillion: number };
   lambda: { requestsPerMillion: number; gbSecond: Record<string, number> };
   dynamodb: { writeRequestUnitsPerMillion: number; readRequestUnitsPerMillion: number; storageGbMonth: number; pointInTimeRecoveryGbMonth: number };
-  backup: { dynamodbWarmGbMonth: number; crossRegionTransferGb: number };
+  backup: { dynamodbWarmGbMonth: number; dynamodbColdGbMonth: number; crossRegionTransferGb: number };
   sqs: { requestsPerMillion: number };
   cloudwatch: { logsIngestGb: number; logsStorageGbMonth: number; alarmPerMonth: number; dashboardPerMonth: number; customMetricPerMonth: number };
   xray: { tracesRecordedPerMillion: number };
@@ -47,6 +50,17 @@ export interface Assumptions {
   lead: { apiRequests: number; readUnits: { value: number }; apiAccessLogBytes: { value: number }; durableBytes: Record<string, number | string> };
   delivery: { readUnits: { value: number }; storedBytes: { value: number; table: string } };
   xray: { reservoirPerSecond: number; fixedRate: number };
+  /**
+   * The delivery statistics' counters (docs/capacity.md "Statistics"): 1 WRU per (endpoint, hour) a
+   * stream batch touched, so per active endpoint per batch its records land in (at most one per
+   * stream record); and the fan-out's lead counters, 1 WRU per (organization, day) a clients batch touched.
+   */
+  statistics: {
+    activeEndpoints: { value: number };
+    batchesPerEndpointMinute: { value: number };
+    recordsPerDelivery: { value: number };
+    leadCounterWriteUnits: { value: number };
+  };
   /** Tables whose size does not follow the load (GB). */
   tables: Record<string, number | string>;
   customMetrics: { value: number };
@@ -98,7 +112,12 @@ export function pointsPerMonth(schedule: string): number {
   throw new Error(`Cannot tell how often the backup rule runs: ${schedule}`);
 }
 
-export function estimateCost(template: Template, prices: Prices, measured: Measured, assumed: Assumptions, load: Load): CostReport {
+/**
+ * `projectFunctions`: the topology's function names (their logical ids start `<name>Function`), each
+ * of which must be in `assumed.functions`; any other function of the template is a CDK helper.
+ */
+export function estimateCost(template: Template, prices: Prices, measured: Measured, assumed: Assumptions, load: Load,
+  projectFunctions: readonly string[] = Object.keys(topologyFunctions)): CostReport {
   const activeSeconds = load.leadsPerSecond > 0 ? load.hoursPerDay * 3600 * load.daysPerMonth : 0;
   const leads = load.leadsPerSecond * activeSeconds;
   const deliveries = leads * load.deliveriesPerLead;
@@ -112,7 +131,12 @@ export function estimateCost(template: Template, prices: Prices, measured: Measu
       ...(cost.delivery !== undefined ? { perMillionDeliveries: cost.delivery * M } : {}),
     });
   };
-  const functionNames = Object.keys(assumed.functions);
+  const functionNames = [...projectFunctions].sort((a, b) => b.length - a.length); // the longest first: `mailFeedback` before `mail…`
+  const figures = (name: string): FunctionLoad => {
+    const f = assumed.functions[name];
+    if (!f) throw new Error(`No cost figures for the function ${name}: add it to docs/cost-assumptions.json "functions" (docs/capacity.md "Cost")`);
+    return f;
+  };
   const per = (f: FunctionLoad) => (f.per === 'lead' ? 'lead' : f.per === 'delivery' ? 'delivery' : 'fixed') as 'lead' | 'delivery' | 'fixed';
 
   // The front door: every lead and settings call is one API request, inspected by the WAF first.
@@ -134,7 +158,7 @@ export function estimateCost(template: Template, prices: Prices, measured: Measu
   for (const [id, fn] of ofType(template, 'AWS::Lambda::Function')) {
     const name = named(id, functionNames, 'Function');
     if (!name) continue; // the CDK's own custom-resource handlers: a few calls per deploy
-    const spec = assumed.functions[name];
+    const spec = figures(name);
     const memoryGb = Number(fn.Properties?.MemorySize ?? 128) / 1024;
     const architecture = ((fn.Properties?.Architectures as string[] | undefined) ?? ['x86_64'])[0];
     const gbSecond = prices.lambda.gbSecond[architecture];
@@ -150,6 +174,13 @@ export function estimateCost(template: Template, prices: Prices, measured: Measu
   add('DynamoDB', `writes: ${measured.lead.writeUnits.value} WRU a lead, ${measured.delivery.writeUnits.value} a delivery (measured)`, { lead: measured.lead.writeUnits.value * wru, delivery: measured.delivery.writeUnits.value * wru });
   add('DynamoDB', `reads: ${assumed.lead.readUnits.value} RRU a lead, ${assumed.delivery.readUnits.value} a delivery`, { lead: assumed.lead.readUnits.value * rru, delivery: assumed.delivery.readUnits.value * rru });
 
+  // The statistics' counters: an active endpoint's records land in a few batches a minute, each batch writing its endpoint-hour once.
+  const stats = assumed.statistics;
+  const statisticsWrites = Math.min(deliveries * stats.recordsPerDelivery.value, stats.activeEndpoints.value * (activeSeconds / 60) * stats.batchesPerEndpointMinute.value);
+  add('DynamoDB', `statistics: 1 WRU per endpoint-hour a stream batch touched (${stats.activeEndpoints.value.toLocaleString('en-US')} endpoints, ${stats.batchesPerEndpointMinute.value} batches a minute each); lead counters ${stats.leadCounterWriteUnits.value} WRU a lead`, {
+    lead: stats.leadCounterWriteUnits.value * wru, delivery: deliveries > 0 ? statisticsWrites / deliveries * wru : 0,
+  });
+
   add('SQS', `${measured.delivery.sqsRequests.value} requests a delivery (measured)`, { delivery: measured.delivery.sqsRequests.value * prices.sqs.requestsPerMillion / M });
 
   // Logs: ingested per lead and per delivery, kept each group's configured retention.
@@ -161,7 +192,7 @@ export function estimateCost(template: Template, prices: Prices, measured: Measu
     const retention = Number(group.Properties?.RetentionInDays ?? 0);
     const fn = named(id, functionNames, 'FunctionLogs');
     const bytes: Partial<Record<'lead' | 'delivery' | 'fixed', number>> = fn
-      ? { [per(assumed.functions[fn])]: assumed.functions[fn].invocations * assumed.functions[fn].logBytes }
+      ? { [per(figures(fn))]: figures(fn).invocations * figures(fn).logBytes }
       : id.startsWith('ApiAccessLogs') ? { lead: assumed.lead.apiRequests * assumed.lead.apiAccessLogBytes.value, fixed: monthlyApiCalls * assumed.lead.apiAccessLogBytes.value }
         : {}; // API Gateway's execution logs (errors only) and the WAF's (blocked requests only): nothing at a normal load
     for (const [unit, b] of Object.entries(bytes) as ['lead' | 'delivery' | 'fixed', number][]) {
@@ -211,19 +242,28 @@ export function estimateCost(template: Template, prices: Prices, measured: Measu
     ((s.Properties?.BackupSelection as { Resources?: unknown[] } | undefined)?.Resources ?? []).map(refOf)));
   const backedUp = sized.filter((t) => selectedIds.has(t.id));
   const backedUpGb = backedUp.reduce((s, t) => s + gbOf(t.name!), 0);
+  type Lifecycle = { DeleteAfterDays?: number; MoveToColdStorageAfterDays?: number };
+  /** The points a lifecycle holds at any time, warm and cold (moved after MoveToColdStorageAfterDays). */
+  const held = (taken: number, lifecycle: Lifecycle | undefined) => {
+    const keptDays = Number(lifecycle?.DeleteAfterDays ?? 36500);
+    const warmDays = Math.min(keptDays, Number(lifecycle?.MoveToColdStorageAfterDays ?? keptDays));
+    const all = Math.max(1, Math.round(taken * keptDays / DAYS_PER_MONTH));
+    const cold = warmDays < keptDays ? all - Math.min(all, Math.round(taken * warmDays / DAYS_PER_MONTH)) : 0;
+    return { all, warm: all - cold, cold, usd: ((all - cold) * prices.backup.dynamodbWarmGbMonth + cold * prices.backup.dynamodbColdGbMonth) * backedUpGb };
+  };
+  const split = (h: { warm: number; cold: number }) => (h.cold > 0 ? ` (${h.warm} warm, ${h.cold} cold)` : '');
   for (const [, plan] of ofType(template, 'AWS::Backup::BackupPlan')) {
     const rules = ((plan.Properties?.BackupPlan as { BackupPlanRule?: Record<string, unknown>[] })?.BackupPlanRule ?? []);
     for (const rule of rules) {
       const taken = pointsPerMonth(String(rule.ScheduleExpression));
-      const keptDays = Number((rule.Lifecycle as { DeleteAfterDays?: number } | undefined)?.DeleteAfterDays ?? 36500);
+      const lifecycle = rule.Lifecycle as Lifecycle | undefined;
       // Every point is a full copy of the table (DynamoDB backups are not incremental).
-      const held = Math.max(1, Math.round(taken * keptDays / DAYS_PER_MONTH));
-      const what = `${rule.RuleName}: ${held} points of ${backedUp.map((t) => t.name).join(', ')}`;
-      add('AWS Backup', what, { fixed: held * backedUpGb * prices.backup.dynamodbWarmGbMonth });
-      for (const copy of (rule.CopyActions as { Lifecycle?: { DeleteAfterDays?: number } }[] | undefined) ?? []) {
-        const copyHeld = Math.max(1, Math.round(taken * Number(copy.Lifecycle?.DeleteAfterDays ?? keptDays) / DAYS_PER_MONTH));
-        add('AWS Backup', `${rule.RuleName}: ${copyHeld} copies in the second region, and their transfer`, {
-          fixed: copyHeld * backedUpGb * prices.backup.dynamodbWarmGbMonth + taken * backedUpGb * prices.backup.crossRegionTransferGb,
+      const points = held(taken, lifecycle);
+      add('AWS Backup', `${rule.RuleName}: ${points.all} points${split(points)} of ${backedUp.map((t) => t.name).join(', ')}`, { fixed: points.usd });
+      for (const copy of (rule.CopyActions as { Lifecycle?: Lifecycle }[] | undefined) ?? []) {
+        const copies = held(taken, { DeleteAfterDays: lifecycle?.DeleteAfterDays, ...copy.Lifecycle });
+        add('AWS Backup', `${rule.RuleName}: ${copies.all} copies${split(copies)} in the second region, and their transfer`, {
+          fixed: copies.usd + taken * backedUpGb * prices.backup.crossRegionTransferGb,
         });
       }
     }
@@ -235,7 +275,8 @@ export function estimateCost(template: Template, prices: Prices, measured: Measu
     fixed: count('AWS::CloudWatch::Alarm') * prices.cloudwatch.alarmPerMonth + count('AWS::CloudWatch::Dashboard') * prices.cloudwatch.dashboardPerMonth + assumed.customMetrics.value * prices.cloudwatch.customMetricPerMonth,
   });
   const keys = count('AWS::KMS::Key');
-  add('Secrets Manager, KMS', `${count('AWS::SecretsManager::Secret')} secret${keys ? `, ${keys} keys` : ''}`, {
+  const secretCount = count('AWS::SecretsManager::Secret');
+  add('Secrets Manager, KMS', `${secretCount} secret${secretCount === 1 ? '' : 's'}${keys ? `, ${keys} key${keys === 1 ? '' : 's'}` : ''}`, {
     fixed: count('AWS::SecretsManager::Secret') * prices.secretsManager.secretPerMonth + keys * prices.kms.keyPerMonth,
   });
 
@@ -262,7 +303,7 @@ const describeSizes = (sizes: [string, number][]) => sizes.map(([name, gb]) => `
 const usd = (n: number | undefined) => (n === undefined ? '' : n >= 100 ? `$${Math.round(n).toLocaleString('en-US')}` : `$${n.toFixed(2)}`);
 
 /** The report as a Markdown table, one line per cost, the totals last (what `npm run cost` prints and docs/capacity.md holds). */
-export function renderReport(report: CostReport, sources: { prices: Prices; measured: Measured; stage: string; target?: number; nextMonth?: CostReport }): string {
+export function renderReport(report: CostReport, sources: { prices: Prices; measured: Measured; stage: string; target?: number; nextMonth?: CostReport; steadyState?: CostReport }): string {
   const { load } = report;
   const out = [
     `Stage \`${sources.stage}\` at ${load.leadsPerSecond} leads/s for ${load.hoursPerDay} h × ${load.daysPerMonth} days (${(report.leads / M).toFixed(1)} M leads a month), ` +
@@ -280,6 +321,14 @@ export function renderReport(report: CostReport, sources: { prices: Prices; meas
   }
   if (sources.nextMonth) {
     out.push('', `Each further month of leads the durable tables hold adds ${usd(sources.nextMonth.total.monthly - report.total.monthly)} a month (their storage, point-in-time recovery and backups).`);
+  }
+  if (sources.steadyState) {
+    // What grew with the durable tables, largest first.
+    const { load: later, total } = sources.steadyState;
+    const grown = sources.steadyState.lines.map((l, i) => ({ l, by: l.monthly - (report.lines[i]?.monthly ?? 0) })).filter((g) => g.by > 0.5).sort((a, b) => b.l.monthly - a.l.monthly);
+    const verdict = sources.target === undefined ? '' : total.monthly <= sources.target ? ', within the target' : `, above the ${usd(sources.target)} target`;
+    out.push('', `With the durable tables holding ${later.durableMonths} months of leads (\`--durable-months ${later.durableMonths}\`): ${usd(total.monthly)} a month${verdict}. ` +
+      `The lines that grew: ${grown.map((g) => `${g.l.service} ${g.l.what.replace(/ \(.*$/, '')} ${usd(g.l.monthly)}`).join('; ')}.`);
   }
   return out.join('\n') + '\n';
 }

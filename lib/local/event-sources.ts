@@ -52,6 +52,7 @@ export function startEventSources(input: {
           partitionKey: tables[source.table].partitionKey.name,
           maxRetries: source.maxRetries,
           bisectOnError: source.bisectOnError,
+          ...(source.filter ? { filter: source.filter } : {}),
           ...(source.onFailure ? { onFailure: { sqs: input.sqs, queueUrl: provisioned.queues[source.onFailure] } } : {}),
           checkpointFile: path.join(input.dir, `checkpoint-${name}-${source.table}.json`),
           onError: onError(`${name} (${source.table} stream)`),

@@ -21,6 +21,8 @@ import {
 } from '@aws-sdk/client-dynamodb-streams';
 import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBStreamEvent, DynamoDBRecord, DynamoDBBatchResponse } from 'aws-lambda';
+import type { FilterPattern } from '../topology.js';
+import { matchesFilter } from './stream-filter.js';
 
 /**
  * A Streams API record in the shape Lambda's event source hands the fan-out handler: the poller
@@ -81,6 +83,8 @@ export interface StreamPollerOptions {
   partitionKey?: string;
   maxRetries: number;
   bisectOnError: boolean;
+  /** Lambda's event filtering: records not matching it are skipped (checkpointed, never handed to the function). */
+  filter?: FilterPattern;
   /** Where exhausted batches are described (Lambda's on-failure destination). */
   onFailure?: { sqs: SQSClient; queueUrl: string };
   /** JSON file of shardId → last processed sequence number. */
@@ -245,9 +249,12 @@ export class StreamPoller {
     }
     const keyName = this.options.partitionKey ?? 'pk';
     for (const r of records) {
-      const pending = { record: toLambdaRecord(r, this.options.streamArn), done: false };
-      const key = r.dynamodb?.Keys?.[keyName];
+      const record = toLambdaRecord(r, this.options.streamArn);
+      const skipped = this.options.filter !== undefined && !matchesFilter(this.options.filter, record);
+      const pending = { record, done: skipped };
       state.window.push(pending);
+      if (skipped) continue;
+      const key = r.dynamodb?.Keys?.[keyName];
       state.lanes[laneOf(JSON.stringify(key ?? null), this.lanes)].waiting.push(pending);
     }
     // An empty page is not the end of an open shard (DynamoDB Streams may answer empty before it):

@@ -16,7 +16,7 @@ import * as sns from 'aws-cdk-lib/aws-sns';
 import { EmailSubscription, UrlSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { functions as functionSpecs, queues as queueSpecs, tables as tableSpecs, type FunctionName, type QueueName, type TableName } from '../topology.js';
+import { functions as functionSpecs, queues as queueSpecs, tables as tableSpecs, type FunctionName, type FunctionSpec, type QueueName, type TableName } from '../topology.js';
 import { metricsNamespace, serviceName } from '../../functions/core/platform/bindings.js';
 
 /** Ready deliveries the delivery function (10 batches of 10 at a time) should have taken within minutes. */
@@ -55,6 +55,7 @@ const runbookSections: Record<string, string> = {
   LeadRefundFailed: 'alarm-lead-billing', LeadUsageCountFailed: 'alarm-lead-billing',
   BackupJobsFailed: 'alarm-backups', BackupCopyJobsFailed: 'alarm-backups',
   NoticeDeadLetters: 'alarm-notices', MailFeedbackDeadLetters: 'alarm-notices',
+  StatisticsIteratorAge: 'alarm-statistics', StatisticsUnwritten: 'alarm-statistics',
 };
 
 /** An alarm's runbook section: its own kind's, or the one for every function's errors, throttles, or every table's throttles; 'alarm-runbooks' (the list) for an alarm not mapped yet, which test/infra refuses. */
@@ -67,8 +68,34 @@ export function runbookSection(id: string): string {
   if (Object.keys(tableSpecs).some((name) => id === `${name}TableThrottles`)) return 'alarm-table-throttles';
   return 'alarm-runbooks';
 }
+const fiveMinutesPeriod = Duration.minutes(5);
 /** The functions whose failure pages: callers see it at once (lead intake), or every delivery stops. */
 const pagingFunctions: FunctionName[] = ['leadIntake', 'eventFanout', 'bulkFanout', 'webhookDelivery'];
+
+/**
+ * The iterator-age alarm of each function reading a table's stream (lib/topology.ts): a function
+ * given a stream source must be named here (`streamConsumerNames` refuses one that is not).
+ */
+const streamConsumers: Partial<Record<FunctionName, { id: string; severity: Severity; minutes: number; description: string }>> = {
+  eventFanout: {
+    id: 'FanoutIteratorAge', severity: 'page', minutes: 5,
+    description: 'The fan-out is more than 5 minutes behind the table streams: events are late (records older than 24 h are lost).',
+  },
+  // Best effort, a minute's batching window of its own: behind by half an hour is worth a look, not a page.
+  deliveryStatistics: {
+    id: 'StatisticsIteratorAge', severity: 'ticket', minutes: 30,
+    description: 'The delivery statistics are more than 30 minutes behind the deliveries table\'s stream: the charts lag (records older than 24 h are never counted). See the deliveryStatistics function\'s errors and log (docs/deploy.md).',
+  },
+};
+
+/** The functions with a stream event source, each with its entry in `streamConsumers`. */
+export function streamConsumerNames(): FunctionName[] {
+  const names = (Object.entries(functionSpecs) as [FunctionName, FunctionSpec][]).filter(([, spec]) => spec.events.some((e) => e.kind === 'stream')).map(([name]) => name);
+  for (const name of names) if (!streamConsumers[name]) throw new Error(`${name} reads a stream but has no iterator-age alarm: add it to streamConsumers (lib/stacks/crm-alarms.ts)`);
+  return names;
+}
+/** How far behind its stream a consumer is (ms, the maximum over 5 minutes): the alarm's and the dashboard's metric. */
+export const iteratorAge = (fn: lambda.IFunction) => fn.metric('IteratorAge', { period: fiveMinutesPeriod, statistic: 'Maximum' });
 
 export interface CrmAlarmsProps {
   stage: string;
@@ -81,7 +108,7 @@ export interface CrmAlarmsProps {
 }
 
 const entries = <K extends string, V>(o: Record<K, V>) => Object.entries(o) as [K, V][];
-const fiveMinutes = Duration.minutes(5);
+const fiveMinutes = fiveMinutesPeriod;
 
 export class CrmAlarms extends Construct {
   readonly topics: Record<Severity, sns.Topic>;
@@ -187,8 +214,14 @@ export class CrmAlarms extends Construct {
       queues.noticesDlq.metricApproximateNumberOfMessagesVisible({ period: fiveMinutes, statistic: 'Maximum' }), { threshold: 1 });
     this.add('ticket', 'MailFeedbackDeadLetters', 'SES bounce or complaint events could not be recorded: their addresses are not suppressed yet. See the mail-feedback function\'s log.',
       queues.mailFeedbackDlq.metricApproximateNumberOfMessagesVisible({ period: fiveMinutes, statistic: 'Maximum' }), { threshold: 1 });
-    this.add('page', 'FanoutIteratorAge', 'The fan-out is more than 5 minutes behind the table streams: events are late (records older than 24 h are lost).',
-      functions.eventFanout.metric('IteratorAge', { period: fiveMinutes, statistic: 'Maximum' }), { threshold: 5 * 60_000, above: true });
+    // Every stream consumer of the topology: how far behind its stream it is (records older than 24 h are lost).
+    for (const name of streamConsumerNames()) {
+      const { id, severity, minutes, description } = streamConsumers[name]!;
+      this.add(severity, id, description, iteratorAge(functions[name]), { threshold: minutes * 60_000, above: true });
+    }
+    // Counter writes the statistics gave up on (never retried: an ADD retried after a lost answer would count twice).
+    this.add('ticket', 'StatisticsUnwritten', 'Delivery statistics could not be written (the deliveries table refused a counter update): the endpoints\' charts undercount the hours logged; deliveries are unaffected. See the deliveryStatistics function\'s log (docs/deploy.md).',
+      serviceMetric('StatisticsUnwritten', fiveMinutes), { threshold: 1 });
     // A share, not a count: 5 errors are nothing at 10,000 requests and everything at 10.
     this.add('page', 'Api5xxShare', `More than ${api5xxSharePercent}% of the API's answers were 5xx in 2 consecutive 5-minute periods (at least ${api5xxMinRequests} requests each).`,
       new cloudwatch.MathExpression({

@@ -5,6 +5,7 @@
  */
 import { ArnFormat, Duration, RemovalPolicy, Size, Stack, Validations } from 'aws-cdk-lib';
 import * as apigw from 'aws-cdk-lib/aws-apigateway';
+import * as iam from 'aws-cdk-lib/aws-iam';
 import type * as kms from 'aws-cdk-lib/aws-kms';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as logs from 'aws-cdk-lib/aws-logs';
@@ -80,11 +81,9 @@ export class CrmApi extends Construct {
       });
     }
 
-    const integrations = new Map<FunctionName, apigw.LambdaIntegration>();
+    const integrations = new Map<FunctionName, apigw.AwsIntegration>();
     for (const route of routes) {
-      // No test-invoke permissions: each method would add a second statement to the function's
-      // resource policy (20 KB at most), and the settings function serves some twenty methods.
-      if (!integrations.has(route.function)) integrations.set(route.function, new apigw.LambdaIntegration(functions[route.function], { allowTestInvoke: false }));
+      if (!integrations.has(route.function)) integrations.set(route.function, this.invoke(api, stage, functions[route.function]));
       api.root.resourceForPath(route.path).addMethod(route.method, integrations.get(route.function));
     }
     // Catch-alls, so no request ever meets API Gateway's 403 "Missing Authentication Token":
@@ -123,6 +122,22 @@ export class CrmApi extends Construct {
       { id: 'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs]', reason: 'API Gateway\'s CloudWatch role, one per account and region (AWS::ApiGateway::Account), needed for execution logs: only API Gateway may assume it, and AWS\'s policy for it allows CloudWatch Logs actions (create, describe, write, read) on any log group of the account, nothing else.' },
     );
     return api;
+  }
+
+  /**
+   * A proxy integration of `fn`, and the one permission letting this API's stage invoke it (any
+   * method, any path; SourceAccount is added by the stack). Not LambdaIntegration's permission per
+   * method: the settings function serves some twenty methods, and replacing them all in one update
+   * (CloudFormation adds the new statements before deleting the old) would pass Lambda's 20 KB
+   * resource-policy limit (docs/deploy.md "Upgrading a deployed stack"). No test-invoke permission.
+   */
+  private invoke(api: apigw.RestApi, stage: string, fn: lambda.IFunction): apigw.AwsIntegration {
+    fn.addPermission('ApiInvoke', {
+      principal: new iam.ServicePrincipal('apigateway.amazonaws.com'),
+      sourceArn: api.arnForExecuteApi('*', '/*', stage),
+    });
+    // What LambdaIntegration renders, minus its permissions.
+    return new apigw.AwsIntegration({ proxy: true, service: 'lambda', path: `2015-03-31/functions/${fn.functionArn}/invocations` });
   }
 
   /**

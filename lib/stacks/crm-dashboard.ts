@@ -11,7 +11,7 @@ import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import type { FunctionName, QueueName, TableName } from '../topology.js';
-import { serviceMetric } from './crm-alarms.js';
+import { iteratorAge, serviceMetric, streamConsumerNames } from './crm-alarms.js';
 
 export interface CrmDashboardProps {
   stage: string;
@@ -53,7 +53,8 @@ export class CrmDashboard extends Construct {
         graph(`${name}: duration p99`, [fn.metricDuration({ period, statistic: 'p99' })]),
       );
     }
-    this.dashboard.addWidgets(graph('fan-out: iterator age (max)', [functions.eventFanout.metric('IteratorAge', { period, statistic: 'Maximum' })]),
+    // Every stream consumer's lag behind its stream (its alarm: crm-alarms.ts streamConsumers).
+    this.dashboard.addWidgets(...streamConsumerNames().map((name) => graph(`${name}: iterator age (max)`, [iteratorAge(functions[name])])),
       graph('deliveries: attempts / failures', [serviceMetric('DeliveryAttempts', period), serviceMetric('DeliveryFailures', period)]),
       graph('circuits opened / retries parked', [serviceMetric('CircuitOpened', period), serviceMetric('DeliveryRetriesParked', period)]),
       // Deferred, not attempted: an endpoint's own rate limit at work (no alarm: a customer's choice), or its open circuit.

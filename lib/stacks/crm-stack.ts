@@ -215,14 +215,20 @@ export class CrmStack extends Stack {
       service: 'backup', region: config.copyToRegion, resource: 'backup-vault', resourceName: `crm-${stage}-copy`, arnFormat: ArnFormat.COLON_RESOURCE_NAME,
     }));
     const plan = new backup.BackupPlan(this, 'BackupPlan', { backupPlanName: `crm-${stage}`, backupVault: vault });
+    const cold = config.monthlyColdAfterDays;
+    // Cold storage bills 90 days at least: a point deleted sooner would cost more than kept warm (AWS Backup refuses it too).
+    if (cold !== undefined && config.monthlyRetentionDays < cold + 90) {
+      throw new Error(`monthlyRetentionDays ${config.monthlyRetentionDays} must be at least monthlyColdAfterDays + 90 (${cold + 90}): cold storage keeps a point 90 days (docs/operations.md "Backups")`);
+    }
     const rules = [
       { ruleName: 'Weekly', days: config.weeklyRetentionDays, schedule: events.Schedule.cron({ minute: '0', hour: '3', weekDay: 'SUN' }) },
-      { ruleName: 'Monthly', days: config.monthlyRetentionDays, schedule: events.Schedule.cron({ minute: '0', hour: '3', day: '1' }) },
+      { ruleName: 'Monthly', days: config.monthlyRetentionDays, coldAfter: cold, schedule: events.Schedule.cron({ minute: '0', hour: '3', day: '1' }) },
     ];
-    for (const { ruleName, days, schedule } of rules.filter((r) => r.days > 0)) {
+    for (const { ruleName, days, coldAfter, schedule } of rules.filter((r) => r.days > 0)) {
+      const lifecycle = { deleteAfter: Duration.days(days), ...(coldAfter !== undefined ? { moveToColdStorageAfter: Duration.days(coldAfter) } : {}) };
       plan.addRule(new backup.BackupPlanRule({
-        ruleName, scheduleExpression: schedule, deleteAfter: Duration.days(days),
-        copyActions: copyVault ? [{ destinationBackupVault: copyVault, deleteAfter: Duration.days(days) }] : undefined,
+        ruleName, scheduleExpression: schedule, ...lifecycle,
+        copyActions: copyVault ? [{ destinationBackupVault: copyVault, ...lifecycle }] : undefined,
       }));
     }
     const durable = entries(tableSpecs).filter(([, spec]) => !spec.everyItemExpires).map(([name]) => this.tables[name]);
@@ -306,6 +312,7 @@ export class CrmStack extends Stack {
         bisectBatchOnError: source.bisectOnError,
         reportBatchItemFailures: true,
         ...(source.batchingWindowSeconds ? { maxBatchingWindow: Duration.seconds(source.batchingWindowSeconds) } : {}),
+        ...(source.filter ? { filters: [lambda.FilterCriteria.filter(source.filter)] } : {}),
         // Lambda needs SendMessage alone for an on-failure destination (SqsDlq would add GetQueueAttributes and GetQueueUrl).
         ...(source.onFailure ? { onFailure: { bind: (_mapping: unknown, fn: lambda.IFunction) => {
           const queue = this.queues[source.onFailure!];

@@ -142,7 +142,8 @@ describe('Control Tower proactive controls', () => {
     for (const [stage, b] of built) {
       const account = stages[stage].account;
       const permissions = Object.values(b.template.Resources).filter((r) => r.Type === 'AWS::Lambda::Permission' && String(r.Properties?.Principal).endsWith('.amazonaws.com'));
-      expect(permissions.length).toBeGreaterThan(20);
+      // One per routed function (test/infra/api-permissions.test.ts) and the sweeper's schedule.
+      expect(permissions.length).toBeGreaterThanOrEqual(3);
       for (const p of permissions) expect(p.Properties?.SourceAccount).toEqual(account && /^\d{12}$/.test(account) ? account : { Ref: 'AWS::AccountId' });
     }
   });

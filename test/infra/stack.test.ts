@@ -208,7 +208,12 @@ describe('the CDK stack', () => {
     // The statistics read the deliveries table's stream a minute at a time, with no on-failure queue (best effort: docs/settings.md "Statistics").
     template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
       FunctionName: { Ref: Match.stringLikeRegexp('deliveryStatistics') }, BatchSize: 1000, MaximumBatchingWindowInSeconds: 60, DestinationConfig: Match.absent(),
+      ParallelizationFactor: 4, MaximumRetryAttempts: 2,
+      // Only delivery records' inserts and changes reach it (the local poller applies the same pattern: test/unit/local/stream-filter.test.ts).
+      FilterCriteria: { Filters: [{ Pattern: JSON.stringify({ eventName: ['INSERT', 'MODIFY'], dynamodb: { Keys: { sk: { S: [{ prefix: 'DELIVERY#' }] } } } }) }] },
     });
+    // The fan-out's mappings read every record: no filter.
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', { FunctionName: { Ref: logicalId(stack.functions.eventFanout) }, BatchSize: 400, FilterCriteria: Match.absent() });
   });
 
   it('lets lead intake write clients but never send to a queue or touch deliveries', () => {
@@ -759,6 +764,13 @@ describe('the CDK stack', () => {
   it('alarms on fan-out lag, API 5xx and latency, a delivery backlog, Lambda throttles, rate-limiter fail-open and tenant mismatches', () => {
     const fn = (name: FunctionName) => [{ Name: 'FunctionName', Value: { Ref: logicalId(stack.functions[name]) } }];
     expect(alarmOn('IteratorAge', fn('eventFanout'))).toEqual([expect.objectContaining({ Statistic: 'Maximum', Threshold: 300_000 })]);
+    // Every stream consumer has its own: the statistics (best effort) open a ticket at 30 minutes behind.
+    expect(alarmOn('IteratorAge', fn('deliveryStatistics'))).toEqual([expect.objectContaining({
+      AlarmName: 'Crm-test-StatisticsIteratorAge', Statistic: 'Maximum', Period: 300, Threshold: 1_800_000, ComparisonOperator: 'GreaterThanThreshold',
+    })]);
+    expect(alarmNamed('StatisticsIteratorAge').AlarmDescription).toMatch(/^\[ticket\]/);
+    expect(alarmOn('StatisticsUnwritten', [{ Name: 'service', Value: 'crm-integration-api' }])).toEqual([expect.objectContaining({ AlarmName: 'Crm-test-StatisticsUnwritten', Statistic: 'Sum', Threshold: 1 })]);
+    expect(alarmNamed('StatisticsUnwritten').AlarmDescription).toMatch(/^\[ticket\]/);
     for (const name of Object.keys(functions) as FunctionName[]) {
       expect(alarmOn('Throttles', fn(name))).toEqual([expect.objectContaining({ Threshold: 1, ComparisonOperator: 'GreaterThanOrEqualToThreshold' })]);
     }
@@ -1112,6 +1124,12 @@ describe('recovery', () => {
     const backup = stages.prod.backup!;
     expect(rules.map((r: { RuleName: string; Lifecycle: { DeleteAfterDays: number } }) => [r.RuleName, r.Lifecycle.DeleteAfterDays]))
       .toEqual([['Weekly', backup.weeklyRetentionDays], ['Monthly', backup.monthlyRetentionDays]]);
+    // Monthly points (and their copies) go cold after the stage's days; weekly ones, kept 35 days, stay warm (cold keeps 90 at least).
+    const [weekly, monthly] = rules as { Lifecycle: Record<string, number>; CopyActions: { Lifecycle: Record<string, number> }[] }[];
+    expect(monthly.Lifecycle).toEqual({ DeleteAfterDays: 365, MoveToColdStorageAfterDays: backup.monthlyColdAfterDays });
+    expect(monthly.CopyActions[0].Lifecycle).toEqual({ DeleteAfterDays: 365, MoveToColdStorageAfterDays: backup.monthlyColdAfterDays });
+    expect(weekly.Lifecycle.MoveToColdStorageAfterDays).toBeUndefined();
+    expect(() => build({}, { backup: { weeklyRetentionDays: 35, monthlyRetentionDays: 100, monthlyColdAfterDays: 30 } })).toThrow(/at least monthlyColdAfterDays \+ 90 \(120\)/);
   });
 
   it('runs the sweeper one at a time (reserved concurrency 1: an overlapping run is refused, and not retried)', () => {
@@ -1152,6 +1170,8 @@ describe('observability', () => {
     const body = JSON.stringify(dashboard.Properties.DashboardBody);
     for (const name of [...Object.keys(functions), ...Object.keys(queues), ...Object.keys(tables)]) expect(body).toContain(`${name}: `);
     for (const metric of ['ConcurrentExecutions', 'ApproximateAgeOfOldestMessage', '5XXError', 'IteratorAge', 'ThrottleEvents', 'DeliveriesThrottled']) expect(body).toContain(metric);
+    // Each stream consumer's lag.
+    for (const name of ['eventFanout', 'deliveryStatistics']) expect(body).toContain(`${name}: iterator age (max)`);
     for (const { alarm } of stack.monitoring.alarms) expect(body).toContain(`"${logicalId(alarm)}"`);
   });
 });
