@@ -21,8 +21,14 @@ export interface BackupConfig {
    * turned on in the account (docs/deploy.md "Stages"). Absent: kept warm.
    */
   monthlyColdAfterDays?: number;
-  /** A second region every restore point is copied to, kept as long (a vault named `crm-<stage>-copy` must exist there), or none. */
+  /** A second region every restore point is copied to (a vault named `crm-<stage>-copy` must exist there), or none. */
   copyToRegion?: string;
+  /**
+   * Days a copy in `copyToRegion` is kept, at most (a copy of a shorter-lived point goes with it):
+   * the copies are for losing the first region, where the recent months matter. Absent: as long as
+   * its point. A copy kept under `monthlyColdAfterDays` + 90 days stays warm.
+   */
+  copyRetentionDays?: number;
 }
 
 export interface StageConfig {
@@ -100,9 +106,10 @@ export const stages: Record<string, StageConfig> = {
     // A year, encrypted with the stack's own key: what Control Tower's proactive controls require.
     logRetentionDays: 365,
     logEncryptionKey: true,
-    // Point-in-time recovery (35 days, every table) is the short window; weekly points for 5 weeks
-    // and monthly ones for a year, of the durable tables only, in both regions, the monthly ones cold
-    // after 30 days (docs/capacity.md "Cost": what keeps a year of data near the target).
-    backup: { weeklyRetentionDays: 35, monthlyRetentionDays: 365, monthlyColdAfterDays: 30, copyToRegion: 'eu-central-1' },
+    // Point-in-time recovery (35 days, to the second, every table) is the short window; of the
+    // durable tables only, the last weekly point (a region's loss costs at most a week) and monthly
+    // points for a year, cold after 30 days; the second region keeps its copies 4 months
+    // (docs/capacity.md "Cost": what keeps a year of data under the target).
+    backup: { weeklyRetentionDays: 8, monthlyRetentionDays: 365, monthlyColdAfterDays: 30, copyToRegion: 'eu-central-1', copyRetentionDays: 120 },
   },
 };

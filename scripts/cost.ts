@@ -20,11 +20,9 @@ const root = new URL('../', import.meta.url);
 export const targetMonthly = 8000;
 /**
  * The steady state the report also shows: a year of leads in the durable tables (monthly points are
- * kept a year). Its ceiling is what test/infra/cost.test.ts holds it to: above the target, as
- * docs/capacity.md "Cost" explains (the weekly points, warm in two regions, lead the growth).
+ * kept a year); test/infra/cost.test.ts holds it to the same target (docs/capacity.md "Cost").
  */
 export const steadyStateMonths = 12;
-export const steadyStateCeiling = 11_000;
 export const capacityDoc = new URL('docs/capacity.md', root);
 const markers = { begin: '<!-- cost report: npm run docs:cost writes what follows -->', end: '<!-- end of the cost report -->' };
 

@@ -224,11 +224,14 @@ export class CrmStack extends Stack {
       { ruleName: 'Weekly', days: config.weeklyRetentionDays, schedule: events.Schedule.cron({ minute: '0', hour: '3', weekDay: 'SUN' }) },
       { ruleName: 'Monthly', days: config.monthlyRetentionDays, coldAfter: cold, schedule: events.Schedule.cron({ minute: '0', hour: '3', day: '1' }) },
     ];
+    const lifecycleOf = (days: number, coldAfter: number | undefined) =>
+      ({ deleteAfter: Duration.days(days), ...(coldAfter !== undefined && days >= coldAfter + 90 ? { moveToColdStorageAfter: Duration.days(coldAfter) } : {}) });
     for (const { ruleName, days, coldAfter, schedule } of rules.filter((r) => r.days > 0)) {
-      const lifecycle = { deleteAfter: Duration.days(days), ...(coldAfter !== undefined ? { moveToColdStorageAfter: Duration.days(coldAfter) } : {}) };
+      // The second region's copies are for losing a region: kept `copyRetentionDays` at most (the recent past), the points themselves as long as the rule says.
+      const copyDays = Math.min(days, config.copyRetentionDays ?? days);
       plan.addRule(new backup.BackupPlanRule({
-        ruleName, scheduleExpression: schedule, ...lifecycle,
-        copyActions: copyVault ? [{ destinationBackupVault: copyVault, ...lifecycle }] : undefined,
+        ruleName, scheduleExpression: schedule, ...lifecycleOf(days, coldAfter),
+        copyActions: copyVault ? [{ destinationBackupVault: copyVault, ...lifecycleOf(copyDays, coldAfter) }] : undefined,
       }));
     }
     const durable = entries(tableSpecs).filter(([, spec]) => !spec.everyItemExpires).map(([name]) => this.tables[name]);

@@ -1127,7 +1127,7 @@ describe('recovery', () => {
     // Monthly points (and their copies) go cold after the stage's days; weekly ones, kept 35 days, stay warm (cold keeps 90 at least).
     const [weekly, monthly] = rules as { Lifecycle: Record<string, number>; CopyActions: { Lifecycle: Record<string, number> }[] }[];
     expect(monthly.Lifecycle).toEqual({ DeleteAfterDays: 365, MoveToColdStorageAfterDays: backup.monthlyColdAfterDays });
-    expect(monthly.CopyActions[0].Lifecycle).toEqual({ DeleteAfterDays: 365, MoveToColdStorageAfterDays: backup.monthlyColdAfterDays });
+    expect(monthly.CopyActions[0].Lifecycle).toEqual({ DeleteAfterDays: backup.copyRetentionDays, MoveToColdStorageAfterDays: backup.monthlyColdAfterDays });
     expect(weekly.Lifecycle.MoveToColdStorageAfterDays).toBeUndefined();
     expect(() => build({}, { backup: { weeklyRetentionDays: 35, monthlyRetentionDays: 100, monthlyColdAfterDays: 30 } })).toThrow(/at least monthlyColdAfterDays \+ 90 \(120\)/);
   });
