@@ -1,6 +1,7 @@
 /**
  * Import rules of the domain (docs/architecture.md#import-rules): folders follow the pipeline and imports point one way.
- *   platform ← tenancy ← intake;  platform ← events → delivery;  crm reads tenancy and intake
+ *   platform ← tenancy ← intake;  platform ← events → delivery;  crm reads tenancy and intake;
+ *   notify (notices) reads platform, and delivery, events and settings produce notices through it
  *   (the clients store is intake's, intake/clients-store.ts, so crm and settings reach it without a cycle);
  *   the domain never imports handlers (functions/<name>/), the adapters, the front door, the CLI,
  *   the local stack or the CDK stacks; nothing in functions/ imports lib/ (lib/topology.ts reads
@@ -29,9 +30,11 @@ module.exports = {
     onlyMayImport('tenancy', ['platform']),
     onlyMayImport('intake', ['platform', 'tenancy']),
     onlyMayImport('crm', ['platform', 'tenancy', 'intake']),
-    onlyMayImport('delivery', ['platform', 'tenancy']),
-    onlyMayImport('events', ['platform', 'tenancy', 'delivery', 'crm']),
-    onlyMayImport('settings', ['platform', 'tenancy', 'intake', 'crm', 'events', 'delivery']),
+    // notify: what a notice is, composing it, handing it to the notices queue; its producers live in the stages that see the facts.
+    onlyMayImport('notify', ['platform']),
+    onlyMayImport('delivery', ['platform', 'tenancy', 'notify']),
+    onlyMayImport('events', ['platform', 'tenancy', 'delivery', 'crm', 'notify']),
+    onlyMayImport('settings', ['platform', 'tenancy', 'intake', 'crm', 'events', 'delivery', 'notify']),
     {
       name: 'dynamodb-sdk-only-in-stores',
       comment: 'in functions/core only a store module (<table or item family>-store.ts; the deliveries table\'s is delivery-record.ts; what the stores share is platform/dynamo-store.ts) imports the DynamoDB SDK or platform/dynamo-store.ts, besides platform/deps.ts, which builds the clients through it: everything else asks a store for a named operation (docs/architecture.md#stages-and-what-each-owns)',

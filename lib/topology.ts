@@ -229,8 +229,9 @@ export const functions = {
     description: 'Turns client and work-order stream records into events and queued deliveries',
     timeoutSeconds: 30,
     memoryMb: 512,
-    // Routing fields only: the fan-out never reads a signing secret.
-    tables: { endpoints: 'readFields', deliveries: 'readWrite' },
+    // Routing fields only: the fan-out never reads a signing secret. rateWindows: the lead notices'
+    // cap counter, one UpdateItem per organization per batch (functions/core/notify/notice-cap-store.ts).
+    tables: { endpoints: 'readFields', deliveries: 'readWrite', rateWindows: { actions: ['dynamodb:UpdateItem'] } },
     // An organization's large share goes to the bulk queue instead of being recorded in the lane.
     queues: { deliveryQueue: 'send', bulkQueue: 'send' },
     events: [

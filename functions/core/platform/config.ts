@@ -110,6 +110,12 @@ export const configSchema = z.object({
    * tests point them at a loopback stub. On a deployed stage a non-https URL is dropped (asDeployed).
    */
   captchaVerifyUrls: z._default(z.partialRecord(z.enum(['turnstile', 'hcaptcha', 'recaptcha']), z.url()), {}),
+  /**
+   * Lead notices an organization is mailed one by one in a window of leadNoticeWindowSeconds; the
+   * leads past it fold into one summary for the window (docs/notifications.md "Notices").
+   */
+  leadNoticeCap: z._default(positiveInt(), 20),
+  leadNoticeWindowSeconds: z._default(positiveInt().check(atMost(86_400, 'leadNoticeWindowSeconds', 'the window\'s counter is kept a day')), 600),
   /** How long a siteverify call may take before the lead is refused (fail closed, 503). */
   captchaTimeoutMs: z._default(positiveInt().check(atMost(10_000, 'captchaTimeoutMs', 'the lead function times out at 10 s')), 3000),
 });
