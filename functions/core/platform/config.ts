@@ -116,6 +116,8 @@ export const configSchema = z.object({
    */
   leadNoticeCap: z._default(positiveInt(), 20),
   leadNoticeWindowSeconds: z._default(positiveInt().check(atMost(86_400, 'leadNoticeWindowSeconds', 'the window\'s counter is kept a day')), 600),
+  /** The UTC hour the daily digest of the day before is produced (its schedule runs hourly). */
+  digestHourUtc: z._default(int().check(z.minimum(0), z.maximum(23)), 7),
   /** How long a siteverify call may take before the lead is refused (fail closed, 503). */
   captchaTimeoutMs: z._default(positiveInt().check(atMost(10_000, 'captchaTimeoutMs', 'the lead function times out at 10 s')), 3000),
 });
