@@ -275,6 +275,22 @@ export const functions = {
     queues: { deliveryQueue: 'send' },
     events: [{ kind: 'schedule', rateMinutes: 1 }],
   },
+  dailyDigest: {
+    entry: 'daily-digest',
+    description: 'Every hour, acting once a day: the day before\'s digest notice of each organization with a digest recipient',
+    timeoutSeconds: 300,
+    memoryMb: 256,
+    tables: {
+      // What the settings page's lists read, no more (functions/core/settings/daily-digest.ts): the
+      // day's lead rows (who sent each lead and when, never contact details), the day's deliveries
+      // through the byCreated index, the endpoints' routing fields.
+      clients: { actions: ['dynamodb:Query'], attributes: REQUEST_LOG_CLIENT_FIELDS },
+      deliveries: { actions: ['dynamodb:BatchGetItem'], index: { name: 'byCreated', actions: ['dynamodb:Query'] } },
+      endpoints: 'readFields',
+    },
+    queues: {},
+    events: [{ kind: 'schedule', rateMinutes: 60 }],
+  },
   settingsApi: {
     entry: 'settings-api',
     description: 'Organization settings: the management API (/api/settings/...) and the settings page (/settings)',

@@ -962,14 +962,16 @@ describe('least privilege (a later grant that widens access fails here)', () => 
     expect(functionProps('settingsApi').Environment.Variables[queues.deliveryDlq.envVar]).toBeUndefined();
   });
 
-  it('keeps the signing secrets out of lead intake\'s reach: endpoints live in their own table, which only delivery, the fan-out and the settings API may touch', () => {
+  it('keeps the signing secrets out of lead intake\'s reach: endpoints live in their own table, which only delivery, the fan-out, the daily digest and the settings API may touch', () => {
     expect(actionsOn('leadIntake', tableRef('endpoints'))).toEqual([]);
     // Lead intake never deletes organization data (keys, CAPTCHA secrets, wallet).
     expect(actionsOn('leadIntake', tableRef('organizations'))).not.toEqual(expect.arrayContaining(['dynamodb:DeleteItem']));
     expect(actionsOn('leadIntake', tableRef('organizations'))).not.toEqual(expect.arrayContaining(['dynamodb:BatchWriteItem']));
     expect(allActions('leadIntake').filter((a) => a.startsWith('kms:'))).toEqual([]);
     const bound = (Object.keys(functions) as FunctionName[]).filter((name) => actionsOn(name, tableRef('endpoints')).length > 0);
-    expect(bound.sort()).toEqual(['eventFanout', 'settingsApi', 'webhookDelivery']);
+    expect(bound.sort()).toEqual(['dailyDigest', 'eventFanout', 'settingsApi', 'webhookDelivery']);
+    // The daily digest names endpoints by URL: the fan-out's projection, no more.
+    expect(conditionsOn('dailyDigest', tableRef('endpoints'))).toEqual(conditionsOn('eventFanout', tableRef('endpoints')));
     expect(actionsOn('eventFanout', tableRef('endpoints'))).not.toContain('dynamodb:PutItem');
     // Only delivery (to sign) and the settings API (to rotate) may read whole endpoint items: the
     // fan-out's one statement is a Query projecting the routing fields, `secrets` not among them.

