@@ -1,7 +1,7 @@
 /**
  * Import rules of the domain (docs/architecture.md#import-rules): folders follow the pipeline and imports point one way.
  *   platform ← tenancy ← intake;  platform ← events → delivery;  crm reads tenancy and intake;
- *   notify (notices) reads platform, and delivery, events and settings produce notices through it
+ *   notify (notices) reads platform and tenancy, and delivery, events and settings produce notices through it
  *   (the clients store is intake's, intake/clients-store.ts, so crm and settings reach it without a cycle);
  *   the domain never imports handlers (functions/<name>/), the adapters, the front door, the CLI,
  *   the local stack or the CDK stacks; nothing in functions/ imports lib/ (lib/topology.ts reads
@@ -30,8 +30,8 @@ module.exports = {
     onlyMayImport('tenancy', ['platform']),
     onlyMayImport('intake', ['platform', 'tenancy']),
     onlyMayImport('crm', ['platform', 'tenancy', 'intake']),
-    // notify: what a notice is, composing it, handing it to the notices queue; its producers live in the stages that see the facts.
-    onlyMayImport('notify', ['platform']),
+    // notify: what a notice is, recipients, composing and mailing it; its producers live in the stages that see the facts.
+    onlyMayImport('notify', ['platform', 'tenancy']),
     onlyMayImport('delivery', ['platform', 'tenancy', 'notify']),
     onlyMayImport('events', ['platform', 'tenancy', 'delivery', 'crm', 'notify']),
     onlyMayImport('settings', ['platform', 'tenancy', 'intake', 'crm', 'events', 'delivery', 'notify']),

@@ -26,7 +26,9 @@ DynamoDB Local runs in a private network namespace; where the machine cannot giv
 listen on every interface, and the stack refuses to start unless --expose-dynamodb (or
 CRM_ALLOW_EXPOSED_DYNAMODB=1) accepts that (see docs/local-stack.md).
 Writes <dir>/stack.json for the CLI (npx crm ...). PORT, DYNAMODB_PORT, SQS_PORT env vars also apply;
-CRM_SETTINGS (JSON) is written into the local SSM parameter at start (the handlers read it there).`);
+CRM_SETTINGS (JSON) is written into the local SSM parameter at start (the handlers read it there).
+Notices are sent to a local mail capture (its page is printed at start); CRM_SMTP_URL=smtp://host:port
+sends them to that SMTP server instead.`);
   process.exit(0);
 }
 
@@ -62,6 +64,7 @@ const stack = await startLocalStack({
   sqsPort: port('sqs-port', values['sqs-port']),
   exposeDynamoDb: values['expose-dynamodb'] || undefined, // else CRM_ALLOW_EXPOSED_DYNAMODB decides
   settings: userSettings,
+  smtpUrl: process.env.CRM_SMTP_URL || undefined,
   log: (line) => console.error(line),
 }).catch((error: Error) => {
   console.error(`error: ${error.message}`);
@@ -83,6 +86,7 @@ CRM integration API running (ready in ${((Date.now() - started) / 1000).toFixed(
   SQS (fauxqs)   ${info.sqsEndpoint}
   SSM stand-in   ${info.ssmEndpoint}   settings: ${info.settingsParameter}
   Secrets        ${info.secretsEndpoint}   Secrets Manager stand-in: ${values.dir}/*.secret
+  Mail           ${info.mail?.inboxUrl ? `${info.mail.inboxUrl}   captured notices (SMTP ${info.mail.smtpUrl}; JSON: ${info.mail.inboxUrl}/messages)` : `sent to ${info.mail?.smtpUrl} (CRM_SMTP_URL)`}
   stack file     ${stack.stackFile}`);
 if (info.demo) {
   log(`

@@ -7,7 +7,7 @@
  * request time, live in functions/front-door/.
  */
 import {
-  deliveryMaxReceives, endpointRoutingFields, queueEnvVars, secretEnvVars, tableEnvVars,
+  deliveryMaxReceives, endpointRoutingFields, noticesMaxReceives, queueEnvVars, secretEnvVars, tableEnvVars,
   type QueueName, type SecretName, type TableName,
 } from '../functions/core/platform/bindings.js';
 import type { RoutedFunction } from '../functions/front-door/routes.js';
@@ -129,6 +129,24 @@ export const queues = {
   },
   /** On-failure destination of the stream event sources: batches the fan-out gave up on. */
   fanoutFailures: { envVar: queueEnvVars.fanoutFailures, visibilityTimeoutSeconds: 30, retentionDays: 14 },
+  /** Dead-letter queue of the notices queue: notices the mailer could not send in noticesMaxReceives tries (docs/notifications.md). */
+  noticesDlq: { envVar: queueEnvVars.noticesDlq, visibilityTimeoutSeconds: 30, retentionDays: 14 },
+  /**
+   * One message per notice (functions/core/notify/notices-queue.ts, its one producer) and per
+   * confirmation e-mail: the mailer sends it to each recipient who asked for it. A failed try waits
+   * (the mailer sets its visibility, noticeRetrySeconds), then moves to the dead-letter queue. 6 x the mailer's time-out.
+   */
+  noticesQueue: {
+    envVar: queueEnvVars.noticesQueue, visibilityTimeoutSeconds: 180, retentionDays: 14,
+    deadLetter: { queue: 'noticesDlq', maxReceiveCount: noticesMaxReceives },
+  },
+  /** Dead-letter queue of the mail feedback queue: SES events the mail-feedback function could not record. */
+  mailFeedbackDlq: { envVar: queueEnvVars.mailFeedbackDlq, visibilityTimeoutSeconds: 30, retentionDays: 14 },
+  /** SES bounces and complaints (EventBridge on AWS), recorded by the mail-feedback function as suppressed addresses. */
+  mailFeedbackQueue: {
+    envVar: queueEnvVars.mailFeedbackQueue, visibilityTimeoutSeconds: 60, retentionDays: 14,
+    deadLetter: { queue: 'mailFeedbackDlq', maxReceiveCount: 5 },
+  },
 } satisfies Record<QueueName, QueueSpec>;
 
 /**
@@ -140,6 +158,8 @@ export interface SecretSpec { envVar: string; description: string }
 export const secrets = {
   /** HMAC key of the settings session tokens (functions/core/settings/session-token.ts, docs/settings.md). */
   settingsToken: { envVar: secretEnvVars.settingsToken, description: 'Signs the session tokens of the organization settings (HS256)' },
+  /** HMAC key of the confirm and unsubscribe links in notices (functions/core/notify/notice-links.ts). */
+  noticeLinks: { envVar: secretEnvVars.noticeLinks, description: 'Signs the confirm and unsubscribe links of notice e-mails (HMAC-SHA256)' },
 } satisfies Record<SecretName, SecretSpec>;
 /** The secret's name in Secrets Manager (and in the local stand-in). */
 export const secretName = (stage: string, name: SecretName) => `crm/${stage}/${name}`;
@@ -154,7 +174,8 @@ export const secretName = (stage: string, name: SecretName) => `crm/${stage}/${n
 export type TableGrant = { actions: readonly string[]; index?: { name: string; actions: readonly string[] }; attributes?: readonly string[] };
 /** A list of grants: each its own statement (e.g. GetItem projecting some attributes, Query projecting others). */
 export type TableAccess = 'read' | 'readFields' | 'readUpdate' | 'write' | 'readWrite' | TableGrant | readonly TableGrant[];
-export type QueueAccess = 'send' | 'consume' | 'sendAndConsume';
+/** `consumeWithBackoff`: consume, and set a failed message's visibility (ChangeMessageVisibility) so its next try waits. */
+export type QueueAccess = 'send' | 'consume' | 'sendAndConsume' | 'consumeWithBackoff';
 
 export type EventSourceSpec =
   | {
@@ -201,6 +222,8 @@ export interface FunctionSpec {
   events: EventSourceSpec[];
   /** Secrets the function reads (GetSecretValue only). */
   secrets?: Partial<Record<SecretName, 'read'>>;
+  /** Sends e-mail through SES (ses:SendEmail, ses:SendRawEmail on the stage's identity and configuration set only). */
+  sendsMail?: true;
   /**
    * A folder under functions/<entry>/ of static files the function reads at run time (relative to
    * its module, `new URL('./<folder>/...', import.meta.url)`): the bundling copies it next to index.mjs.
@@ -308,11 +331,40 @@ export const functions = {
       ],
     },
     // Test events and re-deliveries are queued; never the shared dead-letter queue (redeliver.ts RedeliverOptions).
-    queues: { deliveryQueue: 'send' },
+    // A new notice recipient's confirmation e-mail is queued for the mailer.
+    queues: { deliveryQueue: 'send', noticesQueue: 'send' },
     events: [],
-    secrets: { settingsToken: 'read' },
+    // noticeLinks: the public confirm and unsubscribe pages check their links (docs/notifications.md).
+    secrets: { settingsToken: 'read', noticeLinks: 'read' },
     // The settings page's HTML, CSS and script (functions/settings-api/page.ts serves them).
     assets: 'page',
+  },
+  mailer: {
+    entry: 'mailer',
+    description: 'Sends each queued notice to the confirmed recipients who asked for it, once per recipient, through SMTP or SES',
+    timeoutSeconds: 30,
+    memoryMb: 256,
+    tables: {
+      // The recipients (a Query of the organization's RECIPIENT# items) and the organization's name: never a write.
+      organizations: { actions: ['dynamodb:GetItem', 'dynamodb:Query'] },
+      // The sent marks (notify/notice-mark-store.ts: `notice#…` items with a TTL, beside the lead endpoint's idempotency records).
+      idempotency: { actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'] },
+    },
+    queues: { noticesQueue: 'consumeWithBackoff' },
+    // Few at once: a mail server or SES's sending rate is the bound, not Lambda.
+    events: [{ kind: 'queue', queue: 'noticesQueue', batchSize: 10, maxConcurrency: 5 }],
+    secrets: { noticeLinks: 'read' },
+    sendsMail: true,
+  },
+  mailFeedback: {
+    entry: 'mail-feedback',
+    description: 'Records SES bounces and complaints: the address stops receiving notices (suppressed)',
+    timeoutSeconds: 10,
+    memoryMb: 256,
+    // Reads a recipient and sets its status: UpdateItem on existing RECIPIENT# items only.
+    tables: { organizations: { actions: ['dynamodb:UpdateItem'] } },
+    queues: { mailFeedbackQueue: 'consume' },
+    events: [{ kind: 'queue', queue: 'mailFeedbackQueue', batchSize: 10, maxConcurrency: 2 }],
   },
 } satisfies Record<string, FunctionSpec>;
 export type FunctionName = keyof typeof functions;

@@ -10,7 +10,7 @@ import { cors, corsResponseHeaders } from '../core/intake/cors.js';
 export type RoutedFunction = 'leadIntake' | 'settingsApi';
 
 export interface RouteSpec {
-  method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   /** A segment `{name}` is a path parameter (one segment); a static sibling wins over it, as on API Gateway. */
   path: string;
   function: RoutedFunction;
@@ -50,6 +50,15 @@ export const routes: RouteSpec[] = [
   settingsRoute('GET', '/api/settings/clients/{id}/trail'),
   settingsRoute('GET', '/api/settings/audit'),
   settingsRoute('POST', '/api/settings/links/revoke'),
+  settingsRoute('GET', '/api/settings/notifications'),
+  settingsRoute('PUT', '/api/settings/notifications'),
+  // The links in notice e-mails (docs/notifications.md "Links"): public pages, no session; the token
+  // in the link is the authority. A GET only shows a button; its POST acts (a mail scanner's prefetch
+  // confirms nothing). The unsubscribe POST is also RFC 8058's one-click.
+  settingsRoute('GET', '/notices/confirm'),
+  settingsRoute('POST', '/notices/confirm'),
+  settingsRoute('GET', '/notices/unsubscribe'),
+  settingsRoute('POST', '/notices/unsubscribe'),
 ];
 
 /**

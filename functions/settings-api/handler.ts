@@ -11,6 +11,16 @@ import { settingsApi } from '../core/settings/handle-settings-request.js';
 import { secretsManagerSource, type SecretSource } from '../core/settings/token-secret.js';
 import { servePage } from './page.js';
 import { instrumented } from '../adapters/instrumentation.js';
+import { lambdaDeps } from '../core/platform/deps.js';
+import { noticePageResources, serveNoticePage } from './notice-pages.js';
+
+let linkSecret: SecretSource | undefined;
+function readLinkSecret(): Promise<string> {
+  const name = process.env[secretEnvVars.noticeLinks];
+  if (!name) throw new Error(`${secretEnvVars.noticeLinks} is not set: this function is not bound to the noticeLinks secret`);
+  linkSecret ??= secretsManagerSource(name);
+  return linkSecret();
+}
 
 let tokenSecret: SecretSource | undefined;
 function readTokenSecret(): Promise<string> {
@@ -31,6 +41,9 @@ function pagePath(event: APIGatewayProxyEvent): string | undefined {
 }
 
 export const handler = instrumented(async (event: APIGatewayProxyEvent, context: Context): Promise<APIGatewayProxyResult> => {
+  // The links in notice e-mails: public pages, no session (docs/notifications.md "Links").
+  const notice = noticePageResources[event.resource];
+  if (notice) return serveNoticePage(await lambdaDeps(), event, notice, readLinkSecret);
   const path = pagePath(event);
   const page = path === undefined ? undefined : servePage(path);
   if (page) return { statusCode: page.status, headers: page.headers, body: page.body };

@@ -24,6 +24,8 @@ export interface LocalStackInfo {
   region: string;
   /** `settingsUrl`: a settings link for the demo organization, minted at start (valid 1 h). */
   demo?: { organizationId: string; apiKey: string; settingsUrl?: string };
+  /** Where notices are sent (`smtpUrl`) and, with the local mail capture, where to read them (`inboxUrl`: a page, `/messages` as JSON). */
+  mail?: { smtpUrl: string; inboxUrl?: string };
   tables: Record<TableName, string>;
   queues: Record<QueueName, string>;
   settings: unknown;

@@ -22,6 +22,8 @@ import { mintSessionToken, MAX_SESSION_TTL_SECONDS } from '../../functions/core/
 import { startEventSources, type AnyHandler } from './event-sources.js';
 import { lambdaEnvironment, applyToProcessEnvironment } from './lambda-environment.js';
 import { seedDemo } from './seed.js';
+import { startMailCapture } from './mail-capture.js';
+import { mailerEnvVars } from '../../functions/core/platform/bindings.js';
 
 const REGION = 'us-east-1';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -39,6 +41,8 @@ export interface LocalStackOptions {
   settings?: Record<string, unknown>;
   /** Create the demo organization and key. */
   seed?: boolean;
+  /** Send notices to this SMTP server (CRM_SMTP_URL) instead of the local mail capture. */
+  smtpUrl?: string;
   /** Period of the schedule sources (the due-index sweeper), in ms; default their rate (1 min). Tests compress it. */
   scheduleIntervalMs?: number;
   log?: (line: string) => void;
@@ -90,7 +94,8 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   const running = new Running(log);
   try {
     const emulators = await startEmulators(options, dir, running);
-    const settings = parseConfig({ ...options.settings, stage: 'local', local: true });
+    const mail = await startMail(options, running);
+    const settings = parseConfig({ ...options.settings, stage: 'local', local: true, noticeSmtpUrl: mail.smtpUrl });
     const standIn = await startSettingsStandIn(settings, running);
     log(`DynamoDB Local on ${emulators.dynamodb}${emulators.isolated ? ' (in a private network namespace)' : ''}, SQS (fauxqs) on ${emulators.sqs}, SSM stand-in on ${standIn.endpoint}`);
     const secretsManager = await startSecretStore(dir, settings.stage, running);
@@ -114,6 +119,8 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
 
     const http = await startHttpServer({ port: options.port ?? 3000, handlers: handlers as Record<string, HttpHandler>, onError: running.onError('http') });
     running.add(() => http.close());
+    // The links in notices (confirm, unsubscribe) open this API's pages; on AWS the stack sets it.
+    process.env[mailerEnvVars.publicApiUrl] = http.url;
 
     const seeded = options.seed === false ? undefined : await seedDemo(deps, { dir });
     // A settings link for the demo organization (docs/settings.md), signed like the CRM app would.
@@ -132,6 +139,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       secrets: secretsManager.names,
       region: REGION,
       ...(demo ? { demo } : {}),
+      mail,
       tables: provisioned.tables,
       queues: provisioned.queues,
       settings,
@@ -157,6 +165,18 @@ async function startEmulators(options: LocalStackOptions, dir: string, running: 
   return { dynamodb: dynamo.endpoint, isolated: dynamo.isolated, sqs: sqs.endpoint, requeuePending };
 }
 
+/**
+ * Where notices are sent: CRM_SMTP_URL (or the settings' noticeSmtpUrl) when given, else the local
+ * mail capture, started here, whose page and API show what was sent (docs/local-stack.md "Mail").
+ */
+async function startMail(options: LocalStackOptions, running: Running): Promise<{ smtpUrl: string; inboxUrl?: string }> {
+  const given = options.smtpUrl ?? (options.settings?.noticeSmtpUrl as string | undefined);
+  if (given) return { smtpUrl: given };
+  const capture = await startMailCapture({ onError: running.onError('mail capture') });
+  running.add(() => capture.stop());
+  return { smtpUrl: capture.smtpUrl, inboxUrl: capture.inboxUrl };
+}
+
 /** Settings live in an SSM parameter as on AWS; the handlers read (and re-read) them from there. */
 async function startSettingsStandIn(settings: Config, running: Running): Promise<{ endpoint: string; parameter: string }> {
   const parameter = settingsParameterName(settings.stage);
@@ -170,7 +190,10 @@ async function startSettingsStandIn(settings: Config, running: Running): Promise
  * served by the Secrets Manager stand-in under the name the stack gives it on AWS.
  */
 async function startSecretStore(dir: string, stage: string, running: Running): Promise<{ endpoint: string; names: Record<SecretName, string>; files: Record<SecretName, string> }> {
-  const files = { settingsToken: ensureSecretFile(path.join(dir, 'settings-token.secret')) } satisfies Record<SecretName, string>;
+  const files = {
+    settingsToken: ensureSecretFile(path.join(dir, 'settings-token.secret')),
+    noticeLinks: ensureSecretFile(path.join(dir, 'notice-links.secret')),
+  } satisfies Record<SecretName, string>;
   const names = Object.fromEntries(Object.keys(files).map((name) => [name, secretName(stage, name as SecretName)])) as Record<SecretName, string>;
   const standIn = await startSecretsStandIn({ secrets: Object.fromEntries(Object.entries(files).map(([name, file]) => [names[name as SecretName], file])) });
   running.add(() => standIn.stop());

@@ -182,7 +182,10 @@ export class CrmFunction extends NodejsFunction {
    * SendMessage alone (batches included); consuming is what an SQS event source mapping uses.
    */
   bindQueue(queue: sqs.IQueue, spec: QueueSpec, access: QueueAccess): this {
-    const actions = [...(access === 'consume' ? [] : queueSendActions), ...(access === 'send' ? [] : queueConsumeActions)];
+    const actions = [
+      ...(access === 'consume' || access === 'consumeWithBackoff' ? [] : queueSendActions), ...(access === 'send' ? [] : queueConsumeActions),
+      ...(access === 'consumeWithBackoff' ? ['sqs:ChangeMessageVisibility'] : []),
+    ];
     this.addToRolePolicy(new iam.PolicyStatement({ actions, resources: [queue.queueArn] }));
     this.addEnvironment(spec.envVar, queue.queueUrl);
     return this;

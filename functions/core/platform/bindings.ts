@@ -15,12 +15,13 @@ export const tableEnvVars = envVarsOf(['organizations', 'endpoints', 'rateWindow
 export type TableName = keyof typeof tableEnvVars;
 
 /** The env var naming each queue's URL in a function bound to it (`DELIVERY_QUEUE_URL`, …). */
-export const queueEnvVars = envVarsOf(['deliveryDlq', 'deliveryQueue', 'deliverySlowQueue', 'bulkDlq', 'bulkQueue', 'fanoutFailures'] as const, 'URL');
+export const queueEnvVars = envVarsOf(['deliveryDlq', 'deliveryQueue', 'deliverySlowQueue', 'bulkDlq', 'bulkQueue', 'fanoutFailures', 'noticesDlq', 'noticesQueue', 'mailFeedbackDlq', 'mailFeedbackQueue'] as const, 'URL');
 export type QueueName = keyof typeof queueEnvVars;
 
 /** The env var naming each secret (its name in Secrets Manager) in a function bound to it. */
 export const secretEnvVars = {
   settingsToken: 'SETTINGS_TOKEN_SECRET',
+  noticeLinks: 'NOTICE_LINKS_SECRET',
 } as const;
 export type SecretName = keyof typeof secretEnvVars;
 
@@ -43,3 +44,13 @@ export const deliveryMaxReceives = 10;
  * (lib/topology.ts `readableFields`) and what it projects (functions/core/delivery/endpoints.ts).
  */
 export const endpointRoutingFields = ['pk', 'sk', 'id', 'organizationId', 'url', 'events', 'enabled', 'disabledReason', 'createdAt'] as const;
+
+/**
+ * What the mailer learns from its stack rather than from the runtime configuration: the API's base
+ * URL (the confirm and unsubscribe links in notices) and, on AWS, the SES configuration set every
+ * notice is sent through (its bounces and complaints suppress the address: docs/notifications.md).
+ */
+export const mailerEnvVars = { publicApiUrl: 'PUBLIC_API_URL', sesConfigurationSet: 'SES_CONFIGURATION_SET' } as const;
+
+/** How often one notices-queue message may be received before it moves to the notices dead-letter queue (each failed receive waits longer: platform/config.ts noticeRetrySeconds). */
+export const noticesMaxReceives = 8;

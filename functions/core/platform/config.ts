@@ -120,6 +120,24 @@ export const configSchema = z.object({
   digestHourUtc: z._default(int().check(z.minimum(0), z.maximum(23)), 7),
   /** How long a siteverify call may take before the lead is refused (fail closed, 503). */
   captchaTimeoutMs: z._default(positiveInt().check(atMost(10_000, 'captchaTimeoutMs', 'the lead function times out at 10 s')), 3000),
+  /**
+   * The From of every notice (docs/notifications.md): on AWS an address of an SES-verified domain
+   * (the stage's `notices.sender` in lib/stages.ts writes it here at deploy).
+   */
+  noticeSender: z._default(z.string().check(z.minLength(3), z.maxLength(200)), 'CRM notices <notices@example.com>'),
+  /**
+   * Send notices to this SMTP server (`smtp://host:port`, `smtps://user:pass@host`) instead of SES.
+   * The local stack sets it to its mail capture, or to CRM_SMTP_URL (docs/local-stack.md).
+   */
+  noticeSmtpUrl: z.optional(z.string().check(z.regex(/^smtps?:\/\/[^\s]+$/, 'noticeSmtpUrl must be an smtp:// or smtps:// URL'))),
+  /**
+   * How long a failed notice waits before its next try, by the number of tries so far (the last
+   * entry repeats); after platform/bindings.ts noticesMaxReceives tries it rests in the notices
+   * dead-letter queue. Tests compress it.
+   */
+  noticeRetrySeconds: z._default(z.array(int().check(z.nonnegative(), z.maximum(43_200))).check(z.minLength(1)), [10, 60, 300, 1200, 3600, 7200, 14_400]),
+  /** A mail server that has not answered within this long fails the try (it is retried later): a slow server holds one mailer batch, never a lead. */
+  noticeSendTimeoutMs: z._default(positiveInt().check(atMost(20_000, 'noticeSendTimeoutMs', 'the mailer times out at 30 s')), 10_000),
 });
 export type Config = z.infer<typeof configSchema>;
 

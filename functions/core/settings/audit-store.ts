@@ -14,7 +14,7 @@ export type AuditAction =
   | 'key.created' | 'key.rotated' | 'key.revoked'
   | 'endpoint.created' | 'endpoint.updated' | 'endpoint.deleted' | 'endpoint.secret_rotated' | 'endpoint.tested'
   | 'delivery.redelivered' | 'deliveries.redelivered' | 'deliveries.recovered'
-  | 'organization.duplicate_policy_set' | 'settings.links_revoked';
+  | 'organization.duplicate_policy_set' | 'settings.links_revoked' | 'notifications.recipients_set';
 
 export interface AuditEntry {
   id: string;

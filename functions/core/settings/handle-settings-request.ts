@@ -27,6 +27,8 @@ import { DEFAULT_PAGE_ROWS, readRequest, type Context, type Operation } from './
 import type { BodyOf, QueryOf } from './request-schemas.js';
 import type { EndpointOptions } from '../delivery/endpoints.js';
 import { deliveryDetail, endpointView, keyView } from './views.js';
+import { listRecipients, setRecipients } from '../notify/recipients.js';
+import type { Recipient } from '../notify/recipient-store.js';
 
 /** Management requests per organization per minute (all of its admins together). */
 export const SETTINGS_RATE_LIMIT_PER_MINUTE = 300;
@@ -162,8 +164,20 @@ const operations: Record<string, Operation> = {
     const { cursor, limit = DEFAULT_PAGE_ROWS } = c.query as QueryOf<'GET /api/settings/requests'>;
     return { status: 200, body: await listRequestHistory(c.deps, c.organization.id, { cursor, limit }) };
   },
+  // Who is sent notices (docs/notifications.md "Recipients"); a new address gets its confirmation e-mail only.
+  'GET /api/settings/notifications': async (c) => ({ status: 200, body: { recipients: (await listRecipients(c.deps, c.organization.id)).map(recipientView) } }),
+  'PUT /api/settings/notifications': async (c) => {
+    const body = c.body as BodyOf<'PUT /api/settings/notifications'>;
+    const change = await setRecipients(c.deps, c.organization.id, body.recipients);
+    if (change.added.length || change.removed.length || change.changed.length) {
+      await c.audit('notifications.recipients_set', c.organization.id, { added: change.added, removed: change.removed, changed: change.changed });
+    }
+    return { status: 200, body: { recipients: change.recipients.map(recipientView) } };
+  },
   'GET /api/settings/clients/{id}/trail': async (c) => ({ status: 200, body: await leadTrail(c.deps, c.organization.id, c.params.id) }),
 };
+
+const recipientView = (r: Recipient) => ({ email: r.email, notices: r.notices, status: r.status });
 
 /** An endpoint body's `headers` and `rate_limit_per_second`, as the domain takes them (it checks what needs the endpoint: delivery/endpoint-fields.ts). */
 const endpointOptionsOf = (body: BodyOf<'PATCH /api/settings/webhooks/{id}'>): EndpointOptions => ({

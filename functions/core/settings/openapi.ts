@@ -100,6 +100,17 @@ const bulkFields = {
 };
 const bulk = obj(bulkFields, ['count', 'retrying']);
 
+const recipients = obj({
+  recipients: {
+    type: 'array',
+    items: obj({
+      email: str,
+      notices: { type: 'array', items: { enum: ['lead.created', 'endpoint.paused', 'endpoint.disabled', 'daily_digest'] } },
+      status: { enum: ['pending', 'confirmed', 'suppressed'], description: 'pending: waiting for its confirmation; suppressed: unsubscribed, bounced or complained (gets nothing)' },
+    }, ['email', 'notices', 'status']),
+  },
+});
+
 export const settingsPaths = {
   '/api/settings': {
     get: op('getSettings', 'The organization, its usage, base URL and cURL examples', { 200: json(overview, 'The settings overview') }),
@@ -197,6 +208,14 @@ export const settingsPaths = {
         }) },
       }), 'The trail'), ...notFound,
     }, { parameters: [id] }),
+  },
+  '/api/settings/notifications': {
+    get: op('listNoticeRecipients', 'Who is sent notices (new leads, paused or disabled endpoints, a daily digest), each with its status', {
+      200: json(recipients, 'The recipients'),
+    }),
+    put: op('setNoticeRecipients', 'Set the whole list of recipients (at most 10): a new address is sent one confirmation e-mail and gets nothing else until its link is followed; known ones keep their status', {
+      200: json(recipients, 'The recipients, as stored'),
+    }),
   },
   '/api/settings/audit': {
     get: op('listAudit', 'Changes made in the settings, with the acting user, newest first (kept 30 days)', {

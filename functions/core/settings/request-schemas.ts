@@ -12,6 +12,8 @@ import * as z from '../platform/zod-mini.js';
 import { DomainError } from '../platform/errors.js';
 import type { DeliveryStatusView } from './views.js';
 import { aliases, eventTypes } from '../delivery/subscriptions.js';
+import { NOTICE_KINDS } from '../notify/notice.js';
+import { MAX_RECIPIENTS } from '../notify/recipients.js';
 import { MAX_CUSTOM_HEADERS, MAX_HEADER_NAME_LENGTH, MAX_HEADER_VALUE_LENGTH, MAX_RATE_LIMIT_PER_SECOND, validateOptions } from '../delivery/endpoint-fields.js';
 
 /** The longest cursor any of the settings API's lists hands out (base64url): a longer one is refused before it is parsed. */
@@ -173,6 +175,17 @@ export const requestSchemas = {
   'GET /api/settings/requests': { query: z.strictObject({ cursor, limit }) },
   'GET /api/settings/audit': { query: z.strictObject({ limit }) },
   'POST /api/settings/links/revoke': { body: z.strictObject({}), bodyRequired: false },
+  'PUT /api/settings/notifications': {
+    body: z.strictObject({
+      recipients: described(
+        z.array(z.strictObject({
+          email: described(text(254, 'must be an e-mail address (at most 254 characters)'), 'One address; a new one is sent a confirmation e-mail and gets nothing else until it is confirmed'),
+          notices: described(z.array(z.enum(NOTICE_KINDS, `must be one of ${NOTICE_KINDS.join(', ')}`), 'must be a list of notices'), 'The notices it gets (may be empty)'),
+        }), says('is required: a list of recipients', 'must be a list of recipients')).check(z.maxLength(MAX_RECIPIENTS, `at most ${MAX_RECIPIENTS} addresses per organization`)),
+        `The whole list (at most ${MAX_RECIPIENTS}): addresses left out are removed`,
+      ),
+    }),
+  },
 } satisfies Record<string, RequestSchemas>;
 
 export type RouteWithSchemas = keyof typeof requestSchemas;

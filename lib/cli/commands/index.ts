@@ -9,6 +9,7 @@ import { register as events } from './events.js';
 import { register as settings } from './settings.js';
 import { register as tables } from './tables.js';
 import { register as endpoints } from './endpoints.js';
+import { register as notifications } from './notifications.js';
 
 /** Each entry adds one noun (`org`, `keys`, `webhooks`, ...) and its verbs to the program. */
-export const commandModules: ((program: Command) => void)[] = [org, keys, logs, webhooks, deliveries, records, events, settings, tables, endpoints];
+export const commandModules: ((program: Command) => void)[] = [org, keys, logs, webhooks, deliveries, records, events, settings, tables, endpoints, notifications];

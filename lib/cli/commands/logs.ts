@@ -1,7 +1,6 @@
 import type { Command } from 'commander';
 import type { Deps } from '../../../functions/core/platform/deps.js';
 import { MAX_LIST_CALLS, listRequestLog } from '../../../functions/core/settings/request-log-read.js';
-import { listNotifications } from '../../../functions/core/crm/notifications.js';
 import { requireOrganization } from '../../../functions/core/tenancy/organizations.js';
 import { printResult, printTable } from '../output.js';
 import { act, positiveInt } from '../run.js';
@@ -31,6 +30,4 @@ export function register(program: Command): void {
     return rows;
   },
     ['at', 'requestId', 'keyId', 'method', 'route', 'status', 'outcome', 'clientId', 'latencyMs']);
-  newestCommand(program, 'notifications', "an organization's team notifications (new leads)", listNotifications,
-    ['createdAt', 'type', 'title', 'clientId']);
 }

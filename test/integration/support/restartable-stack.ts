@@ -12,8 +12,8 @@ import { eventually } from './stack.js';
 export class RestartableStack {
   private child?: ChildProcess;
 
-  /** `settings`: the settings document the stack starts with (CRM_SETTINGS). */
-  constructor(readonly dir: string, private readonly settings: object) {}
+  /** `settings`: the settings document the stack starts with (CRM_SETTINGS); `env`: more environment variables (CRM_SMTP_URL). */
+  constructor(readonly dir: string, private readonly settings: object, private readonly env: Record<string, string> = {}) {}
 
   get stackFile(): string {
     return path.join(this.dir, 'stack.json');
@@ -22,9 +22,9 @@ export class RestartableStack {
   async start(): Promise<{ info: LocalStackInfo; deps: Deps }> {
     rmSync(this.stackFile, { force: true });
     this.child = spawn(process.execPath, ['--no-warnings', '--import', 'tsx', 'bin/local.ts', '--port', '0', '--dir', this.dir, '--quiet'], {
-      stdio: 'ignore', env: { ...process.env, NODE_OPTIONS: '', CRM_SETTINGS: JSON.stringify(this.settings) },
+      stdio: 'ignore', env: { ...process.env, ...this.env, NODE_OPTIONS: '', CRM_SETTINGS: JSON.stringify(this.settings) },
     });
-    await eventually(async () => existsSync(this.stackFile), { what: 'the stack to start', timeoutMs: 60_000 });
+    await eventually(async () => existsSync(this.stackFile), { what: 'the stack to start', timeoutMs: 120_000 });
     const info = readStackFile(this.stackFile);
     return { info, deps: depsFromStackFile(info) };
   }

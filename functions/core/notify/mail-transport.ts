@@ -1,0 +1,71 @@
+/**
+ * How a composed e-mail leaves (docs/notifications.md "Transport"): nodemailer over SMTP when the
+ * configuration names a server (`noticeSmtpUrl`: the local stack's mail capture, CRM_SMTP_URL, a
+ * test's server), else Amazon SES (v2 API) through the stage's configuration set, whose bounce and
+ * complaint events suppress the address (notify/mail-feedback.ts). nodemailer builds the MIME
+ * message: headers are encoded (non-ASCII, long lines), a value cannot add a header.
+ */
+import nodemailer, { type Transporter } from 'nodemailer';
+import type { Config } from '../platform/config.js';
+
+export interface OutgoingMail {
+  organizationId: string;
+  to: string;
+  subject: string;
+  text: string;
+  html: string;
+  headers?: Record<string, string>;
+}
+
+export interface MailTransport {
+  /** Resolves once the server (or SES) accepted the message; rejects otherwise. */
+  send(mail: OutgoingMail): Promise<void>;
+}
+
+export interface TransportOptions {
+  /** The SES configuration set (AWS only: lib/stacks sets it). */
+  sesConfigurationSet?: string;
+}
+
+const transporters = new Map<string, Promise<Transporter>>();
+
+function transporter(config: Config): Promise<Transporter> {
+  const key = config.noticeSmtpUrl ? `smtp ${config.noticeSmtpUrl} ${config.noticeSendTimeoutMs}` : 'ses';
+  let made = transporters.get(key);
+  if (!made) {
+    made = config.noticeSmtpUrl
+      ? Promise.resolve(nodemailer.createTransport({
+        url: config.noticeSmtpUrl,
+        connectionTimeout: config.noticeSendTimeoutMs, greetingTimeout: config.noticeSendTimeoutMs, socketTimeout: config.noticeSendTimeoutMs,
+      } as Parameters<typeof nodemailer.createTransport>[0]))
+      // Loaded on first use: the SMTP path (local, tests) never loads the SES client.
+      : import('@aws-sdk/client-sesv2').then(({ SESv2Client, SendEmailCommand }) => nodemailer.createTransport({ SES: { sesClient: new SESv2Client({}), SendEmailCommand } } as Parameters<typeof nodemailer.createTransport>[0]));
+    made.catch(() => transporters.delete(key));
+    transporters.set(key, made);
+  }
+  return made;
+}
+
+export function mailTransport(config: Config, options: TransportOptions = {}): MailTransport {
+  return {
+    async send(mail) {
+      const via = await transporter(config);
+      await via.sendMail({
+        from: config.noticeSender,
+        to: mail.to,
+        subject: mail.subject,
+        text: mail.text,
+        html: mail.html,
+        headers: mail.headers,
+        // SES only (the SMTP transport ignores it): the configuration set, and the organization as a
+        // tag so a bounce or complaint event names whose recipient to suppress.
+        ...(config.noticeSmtpUrl ? {} : {
+          ses: {
+            ...(options.sesConfigurationSet ? { ConfigurationSetName: options.sesConfigurationSet } : {}),
+            EmailTags: [{ Name: 'organization', Value: mail.organizationId }],
+          },
+        }),
+      } as Parameters<Transporter['sendMail']>[0]);
+    },
+  };
+}

@@ -1,0 +1,135 @@
+/**
+ * The recipient store: an organization's notice recipients, items of the organizations table
+ * (`pk = ORG#<id>`, `sk = RECIPIENT#<address>`), the only module that reads or writes them. An
+ * organization has at most MAX_RECIPIENTS of them (notify/recipients.ts checks before writing), so
+ * the whole list is one Query and one transaction. Tests put the in-memory twin in its place
+ * (`recipientPort.with`; test/support/stores/memory-recipients.ts).
+ */
+import { GetCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import type { Deps } from '../platform/deps.js';
+import { queryAll } from '../platform/dynamo-store.js';
+import { keys } from '../platform/model.js';
+import { depsPort } from '../platform/deps-port.js';
+import { NOTICE_KINDS, type NoticeKind } from './notice.js';
+
+/** pending: added, its confirmation e-mail sent, nothing else until its link is followed; confirmed: gets the notices it picked; suppressed: gets nothing (unsubscribed, bounced, complained). */
+export const RECIPIENT_STATUSES = ['pending', 'confirmed', 'suppressed'] as const;
+export type RecipientStatus = (typeof RECIPIENT_STATUSES)[number];
+export type SuppressedReason = 'unsubscribed' | 'bounced' | 'complained';
+
+export interface Recipient {
+  /** Normalized (notify/recipients.ts normalizeAddress). */
+  email: string;
+  notices: NoticeKind[];
+  status: RecipientStatus;
+  /** Epoch ms of this addition: a confirm link names it, so a link of an earlier addition confirms nothing. */
+  addedAt: number;
+  confirmedAt?: string;
+  suppressedAt?: string;
+  suppressedReason?: SuppressedReason;
+}
+
+export interface RecipientChanges {
+  /** New recipients (their item must not exist). */
+  add: Recipient[];
+  /** Existing recipients whose picks change (their item must exist; the status is kept). */
+  update: { email: string; notices: NoticeKind[] }[];
+  remove: string[];
+}
+
+export interface StatusChange {
+  to: RecipientStatus;
+  /** Only from these statuses. */
+  from: readonly RecipientStatus[];
+  /** Only the addition of this time (a confirm link's). */
+  addedAt?: number;
+  at: string;
+  reason?: SuppressedReason;
+}
+
+export interface RecipientStore {
+  /** The organization's recipients, by address. */
+  listRecipients(organizationId: string): Promise<Recipient[]>;
+  getRecipient(organizationId: string, email: string): Promise<Recipient | undefined>;
+  /** All of it or nothing, in one transaction; throws when an item is not as the change expects (another admin's change won). */
+  changeRecipients(organizationId: string, changes: RecipientChanges): Promise<void>;
+  /** Moves one recipient's status when its current one is in `from` (and its addition is `addedAt`); false when absent or not. */
+  setStatus(organizationId: string, email: string, change: StatusChange): Promise<boolean>;
+}
+
+export const RECIPIENT_PREFIX = 'RECIPIENT#';
+export const recipientKey = (organizationId: string, email: string) => ({ pk: keys.org(organizationId).pk, sk: `${RECIPIENT_PREFIX}${email}` });
+
+/** A recipient from its item; picks an earlier version did not know are dropped. */
+export const toRecipient = (item: Record<string, unknown>): Recipient => ({
+  email: item.email as string,
+  notices: ((item.notices as string[] | undefined) ?? []).filter((n): n is NoticeKind => (NOTICE_KINDS as readonly string[]).includes(n)),
+  status: item.status as RecipientStatus,
+  addedAt: Number(item.addedAt),
+  ...(item.confirmedAt ? { confirmedAt: item.confirmedAt as string } : {}),
+  ...(item.suppressedAt ? { suppressedAt: item.suppressedAt as string } : {}),
+  ...(item.suppressedReason ? { suppressedReason: item.suppressedReason as SuppressedReason } : {}),
+});
+
+export const recipientItem = (organizationId: string, r: Recipient) => ({ ...recipientKey(organizationId, r.email), entity: 'notice_recipient', ...r });
+
+export function dynamoRecipientStore(deps: Deps): RecipientStore {
+  const TableName = deps.tables.organizations;
+  return {
+    async listRecipients(organizationId) {
+      const items = await queryAll(deps, {
+        TableName, KeyConditionExpression: 'pk = :p AND begins_with(sk, :s)',
+        ExpressionAttributeValues: { ':p': keys.org(organizationId).pk, ':s': RECIPIENT_PREFIX }, ConsistentRead: true,
+      });
+      return items.map(toRecipient);
+    },
+
+    async getRecipient(organizationId, email) {
+      const { Item } = await deps.doc.send(new GetCommand({ TableName, Key: recipientKey(organizationId, email), ConsistentRead: true }));
+      return Item ? toRecipient(Item) : undefined;
+    },
+
+    async changeRecipients(organizationId, { add, update, remove }) {
+      if (add.length + update.length + remove.length === 0) return;
+      await deps.doc.send(new TransactWriteCommand({
+        TransactItems: [
+          ...add.map((r) => ({ Put: { TableName, Item: recipientItem(organizationId, r), ConditionExpression: 'attribute_not_exists(pk)' } })),
+          ...update.map((u) => ({
+            Update: {
+              TableName, Key: recipientKey(organizationId, u.email), UpdateExpression: 'SET notices = :n',
+              ConditionExpression: 'attribute_exists(pk)', ExpressionAttributeValues: { ':n': u.notices },
+            },
+          })),
+          ...remove.map((email) => ({ Delete: { TableName, Key: recipientKey(organizationId, email) } })),
+        ],
+      }));
+    },
+
+    async setStatus(organizationId, email, change) {
+      const from = change.from.map((_, i) => `:f${i}`);
+      const stamp = change.to === 'confirmed' ? 'confirmedAt' : change.to === 'suppressed' ? 'suppressedAt' : undefined;
+      try {
+        await deps.doc.send(new UpdateCommand({
+          TableName, Key: recipientKey(organizationId, email),
+          UpdateExpression: `SET #s = :to${stamp ? `, ${stamp} = :at` : ''}${change.reason ? ', suppressedReason = :r' : ''}`,
+          ConditionExpression: `attribute_exists(pk) AND #s IN (${from.join(', ')})${change.addedAt !== undefined ? ' AND addedAt = :added' : ''}`,
+          ExpressionAttributeNames: { '#s': 'status' },
+          ExpressionAttributeValues: {
+            ':to': change.to, ...Object.fromEntries(change.from.map((s, i) => [`:f${i}`, s])),
+            ...(stamp ? { ':at': change.at } : {}), ...(change.reason ? { ':r': change.reason } : {}),
+            ...(change.addedAt !== undefined ? { ':added': change.addedAt } : {}),
+          },
+        }));
+        return true;
+      } catch (error) {
+        if (error instanceof ConditionalCheckFailedException) return false;
+        throw error;
+      }
+    },
+  };
+}
+
+/** The recipient store of these deps (the in-memory twin in tests). */
+export const recipientPort = depsPort<RecipientStore>('recipientStore', dynamoRecipientStore);
+export const recipientStore = recipientPort.of;

@@ -1,0 +1,127 @@
+/**
+ * Who is told (docs/notifications.md "Recipients"): an organization's notice recipients, at most
+ * MAX_RECIPIENTS addresses, each with the notices it picked and a status. A new address is pending
+ * and gets one confirmation e-mail, nothing else, until its link is followed and the page's button
+ * POSTed (double opt-in: a settings link alone cannot make the service mail anyone); an
+ * unsubscribe link, a bounce or a complaint suppresses it. The settings API, its page and the CLI
+ * call these; the store is notify/recipient-store.ts.
+ */
+import type { Deps } from '../platform/deps.js';
+import { conflict, validationFailed, type FieldError } from '../platform/errors.js';
+import { NOTICE_KINDS, type MessageKind, type NoticeKind } from './notice.js';
+import { recipientStore, type Recipient, type SuppressedReason } from './recipient-store.js';
+import { enqueueConfirmation } from './notices-queue.js';
+import { verifyLink } from './notice-links.js';
+
+/** Addresses per organization: a bound on how many people one settings link can have mailed. */
+export const MAX_RECIPIENTS = 10;
+
+export interface RecipientInput { email: string; notices: readonly string[] }
+
+// One address, no display name, no whitespace or controls (it becomes a header: nothing to inject).
+const ADDRESS = /^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$/;
+
+/** The address as stored and compared: trimmed and lower-cased (mail systems treat the local part case-blind in practice). Undefined when not one address. */
+export function normalizeAddress(email: string): string | undefined {
+  const address = email.trim().toLowerCase();
+  return address.length <= 254 && ADDRESS.test(address) ? address : undefined;
+}
+
+/** Whether a recipient who picked `notices` gets a message of `kind`: a returning lead and a leads summary go with `lead.created`. */
+export function picks(notices: readonly NoticeKind[], kind: MessageKind): boolean {
+  const picked: NoticeKind | undefined = kind === 'lead.returning' || kind === 'lead.summary' ? 'lead.created' : (NOTICE_KINDS as readonly string[]).includes(kind) ? kind as NoticeKind : undefined;
+  return picked !== undefined && notices.includes(picked);
+}
+
+export function listRecipients(deps: Deps, organizationId: string): Promise<Recipient[]> {
+  return recipientStore(deps).listRecipients(organizationId);
+}
+
+/** The list checked whole (422 naming each bad field, nothing written), normalized. */
+function checked(list: readonly RecipientInput[]): { email: string; notices: NoticeKind[] }[] {
+  const errors: FieldError[] = [];
+  if (list.length > MAX_RECIPIENTS) errors.push({ field: 'recipients', message: `at most ${MAX_RECIPIENTS} addresses per organization` });
+  const seen = new Set<string>();
+  const out = list.map((r, i) => {
+    const email = normalizeAddress(r.email);
+    if (!email) errors.push({ field: `recipients[${i}].email`, message: 'must be one e-mail address' });
+    else if (seen.has(email)) errors.push({ field: `recipients[${i}].email`, message: `${email} is listed twice` });
+    else seen.add(email);
+    const unknown = r.notices.filter((n) => !(NOTICE_KINDS as readonly string[]).includes(n));
+    if (unknown.length) errors.push({ field: `recipients[${i}].notices`, message: `unknown notices: ${unknown.join(', ')} (one of ${NOTICE_KINDS.join(', ')})` });
+    return { email: email ?? '', notices: [...new Set(r.notices)] as NoticeKind[] };
+  });
+  if (errors.length) throw validationFailed(errors, 'The recipients are not valid: nothing was changed.');
+  return out;
+}
+
+export interface RecipientsChange { recipients: Recipient[]; added: string[]; removed: string[]; changed: string[] }
+
+/**
+ * Makes `list` the organization's recipients: new addresses are added pending and sent their
+ * confirmation, known ones keep their status (a suppressed one stays suppressed) with the new picks,
+ * the others are removed. All or nothing.
+ */
+export async function setRecipients(deps: Deps, organizationId: string, list: readonly RecipientInput[]): Promise<RecipientsChange> {
+  const next = checked(list);
+  const store = recipientStore(deps);
+  const current = new Map((await store.listRecipients(organizationId)).map((r) => [r.email, r]));
+  const addedAt = deps.now();
+  const add = next.filter((r) => !current.has(r.email)).map((r): Recipient => ({ ...r, status: 'pending', addedAt }));
+  const update = next.filter((r) => {
+    const known = current.get(r.email);
+    return known && (known.notices.length !== r.notices.length || known.notices.some((n) => !r.notices.includes(n)));
+  });
+  const remove = [...current.keys()].filter((email) => !next.some((r) => r.email === email));
+  try {
+    await store.changeRecipients(organizationId, { add, update, remove });
+  } catch (error) {
+    if ((error as Error).name === 'TransactionCanceledException') throw conflict('The recipients changed meanwhile: read them again, then save.');
+    throw error;
+  }
+  for (const r of add) await enqueueConfirmation(deps, { organizationId, email: r.email, addedAt });
+  return { recipients: await store.listRecipients(organizationId), added: add.map((r) => r.email), removed: remove, changed: update.map((u) => u.email) };
+}
+
+/** Adds one address (or changes its picks), keeping the others: the CLI's `recipients add`. */
+export async function addRecipient(deps: Deps, organizationId: string, input: RecipientInput): Promise<RecipientsChange> {
+  const current = await listRecipients(deps, organizationId);
+  const email = normalizeAddress(input.email) ?? input.email;
+  return setRecipients(deps, organizationId, [...current.filter((r) => r.email !== email), { email, notices: input.notices }]);
+}
+
+export async function removeRecipient(deps: Deps, organizationId: string, email: string): Promise<RecipientsChange> {
+  const current = await listRecipients(deps, organizationId);
+  const address = normalizeAddress(email) ?? email;
+  return setRecipients(deps, organizationId, current.filter((r) => r.email !== address));
+}
+
+export type LinkOutcome = { done: true; organizationId: string; email: string } | { done: false; reason: 'invalid' | 'not-pending' | 'gone' };
+
+/** The confirm page's POST: the pending address of that addition becomes confirmed. */
+export async function confirmRecipient(deps: Deps, secret: string, token: string): Promise<LinkOutcome> {
+  const claims = verifyLink(secret, token, 'confirm', deps.now());
+  if (!claims) return { done: false, reason: 'invalid' };
+  const moved = await recipientStore(deps).setStatus(claims.organizationId, claims.email, {
+    to: 'confirmed', from: ['pending'], addedAt: claims.addedAt, at: new Date(deps.now()).toISOString(),
+  });
+  if (moved) return { done: true, organizationId: claims.organizationId, email: claims.email };
+  const now = await recipientStore(deps).getRecipient(claims.organizationId, claims.email);
+  // Confirming twice (a double click, a second visit) answers as done.
+  if (now?.status === 'confirmed' && now.addedAt === claims.addedAt) return { done: true, organizationId: claims.organizationId, email: claims.email };
+  return { done: false, reason: now && now.addedAt === claims.addedAt ? 'not-pending' : 'gone' };
+}
+
+/** The unsubscribe link (the page's button, or a mail client's one-click POST): the address gets nothing more. */
+export async function unsubscribeRecipient(deps: Deps, secret: string, token: string): Promise<LinkOutcome> {
+  const claims = verifyLink(secret, token, 'unsubscribe', deps.now());
+  if (!claims) return { done: false, reason: 'invalid' };
+  await suppressRecipient(deps, claims.organizationId, claims.email, 'unsubscribed');
+  // Done whether or not it was still listed: an unsubscribe never fails for the person asking.
+  return { done: true, organizationId: claims.organizationId, email: claims.email };
+}
+
+/** An address that unsubscribed, bounced or complained: suppressed, whatever it was. False when it is not a recipient of that organization. */
+export function suppressRecipient(deps: Deps, organizationId: string, email: string, reason: SuppressedReason): Promise<boolean> {
+  return recipientStore(deps).setStatus(organizationId, email, { to: 'suppressed', from: ['pending', 'confirmed'], reason, at: new Date(deps.now()).toISOString() });
+}
