@@ -134,7 +134,12 @@ export class CrmFunction extends NodejsFunction {
     }
     if (typeof access === 'object') {
       // Exactly the actions named, on the table itself and the one index named: no `index/*` wildcard.
-      this.addToRolePolicy(new iam.PolicyStatement({ actions: [...access.actions], resources: [table.tableArn], ...(access.attributes ? { conditions: attributeConditions(access.actions, access.attributes) } : {}) }));
+      const conditions = {
+        ...(access.attributes ? attributeConditions(access.actions, access.attributes) : {}),
+        ...(access.leadingKeys ? { 'ForAllValues:StringEquals': { 'dynamodb:LeadingKeys': [...access.leadingKeys] } } : {}),
+      };
+      if (access.attributes && access.leadingKeys) throw new Error('a grant with both attributes and leadingKeys: split it into one grant per condition');
+      this.addToRolePolicy(new iam.PolicyStatement({ actions: [...access.actions], resources: [table.tableArn], ...(Object.keys(conditions).length ? { conditions } : {}) }));
       if (access.index) this.addToRolePolicy(new iam.PolicyStatement({ actions: [...access.index.actions], resources: [`${table.tableArn}/index/${access.index.name}`] }));
       this.addEnvironment(spec.envVar, table.tableName);
       return this;

@@ -54,3 +54,10 @@ export const mailerEnvVars = { publicApiUrl: 'PUBLIC_API_URL', sesConfigurationS
 
 /** How often one notices-queue message may be received before it moves to the notices dead-letter queue (each failed receive waits longer: platform/config.ts noticeRetrySeconds). */
 export const noticesMaxReceives = 8;
+
+/**
+ * The partition of the organizations table that lists who gets a daily digest (one item per
+ * recipient who picked it, kept by functions/core/notify/recipient-store.ts): the daily-digest
+ * function's grant reads this partition alone.
+ */
+export const DIGEST_INDEX_PK = 'DIGEST#RECIPIENTS';
