@@ -3,6 +3,7 @@
  *   platform ← tenancy ← intake;  platform ← events → delivery;  crm reads tenancy and intake;
  *   notify (notices) reads platform and tenancy, and delivery, events and settings produce notices through it
  *   (the clients store is intake's, intake/clients-store.ts, so crm and settings reach it without a cycle);
+ *   notify (telling people by e-mail) reads platform and tenancy, and settings reads it;
  *   the domain never imports handlers (functions/<name>/), the adapters, the front door, the CLI,
  *   the local stack or the CDK stacks; nothing in functions/ imports lib/ (lib/topology.ts reads
  *   functions/core/platform/bindings.ts instead). `npm run lint:deps` (part of `npm test`) fails on any violation.

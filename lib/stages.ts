@@ -44,6 +44,15 @@ export interface StageConfig {
   logRetentionDays: number;
   /** AWS Backup of the tables (on top of point-in-time recovery), or none. */
   backup?: BackupConfig;
+  /** Notices by e-mail (docs/deploy.md "E-mail"); absent: the configuration's default sender, whose domain must then be verified. */
+  notices?: NoticesConfig;
+}
+
+export interface NoticesConfig {
+  /** The From of every notice, an address of a domain verified in SES in the stage's region: `CRM <notices@crm.example.com>`. */
+  sender: string;
+  /** The base URL of the confirm and unsubscribe links (a custom domain of the API); absent: the API's execute-api URL. */
+  linkBaseUrl?: string;
 }
 
 /**
@@ -66,6 +75,7 @@ export const stages: Record<string, StageConfig> = {
     account: '111111111111',
     region: 'eu-west-1',
     alarmEmail: 'oncall@example.com',
+    notices: { sender: 'CRM notices <notices@crm.example.com>' },
     leadIntakeReservedConcurrency: 100,
     logRetentionDays: 90,
     backup: { retentionDays: 35, copyToRegion: 'eu-central-1' },

@@ -9,7 +9,7 @@ import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import type { Deps } from '../core/platform/deps.js';
 import { confirmRecipient, unsubscribeRecipient, type LinkOutcome } from '../core/notify/recipients.js';
 import { escapeHtml } from '../core/notify/compose.js';
-import { noticeLinkPaths, type LinkPurpose } from '../core/notify/notice-links.js';
+import { noticeLinkPaths, verifyLink, type LinkPurpose } from '../core/notify/notice-links.js';
 
 export const noticePageResources: Record<string, LinkPurpose> = { [noticeLinkPaths.confirm]: 'confirm', [noticeLinkPaths.unsubscribe]: 'unsubscribe' };
 
@@ -44,15 +44,6 @@ const texts: Record<LinkPurpose, { title: string; ask: (email: string) => string
   },
 };
 
-/** The link's address, for the page's question (the token is checked by the POST; a bad one shows no address). */
-function addressOf(token: string): string | undefined {
-  try {
-    const e = JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString('utf8')).e;
-    return typeof e === 'string' ? e : undefined;
-  } catch {
-    return undefined;
-  }
-}
 
 function formToken(event: APIGatewayProxyEvent): string | undefined {
   if (!event.body) return undefined;
@@ -66,7 +57,8 @@ export async function serveNoticePage(deps: Deps, event: APIGatewayProxyEvent, p
   const text = texts[purpose];
   const token = (event.httpMethod === 'POST' ? formToken(event) : undefined) ?? event.queryStringParameters?.token ?? '';
   if (event.httpMethod === 'GET') {
-    const email = addressOf(token);
+    // Checked here too, so the page never shows an address a forged link names; nothing changes until the POST.
+    const email = verifyLink(await secret(), token, purpose, deps.now())?.email;
     if (!email) return invalid(purpose);
     // Posts to this same page (relative: works under an API Gateway stage prefix).
     return page(200, text.title, `<p>${text.ask(email)}</p><form method="post" action="${purpose}"><input type="hidden" name="token" value="${escapeHtml(token)}"><button type="submit">${text.button}</button></form>`);

@@ -153,6 +153,11 @@ export class CrmAlarms extends Construct {
       serviceMetric('BulkSharesFailed', fiveMinutes), { threshold: 1 });
     this.add('page', 'BulkOldestMessageAge', 'The oldest bulk message is over 15 minutes old: an import\'s webhooks are late (the bulk fan-out is throttled, failing or not consuming).',
       queues.bulkQueue.metricApproximateAgeOfOldestMessage({ period: fiveMinutes, statistic: 'Maximum' }), { threshold: 15 * 60, above: true });
+    // Notices the mailer could not send in all its tries (the mail server or SES refusing for hours): people were not told.
+    this.add('ticket', 'NoticeDeadLetters', 'The notices dead-letter queue holds notices the mailer could not send after every try: see the mailer\'s log (its SMTP server or SES: sandbox, sending quota, identity) (docs/notifications.md).',
+      queues.noticesDlq.metricApproximateNumberOfMessagesVisible({ period: fiveMinutes, statistic: 'Maximum' }), { threshold: 1 });
+    this.add('ticket', 'MailFeedbackDeadLetters', 'SES bounce or complaint events could not be recorded: their addresses are not suppressed yet. See the mail-feedback function\'s log.',
+      queues.mailFeedbackDlq.metricApproximateNumberOfMessagesVisible({ period: fiveMinutes, statistic: 'Maximum' }), { threshold: 1 });
     this.add('page', 'FanoutIteratorAge', 'The fan-out is more than 5 minutes behind the table streams: events are late (records older than 24 h are lost).',
       functions.eventFanout.metric('IteratorAge', { period: fiveMinutes, statistic: 'Maximum' }), { threshold: 5 * 60_000, above: true });
     // A share, not a count: 5 errors are nothing at 10,000 requests and everything at 10.

@@ -25,6 +25,8 @@ import { CrmAlarms } from './crm-alarms.js';
 import { CrmApi } from './crm-api.js';
 import { CrmDashboard } from './crm-dashboard.js';
 import { CrmFunction, queueSendActions } from './crm-function.js';
+import { CrmMail } from './crm-mail.js';
+import { mailerEnvVars } from '../../functions/core/platform/bindings.js';
 
 const entries = <K extends string, V>(o: Partial<Record<K, V>>) => Object.entries(o) as [K, V][];
 // The topology's entries, seen through their general shapes.
@@ -86,7 +88,7 @@ export class CrmStack extends Stack {
     this.settings = new ssm.StringParameter(this, 'Settings', {
       parameterName: settingsParameterName(stage),
       description: `Runtime configuration of the CRM integration API (${stage}); see functions/core/platform/config.ts`,
-      stringValue: JSON.stringify({ ...defaultConfig, stage }),
+      stringValue: JSON.stringify({ ...defaultConfig, stage, ...(config.notices ? { noticeSender: config.notices.sender } : {}) }),
     });
 
     for (const [name, spec] of entries(secretSpecs)) this.secrets[name] = this.secret(name, spec, stage);
@@ -126,10 +128,12 @@ export class CrmStack extends Stack {
     if (config.backup) this.backupPlan = this.backupTables(stage, config.backup);
 
     // The base URL without a trailing slash, like the local stack's apiUrl: clients append /api/...
-    new CfnOutput(this, outputKeys.apiUrl, {
-      value: `https://${this.api.restApiId}.execute-api.${this.region}.${this.urlSuffix}/${this.api.deploymentStage.stageName}`,
-      description: 'Base URL of the API',
-    });
+    const apiUrl = `https://${this.api.restApiId}.execute-api.${this.region}.${this.urlSuffix}/${this.api.deploymentStage.stageName}`;
+    new CfnOutput(this, outputKeys.apiUrl, { value: apiUrl, description: 'Base URL of the API' });
+    // Notices by e-mail: SES with a configuration set; the links in them open this API's pages.
+    const senders = entries(functionSpecs).filter(([, spec]) => spec.sendsMail).map(([name]) => this.functions[name]);
+    for (const fn of senders) fn.addEnvironment(mailerEnvVars.publicApiUrl, config.notices?.linkBaseUrl ?? apiUrl);
+    new CrmMail(this, 'Mail', { sender: config.notices?.sender ?? defaultConfig.noticeSender, senders, feedbackQueue: this.queues.mailFeedbackQueue });
     for (const [name, table] of entries(this.tables)) new CfnOutput(this, outputKeys.table(name), { value: table.tableName });
     for (const [name, queue] of entries(this.queues)) new CfnOutput(this, outputKeys.queue(name), { value: queue.queueUrl });
     new CfnOutput(this, outputKeys.settingsParameter, { value: this.settings.parameterName });

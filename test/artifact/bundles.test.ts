@@ -18,6 +18,7 @@ import { functions, secretName, secrets, type FunctionName, type QueueName, type
 import { createDeps, type Deps } from '../../functions/core/platform/deps.js';
 import { keys } from '../../functions/core/platform/model.js';
 import { parseConfig } from '../../functions/core/platform/config.js';
+import { mailerEnvVars } from '../../functions/core/platform/bindings.js';
 import { createOrganization } from '../../functions/core/tenancy/organizations.js';
 import { createApiKey } from '../../functions/core/tenancy/api-keys.js';
 import { addEndpoint } from '../../functions/core/delivery/endpoints.js';
@@ -87,7 +88,9 @@ beforeAll(async () => {
     taskFolder(runtimeDir, fn);
     // A secret's env var is a Ref to the stack's secret: here, the stand-in's secret of that name.
     const secretEnv = Object.fromEntries(Object.entries(secrets).filter(([, spec]) => spec.envVar in fn.environment).map(([name, spec]) => [spec.envVar, secretNames[name as SecretName]]));
-    const environment = { ...resolveEnvironment(template, Object.fromEntries(Object.entries(fn.environment).filter(([key]) => !(key in secretEnv))), provisioned), ...secretEnv };
+    // A mailer's stack-given values (the API's URL, the SES configuration set): nothing local names them.
+    const mailerEnv = Object.fromEntries(Object.values(mailerEnvVars).filter((envVar) => envVar in fn.environment).map((envVar) => [envVar, envVar === mailerEnvVars.publicApiUrl ? 'http://127.0.0.1:9' : 'crm-artifact']));
+    const environment = { ...resolveEnvironment(template, Object.fromEntries(Object.entries(fn.environment).filter(([key]) => !(key in secretEnv) && !(key in mailerEnv))), provisioned), ...secretEnv, ...mailerEnv };
     // The settings document is read from the parameter the template names, as on Lambda.
     ssm.put(environment.SETTINGS_PARAMETER, JSON.stringify(settings));
     containers[fn.name] = await LambdaContainer.start(runtimeDir, fn, {

@@ -109,7 +109,8 @@ const LAZY_IMPORTS = [/\bimport\s*\(\s*["']([^"']+)["']\s*\)/g, /\brequire\s*\(\
 export function bareImports(source: string, { onlyStatic = false } = {}): string[] {
   const found = new Set<string>();
   for (const pattern of onlyStatic ? STATIC_IMPORTS : [...STATIC_IMPORTS, ...LAZY_IMPORTS]) for (const m of source.matchAll(pattern)) found.add(m[1]);
-  return [...found].filter((s) => !s.startsWith('.') && !s.startsWith('/') && !s.startsWith('node:')).sort();
+  // Only what can be a package specifier: minified code also has `from","…` in strings (nodemailer's address fields).
+  return [...found].filter((s) => !s.startsWith('.') && !s.startsWith('/') && !s.startsWith('node:') && /^(@[\w.-]+\/)?[\w.-]+(\/[\w.@/-]*)?$/.test(s)).sort();
 }
 
 /** The package a specifier names: `@scope/name/sub` → `@scope/name`. */

@@ -202,7 +202,7 @@ describe('the CDK stack', () => {
       VisibilityTimeout: queues.deliverySlowQueue.visibilityTimeoutSeconds,
       RedrivePolicy: { deadLetterTargetArn: { 'Fn::GetAtt': [queueRef('deliveryDlq'), 'Arn'] }, maxReceiveCount: 10 },
     });
-    template.resourceCountIs('AWS::Lambda::EventSourceMapping', 5); // + the bulk queue's (below)
+    template.resourceCountIs('AWS::Lambda::EventSourceMapping', 7); // + the bulk queue's (below), the notices queue's and the mail feedback queue's
   });
 
   it('lets lead intake write clients but never send to a queue or touch deliveries', () => {
@@ -257,6 +257,8 @@ describe('the CDK stack', () => {
         ...Object.keys(spec.tables).map((t) => tables[t as TableName].envVar),
         ...Object.keys(spec.queues).map((q) => queues[q as QueueName].envVar),
         ...Object.keys((spec as { secrets?: object }).secrets ?? {}).map((n) => secrets[n as SecretName].envVar),
+        // A function that sends mail: the links' base URL and the SES configuration set (lib/stacks/crm-mail.ts).
+        ...((spec as { sendsMail?: true }).sendsMail ? ['PUBLIC_API_URL', 'SES_CONFIGURATION_SET'] : []),
       ];
       expect(Object.keys(env).sort()).toEqual([...bound, 'NODE_OPTIONS', 'POWERTOOLS_SERVICE_NAME', 'SETTINGS_PARAMETER', 'CRM_SETTINGS_SNAPSHOT', 'STAGE'].sort());
       expect(env.SETTINGS_PARAMETER).toEqual({ Ref: logicalId(stack.settings) });
@@ -279,7 +281,7 @@ describe('the CDK stack', () => {
     }
   });
 
-  it('generates the session-token secret in Secrets Manager (no value in the template) and lets only the settings function GetSecretValue on it', () => {
+  it('generates the session-token secret in Secrets Manager (no value in the template) and lets only the settings function GetSecretValue on it (and on the notice links\' secret, which the mailer reads too)', () => {
     const secretId = logicalId(stack.secrets.settingsToken);
     const secret = template.findResources('AWS::SecretsManager::Secret')[secretId];
     expect(secret.Properties.GenerateSecretString).toMatchObject({ PasswordLength: 64, ExcludePunctuation: true });
@@ -287,10 +289,32 @@ describe('the CDK stack', () => {
     expect(JSON.stringify(template.toJSON())).not.toMatch(/resolve:secretsmanager/);
     for (const name of Object.keys(functions) as FunctionName[]) {
       const statements = statementsOf(name).filter((st) => st.actions.some((a) => a.startsWith('secretsmanager:')));
-      if (name === 'settingsApi') expect(statements).toEqual([{ actions: ['secretsmanager:GetSecretValue'], resources: JSON.stringify({ Ref: secretId }) }]);
+      const links = { actions: ['secretsmanager:GetSecretValue'], resources: JSON.stringify({ Ref: logicalId(stack.secrets.noticeLinks) }) };
+      if (name === 'settingsApi') expect(statements).toEqual([{ actions: ['secretsmanager:GetSecretValue'], resources: JSON.stringify({ Ref: secretId }) }, links]);
+      else if (name === 'mailer') expect(statements).toEqual([links]);
       else expect(statements).toEqual([]);
     }
     expect(functionProps('settingsApi').Environment.Variables[secrets.settingsToken.envVar]).toEqual({ Ref: secretId });
+  });
+
+  it('lets only the mailer send e-mail, as the stage\'s identity and through its configuration set only, whose bounces and complaints reach the mail feedback queue', () => {
+    const ses = (name: FunctionName) => statementsOf(name).filter((st) => st.actions.some((a) => a.startsWith('ses:')));
+    for (const name of Object.keys(functions) as FunctionName[]) {
+      if (name !== 'mailer') expect({ name, ses: ses(name) }).toEqual({ name, ses: [] });
+    }
+    const [grant] = ses('mailer');
+    expect(grant.actions.sort()).toEqual(['ses:SendEmail', 'ses:SendRawEmail']);
+    expect(grant.resources).toContain(':identity/example.com');
+    expect(grant.resources).toContain(':configuration-set/');
+    expect(grant.resources).not.toContain('*');
+    template.resourceCountIs('AWS::SES::ConfigurationSet', 1);
+    template.hasResourceProperties('AWS::SES::ConfigurationSetEventDestination', {
+      EventDestination: Match.objectLike({ Enabled: true, MatchingEventTypes: Match.arrayWith(['bounce', 'complaint']) }),
+    });
+    template.hasResourceProperties('AWS::Events::Rule', {
+      EventPattern: Match.objectLike({ source: ['aws.ses'], 'detail-type': ['Email Bounced', 'Email Complaint Received'] }),
+      Targets: [Match.objectLike({ Arn: { 'Fn::GetAtt': [queueRef('mailFeedbackQueue'), 'Arn'] } })],
+    });
   });
 
   it('lets the settings function manage keys, endpoints and deliveries, read one client by key (a lead\'s trail), but never write clients, touch work orders or idempotency records, nor consume the delivery queue', () => {
@@ -952,7 +976,8 @@ describe('least privilege (a later grant that widens access fails here)', () => 
         const onFailure = spec.events.some((e) => e.kind === 'stream' && e.onFailure === queue);
         const expected = [
           ...(access === 'send' || access === 'sendAndConsume' || onFailure ? ['sqs:SendMessage'] : []),
-          ...(access === 'consume' || access === 'sendAndConsume' ? ['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes'] : []),
+          ...(access === 'consume' || access === 'sendAndConsume' || access === 'consumeWithBackoff' ? ['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes'] : []),
+          ...(access === 'consumeWithBackoff' ? ['sqs:ChangeMessageVisibility'] : []),
         ];
         expect({ name, queue, actions: actionsOn(name, queueRef(queue)).sort() }).toEqual({ name, queue, actions: expected.sort() });
       }

@@ -8,7 +8,7 @@ import { openApiDocument } from '../../functions/core/settings/openapi.js';
 
 export type JsonSchema = {
   type?: string; enum?: unknown[]; format?: string; properties?: Record<string, JsonSchema>; required?: string[];
-  items?: JsonSchema; minItems?: number; minLength?: number; maxLength?: number; minimum?: number; maximum?: number; anyOf?: JsonSchema[];
+  items?: JsonSchema; minItems?: number; maxItems?: number; minLength?: number; maxLength?: number; minimum?: number; maximum?: number; anyOf?: JsonSchema[];
 };
 interface Parameter { name: string; in: string; required?: boolean; schema: JsonSchema }
 interface Operation {

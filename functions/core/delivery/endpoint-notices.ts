@@ -1,5 +1,5 @@
 /**
- * The notices of an endpoint in trouble (docs/notifications.md "Notices"): `endpoint.paused` when
+ * The notices of an endpoint in trouble (docs/notifications.md "The notices"): `endpoint.paused` when
  * its circuit opens (circuit-store.ts: only the write that finds the circuit closed opens it, so
  * one notice per pause, keyed by the endpoint and the time it opened; a failed probe re-opening
  * it is the same pause) and `endpoint.disabled` when it is disabled (endpoints.ts: only the write

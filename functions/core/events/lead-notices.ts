@@ -1,5 +1,5 @@
 /**
- * The lead notices a stream batch produces (docs/notifications.md "Notices"): a client a lead
+ * The lead notices a stream batch produces (docs/notifications.md "The notices"): a client a lead
  * created is a `lead.created` notice, a submission merged into a client a `lead.returning` one,
  * each keyed by the client (and the submission), so a stream retry, a replay or a double-submit
  * (which writes no new client) never repeats one, and a merge never sends a second `lead.created`.

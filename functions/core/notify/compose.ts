@@ -1,5 +1,5 @@
 /**
- * A notice as one recipient reads it (docs/notifications.md "Notices"): subject, plain text and
+ * A notice as one recipient reads it (docs/notifications.md "The notices"): subject, plain text and
  * HTML, from a NoticeMessage. Every value in `data` is untrusted (a lead's fields are whatever a
  * form sent; an endpoint's URL and last error are a tenant's or a receiver's), so:
  * - the subject is one line: control characters (CR, LF, every C0/C1, U+2028/9) become spaces, and

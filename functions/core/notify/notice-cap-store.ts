@@ -1,5 +1,5 @@
 /**
- * The lead notices' cap counter (docs/notifications.md "Notices"): one item per organization per
+ * The lead notices' cap counter (docs/notifications.md "The notices"): one item per organization per
  * window in the rateWindows table (`NOTICES#<organizationId>#<window start>`, kept a day by TTL),
  * counting the lead notices the window has produced. The fan-out counts a stream batch's leads of
  * an organization with one conditional write (not one per lead); the counter decides which leads

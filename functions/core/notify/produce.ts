@@ -1,5 +1,5 @@
 /**
- * How a producer hands its notices over (docs/notifications.md "Notices"): to the notices queue,
+ * How a producer hands its notices over (docs/notifications.md "The notices"): to the notices queue,
  * never to a mail server, and never on a lead's request path. A producer collects what one run
  * decided (a stream batch's lead notices, a circuit that opened, a day's digest) and calls
  * `produceNotices` once. The queue's one producer is notices-queue.ts (`enqueueNotices`: batches of

@@ -59,6 +59,8 @@ export interface RecipientStore {
   setStatus(organizationId: string, email: string, change: StatusChange): Promise<boolean>;
   /** The organizations with a recipient who picked `daily_digest` (any status: the mailer sends to the confirmed), from the digest index. */
   digestOrganizations(): Promise<string[]>;
+  /** Counts `count` confirmation e-mails more on the organization's `day` (YYYY-MM-DD), unless that would pass `max`: false then, nothing counted. */
+  countConfirmations(organizationId: string, day: string, count: number, max: number): Promise<boolean>;
 }
 
 /**
@@ -70,6 +72,8 @@ export const digestIndexKey = (organizationId: string, email: string) => ({ pk: 
 const picksDigest = (notices: readonly string[]) => notices.includes('daily_digest');
 
 export const RECIPIENT_PREFIX = 'RECIPIENT#';
+/** The confirmation e-mails of an organization's day: `CONFIRMATIONS#<day>` (`count`). */
+export const confirmationsKey = (organizationId: string, day: string) => ({ pk: keys.org(organizationId).pk, sk: `CONFIRMATIONS#${day}` });
 export const recipientKey = (organizationId: string, email: string) => ({ pk: keys.org(organizationId).pk, sk: `${RECIPIENT_PREFIX}${email}` });
 
 /** A recipient from its item; picks an earlier version did not know are dropped. */
@@ -139,6 +143,20 @@ export function dynamoRecipientStore(deps: Deps): RecipientStore {
             ...(stamp ? { ':at': change.at } : {}), ...(change.reason ? { ':r': change.reason } : {}),
             ...(change.addedAt !== undefined ? { ':added': change.addedAt } : {}),
           },
+        }));
+        return true;
+      } catch (error) {
+        if (error instanceof ConditionalCheckFailedException) return false;
+        throw error;
+      }
+    },
+
+    async countConfirmations(organizationId, day, count, max) {
+      try {
+        await deps.doc.send(new UpdateCommand({
+          TableName, Key: confirmationsKey(organizationId, day), UpdateExpression: 'ADD #c :n SET entity = :e',
+          ConditionExpression: 'attribute_not_exists(#c) OR #c <= :room', ExpressionAttributeNames: { '#c': 'count' },
+          ExpressionAttributeValues: { ':n': count, ':room': max - count, ':e': 'notice_confirmations' },
         }));
         return true;
       } catch (error) {

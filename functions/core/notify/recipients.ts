@@ -7,7 +7,7 @@
  * call these; the store is notify/recipient-store.ts.
  */
 import type { Deps } from '../platform/deps.js';
-import { conflict, validationFailed, type FieldError } from '../platform/errors.js';
+import { conflict, DomainError, validationFailed, type FieldError } from '../platform/errors.js';
 import { NOTICE_KINDS, type MessageKind, type NoticeKind } from './notice.js';
 import { recipientStore, type Recipient, type SuppressedReason } from './recipient-store.js';
 import { enqueueConfirmation } from './notices-queue.js';
@@ -15,6 +15,11 @@ import { verifyLink } from './notice-links.js';
 
 /** Addresses per organization: a bound on how many people one settings link can have mailed. */
 export const MAX_RECIPIENTS = 10;
+/**
+ * Confirmation e-mails per organization per UTC day: removing and adding addresses again cannot
+ * turn the confirmations themselves into a mail cannon.
+ */
+export const MAX_CONFIRMATIONS_PER_DAY = 30;
 
 export interface RecipientInput { email: string; notices: readonly string[] }
 
@@ -73,6 +78,11 @@ export async function setRecipients(deps: Deps, organizationId: string, list: re
     return known && (known.notices.length !== r.notices.length || known.notices.some((n) => !r.notices.includes(n)));
   });
   const remove = [...current.keys()].filter((email) => !next.some((r) => r.email === email));
+  // Counted before the write: a refused change writes nothing (a count without its addition only lowers the day's bound).
+  if (add.length && !(await store.countConfirmations(organizationId, new Date(addedAt).toISOString().slice(0, 10), add.length, MAX_CONFIRMATIONS_PER_DAY))) {
+    throw new DomainError(429, 'too-many-confirmations', 'Too many new addresses',
+      `At most ${MAX_CONFIRMATIONS_PER_DAY} confirmation e-mails a day per organization: add these addresses tomorrow (UTC). Nothing was changed.`, { headers: { 'Retry-After': '3600' } });
+  }
   try {
     await store.changeRecipients(organizationId, { add, update, remove });
   } catch (error) {

@@ -1,5 +1,5 @@
 /**
- * The daily digest (docs/notifications.md "Notices"): once a day, for each organization with a
+ * The daily digest (docs/notifications.md "The notices"): once a day, for each organization with a
  * digest recipient, the day before (UTC) in one notice: leads by source, deliveries delivered and
  * failed per endpoint, and the failed deliveries waiting in the dead-letter queue. Here because it
  * reads what the settings page reads (the request log's lead rows, the delivery lists) through the

@@ -10,6 +10,7 @@ import { endpointDialog, hooks, loadCatalog, loadWebhooks } from './webhooks.js'
 import { closedDelivery, loadDeliveries, openDelivery, recover, redeliverAllFailed, renderEndpointFilter, renderEventFilter } from './deliveries.js';
 import { loadAudit, loadRequests, renderOverview, renderQuickstart } from './logs.js';
 import { closedTrail } from './trail.js';
+import { addRecipient, loadNotifications, saveNotifications } from './notifications.js';
 
 /** How often an open page refreshes the endpoints' state and the first page of deliveries. */
 const LIVE_MS = 5_000;
@@ -23,6 +24,8 @@ function wire() {
   $('add-endpoint').addEventListener('click', () => endpointDialog(null));
   $('redeliver-failed').addEventListener('click', redeliverAllFailed);
   $('recover').addEventListener('click', recover);
+  $('recipient-form').addEventListener('submit', addRecipient);
+  $('save-notifications').addEventListener('click', saveNotifications);
   $('refresh-deliveries').addEventListener('click', (e) => busy(e.currentTarget, 'Refreshing…', () => loadDeliveries(), $('deliveries-status')));
   $('refresh-requests').addEventListener('click', (e) => busy(e.currentTarget, 'Refreshing…', () => loadRequests(), $('requests-body')));
   $('refresh-audit').addEventListener('click', (e) => busy(e.currentTarget, 'Refreshing…', () => loadAudit(), $('audit-body')));
@@ -80,7 +83,7 @@ async function load() {
   renderOverview(settings);
   renderQuickstart(settings);
   await loadCatalog().catch(() => undefined);
-  await Promise.all([loadKeys(), loadWebhooks().then(() => loadDeliveries()), renderEventFilter(), loadRequests(), loadAudit()]);
+  await Promise.all([loadKeys(), loadWebhooks().then(() => loadDeliveries()), renderEventFilter(), loadRequests(), loadAudit(), loadNotifications()]);
   if (!started) {
     started = true;
     live();

@@ -21,6 +21,7 @@ import { recordDelivery } from '../../../functions/core/delivery/queue.js';
 import { transition } from '../../../functions/core/delivery/delivery-port.js';
 import { deliveryAttempts } from '../../../functions/core/delivery/schedule.js';
 import { webhookTestEvent } from '../../../functions/core/events/catalog.js';
+import { listRecipients } from '../../../functions/core/notify/recipients.js';
 import { cliSettingsLink, expiredSettingsLink, settingsLink, settingsLinkExpiringIn } from '../support/settings-links.js';
 
 // Browser globals used inside page.evaluate callbacks (the project's tsconfig has no DOM library).
@@ -31,7 +32,7 @@ const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const shots = path.resolve('test-artifacts/settings');
 /** The screenshots docs/settings.md shows (as docs/img/settings-<name>.png), rewritten only on request. */
 const docShots = process.env.UPDATE_SCREENSHOTS === '1' ? path.resolve('docs/img') : undefined;
-const documented = new Set(['deliveries-failed', 'deliveries-search', 'delivery-redelivered', 'endpoint-add', 'endpoint-options', 'expired-link', 'key-revoke-confirm', 'key-rotated', 'key-shown-once', 'lead-trail', 'lead-trail-mobile', 'link-expiring', 'mobile', 'page', 'recover-count']);
+const documented = new Set(['deliveries-failed', 'deliveries-search', 'delivery-redelivered', 'endpoint-add', 'endpoint-options', 'expired-link', 'key-revoke-confirm', 'key-rotated', 'key-shown-once', 'lead-trail', 'lead-trail-mobile', 'link-expiring', 'mobile', 'page', 'recover-count', 'notifications']);
 const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
 let browser: Browser;
@@ -503,6 +504,20 @@ describe('the settings page, opened from a settings link', () => {
     await page.getByLabel('Event or delivery ID').fill('');
     await button(page, 'Search').click();
   }, 240_000);
+
+  it('Notifications: an address added and saved is listed waiting for its confirmation, with the notices picked', async () => {
+    await page.locator('#notifications-body', { hasText: 'No one is sent notices yet' }).waitFor();
+    await page.getByLabel('E-mail address').fill('ops@rosas.example');
+    await button(page, 'Add address').click();
+    await page.getByLabel('Daily digest for ops@rosas.example').uncheck();
+    await button(page, 'Save').click();
+    await page.locator('#notifications-status', { hasText: 'Saved.' }).waitFor();
+    await page.locator('#notifications-body', { hasText: 'waiting for confirmation' }).waitFor();
+    const { deps } = await testStack();
+    expect((await listRecipients(deps, orgA)).map((r) => ({ email: r.email, status: r.status, notices: r.notices })))
+      .toEqual([{ email: 'ops@rosas.example', status: 'pending', notices: ['lead.created', 'endpoint.paused', 'endpoint.disabled'] }]);
+    await screenshot(page, 'notifications', false, '#notifications');
+  });
 
   it('axe finds no serious or critical violation, at desktop width and at 375 px', async () => {
     await page.locator('#deliveries-body[aria-busy="false"]').waitFor();

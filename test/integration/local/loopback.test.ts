@@ -40,9 +40,11 @@ const parentOf = (pid: string) => readFileSync(`/proc/${pid}/stat`, 'utf8').spli
 describe('the local stack is loopback-only', () => {
   it('binds every listener on its ports to a loopback address', async () => {
     const { info } = await testStack();
-    const ports = Object.fromEntries(
-      (['apiUrl', 'dynamodbEndpoint', 'sqsEndpoint', 'ssmEndpoint'] as const).map((k) => [k, Number(new URL(info[k]!).port)]),
-    );
+    const ports = {
+      ...Object.fromEntries((['apiUrl', 'dynamodbEndpoint', 'sqsEndpoint', 'ssmEndpoint'] as const).map((k) => [k, Number(new URL(info[k]!).port)])),
+      // The mail capture: its SMTP server and its page.
+      mailSmtp: Number(new URL(info.mail!.smtpUrl).port), mailInbox: Number(new URL(info.mail!.inboxUrl!).port),
+    };
     const all = listeners();
     for (const [what, port] of Object.entries(ports)) {
       const bound = all.filter((l) => l.port === port);
@@ -94,13 +96,14 @@ describe('DNS rebinding: the local listeners answer only loopback Host names', (
   const ddbList = { method: 'POST', headers: { 'Content-Type': 'application/x-amz-json-1.0', 'X-Amz-Target': 'DynamoDB_20120810.ListTables' }, body: '{}' };
   const sqsList = { method: 'POST', headers: { 'Content-Type': 'application/x-amz-json-1.0', 'X-Amz-Target': 'AmazonSQS.ListQueues' }, body: '{}' };
 
-  it('refuses a foreign Host with 403 on the API, DynamoDB Local, fauxqs and the SSM stand-in', async () => {
+  it('refuses a foreign Host with 403 on the API, DynamoDB Local, fauxqs, the SSM stand-in and the mail capture\'s page', async () => {
     const { info } = await testStack();
     const cases = [
       { what: 'api', endpoint: info.apiUrl, init: { path: '/api/webhook/leads' } },
       { what: 'dynamodb', endpoint: info.dynamodbEndpoint, init: ddbList },
       { what: 'sqs', endpoint: info.sqsEndpoint, init: sqsList },
       { what: 'ssm', endpoint: info.ssmEndpoint!, init: ssmGet(info.settingsParameter!) },
+      { what: 'mail capture', endpoint: info.mail!.inboxUrl!, init: { path: '/messages' } },
     ];
     for (const { what, endpoint, init } of cases) {
       const port = new URL(endpoint).port;

@@ -20,7 +20,7 @@ import { enqueueNotice } from '../../../functions/core/notify/notices-queue.js';
 import type { NoticeMessage } from '../../../functions/core/notify/notice.js';
 import { recipientStore } from '../../../functions/core/notify/recipient-store.js';
 import { RestartableStack } from '../support/restartable-stack.js';
-import { eventually } from '../support/stack.js';
+import { eventually, runCli } from '../support/stack.js';
 import type { LocalStackInfo } from '../../../lib/local/stack-file.js';
 
 /** `headers`: each header's value as sent (unfolded), by lower-case name. */
@@ -209,6 +209,37 @@ describe('notice recipients, double opt-in and unsubscribe, over real SMTP', () 
     await eventually(async () => arrived().length > 0, { what: 'the notice after the server came back' });
     await queueDrained();
     expect(arrived()).toHaveLength(1);
+  });
+
+  it('loses no notice over a restart of the stack (the notices queue is journaled like every local queue)', async () => {
+    await mail.down();
+    const refused = mail.refused;
+    await enqueueNotice(deps, notice('lead#restart', { name: 'Katherine Johnson' }));
+    await eventually(async () => mail.refused > refused, { what: 'a try while the server is down' });
+    await stack.stop();
+    await mail.up();
+    ({ info, deps } = await stack.start());
+    const arrived = () => mail.to(ops).filter((m) => m.subject === 'New lead: Katherine Johnson');
+    await eventually(async () => arrived().length > 0, { what: 'the notice after the restart' });
+    await queueDrained();
+    expect(arrived()).toHaveLength(1);
+  }, 180_000);
+
+  it('lets an operator list, add and remove recipients with `crm notifications recipients`, and `crm notifications` still lists the inbox', async () => {
+    const cli = (args: string[]) => runCli(args, { stackFile: stack.stackFile });
+    const added = await cli(['notifications', 'recipients', 'add', '--org', organizationId, '--email', 'Night@Shop.example', '--notices', 'endpoint.paused,endpoint.disabled']);
+    expect({ code: added.code, stderr: added.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(added.json<{ added: string[] }>().added).toEqual(['night@shop.example']);
+    await eventually(async () => mail.to('night@shop.example').length === 1, { what: 'the confirmation to night' });
+    const listed = await cli(['notifications', 'recipients', 'list', '--org', organizationId]);
+    expect(listed.json<{ recipients: { email: string; status: string; notices: string[] }[] }>().recipients).toContainEqual({ email: 'night@shop.example', status: 'pending', notices: ['endpoint.paused', 'endpoint.disabled'] });
+    const bad = await cli(['notifications', 'recipients', 'add', '--org', organizationId, '--email', 'not an address']);
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toContain('must be one e-mail address');
+    const removed = await cli(['notifications', 'recipients', 'remove', '--org', organizationId, '--email', 'night@shop.example']);
+    expect(removed.json<{ removed: string[] }>().removed).toEqual(['night@shop.example']);
+    const inbox = await cli(['notifications', '--org', organizationId]);
+    expect({ code: inbox.code, rows: inbox.json() }).toEqual({ code: 0, rows: [] });
   });
 
   it('suppresses an address SES reports bounced (an EventBridge event on the mail feedback queue)', async () => {

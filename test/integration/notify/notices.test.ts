@@ -1,5 +1,5 @@
 /**
- * The notices through the real interfaces (docs/notifications.md "Notices"): a local stack of this
+ * The notices through the real interfaces (docs/notifications.md "The notices"): a local stack of this
  * file's own, started with CRM_SMTP_URL pointing at a test SMTP server (smtp-server, parsed with
  * mailparser); leads POSTed to the lead endpoint, an import written to the clients table as lead
  * intake writes its clients, a receiver on 127.0.0.1 that answers 500 until its endpoint is paused.

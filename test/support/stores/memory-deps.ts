@@ -12,6 +12,8 @@ import { workOrdersPort } from '../../../functions/core/crm/work-orders-store.js
 import { MemoryOrganizationsTable } from './memory-organizations.js';
 import { MemoryClientsStore } from './memory-clients.js';
 import { MemoryWorkOrdersStore } from './memory-work-orders.js';
+import { recipientPort } from '../../../functions/core/notify/recipient-store.js';
+import { memoryRecipientStore } from './memory-recipients.js';
 
 export interface MemoryStores {
   deps: Deps;
@@ -40,5 +42,6 @@ export function memoryStores(options: { now?: string; config?: Partial<Config> }
   deps = walletPort.with(deps, organizations.wallet);
   deps = clientsPort.with(deps, clients);
   deps = workOrdersPort.with(deps, workOrders);
+  deps = recipientPort.with(deps, memoryRecipientStore(organizations.items));
   return { deps, organizations, clients, workOrders, clock };
 }

@@ -71,6 +71,7 @@ describe('the settings requests the document describes', () => {
       if (schema.format === 'date-time') bad.push('yesterday');
       if (schema.format === 'uri') bad.push('not a url');
       if (schema.type === 'array' && schema.minItems) bad.push([]);
+      if (schema.type === 'array' && schema.maxItems !== undefined && schema.items) bad.push(Array.from({ length: schema.maxItems + 1 }, () => exampleOf(schema.items!)));
       for (const value of bad) {
         const outcome = r.body ? answer(route, { ...valid, [name]: value }) : answer(route, undefined, { ...valid as Record<string, string>, [name]: String(value) });
         const shown = String(value).slice(0, 40);

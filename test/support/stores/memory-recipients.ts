@@ -1,0 +1,57 @@
+/**
+ * The recipient store in memory (functions/core/notify/recipient-store.ts): items in the
+ * organizations table's map (test/support/stores/memory-organizations.ts), with the same
+ * conditions as DynamoDB's: an addition refused when the address is there, a change of picks when it
+ * is not (and then nothing of the change is written), a status moved only from the statuses named
+ * and for the addition named. test/integration/stores/recipient-store.contract.test.ts holds the two to one behaviour.
+ */
+import { RECIPIENT_PREFIX, confirmationsKey, digestIndexKey, recipientItem, recipientKey, toRecipient, type RecipientStore } from '../../../functions/core/notify/recipient-store.js';
+import { DIGEST_INDEX_PK } from '../../../functions/core/platform/bindings.js';
+import { keys } from '../../../functions/core/platform/model.js';
+
+type Item = Record<string, unknown>;
+const id = (k: { pk: string; sk: string }) => `${k.pk}\u0000${k.sk}`;
+
+export function memoryRecipientStore(items: Map<string, Item>): RecipientStore {
+  return {
+    listRecipients: async (organizationId) => {
+      const prefix = id({ pk: keys.org(organizationId).pk, sk: RECIPIENT_PREFIX });
+      return [...items.entries()].filter(([k]) => k.startsWith(prefix)).sort(([a], [b]) => (a < b ? -1 : 1)).map(([, item]) => toRecipient(structuredClone(item)));
+    },
+    getRecipient: async (organizationId, email) => {
+      const item = items.get(id(recipientKey(organizationId, email)));
+      return item && toRecipient(structuredClone(item));
+    },
+    changeRecipients: async (organizationId, { add, update, remove }) => {
+      const clash = add.some((r) => items.has(id(recipientKey(organizationId, r.email)))) || update.some((u) => !items.has(id(recipientKey(organizationId, u.email))));
+      if (clash) throw Object.assign(new Error('Transaction cancelled'), { name: 'TransactionCanceledException' });
+      for (const r of add) items.set(id(recipientKey(organizationId, r.email)), structuredClone(recipientItem(organizationId, r)));
+      for (const u of update) items.get(id(recipientKey(organizationId, u.email)))!.notices = [...u.notices];
+      for (const email of remove) items.delete(id(recipientKey(organizationId, email)));
+      // The digest index follows the picks.
+      for (const r of [...add, ...update]) {
+        if (r.notices.includes('daily_digest')) items.set(id(digestIndexKey(organizationId, r.email)), { ...digestIndexKey(organizationId, r.email), organizationId });
+        else items.delete(id(digestIndexKey(organizationId, r.email)));
+      }
+      for (const email of remove) items.delete(id(digestIndexKey(organizationId, email)));
+    },
+    digestOrganizations: async () => [...new Set([...items.values()].filter((i) => i.pk === DIGEST_INDEX_PK).map((i) => i.organizationId as string))],
+    setStatus: async (organizationId, email, change) => {
+      const item = items.get(id(recipientKey(organizationId, email)));
+      if (!item || !change.from.includes(item.status as never) || (change.addedAt !== undefined && item.addedAt !== change.addedAt)) return false;
+      item.status = change.to;
+      if (change.to === 'confirmed') item.confirmedAt = change.at;
+      if (change.to === 'suppressed') item.suppressedAt = change.at;
+      if (change.reason) item.suppressedReason = change.reason;
+      return true;
+    },
+    countConfirmations: async (organizationId, day, count, max) => {
+      const key = confirmationsKey(organizationId, day);
+      const item = items.get(id(key)) ?? { ...key, entity: 'notice_confirmations' };
+      const now = Number(item.count ?? 0);
+      if (item.count !== undefined && now > max - count) return false;
+      items.set(id(key), { ...item, count: now + count });
+      return true;
+    },
+  };
+}

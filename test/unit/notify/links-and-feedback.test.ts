@@ -1,0 +1,96 @@
+/**
+ * The pure parts of telling people (docs/notifications.md): the signed links (scoped to one
+ * organization, address and purpose; a confirm link to its addition and 7 days), who gets which
+ * kind, which addresses a recipient list accepts, and which SES events suppress an address.
+ */
+import { describe, it, expect } from '@jest/globals';
+import { signLink, verifyLink, CONFIRM_LINK_DAYS } from '../../../functions/core/notify/notice-links.js';
+import { normalizeAddress, picks, setRecipients, confirmRecipient, listRecipients, MAX_CONFIRMATIONS_PER_DAY, MAX_RECIPIENTS } from '../../../functions/core/notify/recipients.js';
+import { suppressionsOf } from '../../../functions/core/notify/mail-feedback.js';
+import { memoryStores } from '../../support/stores/memory-deps.js';
+import type { Deps } from '../../../functions/core/platform/deps.js';
+
+const secret = 'test-secret';
+const now = Date.parse('2030-01-15T12:00:00.000Z');
+
+describe('notice links', () => {
+  it('verify for the organization, address and purpose signed, and for nothing else', () => {
+    const token = signLink(secret, { organizationId: 'org_a', email: 'ops@shop.example', purpose: 'unsubscribe' });
+    expect(verifyLink(secret, token, 'unsubscribe', now)).toEqual({ organizationId: 'org_a', email: 'ops@shop.example', purpose: 'unsubscribe' });
+    expect(verifyLink(secret, token, 'confirm', now)).toBeUndefined();
+    expect(verifyLink('another-secret', token, 'unsubscribe', now)).toBeUndefined();
+    const [v, payload, mac] = token.split('.');
+    const other = Buffer.from(JSON.stringify({ o: 'org_a', e: 'boss@shop.example', p: 'unsubscribe' })).toString('base64url');
+    expect(verifyLink(secret, `${v}.${other}.${mac}`, 'unsubscribe', now)).toBeUndefined();
+    expect(verifyLink(secret, `${v}.${payload}.${mac.slice(0, -2)}`, 'unsubscribe', now)).toBeUndefined();
+    expect(verifyLink(secret, 'garbage', 'unsubscribe', now)).toBeUndefined();
+  });
+
+  it('confirm only within 7 days of their addition', () => {
+    const token = signLink(secret, { organizationId: 'org_a', email: 'ops@shop.example', purpose: 'confirm', addedAt: now });
+    expect(verifyLink(secret, token, 'confirm', now + 86_400_000)?.addedAt).toBe(now);
+    expect(verifyLink(secret, token, 'confirm', now + CONFIRM_LINK_DAYS * 86_400_000 + 1)).toBeUndefined();
+  });
+});
+
+describe('recipients', () => {
+  it('take one plain address, trimmed and lower-cased; nothing that could become a second header or address', () => {
+    expect(normalizeAddress(' Ops@Shop.Example ')).toBe('ops@shop.example');
+    for (const bad of ['ops@shop.example\r\nBcc: x@example.com', 'Ops <ops@shop.example>', 'a@b.example, c@d.example', 'no-at-sign', 'ops@localhost']) expect(normalizeAddress(bad)).toBeUndefined();
+  });
+
+  it('get a returning lead and a leads summary with lead.created, and nothing they did not pick', () => {
+    expect(picks(['lead.created'], 'lead.returning')).toBe(true);
+    expect(picks(['lead.created'], 'lead.summary')).toBe(true);
+    expect(picks(['daily_digest'], 'lead.created')).toBe(false);
+    expect(picks(['endpoint.paused'], 'endpoint.disabled')).toBe(false);
+  });
+
+  it('are confirmed only by the link of their current addition: one from before a removal and a new addition confirms nothing', async () => {
+    const memory = memoryStores();
+    const queued: unknown[] = [];
+    const deps = { ...memory.deps, sqs: { send: async (command: { input: unknown }) => void queued.push(command.input) } } as unknown as Deps;
+    await setRecipients(deps, 'org_a', [{ email: 'ops@shop.example', notices: ['lead.created'] }]);
+    const first = signLink(secret, { organizationId: 'org_a', email: 'ops@shop.example', purpose: 'confirm', addedAt: memory.clock.now() });
+    await setRecipients(deps, 'org_a', []);
+    memory.clock.advance(1000);
+    await setRecipients(deps, 'org_a', [{ email: 'ops@shop.example', notices: ['lead.created'] }]);
+    expect(queued).toHaveLength(2);
+    expect(await confirmRecipient(deps, secret, first)).toEqual({ done: false, reason: 'gone' });
+    const second = signLink(secret, { organizationId: 'org_a', email: 'ops@shop.example', purpose: 'confirm', addedAt: memory.clock.now() });
+    expect(await confirmRecipient(deps, secret, second)).toEqual({ done: true, organizationId: 'org_a', email: 'ops@shop.example' });
+  });
+});
+
+describe('confirmation e-mails', () => {
+  it(`are at most ${MAX_CONFIRMATIONS_PER_DAY} an organization's day: past it, new addresses are a 429 and nothing is written; the next day they go`, async () => {
+    const memory = memoryStores();
+    const queued: unknown[] = [];
+    const deps = { ...memory.deps, sqs: { send: async (command: { input: unknown }) => void queued.push(command.input) } } as unknown as Deps;
+    const batch = (n: number) => Array.from({ length: MAX_RECIPIENTS }, (_, i) => ({ email: `a${n}-${i}@shop.example`, notices: ['lead.created'] }));
+    for (let n = 0; n < MAX_CONFIRMATIONS_PER_DAY / MAX_RECIPIENTS; n += 1) await setRecipients(deps, 'org_a', batch(n));
+    expect(queued).toHaveLength(MAX_CONFIRMATIONS_PER_DAY);
+    const before = await listRecipients(deps, 'org_a');
+    await expect(setRecipients(deps, 'org_a', [...before, { email: 'one-more@shop.example', notices: [] }].slice(-MAX_RECIPIENTS))).rejects.toMatchObject({ status: 429 });
+    expect(await listRecipients(deps, 'org_a')).toEqual(before);
+    expect(queued).toHaveLength(MAX_CONFIRMATIONS_PER_DAY);
+    memory.clock.advance(86_400_000);
+    await setRecipients(deps, 'org_a', [{ email: 'one-more@shop.example', notices: [] }]);
+    expect(queued).toHaveLength(MAX_CONFIRMATIONS_PER_DAY + 1);
+  });
+});
+
+describe('SES feedback', () => {
+  const event = (detail: object) => JSON.stringify({ source: 'aws.ses', 'detail-type': 'x', detail: { ...detail, mail: { tags: { organization: ['org_a'] } } } });
+  it('suppresses the addresses of a permanent bounce or a complaint, for the organization tagged; not a transient bounce', () => {
+    expect(suppressionsOf(event({ eventType: 'Bounce', bounce: { bounceType: 'Permanent', bouncedRecipients: [{ emailAddress: 'Ops@Shop.example' }] } })))
+      .toEqual([{ organizationId: 'org_a', email: 'ops@shop.example', reason: 'bounced' }]);
+    expect(suppressionsOf(event({ eventType: 'Complaint', complaint: { complainedRecipients: [{ emailAddress: 'boss@shop.example' }] } })))
+      .toEqual([{ organizationId: 'org_a', email: 'boss@shop.example', reason: 'complained' }]);
+    expect(suppressionsOf(event({ eventType: 'Bounce', bounce: { bounceType: 'Transient', bouncedRecipients: [{ emailAddress: 'ops@shop.example' }] } }))).toEqual([]);
+    expect(suppressionsOf('not json')).toEqual([]);
+    // An SNS notification carries the same event in `Message`.
+    expect(suppressionsOf(JSON.stringify({ Type: 'Notification', Message: JSON.stringify({ notificationType: 'Complaint', complaint: { complainedRecipients: [{ emailAddress: 'a@shop.example' }] }, mail: { tags: { organization: ['org_b'] } } }) })))
+      .toEqual([{ organizationId: 'org_b', email: 'a@shop.example', reason: 'complained' }]);
+  });
+});
