@@ -10,7 +10,8 @@ import { newTimeOrderedId } from '../../../functions/core/platform/ids.js';
 import { withEndpointStore } from '../../../functions/core/delivery/endpoint-store.js';
 import { withDeliveryPorts } from '../../../functions/core/delivery/delivery-port.js';
 import { noticeQueuePort } from '../../../functions/core/notify/produce.js';
-import { digestDay, digestOf, produceDigests } from '../../../functions/core/settings/daily-digest.js';
+import { digestDay, digestOf, produceDigests, runDailyDigest } from '../../../functions/core/settings/daily-digest.js';
+import { recipientStore } from '../../../functions/core/notify/recipient-store.js';
 import { retryLostRaces } from '../../../functions/core/platform/optimistic.js';
 import type { ClientItem } from '../../../functions/core/intake/clients-store.js';
 import { MemoryEndpointStore } from '../../support/memory-endpoint-store.js';
@@ -78,4 +79,16 @@ describe('the digest of a day', () => {
     expect(queue.messages.map((m) => [m.kind, m.key])).toEqual([['daily_digest', `daily_digest|${ORG}|${DAY}`], ['daily_digest', `daily_digest|org_quiet|${DAY}`]]);
     expect(queue.messages[1].data).toEqual({ day: DAY, leadsBySource: {}, endpoints: [], deadLetters: 0 });
   });
+});
+
+it('a scheduled run in the digest hour digests each organization of the recipients\' digest index; in another hour it does nothing', async () => {
+  const { deps, queue, clock } = await given();
+  const store = recipientStore(deps);
+  await store.changeRecipients(ORG, { add: [{ email: 'boss@shop.example', notices: ['daily_digest'], status: 'confirmed', addedAt: 1 }], update: [], remove: [] });
+  await store.changeRecipients('org_leads_only', { add: [{ email: 'ops@shop.example', notices: ['lead.created'], status: 'confirmed', addedAt: 1 }], update: [], remove: [] });
+  expect(await runDailyDigest(deps)).toEqual({ day: DAY, produced: 1 });
+  expect(queue.messages.map((m) => m.key)).toEqual([`daily_digest|${ORG}|${DAY}`]);
+  clock.set('2030-01-15T08:10:00.000Z');
+  expect(await runDailyDigest(deps)).toEqual({ produced: 0 });
+  expect(queue.messages).toHaveLength(1);
 });
