@@ -13,6 +13,7 @@ import { logger, metrics } from '../platform/observability.js';
 import type { EndpointNoticeData } from '../notify/compose.js';
 import type { MessageKind } from '../notify/notice.js';
 import { produceNotices } from '../notify/produce.js';
+import { deliveryStore } from './delivery-port.js';
 
 /** A last error shown in a notice: a receiver's text, bounded. */
 const ERROR_MAX = 300;
@@ -31,11 +32,32 @@ const described = (endpoint: WebhookEndpoint) => ({
   endpointId: endpoint.id, url: endpoint.url, ...(endpoint.description ? { description: endpoint.description } : {}),
 });
 
+/**
+ * Deliveries to the endpoint waiting (pending) among the organization's WAITING_LOOK newest: one
+ * Query of the keys-only `byCreated` index and one BatchGetItem of two attributes, once per pause.
+ * Undefined when it cannot be read (the notice goes without it).
+ */
+export const WAITING_LOOK = 200;
+async function waitingDeliveries(deps: Deps, endpoint: WebhookEndpoint): Promise<number | undefined> {
+  try {
+    const store = deliveryStore(deps);
+    const { keys } = await store.newestDeliveries(endpoint.organizationId, { limit: WAITING_LOOK });
+    const records = await store.get(keys.map(({ pk, sk }) => ({ pk, sk })), { projection: ['endpointId', 'status'] });
+    return records.filter((r) => r.endpointId === endpoint.id && r.status === 'pending').length;
+  } catch (error) {
+    logger.warn('the deliveries waiting for a paused endpoint could not be counted', { organizationId: endpoint.organizationId, endpointId: endpoint.id, error: (error as Error).message });
+    return undefined;
+  }
+}
+
 /** The endpoint's circuit opened at `since` until `until` (ISO), after an attempt that failed with `lastError`. */
-export const noticePaused = (deps: Deps, endpoint: WebhookEndpoint, pause: { since: string; until: string; lastError?: string }) =>
-  produce(deps, endpoint, 'endpoint.paused', {
+export async function noticePaused(deps: Deps, endpoint: WebhookEndpoint, pause: { since: string; until: string; lastError?: string }): Promise<void> {
+  const waiting = await waitingDeliveries(deps, endpoint);
+  await produce(deps, endpoint, 'endpoint.paused', {
     ...described(endpoint), since: pause.since, until: pause.until, ...(pause.lastError ? { lastError: pause.lastError.slice(0, ERROR_MAX) } : {}),
+    ...(waiting !== undefined ? { waiting } : {}),
   });
+}
 
 /** The endpoint was disabled at `since` (ISO) for `reason`. */
 export const noticeDisabled = (deps: Deps, endpoint: WebhookEndpoint, disable: { since: string; reason: string; lastError?: string }) =>

@@ -187,6 +187,7 @@ describe('an endpoint that fails until it is paused', () => {
     const [paused] = await eventually(async () => mailTo(team.email).length > 0 && mailTo(team.email), { what: 'the paused notice' });
     expect(paused.subject).toBe('Webhook endpoint paused: Zapier');
     for (const fact of [`Endpoint: ${url}`, `Id: ${endpoint.id}`, 'Paused since:', 'Last error:', 'HTTP 500', `${info.apiUrl}/settings`]) expect(paused.text).toContain(fact);
+    expect(paused.text).toMatch(/Deliveries waiting: [1-3]\n/);
     // The deliveries keep failing (retries, probes): still the one pause.
     const seen = hits;
     await eventually(async () => hits >= seen + 2, { what: 'more failed attempts' });

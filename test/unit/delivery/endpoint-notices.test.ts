@@ -17,6 +17,9 @@ import { getEndpoint, recordEndpointHealth } from '../../../functions/core/deliv
 import { noticeQueuePort } from '../../../functions/core/notify/produce.js';
 import { MemoryEndpointStore } from '../../support/memory-endpoint-store.js';
 import { MemoryNoticeQueue } from '../../support/memory-notice-queue.js';
+import { MemoryDeliveryQueue, MemoryDeliveryStore } from '../../integration/delivery-core/support/memory-delivery.js';
+import { withDeliveryPorts } from '../../../functions/core/delivery/delivery-port.js';
+import { keys } from '../../../functions/core/platform/model.js';
 
 jest.spyOn(metrics, 'addMetric').mockImplementation(() => metrics);
 jest.spyOn(logger, 'warn').mockImplementation(() => undefined);
@@ -31,7 +34,14 @@ async function given(settings: Partial<Config> = {}) {
   const endpoints = new MemoryEndpointStore();
   const queue = new MemoryNoticeQueue();
   const config: Config = { ...defaultConfig, circuitFailureThreshold: 3, circuitOpenSeconds: 30, disableAfterFailingHours: 1, ...settings };
-  const base = noticeQueuePort.with(withEndpointStore({ now: () => clock.now, config, tables: {}, queues: {} } as unknown as Deps, endpoints), queue);
+  const deliveries = new MemoryDeliveryStore(() => clock.now);
+  // Two deliveries to the endpoint wait, one was delivered, one waits for another endpoint.
+  for (const [n, endpointId, status] of [[1, 'ep_notices', 'pending'], [2, 'ep_notices', 'pending'], [3, 'ep_notices', 'delivered'], [4, 'ep_other', 'pending']] as const) {
+    const item = { ...keys.delivery('org_notices', `dlv_${n}`), id: `dlv_${n}`, organizationId: 'org_notices', endpointId, status, attempts: [], createdAt: at(T0 - n * 1000) };
+    deliveries.items.set(`${item.pk}\u0000${item.sk}`, item);
+  }
+  const ports = withDeliveryPorts(withEndpointStore({ now: () => clock.now, config, tables: {}, queues: {} } as unknown as Deps, endpoints), { store: deliveries, queue: new MemoryDeliveryQueue(() => clock.now) });
+  const base = noticeQueuePort.with(ports, queue);
   const container = () => withContainerMemory(base, new ContainerMemory());
   const endpoint: WebhookEndpoint = {
     id: 'ep_notices', organizationId: 'org_notices', url: 'https://receiver.example.com/hook', events: ['*'], description: 'Zapier',
@@ -53,7 +63,7 @@ describe('an endpoint that fails until its circuit opens', () => {
     await recordAttempt(b, { ...(await stored()), circuit: { failures: 2, opens: 0 } }, failed);
     expect(queue.messages).toEqual([{
       organizationId: 'org_notices', kind: 'endpoint.paused', key: `endpoint.paused|org_notices|ep_notices|${at(T0)}`, at: at(T0),
-      data: { endpointId: 'ep_notices', url: 'https://receiver.example.com/hook', description: 'Zapier', since: at(T0), until: at(T0 + 30_000), lastError: 'HTTP 500: Internal Server Error' },
+      data: { endpointId: 'ep_notices', url: 'https://receiver.example.com/hook', description: 'Zapier', since: at(T0), until: at(T0 + 30_000), lastError: 'HTTP 500: Internal Server Error', waiting: 2 },
     }]);
     // The probe fails: re-opened, still the same pause.
     clock.now = T0 + 31_000;
