@@ -172,6 +172,9 @@ describe('notice recipients, double opt-in and unsubscribe, over real SMTP', () 
     expect(unsubscribe).toContain('/notices/unsubscribe?token=');
     // Another address's token does not work for this one: it is signed for boss alone.
     expect((await fetch(unsubscribe.replace(/token=[^&]+/, 'token=n1.e30.AAAA'), { method: 'POST', body: 'List-Unsubscribe=One-Click', headers: { 'Content-Type': 'application/x-www-form-urlencoded' } })).status).toBe(400);
+    // Opening it (a scanner, a preview) unsubscribes nothing.
+    expect((await fetch(unsubscribe)).status).toBe(200);
+    expect((await statuses())[boss]).toBe('confirmed');
     const oneClick = await fetch(unsubscribe, { method: 'POST', body: 'List-Unsubscribe=One-Click', headers: { 'Content-Type': 'application/x-www-form-urlencoded' } });
     expect(oneClick.status).toBe(200);
     expect(await statuses()).toEqual({ [ops]: 'confirmed', [boss]: 'suppressed' });
@@ -198,6 +201,11 @@ describe('notice recipients, double opt-in and unsubscribe, over real SMTP', () 
     expect(eve.headers.has('bcc')).toBe(false);
     expect(eve.to).toEqual([ops]);
     expect(eve.html).not.toContain('<script>');
+    // Non-ASCII is encoded in the header (RFC 2047) and reads back as sent.
+    await enqueueNotice(deps, notice('lead#zoe', { name: 'Zoë Ørsted' }));
+    const [zoe] = await eventually(async () => { const m = mail.to(ops).filter((r) => r.subject === 'New lead: Zoë Ørsted'); return m.length > 0 && m; }, { what: 'the notice of Zoë' });
+    expect(zoe.raw.slice(0, zoe.raw.indexOf('\r\n\r\n'))).toMatch(/^Subject: =\?UTF-8\?[BQ]\?/m);
+    expect(zoe.text).toContain('Zoë Ørsted');
   });
 
   it('sends a notice once when the mail server was down for a while, then up again', async () => {
