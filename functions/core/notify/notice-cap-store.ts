@@ -18,7 +18,9 @@ export interface NoticeCapStore {
    * Counts `count` lead notices of a stream batch (`batch`: an id of the batch's leads) in the
    * organization's window starting at `windowStart` (epoch ms); answers how many the window had
    * counted before them. The same batch counted again (a stream retry) is not counted twice: it
-   * answers what the first count answered.
+   * answers what the first count answered. Only the organization's last batch is remembered: a
+   * lane retries its failed batch before it moves on, so a retry meets its own count (a bisected
+   * retry counts its halves again: fewer leads mailed one by one, never more).
    */
   countLeadNotices(organizationId: string, windowStart: number, batch: string, count: number, expiresAt: number): Promise<number>;
 }
