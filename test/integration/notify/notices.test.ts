@@ -23,6 +23,7 @@ import { createOrganization, setDuplicatePolicy } from '../../../functions/core/
 import { createApiKey } from '../../../functions/core/tenancy/api-keys.js';
 import { addEndpoint } from '../../../functions/core/delivery/endpoints.js';
 import { recipientStore } from '../../../functions/core/notify/recipient-store.js';
+import { runDailyDigest } from '../../../functions/core/settings/daily-digest.js';
 import type { NoticeKind } from '../../../functions/core/notify/notice.js';
 import { RestartableStack } from '../support/restartable-stack.js';
 import { eventually } from '../support/stack.js';
@@ -145,6 +146,23 @@ describe('a new lead', () => {
     expect(eve.html).not.toContain('<img');
     expect(eve.html).toContain('&lt;script&gt;');
     expect(eve.text).toContain('<img src=x onerror=alert(1)>');
+  });
+});
+
+describe('the daily digest', () => {
+  it('mails the day\'s leads by source to a digest recipient, once, however often its hour runs', async () => {
+    const team = await givenTeam('Digest Plumbing', ['daily_digest']);
+    for (const name of ['Dee', 'Dan']) expect((await postLead(team.key, { first_name: name, email: `${name.toLowerCase()}@example.com` })).status).toBe(201);
+    const today = new Date().toISOString().slice(0, 10);
+    // A run in tomorrow's digest hour digests today.
+    const tomorrow = { ...deps, now: () => Date.parse(`${today}T07:10:00.000Z`) + 86_400_000 };
+    await eventually(async () => (await runDailyDigest(tomorrow)).produced >= 1 && mailTo(team.email).length > 0, { what: 'the digest' });
+    await runDailyDigest(tomorrow);
+    await noticesDrained();
+    const [digest, ...more] = mailTo(team.email);
+    expect(more).toEqual([]);
+    expect(digest.subject).toBe(`Daily digest ${today}: 2 leads`);
+    expect(digest.text).toContain('api, Leads: 2');
   });
 });
 
