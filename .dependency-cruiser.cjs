@@ -1,6 +1,7 @@
 /**
  * Import rules of the domain (docs/architecture.md#import-rules): folders follow the pipeline and imports point one way.
- *   platform ← tenancy ← intake;  platform ← events → delivery;  crm reads tenancy and intake
+ *   platform ← tenancy ← intake;  platform ← events → delivery;  crm reads tenancy and intake;
+ *   notify (notices) reads platform and tenancy, and delivery, events and settings produce notices through it
  *   (the clients store is intake's, intake/clients-store.ts, so crm and settings reach it without a cycle);
  *   notify (telling people by e-mail) reads platform and tenancy, and settings reads it;
  *   the domain never imports handlers (functions/<name>/), the adapters, the front door, the CLI,
@@ -30,9 +31,10 @@ module.exports = {
     onlyMayImport('tenancy', ['platform']),
     onlyMayImport('intake', ['platform', 'tenancy']),
     onlyMayImport('crm', ['platform', 'tenancy', 'intake']),
-    onlyMayImport('delivery', ['platform', 'tenancy']),
-    onlyMayImport('events', ['platform', 'tenancy', 'delivery', 'crm']),
+    // notify: what a notice is, recipients, composing and mailing it; its producers live in the stages that see the facts.
     onlyMayImport('notify', ['platform', 'tenancy']),
+    onlyMayImport('delivery', ['platform', 'tenancy', 'notify']),
+    onlyMayImport('events', ['platform', 'tenancy', 'delivery', 'crm', 'notify']),
     onlyMayImport('settings', ['platform', 'tenancy', 'intake', 'crm', 'events', 'delivery', 'notify']),
     {
       name: 'dynamodb-sdk-only-in-stores',

@@ -7,7 +7,7 @@
  * request time, live in functions/front-door/.
  */
 import {
-  deliveryMaxReceives, endpointRoutingFields, handOffMarkerFields, noticesMaxReceives, queueEnvVars, secretEnvVars, tableEnvVars,
+  DIGEST_INDEX_PK, deliveryMaxReceives, endpointRoutingFields, handOffMarkerFields, noticesMaxReceives, queueEnvVars, secretEnvVars, tableEnvVars,
   type QueueName, type SecretName, type TableName,
 } from '../functions/core/platform/bindings.js';
 import type { RoutedFunction } from '../functions/front-door/routes.js';
@@ -181,7 +181,11 @@ export const secretName = (stage: string, name: SecretName) => `crm/${stage}/${n
  * on the table that project those attributes alone (IAM-enforced); with `leadingKeys`, only items
  * whose partition key matches one of these patterns (`dynamodb:LeadingKeys`, IAM-enforced).
  */
-export type TableGrant = { actions: readonly string[]; index?: { name: string; actions: readonly string[] }; attributes?: readonly string[]; leadingKeys?: readonly string[] };
+export type TableGrant = {
+  actions: readonly string[]; index?: { name: string; actions: readonly string[] }; attributes?: readonly string[];
+  /** Only items under these partition keys (IAM's `dynamodb:LeadingKeys`, exact values). */
+  leadingKeys?: readonly string[];
+};
 /** A list of grants: each its own statement (e.g. GetItem projecting some attributes, Query projecting others). */
 export type TableAccess = 'read' | 'readFields' | 'readUpdate' | 'write' | 'readWrite' | TableGrant | readonly TableGrant[];
 /** `consumeWithBackoff`: consume, and set a failed message's visibility (ChangeMessageVisibility) so its next try waits. */
@@ -278,13 +282,15 @@ export const functions = {
     timeoutSeconds: 30,
     memoryMb: 512,
     // Routing fields only: the fan-out never reads a signing secret. It writes the hand-off marker's
-    // fields alone (docs/decisions.md "Fair under volume"): UpdateItem, no Put or Delete.
+    // fields alone (docs/decisions.md "Fair under volume"): UpdateItem, no Put or Delete. rateWindows:
+    // the lead notices' cap counter, one UpdateItem per organization per batch (functions/core/notify/notice-cap-store.ts).
     tables: {
       endpoints: [{ actions: ['dynamodb:Query'], attributes: endpointRoutingFields }, { actions: ['dynamodb:UpdateItem'], attributes: handOffMarkerFields }],
-      deliveries: 'readWrite',
+      deliveries: 'readWrite', rateWindows: { actions: ['dynamodb:UpdateItem'] },
     },
-    // An organization's large share goes to the bulk queue instead of being recorded in the lane.
-    queues: { deliveryQueue: 'send', bulkQueue: 'send' },
+    // An organization's large share goes to the bulk queue instead of being recorded in the lane;
+    // the batch's lead notices to the notices queue (functions/core/events/lead-notices.ts).
+    queues: { deliveryQueue: 'send', bulkQueue: 'send', noticesQueue: 'send' },
     events: [
       { kind: 'stream', table: 'clients', batchSize: 400, parallelizationFactor: 10, maxRetries: 10, bisectOnError: true, onFailure: 'fanoutFailures' },
       { kind: 'stream', table: 'workOrders', batchSize: 400, parallelizationFactor: 10, maxRetries: 10, bisectOnError: true, onFailure: 'fanoutFailures' },
@@ -298,7 +304,8 @@ export const functions = {
     tables: { endpoints: 'readWrite', deliveries: 'readWrite' },
     // A retry is re-sent as a delayed message; an exhausted delivery is sent to the dead-letter queue.
     // The slow lane: an unhealthy endpoint's deliveries are moved there (and parked there by an open circuit).
-    queues: { deliveryQueue: 'sendAndConsume', deliveryDlq: 'send', deliverySlowQueue: 'sendAndConsume' },
+    // An endpoint paused or disabled is a notice (functions/core/delivery/endpoint-notices.ts).
+    queues: { deliveryQueue: 'sendAndConsume', deliveryDlq: 'send', deliverySlowQueue: 'sendAndConsume', noticesQueue: 'send' },
     events: [
       { kind: 'queue', queue: 'deliveryQueue', batchSize: 10, maxConcurrency: deliveryMaxConcurrency },
       { kind: 'queue', queue: 'deliverySlowQueue', batchSize: 10, maxConcurrency: slowLaneMaxConcurrency },
@@ -341,6 +348,24 @@ export const functions = {
     tables: { deliveries: 'readWrite' },
     queues: { deliveryQueue: 'send' },
     events: [{ kind: 'schedule', rateMinutes: 1 }],
+  },
+  dailyDigest: {
+    entry: 'daily-digest',
+    description: 'Every hour, acting once a day: the day before\'s digest notice of each organization with a digest recipient',
+    timeoutSeconds: 300,
+    memoryMb: 256,
+    tables: {
+      // What the settings page's lists read, no more (functions/core/settings/daily-digest.ts): the
+      // day's lead rows (who sent each lead and when, never contact details), the day's deliveries
+      // through the byCreated index, the endpoints' routing fields.
+      clients: { actions: ['dynamodb:Query'], attributes: REQUEST_LOG_CLIENT_FIELDS },
+      deliveries: { actions: ['dynamodb:BatchGetItem'], index: { name: 'byCreated', actions: ['dynamodb:Query'] } },
+      endpoints: 'readFields',
+      // The organizations with a digest recipient: the recipients store's digest index items, nothing else of that table.
+      organizations: { actions: ['dynamodb:Query'], leadingKeys: [DIGEST_INDEX_PK] },
+    },
+    queues: { noticesQueue: 'send' },
+    events: [{ kind: 'schedule', rateMinutes: 60 }],
   },
   settingsApi: {
     entry: 'settings-api',

@@ -43,7 +43,7 @@ export interface LocalStackOptions {
   seed?: boolean;
   /** Send notices to this SMTP server (CRM_SMTP_URL) instead of the local mail capture. */
   smtpUrl?: string;
-  /** Period of the schedule sources (the due-index sweeper), in ms; default their rate (1 min). Tests compress it. */
+  /** Period of the every-minute schedule sources (the due-index sweeper), in ms; default their rate (1 min). Tests compress it. */
   scheduleIntervalMs?: number;
   log?: (line: string) => void;
 }
@@ -114,7 +114,8 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     const streams = new DynamoDBStreamsClient({ region: REGION, endpoint: emulators.dynamodb, credentials: localCredentials });
     // A sweep re-queues what falls due within dueSweepLookaheadSeconds: a shorter look-ahead (tests) runs the timer that often.
     const period = options.scheduleIntervalMs ?? (settings.dueSweepLookaheadSeconds < 60 ? Math.max(200, settings.dueSweepLookaheadSeconds * 1000) : undefined);
-    const scheduleIntervalMs = period === undefined ? undefined : () => period;
+    // Only the sweeper's minute is compressed: an hourly schedule (the daily digest) keeps its hour.
+    const scheduleIntervalMs = period === undefined ? undefined : (rateMinutes: number) => (rateMinutes <= 1 ? period : rateMinutes * 60_000);
     running.add(startEventSources({ handlers, provisioned, streams, sqs: deps.sqs, dir, onError: running.onError, scheduleIntervalMs }).stop);
 
     const http = await startHttpServer({ port: options.port ?? 3000, handlers: handlers as Record<string, HttpHandler>, onError: running.onError('http') });

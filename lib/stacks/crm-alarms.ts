@@ -212,6 +212,9 @@ export class CrmAlarms extends Construct {
     // Notices the mailer could not send in all its tries (the mail server or SES refusing for hours): people were not told.
     this.add('ticket', 'NoticeDeadLetters', 'The notices dead-letter queue holds notices the mailer could not send after every try: see the mailer\'s log (its SMTP server or SES: sandbox, sending quota, identity) (docs/notifications.md).',
       queues.noticesDlq.metricApproximateNumberOfMessagesVisible({ period: fiveMinutes, statistic: 'Maximum' }), { threshold: 1 });
+    // An endpoint paused or disabled whose notice the notices queue refused (the delivery went on): nobody was told.
+    this.add('ticket', 'NoticesNotQueued', 'An endpoint paused or disabled could not be told by e-mail: the notices queue refused its notice (see the delivery function\'s log, "an endpoint notice could not be queued"; the settings page shows the endpoint\'s state).',
+      serviceMetric('NoticesNotQueued', fiveMinutes), { threshold: 1 });
     this.add('ticket', 'MailFeedbackDeadLetters', 'SES bounce or complaint events could not be recorded: their addresses are not suppressed yet. See the mail-feedback function\'s log.',
       queues.mailFeedbackDlq.metricApproximateNumberOfMessagesVisible({ period: fiveMinutes, statistic: 'Maximum' }), { threshold: 1 });
     // Every stream consumer of the topology: how far behind its stream it is (records older than 24 h are lost).

@@ -21,7 +21,7 @@ import { readRequestLog } from '../../functions/core/settings/request-log-read.j
 import { leadTrail } from '../../functions/core/settings/lead-trail.js';
 import type { Deps } from '../../functions/core/platform/deps.js';
 import { timePart } from '../../functions/core/platform/ids.js';
-import { handOffMarkerFields } from '../../functions/core/platform/bindings.js';
+import { DIGEST_INDEX_PK, handOffMarkerFields } from '../../functions/core/platform/bindings.js';
 import { secrets, type SecretName, deliveryMaxConcurrency, slowLaneMaxConcurrency, functions, outputKeys, queues, tables, type FunctionName, type QueueName, type TableAccess, type TableName, type TableSpec } from '../../lib/topology.js';
 import { hasParameterChild, routes, crossOrigin, routeThrottle, catchAllThrottle, settingsThrottle } from '../../functions/front-door/routes.js';
 import { cors } from '../../functions/core/intake/cors.js';
@@ -236,7 +236,7 @@ describe('the CDK stack', () => {
     expect(actionsOn('eventFanout', queueRef('deliveryQueue'))).not.toContain('sqs:DeleteMessage');
   });
 
-  it('lets delivery consume both lanes and send only to them (retries, moves to the slow lane) and to its dead-letter queue, never touch the clients table', () => {
+  it('lets delivery consume both lanes and send only to them (retries, moves to the slow lane), to its dead-letter queue and to the notices queue, never touch the clients table', () => {
     for (const lane of ['deliveryQueue', 'deliverySlowQueue'] as const) {
       expect(actionsOn('webhookDelivery', queueRef(lane))).toEqual(expect.arrayContaining(['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:SendMessage']));
     }
@@ -244,7 +244,8 @@ describe('the CDK stack', () => {
     expect(actionsOn('webhookDelivery', tableRef('workOrders'))).toEqual([]);
     // A batch's records are read together, its delivered outcomes written one UpdateItem each (batch-records.ts DeliveredWrites).
     expect(actionsOn('webhookDelivery', tableRef('deliveries'))).toEqual(expect.arrayContaining(['dynamodb:BatchGetItem', 'dynamodb:UpdateItem']));
-    const named = ['deliveryDlq', 'deliveryQueue', 'deliverySlowQueue'] as const;
+    // The notices queue: an endpoint paused or disabled is a notice (functions/core/delivery/endpoint-notices.ts).
+    const named = ['deliveryDlq', 'deliveryQueue', 'deliverySlowQueue', 'noticesQueue'] as const;
     const sendsTo = statementsOf('webhookDelivery').filter((st) => st.actions.includes('sqs:SendMessage'))
       .map((st) => named.filter((q) => st.resources.includes(`"${queueRef(q)}"`)).join() || st.resources);
     expect(sendsTo.sort()).toEqual([...named]);
@@ -1029,14 +1030,21 @@ describe('least privilege (a later grant that widens access fails here)', () => 
     expect(functionProps('settingsApi').Environment.Variables[queues.deliveryDlq.envVar]).toBeUndefined();
   });
 
-  it('keeps the signing secrets out of lead intake\'s reach: endpoints live in their own table, which only delivery, the fan-out and the settings API may touch', () => {
+  it('keeps the signing secrets out of lead intake\'s reach: endpoints live in their own table, which only delivery, the fan-out, the daily digest and the settings API may touch', () => {
     expect(actionsOn('leadIntake', tableRef('endpoints'))).toEqual([]);
     // Lead intake never deletes organization data (keys, CAPTCHA secrets, wallet).
     expect(actionsOn('leadIntake', tableRef('organizations'))).not.toEqual(expect.arrayContaining(['dynamodb:DeleteItem']));
     expect(actionsOn('leadIntake', tableRef('organizations'))).not.toEqual(expect.arrayContaining(['dynamodb:BatchWriteItem']));
     expect(allActions('leadIntake').filter((a) => a.startsWith('kms:'))).toEqual([]);
     const bound = (Object.keys(functions) as FunctionName[]).filter((name) => actionsOn(name, tableRef('endpoints')).length > 0);
-    expect(bound.sort()).toEqual(['eventFanout', 'settingsApi', 'webhookDelivery']);
+    expect(bound.sort()).toEqual(['dailyDigest', 'eventFanout', 'settingsApi', 'webhookDelivery']);
+    // The daily digest names endpoints by URL: the fan-out's projection, no more.
+    expect(conditionsOn('dailyDigest', tableRef('endpoints'))).toEqual(conditionsOn('eventFanout', tableRef('endpoints')));
+    // Of the organizations table (keys, wallets) the digest reads the recipients' digest index partition alone.
+    expect(actionsOn('dailyDigest', tableRef('organizations'))).toEqual(['dynamodb:Query']);
+    expect(conditionsOn('dailyDigest', tableRef('organizations'))).toEqual([{ 'ForAllValues:StringEquals': { 'dynamodb:LeadingKeys': [DIGEST_INDEX_PK] } }]);
+    // The fan-out counts lead notices against the cap: one UpdateItem, nothing else of the rate-limit table.
+    expect(actionsOn('eventFanout', tableRef('rateWindows'))).toEqual(['dynamodb:UpdateItem']);
     expect(actionsOn('eventFanout', tableRef('endpoints'))).not.toContain('dynamodb:PutItem');
     // Only delivery (to sign) and the settings API (to rotate) may read whole endpoint items: the
     // fan-out's one statement is a Query projecting the routing fields, `secrets` not among them.

@@ -172,9 +172,9 @@ export class MemoryEndpointStore implements EndpointStore {
     this.write(ref, () => !fault, (i) => { delete i.failingSince; });
   }
 
-  async disableEndpoint(ref: EndpointRef, reason: string): Promise<void> {
+  async disableEndpoint(ref: EndpointRef, reason: string): Promise<boolean> {
     const fault = this.enter('disableEndpoint');
-    this.write(ref, () => !fault, (i) => { i.enabled = false; i.disabledReason = reason; });
+    return Boolean(this.write(ref, (i) => !fault && i.enabled === true, (i) => { i.enabled = false; i.disabledReason = reason; }));
   }
 
   async countFailure(ref: EndpointRef): Promise<number | undefined> {

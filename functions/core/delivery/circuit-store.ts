@@ -15,6 +15,7 @@ import { logger, metrics } from '../platform/observability.js';
 import { afterAttempt, gate, laneFor, openSeconds, reachesThreshold, type Gate, type Lane } from './circuit-breaker.js';
 import { containerMemory } from './container-memory.js';
 import { endpointStore } from './endpoint-store.js';
+import { noticePaused } from './endpoint-notices.js';
 
 /**
  * The circuit's gate, with the half-open probe claimed (one container wins it: the claim moves
@@ -110,8 +111,11 @@ export async function markSlow(deps: Deps, endpoint: WebhookEndpoint): Promise<v
   if (marked) logger.warn('endpoint slower than the main lane allows: moved to the slow lane', { organizationId: endpoint.organizationId, endpointId: endpoint.id, until: slowUntil });
 }
 
-/** After an attempt: records what it means for the circuit (no write for a success on a healthy endpoint). */
-export async function recordAttempt(deps: Deps, endpoint: WebhookEndpoint, outcome: { ok: boolean; probe: boolean; latencyMs: number }): Promise<void> {
+/**
+ * After an attempt: records what it means for the circuit (no write for a success on a healthy
+ * endpoint). `lastError`: what the failed attempt said, for the paused notice.
+ */
+export async function recordAttempt(deps: Deps, endpoint: WebhookEndpoint, outcome: { ok: boolean; probe: boolean; latencyMs: number; lastError?: string }): Promise<void> {
   const now = deps.now();
   const { failedHere } = containerMemory(deps);
   const store = endpointStore(deps);
@@ -140,6 +144,7 @@ export async function recordAttempt(deps: Deps, endpoint: WebhookEndpoint, outco
   if (opened) {
     metrics.addMetric('CircuitOpened', MetricUnit.Count, 1);
     logger.warn('circuit opened', { organizationId: endpoint.organizationId, endpointId: endpoint.id, failures, until });
+    await noticePaused(deps, endpoint, { since: new Date(now).toISOString(), until, lastError: outcome.lastError });
   }
 }
 

@@ -20,6 +20,7 @@ import { MAX_RESPONSE_BODY_BYTES, postWebhook, type PostResult } from './http-cl
 import { deliveryAttempts, parseRetryAfter, retryDelaySeconds } from './schedule.js';
 import { allowListFor } from './ssrf.js';
 import { admitAttempt, markSlow, recordAttempt, releaseProbe } from './circuit-store.js';
+import { failureOf } from './endpoint-notices.js';
 import { takeRateSlot } from './delivery-throttle.js';
 import { attemptError, keptHeaders, secretsOf } from './attempt-log.js';
 import { redactor } from './redaction.js';
@@ -222,7 +223,7 @@ export async function attemptDelivery(
     await markSlow(deps, endpoint);
     return { kind: 'deferred', attempt, untilMs: deps.now(), reason: `no answer within ${admission.timeoutMs} ms: moved to the slow lane`, lane: 'slow' };
   }
-  await recordAttempt(deps, endpoint, { ok: result.ok, probe: admission.probe, latencyMs: result.latencyMs });
+  await recordAttempt(deps, endpoint, { ok: result.ok, probe: admission.probe, latencyMs: result.latencyMs, lastError: failureOf(result) });
   const whole = batch && record;
   const writeDelivered = batch && whole
     ? (attemptMade: DeliveryAttempt) => batch.writes.add(message, whole, attemptMade)
@@ -250,10 +251,10 @@ async function recordOutcome(
   }
   if (result.status === 410) {
     const settled = await settle(deps, message, { to: 'failed', attempt: record_, reason: 'the receiver answered 410 Gone; the endpoint was disabled' }, { kind: 'failed', attempt, result, reason: 'gone' });
-    await recordEndpointHealth(deps, endpoint, 'gone');
+    await recordEndpointHealth(deps, endpoint, 'gone', failureOf(result));
     return settled;
   }
-  await recordEndpointHealth(deps, endpoint, 'failed');
+  await recordEndpointHealth(deps, endpoint, 'failed', failureOf(result));
   if (attempt >= deliveryAttempts(deps.config)) {
     return settle(deps, message, { to: 'failed', attempt: record_, reason: `no success after ${attempt} attempts` }, { kind: 'exhausted', attempt, result, reason: 'retries exhausted' });
   }

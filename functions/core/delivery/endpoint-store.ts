@@ -87,8 +87,8 @@ export interface EndpointStore {
   markFailing(ref: EndpointRef, since: string): Promise<void>;
   /** Health: a success after failures. */
   clearFailing(ref: EndpointRef): Promise<void>;
-  /** Health: disabled, with why. */
-  disableEndpoint(ref: EndpointRef, reason: string): Promise<void>;
+  /** Health: disabled, with why, only if it is enabled; whether this write disabled it (its notice is sent once). */
+  disableEndpoint(ref: EndpointRef, reason: string): Promise<boolean>;
   /** Counts a failed attempt; the failures counted since the circuit last closed (undefined: no such endpoint). */
   countFailure(ref: EndpointRef): Promise<number | undefined>;
   /** Opens the circuit until `until`, only if it is closed (a late failure does not extend an open one). */
@@ -381,7 +381,7 @@ export function dynamoEndpointStore(deps: Deps): EndpointStore {
       await update(ref, { expression: 'REMOVE failingSince', condition: 'attribute_exists(pk)' });
     },
     async disableEndpoint(ref, reason) {
-      await update(ref, { expression: 'SET enabled = :f, disabledReason = :r', condition: 'attribute_exists(pk)', values: { ':f': false, ':r': reason } });
+      return Boolean(await update(ref, { expression: 'SET enabled = :f, disabledReason = :r', condition: 'attribute_exists(pk) AND enabled = :t', values: { ':f': false, ':r': reason, ':t': true } }));
     },
 
     async countFailure(ref) {

@@ -14,6 +14,7 @@ import { newSigningKey, publicKeyOf, schemeOf, signersOf, signingOf, type Signin
 // The organization store alone, not tenancy/organizations.ts: that would bring the wallet and billing into the fan-out's and delivery's bundles.
 import { organizationStore } from '../tenancy/organization-store.js';
 import { endpointStore, type EndpointChange, type EndpointFields, type FanOutView } from './endpoint-store.js';
+import { noticeDisabled } from './endpoint-notices.js';
 import { applyHeaderChanges, maskedHeaders, requireHeadersAgain, validateOptions, validateUrl, type HeaderChanges } from './endpoint-fields.js';
 
 /** A key that signs now, as its owner sees it: its scheme, an ed25519 key's public key, and when a retiring one stops. */
@@ -255,18 +256,25 @@ export async function rotateSecrets(
 /** The secrets and keys that sign right now: the newest first, then any still inside their grace (signing.ts signersOf; signFor signs with them). */
 export const activeSecrets = (endpoint: WebhookEndpoint, now: number): string[] => signersOf(endpoint, now).map((s) => s.secret);
 
-/** Records a failing streak and disables the endpoint once it has failed for too long; clears it on success. */
-export async function recordEndpointHealth(deps: Deps, endpoint: WebhookEndpoint, outcome: 'ok' | 'failed' | 'gone'): Promise<void> {
+/**
+ * Records a failing streak and disables the endpoint once it has failed for too long; clears it on
+ * success. The write that disables it produces the `endpoint.disabled` notice (`lastError`: what the
+ * attempt said).
+ */
+export async function recordEndpointHealth(deps: Deps, endpoint: WebhookEndpoint, outcome: 'ok' | 'failed' | 'gone', lastError?: string): Promise<void> {
   const store = endpointStore(deps);
   const now = new Date(deps.now()).toISOString();
+  const disable = async (reason: string) => {
+    if (await store.disableEndpoint(endpoint, reason)) await noticeDisabled(deps, endpoint, { since: now, reason, lastError });
+  };
   if (outcome === 'ok') {
     if (endpoint.failingSince) await store.clearFailing(endpoint);
   } else if (outcome === 'gone') {
-    await store.disableEndpoint(endpoint, `the receiver answered 410 Gone at ${now}`);
+    await disable(`the receiver answered 410 Gone at ${now}`);
   } else if (!endpoint.failingSince) {
     await store.markFailing(endpoint, now);
   } else if (deps.now() - Date.parse(endpoint.failingSince) > deps.config.disableAfterFailingHours * 3_600_000) {
-    await store.disableEndpoint(endpoint, `failing without a success since ${endpoint.failingSince}`);
+    await disable(`failing without a success since ${endpoint.failingSince}`);
   }
 }
 

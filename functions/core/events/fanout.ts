@@ -6,7 +6,8 @@
  * large share (and, for BULK_STAYS_MS after one, its shares of HANDED_OFF_SHARE events or more) is
  * handed to the bulk queue and recorded there the same way (bulk-share.ts). Events for a
  * disabled endpoint are recorded as skipped; payloads too big for the queue are recorded as failed
- * with the reason, never retried in a loop.
+ * with the reason, never retried in a loop. The batch's new and returning leads are also the
+ * team's lead notices (lead-notices.ts), handed to the notices queue in one call.
  */
 import type { Deps } from '../platform/deps.js';
 import type { DeliveryMessage, EventPayload, WebhookEndpoint } from '../platform/model.js';
@@ -21,6 +22,7 @@ import type { StreamChange } from './stream-changes.js';
 import { isSubscribed } from '../delivery/subscriptions.js';
 import { recordNewLeads } from '../delivery/record-statistics.js';
 import { newLeadsOf } from './lead-statistics.js';
+import { produceLeadNotices } from './lead-notices.js';
 
 /** The deliveries of one event: one per endpoint of `endpoints` subscribed to it. */
 const plan = (event: EventPayload, endpoints: WebhookEndpoint[]): PlannedDelivery[] =>
@@ -163,12 +165,13 @@ export async function fanOut(deps: Deps, changes: StreamChange[]): Promise<FanOu
   const now = deps.now();
   const { lane, bulk, large } = shares(done.flatMap((w) => w.planned), now, handOffUntil);
   try {
-    await Promise.all([handOff(deps, bulk), (async () => queueDeliveries(deps, await recordDeliveries(deps, lane)))()]);
+    // The batch's lead notices (lead-notices.ts) go with its deliveries: a retry redoes both and repeats neither.
+    await Promise.all([handOff(deps, bulk), (async () => queueDeliveries(deps, await recordDeliveries(deps, lane)))(), produceLeadNotices(deps, done)]);
     await markHandOffs(deps, large, now);
   } catch (error) {
     // One line per organization of the batch, naming its endpoints, so each organization's query finds it.
     for (const [organizationId, endpointIds] of endpointsByOrganization([...lane, ...bulk.flat()])) {
-      logger.error('recording or queuing deliveries failed', { organizationId, endpointIds: [...endpointIds].join(','), error: error as Error });
+      logger.error('recording or queuing deliveries or notices failed', { organizationId, endpointIds: [...endpointIds].join(','), error: error as Error });
     }
     return changes[0] ? { failedFrom: changes[0].sequenceNumber } : {};
   }

@@ -5,7 +5,8 @@
  * delays or fails a lead. A send that fails throws (the SDK has retried it): the producer decides
  * whether its own work fails with it.
  */
-import { SendMessageCommand } from '@aws-sdk/client-sqs';
+import { SendMessageBatchCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
+import { inSqsBatches } from '../platform/batches.js';
 import type { Deps } from '../platform/deps.js';
 import type { NoticeMessage } from './notice.js';
 
@@ -27,6 +28,18 @@ async function send(deps: Deps, message: QueuedMessage): Promise<void> {
 /** Queues a notice for the mailer (functions/mailer). */
 export function enqueueNotice(deps: Deps, message: NoticeMessage): Promise<void> {
   return send(deps, message);
+}
+
+/**
+ * Queues several notices in SendMessageBatch calls of up to 10 (a stream batch's lead notices are
+ * one call per 10, not one per notice); throws if any was refused, naming how many.
+ */
+export async function enqueueNotices(deps: Deps, messages: NoticeMessage[]): Promise<void> {
+  const bodies = messages.map((m) => JSON.stringify(m));
+  await Promise.all(inSqsBatches(bodies, (b) => Buffer.byteLength(b)).map(async (batch) => {
+    const out = await deps.sqs.send(new SendMessageBatchCommand({ QueueUrl: deps.queues.noticesQueue, Entries: batch.map((body, n) => ({ Id: String(n), MessageBody: body })) }));
+    if (out.Failed?.length) throw new Error(`could not queue ${out.Failed.length} notices: ${out.Failed.map((f) => f.Code).join(', ')}`);
+  }));
 }
 
 /** Queues the confirmation e-mail of an address added at `addedAt` (one per addition: its key names it). */

@@ -12,6 +12,7 @@ import { queryAll } from '../platform/dynamo-store.js';
 import { keys } from '../platform/model.js';
 import { depsPort } from '../platform/deps-port.js';
 import { NOTICE_KINDS, type NoticeKind } from './notice.js';
+import { DIGEST_INDEX_PK } from '../platform/bindings.js';
 
 /** pending: added, its confirmation e-mail sent, nothing else until its link is followed; confirmed: gets the notices it picked; suppressed: gets nothing (unsubscribed, bounced, complained). */
 export const RECIPIENT_STATUSES = ['pending', 'confirmed', 'suppressed'] as const;
@@ -56,9 +57,19 @@ export interface RecipientStore {
   changeRecipients(organizationId: string, changes: RecipientChanges): Promise<void>;
   /** Moves one recipient's status when its current one is in `from` (and its addition is `addedAt`); false when absent or not. */
   setStatus(organizationId: string, email: string, change: StatusChange): Promise<boolean>;
+  /** The organizations with a recipient who picked `daily_digest` (any status: the mailer sends to the confirmed), from the digest index. */
+  digestOrganizations(): Promise<string[]>;
   /** Counts `count` confirmation e-mails more on the organization's `day` (YYYY-MM-DD), unless that would pass `max`: false then, nothing counted. */
   countConfirmations(organizationId: string, day: string, count: number, max: number): Promise<boolean>;
 }
+
+/**
+ * The digest index: one item per recipient who picked `daily_digest`, in one partition
+ * (DIGEST_INDEX_PK, `sk = <organizationId>#<address>`), written in the same transaction as the
+ * recipient, so the daily digest lists its organizations with one Query, never a scan.
+ */
+export const digestIndexKey = (organizationId: string, email: string) => ({ pk: DIGEST_INDEX_PK, sk: `${organizationId}#${email}` });
+const picksDigest = (notices: readonly string[]) => notices.includes('daily_digest');
 
 export const RECIPIENT_PREFIX = 'RECIPIENT#';
 /** The confirmation e-mails of an organization's day: `CONFIRMATIONS#<day>` (`count`). */
@@ -106,8 +117,16 @@ export function dynamoRecipientStore(deps: Deps): RecipientStore {
             },
           })),
           ...remove.map((email) => ({ Delete: { TableName, Key: recipientKey(organizationId, email) } })),
+          // The digest index follows the picks (an idempotent put or delete each).
+          ...[...add, ...update].filter((r) => picksDigest(r.notices)).map((r) => ({ Put: { TableName, Item: { ...digestIndexKey(organizationId, r.email), organizationId } } })),
+          ...[...update.filter((u) => !picksDigest(u.notices)).map((u) => u.email), ...remove].map((email) => ({ Delete: { TableName, Key: digestIndexKey(organizationId, email) } })),
         ],
       }));
+    },
+
+    async digestOrganizations() {
+      const items = await queryAll(deps, { TableName, KeyConditionExpression: 'pk = :p', ExpressionAttributeValues: { ':p': DIGEST_INDEX_PK } });
+      return [...new Set(items.map((i) => i.organizationId as string))];
     },
 
     async setStatus(organizationId, email, change) {

@@ -60,3 +60,10 @@ export const noticesMaxReceives = 8;
  * (delivery/endpoint-store.ts markHandOff). `expiresAt` is the table's TTL attribute.
  */
 export const handOffMarkerFields = ['pk', 'sk', 'handOffUntil', 'expiresAt'] as const;
+
+/**
+ * The partition of the organizations table that lists who gets a daily digest (one item per
+ * recipient who picked it, kept by functions/core/notify/recipient-store.ts): the daily-digest
+ * function's grant reads this partition alone.
+ */
+export const DIGEST_INDEX_PK = 'DIGEST#RECIPIENTS';

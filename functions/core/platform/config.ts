@@ -120,6 +120,14 @@ export const configSchema = z.object({
    * tests point them at a loopback stub. On a deployed stage a non-https URL is dropped (asDeployed).
    */
   captchaVerifyUrls: z._default(z.partialRecord(z.enum(['turnstile', 'hcaptcha', 'recaptcha']), z.url()), {}),
+  /**
+   * Lead notices an organization is mailed one by one in a window of leadNoticeWindowSeconds; the
+   * leads past it fold into one summary for the window (docs/notifications.md "The notices").
+   */
+  leadNoticeCap: z._default(positiveInt(), 20),
+  leadNoticeWindowSeconds: z._default(positiveInt().check(atMost(86_400, 'leadNoticeWindowSeconds', 'the window\'s counter is kept a day')), 600),
+  /** The UTC hour the daily digest of the day before is produced (its schedule runs hourly). */
+  digestHourUtc: z._default(int().check(z.minimum(0), z.maximum(23)), 7),
   /** How long a siteverify call may take before the lead is refused (fail closed, 503). */
   captchaTimeoutMs: z._default(positiveInt().check(atMost(10_000, 'captchaTimeoutMs', 'the lead function times out at 10 s')), 3000),
   /**

@@ -164,7 +164,7 @@ describe('notice recipients, double opt-in and unsubscribe, over real SMTP', () 
     await queueDrained();
     expect(mail.to(boss)).toHaveLength(2);
     expect(mail.to(ops)).toHaveLength(3);
-    expect(lead2.subject).toBe('New lead: Ada Lovelace');
+    expect(lead2.subject).toBe('New lead: Ada Lovelace (Leaky faucet)');
 
     // RFC 8058: the List-Unsubscribe URL, POSTed `List-Unsubscribe=One-Click` by the mail client.
     const unsubscribe = /^<(https?:\/\/[^>]+)>$/.exec(lead2.headers.get('list-unsubscribe') ?? '')![1];

@@ -113,7 +113,8 @@ describe.each(implementations)('the endpoints store (%s)', (_name, make) => {
     const { endpoints: [endpoint] } = await given(store);
     await store.markFailing(endpoint, at(T0));
     await store.markFailing(endpoint, at(T0 + 1000)); // only the first failure after a success marks
-    await store.disableEndpoint(endpoint, 'failing too long');
+    expect(await store.disableEndpoint(endpoint, 'failing too long')).toBe(true);
+    expect(await store.disableEndpoint(endpoint, 'again')).toBe(false); // only the write that disables it says so (its notice goes once)
     await store.countFailure(endpoint);
     await store.openCircuit(endpoint, at(T0 + 60_000));
     const sick = (await store.getEndpoint(endpoint.organizationId, endpoint.id))!;

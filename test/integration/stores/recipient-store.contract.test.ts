@@ -24,6 +24,23 @@ describe.each(implementations)('the recipient store on %s', (_name, implementati
     expect(await store.getRecipient(org, 'b@shop.example')).toBeUndefined();
   });
 
+  it('lists the organizations with a recipient who picked the daily digest, following picks and removals', async () => {
+    const impl = await implementation();
+    const store = recipientStore(impl.deps);
+    const [org, other] = [newId('org', 12), newId('org', 12)];
+    await store.changeRecipients(org, { add: [{ ...pending('a@shop.example'), notices: ['daily_digest'] }, { ...pending('b@shop.example'), notices: ['daily_digest', 'lead.created'] }], update: [], remove: [] });
+    await store.changeRecipients(other, { add: [pending('c@shop.example')], update: [], remove: [] });
+    let listed = await store.digestOrganizations();
+    expect(listed).toContain(org);
+    expect(listed).not.toContain(other);
+    expect(listed.filter((o) => o === org)).toHaveLength(1);
+    await store.changeRecipients(other, { add: [], update: [{ email: 'c@shop.example', notices: ['daily_digest'] }], remove: [] });
+    await store.changeRecipients(org, { add: [], update: [{ email: 'a@shop.example', notices: ['lead.created'] }], remove: ['b@shop.example'] });
+    listed = await store.digestOrganizations();
+    expect(listed).toContain(other);
+    expect(listed).not.toContain(org);
+  });
+
   it('writes nothing of a change that meets an address already there, or a change of picks of one that is gone', async () => {
     const impl = await implementation();
     const store = recipientStore(impl.deps);

@@ -5,7 +5,8 @@
  * is not (and then nothing of the change is written), a status moved only from the statuses named
  * and for the addition named. test/integration/stores/recipient-store.contract.test.ts holds the two to one behaviour.
  */
-import { RECIPIENT_PREFIX, confirmationsKey, recipientItem, recipientKey, toRecipient, type RecipientStore } from '../../../functions/core/notify/recipient-store.js';
+import { RECIPIENT_PREFIX, confirmationsKey, digestIndexKey, recipientItem, recipientKey, toRecipient, type RecipientStore } from '../../../functions/core/notify/recipient-store.js';
+import { DIGEST_INDEX_PK } from '../../../functions/core/platform/bindings.js';
 import { keys } from '../../../functions/core/platform/model.js';
 
 type Item = Record<string, unknown>;
@@ -27,7 +28,14 @@ export function memoryRecipientStore(items: Map<string, Item>): RecipientStore {
       for (const r of add) items.set(id(recipientKey(organizationId, r.email)), structuredClone(recipientItem(organizationId, r)));
       for (const u of update) items.get(id(recipientKey(organizationId, u.email)))!.notices = [...u.notices];
       for (const email of remove) items.delete(id(recipientKey(organizationId, email)));
+      // The digest index follows the picks.
+      for (const r of [...add, ...update]) {
+        if (r.notices.includes('daily_digest')) items.set(id(digestIndexKey(organizationId, r.email)), { ...digestIndexKey(organizationId, r.email), organizationId });
+        else items.delete(id(digestIndexKey(organizationId, r.email)));
+      }
+      for (const email of remove) items.delete(id(digestIndexKey(organizationId, email)));
     },
+    digestOrganizations: async () => [...new Set([...items.values()].filter((i) => i.pk === DIGEST_INDEX_PK).map((i) => i.organizationId as string))],
     setStatus: async (organizationId, email, change) => {
       const item = items.get(id(recipientKey(organizationId, email)));
       if (!item || !change.from.includes(item.status as never) || (change.addedAt !== undefined && item.addedAt !== change.addedAt)) return false;

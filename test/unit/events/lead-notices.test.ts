@@ -1,0 +1,162 @@
+/**
+ * The lead notices a stream batch produces (functions/core/events/lead-notices.ts), through the
+ * fan-out's stream adapter on twins: an in-memory notices queue, the cap counter's twin, no
+ * endpoints, and a clock the test moves. A mailer sends each notice key once, so "once" below is
+ * one key, and the cap counts one write per organization per batch.
+ */
+import { describe, it, expect, jest, beforeEach } from '@jest/globals';
+import type { DynamoDBRecord } from 'aws-lambda';
+import { fanOutStreamBatch } from '../../../functions/event-fanout/stream-batch.js';
+import { keys } from '../../../functions/core/platform/model.js';
+import { logger } from '../../../functions/core/platform/observability.js';
+import { withEndpointStore } from '../../../functions/core/delivery/endpoint-store.js';
+import { noticeQueuePort } from '../../../functions/core/notify/produce.js';
+import { noticeCapPort } from '../../../functions/core/notify/notice-cap-store.js';
+import { MemoryEndpointStore } from '../../support/memory-endpoint-store.js';
+import { MemoryNoticeQueue } from '../../support/memory-notice-queue.js';
+import { MemoryNoticeCapStore } from '../../support/stores/memory-notice-cap-store.js';
+import { memoryStores } from '../../support/stores/memory-deps.js';
+import { streamRecord } from './given-stream.js';
+
+jest.spyOn(logger, 'error').mockImplementation(() => undefined);
+
+const ORG = 'org_notices';
+let n = 0;
+
+/** A client item as lead intake writes it (intake/lead-client.ts clientItem). */
+function leadItem(fields: Record<string, unknown> = {}, organizationId = ORG) {
+  const id = `cli_${String(++n).padStart(6, '0')}`;
+  return {
+    ...keys.client(organizationId, id), entity: 'client', id, organization_id: organizationId, status: 'lead', source: 'api',
+    first_name: 'Ada', last_name: `Lovelace ${n}`, email: `ada${n}@example.com`, sms_consent: false, submission_count: 1,
+    created_at: '2030-01-15T12:00:00.000Z', updated_at: '2030-01-15T12:00:00.000Z', request_id: `req_${n}`, key_id: 'key_1', ...fields,
+  };
+}
+const inserted = (item: Record<string, unknown>) => streamRecord('aws', 'INSERT', { new: item });
+
+function given(config: Record<string, unknown> = {}) {
+  const stores = memoryStores({ now: '2030-01-15T12:00:00.000Z', config: { leadNoticeCap: 20, leadNoticeWindowSeconds: 600, ...config } });
+  const queue = new MemoryNoticeQueue();
+  const cap = new MemoryNoticeCapStore();
+  let deps = withEndpointStore(stores.deps, new MemoryEndpointStore());
+  deps = noticeQueuePort.with(deps, queue);
+  deps = noticeCapPort.with(deps, cap);
+  const run = (records: DynamoDBRecord[]) => fanOutStreamBatch(deps, records);
+  return { ...stores, queue, cap, run };
+}
+
+beforeEach(() => { n = 0; });
+
+describe('a new lead', () => {
+  it('is one lead.created notice with its name, contact details, service, source and notes', async () => {
+    const { queue, run } = given();
+    const item = leadItem({ phone: '+14155550100', service: 'Leaky faucet', notes: 'Call after 5', address: '1 Main St' });
+    expect(await run([inserted(item)])).toEqual({ batchItemFailures: [] });
+    expect(queue.messages).toEqual([{
+      organizationId: ORG, kind: 'lead.created', key: `lead.created|${ORG}|${item.id}`, at: '2030-01-15T12:00:00.000Z',
+      data: { clientId: item.id, name: `Ada ${item.last_name}`, email: item.email, phone: '+14155550100', service: 'Leaky faucet', notes: 'Call after 5', address: '1 Main St', source: 'api' },
+    }]);
+    expect(queue.calls).toBe(1);
+  });
+
+  it('is still one notice when the stream batch is retried, and counts once against the cap', async () => {
+    const { queue, cap, run } = given();
+    const records = [inserted(leadItem()), inserted(leadItem())];
+    await run(records);
+    await run(records);
+    expect(queue.unique.map((m) => m.kind)).toEqual(['lead.created', 'lead.created']);
+    expect([...cap.items.values()].map((i) => i.leads)).toEqual([2]);
+  });
+
+  it('fails the batch when the notices queue cannot take it, and the retry hands it over', async () => {
+    const { queue, run } = given();
+    const records = [inserted(leadItem())];
+    queue.failNext = true;
+    const failed = await run(records);
+    expect(failed.batchItemFailures).toHaveLength(1);
+    expect(await run(records)).toEqual({ batchItemFailures: [] });
+    expect(queue.unique).toHaveLength(1);
+  });
+
+  it('from a no-script form says so; a flagged duplicate names the client it may repeat', async () => {
+    const { queue, run } = given();
+    await run([inserted(leadItem({ request_status: 303, possible_duplicate_of: 'cli_earlier' }))]);
+    expect(queue.messages[0].data).toMatchObject({ source: 'form', possibleDuplicateOf: 'cli_earlier' });
+  });
+
+  it('filed under another organization produces nothing', async () => {
+    const { queue, run } = given();
+    jest.spyOn(logger, 'warn').mockImplementationOnce(() => undefined);
+    await run([inserted({ ...leadItem(), organization_id: 'org_other' })]);
+    expect(queue.messages).toEqual([]);
+  });
+
+  it('a client the CRM inserts, and edits of a lead, produce nothing', async () => {
+    const { queue, run } = given();
+    const lead = leadItem();
+    await run([
+      inserted(leadItem({ source: 'crm' })),
+      streamRecord('aws', 'MODIFY', { old: lead, new: { ...lead, status: 'customer', updated_at: '2030-01-15T12:01:00.000Z' } }),
+    ]);
+    expect(queue.messages).toEqual([]);
+  });
+});
+
+describe('a lead merged into an earlier client', () => {
+  it('is a lead.returning notice, never a second lead.created', async () => {
+    const { queue, run } = given();
+    const earlier = leadItem();
+    const merged = {
+      ...earlier, submission_count: 2, updated_at: '2030-01-15T12:05:00.000Z',
+      submissions: [{ at: '2030-01-15T12:05:00.000Z', source: 'api', key_id: 'key_1', request_id: 'req_merge', sms_consent: false, service: 'Boiler' }],
+    };
+    await run([inserted(earlier)]);
+    const merge = [streamRecord('aws', 'MODIFY', { old: earlier, new: merged })];
+    await run(merge);
+    await run(merge); // retried
+    expect(queue.unique.map((m) => [m.kind, m.key])).toEqual([
+      ['lead.created', `lead.created|${ORG}|${earlier.id}`],
+      ['lead.returning', `lead.returning|${ORG}|${earlier.id}|2|req_merge`],
+    ]);
+    expect(queue.unique[1].data).toMatchObject({ clientId: earlier.id, submission: 2, service: 'Boiler' });
+  });
+});
+
+describe('an import past the cap', () => {
+  it('1,000 leads produce the cap and one summary, with one counter write per batch', async () => {
+    const { queue, cap, clock, run } = given();
+    for (let batch = 0; batch < 10; batch++) {
+      await run(Array.from({ length: 100 }, () => inserted(leadItem())));
+      clock.advance(20_000);
+    }
+    const sent = queue.unique;
+    expect(sent.filter((m) => m.kind === 'lead.created')).toHaveLength(20);
+    expect(sent.filter((m) => m.kind === 'lead.summary')).toEqual([expect.objectContaining({
+      key: `lead.summary|${ORG}|${Date.parse('2030-01-15T12:00:00.000Z')}`,
+      data: { folded: 80, cap: 20, since: '2030-01-15T12:00:00.000Z', until: '2030-01-15T12:10:00.000Z' },
+    })]);
+    expect(sent.length).toBeLessThanOrEqual(21);
+    expect(cap.writes).toBe(10);
+    expect(queue.calls).toBe(1); // the first batch hands its notices over in one call; the folded batches hand over nothing
+  });
+
+  it('an organization under its cap is not held back by another one over it, and the next window mails one by one again', async () => {
+    const { queue, clock, run } = given({ leadNoticeCap: 3 });
+    await run([...Array.from({ length: 10 }, () => inserted(leadItem())), inserted(leadItem({}, 'org_small'))]);
+    expect(queue.unique.filter((m) => m.organizationId === 'org_small').map((m) => m.kind)).toEqual(['lead.created']);
+    expect(queue.unique.filter((m) => m.organizationId === ORG).map((m) => m.kind)).toEqual(['lead.created', 'lead.created', 'lead.created', 'lead.summary']);
+    clock.advance(600_000);
+    await run([inserted(leadItem())]);
+    expect(queue.unique.at(-1)!.kind).toBe('lead.created');
+  });
+
+  it('the batch that reaches the cap exactly makes no summary; the next lead does', async () => {
+    const { queue, run } = given({ leadNoticeCap: 2 });
+    await run([inserted(leadItem()), inserted(leadItem())]);
+    expect(queue.unique.map((m) => m.kind)).toEqual(['lead.created', 'lead.created']);
+    await run([inserted(leadItem())]);
+    await run([inserted(leadItem())]);
+    expect(queue.unique.map((m) => m.kind)).toEqual(['lead.created', 'lead.created', 'lead.summary']);
+    expect(queue.messages).toHaveLength(3); // the fourth lead: nothing more, the summary's window holds it
+  });
+});
