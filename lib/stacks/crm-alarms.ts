@@ -54,7 +54,7 @@ const runbookSections: Record<string, string> = {
   Api5xxShare: 'alarm-api', ApiLatency: 'alarm-api', RateLimitFailOpen: 'alarm-api', CaptchaUnavailable: 'alarm-api',
   LeadRefundFailed: 'alarm-lead-billing', LeadUsageCountFailed: 'alarm-lead-billing',
   BackupJobsFailed: 'alarm-backups', BackupCopyJobsFailed: 'alarm-backups',
-  NoticeDeadLetters: 'alarm-notices', MailFeedbackDeadLetters: 'alarm-notices',
+  NoticeDeadLetters: 'alarm-notices', MailFeedbackDeadLetters: 'alarm-notices', NoticesNotQueued: 'alarm-notices',
   StatisticsIteratorAge: 'alarm-statistics', StatisticsUnwritten: 'alarm-statistics',
 };
 

@@ -126,7 +126,7 @@ describe('the fan-out’s and the bulk fan-out’s failure lines name the organi
     w.ports.store.recorded = async () => { throw new Error('ProvisionedThroughputExceededException'); };
     const [first] = w.batch(1);
     expect(await fanOutStreamBatch(w.container(), [first])).toEqual({ batchItemFailures: [{ itemIdentifier: first.dynamodb!.SequenceNumber }] });
-    expect(error).toHaveBeenCalledWith('recording or queuing deliveries failed', expect.objectContaining({ organizationId: IMPORTER, endpointIds: 'ep_imp' }));
+    expect(error).toHaveBeenCalledWith('recording or queuing deliveries or notices failed', expect.objectContaining({ organizationId: IMPORTER, endpointIds: 'ep_imp' }));
   });
 
   it('a bulk message that cannot be recorded, and one that is no bulk message', async () => {
