@@ -8,7 +8,6 @@
  */
 import type { Deps } from '../platform/deps.js';
 import { logger } from '../platform/observability.js';
-import { getOrganization } from '../tenancy/organizations.js';
 import { composeNotice } from './compose.js';
 import { composeConfirmation } from './confirmation-mail.js';
 import type { MailTransport, OutgoingMail } from './mail-transport.js';
@@ -86,8 +85,8 @@ async function confirmationMails(deps: Deps, message: ConfirmationMessage, optio
   const recipient = await recipientStore(deps).getRecipient(message.organizationId, email);
   // Confirmed meanwhile, removed, added again (its own message follows), suppressed: nothing to send.
   if (!recipient || recipient.status !== 'pending' || recipient.addedAt !== addedAt) return [];
-  const organization = await getOrganization(deps, message.organizationId);
+  const organizationName = await recipientStore(deps).organizationName(message.organizationId);
   const secret = await options.linkSecret();
   const confirmUrl = linkUrl(options.baseUrl, 'confirm', signLink(secret, { organizationId: message.organizationId, email, purpose: 'confirm', addedAt }));
-  return [{ organizationId: message.organizationId, to: email, ...composeConfirmation({ organizationName: organization?.name ?? '', email, confirmUrl }) }];
+  return [{ organizationId: message.organizationId, to: email, ...composeConfirmation({ organizationName: organizationName ?? '', email, confirmUrl }) }];
 }

@@ -59,6 +59,8 @@ export interface RecipientStore {
   setStatus(organizationId: string, email: string, change: StatusChange): Promise<boolean>;
   /** The organizations with a recipient who picked `daily_digest` (any status: the mailer sends to the confirmed), from the digest index. */
   digestOrganizations(): Promise<string[]>;
+  /** The organization's name (its item's `name` alone: the mailer's grant reads no more of it); undefined when there is no such organization. */
+  organizationName(organizationId: string): Promise<string | undefined>;
   /** Counts `count` confirmation e-mails more on the organization's `day` (YYYY-MM-DD), unless that would pass `max`: false then, nothing counted. */
   countConfirmations(organizationId: string, day: string, count: number, max: number): Promise<boolean>;
 }
@@ -72,6 +74,20 @@ export const digestIndexKey = (organizationId: string, email: string) => ({ pk: 
 const picksDigest = (notices: readonly string[]) => notices.includes('daily_digest');
 
 export const RECIPIENT_PREFIX = 'RECIPIENT#';
+/**
+ * The attributes a read of a recipient projects, and all the mailer's IAM grant on the organizations
+ * table lets it read (lib/topology.ts): never a whole organization item (wallet, keys' hashes).
+ */
+export const RECIPIENT_FIELDS = ['pk', 'sk', 'email', 'notices', 'status', 'addedAt', 'confirmedAt', 'suppressedAt', 'suppressedReason'] as const;
+/** The organization item's attributes the mailer reads (the confirmation e-mail names the organization). */
+export const ORGANIZATION_NAME_FIELDS = ['pk', 'sk', 'name'] as const;
+/** The attributes the mail-feedback function's UpdateItem names (setStatus to suppressed): its IAM grant allows no others. */
+export const SUPPRESSION_FIELDS = ['pk', 'sk', 'status', 'suppressedAt', 'suppressedReason'] as const;
+/** A projection of `fields` (every name aliased: `name` and `status` are reserved words). */
+export const projectionOf = (fields: readonly string[]) => ({
+  ProjectionExpression: fields.map((_, i) => `#p${i}`).join(', '),
+  ExpressionAttributeNames: Object.fromEntries(fields.map((f, i) => [`#p${i}`, f])),
+});
 /** The confirmation e-mails of an organization's day: `CONFIRMATIONS#<day>` (`count`). */
 export const confirmationsKey = (organizationId: string, day: string) => ({ pk: keys.org(organizationId).pk, sk: `CONFIRMATIONS#${day}` });
 export const recipientKey = (organizationId: string, email: string) => ({ pk: keys.org(organizationId).pk, sk: `${RECIPIENT_PREFIX}${email}` });
@@ -96,13 +112,19 @@ export function dynamoRecipientStore(deps: Deps): RecipientStore {
       const items = await queryAll(deps, {
         TableName, KeyConditionExpression: 'pk = :p AND begins_with(sk, :s)',
         ExpressionAttributeValues: { ':p': keys.org(organizationId).pk, ':s': RECIPIENT_PREFIX }, ConsistentRead: true,
+        ...projectionOf(RECIPIENT_FIELDS), Select: 'SPECIFIC_ATTRIBUTES',
       });
       return items.map(toRecipient);
     },
 
     async getRecipient(organizationId, email) {
-      const { Item } = await deps.doc.send(new GetCommand({ TableName, Key: recipientKey(organizationId, email), ConsistentRead: true }));
+      const { Item } = await deps.doc.send(new GetCommand({ TableName, Key: recipientKey(organizationId, email), ConsistentRead: true, ...projectionOf(RECIPIENT_FIELDS) }));
       return Item ? toRecipient(Item) : undefined;
+    },
+
+    async organizationName(organizationId) {
+      const { Item } = await deps.doc.send(new GetCommand({ TableName, Key: keys.org(organizationId), ...projectionOf(ORGANIZATION_NAME_FIELDS) }));
+      return Item ? String(Item.name ?? '') : undefined;
     },
 
     async changeRecipients(organizationId, { add, update, remove }) {

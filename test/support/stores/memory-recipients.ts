@@ -35,6 +35,10 @@ export function memoryRecipientStore(items: Map<string, Item>): RecipientStore {
       }
       for (const email of remove) items.delete(id(digestIndexKey(organizationId, email)));
     },
+    organizationName: async (organizationId) => {
+      const item = items.get(id(keys.org(organizationId)));
+      return item ? String(item.name ?? '') : undefined;
+    },
     digestOrganizations: async () => [...new Set([...items.values()].filter((i) => i.pk === DIGEST_INDEX_PK).map((i) => i.organizationId as string))],
     setStatus: async (organizationId, email, change) => {
       const item = items.get(id(recipientKey(organizationId, email)));
