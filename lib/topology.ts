@@ -15,7 +15,7 @@ import type { RoutedFunction } from '../functions/front-door/routes.js';
 export type { QueueName, SecretName, TableName };
 import { TRAIL_CLIENT_FIELDS } from '../functions/core/settings/trail-fields.js';
 import { REQUEST_LOG_CLIENT_FIELDS } from '../functions/core/tenancy/request-log-fields.js';
-import { ORGANIZATION_NAME_FIELDS, RECIPIENT_FIELDS, SUPPRESSION_FIELDS } from '../functions/core/notify/recipient-store.js';
+import { ORGANIZATION_NAME_FIELDS, RECIPIENT_FIELDS, SUPPRESSION_FIELDS } from '../functions/core/notify/recipient-fields.js';
 
 export type KeyType = 'S' | 'N';
 export interface KeySpec { name: string; type: KeyType }

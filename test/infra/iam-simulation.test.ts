@@ -12,7 +12,7 @@ import { stages } from '../../lib/stages.js';
 import { functions, queues, tables, type FunctionName, type FunctionSpec, type QueueName, type QueueSpec, type TableAccess, type TableName, type TableSpec } from '../../lib/topology.js';
 import { TRAIL_CLIENT_FIELDS } from '../../functions/core/settings/trail-fields.js';
 import { REQUEST_LOG_CLIENT_FIELDS } from '../../functions/core/tenancy/request-log-fields.js';
-import { RECIPIENT_FIELDS, SUPPRESSION_FIELDS } from '../../functions/core/notify/recipient-store.js';
+import { RECIPIENT_FIELDS, SUPPRESSION_FIELDS } from '../../functions/core/notify/recipient-fields.js';
 import { arnResolver } from './support/resolve-arns.js';
 import { synthStage, type Synthesized } from './support/synth.js';
 

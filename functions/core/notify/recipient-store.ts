@@ -13,6 +13,7 @@ import { keys } from '../platform/model.js';
 import { depsPort } from '../platform/deps-port.js';
 import { NOTICE_KINDS, type NoticeKind } from './notice.js';
 import { DIGEST_INDEX_PK } from '../platform/bindings.js';
+import { ORGANIZATION_NAME_FIELDS, RECIPIENT_FIELDS } from './recipient-fields.js';
 
 /** pending: added, its confirmation e-mail sent, nothing else until its link is followed; confirmed: gets the notices it picked; suppressed: gets nothing (unsubscribed, bounced, complained). */
 export const RECIPIENT_STATUSES = ['pending', 'confirmed', 'suppressed'] as const;
@@ -74,15 +75,6 @@ export const digestIndexKey = (organizationId: string, email: string) => ({ pk: 
 const picksDigest = (notices: readonly string[]) => notices.includes('daily_digest');
 
 export const RECIPIENT_PREFIX = 'RECIPIENT#';
-/**
- * The attributes a read of a recipient projects, and all the mailer's IAM grant on the organizations
- * table lets it read (lib/topology.ts): never a whole organization item (wallet, keys' hashes).
- */
-export const RECIPIENT_FIELDS = ['pk', 'sk', 'email', 'notices', 'status', 'addedAt', 'confirmedAt', 'suppressedAt', 'suppressedReason'] as const;
-/** The organization item's attributes the mailer reads (the confirmation e-mail names the organization). */
-export const ORGANIZATION_NAME_FIELDS = ['pk', 'sk', 'name'] as const;
-/** The attributes the mail-feedback function's UpdateItem names (setStatus to suppressed): its IAM grant allows no others. */
-export const SUPPRESSION_FIELDS = ['pk', 'sk', 'status', 'suppressedAt', 'suppressedReason'] as const;
 /** A projection of `fields` (every name aliased: `name` and `status` are reserved words). */
 export const projectionOf = (fields: readonly string[]) => ({
   ProjectionExpression: fields.map((_, i) => `#p${i}`).join(', '),
