@@ -12,6 +12,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { Deps } from '../platform/deps.js';
+import { BACKOFFS, retry } from '../platform/retry.js';
 import { logger } from '../platform/observability.js';
 import { composeNotice } from './compose.js';
 import { composeConfirmation } from './confirmation-mail.js';
@@ -115,7 +116,8 @@ async function sendOnce(deps: Deps, message: QueuedMessage, mail: OutgoingMail, 
     logger.warn('mailer: send failed', { kind: message.kind, organizationId: message.organizationId, to: addressHash(mail.to), error: errorCode(error), transportDown });
     return { failed: errorCode(error), transportDown };
   }
-  await marks.markSent(mark, deps.now());
+  // Sent: a lost mark would send it again on the message's next try, so a throttle or a blip is retried here.
+  await retry(() => marks.markSent(mark, deps.now()), { backoff: BACKOFFS.markSent, attempts: 4, shouldRetry: () => true });
   return 'sent';
 }
 

@@ -1,8 +1,8 @@
 /**
  * The mailer under a failing mail server (docs/notifications.md "Sending"), on the twins with a
  * fake transport: a transport failure stops the message at its first address, a hung server is cut
- * off before the invocation's time is up and every record keeps its backoff, and
- * no log line names an address.
+ * off before the invocation's time is up and every record keeps its backoff, a sent mark survives a
+ * blip, and no log line names an address.
  */
 import { describe, it, expect, beforeEach, afterEach, jest } from '@jest/globals';
 import type { SQSRecord } from 'aws-lambda';
@@ -111,5 +111,14 @@ describe('the mailer under a failing mail server', () => {
     }
     expect(logged.join('\n')).toContain(addressHash(addresses[0]));
     expect(logged.join('\n')).toContain('ECONNECTION');
+  });
+
+  it('retries the sent mark after a blip: the address is not mailed again on the next try', async () => {
+    const { deps } = setup(2);
+    const sent: string[] = [];
+    const transport: MailTransport = { send: async (mail) => { sent.push(mail.to); } };
+    await sendQueuedMessage(deps, notice('s1'), options(transport));
+    await sendQueuedMessage(deps, notice('s1'), options(transport));
+    expect(sent.sort()).toEqual(addresses);
   });
 });
