@@ -141,5 +141,10 @@ async function confirmationMails(deps: Deps, message: ConfirmationMessage, optio
   const organizationName = await recipientStore(deps).organizationName(message.organizationId);
   const secret = await options.linkSecret();
   const confirmUrl = linkUrl(options.baseUrl, 'confirm', signLink(secret, { organizationId: message.organizationId, email, purpose: 'confirm', addedAt }));
-  return [{ organizationId: message.organizationId, to: email, ...composeConfirmation({ organizationName: organizationName ?? '', email, confirmUrl }) }];
+  // "I did not ask for this": the unsubscribe link, which suppresses the address for good (it is never added again).
+  const rejectUrl = linkUrl(options.baseUrl, 'unsubscribe', signLink(secret, { organizationId: message.organizationId, email, purpose: 'unsubscribe' }));
+  return [{
+    organizationId: message.organizationId, to: email, ...composeConfirmation({ organizationName: organizationName ?? '', email, confirmUrl, rejectUrl }),
+    headers: { 'List-Unsubscribe': `<${rejectUrl}>`, 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' },
+  }];
 }

@@ -38,6 +38,18 @@ export interface RecipientChanges {
   /** Existing recipients whose picks change (their item must exist; the status is kept). */
   update: { email: string; notices: NoticeKind[] }[];
   remove: string[];
+  /** Addresses to remember as suppressed (a suppressed recipient removed): `SUPPRESSED#<address>` items, kept after the recipient. */
+  suppressed?: { email: string; reason: SuppressedReason; at: string }[];
+  /** Confirmation e-mails sent for these additions: `CONFIRMATION#<address>` items (`addedAt`). */
+  confirmations?: { email: string; addedAt: number }[];
+}
+
+/** What an organization remembers of an address beyond its recipient item. */
+export interface AddressRecord {
+  /** It unsubscribed, bounced or complained: never added again. */
+  suppressed?: SuppressedReason;
+  /** The addition its last confirmation e-mail was sent for. */
+  confirmationAddedAt?: number;
 }
 
 export interface StatusChange {
@@ -60,6 +72,10 @@ export interface RecipientStore {
   setStatus(organizationId: string, email: string, change: StatusChange): Promise<boolean>;
   /** The organizations with a recipient who picked `daily_digest` (any status: the mailer sends to the confirmed), from the digest index. */
   digestOrganizations(): Promise<string[]>;
+  /** Remembers that the address is suppressed, listed or not (an UpdateItem naming the suppression's attributes: mail-feedback's grant). */
+  rememberSuppressed(organizationId: string, email: string, reason: SuppressedReason, at: string): Promise<void>;
+  /** What the organization remembers of each of `emails` (one GetItem per record: an addition is at most MAX_RECIPIENTS). */
+  addressRecords(organizationId: string, emails: readonly string[]): Promise<Map<string, AddressRecord>>;
   /** The organization's name (its item's `name` alone: the mailer's grant reads no more of it); undefined when there is no such organization. */
   organizationName(organizationId: string): Promise<string | undefined>;
   /** Counts `count` confirmation e-mails more on the organization's `day` (YYYY-MM-DD), unless that would pass `max`: false then, nothing counted. */
@@ -82,6 +98,12 @@ export const projectionOf = (fields: readonly string[]) => ({
 });
 /** The confirmation e-mails of an organization's day: `CONFIRMATIONS#<day>` (`count`). */
 export const confirmationsKey = (organizationId: string, day: string) => ({ pk: keys.org(organizationId).pk, sk: `CONFIRMATIONS#${day}` });
+export const suppressedKey = (organizationId: string, email: string) => ({ pk: keys.org(organizationId).pk, sk: `SUPPRESSED#${email}` });
+export const confirmationKey = (organizationId: string, email: string) => ({ pk: keys.org(organizationId).pk, sk: `CONFIRMATION#${email}` });
+export const suppressedItem = (organizationId: string, s: { email: string; reason: SuppressedReason; at: string }) =>
+  ({ ...suppressedKey(organizationId, s.email), entity: 'notice_suppressed', status: 'suppressed', suppressedAt: s.at, suppressedReason: s.reason });
+export const confirmationItem = (organizationId: string, c: { email: string; addedAt: number }) =>
+  ({ ...confirmationKey(organizationId, c.email), entity: 'notice_confirmation', addedAt: c.addedAt });
 export const recipientKey = (organizationId: string, email: string) => ({ pk: keys.org(organizationId).pk, sk: `${RECIPIENT_PREFIX}${email}` });
 
 /** A recipient from its item; picks an earlier version did not know are dropped. */
@@ -114,12 +136,35 @@ export function dynamoRecipientStore(deps: Deps): RecipientStore {
       return Item ? toRecipient(Item) : undefined;
     },
 
+    async rememberSuppressed(organizationId, email, reason, at) {
+      await deps.doc.send(new UpdateCommand({
+        TableName, Key: suppressedKey(organizationId, email), UpdateExpression: 'SET #s = :s, suppressedAt = :at, suppressedReason = :r',
+        ExpressionAttributeNames: { '#s': 'status' }, ExpressionAttributeValues: { ':s': 'suppressed', ':at': at, ':r': reason },
+      }));
+    },
+
+    async addressRecords(organizationId, emails) {
+      const out = new Map<string, AddressRecord>();
+      await Promise.all(emails.map(async (email) => {
+        const [suppressed, confirmation] = await Promise.all([
+          deps.doc.send(new GetCommand({ TableName, Key: suppressedKey(organizationId, email), ConsistentRead: true, ...projectionOf(['suppressedReason']) })),
+          deps.doc.send(new GetCommand({ TableName, Key: confirmationKey(organizationId, email), ConsistentRead: true, ...projectionOf(['addedAt']) })),
+        ]);
+        const record: AddressRecord = {
+          ...(suppressed.Item ? { suppressed: (suppressed.Item.suppressedReason as SuppressedReason | undefined) ?? 'unsubscribed' } : {}),
+          ...(confirmation.Item ? { confirmationAddedAt: Number(confirmation.Item.addedAt) } : {}),
+        };
+        if (record.suppressed || record.confirmationAddedAt !== undefined) out.set(email, record);
+      }));
+      return out;
+    },
+
     async organizationName(organizationId) {
       const { Item } = await deps.doc.send(new GetCommand({ TableName, Key: keys.org(organizationId), ...projectionOf(ORGANIZATION_NAME_FIELDS) }));
       return Item ? String(Item.name ?? '') : undefined;
     },
 
-    async changeRecipients(organizationId, { add, update, remove }) {
+    async changeRecipients(organizationId, { add, update, remove, suppressed = [], confirmations = [] }) {
       if (add.length + update.length + remove.length === 0) return;
       await deps.doc.send(new TransactWriteCommand({
         TransactItems: [
@@ -131,6 +176,8 @@ export function dynamoRecipientStore(deps: Deps): RecipientStore {
             },
           })),
           ...remove.map((email) => ({ Delete: { TableName, Key: recipientKey(organizationId, email) } })),
+          ...suppressed.map((x) => ({ Put: { TableName, Item: suppressedItem(organizationId, x) } })),
+          ...confirmations.map((c) => ({ Put: { TableName, Item: confirmationItem(organizationId, c) } })),
           // The digest index follows the picks (an idempotent put or delete each).
           ...[...add, ...update].filter((r) => picksDigest(r.notices)).map((r) => ({ Put: { TableName, Item: { ...digestIndexKey(organizationId, r.email), organizationId } } })),
           ...[...update.filter((u) => !picksDigest(u.notices)).map((u) => u.email), ...remove].map((email) => ({ Delete: { TableName, Key: digestIndexKey(organizationId, email) } })),

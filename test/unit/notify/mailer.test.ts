@@ -121,4 +121,19 @@ describe('the mailer under a failing mail server', () => {
     await sendQueuedMessage(deps, notice('s1'), options(transport));
     expect(sent.sort()).toEqual(addresses);
   });
+
+  it('sends a confirmation with an "I did not ask for this" link and List-Unsubscribe headers', async () => {
+    const pending = recipientItem('org_1', { email: 'new@shop.example', notices: ['lead.created'], status: 'pending', addedAt: 5 });
+    const stores = memoryStores();
+    stores.organizations.items.set(`${pending.pk}\u0000${pending.sk}`, pending);
+    const sent: OutgoingMail[] = [];
+    const transport: MailTransport = { send: async (mail) => { sent.push(mail); } };
+    const withMarks = noticeMarkPort.with(stores.deps, memoryMarks().store);
+    await sendQueuedMessage(withMarks, { organizationId: 'org_1', kind: 'recipient.confirm', key: 'confirm#5', at: '2030-01-15T12:00:00.000Z', data: { email: 'new@shop.example', addedAt: 5 } }, options(transport));
+    expect(sent).toHaveLength(1);
+    expect(sent[0].headers?.['List-Unsubscribe']).toMatch(/^<https:\/\/crm\.example\/.*unsubscribe.*>$/);
+    expect(sent[0].headers?.['List-Unsubscribe-Post']).toBe('List-Unsubscribe=One-Click');
+    expect(sent[0].text).toContain('I did not ask for this');
+    expect(sent[0].html).toContain('I did not ask for this');
+  });
 });
