@@ -42,6 +42,12 @@ export interface RecipientChanges {
   suppressed?: { email: string; reason: SuppressedReason; at: string }[];
   /** Confirmation e-mails sent for these additions: `CONFIRMATION#<address>` items (`addedAt`). */
   confirmations?: { email: string; addedAt: number }[];
+  /**
+   * The organization's recipient count as the change read it and as it leaves it: the change is
+   * written only if the count item (`RECIPIENTS`, absent before its first counted change) still says
+   * `before`, so two concurrent changes read from the same list cannot both pass MAX_RECIPIENTS.
+   */
+  count?: { before: number; after: number };
 }
 
 /** What an organization remembers of an address beyond its recipient item. */
@@ -98,6 +104,7 @@ export const projectionOf = (fields: readonly string[]) => ({
 });
 /** The confirmation e-mails of an organization's day: `CONFIRMATIONS#<day>` (`count`). */
 export const confirmationsKey = (organizationId: string, day: string) => ({ pk: keys.org(organizationId).pk, sk: `CONFIRMATIONS#${day}` });
+export const recipientCountKey = (organizationId: string) => ({ pk: keys.org(organizationId).pk, sk: 'RECIPIENTS' });
 export const suppressedKey = (organizationId: string, email: string) => ({ pk: keys.org(organizationId).pk, sk: `SUPPRESSED#${email}` });
 export const confirmationKey = (organizationId: string, email: string) => ({ pk: keys.org(organizationId).pk, sk: `CONFIRMATION#${email}` });
 export const suppressedItem = (organizationId: string, s: { email: string; reason: SuppressedReason; at: string }) =>
@@ -164,7 +171,7 @@ export function dynamoRecipientStore(deps: Deps): RecipientStore {
       return Item ? String(Item.name ?? '') : undefined;
     },
 
-    async changeRecipients(organizationId, { add, update, remove, suppressed = [], confirmations = [] }) {
+    async changeRecipients(organizationId, { add, update, remove, suppressed = [], confirmations = [], count }) {
       if (add.length + update.length + remove.length === 0) return;
       await deps.doc.send(new TransactWriteCommand({
         TransactItems: [
@@ -175,7 +182,16 @@ export function dynamoRecipientStore(deps: Deps): RecipientStore {
               ConditionExpression: 'attribute_exists(pk)', ExpressionAttributeValues: { ':n': u.notices },
             },
           })),
-          ...remove.map((email) => ({ Delete: { TableName, Key: recipientKey(organizationId, email) } })),
+          // Only one that is there: a concurrent change that removed it already fails this one (the count stays exact).
+          ...remove.map((email) => ({ Delete: { TableName, Key: recipientKey(organizationId, email), ...(count ? { ConditionExpression: 'attribute_exists(pk)' } : {}) } })),
+          ...(count ? [{
+            Update: {
+              TableName, Key: recipientCountKey(organizationId), UpdateExpression: 'SET #c = :after, entity = :e',
+              // Absent: no counted change yet (recipients written before the count item existed are in `before`).
+              ConditionExpression: 'attribute_not_exists(#c) OR #c = :before', ExpressionAttributeNames: { '#c': 'count' },
+              ExpressionAttributeValues: { ':after': count.after, ':before': count.before, ':e': 'notice_recipient_count' },
+            },
+          }] : []),
           ...suppressed.map((x) => ({ Put: { TableName, Item: suppressedItem(organizationId, x) } })),
           ...confirmations.map((c) => ({ Put: { TableName, Item: confirmationItem(organizationId, c) } })),
           // The digest index follows the picks (an idempotent put or delete each).

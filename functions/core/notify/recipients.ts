@@ -108,7 +108,8 @@ export async function setRecipients(deps: Deps, organizationId: string, list: re
       const r = current.get(email)!;
       return r.status === 'suppressed' ? [{ email, reason: r.suppressedReason ?? 'unsubscribed', at: r.suppressedAt ?? new Date(now).toISOString() }] : [];
     });
-    await store.changeRecipients(organizationId, { add, update, remove, suppressed, confirmations: mailed.map((r) => ({ email: r.email, addedAt })) });
+    const count = { before: current.size, after: current.size + add.length - remove.length };
+    await store.changeRecipients(organizationId, { add, update, remove, suppressed, confirmations: mailed.map((r) => ({ email: r.email, addedAt })), count });
   } catch (error) {
     if ((error as Error).name === 'TransactionCanceledException') throw conflict('The recipients changed meanwhile: read them again, then save.');
     throw error;

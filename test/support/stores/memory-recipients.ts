@@ -5,7 +5,7 @@
  * is not (and then nothing of the change is written), a status moved only from the statuses named
  * and for the addition named. test/integration/stores/recipient-store.contract.test.ts holds the two to one behaviour.
  */
-import { RECIPIENT_PREFIX, confirmationItem, confirmationKey, suppressedItem, suppressedKey, type AddressRecord, type SuppressedReason, confirmationsKey, digestIndexKey, recipientItem, recipientKey, toRecipient, type RecipientStore } from '../../../functions/core/notify/recipient-store.js';
+import { RECIPIENT_PREFIX, recipientCountKey, confirmationItem, confirmationKey, suppressedItem, suppressedKey, type AddressRecord, type SuppressedReason, confirmationsKey, digestIndexKey, recipientItem, recipientKey, toRecipient, type RecipientStore } from '../../../functions/core/notify/recipient-store.js';
 import { DIGEST_INDEX_PK } from '../../../functions/core/platform/bindings.js';
 import { keys } from '../../../functions/core/platform/model.js';
 
@@ -22,12 +22,15 @@ export function memoryRecipientStore(items: Map<string, Item>): RecipientStore {
       const item = items.get(id(recipientKey(organizationId, email)));
       return item && toRecipient(structuredClone(item));
     },
-    changeRecipients: async (organizationId, { add, update, remove, suppressed = [], confirmations = [] }) => {
-      const clash = add.some((r) => items.has(id(recipientKey(organizationId, r.email)))) || update.some((u) => !items.has(id(recipientKey(organizationId, u.email))));
+    changeRecipients: async (organizationId, { add, update, remove, suppressed = [], confirmations = [], count }) => {
+      const counted = items.get(id(recipientCountKey(organizationId)))?.count;
+      const clash = add.some((r) => items.has(id(recipientKey(organizationId, r.email)))) || update.some((u) => !items.has(id(recipientKey(organizationId, u.email))))
+        || (count !== undefined && (remove.some((email) => !items.has(id(recipientKey(organizationId, email)))) || (counted !== undefined && counted !== count.before)));
       if (clash) throw Object.assign(new Error('Transaction cancelled'), { name: 'TransactionCanceledException' });
       for (const r of add) items.set(id(recipientKey(organizationId, r.email)), structuredClone(recipientItem(organizationId, r)));
       for (const u of update) items.get(id(recipientKey(organizationId, u.email)))!.notices = [...u.notices];
       for (const email of remove) items.delete(id(recipientKey(organizationId, email)));
+      if (count) items.set(id(recipientCountKey(organizationId)), { ...recipientCountKey(organizationId), count: count.after, entity: 'notice_recipient_count' });
       for (const x of suppressed) items.set(id(suppressedKey(organizationId, x.email)), suppressedItem(organizationId, x));
       for (const c of confirmations) items.set(id(confirmationKey(organizationId, c.email)), confirmationItem(organizationId, c));
       // The digest index follows the picks.

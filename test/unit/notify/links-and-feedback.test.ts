@@ -97,6 +97,21 @@ describe('recipients', () => {
   });
 });
 
+describe(`at most ${MAX_RECIPIENTS} recipients`, () => {
+  it('under two concurrent changes read from the same list: one is written, the other is a 409', async () => {
+    const memory = memoryStores();
+    const deps = { ...memory.deps, sqs: { send: async () => ({}) } } as unknown as Deps;
+    const six = (tag: string) => Array.from({ length: 6 }, (_, i) => ({ email: `${tag}${i}@shop.example`, notices: ['lead.created'] }));
+    const results = await Promise.allSettled([setRecipients(deps, 'org_a', six('a')), setRecipients(deps, 'org_a', six('b'))]);
+    expect(results.map((r) => r.status).sort()).toEqual(['fulfilled', 'rejected']);
+    expect(results.find((r) => r.status === 'rejected')).toMatchObject({ reason: { status: 409 } });
+    expect((await listRecipients(deps, 'org_a')).length).toBe(6);
+    // The next change, read from the list as it is, goes.
+    await setRecipients(deps, 'org_a', [...six('a').slice(0, 4), ...six('c')]);
+    expect((await listRecipients(deps, 'org_a')).length).toBe(10);
+  });
+});
+
 describe('confirmation e-mails', () => {
   it(`are at most ${MAX_CONFIRMATIONS_PER_DAY} an organization's day: past it, new addresses are a 429 and nothing is written; the next day they go`, async () => {
     const memory = memoryStores();
