@@ -72,10 +72,10 @@ module.exports = {
     },
     {
       name: 'topology-is-data',
-      comment: 'lib/topology.ts is read by the stacks and the local stack: it imports only the bindings it shares with the functions (functions/core/platform/bindings.ts) and the client fields a lead\'s trail and the request log may read (their IAM grants)',
+      comment: 'lib/topology.ts is read by the stacks and the local stack: it imports only the bindings it shares with the functions (functions/core/platform/bindings.ts) the client fields a lead\'s trail and the request log may read, and the recipient fields the e-mail functions may name (their IAM grants)',
       severity: 'error',
       from: { path: '^lib/topology[.]ts$' },
-      to: { pathNot: ['^functions/core/platform/bindings[.]ts$', '^functions/core/settings/trail-fields[.]ts$', '^functions/core/tenancy/request-log-fields[.]ts$', '^node:'], dependencyTypesNot: ['core', 'npm', 'npm-dev', 'type-only'] },
+      to: { pathNot: ['^functions/core/platform/bindings[.]ts$', '^functions/core/settings/trail-fields[.]ts$', '^functions/core/tenancy/request-log-fields[.]ts$', '^functions/core/notify/recipient-fields[.]ts$', '^node:'], dependencyTypesNot: ['core', 'npm', 'npm-dev', 'type-only'] },
     },
     {
       name: 'local-knows-no-cli',

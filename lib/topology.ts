@@ -15,6 +15,7 @@ import type { RoutedFunction } from '../functions/front-door/routes.js';
 export type { QueueName, SecretName, TableName };
 import { TRAIL_CLIENT_FIELDS } from '../functions/core/settings/trail-fields.js';
 import { REQUEST_LOG_CLIENT_FIELDS } from '../functions/core/tenancy/request-log-fields.js';
+import { ORGANIZATION_NAME_FIELDS, RECIPIENT_FIELDS, SUPPRESSION_FIELDS } from '../functions/core/notify/recipient-fields.js';
 
 export type KeyType = 'S' | 'N';
 export interface KeySpec { name: string; type: KeyType }
@@ -398,10 +399,14 @@ export const functions = {
     timeoutSeconds: 30,
     memoryMb: 256,
     tables: {
-      // The recipients (a Query of the organization's RECIPIENT# items) and the organization's name: never a write.
-      organizations: { actions: ['dynamodb:GetItem', 'dynamodb:Query'] },
-      // The sent marks (notify/notice-mark-store.ts: `notice#…` items with a TTL, beside the lead endpoint's idempotency records).
-      idempotency: { actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'] },
+      // The recipients (a Query of the organization's RECIPIENT# items) and the organization's name,
+      // projected (recipient-store.ts): never a whole item (a wallet, a key's hash), never a write.
+      organizations: [
+        { actions: ['dynamodb:GetItem'], attributes: [...RECIPIENT_FIELDS, ...ORGANIZATION_NAME_FIELDS] },
+        { actions: ['dynamodb:Query'], attributes: RECIPIENT_FIELDS },
+      ],
+      // The sent marks alone (notify/notice-mark-store.ts: `notice#…` items with a TTL), not the lead endpoint's idempotency records beside them.
+      idempotency: { actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'], leadingKeys: ['notice#*'] },
     },
     queues: { noticesQueue: 'consumeWithBackoff' },
     // Few at once: a mail server or SES's sending rate is the bound, not Lambda.
@@ -414,8 +419,8 @@ export const functions = {
     description: 'Records SES bounces and complaints: the address stops receiving notices (suppressed)',
     timeoutSeconds: 10,
     memoryMb: 256,
-    // Reads a recipient and sets its status: UpdateItem on existing RECIPIENT# items only.
-    tables: { organizations: { actions: ['dynamodb:UpdateItem'] } },
+    // Sets a recipient's status: UpdateItem naming the suppression's attributes alone (recipient-store.ts SUPPRESSION_FIELDS).
+    tables: { organizations: { actions: ['dynamodb:UpdateItem'], attributes: SUPPRESSION_FIELDS } },
     queues: { mailFeedbackQueue: 'consume' },
     events: [{ kind: 'queue', queue: 'mailFeedbackQueue', batchSize: 10, maxConcurrency: 2 }],
   },

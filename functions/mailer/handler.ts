@@ -19,9 +19,9 @@ function readLinkSecret(): Promise<string> {
   return linkSecret();
 }
 
-export const handler = instrumented(async (event: SQSEvent): Promise<SQSBatchResponse> => {
+export const handler = instrumented(async (event: SQSEvent, context): Promise<SQSBatchResponse> => {
   const deps = await lambdaDeps();
   const baseUrl = (process.env[mailerEnvVars.publicApiUrl] ?? '').replace(/\/+$/, '');
   const transport = mailTransport(deps.config, { sesConfigurationSet: process.env[mailerEnvVars.sesConfigurationSet] });
-  return sendNoticeBatch(deps, event.Records, { transport, linkSecret: readLinkSecret, baseUrl });
+  return sendNoticeBatch(deps, event.Records, { transport, linkSecret: readLinkSecret, baseUrl, remainingMs: () => context.getRemainingTimeInMillis() });
 });

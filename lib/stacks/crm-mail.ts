@@ -3,7 +3,7 @@
  * set every notice is sent through, its bounce and complaint events sent by EventBridge to the mail
  * feedback queue (the mail-feedback function suppresses the address), and the mailer's grant:
  * ses:SendEmail and ses:SendRawEmail on the stage's sending identity and this configuration set
- * only. The identity (a domain, verified in SES by hand: docs/deploy.md) is the sender's domain.
+ * only, from the stage's sender address only. The identity (a domain, verified in SES by hand: docs/deploy.md) is the sender's domain.
  */
 import { Stack } from 'aws-cdk-lib';
 import * as events from 'aws-cdk-lib/aws-events';
@@ -23,9 +23,12 @@ export interface CrmMailProps {
   feedbackQueue: sqs.IQueue;
 }
 
+/** The bare address of a sender (`Name <a@b>` or `a@b`): the grant's `ses:FromAddress`. */
+export const senderAddress = (sender: string) => (/<([^>]+)>/.exec(sender)?.[1] ?? sender).trim();
+
 /** The domain of a sender: the SES identity the grant names. */
 export function senderDomain(sender: string): string {
-  const address = /<([^>]+)>/.exec(sender)?.[1] ?? sender;
+  const address = senderAddress(sender);
   const domain = address.split('@')[1]?.trim().toLowerCase();
   if (!domain) throw new Error(`notices sender "${sender}" has no domain: set the stage's notices.sender to an address (lib/stages.ts)`);
   return domain;
@@ -52,7 +55,11 @@ export class CrmMail extends Construct {
     const identity = stack.formatArn({ service: 'ses', resource: 'identity', resourceName: senderDomain(props.sender) });
     const configurationSetArn = stack.formatArn({ service: 'ses', resource: 'configuration-set', resourceName: this.configurationSet.configurationSetName });
     for (const fn of props.senders) {
-      fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['ses:SendEmail', 'ses:SendRawEmail'], resources: [identity, configurationSetArn] }));
+      // As the stage's sender only: another address of the verified domain is not this role's to send as.
+      fn.addToRolePolicy(new iam.PolicyStatement({
+        actions: ['ses:SendEmail', 'ses:SendRawEmail'], resources: [identity, configurationSetArn],
+        conditions: { StringEquals: { 'ses:FromAddress': senderAddress(props.sender) } },
+      }));
       fn.addEnvironment(mailerEnvVars.sesConfigurationSet, this.configurationSet.configurationSetName);
     }
   }

@@ -12,6 +12,7 @@ import { stages } from '../../lib/stages.js';
 import { functions, queues, tables, type FunctionName, type FunctionSpec, type QueueName, type QueueSpec, type TableAccess, type TableName, type TableSpec } from '../../lib/topology.js';
 import { TRAIL_CLIENT_FIELDS } from '../../functions/core/settings/trail-fields.js';
 import { REQUEST_LOG_CLIENT_FIELDS } from '../../functions/core/tenancy/request-log-fields.js';
+import { RECIPIENT_FIELDS, SUPPRESSION_FIELDS } from '../../functions/core/notify/recipient-fields.js';
 import { arnResolver } from './support/resolve-arns.js';
 import { synthStage, type Synthesized } from './support/synth.js';
 
@@ -161,6 +162,34 @@ describe('least privilege, simulated on the prod roles', () => {
         ['dynamodb:PutItem', tableArn('clients')], ['dynamodb:UpdateItem', tableArn('clients')], ['dynamodb:DeleteItem', tableArn('clients')],
       ];
       expect(await decideAll('settingsApi', requests)).toEqual(every(requests.map(([a, r]) => `${a} ${r}`), 'ImplicitlyDenied'));
+    });
+  });
+
+  describe("the mailer's and mail-feedback's reach into the organizations table", () => {
+    const recipient = [...RECIPIENT_FIELDS];
+    it('the mailer reads recipients and the organization\'s name projected, never a whole item nor a wallet or an API key\'s attributes', async () => {
+      expect(await decide('mailer', 'dynamodb:Query', tableArn('organizations'), { 'dynamodb:Attributes': recipient, 'dynamodb:Select': 'SPECIFIC_ATTRIBUTES' })).toBe('Allowed');
+      expect(await decide('mailer', 'dynamodb:GetItem', tableArn('organizations'), { 'dynamodb:Attributes': ['pk', 'sk', 'name'] })).toBe('Allowed');
+      // An APIKEY# item (or any) read whole: denied outright.
+      expect(await decide('mailer', 'dynamodb:GetItem', tableArn('organizations'))).toBe('ExplicitlyDenied');
+      expect(await decide('mailer', 'dynamodb:Query', tableArn('organizations'), { 'dynamodb:Select': 'ALL_ATTRIBUTES' })).toBe('ExplicitlyDenied');
+      for (const field of ['walletMicros', 'keyHash', 'secret']) {
+        expect([field, await decide('mailer', 'dynamodb:GetItem', tableArn('organizations'), { 'dynamodb:Attributes': ['pk', 'sk', field] })]).toEqual([field, 'ImplicitlyDenied']);
+        expect([field, await decide('mailer', 'dynamodb:Query', tableArn('organizations'), { 'dynamodb:Attributes': [...recipient, field], 'dynamodb:Select': 'SPECIFIC_ATTRIBUTES' })]).toEqual([field, 'ImplicitlyDenied']);
+      }
+      expect(await decideAll('mailer', [['dynamodb:UpdateItem', tableArn('organizations')], ['dynamodb:PutItem', tableArn('organizations')]]))
+        .toEqual(every([`dynamodb:UpdateItem ${tableArn('organizations')}`, `dynamodb:PutItem ${tableArn('organizations')}`], 'ImplicitlyDenied'));
+    });
+
+    it("the mailer's sent marks are its only idempotency items: not the lead endpoint's records", async () => {
+      expect(await decide('mailer', 'dynamodb:UpdateItem', tableArn('idempotency'), { 'dynamodb:LeadingKeys': ['notice#abc'] })).toBe('Allowed');
+      expect(await decide('mailer', 'dynamodb:GetItem', tableArn('idempotency'), { 'dynamodb:LeadingKeys': ['crm-lead-intake#abc'] })).toBe('ImplicitlyDenied');
+    });
+
+    it('mail-feedback updates a recipient\'s suppression and nothing else: not walletMicros', async () => {
+      expect(await decide('mailFeedback', 'dynamodb:UpdateItem', tableArn('organizations'), { 'dynamodb:Attributes': [...SUPPRESSION_FIELDS] })).toBe('Allowed');
+      expect(await decide('mailFeedback', 'dynamodb:UpdateItem', tableArn('organizations'), { 'dynamodb:Attributes': ['pk', 'sk', 'walletMicros'] })).toBe('ImplicitlyDenied');
+      expect(await decide('mailFeedback', 'dynamodb:UpdateItem', tableArn('organizations'))).toBe('ExplicitlyDenied');
     });
   });
 

@@ -327,6 +327,11 @@ describe('the CDK stack', () => {
     expect(grant.resources).toContain(':identity/example.com');
     expect(grant.resources).toContain(':configuration-set/');
     expect(grant.resources).not.toContain('*');
+    // As the stage's sender address alone, not any address of the verified domain.
+    const sesStatements = Object.values(template.findResources('AWS::IAM::Policy'))
+      .flatMap((policy) => policy.Properties.PolicyDocument.Statement as { Action: string | string[]; Condition?: unknown }[])
+      .filter((st) => ([] as string[]).concat(st.Action).includes('ses:SendEmail'));
+    expect(sesStatements.map((st) => st.Condition)).toEqual([{ StringEquals: { 'ses:FromAddress': expect.stringMatching(/^[^<>\s]+@example\.com$/) } }]);
     template.resourceCountIs('AWS::SES::ConfigurationSet', 1);
     template.hasResourceProperties('AWS::SES::ConfigurationSetEventDestination', {
       EventDestination: Match.objectLike({ Enabled: true, MatchingEventTypes: Match.arrayWith(['bounce', 'complaint']) }),

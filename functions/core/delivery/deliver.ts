@@ -223,7 +223,7 @@ export async function attemptDelivery(
     await markSlow(deps, endpoint);
     return { kind: 'deferred', attempt, untilMs: deps.now(), reason: `no answer within ${admission.timeoutMs} ms: moved to the slow lane`, lane: 'slow' };
   }
-  await recordAttempt(deps, endpoint, { ok: result.ok, probe: admission.probe, latencyMs: result.latencyMs, lastError: failureOf(result) });
+  await recordAttempt(deps, endpoint, { ok: result.ok, probe: admission.probe, latencyMs: result.latencyMs, lastError: failureOf(result, endpoint) });
   const whole = batch && record;
   const writeDelivered = batch && whole
     ? (attemptMade: DeliveryAttempt) => batch.writes.add(message, whole, attemptMade)
@@ -251,10 +251,10 @@ async function recordOutcome(
   }
   if (result.status === 410) {
     const settled = await settle(deps, message, { to: 'failed', attempt: record_, reason: 'the receiver answered 410 Gone; the endpoint was disabled' }, { kind: 'failed', attempt, result, reason: 'gone' });
-    await recordEndpointHealth(deps, endpoint, 'gone', failureOf(result));
+    await recordEndpointHealth(deps, endpoint, 'gone', failureOf(result, endpoint));
     return settled;
   }
-  await recordEndpointHealth(deps, endpoint, 'failed', failureOf(result));
+  await recordEndpointHealth(deps, endpoint, 'failed', failureOf(result, endpoint));
   if (attempt >= deliveryAttempts(deps.config)) {
     return settle(deps, message, { to: 'failed', attempt: record_, reason: `no success after ${attempt} attempts` }, { kind: 'exhausted', attempt, result, reason: 'retries exhausted' });
   }

@@ -10,10 +10,12 @@ import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { Deps } from '../platform/deps.js';
 import type { WebhookEndpoint } from '../platform/model.js';
 import { logger, metrics } from '../platform/observability.js';
-import type { EndpointNoticeData } from '../notify/compose.js';
+import { endpointOrigin, type EndpointNoticeData } from '../notify/compose.js';
 import type { MessageKind } from '../notify/notice.js';
 import { produceNotices } from '../notify/produce.js';
 import { deliveryStore } from './delivery-port.js';
+import { attemptError, secretsOf } from './attempt-log.js';
+import { redactor } from './redaction.js';
 
 /** A last error shown in a notice: a receiver's text, bounded. */
 const ERROR_MAX = 300;
@@ -28,8 +30,9 @@ async function produce(deps: Deps, endpoint: WebhookEndpoint, kind: Extract<Mess
   }
 }
 
+/** The endpoint as a notice names it: its origin, never its full URL (often a capability: compose.ts endpointOrigin). */
 const described = (endpoint: WebhookEndpoint) => ({
-  endpointId: endpoint.id, url: endpoint.url, ...(endpoint.description ? { description: endpoint.description } : {}),
+  endpointId: endpoint.id, ...(endpointOrigin(endpoint.url) ? { url: endpointOrigin(endpoint.url) } : {}), ...(endpoint.description ? { description: endpoint.description } : {}),
 });
 
 /**
@@ -65,6 +68,10 @@ export const noticeDisabled = (deps: Deps, endpoint: WebhookEndpoint, disable: {
     ...described(endpoint), since: disable.since, reason: disable.reason, ...(disable.lastError ? { lastError: disable.lastError.slice(0, ERROR_MAX) } : {}),
   });
 
-/** What an attempt's failure says, for a notice: its status, else its error. */
-export const failureOf = (result: { ok: boolean; status?: number; error?: string; errorCode?: string }): string | undefined =>
-  (result.ok ? undefined : [result.status ? `HTTP ${result.status}` : undefined, result.error ?? result.errorCode].filter(Boolean).join(': ') || 'failed');
+/**
+ * What an attempt's failure says, for a notice: its status, else its error as the attempt log keeps
+ * it (attempt-log.ts attemptError): the endpoint's secrets (its signing secrets, header values)
+ * redacted, for a receiver or a proxy may echo them.
+ */
+export const failureOf = (result: { ok: boolean; status?: number; error?: string; errorCode?: string }, endpoint: Pick<WebhookEndpoint, 'headers' | 'secrets'>): string | undefined =>
+  (result.ok ? undefined : [result.status ? `HTTP ${result.status}` : undefined, attemptError(result, redactor(secretsOf(endpoint))) ?? result.errorCode].filter(Boolean).join(': ') || 'failed');

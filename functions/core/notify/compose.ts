@@ -87,6 +87,20 @@ export const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => ({ '&': '&
 
 const str = (v: unknown): string | undefined => (typeof v === 'string' && v.trim() ? v : typeof v === 'number' && Number.isFinite(v) ? String(v) : undefined);
 const num = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
+/**
+ * How a notice names an endpoint: its URL's origin alone. A webhook URL is often a capability (a
+ * token in its path or query), and an e-mail is forwarded, archived and read on phones.
+ */
+export const endpointOrigin = (url: string | undefined): string | undefined => {
+  if (!url) return undefined;
+  try {
+    const { origin } = new URL(url);
+    return origin === 'null' ? undefined : origin;
+  } catch {
+    return undefined;
+  }
+};
+
 const safeLink = (url: string | undefined) => (url && /^https?:\/\//i.test(url) ? url : undefined);
 /** An ISO time as people read it in a mail: `2026-11-29 01:02 UTC`. */
 const when = (iso: unknown) => {
@@ -147,7 +161,8 @@ function summaryDraft(d: Record<string, unknown>, links: NoticeLinks): Draft {
 }
 
 function endpointDraft(kind: 'endpoint.paused' | 'endpoint.disabled', d: Record<string, unknown>, links: NoticeLinks): Draft {
-  const url = str(d.url) ? oneLine(str(d.url)!, 200) : undefined;
+  const origin = endpointOrigin(str(d.url));
+  const url = origin ? oneLine(origin, 200) : undefined;
   const label = str(d.description) ? oneLine(str(d.description)!, 60) : url ?? str(d.endpointId) ?? 'an endpoint';
   const paused = kind === 'endpoint.paused';
   const waiting = num(d.waiting);
@@ -169,13 +184,20 @@ function endpointDraft(kind: 'endpoint.paused' | 'endpoint.disabled', d: Record<
   };
 }
 
+/** A digest row's endpoint: its origin and id (the origin alone may name several endpoints). */
+function endpointLabel(e: Record<string, unknown>): string {
+  const origin = endpointOrigin(str(e.url));
+  const id = str(e.endpointId);
+  return origin && id ? `${origin} (${id})` : origin ?? id ?? '?';
+}
+
 function digestDraft(d: Record<string, unknown>, links: NoticeLinks): Draft {
   const day = str(d.day) ? oneLine(str(d.day)!, 10) : '';
   const bySource = d.leadsBySource && typeof d.leadsBySource === 'object' ? Object.entries(d.leadsBySource as Record<string, unknown>) : [];
   const leads = bySource.map(([source, n]) => [source, String(num(n) ?? 0)]);
   const total = bySource.reduce((a, [, n]) => a + (num(n) ?? 0), 0);
   const endpoints = (Array.isArray(d.endpoints) ? d.endpoints : []).filter((e): e is Record<string, unknown> => !!e && typeof e === 'object')
-    .map((e) => [str(e.url) ?? str(e.endpointId) ?? '?', String(num(e.delivered) ?? 0), String(num(e.failed) ?? 0)]);
+    .map((e) => [endpointLabel(e), String(num(e.delivered) ?? 0), String(num(e.failed) ?? 0)]);
   const dead = num(d.deadLetters) ?? 0;
   const atLeast = d.partial === true ? 'at least ' : '';
   return {

@@ -39,7 +39,11 @@ function transporter(config: Config): Promise<Transporter> {
         connectionTimeout: config.noticeSendTimeoutMs, greetingTimeout: config.noticeSendTimeoutMs, socketTimeout: config.noticeSendTimeoutMs,
       } as Parameters<typeof nodemailer.createTransport>[0]))
       // Loaded on first use: the SMTP path (local, tests) never loads the SES client.
-      : import('@aws-sdk/client-sesv2').then(({ SESv2Client, SendEmailCommand }) => nodemailer.createTransport({ SES: { sesClient: new SESv2Client({}), SendEmailCommand } } as Parameters<typeof nodemailer.createTransport>[0]));
+      : import('@aws-sdk/client-sesv2').then(({ SESv2Client, SendEmailCommand }) => {
+        // Bounded like the SMTP path (the NodeHttpHandler's options): a slow SES endpoint fails the send, it does not hang the batch.
+        const sesClient = new SESv2Client({ requestHandler: { connectionTimeout: config.noticeSendTimeoutMs, requestTimeout: config.noticeSendTimeoutMs } });
+        return nodemailer.createTransport({ SES: { sesClient, SendEmailCommand } } as Parameters<typeof nodemailer.createTransport>[0]);
+      });
     made.catch(() => transporters.delete(key));
     transporters.set(key, made);
   }

@@ -4,11 +4,16 @@
  * its own unsubscribe link; a confirmation goes to its pending address alone. Each (message key,
  * address) is sent at most once: a mark is claimed before sending and marked sent after
  * (notify/notice-mark-store.ts). A failed send gives its claim back and fails the message, which
- * the queue tries again later; the addresses already sent are skipped then.
+ * the queue tries again later; the addresses already sent are skipped then. A failure of the
+ * transport itself (refused, timed out, throttled) stops the message at once: its other addresses
+ * would fail the same way, and the time left is the batch's (functions/mailer/sqs-batch.ts).
+ * Logs name an address by a short hash of it and an error by its code, never the server's text
+ * (which quotes the address).
  */
+import { createHash } from 'node:crypto';
 import type { Deps } from '../platform/deps.js';
+import { BACKOFFS, retry } from '../platform/retry.js';
 import { logger } from '../platform/observability.js';
-import { getOrganization } from '../tenancy/organizations.js';
 import { composeNotice } from './compose.js';
 import { composeConfirmation } from './confirmation-mail.js';
 import type { MailTransport, OutgoingMail } from './mail-transport.js';
@@ -25,6 +30,8 @@ export interface MailerOptions {
   linkSecret: () => Promise<string>;
   /** The API's base URL, no trailing slash: the links' pages live there. */
   baseUrl: string;
+  /** Epoch ms (deps.now) after which no send starts and a send still going counts as failed: the batch's deadline. */
+  deadline?: number;
 }
 
 export class NoticeNotSent extends Error {
@@ -39,33 +46,78 @@ export async function sendQueuedMessage(deps: Deps, message: QueuedMessage, opti
   const outcome: Outcome = { sent: 0, skipped: 0 };
   const failures: string[] = [];
   for (const mail of mails) {
-    const result = await sendOnce(deps, message, mail, options.transport);
+    const result = await sendOnce(deps, message, mail, options);
     if (result === 'sent') outcome.sent += 1;
     else if (result === 'already') outcome.skipped += 1;
-    else failures.push(result.failed);
+    else {
+      failures.push(result.failed);
+      if (result.transportDown) break;
+    }
   }
-  if (failures.length) throw new NoticeNotSent(`${failures.length} of ${mails.length} not sent (${message.kind}, ${message.key}): ${failures[0]}`);
+  if (failures.length) throw new NoticeNotSent(`${mails.length - outcome.sent - outcome.skipped} of ${mails.length} not sent (${message.kind}, ${message.key}): ${failures[0]}`);
   return outcome;
+}
+
+/** A short, stable name of an address for logs: the same address reads the same, and it cannot be read back. */
+export const addressHash = (email: string) => createHash('sha256').update(email).digest('base64url').slice(0, 10);
+
+/** What a log line may say of a send's error: its code or name, never its text. */
+export const errorCode = (error: unknown): string => {
+  const e = error as { code?: unknown; name?: unknown; responseCode?: unknown } | undefined;
+  const code = typeof e?.code === 'string' ? e.code : typeof e?.name === 'string' ? e.name : 'Error';
+  return typeof e?.responseCode === 'number' ? `${code} ${e.responseCode}` : code;
+};
+
+/**
+ * Errors that concern one address (the server refused it, SES rejected the message): the next
+ * address may still go. Anything else (a refused or timed-out connection, a throttle, a 4xx of the
+ * server) is the transport's, and stops the message.
+ */
+const ADDRESS_ERRORS = new Set(['EENVELOPE', 'MessageRejected', 'BadRequestException']);
+const concernsTheAddress = (error: unknown) => {
+  const e = error as { code?: string; name?: string; responseCode?: number } | undefined;
+  return ADDRESS_ERRORS.has(e?.code ?? '') || ADDRESS_ERRORS.has(e?.name ?? '') || (typeof e?.responseCode === 'number' && e.responseCode >= 500 && e.code === 'EENVELOPE');
+};
+
+export class OutOfTime extends Error {
+  override name = 'OutOfTime';
+  readonly code = 'OutOfTime';
+}
+
+/** `send` unless the deadline passes first (a hung server): then OutOfTime. */
+async function beforeDeadline(deps: Deps, deadline: number | undefined, send: () => Promise<void>): Promise<void> {
+  if (deadline === undefined) return send();
+  const left = deadline - deps.now();
+  if (left <= 0) throw new OutOfTime();
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([send(), new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new OutOfTime()), left); })]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** A claimed mark's lease: longer than one send can take (connect, greeting, data, each bounded by noticeSendTimeoutMs). */
 const leaseMs = (deps: Deps) => 4 * deps.config.noticeSendTimeoutMs + 10_000;
 
-async function sendOnce(deps: Deps, message: QueuedMessage, mail: OutgoingMail, transport: MailTransport): Promise<'sent' | 'already' | { failed: string }> {
+async function sendOnce(deps: Deps, message: QueuedMessage, mail: OutgoingMail, options: MailerOptions): Promise<'sent' | 'already' | { failed: string; transportDown: boolean }> {
+  if (options.deadline !== undefined && deps.now() >= options.deadline) return { failed: 'OutOfTime', transportDown: true };
   const marks = noticeMarkStore(deps);
   const mark = { organizationId: message.organizationId, key: `${message.kind}#${message.key}`, email: mail.to };
   const claim = await marks.claim(mark, deps.now(), deps.now() + leaseMs(deps));
   if (claim === 'sent') return 'already';
   // Another try holds it (the same notice queued twice, received together): this one checks again later.
-  if (claim === 'busy') return { failed: 'another try is sending it' };
+  if (claim === 'busy') return { failed: 'another try is sending it', transportDown: false };
   try {
-    await transport.send(mail);
+    await beforeDeadline(deps, options.deadline, () => options.transport.send(mail));
   } catch (error) {
     await marks.release(mark).catch(() => undefined);
-    logger.warn('mailer: send failed', { kind: message.kind, organizationId: message.organizationId, error: (error as Error).message });
-    return { failed: (error as Error).message };
+    const transportDown = !concernsTheAddress(error);
+    logger.warn('mailer: send failed', { kind: message.kind, organizationId: message.organizationId, to: addressHash(mail.to), error: errorCode(error), transportDown });
+    return { failed: errorCode(error), transportDown };
   }
-  await marks.markSent(mark, deps.now());
+  // Sent: a lost mark would send it again on the message's next try, so a throttle or a blip is retried here.
+  await retry(() => marks.markSent(mark, deps.now()), { backoff: BACKOFFS.markSent, attempts: 4, shouldRetry: () => true });
   return 'sent';
 }
 
@@ -86,8 +138,13 @@ async function confirmationMails(deps: Deps, message: ConfirmationMessage, optio
   const recipient = await recipientStore(deps).getRecipient(message.organizationId, email);
   // Confirmed meanwhile, removed, added again (its own message follows), suppressed: nothing to send.
   if (!recipient || recipient.status !== 'pending' || recipient.addedAt !== addedAt) return [];
-  const organization = await getOrganization(deps, message.organizationId);
+  const organizationName = await recipientStore(deps).organizationName(message.organizationId);
   const secret = await options.linkSecret();
   const confirmUrl = linkUrl(options.baseUrl, 'confirm', signLink(secret, { organizationId: message.organizationId, email, purpose: 'confirm', addedAt }));
-  return [{ organizationId: message.organizationId, to: email, ...composeConfirmation({ organizationName: organization?.name ?? '', email, confirmUrl }) }];
+  // "I did not ask for this": the unsubscribe link, which suppresses the address for good (it is never added again).
+  const rejectUrl = linkUrl(options.baseUrl, 'unsubscribe', signLink(secret, { organizationId: message.organizationId, email, purpose: 'unsubscribe' }));
+  return [{
+    organizationId: message.organizationId, to: email, ...composeConfirmation({ organizationName: organizationName ?? '', email, confirmUrl, rejectUrl }),
+    headers: { 'List-Unsubscribe': `<${rejectUrl}>`, 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' },
+  }];
 }

@@ -9,7 +9,7 @@
 import type { Deps } from '../platform/deps.js';
 import { conflict, DomainError, validationFailed, type FieldError } from '../platform/errors.js';
 import { NOTICE_KINDS, type MessageKind, type NoticeKind } from './notice.js';
-import { recipientStore, type Recipient, type SuppressedReason } from './recipient-store.js';
+import { recipientStore, type AddressRecord, type Recipient, type SuppressedReason } from './recipient-store.js';
 import { enqueueConfirmation } from './notices-queue.js';
 import { verifyLink } from './notice-links.js';
 
@@ -20,6 +20,11 @@ export const MAX_RECIPIENTS = 10;
  * turn the confirmations themselves into a mail cannon.
  */
 export const MAX_CONFIRMATIONS_PER_DAY = 30;
+/**
+ * One confirmation e-mail per address this long: an address removed and added again within it is
+ * pending again for its earlier addition (whose link still confirms), and is sent nothing new.
+ */
+export const CONFIRMATION_EVERY_DAYS = 7;
 
 export interface RecipientInput { email: string; notices: readonly string[] }
 
@@ -64,32 +69,52 @@ export interface RecipientsChange { recipients: Recipient[]; added: string[]; re
 
 /**
  * Makes `list` the organization's recipients: new addresses are added pending and sent their
- * confirmation, known ones keep their status (a suppressed one stays suppressed) with the new picks,
- * the others are removed. All or nothing.
+ * confirmation (one per address per CONFIRMATION_EVERY_DAYS), known ones keep their status (a
+ * suppressed one stays suppressed) with the new picks, the others are removed. An address that
+ * unsubscribed, bounced or complained is never added again (422 naming it), removed or not. All or nothing.
  */
 export async function setRecipients(deps: Deps, organizationId: string, list: readonly RecipientInput[]): Promise<RecipientsChange> {
   const next = checked(list);
   const store = recipientStore(deps);
   const current = new Map((await store.listRecipients(organizationId)).map((r) => [r.email, r]));
-  const addedAt = deps.now();
-  const add = next.filter((r) => !current.has(r.email)).map((r): Recipient => ({ ...r, status: 'pending', addedAt }));
+  const now = deps.now();
+  const fresh = next.filter((r) => !current.has(r.email));
+  const records = fresh.length ? await store.addressRecords(organizationId, fresh.map((r) => r.email)) : new Map<string, AddressRecord>();
+  const refused: FieldError[] = next.flatMap((r, i) => {
+    const reason = records.get(r.email)?.suppressed;
+    return reason ? [{ field: `recipients[${i}].email`, message: `${r.email} ${reason}: it stays suppressed and cannot be added again` }] : [];
+  });
+  if (refused.length) throw validationFailed(refused, 'Some addresses asked not to be mailed: nothing was changed.');
+  const since = now - CONFIRMATION_EVERY_DAYS * 86_400_000;
+  const add = fresh.map((r): Recipient => {
+    const earlier = records.get(r.email)?.confirmationAddedAt;
+    return { ...r, status: 'pending', addedAt: earlier !== undefined && earlier > since ? earlier : now };
+  });
+  const mailed = add.filter((r) => r.addedAt === now);
+  const addedAt = now;
   const update = next.filter((r) => {
     const known = current.get(r.email);
     return known && (known.notices.length !== r.notices.length || known.notices.some((n) => !r.notices.includes(n)));
   });
   const remove = [...current.keys()].filter((email) => !next.some((r) => r.email === email));
   // Counted before the write: a refused change writes nothing (a count without its addition only lowers the day's bound).
-  if (add.length && !(await store.countConfirmations(organizationId, new Date(addedAt).toISOString().slice(0, 10), add.length, MAX_CONFIRMATIONS_PER_DAY))) {
+  if (mailed.length && !(await store.countConfirmations(organizationId, new Date(addedAt).toISOString().slice(0, 10), mailed.length, MAX_CONFIRMATIONS_PER_DAY))) {
     throw new DomainError(429, 'too-many-confirmations', 'Too many new addresses',
       `At most ${MAX_CONFIRMATIONS_PER_DAY} confirmation e-mails a day per organization: add these addresses tomorrow (UTC). Nothing was changed.`, { headers: { 'Retry-After': '3600' } });
   }
   try {
-    await store.changeRecipients(organizationId, { add, update, remove });
+    // A suppressed recipient removed is remembered (items written before SUPPRESSED# records existed too).
+    const suppressed = remove.flatMap((email) => {
+      const r = current.get(email)!;
+      return r.status === 'suppressed' ? [{ email, reason: r.suppressedReason ?? 'unsubscribed', at: r.suppressedAt ?? new Date(now).toISOString() }] : [];
+    });
+    const count = { before: current.size, after: current.size + add.length - remove.length };
+    await store.changeRecipients(organizationId, { add, update, remove, suppressed, confirmations: mailed.map((r) => ({ email: r.email, addedAt })), count });
   } catch (error) {
     if ((error as Error).name === 'TransactionCanceledException') throw conflict('The recipients changed meanwhile: read them again, then save.');
     throw error;
   }
-  for (const r of add) await enqueueConfirmation(deps, { organizationId, email: r.email, addedAt });
+  for (const r of mailed) await enqueueConfirmation(deps, { organizationId, email: r.email, addedAt });
   return { recipients: await store.listRecipients(organizationId), added: add.map((r) => r.email), removed: remove, changed: update.map((u) => u.email) };
 }
 
@@ -131,7 +156,13 @@ export async function unsubscribeRecipient(deps: Deps, secret: string, token: st
   return { done: true, organizationId: claims.organizationId, email: claims.email };
 }
 
-/** An address that unsubscribed, bounced or complained: suppressed, whatever it was. False when it is not a recipient of that organization. */
-export function suppressRecipient(deps: Deps, organizationId: string, email: string, reason: SuppressedReason): Promise<boolean> {
-  return recipientStore(deps).setStatus(organizationId, email, { to: 'suppressed', from: ['pending', 'confirmed'], reason, at: new Date(deps.now()).toISOString() });
+/**
+ * An address that unsubscribed, bounced or complained: suppressed, whatever it was, and remembered
+ * so (listed or not) that it is never added again. False when it is not a recipient of that organization.
+ */
+export async function suppressRecipient(deps: Deps, organizationId: string, email: string, reason: SuppressedReason): Promise<boolean> {
+  const at = new Date(deps.now()).toISOString();
+  const store = recipientStore(deps);
+  await store.rememberSuppressed(organizationId, email, reason, at);
+  return store.setStatus(organizationId, email, { to: 'suppressed', from: ['pending', 'confirmed'], reason, at });
 }

@@ -31,6 +31,8 @@ export const BACKOFFS = {
   throttleRefused: { baseMs: 1000, capMs: 900_000 },
   /** Empty stream pages while replaying a failed fan-out batch (events/replay.ts): ≤ 1 GetRecords a second beside the live reader. */
   replayEmptyPage: { baseMs: 1000, capMs: 8000, jitter: 'none' },
+  /** A notice's sent mark after the e-mail left (notify/mailer.ts): lost, the address would get it again. */
+  markSent: { baseMs: 50, capMs: 1000 },
 } as const satisfies Record<string, Backoff>;
 
 /** The wait before retry number `attempt` (1 = the first retry), in ms. */

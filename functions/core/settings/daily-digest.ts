@@ -15,7 +15,7 @@ import { timePart } from '../platform/ids.js';
 import { keys } from '../platform/model.js';
 import { clientsStore } from '../intake/clients-store.js';
 import { currentEndpoints } from '../delivery/endpoints.js';
-import type { DigestData } from '../notify/compose.js';
+import { endpointOrigin, type DigestData } from '../notify/compose.js';
 import type { NoticeMessage } from '../notify/notice.js';
 import { produceNotices } from '../notify/produce.js';
 import { recipientStore } from '../notify/recipient-store.js';
@@ -68,7 +68,8 @@ export async function digestOf(deps: Deps, organizationId: string, day: string):
     } else if (d.status === 'pending') counts.pending += 1;
     byEndpoint.set(d.endpointId, counts);
   }
-  const urls = new Map(endpoints.map((e) => [e.id, e.url]));
+  // Origins alone: a webhook URL may be a capability (notify/compose.ts endpointOrigin).
+  const urls = new Map(endpoints.flatMap((e) => { const origin = endpointOrigin(e.url); return origin ? [[e.id, origin] as const] : []; }));
   return {
     day, leadsBySource: leads,
     endpoints: [...byEndpoint].map(([endpointId, c]) => ({ endpointId, ...(urls.has(endpointId) ? { url: urls.get(endpointId) } : {}), ...c })),

@@ -77,4 +77,34 @@ describe.each(implementations)('the recipient store on %s', (_name, implementati
     expect(await store.countConfirmations(org, '2030-01-16', 10, 10)).toBe(true);
     expect(await impl.read('organizations', { pk: `ORG#${org}`, sk: 'CONFIRMATIONS#2030-01-15' })).toEqual({ pk: `ORG#${org}`, sk: 'CONFIRMATIONS#2030-01-15', entity: 'notice_confirmations', count: 10 });
   });
+
+  it('remembers suppressed addresses and the additions confirmations were sent for, listed or not, per organization', async () => {
+    const impl = await implementation();
+    const store = recipientStore(impl.deps);
+    const org = newId('org', 12);
+    const at = '2030-01-15T12:00:00.000Z';
+    expect(await store.addressRecords(org, ['a@shop.example'])).toEqual(new Map());
+    await store.changeRecipients(org, { add: [pending('a@shop.example', 1000)], update: [], remove: [], confirmations: [{ email: 'a@shop.example', addedAt: 1000 }] });
+    await store.rememberSuppressed(org, 'b@shop.example', 'bounced', at);
+    await store.changeRecipients(org, { add: [], update: [], remove: ['a@shop.example'], suppressed: [{ email: 'a@shop.example', reason: 'unsubscribed', at }] });
+    expect(await store.addressRecords(org, ['a@shop.example', 'b@shop.example', 'c@shop.example'])).toEqual(new Map([
+      ['a@shop.example', { suppressed: 'unsubscribed', confirmationAddedAt: 1000 }], ['b@shop.example', { suppressed: 'bounced' }],
+    ]));
+    expect(await store.listRecipients(org)).toEqual([]);
+    expect(await store.addressRecords(newId('org', 12), ['a@shop.example'])).toEqual(new Map());
+    expect(await impl.read('organizations', { pk: `ORG#${org}`, sk: 'SUPPRESSED#b@shop.example' })).toEqual({ pk: `ORG#${org}`, sk: 'SUPPRESSED#b@shop.example', status: 'suppressed', suppressedAt: at, suppressedReason: 'bounced' });
+  });
+
+  it('writes a counted change only while the count is the one it read (absent before the first), and no removal of an address already gone', async () => {
+    const impl = await implementation();
+    const store = recipientStore(impl.deps);
+    const org = newId('org', 12);
+    await store.changeRecipients(org, { add: [pending('a@shop.example')], update: [], remove: [], count: { before: 0, after: 1 } });
+    // A second change read from the same (empty) list.
+    await expect(store.changeRecipients(org, { add: [pending('b@shop.example')], update: [], remove: [], count: { before: 0, after: 1 } })).rejects.toMatchObject({ name: 'TransactionCanceledException' });
+    await expect(store.changeRecipients(org, { add: [], update: [], remove: ['z@shop.example'], count: { before: 1, after: 0 } })).rejects.toMatchObject({ name: 'TransactionCanceledException' });
+    await store.changeRecipients(org, { add: [pending('b@shop.example')], update: [], remove: ['a@shop.example'], count: { before: 1, after: 1 } });
+    expect((await store.listRecipients(org)).map((r) => r.email)).toEqual(['b@shop.example']);
+    expect(await impl.read('organizations', { pk: `ORG#${org}`, sk: 'RECIPIENTS' })).toEqual({ pk: `ORG#${org}`, sk: 'RECIPIENTS', entity: 'notice_recipient_count', count: 1 });
+  });
 });

@@ -15,6 +15,8 @@ import { withEndpointStore } from '../../../functions/core/delivery/endpoint-sto
 import { admitAttempt, recordAttempt } from '../../../functions/core/delivery/circuit-store.js';
 import { getEndpoint, recordEndpointHealth } from '../../../functions/core/delivery/endpoints.js';
 import { noticeQueuePort } from '../../../functions/core/notify/produce.js';
+import { failureOf } from '../../../functions/core/delivery/endpoint-notices.js';
+import { composeNotice } from '../../../functions/core/notify/compose.js';
 import { MemoryEndpointStore } from '../../support/memory-endpoint-store.js';
 import { MemoryNoticeQueue } from '../../support/memory-notice-queue.js';
 import { MemoryDeliveryQueue, MemoryDeliveryStore } from '../../integration/delivery-core/support/memory-delivery.js';
@@ -44,7 +46,7 @@ async function given(settings: Partial<Config> = {}) {
   const base = noticeQueuePort.with(ports, queue);
   const container = () => withContainerMemory(base, new ContainerMemory());
   const endpoint: WebhookEndpoint = {
-    id: 'ep_notices', organizationId: 'org_notices', url: 'https://receiver.example.com/hook', events: ['*'], description: 'Zapier',
+    id: 'ep_notices', organizationId: 'org_notices', url: 'https://receiver.example.com/hook/cap_4f9a2c71e0?token=tk_77aa9911', events: ['*'], description: 'Zapier',
     secrets: [{ secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', createdAt: at(T0) }], secretsVersion: 1, enabled: true, createdAt: at(T0), headers: {},
   };
   await retryLostRaces('given', () => endpoints.createEndpoint(endpoint, 10));
@@ -63,7 +65,7 @@ describe('an endpoint that fails until its circuit opens', () => {
     await recordAttempt(b, { ...(await stored()), circuit: { failures: 2, opens: 0 } }, failed);
     expect(queue.messages).toEqual([{
       organizationId: 'org_notices', kind: 'endpoint.paused', key: `endpoint.paused|org_notices|ep_notices|${at(T0)}`, at: at(T0),
-      data: { endpointId: 'ep_notices', url: 'https://receiver.example.com/hook', description: 'Zapier', since: at(T0), until: at(T0 + 30_000), lastError: 'HTTP 500: Internal Server Error', waiting: 2 },
+      data: { endpointId: 'ep_notices', url: 'https://receiver.example.com', description: 'Zapier', since: at(T0), until: at(T0 + 30_000), lastError: 'HTTP 500: Internal Server Error', waiting: 2 },
     }]);
     // The probe fails: re-opened, still the same pause.
     clock.now = T0 + 31_000;
@@ -117,5 +119,32 @@ describe('an endpoint disabled', () => {
     const { queue, container, stored } = await given();
     await recordEndpointHealth(container(), await stored(), 'gone', 'HTTP 410');
     expect(queue.messages.map((m) => [m.kind, (m.data as { reason: string }).reason])).toEqual([['endpoint.disabled', `the receiver answered 410 Gone at ${at(T0)}`]]);
+  });
+});
+
+describe('what an endpoint notice tells', () => {
+  const endpoint = { secrets: [{ secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', createdAt: at(T0) }], headers: { Authorization: 'Bearer tok_secret_0123456789' } };
+
+  it("the last error as the attempt log keeps it: the endpoint's secrets redacted", () => {
+    const said = failureOf({ ok: false, status: 401, error: 'bad token Bearer tok_secret_0123456789, key MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', errorCode: 'http_error' }, endpoint)!;
+    expect(said).toMatch(/^HTTP 401: http_error: bad token/);
+    expect(said).not.toContain('tok_secret_0123456789');
+    expect(said).not.toContain('MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw');
+    expect(failureOf({ ok: true }, endpoint)).toBeUndefined();
+  });
+
+  it('the endpoint by its origin and description, never its full URL (a capability), in a notice and in the digest', () => {
+    const capability = 'https://hooks.example.com/catch/123/abc?secret=s3cr3t_value';
+    const links = { unsubscribe: 'https://crm.example/u', settings: 'https://crm.example/settings' };
+    const paused = composeNotice({ organizationId: 'org_1', kind: 'endpoint.paused', key: 'k', at: at(T0), data: { endpointId: 'ep_1', url: capability, description: 'Zapier', since: at(T0) } }, { email: 'a@b.example' }, links);
+    const digest = composeNotice({ organizationId: 'org_1', kind: 'daily_digest', key: 'd', at: at(T0), data: { day: '2030-01-15', leadsBySource: {}, endpoints: [{ endpointId: 'ep_1', url: capability, delivered: 1, failed: 0 }] } }, { email: 'a@b.example' }, links);
+    for (const mail of [paused, digest]) {
+      const all = `${mail.subject}\n${mail.text}\n${mail.html}`;
+      expect(all).toContain('https://hooks.example.com');
+      expect(all).not.toContain('/catch/123');
+      expect(all).not.toContain('s3cr3t_value');
+    }
+    expect(paused.subject).toContain('Zapier');
+    expect(digest.text).toContain('https://hooks.example.com (ep_1)');
   });
 });

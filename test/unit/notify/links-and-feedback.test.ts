@@ -5,7 +5,7 @@
  */
 import { describe, it, expect } from '@jest/globals';
 import { signLink, verifyLink, CONFIRM_LINK_DAYS } from '../../../functions/core/notify/notice-links.js';
-import { normalizeAddress, picks, setRecipients, confirmRecipient, listRecipients, MAX_CONFIRMATIONS_PER_DAY, MAX_RECIPIENTS } from '../../../functions/core/notify/recipients.js';
+import { normalizeAddress, picks, setRecipients, confirmRecipient, listRecipients, suppressRecipient, unsubscribeRecipient, CONFIRMATION_EVERY_DAYS, MAX_CONFIRMATIONS_PER_DAY, MAX_RECIPIENTS } from '../../../functions/core/notify/recipients.js';
 import { suppressionsOf } from '../../../functions/core/notify/mail-feedback.js';
 import { memoryStores } from '../../support/stores/memory-deps.js';
 import type { Deps } from '../../../functions/core/platform/deps.js';
@@ -46,19 +46,69 @@ describe('recipients', () => {
     expect(picks(['endpoint.paused'], 'endpoint.disabled')).toBe(false);
   });
 
-  it('are confirmed only by the link of their current addition: one from before a removal and a new addition confirms nothing', async () => {
+  it('are confirmed only by the link of their current addition: one from before a removal and a new addition a week later confirms nothing', async () => {
     const memory = memoryStores();
     const queued: unknown[] = [];
     const deps = { ...memory.deps, sqs: { send: async (command: { input: unknown }) => void queued.push(command.input) } } as unknown as Deps;
     await setRecipients(deps, 'org_a', [{ email: 'ops@shop.example', notices: ['lead.created'] }]);
     const first = signLink(secret, { organizationId: 'org_a', email: 'ops@shop.example', purpose: 'confirm', addedAt: memory.clock.now() });
     await setRecipients(deps, 'org_a', []);
-    memory.clock.advance(1000);
+    memory.clock.advance(CONFIRMATION_EVERY_DAYS * 86_400_000 + 1000);
     await setRecipients(deps, 'org_a', [{ email: 'ops@shop.example', notices: ['lead.created'] }]);
     expect(queued).toHaveLength(2);
-    expect(await confirmRecipient(deps, secret, first)).toEqual({ done: false, reason: 'gone' });
+    expect(await confirmRecipient(deps, secret, first)).toMatchObject({ done: false });
     const second = signLink(secret, { organizationId: 'org_a', email: 'ops@shop.example', purpose: 'confirm', addedAt: memory.clock.now() });
     expect(await confirmRecipient(deps, secret, second)).toEqual({ done: true, organizationId: 'org_a', email: 'ops@shop.example' });
+  });
+
+  it(`get one confirmation e-mail per ${CONFIRMATION_EVERY_DAYS} days: removed and added again meanwhile, the address is pending for its first addition, whose link still confirms`, async () => {
+    const memory = memoryStores();
+    const queued: unknown[] = [];
+    const deps = { ...memory.deps, sqs: { send: async (command: { input: unknown }) => void queued.push(command.input) } } as unknown as Deps;
+    const addedAt = memory.clock.now();
+    for (let i = 0; i < 5; i += 1) {
+      await setRecipients(deps, 'org_a', [{ email: 'ops@shop.example', notices: ['lead.created'] }]);
+      await setRecipients(deps, 'org_a', []);
+      memory.clock.advance(86_400_000);
+    }
+    const { recipients } = await setRecipients(deps, 'org_a', [{ email: 'ops@shop.example', notices: ['lead.created'] }]);
+    expect(queued).toHaveLength(1);
+    expect(recipients).toEqual([expect.objectContaining({ email: 'ops@shop.example', status: 'pending', addedAt })]);
+    const link = signLink(secret, { organizationId: 'org_a', email: 'ops@shop.example', purpose: 'confirm', addedAt });
+    expect(await confirmRecipient(deps, secret, link)).toEqual({ done: true, organizationId: 'org_a', email: 'ops@shop.example' });
+  });
+
+  it('that unsubscribed, bounced or complained stay suppressed: removed, they cannot be added again (422 naming the address)', async () => {
+    const memory = memoryStores();
+    const deps = { ...memory.deps, sqs: { send: async () => ({}) } } as unknown as Deps;
+    await setRecipients(deps, 'org_a', [{ email: 'ops@shop.example', notices: ['lead.created'] }, { email: 'boss@shop.example', notices: [] }]);
+    // "I did not ask for this" in the confirmation e-mail: its unsubscribe link.
+    expect(await unsubscribeRecipient(deps, secret, signLink(secret, { organizationId: 'org_a', email: 'ops@shop.example', purpose: 'unsubscribe' }))).toMatchObject({ done: true });
+    await suppressRecipient(deps, 'org_a', 'gone@shop.example', 'bounced'); // never listed: remembered all the same
+    await setRecipients(deps, 'org_a', [{ email: 'boss@shop.example', notices: [] }]);
+    for (const email of ['ops@shop.example', 'gone@shop.example']) {
+      const refused = setRecipients(deps, 'org_a', [{ email: 'boss@shop.example', notices: [] }, { email, notices: ['lead.created'] }]);
+      await expect(refused).rejects.toMatchObject({ status: 422 });
+      await expect(refused.catch((e: Error & { errors?: unknown }) => JSON.stringify(e))).resolves.toContain(email);
+    }
+    expect((await listRecipients(deps, 'org_a')).map((r) => r.email)).toEqual(['boss@shop.example']);
+    // Another organization may add it: the record is the organization's.
+    await expect(setRecipients(deps, 'org_b', [{ email: 'ops@shop.example', notices: [] }])).resolves.toBeDefined();
+  });
+});
+
+describe(`at most ${MAX_RECIPIENTS} recipients`, () => {
+  it('under two concurrent changes read from the same list: one is written, the other is a 409', async () => {
+    const memory = memoryStores();
+    const deps = { ...memory.deps, sqs: { send: async () => ({}) } } as unknown as Deps;
+    const six = (tag: string) => Array.from({ length: 6 }, (_, i) => ({ email: `${tag}${i}@shop.example`, notices: ['lead.created'] }));
+    const results = await Promise.allSettled([setRecipients(deps, 'org_a', six('a')), setRecipients(deps, 'org_a', six('b'))]);
+    expect(results.map((r) => r.status).sort()).toEqual(['fulfilled', 'rejected']);
+    expect(results.find((r) => r.status === 'rejected')).toMatchObject({ reason: { status: 409 } });
+    expect((await listRecipients(deps, 'org_a')).length).toBe(6);
+    // The next change, read from the list as it is, goes.
+    await setRecipients(deps, 'org_a', [...six('a').slice(0, 4), ...six('c')]);
+    expect((await listRecipients(deps, 'org_a')).length).toBe(10);
   });
 });
 

@@ -66,7 +66,7 @@ describe('the digest of a day', () => {
     expect(await digestOf(deps, ORG, DAY)).toEqual({
       day: DAY, leadsBySource: { api: 2, form: 1 }, deadLetters: 1,
       endpoints: expect.arrayContaining([
-        { endpointId: 'ep_1', url: 'https://hooks.example/a', delivered: 2, failed: 1, pending: 1 },
+        { endpointId: 'ep_1', url: 'https://hooks.example', delivered: 2, failed: 1, pending: 1 },
         { endpointId: 'ep_gone', delivered: 1, failed: 0, pending: 0 },
       ]),
     });

@@ -1,0 +1,139 @@
+/**
+ * The mailer under a failing mail server (docs/notifications.md "Sending"), on the twins with a
+ * fake transport: a transport failure stops the message at its first address, a hung server is cut
+ * off before the invocation's time is up and every record keeps its backoff, a sent mark survives a
+ * blip, and no log line names an address.
+ */
+import { describe, it, expect, beforeEach, afterEach, jest } from '@jest/globals';
+import type { SQSRecord } from 'aws-lambda';
+import type { ChangeMessageVisibilityCommand } from '@aws-sdk/client-sqs';
+import { sendQueuedMessage, NoticeNotSent, addressHash } from '../../../functions/core/notify/mailer.js';
+import { sendNoticeBatch } from '../../../functions/mailer/sqs-batch.js';
+import type { MailTransport, OutgoingMail } from '../../../functions/core/notify/mail-transport.js';
+import { noticeMarkPort, markId, type NoticeMarkStore } from '../../../functions/core/notify/notice-mark-store.js';
+import { recipientItem } from '../../../functions/core/notify/recipient-store.js';
+import type { NoticeMessage } from '../../../functions/core/notify/notice.js';
+import { logger } from '../../../functions/core/platform/observability.js';
+import type { Deps } from '../../../functions/core/platform/deps.js';
+import { memoryStores } from '../../support/stores/memory-deps.js';
+
+const addresses = ['a@shop.example', 'b@shop.example', 'c@shop.example'];
+const notice = (key: string): NoticeMessage => ({ organizationId: 'org_1', kind: 'lead.created', key, at: '2030-01-15T12:00:00.000Z', data: { clientId: 'cli_1', name: 'Ann' } });
+const record = (key: string): SQSRecord => ({ messageId: `m-${key}`, receiptHandle: `r-${key}`, body: JSON.stringify(notice(key)), attributes: { ApproximateReceiveCount: '2' } } as unknown as SQSRecord);
+
+/** The sent marks in memory, as notice-mark-store.ts keeps them; `markSentFailures` throws that many times first. */
+function memoryMarks(markSentFailures = 0) {
+  const marks = new Map<string, { status: 'claimed' | 'sent'; leaseUntil: number }>();
+  let failures = markSentFailures;
+  const store: NoticeMarkStore = {
+    claim: async (mark, now, leaseUntil) => {
+      const m = marks.get(markId(mark));
+      if (m?.status === 'sent') return 'sent';
+      if (m && m.leaseUntil >= now) return 'busy';
+      marks.set(markId(mark), { status: 'claimed', leaseUntil });
+      return 'claimed';
+    },
+    markSent: async (mark) => {
+      if (failures-- > 0) throw Object.assign(new Error('throttled'), { name: 'ProvisionedThroughputExceededException' });
+      marks.set(markId(mark), { status: 'sent', leaseUntil: 0 });
+    },
+    release: async (mark) => { marks.set(markId(mark), { status: 'claimed', leaseUntil: 0 }); },
+  };
+  return { marks, store };
+}
+
+function setup(markSentFailures = 0) {
+  const stores = memoryStores();
+  for (const email of addresses) {
+    const item = recipientItem('org_1', { email, notices: ['lead.created'], status: 'confirmed', addedAt: 1 });
+    stores.organizations.items.set(`${item.pk}\u0000${item.sk}`, item);
+  }
+  const { marks, store } = memoryMarks(markSentFailures);
+  const visibility: ChangeMessageVisibilityCommand['input'][] = [];
+  const sqs = { send: async (command: ChangeMessageVisibilityCommand) => { visibility.push(command.input); return {}; } };
+  const deps = { ...noticeMarkPort.with(stores.deps, store), sqs } as unknown as Deps;
+  return { deps, marks, visibility };
+}
+
+const options = (transport: MailTransport) => ({ transport, linkSecret: async () => 'secret', baseUrl: 'https://crm.example' });
+const refused = (to: string) => Object.assign(new Error(`connect ECONNREFUSED 127.0.0.1:2525 while sending to ${to}`), { code: 'ECONNECTION' });
+
+describe('the mailer under a failing mail server', () => {
+  let logged: string[];
+  beforeEach(() => {
+    logged = [];
+    for (const level of ['warn', 'info', 'error'] as const) {
+      jest.spyOn(logger, level).mockImplementation((...args: unknown[]) => { logged.push(JSON.stringify(args)); });
+    }
+  });
+  afterEach(() => { jest.restoreAllMocks(); });
+
+  it('stops a message at its first transport failure: the other addresses are not tried', async () => {
+    const { deps } = setup();
+    const tried: string[] = [];
+    const transport: MailTransport = { send: async (mail: OutgoingMail) => { tried.push(mail.to); throw refused(mail.to); } };
+    await expect(sendQueuedMessage(deps, notice('k1'), options(transport))).rejects.toThrow(NoticeNotSent);
+    expect(tried).toHaveLength(1);
+  });
+
+  it('goes on past a failure of one address (the server refused that recipient)', async () => {
+    const { deps } = setup();
+    const sent: string[] = [];
+    const transport: MailTransport = {
+      send: async (mail) => {
+        if (mail.to === addresses[0]) throw Object.assign(new Error(`550 ${mail.to} unknown`), { code: 'EENVELOPE', responseCode: 550 });
+        sent.push(mail.to);
+      },
+    };
+    await expect(sendQueuedMessage(deps, notice('k2'), options(transport))).rejects.toThrow(NoticeNotSent);
+    expect(sent.sort()).toEqual(addresses.slice(1));
+  });
+
+  it('a hung server: the batch gives up before the invocation\'s time is up, and every record gets its backoff', async () => {
+    const { deps, visibility } = setup();
+    const transport: MailTransport = { send: () => new Promise(() => undefined) };
+    const started = Date.now();
+    const result = await sendNoticeBatch(deps, [record('h1'), record('h2')], { ...options(transport), remainingMs: () => 500 });
+    expect(Date.now() - started).toBeLessThan(500);
+    expect(result.batchItemFailures.map((f) => f.itemIdentifier).sort()).toEqual(['m-h1', 'm-h2']);
+    expect(visibility.map((v) => v.ReceiptHandle).sort()).toEqual(['r-h1', 'r-h2']);
+    expect(visibility.every((v) => v.VisibilityTimeout === deps.config.noticeRetrySeconds[1])).toBe(true);
+  });
+
+  it('no log line names an address, nor quotes the server\'s text', async () => {
+    const { deps } = setup();
+    const transport: MailTransport = { send: async (mail) => { throw refused(mail.to); } };
+    await sendNoticeBatch(deps, [record('l1')], options(transport));
+    expect(logged.length).toBeGreaterThan(0);
+    for (const line of logged) {
+      for (const address of addresses) expect(line).not.toContain(address);
+      expect(line).not.toContain('ECONNREFUSED 127.0.0.1');
+    }
+    expect(logged.join('\n')).toContain(addressHash(addresses[0]));
+    expect(logged.join('\n')).toContain('ECONNECTION');
+  });
+
+  it('retries the sent mark after a blip: the address is not mailed again on the next try', async () => {
+    const { deps } = setup(2);
+    const sent: string[] = [];
+    const transport: MailTransport = { send: async (mail) => { sent.push(mail.to); } };
+    await sendQueuedMessage(deps, notice('s1'), options(transport));
+    await sendQueuedMessage(deps, notice('s1'), options(transport));
+    expect(sent.sort()).toEqual(addresses);
+  });
+
+  it('sends a confirmation with an "I did not ask for this" link and List-Unsubscribe headers', async () => {
+    const pending = recipientItem('org_1', { email: 'new@shop.example', notices: ['lead.created'], status: 'pending', addedAt: 5 });
+    const stores = memoryStores();
+    stores.organizations.items.set(`${pending.pk}\u0000${pending.sk}`, pending);
+    const sent: OutgoingMail[] = [];
+    const transport: MailTransport = { send: async (mail) => { sent.push(mail); } };
+    const withMarks = noticeMarkPort.with(stores.deps, memoryMarks().store);
+    await sendQueuedMessage(withMarks, { organizationId: 'org_1', kind: 'recipient.confirm', key: 'confirm#5', at: '2030-01-15T12:00:00.000Z', data: { email: 'new@shop.example', addedAt: 5 } }, options(transport));
+    expect(sent).toHaveLength(1);
+    expect(sent[0].headers?.['List-Unsubscribe']).toMatch(/^<https:\/\/crm\.example\/.*unsubscribe.*>$/);
+    expect(sent[0].headers?.['List-Unsubscribe-Post']).toBe('List-Unsubscribe=One-Click');
+    expect(sent[0].text).toContain('I did not ask for this');
+    expect(sent[0].html).toContain('I did not ask for this');
+  });
+});
