@@ -81,9 +81,9 @@ class Running {
     for (const stop of all) await stop().catch((e) => this.log(`shutdown: ${(e as Error).message}`));
   };
 
-  /** Logs a background error, unless it comes from stopping. */
+  /** Logs a background error, unless it comes from stopping; to stderr even when quiet (`--quiet` silences the banner, not failures). */
   readonly onError = (where: string) => (error: unknown) =>
-    this.stopping || this.log(`${where}: ${error instanceof Error ? error.stack ?? error.message : String(error)}`);
+    this.stopping || console.error(`${where}: ${error instanceof Error ? error.stack ?? error.message : String(error)}`);
 }
 
 export async function startLocalStack(options: LocalStackOptions = {}): Promise<LocalStack> {
