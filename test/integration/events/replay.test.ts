@@ -4,9 +4,13 @@
  * replay delivers nothing twice; empty GetRecords pages before the batch's end (which DynamoDB
  * Streams may return, DynamoDB Local never) are read past, injected with aws-sdk-client-mock.
  */
-import { describe, it, expect } from '@jest/globals';
+import { describe, it, expect, afterAll } from '@jest/globals';
+import { randomUUID } from 'node:crypto';
+import { rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { GetRecordsCommand, GetShardIteratorCommand, TrimmedDataAccessException } from '@aws-sdk/client-dynamodb-streams';
-import { DeleteMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
+import { CreateQueueCommand, DeleteMessageCommand, DeleteQueueCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
+import type { Deps } from '../../../functions/core/platform/deps.js';
 import { mockClient } from 'aws-sdk-client-mock';
 import { eventually, newTenant, postLead, runCli, testStack } from '../support/stack.js';
 import { receiverForFile } from '../support/receiver.js';
@@ -18,9 +22,34 @@ import { deliveriesSettled } from './settled.js';
 
 const receiver = receiverForFile();
 
+/**
+ * A fan-out failure queue of this file's own: `replay-failures` drains the whole queue, and the
+ * stack's is shared with the suites running beside this one, so this file counts only what it parks.
+ */
+let own: Promise<{ deps: Deps; cli: typeof runCli; drop: () => Promise<void> }> | undefined;
+function ownFailures() {
+  own ??= (async () => {
+    const { deps, info, stackFile } = await testStack();
+    const name = `test-fanout-failures-${randomUUID()}`;
+    const { QueueUrl } = await deps.sqs.send(new CreateQueueCommand({ QueueName: name }));
+    const file = path.join(path.dirname(stackFile), `${name}.json`);
+    writeFileSync(file, JSON.stringify({ ...info, queues: { ...info.queues, fanoutFailures: QueueUrl } }));
+    return {
+      deps: { ...deps, queues: { ...deps.queues, fanoutFailures: QueueUrl! } },
+      cli: ((args, options) => runCli(args, { ...options, stackFile: file })) as typeof runCli,
+      drop: async () => {
+        await deps.sqs.send(new DeleteQueueCommand({ QueueUrl }));
+        rmSync(file, { force: true });
+      },
+    };
+  })();
+  return own;
+}
+afterAll(async () => (await own)?.drop());
+
 /** Describes the stream batch from `first` to `last` in the fan-out failure queue, as Lambda's on-failure destination does. */
 async function parkBatch(first: StreamPosition, last: StreamPosition, batchSize = 1, shardId = first.shardId) {
-  const { deps } = await testStack();
+  const { deps } = await ownFailures();
   await deps.sqs.send(new SendMessageCommand({
     QueueUrl: deps.queues.fanoutFailures,
     MessageBody: JSON.stringify({
@@ -32,7 +61,7 @@ async function parkBatch(first: StreamPosition, last: StreamPosition, batchSize 
 
 /** An organization whose leads the live fan-out saw before it had an endpoint, then one endpoint. */
 async function missedLeads(names: string[], path: string) {
-  const { deps } = await testStack();
+  const { deps } = await ownFailures();
   const tenant = await newTenant({ name: `Replay ${path}` });
   const clients: string[] = [];
   for (const name of names) clients.push(((await (await postLead(tenant.key, { name })).json()) as { id: string }).id);
@@ -46,13 +75,13 @@ async function missedLeads(names: string[], path: string) {
 
 describe('replaying failed fan-out batches', () => {
   it('fans a parked batch out again, and a second replay delivers nothing twice', async () => {
-    const { deps } = await testStack();
+    const { deps } = await ownFailures();
     // The lead is fanned out while the organization has no endpoint: no delivery.
     const { tenant, clients: [clientId], positions: [position] } = await missedLeads(['Missed Event'], '/replay');
 
     const park = () => parkBatch(position, position);
     await park();
-    const first = await runCli(['events', 'replay-failures']);
+    const first = await (await ownFailures()).cli(['events', 'replay-failures']);
     expect(first.code).toBe(0);
     expect(first.json()).toMatchObject({ failed: 0 });
     expect(first.json<{ records: number }>().records).toBeGreaterThanOrEqual(1);
@@ -61,14 +90,14 @@ describe('replaying failed fan-out batches', () => {
     expect(got.event).toMatchObject({ type: 'client.created', data: { object: { id: clientId } } });
 
     await park();
-    expect((await runCli(['events', 'replay-failures'])).code).toBe(0);
+    expect((await (await ownFailures()).cli(['events', 'replay-failures'])).code).toBe(0);
     await deliveriesSettled(receiver, tenant.organizationId, '/replay');
     expect(receiver.on('/replay')).toHaveLength(1);
     expect(await listDeliveries(deps, tenant.organizationId)).toHaveLength(1);
   });
 
   it('reads on past empty GetRecords pages, as DynamoDB Streams returns them before a shard’s end', async () => {
-    const { deps } = await testStack();
+    const { deps } = await ownFailures();
     const { tenant, clients, positions } = await missedLeads(['Gap One', 'Gap Two', 'Gap Three'], '/gaps');
     await parkBatch(positions[0], positions.at(-1)!, clients.length);
     // The real stream, one record a page, every page preceded by an empty one (DynamoDB Local never
@@ -99,7 +128,7 @@ describe('replaying failed fan-out batches', () => {
   });
 
   it('a batch older than the stream’s 24 h is reported and kept queued, and the other batches are still replayed', async () => {
-    const { deps } = await testStack();
+    const { deps } = await ownFailures();
     const { clients: [clientId], positions: [position] } = await missedLeads(['After The Old One'], '/after-trimmed');
     await parkBatch(position, position, 1, 'shardId-trimmed');
     await parkBatch(position, position);
