@@ -5,19 +5,13 @@
  */
 import type { SQSEvent, SQSBatchResponse } from 'aws-lambda';
 import { lambdaDeps } from '../core/platform/deps.js';
-import { mailerEnvVars, secretEnvVars } from '../core/platform/bindings.js';
+import { mailerEnvVars } from '../core/platform/bindings.js';
 import { mailTransport } from '../core/notify/mail-transport.js';
-import { secretsManagerSource, type SecretSource } from '../core/settings/token-secret.js';
+import { boundSecret } from '../core/settings/token-secret.js';
 import { sendNoticeBatch } from './sqs-batch.js';
 import { instrumented } from '../adapters/instrumentation.js';
 
-let linkSecret: SecretSource | undefined;
-function readLinkSecret(): Promise<string> {
-  const name = process.env[secretEnvVars.noticeLinks];
-  if (!name) throw new Error(`${secretEnvVars.noticeLinks} is not set: this function is not bound to the noticeLinks secret`);
-  linkSecret ??= secretsManagerSource(name);
-  return linkSecret();
-}
+const readLinkSecret = boundSecret('noticeLinks');
 
 export const handler = instrumented(async (event: SQSEvent, context): Promise<SQSBatchResponse> => {
   const deps = await lambdaDeps();

@@ -5,30 +5,16 @@
  * binds (its name in SETTINGS_TOKEN_SECRET; on the local stack the stand-in serves it), cached.
  */
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
-import { secretEnvVars } from '../core/platform/bindings.js';
 import { httpAdapter } from '../adapters/http-adapter.js';
 import { settingsApi } from '../core/settings/handle-settings-request.js';
-import { secretsManagerSource, type SecretSource } from '../core/settings/token-secret.js';
+import { boundSecret } from '../core/settings/token-secret.js';
 import { servePage } from './page.js';
 import { instrumented } from '../adapters/instrumentation.js';
 import { lambdaDeps } from '../core/platform/deps.js';
 import { noticePageResources, serveNoticePage } from './notice-pages.js';
 
-let linkSecret: SecretSource | undefined;
-function readLinkSecret(): Promise<string> {
-  const name = process.env[secretEnvVars.noticeLinks];
-  if (!name) throw new Error(`${secretEnvVars.noticeLinks} is not set: this function is not bound to the noticeLinks secret`);
-  linkSecret ??= secretsManagerSource(name);
-  return linkSecret();
-}
-
-let tokenSecret: SecretSource | undefined;
-function readTokenSecret(): Promise<string> {
-  const name = process.env[secretEnvVars.settingsToken];
-  if (!name) throw new Error(`${secretEnvVars.settingsToken} is not set: this function is not bound to the settingsToken secret`);
-  tokenSecret ??= secretsManagerSource(name);
-  return tokenSecret();
-}
+const readLinkSecret = boundSecret('noticeLinks');
+const readTokenSecret = boundSecret('settingsToken');
 
 // Same-origin: the page calls it from its own origin; no other origin's script may (no CORS headers).
 const api = httpAdapter(settingsApi({ tokenSecret: readTokenSecret }), { sameOrigin: true });

@@ -5,6 +5,7 @@
  */
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { traced } from '../platform/tracing.js';
+import { secretEnvVars, type SecretName } from '../platform/bindings.js';
 
 /** How long a read secret is used before it is read again. */
 export const TOKEN_SECRET_TTL_MS = 5 * 60_000;
@@ -22,5 +23,19 @@ export function secretsManagerSource(secretId: string, client: SecretsManagerCli
     if (!out.SecretString) throw new Error(`Secret ${secretId} has no string value`);
     cached = { value: out.SecretString, until: now() + ttlMs };
     return cached.value;
+  };
+}
+
+/**
+ * The secret the topology binds to this function (its name in the secret's env var), read through
+ * secretsManagerSource on first use: a function not bound to it fails with a message that says so.
+ */
+export function boundSecret(secret: SecretName): SecretSource {
+  let source: SecretSource | undefined;
+  return () => {
+    const name = process.env[secretEnvVars[secret]];
+    if (!name) throw new Error(`${secretEnvVars[secret]} is not set: this function is not bound to the ${secret} secret`);
+    source ??= secretsManagerSource(name);
+    return source();
   };
 }
