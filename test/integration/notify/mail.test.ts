@@ -6,12 +6,8 @@
  */
 import { describe, it, expect, beforeAll, afterAll } from '@jest/globals';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { SMTPServer } from 'smtp-server';
-import { simpleParser } from 'mailparser';
 import { GetQueueAttributesCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import type { Deps } from '../../../functions/core/platform/deps.js';
 import { createOrganization } from '../../../functions/core/tenancy/organizations.js';
@@ -20,57 +16,9 @@ import { enqueueNotice } from '../../../functions/core/notify/notices-queue.js';
 import type { NoticeMessage } from '../../../functions/core/notify/notice.js';
 import { recipientStore } from '../../../functions/core/notify/recipient-store.js';
 import { RestartableStack } from '../support/restartable-stack.js';
+import { TestMailServer, type Received } from '../support/mail-server.js';
 import { eventually, runCli } from '../support/stack.js';
 import type { LocalStackInfo } from '../../../lib/local/stack-file.js';
-
-/** `headers`: each header's value as sent (unfolded), by lower-case name. */
-interface Received { to: string[]; subject: string; text: string; html: string; raw: string; headers: Map<string, string> }
-
-/** A test SMTP server on a fixed loopback port: `down()` answers connections by closing them, `up()` serves SMTP again. */
-class TestMailServer {
-  readonly received: Received[] = [];
-  refused = 0;
-  port = 0;
-  private smtp?: SMTPServer;
-  private dead?: NetServer;
-  private sockets = new Set<Socket>();
-
-  async up(): Promise<void> {
-    if (this.dead) await new Promise<void>((r) => { this.dead!.close(() => r()); for (const s of this.sockets) s.destroy(); });
-    this.dead = undefined;
-    this.smtp = new SMTPServer({
-      authOptional: true, disabledCommands: ['STARTTLS', 'AUTH'], logger: false,
-      onData: (stream, session, callback) => {
-        const chunks: Buffer[] = [];
-        stream.on('data', (c: Buffer) => chunks.push(c));
-        stream.on('end', () => {
-          const raw = Buffer.concat(chunks);
-          simpleParser(raw).then((m) => {
-            this.received.push({ to: session.envelope.rcptTo.map((r) => r.address), subject: m.subject ?? '', text: m.text ?? '', html: typeof m.html === 'string' ? m.html : '', raw: raw.toString('utf8'), headers: new Map(m.headerLines.map((h) => [h.key, h.line.slice(h.line.indexOf(':') + 1).replace(/\r?\n[ \t]+/g, ' ').trim()])) });
-            callback();
-          }, callback);
-        });
-      },
-    });
-    await new Promise<void>((resolve) => this.smtp!.listen(this.port, '127.0.0.1', () => resolve()));
-    this.port = (this.smtp.server.address() as AddressInfo).port;
-  }
-
-  async down(): Promise<void> {
-    await new Promise<void>((r) => this.smtp!.close(() => r()));
-    this.dead = createNetServer((socket) => { this.refused += 1; this.sockets.add(socket); socket.destroy(); });
-    await new Promise<void>((resolve) => this.dead!.listen(this.port, '127.0.0.1', () => resolve()));
-  }
-
-  async stop(): Promise<void> {
-    if (this.dead) await new Promise<void>((r) => this.dead!.close(() => r()));
-    else await new Promise<void>((r) => this.smtp!.close(() => r()));
-  }
-
-  to(address: string): Received[] {
-    return this.received.filter((m) => m.to.includes(address));
-  }
-}
 
 const mail = new TestMailServer();
 const dir = mkdtempSync(path.join(tmpdir(), 'crm-mail-'));

@@ -12,8 +12,6 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { SMTPServer } from 'smtp-server';
-import { simpleParser } from 'mailparser';
 import { BatchWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import type { Deps } from '../../../functions/core/platform/deps.js';
@@ -26,14 +24,13 @@ import { recipientStore } from '../../../functions/core/notify/recipient-store.j
 import { runDailyDigest } from '../../../functions/core/settings/daily-digest.js';
 import type { NoticeKind } from '../../../functions/core/notify/notice.js';
 import { RestartableStack } from '../support/restartable-stack.js';
+import { TestMailServer } from '../support/mail-server.js';
 import { eventually } from '../support/stack.js';
 import type { LocalStackInfo } from '../../../lib/local/stack-file.js';
 
-interface Mail { to: string[]; subject: string; text: string; html: string; raw: string; at: number }
 
-const received: Mail[] = [];
-let smtp: SMTPServer;
-let smtpPort = 0;
+const mail = new TestMailServer();
+const received = mail.received;
 const dir = mkdtempSync(path.join(tmpdir(), 'crm-notices-'));
 let stack: RestartableStack;
 let info: LocalStackInfo;
@@ -42,26 +39,7 @@ let deps: Deps;
 /** The cap of this stack: small, so an import's summary comes soon. */
 const CAP = 5;
 
-async function startSmtp(): Promise<void> {
-  smtp = new SMTPServer({
-    authOptional: true, disabledCommands: ['STARTTLS', 'AUTH'], logger: false,
-    onData: (stream, session, callback) => {
-      const chunks: Buffer[] = [];
-      stream.on('data', (c: Buffer) => chunks.push(c));
-      stream.on('end', () => {
-        const raw = Buffer.concat(chunks);
-        simpleParser(raw).then((m) => {
-          received.push({ to: session.envelope.rcptTo.map((r) => r.address), subject: m.subject ?? '', text: m.text ?? '', html: typeof m.html === 'string' ? m.html : '', raw: raw.toString('utf8'), at: Date.now() });
-          callback();
-        }, callback);
-      });
-    },
-  });
-  await new Promise<void>((resolve) => smtp.listen(0, '127.0.0.1', () => resolve()));
-  smtpPort = (smtp.server.address() as AddressInfo).port;
-}
-
-const mailTo = (address: string) => received.filter((m) => m.to.includes(address));
+const mailTo = (address: string) => mail.to(address);
 
 /** An organization with an API key and one confirmed recipient who picked `notices`. */
 async function givenTeam(name: string, notices: NoticeKind[] = ['lead.created']) {
@@ -85,17 +63,17 @@ async function noticesDrained(): Promise<void> {
 }
 
 beforeAll(async () => {
-  await startSmtp();
+  await mail.up();
   stack = new RestartableStack(dir, {
     leadNoticeCap: CAP, noticeRetrySeconds: [1], noticeSendTimeoutMs: 2000,
     circuitFailureThreshold: 2, circuitOpenSeconds: 1, circuitMaxOpenSeconds: 2, retryScheduleSeconds: [1, 1, 1, 1], retryJitter: 0, defaultRateLimitPerMinute: 1000,
-  }, { CRM_SMTP_URL: `smtp://127.0.0.1:${smtpPort}` });
+  }, { CRM_SMTP_URL: `smtp://127.0.0.1:${mail.port}` });
   ({ info, deps } = await stack.start());
 }, 150_000);
 
 afterAll(async () => {
   await stack?.stop();
-  await new Promise<void>((r) => smtp.close(() => r()));
+  await mail.stop();
   rmSync(dir, { recursive: true, force: true });
 });
 
