@@ -15,18 +15,21 @@ const { values } = parseArgs({
     'sqs-port': { type: 'string', default: process.env.SQS_PORT ?? '0' },
     quiet: { type: 'boolean', default: false },
     'expose-dynamodb': { type: 'boolean', default: false },
+    'clients-per-address': { type: 'string', default: '1' },
     help: { type: 'boolean', short: 'h', default: false },
   },
 });
 
 if (values.help) {
-  console.log(`Usage: npm start -- [--port 3000] [--dir .local] [--in-memory] [--dynamodb-port N] [--sqs-port N] [--quiet] [--expose-dynamodb]
+  console.log(`Usage: npm start -- [--port 3000] [--dir .local] [--in-memory] [--dynamodb-port N] [--sqs-port N] [--quiet] [--expose-dynamodb] [--clients-per-address N]
 Runs DynamoDB Local, the fauxqs SQS emulator, the API on 127.0.0.1 and the event pollers.
 DynamoDB Local runs in a private network namespace; where the machine cannot give it one, it would
 listen on every interface, and the stack refuses to start unless --expose-dynamodb (or
 CRM_ALLOW_EXPOSED_DYNAMODB=1) accepts that (see docs/local-stack.md).
 Writes <dir>/stack.json for the CLI (npx crm ...). PORT, DYNAMODB_PORT, SQS_PORT env vars also apply;
 CRM_SETTINGS (JSON) is written into the local SSM parameter at start (the handlers read it there).
+--clients-per-address N multiplies the WAF's per-address limits (default 1, as deployed), for when
+one address stands for many callers (the test suite).
 Notices are sent to a local mail capture (its page is printed at start); CRM_SMTP_URL=smtp://host:port
 sends them to that SMTP server instead.`);
   process.exit(0);
@@ -39,6 +42,12 @@ function port(name: string, value: string): number {
     process.exit(2);
   }
   return n;
+}
+
+const clientsPerAddress = Number(values['clients-per-address']);
+if (!Number.isInteger(clientsPerAddress) || clientsPerAddress < 1) {
+  console.error(`error: --clients-per-address must be a whole number ≥ 1, got "${values['clients-per-address']}"`);
+  process.exit(2);
 }
 
 const quiet = values.quiet;
@@ -64,6 +73,7 @@ const stack = await startLocalStack({
   sqsPort: port('sqs-port', values['sqs-port']),
   exposeDynamoDb: values['expose-dynamodb'] || undefined, // else CRM_ALLOW_EXPOSED_DYNAMODB decides
   settings: userSettings,
+  clientsPerAddress,
   smtpUrl: process.env.CRM_SMTP_URL || undefined,
   log: (line) => console.error(line),
 }).catch((error: Error) => {

@@ -73,6 +73,12 @@ async function readBody(req: IncomingMessage): Promise<Buffer | 'too-large'> {
 }
 
 /**
+ * Milliseconds on a clock that never steps: a wall clock set back (NTP on a fresh machine) would
+ * hold every request in a window, or drain every bucket, until it caught up.
+ */
+const monotonicMs = () => performance.now();
+
+/**
  * The WAF's rate-based rules, in priority order: the first that blocks ends the evaluation, as in
  * WAF. Each counts per key in the trailing window (blocked requests count too, as in WAF).
  */
@@ -80,8 +86,8 @@ export class WafRateRules {
   private readonly seen = new Map<string, number[]>();
   constructor(private readonly rules: WafRuleSpec[]) {}
 
-  /** Counts the request; true when a rule blocks it. */
-  blocks(request: { headers: IncomingMessage['headers']; address: string; method: string }, now = Date.now()): boolean {
+  /** Counts the request; the name of the rule that blocks it, if one does. */
+  blocks(request: { headers: IncomingMessage['headers']; address: string; method: string }, now = monotonicMs()): string | undefined {
     if (this.seen.size > 10_000) this.sweep(now);
     const header = (name: string) => {
       const value = request.headers[name];
@@ -97,9 +103,9 @@ export class WafRateRules {
       const times = (this.seen.get(id) ?? []).filter((t) => t > now - rule.windowSeconds * 1000);
       times.push(now);
       this.seen.set(id, times);
-      if (times.length > rule.limit) return true;
+      if (times.length > rule.limit) return rule.name;
     }
-    return false;
+    return undefined;
   }
 
   private sweep(now: number): void {
@@ -108,15 +114,19 @@ export class WafRateRules {
   }
 }
 
+/** The deployed WAF rules, with each per-address limit counting `clients` callers behind one address. */
+export const wafRulesFor = (clients: number): WafRuleSpec[] =>
+  defaultWafRules.map((rule) => ('address' in rule.key ? { ...rule, limit: rule.limit * clients } : rule));
+
 /** API Gateway's token bucket: one per method of the stage, shared by every caller of that method. */
 export class TokenBucket {
   private tokens: number;
-  private at = Date.now();
+  private at = monotonicMs();
   constructor(private readonly limits: ThrottleSpec) {
     this.tokens = limits.burstLimit;
   }
 
-  take(now = Date.now()): boolean {
+  take(now = monotonicMs()): boolean {
     this.tokens = Math.min(this.limits.burstLimit, this.tokens + ((now - this.at) / 1000) * this.limits.rateLimit);
     this.at = now;
     if (this.tokens < 1) return false;
@@ -186,10 +196,26 @@ export interface LocalApiOptions {
   /** Tests shrink these to reach them in a few requests; the defaults are the deployed ones. */
   throttles?: { route?: ThrottleSpec; catchAll?: ThrottleSpec };
   wafRules?: WafRuleSpec[];
+  /** Told of each 429 the front door itself answers (a WAF rule or a method's throttle): at most once per reason every 10 s. */
+  onRefused?: (reason: string) => void;
+}
+
+/** Reports a reason at most once per `periodMs`, with how many were left unsaid since. */
+function everyFewSeconds(report: (reason: string) => void, periodMs = 10_000): (reason: string) => void {
+  const last = new Map<string, { at: number; unsaid: number }>();
+  return (reason) => {
+    const now = monotonicMs();
+    const seen = last.get(reason);
+    if (seen && now - seen.at < periodMs) { seen.unsaid += 1; return; }
+    if (last.size > 1000) last.clear();
+    last.set(reason, { at: now, unsaid: 0 });
+    report(seen?.unsaid ? `${reason} (and ${seen.unsaid} more since)` : reason);
+  };
 }
 
 export async function startHttpServer(options: LocalApiOptions): Promise<{ server: Server; url: string; close(): Promise<void> }> {
   const waf = new WafRateRules(options.wafRules ?? defaultWafRules);
+  const refused = options.onRefused ? everyFewSeconds(options.onRefused) : () => undefined;
   // One bucket per (resource, method), as API Gateway applies stage throttling per method.
   const buckets = new Map<string, TokenBucket>();
   const takeToken = (pathname: string, httpMethod: string) => {
@@ -212,9 +238,16 @@ export async function startHttpServer(options: LocalApiOptions): Promise<{ serve
       }
       // In the order AWS applies them: the WAF, the method's throttle, the payload limit, then the integration.
       const address = (req.socket.remoteAddress ?? '127.0.0.1').replace(/^::ffff:/, '');
-      if (waf.blocks({ headers: req.headers, address, method: req.method ?? 'GET' })) return sendAnswer(res, gatewayResponses.WAF_FILTERED, requestId);
+      const blockedBy = waf.blocks({ headers: req.headers, address, method: req.method ?? 'GET' });
+      if (blockedBy) {
+        refused(`429: the WAF rule ${blockedBy} blocks ${address}`);
+        return sendAnswer(res, gatewayResponses.WAF_FILTERED, requestId);
+      }
       if (!wellEscaped(pathname)) return sendAnswer(res, gatewayResponses[malformedPath.type], requestId, { status: malformedPath.status, message: malformedPath.message });
-      if (!takeToken(pathname, req.method ?? 'GET')) return sendAnswer(res, gatewayResponses.THROTTLED, requestId);
+      if (!takeToken(pathname, req.method ?? 'GET')) {
+        refused(`429: the throttle of ${req.method} ${resourceFor(pathname).resource} is spent`);
+        return sendAnswer(res, gatewayResponses.THROTTLED, requestId);
+      }
       const body = await readBody(req);
       if (body === 'too-large') return sendAnswer(res, gatewayResponses.REQUEST_TOO_LARGE, requestId);
 

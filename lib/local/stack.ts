@@ -15,7 +15,7 @@ import { startDynamoDbLocal, startSqsEmulator, localCredentials } from './emulat
 import { journalMissingOverData } from './sqs-journal.js';
 import { requeuePendingDeliveries } from './requeue-deliveries.js';
 import { provisionTopology, type Provisioned } from './provision.js';
-import { startHttpServer, type HttpHandler } from './http-server.js';
+import { startHttpServer, wafRulesFor, type HttpHandler } from './http-server.js';
 import { startSsmStandIn } from './ssm-stand-in.js';
 import { ensureSecretFile, startSecretsStandIn } from './secrets-stand-in.js';
 import { mintSessionToken, MAX_SESSION_TTL_SECONDS } from '../../functions/core/settings/session-token.js';
@@ -43,6 +43,12 @@ export interface LocalStackOptions {
   seed?: boolean;
   /** Send notices to this SMTP server (CRM_SMTP_URL) instead of the local mail capture. */
   smtpUrl?: string;
+  /**
+   * How many clients share each address, for the WAF's per-address rules (their limits are
+   * multiplied by it): 1, as deployed, unless one address stands for many callers (the test suite's
+   * files all call from 127.0.0.1).
+   */
+  clientsPerAddress?: number;
   /** Period of the every-minute schedule sources (the due-index sweeper), in ms; default their rate (1 min). Tests compress it. */
   scheduleIntervalMs?: number;
   log?: (line: string) => void;
@@ -118,7 +124,14 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     const scheduleIntervalMs = period === undefined ? undefined : (rateMinutes: number) => (rateMinutes <= 1 ? period : rateMinutes * 60_000);
     running.add(startEventSources({ handlers, provisioned, streams, sqs: deps.sqs, dir, onError: running.onError, scheduleIntervalMs }).stop);
 
-    const http = await startHttpServer({ port: options.port ?? 3000, handlers: handlers as Record<string, HttpHandler>, onError: running.onError('http') });
+    const http = await startHttpServer({
+      port: options.port ?? 3000,
+      handlers: handlers as Record<string, HttpHandler>,
+      onError: running.onError('http'),
+      wafRules: wafRulesFor(options.clientsPerAddress ?? 1),
+      // Said even when quiet: a 429 nobody's limit explains is the first thing to look for.
+      onRefused: (reason) => console.error(`front door: ${reason}`),
+    });
     running.add(() => http.close());
     // The links in notices (confirm, unsubscribe) open this API's pages; on AWS the stack sets it.
     process.env[mailerEnvVars.publicApiUrl] = http.url;

@@ -31,7 +31,10 @@ export default async function globalSetup(): Promise<void> {
   const out = openSync(logFile, 'w');
   const child = spawn(
     process.execPath,
-    ['--no-warnings', '--import', 'tsx', 'bin/local.ts', '--in-memory', '--port', '0', '--dir', dir, '--quiet'],
+    // Every test file calls from 127.0.0.1: the WAF's per-address limits count them as the many
+    // clients they stand for (the rules themselves are tested at their deployed values in
+    // local/http-gateway.test.ts).
+    ['--no-warnings', '--import', 'tsx', 'bin/local.ts', '--in-memory', '--port', '0', '--dir', dir, '--quiet', '--clients-per-address', '20'],
     { stdio: ['ignore', out, out], env: { ...process.env, NODE_OPTIONS: '', CRM_SETTINGS: JSON.stringify(testSettings) } },
   );
   (globalThis as Record<string, unknown>).__crmLocalStack = child;

@@ -7,11 +7,11 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { describe, it, expect, beforeAll, afterAll } from '@jest/globals';
+import { describe, it, expect, beforeAll, afterAll, jest } from '@jest/globals';
 import { Template } from 'aws-cdk-lib/assertions';
 import type { APIGatewayProxyResult } from 'aws-lambda';
 import { buildApp } from '../../../lib/stacks/app.js';
-import { startHttpServer, type HttpHandler } from '../../../lib/local/http-server.js';
+import { startHttpServer, wafRulesFor, type HttpHandler } from '../../../lib/local/http-server.js';
 import { apiMethodFor, catchAllThrottle, routeThrottle } from '../../../functions/front-door/routes.js';
 import { wafKeyLimitPerMinute, wafRules } from '../../../functions/front-door/waf.js';
 import { lambdaFailure } from '../../../functions/front-door/gateway-answers.js';
@@ -198,6 +198,41 @@ describe('the local front door under load and failure', () => {
       expect((await fetch(`${url}/api/webhook/leads`, { method: 'DELETE' })).status).toBe(429); // the same ANY
       expect((await fetch(`${url}/api/webhook/leads`, { method: 'POST' })).status).toBe(200);
     });
+  });
+
+  it('tells the stack of each 429 it answers itself, once per reason every few seconds', async () => {
+    const reasons: string[] = [];
+    await withServer({ throttles: { route: { rateLimit: 0.001, burstLimit: 1 } }, wafRules: rulesWith({ PerAddressWithoutKey: 2 }), onRefused: (r) => reasons.push(r) }, async (url) => {
+      const key = newKey();
+      expect((await get(url, { 'X-API-Key': key })).status).toBe(200);
+      for (let i = 0; i < 3; i++) expect((await get(url, { 'X-API-Key': key })).status).toBe(429);
+      for (let i = 0; i < 2; i++) await get(url, { Authorization: 'Bearer a-session-token' });
+      for (let i = 0; i < 2; i++) expect((await get(url, { Authorization: 'Bearer a-session-token' })).status).toBe(429);
+    });
+    expect(reasons).toEqual([
+      '429: the throttle of GET /api/webhook/leads is spent',
+      '429: the WAF rule PerAddressWithoutKey blocks 127.0.0.1',
+    ]);
+  });
+
+  it('keeps its buckets and windows on a clock that never steps: a wall clock set back drains nothing', async () => {
+    await withServer({ throttles: { route: { rateLimit: 1, burstLimit: 2 } } }, async (url) => {
+      expect((await get(url)).status).toBe(200);
+      const wall = Date.now();
+      const setBack = jest.spyOn(Date, 'now').mockImplementation(() => wall - 600_000); // NTP steps the clock back 10 minutes
+      try {
+        expect((await get(url)).status).toBe(200);
+      } finally {
+        setBack.mockRestore();
+      }
+    });
+  });
+
+  it('counts the clients behind one address (--clients-per-address) in the per-address rules only', () => {
+    const scaled = Object.fromEntries(wafRulesFor(20).map((r) => [r.name, r.limit]));
+    const deployed = Object.fromEntries(wafRules.map((r) => [r.name, r.limit]));
+    expect(scaled).toEqual({ ...deployed, PerAddress: deployed.PerAddress * 20, PerAddressWithoutKey: deployed.PerAddressWithoutKey * 20 });
+    expect(wafRulesFor(1)).toEqual(wafRules);
   });
 
   it('throttles each method by the deployed numbers: lead methods by the sized bucket, catch-alls by the low one', () => {
