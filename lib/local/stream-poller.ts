@@ -309,23 +309,27 @@ export class StreamPoller {
     let pending = batch;
     let attempts = 0;
     let size = pending.length;
+    const reasons: string[] = [];
     while (pending.length > 0) {
       const slice = pending.slice(0, size);
-      const failedAt = await this.invoke(slice);
+      const { failedAt, reason } = await this.invoke(slice);
       if (failedAt === -1) {
         pending = pending.slice(slice.length);
         size = pending.length;
         attempts = 0;
+        reasons.length = 0;
         continue;
       }
       pending = pending.slice(failedAt);
       attempts += 1;
+      reasons.push(reason);
       if (attempts > this.options.maxRetries) {
         const failed = pending.slice(0, Math.max(1, Math.min(size, pending.length)));
-        await this.sendToOnFailure(shardId, failed);
+        await this.sendToOnFailure(shardId, failed, reasons);
         pending = pending.slice(failed.length);
         size = pending.length;
         attempts = 0;
+        reasons.length = 0;
         continue;
       }
       if (this.options.bisectOnError && failedAt === 0 && size > 1) size = Math.ceil(size / 2);
@@ -333,17 +337,21 @@ export class StreamPoller {
     }
   }
 
-  /** -1 when the whole slice succeeded, else the index of the first failed record. */
-  private async invoke(slice: DynamoDBRecord[]): Promise<number> {
+  /**
+   * `failedAt`: -1 when the whole slice succeeded, else the index of the first failed record;
+   * `reason`: what failed it (the handler's error, or the record its partial batch response named).
+   */
+  private async invoke(slice: DynamoDBRecord[]): Promise<{ failedAt: number; reason: string }> {
     try {
       const response = await this.options.handler({ Records: slice });
       const failures = new Set((response?.batchItemFailures ?? []).map((f) => f.itemIdentifier));
-      if (failures.size === 0) return -1;
+      if (failures.size === 0) return { failedAt: -1, reason: '' };
       const index = slice.findIndex((r) => failures.has(r.dynamodb!.SequenceNumber!));
-      return index === -1 ? 0 : index; // an unknown identifier fails the whole batch, as on Lambda
+      // An unknown identifier fails the whole batch, as on Lambda.
+      return { failedAt: index === -1 ? 0 : index, reason: `batchItemFailures from ${index === -1 ? `unknown ${[...failures].join(',')}` : slice[index].dynamodb!.SequenceNumber}` };
     } catch (error) {
       this.options.onError?.(error);
-      return 0;
+      return { failedAt: 0, reason: `error: ${error instanceof Error ? error.message : String(error)}` };
     }
   }
 
@@ -355,10 +363,16 @@ export class StreamPoller {
     renameSync(tmp, this.options.checkpointFile);
   }
 
-  private async sendToOnFailure(shardId: string, records: DynamoDBRecord[]): Promise<void> {
-    if (!this.options.onFailure) return;
+  /**
+   * Describes the exhausted records on the on-failure queue, and says so: Lambda's destination
+   * record names no cause, so the line (with each attempt's reason) is what an operator finds.
+   */
+  private async sendToOnFailure(shardId: string, records: DynamoDBRecord[], reasons: string[]): Promise<void> {
     const first = records[0].dynamodb!;
     const last = records[records.length - 1].dynamodb!;
+    this.options.onError?.(new Error(`${records.length} records (${first.SequenceNumber}..${last.SequenceNumber}) of shard ${shardId} `
+      + `${this.options.onFailure ? 'sent to the on-failure queue' : 'skipped (no on-failure queue)'} after ${reasons.length} failed attempts: ${reasons.join('; ')}`));
+    if (!this.options.onFailure) return;
     // The shape of Lambda's on-failure record for stream sources (abridged).
     await this.options.onFailure.sqs.send(new SendMessageCommand({
       QueueUrl: this.options.onFailure.queueUrl,

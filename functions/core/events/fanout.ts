@@ -169,9 +169,14 @@ export async function fanOut(deps: Deps, changes: StreamChange[]): Promise<FanOu
     await Promise.all([handOff(deps, bulk), (async () => queueDeliveries(deps, await recordDeliveries(deps, lane)))(), produceLeadNotices(deps, done)]);
     await markHandOffs(deps, large, now);
   } catch (error) {
-    // One line per organization of the batch, naming its endpoints, so each organization's query finds it.
-    for (const [organizationId, endpointIds] of endpointsByOrganization([...lane, ...bulk.flat()])) {
+    // One line per organization of the batch, naming its endpoints, so each organization's query finds it;
+    // one line when none has endpoints (the notices failed): a failed batch always says why.
+    const organizations = endpointsByOrganization([...lane, ...bulk.flat()]);
+    for (const [organizationId, endpointIds] of organizations) {
       logger.error('recording or queuing deliveries or notices failed', { organizationId, endpointIds: [...endpointIds].join(','), error: error as Error });
+    }
+    if (organizations.size === 0) {
+      logger.error('recording or queuing deliveries or notices failed', { sequenceNumber: changes[0]?.sequenceNumber, error: error as Error });
     }
     return changes[0] ? { failedFrom: changes[0].sequenceNumber } : {};
   }
