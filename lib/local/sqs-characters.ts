@@ -13,6 +13,7 @@
  */
 
 /** A character outside SQS's allowed set, read by code point. */
+// eslint-disable-next-line no-control-regex -- SQS names tab, LF and CR among its characters
 export const OUTSIDE_SQS_CHARACTERS = /[^\x09\x0A\x0D\x20-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/u;
 
 /** Gives fauxqs's body check (its sqsTypes module's INVALID_MESSAGE_BODY_CHAR) AWS's character set. */

@@ -70,6 +70,19 @@ export function laneOf(partitionKey: string, lanes: number): number {
   return lanes <= 1 ? 0 : createHash('md5').update(partitionKey).digest().readUInt32BE(0) % lanes;
 }
 
+/** A batch given up on: its line is the message alone (no stack: nothing threw). */
+export class GaveUp extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'GaveUp';
+    this.stack = message;
+  }
+}
+
+/** Each distinct reason once, in order, with how many attempts it failed. */
+const tally = (reasons: string[]) => [...reasons.reduce((m, r) => m.set(r, (m.get(r) ?? 0) + 1), new Map<string, number>())]
+  .map(([reason, times]) => (times > 1 ? `${reason} (${times} times)` : reason)).join('; ');
+
 export type StreamHandler = (event: DynamoDBStreamEvent) => Promise<DynamoDBBatchResponse | void>;
 
 export interface StreamPollerOptions {
@@ -370,8 +383,8 @@ export class StreamPoller {
   private async sendToOnFailure(shardId: string, records: DynamoDBRecord[], reasons: string[]): Promise<void> {
     const first = records[0].dynamodb!;
     const last = records[records.length - 1].dynamodb!;
-    this.options.onError?.(new Error(`${records.length} records (${first.SequenceNumber}..${last.SequenceNumber}) of shard ${shardId} `
-      + `${this.options.onFailure ? 'sent to the on-failure queue' : 'skipped (no on-failure queue)'} after ${reasons.length} failed attempts: ${reasons.join('; ')}`));
+    this.options.onError?.(new GaveUp(`${records.length} record(s) ${first.SequenceNumber}..${last.SequenceNumber} of shard ${shardId} `
+      + `${this.options.onFailure ? 'sent to the on-failure queue' : 'skipped (no on-failure queue)'} after ${reasons.length} failed attempts: ${tally(reasons)}`));
     if (!this.options.onFailure) return;
     // The shape of Lambda's on-failure record for stream sources (abridged).
     await this.options.onFailure.sqs.send(new SendMessageCommand({
