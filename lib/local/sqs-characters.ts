@@ -1,6 +1,6 @@
 /**
- * Makes the local SQS (fauxqs) take the message bodies AWS takes (docs/local-stack.md "Where the
- * local SQS differs from AWS"). SQS allows #x9 | #xA | #xD | #x20 to #xD7FF | #xE000 to #xFFFD |
+ * Makes the local SQS (fauxqs) take the message bodies AWS takes (docs/local-stack.md "Differences
+ * from AWS", docs/architecture.md#the-local-stack-and-awss-rules). SQS allows #x9 | #xA | #xD | #x20 to #xD7FF | #xE000 to #xFFFD |
  * #x10000 to #x10FFFF (SendMessage's MessageBody); fauxqs tests the body with a pattern written
  * without the `u` flag, which reads UTF-16 units, so every character past U+FFFF (an emoji in a
  * lead's name) is two surrogate units outside its ranges and the message is refused

@@ -75,9 +75,9 @@ describe('a new lead', () => {
     loggedError.mockClear();
     const failed = await run(records);
     expect(failed.batchItemFailures).toHaveLength(1);
-    // The organization has no endpoints: the failure is still a line naming the batch and the error.
+    // The organization has no endpoints: the failure is still a line naming it, the batch and the error.
     expect(loggedError).toHaveBeenCalledWith('recording or queuing deliveries or notices failed', expect.objectContaining({
-      sequenceNumber: records[0].dynamodb!.SequenceNumber, error: expect.objectContaining({ message: 'notices queue unavailable' }),
+      organizationId: ORG, endpointIds: '', sequenceNumber: records[0].dynamodb!.SequenceNumber, error: expect.objectContaining({ message: 'notices queue unavailable' }),
     }));
     expect(await run(records)).toEqual({ batchItemFailures: [] });
     expect(queue.unique).toHaveLength(1);
