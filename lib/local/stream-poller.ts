@@ -2,7 +2,8 @@
  * Plays Lambda's DynamoDB Streams event-source mapping: shards read in order (parents before
  * children), batches of up to `batchSize`, partial batch responses (resume from the first failed
  * record), bisect on error, a bounded retry count, then the batch's description goes to the
- * on-failure queue and the shard moves on.
+ * on-failure queue and the shard moves on; that is said in one line (`onError`, a `GaveUp` naming the
+ * records and each failed attempt's reason), as Lambda's destination record names no cause.
  *
  * ParallelizationFactor (docs/capacity.md "Fan-out lanes"): each shard's records are dealt to
  * `parallelizationFactor` lanes by a hash of their partition key, as Lambda does; a lane runs one
@@ -383,11 +384,9 @@ export class StreamPoller {
   private async sendToOnFailure(shardId: string, records: DynamoDBRecord[], reasons: string[]): Promise<void> {
     const first = records[0].dynamodb!;
     const last = records[records.length - 1].dynamodb!;
-    this.options.onError?.(new GaveUp(`${records.length} record(s) ${first.SequenceNumber}..${last.SequenceNumber} of shard ${shardId} `
-      + `${this.options.onFailure ? 'sent to the on-failure queue' : 'skipped (no on-failure queue)'} after ${reasons.length} failed attempts: ${tally(reasons)}`));
-    if (!this.options.onFailure) return;
-    // The shape of Lambda's on-failure record for stream sources (abridged).
-    await this.options.onFailure.sqs.send(new SendMessageCommand({
+    // The shape of Lambda's on-failure record for stream sources (abridged). A send that fails
+    // throws: the batch runs again (dispatch), and this line is written once it is sent.
+    await this.options.onFailure?.sqs.send(new SendMessageCommand({
       QueueUrl: this.options.onFailure.queueUrl,
       MessageBody: JSON.stringify({
         requestContext: { condition: 'RetryAttemptsExhausted', approximateInvokeCount: this.options.maxRetries + 1 },
@@ -401,5 +400,7 @@ export class StreamPoller {
         },
       }),
     }));
+    this.options.onError?.(new GaveUp(`${records.length} record(s) ${first.SequenceNumber}..${last.SequenceNumber} of shard ${shardId} `
+      + `${this.options.onFailure ? 'sent to the on-failure queue' : 'skipped (no on-failure queue)'} after ${reasons.length} failed attempts: ${tally(reasons)}`));
   }
 }
