@@ -13,6 +13,7 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { enforceVisibilityLimit } from './sqs-strict.js';
+import { acceptSqsCharacters } from './sqs-characters.js';
 import { makeQueuesFair, type FauxqsStore } from './sqs-fair.js';
 import { makeQueuesDurable, SqsJournal } from './sqs-journal.js';
 import { isLoopbackHost, hostOfRequestHead, foreignHostResponse, foreignHostMessage, listenOnLoopback } from './loopback-host.js';
@@ -281,6 +282,8 @@ export async function startSqsEmulator(options: { port?: number; journal?: strin
   // is built here so that its standard queues can be made fair (sqs-fair.ts).
   const { SqsStore } = await import(pathToFileURL(path.join(packageDir('fauxqs'), 'dist/sqs/sqsStore.js')).href) as { SqsStore: new () => FauxqsStore };
   const sqsStore = new SqsStore();
+  // fauxqs refuses every character past U+FFFF, which SQS takes (sqs-characters.ts).
+  acceptSqsCharacters(await import(pathToFileURL(path.join(packageDir('fauxqs'), 'dist/sqs/sqsTypes.js')).href));
   const app = buildApp({ logger: false, defaultRegion: LOCAL_REGION, stores: { sqsStore } as never });
   // DNS rebinding: fauxqs also serves inspection routes a rebound web page could read.
   app.addHook('onRequest', async (request, reply) => {

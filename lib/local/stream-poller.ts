@@ -2,7 +2,8 @@
  * Plays Lambda's DynamoDB Streams event-source mapping: shards read in order (parents before
  * children), batches of up to `batchSize`, partial batch responses (resume from the first failed
  * record), bisect on error, a bounded retry count, then the batch's description goes to the
- * on-failure queue and the shard moves on.
+ * on-failure queue and the shard moves on; that is said in one line (`onError`, a `GaveUp` naming the
+ * records and each failed attempt's reason), as Lambda's destination record names no cause.
  *
  * ParallelizationFactor (docs/capacity.md "Fan-out lanes"): each shard's records are dealt to
  * `parallelizationFactor` lanes by a hash of their partition key, as Lambda does; a lane runs one
@@ -69,6 +70,19 @@ const READ_AHEAD_BATCHES = 2;
 export function laneOf(partitionKey: string, lanes: number): number {
   return lanes <= 1 ? 0 : createHash('md5').update(partitionKey).digest().readUInt32BE(0) % lanes;
 }
+
+/** A batch given up on: its line is the message alone (no stack: nothing threw). */
+export class GaveUp extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'GaveUp';
+    this.stack = message;
+  }
+}
+
+/** Each distinct reason once, in order, with how many attempts it failed. */
+const tally = (reasons: string[]) => [...reasons.reduce((m, r) => m.set(r, (m.get(r) ?? 0) + 1), new Map<string, number>())]
+  .map(([reason, times]) => (times > 1 ? `${reason} (${times} times)` : reason)).join('; ');
 
 export type StreamHandler = (event: DynamoDBStreamEvent) => Promise<DynamoDBBatchResponse | void>;
 
@@ -309,23 +323,27 @@ export class StreamPoller {
     let pending = batch;
     let attempts = 0;
     let size = pending.length;
+    const reasons: string[] = [];
     while (pending.length > 0) {
       const slice = pending.slice(0, size);
-      const failedAt = await this.invoke(slice);
+      const { failedAt, reason } = await this.invoke(slice);
       if (failedAt === -1) {
         pending = pending.slice(slice.length);
         size = pending.length;
         attempts = 0;
+        reasons.length = 0;
         continue;
       }
       pending = pending.slice(failedAt);
       attempts += 1;
+      reasons.push(reason);
       if (attempts > this.options.maxRetries) {
         const failed = pending.slice(0, Math.max(1, Math.min(size, pending.length)));
-        await this.sendToOnFailure(shardId, failed);
+        await this.sendToOnFailure(shardId, failed, reasons);
         pending = pending.slice(failed.length);
         size = pending.length;
         attempts = 0;
+        reasons.length = 0;
         continue;
       }
       if (this.options.bisectOnError && failedAt === 0 && size > 1) size = Math.ceil(size / 2);
@@ -333,17 +351,21 @@ export class StreamPoller {
     }
   }
 
-  /** -1 when the whole slice succeeded, else the index of the first failed record. */
-  private async invoke(slice: DynamoDBRecord[]): Promise<number> {
+  /**
+   * `failedAt`: -1 when the whole slice succeeded, else the index of the first failed record;
+   * `reason`: what failed it (the handler's error, or the record its partial batch response named).
+   */
+  private async invoke(slice: DynamoDBRecord[]): Promise<{ failedAt: number; reason: string }> {
     try {
       const response = await this.options.handler({ Records: slice });
       const failures = new Set((response?.batchItemFailures ?? []).map((f) => f.itemIdentifier));
-      if (failures.size === 0) return -1;
+      if (failures.size === 0) return { failedAt: -1, reason: '' };
       const index = slice.findIndex((r) => failures.has(r.dynamodb!.SequenceNumber!));
-      return index === -1 ? 0 : index; // an unknown identifier fails the whole batch, as on Lambda
+      // An unknown identifier fails the whole batch, as on Lambda.
+      return { failedAt: index === -1 ? 0 : index, reason: `batchItemFailures from ${index === -1 ? `unknown ${[...failures].join(',')}` : slice[index].dynamodb!.SequenceNumber}` };
     } catch (error) {
       this.options.onError?.(error);
-      return 0;
+      return { failedAt: 0, reason: `error: ${error instanceof Error ? error.message : String(error)}` };
     }
   }
 
@@ -355,12 +377,16 @@ export class StreamPoller {
     renameSync(tmp, this.options.checkpointFile);
   }
 
-  private async sendToOnFailure(shardId: string, records: DynamoDBRecord[]): Promise<void> {
-    if (!this.options.onFailure) return;
+  /**
+   * Describes the exhausted records on the on-failure queue, and says so: Lambda's destination
+   * record names no cause, so the line (with each attempt's reason) is what an operator finds.
+   */
+  private async sendToOnFailure(shardId: string, records: DynamoDBRecord[], reasons: string[]): Promise<void> {
     const first = records[0].dynamodb!;
     const last = records[records.length - 1].dynamodb!;
-    // The shape of Lambda's on-failure record for stream sources (abridged).
-    await this.options.onFailure.sqs.send(new SendMessageCommand({
+    // The shape of Lambda's on-failure record for stream sources (abridged). A send that fails
+    // throws: the batch runs again (dispatch), and this line is written once it is sent.
+    await this.options.onFailure?.sqs.send(new SendMessageCommand({
       QueueUrl: this.options.onFailure.queueUrl,
       MessageBody: JSON.stringify({
         requestContext: { condition: 'RetryAttemptsExhausted', approximateInvokeCount: this.options.maxRetries + 1 },
@@ -374,5 +400,7 @@ export class StreamPoller {
         },
       }),
     }));
+    this.options.onError?.(new GaveUp(`${records.length} record(s) ${first.SequenceNumber}..${last.SequenceNumber} of shard ${shardId} `
+      + `${this.options.onFailure ? 'sent to the on-failure queue' : 'skipped (no on-failure queue)'} after ${reasons.length} failed attempts: ${tally(reasons)}`));
   }
 }

@@ -27,6 +27,7 @@ import { createHash } from 'node:crypto';
 import type { Deps } from '../platform/deps.js';
 import { keys, type DeliveryMessage, type DeliveryRecord, type EventPayload, type WebhookEndpoint } from '../platform/model.js';
 import { logger } from '../platform/observability.js';
+import { sqsMessageBody } from '../platform/batches.js';
 import { eventItem } from './store.js';
 import { deliveryPorts, deliveryStore, transition } from './delivery-port.js';
 import { firstRecord, isUnrecorded, type DeliveryQueueName } from './delivery-state.js';
@@ -147,7 +148,7 @@ export async function recordDeliveries(deps: Deps, planned: PlannedDelivery[], o
     const id = deliveryIdFor(event.id, endpoint.id);
     if (byId.has(id)) continue;
     const message: DeliveryMessage = { deliveryId: id, organizationId: event.organization_id, endpointId: endpoint.id, payload: event, round };
-    const size = Buffer.byteLength(JSON.stringify(message));
+    const size = Buffer.byteLength(sqsMessageBody(message));
     const tooBig = size > MAX_MESSAGE_BYTES;
     const [status, reason] = !endpoint.enabled
       ? ['skipped', `endpoint disabled${endpoint.disabledReason ? `: ${endpoint.disabledReason}` : ''}`] as const

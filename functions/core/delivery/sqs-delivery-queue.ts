@@ -10,7 +10,7 @@ import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import type { Deps } from '../platform/deps.js';
 import type { DeliveryMessage } from '../platform/model.js';
 import type { DeliveryQueue } from './delivery-state.js';
-import { inSqsBatches } from '../platform/batches.js';
+import { inSqsBatches, sqsMessageBody } from '../platform/batches.js';
 
 /** SQS's DelaySeconds maximum. */
 export const MAX_QUEUE_DELAY_SECONDS = 900;
@@ -19,12 +19,12 @@ type Entry = { message: DeliveryMessage; delaySeconds: number };
 export function sqsDeliveryQueue(deps: Deps): DeliveryQueue {
   return {
     async send(queue, entries) {
-      await Promise.all(inSqsBatches(entries, (e: Entry) => Buffer.byteLength(JSON.stringify(e.message))).map(async (batch) => {
+      await Promise.all(inSqsBatches(entries, (e: Entry) => Buffer.byteLength(sqsMessageBody(e.message))).map(async (batch) => {
         const out = await deps.sqs.send(new SendMessageBatchCommand({
           QueueUrl: deps.queues[queue],
           Entries: batch.map(({ message, delaySeconds }, n) => {
             const delay = Math.min(MAX_QUEUE_DELAY_SECONDS, Math.max(0, Math.ceil(delaySeconds)));
-            return { Id: String(n), MessageBody: JSON.stringify(message), MessageGroupId: message.organizationId, ...(delay > 0 ? { DelaySeconds: delay } : {}) };
+            return { Id: String(n), MessageBody: sqsMessageBody(message), MessageGroupId: message.organizationId, ...(delay > 0 ? { DelaySeconds: delay } : {}) };
           }),
         }));
         if (out.Failed?.length) throw new Error(`could not queue ${out.Failed.length} deliveries: ${out.Failed.map((f) => f.Code).join(', ')}`);

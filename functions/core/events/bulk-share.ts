@@ -14,7 +14,7 @@
 import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import type { Deps } from '../platform/deps.js';
 import type { EventPayload } from '../platform/model.js';
-import { inSqsBatches } from '../platform/batches.js';
+import { inSqsBatches, sqsMessageBody } from '../platform/batches.js';
 import { queueDeliveries, recordDeliveries, type EndpointState, type PlannedDelivery } from '../delivery/queue.js';
 
 /** A bulk message's budget: four fit one SendMessageBatch (256 KiB), far under SQS's message limit. */
@@ -31,7 +31,7 @@ export interface BulkShare {
   events: { event: EventPayload; to: number[] }[];
 }
 
-const eventBytes = (event: EventPayload) => Buffer.byteLength(JSON.stringify(event)) + 16;
+const eventBytes = (event: EventPayload) => Buffer.byteLength(sqsMessageBody(event)) + 16;
 
 /** Whether an event fits a bulk message (one that does not stays in the lane, where it is recorded as too big for the queue). */
 export const fitsBulkMessage = (event: EventPayload) => eventBytes(event) <= BULK_MESSAGE_BYTES - ENVELOPE_BYTES;
@@ -72,7 +72,7 @@ export const plannedOf = (share: BulkShare): PlannedDelivery[] =>
  * queue is fair like the delivery queues, so two importers share the bulk fan-out.
  */
 export async function handOff(deps: Deps, shares: PlannedDelivery[][]): Promise<void> {
-  const bodies = shares.flatMap(bulkMessages).map((m) => ({ body: JSON.stringify(m), group: m.organizationId }));
+  const bodies = shares.flatMap(bulkMessages).map((m) => ({ body: sqsMessageBody(m), group: m.organizationId }));
   await Promise.all(inSqsBatches(bodies, (b) => Buffer.byteLength(b.body)).map(async (batch) => {
     const out = await deps.sqs.send(new SendMessageBatchCommand({
       QueueUrl: deps.queues.bulkQueue,

@@ -169,10 +169,18 @@ export async function fanOut(deps: Deps, changes: StreamChange[]): Promise<FanOu
     await Promise.all([handOff(deps, bulk), (async () => queueDeliveries(deps, await recordDeliveries(deps, lane)))(), produceLeadNotices(deps, done)]);
     await markHandOffs(deps, large, now);
   } catch (error) {
-    // One line per organization of the batch, naming its endpoints, so each organization's query finds it.
-    for (const [organizationId, endpointIds] of endpointsByOrganization([...lane, ...bulk.flat()])) {
-      logger.error('recording or queuing deliveries or notices failed', { organizationId, endpointIds: [...endpointIds].join(','), error: error as Error });
+    // One line per organization of the batch, naming its endpoints if it has any (its notices may be
+    // what failed), so each organization's query finds it and a failed batch always says why.
+    const organizations = endpointsByOrganization([...lane, ...bulk.flat()]);
+    for (const organizationId of new Set(done.flatMap((w) => w.events.map((e) => e.organization_id)))) {
+      if (!organizations.has(organizationId)) organizations.set(organizationId, new Set());
     }
+    for (const [organizationId, endpointIds] of organizations) {
+      logger.error('recording or queuing deliveries or notices failed', {
+        organizationId, endpointIds: [...endpointIds].join(','), sequenceNumber: changes[0]?.sequenceNumber, error: error as Error,
+      });
+    }
+    if (organizations.size === 0) logger.error('recording or queuing deliveries or notices failed', { sequenceNumber: changes[0]?.sequenceNumber, error: error as Error });
     return changes[0] ? { failedFrom: changes[0].sequenceNumber } : {};
   }
   // Counted once: the changes after a failure are redone by the retry, and counted then.

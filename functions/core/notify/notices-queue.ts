@@ -6,7 +6,7 @@
  * whether its own work fails with it.
  */
 import { SendMessageBatchCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
-import { inSqsBatches } from '../platform/batches.js';
+import { inSqsBatches, sqsMessageBody } from '../platform/batches.js';
 import type { Deps } from '../platform/deps.js';
 import type { NoticeMessage } from './notice.js';
 
@@ -22,7 +22,7 @@ export interface ConfirmationMessage {
 export type QueuedMessage = NoticeMessage | ConfirmationMessage;
 
 async function send(deps: Deps, message: QueuedMessage): Promise<void> {
-  await deps.sqs.send(new SendMessageCommand({ QueueUrl: deps.queues.noticesQueue, MessageBody: JSON.stringify(message) }));
+  await deps.sqs.send(new SendMessageCommand({ QueueUrl: deps.queues.noticesQueue, MessageBody: sqsMessageBody(message) }));
 }
 
 /** Queues a notice for the mailer (functions/mailer). */
@@ -35,7 +35,7 @@ export function enqueueNotice(deps: Deps, message: NoticeMessage): Promise<void>
  * one call per 10, not one per notice); throws if any was refused, naming how many.
  */
 export async function enqueueNotices(deps: Deps, messages: NoticeMessage[]): Promise<void> {
-  const bodies = messages.map((m) => JSON.stringify(m));
+  const bodies = messages.map(sqsMessageBody);
   await Promise.all(inSqsBatches(bodies, (b) => Buffer.byteLength(b)).map(async (batch) => {
     const out = await deps.sqs.send(new SendMessageBatchCommand({ QueueUrl: deps.queues.noticesQueue, Entries: batch.map((body, n) => ({ Id: String(n), MessageBody: body })) }));
     if (out.Failed?.length) throw new Error(`could not queue ${out.Failed.length} notices: ${out.Failed.map((f) => f.Code).join(', ')}`);

@@ -25,3 +25,13 @@ export function inSqsBatches<T>(items: readonly T[], bytesOf: (item: T) => numbe
   }
   return batches;
 }
+
+/**
+ * A message's JSON body as SQS takes it. SQS refuses a body holding a character outside #x9 | #xA |
+ * #xD | #x20–#xD7FF | #xE000–#xFFFD | #x10000–#x10FFFF (InvalidMessageContents); JSON.stringify
+ * already escapes control characters and lone surrogates, and the two noncharacters left, U+FFFE
+ * and U+FFFF (valid UTF-8, so a lead may hold them), are escaped here: the body parses to the same
+ * value, and a record holding one never fails, and parks, the batch that queues it.
+ */
+export const sqsMessageBody = (value: unknown): string =>
+  JSON.stringify(value).replace(/[\uFFFE\uFFFF]/g, (c) => `\\u${c.charCodeAt(0).toString(16)}`);

@@ -131,6 +131,7 @@ describe('stream poller', () => {
     const failures = await createQueue(stack.deps.sqs, `poller-failures-${randomUUID().slice(0, 8)}`, { envVar: 'X', visibilityTimeoutSeconds: 30, retentionDays: 1 });
     for (let i = 0; i < 4; i++) await table.put(i);
     const delivered: number[] = [];
+    const errors: Error[] = [];
     let attemptsOn2 = 0;
     startStreamPoller(table.streamArn, async (event) => {
       for (const r of event.Records) {
@@ -140,12 +141,17 @@ describe('stream poller', () => {
         }
         delivered.push(nOf(r));
       }
-    }, { maxRetries: 2, bisectOnError: true, batchSize: 4, onFailure: { sqs: stack.deps.sqs, queueUrl: failures.url } });
+    }, { maxRetries: 2, bisectOnError: true, batchSize: 4, onFailure: { sqs: stack.deps.sqs, queueUrl: failures.url }, onError: (e) => errors.push(e as Error) });
     await eventually(async () => delivered.includes(3), { what: 'record 3 after the poisoned one' });
     expect(attemptsOn2).toBe(3); // first try + 2 retries
     const { Messages } = await stack.deps.sqs.send(new ReceiveMessageCommand({ QueueUrl: failures.url, WaitTimeSeconds: 1 }));
     const info = JSON.parse(Messages![0].Body!);
     expect(info.DDBStreamBatchInfo).toMatchObject({ batchSize: 1, streamArn: table.streamArn });
+    // The handler logged nothing: the poller's line says which records were parked, and why.
+    const seq = info.DDBStreamBatchInfo.startSequenceNumber;
+    expect(errors.map((e) => e.message)).toEqual([
+      `1 record(s) ${seq}..${seq} of shard ${info.DDBStreamBatchInfo.shardId} sent to the on-failure queue after 3 failed attempts: batchItemFailures from ${seq} (3 times)`,
+    ]);
     expect(delivered.filter((n) => n < 2)).toEqual([0, 1]);
   });
 

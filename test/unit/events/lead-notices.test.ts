@@ -18,7 +18,7 @@ import { MemoryNoticeCapStore } from '../../support/stores/memory-notice-cap-sto
 import { memoryStores } from '../../support/stores/memory-deps.js';
 import { streamRecord } from './given-stream.js';
 
-jest.spyOn(logger, 'error').mockImplementation(() => undefined);
+const loggedError = jest.spyOn(logger, 'error').mockImplementation(() => undefined);
 
 const ORG = 'org_notices';
 let n = 0;
@@ -72,8 +72,13 @@ describe('a new lead', () => {
     const { queue, run } = given();
     const records = [inserted(leadItem())];
     queue.failNext = true;
+    loggedError.mockClear();
     const failed = await run(records);
     expect(failed.batchItemFailures).toHaveLength(1);
+    // The organization has no endpoints: the failure is still a line naming it, the batch and the error.
+    expect(loggedError).toHaveBeenCalledWith('recording or queuing deliveries or notices failed', expect.objectContaining({
+      organizationId: ORG, endpointIds: '', sequenceNumber: records[0].dynamodb!.SequenceNumber, error: expect.objectContaining({ message: 'notices queue unavailable' }),
+    }));
     expect(await run(records)).toEqual({ batchItemFailures: [] });
     expect(queue.unique).toHaveLength(1);
   });
