@@ -26,11 +26,14 @@ export const steadyStateMonths = 12;
 export const capacityDoc = new URL('docs/capacity.md', root);
 const markers = { begin: '<!-- cost report: npm run docs:cost writes what follows -->', end: '<!-- end of the cost report -->' };
 
-/** The stage's template as `cdk synth -c stage=<stage>` writes it, minus the bundles. */
+/**
+ * The stage's template as `cdk synth -c stage=<stage>` writes it, minus the bundles and the CDK's
+ * built-in CloudFormation validation (it changes no template, and its engine costs seconds to load).
+ */
 export function synthesizedTemplate(stage: string): Template {
   const outdir = mkdtempSync(path.join(tmpdir(), 'crm-cost-'));
   try {
-    const { app, stack } = buildApp({ outdir, context: { 'aws:cdk:bundling-stacks': [], stage } });
+    const { app, stack } = buildApp({ outdir, builtinCloudFormationValidation: false, context: { 'aws:cdk:bundling-stacks': [], stage } });
     return app.synth().getStackByName(stack.stackName).template as Template;
   } finally {
     rmSync(outdir, { recursive: true, force: true });
