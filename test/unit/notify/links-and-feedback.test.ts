@@ -9,6 +9,8 @@ import { normalizeAddress, picks, setRecipients, confirmRecipient, listRecipient
 import { suppressionsOf } from '../../../functions/core/notify/mail-feedback.js';
 import { memoryStores } from '../../support/stores/memory-deps.js';
 import type { Deps } from '../../../functions/core/platform/deps.js';
+import type { APIGatewayProxyEvent } from 'aws-lambda';
+import { serveNoticePage } from '../../../functions/settings-api/notice-pages.js';
 
 const secret = 'test-secret';
 const now = Date.parse('2030-01-15T12:00:00.000Z');
@@ -142,5 +144,27 @@ describe('SES feedback', () => {
     // An SNS notification carries the same event in `Message`.
     expect(suppressionsOf(JSON.stringify({ Type: 'Notification', Message: JSON.stringify({ notificationType: 'Complaint', complaint: { complainedRecipients: [{ emailAddress: 'a@shop.example' }] }, mail: { tags: { organization: ['org_b'] } } }) })))
       .toEqual([{ organizationId: 'org_b', email: 'a@shop.example', reason: 'complained' }]);
+  });
+});
+
+describe('the public notice pages', () => {
+  const pageEvent = (httpMethod: string, token: string) => ({
+    httpMethod, resource: '/notices/unsubscribe', queryStringParameters: { token }, body: httpMethod === 'GET' ? null : `token=${encodeURIComponent(token)}`, isBase64Encoded: false,
+  }) as unknown as APIGatewayProxyEvent;
+
+  it('show on GET, act on POST alone: any other method is a 405 with Allow, and changes nothing', async () => {
+    const memory = memoryStores();
+    const deps = { ...memory.deps, sqs: { send: async () => undefined } } as unknown as Deps;
+    await setRecipients(deps, 'org_a', [{ email: 'ops@shop.example', notices: ['lead.created'] }]);
+    const token = signLink(secret, { organizationId: 'org_a', email: 'ops@shop.example', purpose: 'unsubscribe' });
+    for (const method of ['PUT', 'DELETE', 'PATCH', 'HEAD', 'OPTIONS']) {
+      const answer = await serveNoticePage(deps, pageEvent(method, token), 'unsubscribe', async () => secret);
+      expect([method, answer.statusCode, answer.headers?.Allow]).toEqual([method, 405, 'GET, POST']);
+    }
+    expect((await listRecipients(deps, 'org_a'))[0].status).toBe('pending');
+    expect((await serveNoticePage(deps, pageEvent('GET', token), 'unsubscribe', async () => secret)).statusCode).toBe(200);
+    expect((await listRecipients(deps, 'org_a'))[0].status).toBe('pending');
+    expect((await serveNoticePage(deps, pageEvent('POST', token), 'unsubscribe', async () => secret)).statusCode).toBe(200);
+    expect((await listRecipients(deps, 'org_a'))[0].status).toBe('suppressed');
   });
 });
