@@ -14,6 +14,7 @@ import type { Deps } from '../platform/deps.js';
 import type { EventPayload } from '../platform/model.js';
 import type { LeadNoticeData, LeadSummaryData } from '../notify/compose.js';
 import type { NoticeMessage } from '../notify/notice.js';
+import { leadSourceOf } from '../delivery/statistics.js';
 import { noticeCapPort } from '../notify/notice-cap-store.js';
 import { produceNotices } from '../notify/produce.js';
 import { submissionOf, submissionRequestId } from './lead-events.js';
@@ -38,8 +39,8 @@ export function leadNoticeOf(change: StreamChange, events: EventPayload[], now: 
     const data: LeadNoticeData = {
       clientId, ...contact,
       ...Object.fromEntries((['address', 'service', 'notes'] as const).filter((f) => text(after[f])).map((f) => [f, after[f]])),
-      // A no-script form post is answered 303 (intake/lead-client.ts rowOf); everything else came to the lead endpoint.
-      source: after.request_status === 303 ? 'form' : 'api',
+      // The leads statistics' channel names (delivery/statistics.ts leadSourceOf): one reading of where a lead came in.
+      source: leadSourceOf(after),
       ...(text(after.possible_duplicate_of) ? { possibleDuplicateOf: after.possible_duplicate_of as string } : {}),
     };
     return { organizationId, kind: 'lead.created', key: `lead.created|${organizationId}|${clientId}`, at, data: { ...data } };

@@ -17,7 +17,10 @@ import type { MessageKind, NoticeMessage } from './notice.js';
 export interface LeadNoticeData {
   clientId: string;
   name?: string; email?: string; phone?: string; address?: string; service?: string; notes?: string;
-  /** Where it came from: `api` (the lead endpoint) or `form` (a no-script form post). */
+  /**
+   * Where it came from, by the leads statistics' names (delivery/statistics.ts leadSourceOf):
+   * `lead_endpoint`, `page_key`, `no_script_form`. Notices queued before them say `api` or `form`.
+   */
   source?: string;
   /** The `flag` duplicate policy's mark: the earlier client this one may repeat. */
   possibleDuplicateOf?: string;
@@ -117,6 +120,12 @@ type Part =
 
 interface Draft { subject: string; heading: string; parts: Part[] }
 
+/** A lead source as people read it: the settings page's names (`api` and `form`: notices queued before them). */
+const SOURCE_LABELS: Record<string, string> = {
+  lead_endpoint: 'lead endpoint', page_key: 'page key', no_script_form: 'no-script form', api: 'lead endpoint', form: 'no-script form',
+};
+const sourceLabel = (source: string | undefined) => (source === undefined ? undefined : SOURCE_LABELS[source] ?? source);
+
 function leadDraft(kind: 'lead.created' | 'lead.returning', d: Record<string, unknown>): Draft {
   const name = str(d.name) ? oneLine(str(d.name)!, 200) : undefined;
   const who = name ?? str(d.email) ?? str(d.phone) ?? 'someone';
@@ -137,7 +146,7 @@ function leadDraft(kind: 'lead.created' | 'lead.returning', d: Record<string, un
     parts: [
       { kind: 'fields', rows: [
         ['Name', name], ['E-mail', str(d.email)], ['Phone', str(d.phone)], ['Address', str(d.address)], ['Service', str(d.service)],
-        ['Source', str(d.source) === 'form' ? 'web form (no script)' : str(d.source) === 'api' ? 'lead endpoint' : str(d.source)],
+        ['Source', sourceLabel(str(d.source))],
         ['Notes', str(d.notes), 'multi'], ['Possible duplicate of', str(d.possibleDuplicateOf)], ['Client', str(d.clientId)],
       ] },
     ],

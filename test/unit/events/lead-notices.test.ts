@@ -17,6 +17,8 @@ import { MemoryNoticeQueue } from '../../support/memory-notice-queue.js';
 import { MemoryNoticeCapStore } from '../../support/stores/memory-notice-cap-store.js';
 import { memoryStores } from '../../support/stores/memory-deps.js';
 import { streamRecord } from './given-stream.js';
+import { newLeadsOf } from '../../../functions/core/events/lead-statistics.js';
+import type { StreamChange } from '../../../functions/core/events/stream-changes.js';
 
 jest.spyOn(logger, 'error').mockImplementation(() => undefined);
 
@@ -54,7 +56,7 @@ describe('a new lead', () => {
     expect(await run([inserted(item)])).toEqual({ batchItemFailures: [] });
     expect(queue.messages).toEqual([{
       organizationId: ORG, kind: 'lead.created', key: `lead.created|${ORG}|${item.id}`, at: '2030-01-15T12:00:00.000Z',
-      data: { clientId: item.id, name: `Ada ${item.last_name}`, email: item.email, phone: '+14155550100', service: 'Leaky faucet', notes: 'Call after 5', address: '1 Main St', source: 'api' },
+      data: { clientId: item.id, name: `Ada ${item.last_name}`, email: item.email, phone: '+14155550100', service: 'Leaky faucet', notes: 'Call after 5', address: '1 Main St', source: 'lead_endpoint' },
     }]);
     expect(queue.calls).toBe(1);
   });
@@ -78,10 +80,15 @@ describe('a new lead', () => {
     expect(queue.unique).toHaveLength(1);
   });
 
-  it('from a no-script form says so; a flagged duplicate names the client it may repeat', async () => {
+  it('names its source as the leads statistics do (lead endpoint, page key, no-script form); a flagged duplicate names the client it may repeat', async () => {
     const { queue, run } = given();
-    await run([inserted(leadItem({ request_status: 303, possible_duplicate_of: 'cli_earlier' }))]);
-    expect(queue.messages[0].data).toMatchObject({ source: 'form', possibleDuplicateOf: 'cli_earlier' });
+    // A no-script form's row is a 303 and a page's script answered 201: the channel says which, not the status.
+    const items = [leadItem({ request_channel: 'form', request_status: 303, possible_duplicate_of: 'cli_earlier' }), leadItem({ request_channel: 'page' }), leadItem({ request_channel: 'form' }), leadItem()];
+    await run(items.map(inserted));
+    const statistics = newLeadsOf(items.map((item) => ({ kind: 'insert', keys: { pk: item.pk, sk: item.sk }, newImage: item }) as unknown as StreamChange));
+    expect(queue.messages.map((m) => m.data.source)).toEqual(['no_script_form', 'page_key', 'no_script_form', 'lead_endpoint']);
+    expect(queue.messages.map((m) => m.data.source)).toEqual(statistics.map((l) => l.source));
+    expect(queue.messages[0].data).toMatchObject({ possibleDuplicateOf: 'cli_earlier' });
   });
 
   it('filed under another organization produces nothing', async () => {

@@ -32,6 +32,8 @@ describe('a lead named to inject a header and a script', () => {
     expect(notice.text).toContain('E-mail: eve@example.com');
     expect(notice.text).toContain('Service: Leak Fix');
     expect(notice.text).toContain('Source: lead endpoint');
+    expect(composeNotice(message('lead.created', { clientId: 'cli_2', source: 'page_key' }), to, links).text).toContain('Source: page key');
+    expect(composeNotice(message('lead.created', { clientId: 'cli_3', source: 'no_script_form' }), to, links).text).toContain('Source: no-script form');
     expect(notice.text).toContain('  line two <b>bold</b>');
     expect(notice.text).toContain(links.unsubscribe);
     expect(notice.text).not.toMatch(/\r/);
