@@ -400,10 +400,13 @@ export const functions = {
     memoryMb: 256,
     tables: {
       // The recipients (a Query of the organization's RECIPIENT# items) and the organization's name,
-      // projected (recipient-store.ts): never a whole item (a wallet, a key's hash), never a write.
+      // projected (recipient-store.ts): never a whole item (a wallet, a key's hash). Its one write is
+      // mail-feedback's: an address the mail server refused for good suppressed (notify/mailer.ts),
+      // an UpdateItem naming the suppression's attributes alone.
       organizations: [
         { actions: ['dynamodb:GetItem'], attributes: [...RECIPIENT_FIELDS, ...ORGANIZATION_NAME_FIELDS] },
         { actions: ['dynamodb:Query'], attributes: RECIPIENT_FIELDS },
+        { actions: ['dynamodb:UpdateItem'], attributes: SUPPRESSION_FIELDS },
       ],
       // The sent marks alone (notify/notice-mark-store.ts: `notice#…` items with a TTL), not the lead endpoint's idempotency records beside them.
       idempotency: { actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'], leadingKeys: ['notice#*'] },

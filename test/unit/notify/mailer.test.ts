@@ -4,7 +4,7 @@
  * off before the invocation's time is up and every record keeps its backoff, a sent mark survives a
  * blip, and no log line names an address.
  */
-import { describe, it, expect, beforeEach, afterEach, jest } from '@jest/globals';
+import { describe, it, expect, beforeAll, afterAll, beforeEach, afterEach, jest } from '@jest/globals';
 import type { SQSRecord } from 'aws-lambda';
 import type { ChangeMessageVisibilityCommand } from '@aws-sdk/client-sqs';
 import { sendQueuedMessage, NoticeNotSent, addressHash } from '../../../functions/core/notify/mailer.js';
@@ -16,6 +16,10 @@ import type { NoticeMessage } from '../../../functions/core/notify/notice.js';
 import { logger } from '../../../functions/core/platform/observability.js';
 import type { Deps } from '../../../functions/core/platform/deps.js';
 import { memoryStores } from '../../support/stores/memory-deps.js';
+import { mailTransport } from '../../../functions/core/notify/mail-transport.js';
+import { listRecipients, setRecipients } from '../../../functions/core/notify/recipients.js';
+import { parseConfig } from '../../../functions/core/platform/config.js';
+import { TestMailServer } from '../../integration/support/mail-server.js';
 
 const addresses = ['a@shop.example', 'b@shop.example', 'c@shop.example'];
 const notice = (key: string): NoticeMessage => ({ organizationId: 'org_1', kind: 'lead.created', key, at: '2030-01-15T12:00:00.000Z', data: { clientId: 'cli_1', name: 'Ann' } });
@@ -76,12 +80,12 @@ describe('the mailer under a failing mail server', () => {
     expect(tried).toHaveLength(1);
   });
 
-  it('goes on past a failure of one address (the server refused that recipient)', async () => {
+  it('goes on past a failure of one address (the server put that recipient off for now)', async () => {
     const { deps } = setup();
     const sent: string[] = [];
     const transport: MailTransport = {
       send: async (mail) => {
-        if (mail.to === addresses[0]) throw Object.assign(new Error(`550 ${mail.to} unknown`), { code: 'EENVELOPE', responseCode: 550 });
+        if (mail.to === addresses[0]) throw Object.assign(new Error(`450 ${mail.to} greylisted`), { code: 'EENVELOPE', responseCode: 450 });
         sent.push(mail.to);
       },
     };
@@ -135,5 +139,31 @@ describe('the mailer under a failing mail server', () => {
     expect(sent[0].headers?.['List-Unsubscribe-Post']).toBe('List-Unsubscribe=One-Click');
     expect(sent[0].text).toContain('I did not ask for this');
     expect(sent[0].html).toContain('I did not ask for this');
+  });
+});
+
+describe('an address the mail server refuses for good (SMTP 550 to its RCPT TO)', () => {
+  const server = new TestMailServer();
+  beforeAll(() => server.up());
+  afterAll(() => server.stop());
+  beforeEach(() => { jest.spyOn(logger, 'warn').mockImplementation(() => undefined); });
+  afterEach(() => { jest.restoreAllMocks(); });
+
+  it('is suppressed as rejected (with when) and not tried again, while the others get the notice once', async () => {
+    const { deps } = setup();
+    server.refusing.add(addresses[1]);
+    const transport = mailTransport(parseConfig({ local: true, noticeSmtpUrl: `smtp://127.0.0.1:${server.port}`, noticeSendTimeoutMs: 2000 }));
+    expect(await sendQueuedMessage(deps, notice('r1'), options(transport))).toEqual({ sent: 2, skipped: 0, rejected: 1 });
+    expect([addresses[0], addresses[2]].map((a) => server.to(a).length)).toEqual([1, 1]);
+    expect(server.rejected).toBe(1);
+    const recipients = await listRecipients(deps, 'org_1');
+    expect(recipients.find((r) => r.email === addresses[1])).toMatchObject({ status: 'suppressed', suppressedReason: 'rejected', suppressedAt: new Date(deps.now()).toISOString() });
+    // The same message again (a retry, a redelivered dead letter) and the next notice: the refused address is not tried.
+    expect(await sendQueuedMessage(deps, notice('r1'), options(transport))).toEqual({ sent: 0, skipped: 2, rejected: 0 });
+    expect(await sendQueuedMessage(deps, notice('r2'), options(transport))).toEqual({ sent: 2, skipped: 0, rejected: 0 });
+    expect(server.rejected).toBe(1);
+    // It stays suppressed: removed, then added again, it is refused.
+    await setRecipients(deps, 'org_1', []);
+    await expect(setRecipients(deps, 'org_1', [{ email: addresses[1], notices: ['lead.created'] }])).rejects.toMatchObject({ status: 422 });
   });
 });
