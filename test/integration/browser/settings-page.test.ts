@@ -22,7 +22,7 @@ import { recordDelivery } from '../../../functions/core/delivery/queue.js';
 import { transition } from '../../../functions/core/delivery/delivery-port.js';
 import { deliveryAttempts } from '../../../functions/core/delivery/schedule.js';
 import { webhookTestEvent } from '../../../functions/core/events/catalog.js';
-import { listRecipients } from '../../../functions/core/notify/recipients.js';
+import { listRecipients, suppressRecipient } from '../../../functions/core/notify/recipients.js';
 import { cliSettingsLink, expiredSettingsLink, settingsLink, settingsLinkExpiringIn } from '../support/settings-links.js';
 
 // Browser globals used inside page.evaluate callbacks (the project's tsconfig has no DOM library).
@@ -598,6 +598,14 @@ describe('the settings page, opened from a settings link', () => {
     expect((await listRecipients(deps, orgA)).map((r) => ({ email: r.email, status: r.status, notices: r.notices })))
       .toEqual([{ email: 'ops@rosas.example', status: 'pending', notices: ['lead.created', 'endpoint.paused', 'endpoint.disabled'] }]);
     await screenshot(page, 'notifications', false, '#notifications');
+  });
+
+  it('Notifications: a suppressed address says why and since when', async () => {
+    const { deps } = await testStack();
+    await suppressRecipient(deps, orgA, 'ops@rosas.example', 'bounced');
+    const at = (await listRecipients(deps, orgA))[0].suppressedAt!;
+    await page.reload();
+    await page.locator('#notifications-body', { hasText: `suppressed: its mail bounced (${at.slice(0, 16).replace('T', ' ')} UTC)` }).waitFor();
   });
 
   it('axe finds no serious or critical violation, at desktop width and at 375 px', async () => {
