@@ -22,7 +22,7 @@ import { noticeMarkStore, type MarkId } from './notice-mark-store.js';
 import type { NoticeMessage } from './notice.js';
 import type { QueuedMessage, ConfirmationMessage } from './notices-queue.js';
 import { recipientStore } from './recipient-store.js';
-import { picks, suppressRecipient } from './recipients.js';
+import { CONFIRMATION_WRITE_GRACE_MS, picks, suppressRecipient } from './recipients.js';
 
 export interface MailerOptions {
   transport: MailTransport;
@@ -172,7 +172,11 @@ async function noticeMails(deps: Deps, message: NoticeMessage, options: MailerOp
 async function confirmationMails(deps: Deps, message: ConfirmationMessage, options: MailerOptions): Promise<OutgoingMail[]> {
   const { email, addedAt } = message.data;
   const recipient = await recipientStore(deps).getRecipient(message.organizationId, email);
-  // Confirmed meanwhile, removed, added again (its own message follows), suppressed: nothing to send.
+  // Queued just before its addition is written (recipients.ts setRecipients): not there yet, this try waits.
+  if ((!recipient || recipient.addedAt < addedAt) && deps.now() - addedAt < CONFIRMATION_WRITE_GRACE_MS) {
+    throw new NoticeNotSent(`${message.kind} ${message.key}: its addition is not written yet`);
+  }
+  // Confirmed meanwhile, removed, added again (its own message follows), suppressed, never written: nothing to send.
   if (!recipient || recipient.status !== 'pending' || recipient.addedAt !== addedAt) return [];
   const organizationName = await recipientStore(deps).organizationName(message.organizationId);
   const secret = await options.linkSecret();

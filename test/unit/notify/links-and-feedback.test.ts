@@ -132,6 +132,25 @@ describe('confirmation e-mails', () => {
   });
 });
 
+describe('a confirmation the notices queue cannot take', () => {
+  it('fails the change with nothing written (a 503); saved again, the address is added and its confirmation queued', async () => {
+    const memory = memoryStores();
+    const queued: { MessageBody?: string }[] = [];
+    let down = true;
+    const deps = { ...memory.deps, sqs: { send: async (command: { input: { MessageBody?: string } }) => {
+      if (down) throw Object.assign(new Error('queue unavailable'), { name: 'ServiceUnavailable' });
+      queued.push(command.input);
+    } } } as unknown as Deps;
+    const list = [{ email: 'ops@shop.example', notices: ['lead.created'] }];
+    await expect(setRecipients(deps, 'org_a', list)).rejects.toMatchObject({ status: 503, extra: { headers: { 'Retry-After': '60' } } });
+    expect(await listRecipients(deps, 'org_a')).toEqual([]);
+    down = false;
+    const { recipients } = await setRecipients(deps, 'org_a', list);
+    expect(recipients).toEqual([expect.objectContaining({ email: 'ops@shop.example', status: 'pending' })]);
+    expect(queued.map((q) => JSON.parse(q.MessageBody!).data)).toEqual([{ email: 'ops@shop.example', addedAt: recipients[0].addedAt }]);
+  });
+});
+
 describe('SES feedback', () => {
   const event = (detail: object) => JSON.stringify({ source: 'aws.ses', 'detail-type': 'x', detail: { ...detail, mail: { tags: { organization: ['org_a'] } } } });
   it('suppresses the addresses of a permanent bounce or a complaint, for the organization tagged; not a transient bounce', () => {

@@ -17,7 +17,7 @@ import { logger } from '../../../functions/core/platform/observability.js';
 import type { Deps } from '../../../functions/core/platform/deps.js';
 import { memoryStores } from '../../support/stores/memory-deps.js';
 import { mailTransport } from '../../../functions/core/notify/mail-transport.js';
-import { listRecipients, setRecipients } from '../../../functions/core/notify/recipients.js';
+import { CONFIRMATION_WRITE_GRACE_MS, listRecipients, setRecipients } from '../../../functions/core/notify/recipients.js';
 import { parseConfig } from '../../../functions/core/platform/config.js';
 import { TestMailServer } from '../../integration/support/mail-server.js';
 
@@ -124,6 +124,25 @@ describe('the mailer under a failing mail server', () => {
     await sendQueuedMessage(deps, notice('s1'), options(transport));
     await sendQueuedMessage(deps, notice('s1'), options(transport));
     expect(sent.sort()).toEqual(addresses);
+  });
+
+  it('waits for a confirmation\'s addition still being written, and sends nothing for one never written', async () => {
+    const stores = memoryStores();
+    const sent: OutgoingMail[] = [];
+    const transport: MailTransport = { send: async (mail) => { sent.push(mail); } };
+    const deps = noticeMarkPort.with(stores.deps, memoryMarks().store);
+    const addedAt = stores.clock.now();
+    const confirmation = (email: string) => ({ organizationId: 'org_1', kind: 'recipient.confirm' as const, key: `confirm#${addedAt}`, at: new Date(addedAt).toISOString(), data: { email, addedAt } });
+    // Queued before its write (recipients.ts setRecipients): the mailer got it first.
+    await expect(sendQueuedMessage(deps, confirmation('new@shop.example'), options(transport))).rejects.toThrow(NoticeNotSent);
+    const pending = recipientItem('org_1', { email: 'new@shop.example', notices: ['lead.created'], status: 'pending', addedAt });
+    stores.organizations.items.set(`${pending.pk}\u0000${pending.sk}`, pending);
+    await sendQueuedMessage(deps, confirmation('new@shop.example'), options(transport));
+    expect(sent.map((m) => m.to)).toEqual(['new@shop.example']);
+    // A write that failed (a 409): after the grace, nothing to send and nothing to retry.
+    stores.clock.advance(CONFIRMATION_WRITE_GRACE_MS);
+    expect(await sendQueuedMessage(deps, confirmation('never@shop.example'), options(transport))).toEqual({ sent: 0, skipped: 0, rejected: 0 });
+    expect(sent).toHaveLength(1);
   });
 
   it('sends a confirmation with an "I did not ask for this" link and List-Unsubscribe headers', async () => {
