@@ -343,11 +343,12 @@ export const functions = {
   },
   deliverySweeper: {
     entry: 'delivery-sweeper',
-    description: 'Every minute: re-queues the deliveries parked in the due index whose retry falls due',
+    description: 'Every minute: re-queues the deliveries parked in the due index whose retry falls due, and the notices the notices queue refused',
     timeoutSeconds: 60,
     memoryMb: 256,
     tables: { deliveries: 'readWrite' },
-    queues: { deliveryQueue: 'send' },
+    // Notices kept while the notices queue refused them (functions/core/notify/unqueued-notices-store.ts) are handed over again.
+    queues: { deliveryQueue: 'send', noticesQueue: 'send' },
     events: [{ kind: 'schedule', rateMinutes: 1 }],
   },
   dailyDigest: {

@@ -260,12 +260,12 @@ describe('the CDK stack', () => {
     }]);
   });
 
-  it('lets the sweeper re-queue parked deliveries and clear their due entries, nothing more: no other table, no consuming, no dead-letter or slow-lane queue', () => {
+  it('lets the sweeper re-queue parked deliveries and clear their due entries, and re-drive the notices the notices queue refused, nothing more: no other table, no consuming, no dead-letter or slow-lane queue', () => {
     const deliveries = actionsOn('deliverySweeper', tableRef('deliveries'));
     expect(deliveries).toEqual(expect.arrayContaining(['dynamodb:Query', 'dynamodb:BatchGetItem', 'dynamodb:UpdateItem']));
     for (const table of ['clients', 'workOrders', 'organizations', 'rateWindows', 'requestLog', 'idempotency'] as const) expect(actionsOn('deliverySweeper', tableRef(table))).toEqual([]);
     const sqs = statementsOf('deliverySweeper').filter((st) => st.actions.some((a) => a.startsWith('sqs:')));
-    expect(sqs.map((st) => st.resources)).toEqual([JSON.stringify({ 'Fn::GetAtt': [queueRef('deliveryQueue'), 'Arn'] })]);
+    expect(sqs.map((st) => st.resources).sort()).toEqual([JSON.stringify({ 'Fn::GetAtt': [queueRef('deliveryQueue'), 'Arn'] }), JSON.stringify({ 'Fn::GetAtt': [queueRef('noticesQueue'), 'Arn'] })].sort());
     expect(sqs.flatMap((st) => st.actions).every((a) => ['sqs:SendMessage', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl'].includes(a))).toBe(true);
     expect(allActions('deliverySweeper').filter((a) => /^(sqs:(Receive|Delete|ChangeMessage)|secretsmanager:|kms:Decrypt$)/.test(a))).toEqual([]);
   });

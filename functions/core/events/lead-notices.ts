@@ -16,7 +16,7 @@ import type { LeadNoticeData, LeadSummaryData } from '../notify/compose.js';
 import type { NoticeMessage } from '../notify/notice.js';
 import { leadSourceOf } from '../delivery/statistics.js';
 import { noticeCapPort } from '../notify/notice-cap-store.js';
-import { produceNotices } from '../notify/produce.js';
+import { handOverNotices } from '../notify/produce.js';
 import { submissionOf, submissionRequestId } from './lead-events.js';
 import type { Item, StreamChange } from './stream-changes.js';
 
@@ -70,7 +70,11 @@ export function capped(notices: NoticeMessage[], before: number, window: { start
   return out;
 }
 
-/** The batch's lead notices, capped per organization, handed to the notices queue in one call. */
+/**
+ * The batch's lead notices, capped per organization, handed to the notices queue in one call; a
+ * queue that refuses them does not fail the batch (notify/produce.ts handOverNotices keeps them for
+ * the sweeper), so a mail problem never holds back nor repeats the batch's deliveries.
+ */
 export async function produceLeadNotices(deps: Deps, derived: DerivedChange[]): Promise<void> {
   const now = deps.now();
   const byOrganization = new Map<string, NoticeMessage[]>();
@@ -92,5 +96,5 @@ export async function produceLeadNotices(deps: Deps, derived: DerivedChange[]): 
     const before = await counter.countLeadNotices(organizationId, start, batchId(notices), notices.length, expiresAt);
     return capped(notices, before, window, cap);
   }));
-  await produceNotices(deps, kept.flat());
+  await handOverNotices(deps, kept.flat());
 }

@@ -10,7 +10,9 @@ import { fanOutStreamBatch } from '../../../functions/event-fanout/stream-batch.
 import { keys } from '../../../functions/core/platform/model.js';
 import { logger } from '../../../functions/core/platform/observability.js';
 import { withEndpointStore } from '../../../functions/core/delivery/endpoint-store.js';
-import { noticeQueuePort } from '../../../functions/core/notify/produce.js';
+import { noticeQueuePort, redriveUnqueuedNotices } from '../../../functions/core/notify/produce.js';
+import { unqueuedNoticesPort } from '../../../functions/core/notify/unqueued-notices-store.js';
+import { MemoryUnqueuedNotices } from '../../support/stores/memory-unqueued-notices.js';
 import { noticeCapPort } from '../../../functions/core/notify/notice-cap-store.js';
 import { MemoryEndpointStore } from '../../support/memory-endpoint-store.js';
 import { MemoryNoticeQueue } from '../../support/memory-notice-queue.js';
@@ -43,8 +45,10 @@ function given(config: Record<string, unknown> = {}) {
   let deps = withEndpointStore(stores.deps, new MemoryEndpointStore());
   deps = noticeQueuePort.with(deps, queue);
   deps = noticeCapPort.with(deps, cap);
+  const unqueued = new MemoryUnqueuedNotices();
+  deps = unqueuedNoticesPort.with(deps, unqueued);
   const run = (records: DynamoDBRecord[]) => fanOutStreamBatch(deps, records);
-  return { ...stores, queue, cap, run };
+  return { ...stores, deps, queue, cap, unqueued, run };
 }
 
 beforeEach(() => { n = 0; });
@@ -70,12 +74,33 @@ describe('a new lead', () => {
     expect([...cap.items.values()].map((i) => i.leads)).toEqual([2]);
   });
 
-  it('fails the batch when the notices queue cannot take it, and the retry hands it over', async () => {
-    const { queue, run } = given();
+  it('does not fail the batch (nor hold back or repeat its deliveries) when the notices queue cannot take it: the notice is kept and the sweeper hands it over once', async () => {
+    const { queue, unqueued, deps, run } = given();
+    jest.spyOn(logger, 'warn').mockImplementation(() => undefined);
     const records = [inserted(leadItem())];
-    queue.failNext = true;
-    const failed = await run(records);
-    expect(failed.batchItemFailures).toHaveLength(1);
+    queue.failing = true;
+    expect(await run(records)).toEqual({ batchItemFailures: [] });
+    expect(queue.messages).toEqual([]);
+    expect(queue.calls).toBe(3); // tried a few times first
+    expect([...unqueued.items.values()].flat().map((n) => n.kind)).toEqual(['lead.created']);
+    // Still down at the next sweep: kept.
+    expect(await redriveUnqueuedNotices(deps).catch(() => 'failed')).toBe('failed');
+    expect(unqueued.items.size).toBe(1);
+    queue.failing = false;
+    expect(await redriveUnqueuedNotices(deps)).toBe(1);
+    expect(await redriveUnqueuedNotices(deps)).toBe(0);
+    expect(queue.messages.map((m) => m.kind)).toEqual(['lead.created']);
+    expect(unqueued.items.size).toBe(0);
+  });
+
+  it('fails the batch only when the notices can be neither queued nor kept, and the retry hands them over', async () => {
+    const { queue, unqueued, run } = given();
+    jest.spyOn(logger, 'warn').mockImplementation(() => undefined);
+    const records = [inserted(leadItem())];
+    queue.failing = true;
+    unqueued.failNext = true;
+    expect((await run(records)).batchItemFailures).toHaveLength(1);
+    queue.failing = false;
     expect(await run(records)).toEqual({ batchItemFailures: [] });
     expect(queue.unique).toHaveLength(1);
   });
