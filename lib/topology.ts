@@ -157,6 +157,18 @@ export const queues = {
     envVar: queueEnvVars.mailFeedbackQueue, visibilityTimeoutSeconds: 60, retentionDays: 14,
     deadLetter: { queue: 'mailFeedbackDlq', maxReceiveCount: 5 },
   },
+  /** Dead-letter queue of the digest queue: organizations whose digest of a day could not be made in 3 tries. */
+  digestDlq: { envVar: queueEnvVars.digestDlq, visibilityTimeoutSeconds: 30, retentionDays: 14 },
+  /**
+   * One message per organization and day (functions/core/settings/digest-queue.ts, its one
+   * producer: the daily-digest schedule), consumed by the same function: a large account's digests
+   * are many short invocations, not one that outlives Lambda's limits. 6 x its time-out. Kept a day:
+   * a digest later than that is not worth sending.
+   */
+  digestQueue: {
+    envVar: queueEnvVars.digestQueue, visibilityTimeoutSeconds: 6 * 60, retentionDays: 1,
+    deadLetter: { queue: 'digestDlq', maxReceiveCount: 3 },
+  },
 } satisfies Record<QueueName, QueueSpec>;
 
 /**
@@ -353,8 +365,9 @@ export const functions = {
   },
   dailyDigest: {
     entry: 'daily-digest',
-    description: 'Every hour, acting once a day: the day before\'s digest notice of each organization with a digest recipient',
-    timeoutSeconds: 300,
+    description: 'Every hour, acting once a day: queues the day before\'s digest of each organization with a digest recipient, then makes each from its own message',
+    // One organization's digest per message (at most DIGEST_READ_BUDGET deliveries read); the schedule's run only lists and queues.
+    timeoutSeconds: 60,
     memoryMb: 256,
     tables: {
       // What the settings page's lists read, no more (functions/core/settings/daily-digest.ts): the
@@ -366,8 +379,8 @@ export const functions = {
       // The organizations with a digest recipient: the recipients store's digest index items, nothing else of that table.
       organizations: { actions: ['dynamodb:Query'], leadingKeys: [DIGEST_INDEX_PK] },
     },
-    queues: { noticesQueue: 'send' },
-    events: [{ kind: 'schedule', rateMinutes: 60 }],
+    queues: { noticesQueue: 'send', digestQueue: 'sendAndConsume' },
+    events: [{ kind: 'schedule', rateMinutes: 60 }, { kind: 'queue', queue: 'digestQueue', batchSize: 1, maxConcurrency: 2 }],
   },
   settingsApi: {
     entry: 'settings-api',

@@ -134,7 +134,9 @@ describe('the daily digest', () => {
     const today = new Date().toISOString().slice(0, 10);
     // A run in tomorrow's digest hour digests today.
     const tomorrow = { ...deps, now: () => Date.parse(`${today}T07:10:00.000Z`) + 86_400_000 };
-    await eventually(async () => (await runDailyDigest(tomorrow)).produced >= 1 && mailTo(team.email).length > 0, { what: 'the digest' });
+    // The run queues one job per organization; the stack's digest function makes each digest from its message.
+    expect((await runDailyDigest(tomorrow)).queued).toBeGreaterThanOrEqual(1);
+    await eventually(async () => mailTo(team.email).length > 0, { what: 'the digest' });
     await runDailyDigest(tomorrow);
     await noticesDrained();
     const [digest, ...more] = mailTo(team.email);
