@@ -15,7 +15,7 @@ import type { EventPayload } from '../platform/model.js';
 import type { LeadNoticeData, LeadSummaryData } from '../notify/compose.js';
 import type { NoticeMessage } from '../notify/notice.js';
 import { leadSourceOf } from '../delivery/statistics.js';
-import { noticeCapPort } from '../notify/notice-cap-store.js';
+import { noticeCapPort, type LeadCount } from '../notify/notice-cap-store.js';
 import { handOverNotices } from '../notify/produce.js';
 import { submissionOf, submissionRequestId } from './lead-events.js';
 import type { Item, StreamChange } from './stream-changes.js';
@@ -51,50 +51,74 @@ export function leadNoticeOf(change: StreamChange, events: EventPayload[], now: 
   return { organizationId, kind: 'lead.returning', key: `lead.returning|${organizationId}|${clientId}|${submission}${requestId ? `|${requestId}` : ''}`, at, data: { ...data } };
 }
 
-/** A stable id of one organization's leads in a batch: the same batch retried counts once. */
+/** A stable id of one organization's leads of one window in a batch: the same batch retried counts once. */
 const batchId = (notices: NoticeMessage[]) => createHash('sha256').update(notices.map((n) => n.key).join('\n')).digest('base64url').slice(0, 22);
 
 /**
- * One organization's lead notices of a batch, given how many its window had counted before: those
- * within the cap as they are; the one that crosses it becomes the window's summary (its key is the
- * window's, so only one is ever sent); the rest are folded.
+ * A window's summary waits for the window's end, and at least this long (or the window's length, if
+ * shorter), before it goes: the leads
+ * of batches still on their way are counted by then, and the summary claims them all at once
+ * (notify/notice-cap-store.ts claimSummary). A queue delay: at most 900 s (SQS).
  */
-export function capped(notices: NoticeMessage[], before: number, window: { start: number; end: number }, cap: number): NoticeMessage[] {
+export const SUMMARY_SETTLE_SECONDS = 30;
+
+/** When a lead came in: its client's last write (a creation or a merge), so a retried batch counts in the window it first counted in. */
+function leadTime(change: StreamChange, now: number): number {
+  const at = Date.parse(String(change.newImage?.updated_at ?? ''));
+  return Number.isNaN(at) ? now : at;
+}
+
+/**
+ * One organization's lead notices of a batch in one window, given what the window's counter told
+ * the batch: those within the cap as they are; the batch that crosses the cap makes the window's
+ * summary (its key is the window's, so only one is ever sent; it goes at the window's end and
+ * reports every lead counted by then); the rest are folded into it. A batch counted after that
+ * summary was sent (`summarized` at or below its count) is not in it: its leads make a follow-up
+ * summary of their own. No lead is dropped.
+ */
+export function capped(notices: NoticeMessage[], count: LeadCount, window: { start: number; end: number }, cap: number, now: number): NoticeMessage[] {
+  const { before, summarized } = count;
   const out = notices.filter((_, i) => before + i < cap);
   const folded = notices.length - out.length;
-  if (folded > 0 && before <= cap) {
-    const { organizationId } = notices[0];
-    const data: LeadSummaryData = { folded, since: new Date(window.start).toISOString(), until: new Date(window.end).toISOString(), cap };
-    out.push({ organizationId, kind: 'lead.summary', key: `lead.summary|${organizationId}|${window.start}`, at: notices[0].at, data: { ...data } });
+  if (folded === 0) return out;
+  const { organizationId } = notices[0];
+  const data: LeadSummaryData = { folded, since: new Date(window.start).toISOString(), until: new Date(window.end).toISOString(), cap };
+  if (before <= cap) {
+    const settleMs = Math.min(SUMMARY_SETTLE_SECONDS * 1000, window.end - window.start);
+    const notBefore = new Date(Math.max(window.end, now + settleMs)).toISOString();
+    out.push({ organizationId, kind: 'lead.summary', key: `lead.summary|${organizationId}|${window.start}`, at: notices[0].at, notBefore, data: { ...data } });
+  } else if (summarized !== undefined && summarized <= before) {
+    out.push({ organizationId, kind: 'lead.summary', key: `lead.summary|${organizationId}|${window.start}|${batchId(notices)}`, at: notices[0].at, data: { ...data, followUp: true } });
   }
   return out;
 }
 
 /**
- * The batch's lead notices, capped per organization, handed to the notices queue in one call; a
- * queue that refuses them does not fail the batch (notify/produce.ts handOverNotices keeps them for
- * the sweeper), so a mail problem never holds back nor repeats the batch's deliveries.
+ * The batch's lead notices, capped per organization and window, handed to the notices queue in one
+ * call; a queue that refuses them does not fail the batch (notify/produce.ts handOverNotices keeps
+ * them for the sweeper), so a mail problem never holds back nor repeats the batch's deliveries.
  */
 export async function produceLeadNotices(deps: Deps, derived: DerivedChange[]): Promise<void> {
   const now = deps.now();
-  const byOrganization = new Map<string, NoticeMessage[]>();
+  const { leadNoticeCap: cap, leadNoticeWindowSeconds } = deps.config;
+  const windowMs = leadNoticeWindowSeconds * 1000;
+  const groups = new Map<string, { organizationId: string; start: number; notices: NoticeMessage[] }>();
   for (const { change, events } of derived) {
     const notice = leadNoticeOf(change, events, now);
     if (!notice) continue;
-    const list = byOrganization.get(notice.organizationId) ?? [];
-    if (!list.some((n) => n.key === notice.key)) list.push(notice); // a record the stream carries twice in one batch
-    byOrganization.set(notice.organizationId, list);
+    const start = Math.floor(leadTime(change, now) / windowMs) * windowMs;
+    const id = `${notice.organizationId}#${start}`;
+    const group = groups.get(id) ?? { organizationId: notice.organizationId, start, notices: [] };
+    if (!group.notices.some((n) => n.key === notice.key)) group.notices.push(notice); // a record the stream carries twice in one batch
+    groups.set(id, group);
   }
-  if (byOrganization.size === 0) return;
-  const { leadNoticeCap: cap, leadNoticeWindowSeconds } = deps.config;
-  const windowMs = leadNoticeWindowSeconds * 1000;
-  const start = Math.floor(now / windowMs) * windowMs;
-  const window = { start, end: start + windowMs };
-  const expiresAt = Math.ceil((window.end + 86_400_000) / 1000);
+  if (groups.size === 0) return;
   const counter = noticeCapPort.of(deps);
-  const kept = await Promise.all([...byOrganization].map(async ([organizationId, notices]) => {
-    const before = await counter.countLeadNotices(organizationId, start, batchId(notices), notices.length, expiresAt);
-    return capped(notices, before, window, cap);
+  const kept = await Promise.all([...groups.values()].map(async ({ organizationId, start, notices }) => {
+    const window = { start, end: start + windowMs };
+    const expiresAt = Math.ceil((window.end + 86_400_000) / 1000);
+    const count = await counter.countLeadNotices(organizationId, start, batchId(notices), notices.length, expiresAt);
+    return capped(notices, count, window, cap, now);
   }));
   await handOverNotices(deps, kept.flat());
 }

@@ -30,11 +30,13 @@ export interface LeadNoticeData {
 
 /** Leads past the organization's cap in one window, folded into one notice (events/lead-notices.ts). */
 export interface LeadSummaryData {
-  /** Leads folded when the summary was made (at least: more may follow until `until`). */
+  /** Leads folded into the summary: as the mailer claims the window's count when it sends it (notify/mailer.ts), exact. */
   folded: number;
   /** The window: from `since` to `until` (ISO); no lead notice is sent one by one before `until`. */
   since: string; until: string;
   cap: number;
+  /** Leads of the window counted after its summary was sent (a lagging stream batch): a summary of their own. */
+  followUp?: boolean;
 }
 
 /** An endpoint's circuit opened (paused) or the endpoint was disabled. */
@@ -159,7 +161,7 @@ function summaryDraft(d: Record<string, unknown>, links: NoticeLinks): Draft {
   const since = when(d.since);
   const until = when(d.until);
   return {
-    subject: `${folded}+ more new leads${since ? ` since ${since}` : ''}`,
+    subject: `${folded} more new lead${folded === 1 ? '' : 's'}${since ? ` since ${since}` : ''}`,
     heading: 'Many new leads',
     parts: [
       { kind: 'para', text: `${cap !== undefined ? `More than ${cap} leads` : 'Many leads'} arrived${since ? ` since ${since}` : ''} (an import or a busy form?). `

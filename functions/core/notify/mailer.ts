@@ -14,7 +14,8 @@ import { createHash } from 'node:crypto';
 import type { Deps } from '../platform/deps.js';
 import { BACKOFFS, retry } from '../platform/retry.js';
 import { logger } from '../platform/observability.js';
-import { composeNotice } from './compose.js';
+import { composeNotice, type LeadSummaryData } from './compose.js';
+import { noticeCapPort } from './notice-cap-store.js';
 import { composeConfirmation } from './confirmation-mail.js';
 import type { MailTransport, OutgoingMail } from './mail-transport.js';
 import { linkUrl, signLink } from './notice-links.js';
@@ -157,9 +158,24 @@ async function rejected(deps: Deps, message: QueuedMessage, mail: OutgoingMail, 
   return 'rejected';
 }
 
-async function noticeMails(deps: Deps, message: NoticeMessage, options: MailerOptions): Promise<OutgoingMail[]> {
-  const recipients = (await recipientStore(deps).listRecipients(message.organizationId)).filter((r) => r.status === 'confirmed' && picks(r.notices, message.kind));
+/**
+ * A window's leads summary as sent: the window's count claimed now, once (notify/notice-cap-store.ts),
+ * so it reports every lead counted until it goes, and a retry or another recipient reads the same
+ * number. A follow-up summary (leads counted after that claim) carries its own count; a window whose
+ * counter expired keeps the count the producer saw.
+ */
+async function withClaimedCount(deps: Deps, message: NoticeMessage): Promise<NoticeMessage> {
+  const data = message.data as Partial<LeadSummaryData>;
+  const start = Date.parse(String(data.since ?? ''));
+  if (message.kind !== 'lead.summary' || data.followUp || Number.isNaN(start) || typeof data.cap !== 'number') return message;
+  const summarized = await noticeCapPort.of(deps).claimSummary(message.organizationId, start);
+  return summarized === undefined ? message : { ...message, data: { ...message.data, folded: Math.max(0, summarized - data.cap) } };
+}
+
+async function noticeMails(deps: Deps, queued: NoticeMessage, options: MailerOptions): Promise<OutgoingMail[]> {
+  const recipients = (await recipientStore(deps).listRecipients(queued.organizationId)).filter((r) => r.status === 'confirmed' && picks(r.notices, queued.kind));
   if (recipients.length === 0) return [];
+  const message = await withClaimedCount(deps, queued);
   const secret = await options.linkSecret();
   return recipients.map((r) => {
     const unsubscribe = linkUrl(options.baseUrl, 'unsubscribe', signLink(secret, { organizationId: message.organizationId, email: r.email, purpose: 'unsubscribe' }));

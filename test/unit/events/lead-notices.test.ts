@@ -192,3 +192,51 @@ describe('an import past the cap', () => {
     expect(queue.messages).toHaveLength(3); // the fourth lead: nothing more, the summary's window holds it
   });
 });
+
+describe('the cap under parallel lanes and retried batches', () => {
+  const WINDOW_START = Date.parse('2030-01-15T12:00:00.000Z');
+  const leads = (n: number) => Array.from({ length: n }, () => inserted(leadItem()));
+
+  it('counts exactly: a batch retried after another lane\'s batch gets its first answer, so nothing is counted twice and no lead is folded away', async () => {
+    const { queue, cap, run } = given({ leadNoticeCap: 5 });
+    const a = leads(3);
+    const b = leads(3);
+    await run(a);
+    await run(b);
+    await run(a); // retried (its deliveries failed, say) after the other lane's batch
+    await run(b);
+    const sent = queue.unique;
+    expect(sent.filter((m) => m.kind === 'lead.created')).toHaveLength(5);
+    expect(sent.filter((m) => m.kind === 'lead.summary')).toHaveLength(1);
+    expect([...cap.items.values()].map((i) => i.leads)).toEqual([6]);
+    // The summary, when the mailer sends it, reports the one folded lead.
+    expect(await cap.claimSummary(ORG, WINDOW_START)).toBe(6);
+  });
+
+  it('the window\'s summary waits for the window\'s end and then reports every lead folded until it goes', async () => {
+    const { queue, cap, run } = given({ leadNoticeCap: 2 });
+    await run(leads(3));
+    await run(leads(4));
+    const summaries = queue.unique.filter((m) => m.kind === 'lead.summary');
+    expect(summaries).toEqual([expect.objectContaining({ key: `lead.summary|${ORG}|${WINDOW_START}`, notBefore: '2030-01-15T12:10:00.000Z' })]);
+    // 2 mailed one by one; the summary claims 7 counted: 5 folded into it.
+    expect((await cap.claimSummary(ORG, WINDOW_START))! - 2).toBe(5);
+  });
+
+  it('leads counted after the summary went (a lagging lane) make a follow-up summary of their own: none dropped, none twice', async () => {
+    const { queue, cap, clock, run } = given({ leadNoticeCap: 2 });
+    await run(leads(3));
+    clock.advance(600_000);
+    expect(await cap.claimSummary(ORG, WINDOW_START)).toBe(3); // the mailer sent the window's summary: 1 folded
+    const late = leads(2);
+    await run(late);
+    await run(late); // retried
+    const followUps = queue.unique.filter((m) => m.kind === 'lead.summary' && m.data.followUp);
+    expect(followUps).toHaveLength(1);
+    expect(followUps[0].data).toMatchObject({ folded: 2, since: '2030-01-15T12:00:00.000Z' });
+    // Every lead accounted for once: 2 one by one, 1 in the summary, 2 in the follow-up.
+    expect(queue.unique.filter((m) => m.kind === 'lead.created')).toHaveLength(2);
+    const inSummary = (await cap.claimSummary(ORG, WINDOW_START))! - 2;
+    expect(2 + inSummary + Number(followUps[0].data.folded)).toBe(5);
+  });
+});

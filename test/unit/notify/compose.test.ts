@@ -63,7 +63,7 @@ it('writes a link only when it is http(s), escaped', () => {
 
 describe.each([
   ['lead.returning', { clientId: 'cli_1', name: 'Ada', submission: 2 }, /Returning lead: Ada/, ['Submission: 2']],
-  ['lead.summary', { folded: 980, since: '2026-11-29T01:00:00.000Z', until: '2026-11-29T01:10:00.000Z', cap: 20 }, /980\+ more new leads/, ['More than 20 leads', links.settings]],
+  ['lead.summary', { folded: 980, since: '2026-11-29T01:00:00.000Z', until: '2026-11-29T01:10:00.000Z', cap: 20 }, /980 more new leads/, ['More than 20 leads', links.settings]],
   ['endpoint.paused', { endpointId: 'ep_1', url: 'https://hooks.example/a', since: '2026-11-29T01:00:00.000Z', until: '2026-11-29T01:00:30.000Z', lastError: 'HTTP 500 <html>', waiting: 3 }, /paused: https:\/\/hooks.example$/,
     ['Paused since: 2026-11-29 01:00 UTC', 'Last error:', 'HTTP 500 <html>', 'Deliveries waiting: 3', links.settings]],
   ['endpoint.disabled', { endpointId: 'ep_1', url: 'https://hooks.example/a', description: 'Zapier', reason: 'failing without a success since …' }, /disabled: Zapier/, ['Reason: failing', links.settings]],

@@ -16,6 +16,8 @@ import type { NoticeMessage } from '../../../functions/core/notify/notice.js';
 import { logger } from '../../../functions/core/platform/observability.js';
 import type { Deps } from '../../../functions/core/platform/deps.js';
 import { memoryStores } from '../../support/stores/memory-deps.js';
+import { noticeCapPort } from '../../../functions/core/notify/notice-cap-store.js';
+import { MemoryNoticeCapStore } from '../../support/stores/memory-notice-cap-store.js';
 import { mailTransport } from '../../../functions/core/notify/mail-transport.js';
 import { CONFIRMATION_WRITE_GRACE_MS, listRecipients, setRecipients } from '../../../functions/core/notify/recipients.js';
 import { parseConfig } from '../../../functions/core/platform/config.js';
@@ -143,6 +145,24 @@ describe('the mailer under a failing mail server', () => {
     stores.clock.advance(CONFIRMATION_WRITE_GRACE_MS);
     expect(await sendQueuedMessage(deps, confirmation('never@shop.example'), options(transport))).toEqual({ sent: 0, skipped: 0, rejected: 0 });
     expect(sent).toHaveLength(1);
+  });
+
+  it('sends a window\'s leads summary with the count it claims when it goes, the same for every recipient and every retry', async () => {
+    const { deps: base } = setup();
+    const cap = new MemoryNoticeCapStore();
+    const deps = noticeCapPort.with(base, cap);
+    const start = Date.parse('2030-01-15T12:00:00.000Z');
+    await cap.countLeadNotices('org_1', start, 'b1', 3);
+    await cap.countLeadNotices('org_1', start, 'b2', 4); // folded after the summary was produced
+    const summary: NoticeMessage = { organizationId: 'org_1', kind: 'lead.summary', key: `lead.summary|org_1|${start}`, at: '2030-01-15T12:00:00.000Z', data: { folded: 1, cap: 2, since: '2030-01-15T12:00:00.000Z', until: '2030-01-15T12:10:00.000Z' } };
+    const sent: OutgoingMail[] = [];
+    let down = true;
+    const transport: MailTransport = { send: async (mail) => { if (down && mail.to === addresses[2]) throw Object.assign(new Error('450'), { code: 'EENVELOPE', responseCode: 450 }); sent.push(mail); } };
+    await expect(sendQueuedMessage(deps, summary, options(transport))).rejects.toThrow(NoticeNotSent);
+    await cap.countLeadNotices('org_1', start, 'b3', 1); // counted after the claim: a follow-up's, not this summary's
+    down = false;
+    await sendQueuedMessage(deps, summary, options(transport));
+    expect(sent.map((m) => [m.to, m.subject.replace(/ since.*/, '')])).toEqual(addresses.map((a) => [a, '5 more new leads']));
   });
 
   it('sends a confirmation with an "I did not ask for this" link and List-Unsubscribe headers', async () => {
