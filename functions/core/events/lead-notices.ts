@@ -71,25 +71,33 @@ function leadTime(change: StreamChange, now: number): number {
 /**
  * One organization's lead notices of a batch in one window, given what the window's counter told
  * the batch: those within the cap as they are; the batch that crosses the cap makes the window's
- * summary (its key is the window's, so only one is ever sent; it goes at the window's end and
- * reports every lead counted by then); the rest are folded into it. A batch counted after that
- * summary was sent (`summarized` at or below its count) is not in it: its leads make a follow-up
- * summary of their own. No lead is dropped.
+ * summary (round 1: its key is the window's, so only one is ever sent; it goes at the window's end
+ * and reports every lead counted until the mailer claims the count); the rest are folded into it.
+ * A batch counted after the last claim (a lane lagging past the window's end) is in none yet: it
+ * makes the next round's follow-up summary, whose key every such batch shares (one e-mail per
+ * round, a round at most every settle time). No lead is dropped, none is in two summaries.
  */
 export function capped(notices: NoticeMessage[], count: LeadCount, window: { start: number; end: number }, cap: number, now: number): NoticeMessage[] {
-  const { before, summarized } = count;
+  const { before, claims } = count;
   const out = notices.filter((_, i) => before + i < cap);
   const folded = notices.length - out.length;
   if (folded === 0) return out;
   const { organizationId } = notices[0];
+  const settleMs = Math.min(SUMMARY_SETTLE_SECONDS * 1000, window.end - window.start);
   const data: LeadSummaryData = { folded, since: new Date(window.start).toISOString(), until: new Date(window.end).toISOString(), cap };
-  if (before <= cap) {
-    const settleMs = Math.min(SUMMARY_SETTLE_SECONDS * 1000, window.end - window.start);
-    const notBefore = new Date(Math.max(window.end, now + settleMs)).toISOString();
-    out.push({ organizationId, kind: 'lead.summary', key: `lead.summary|${organizationId}|${window.start}`, at: notices[0].at, notBefore, data: { ...data } });
-  } else if (summarized !== undefined && summarized <= before) {
-    out.push({ organizationId, kind: 'lead.summary', key: `lead.summary|${organizationId}|${window.start}|${batchId(notices)}`, at: notices[0].at, data: { ...data, followUp: true } });
+  const lastClaim = claims.at(-1);
+  if (lastClaim === undefined || lastClaim > before) {
+    // Round 1 (the window's summary) is made by the batch that crosses the cap; a batch counted before a claim is in it.
+    if (before <= cap && lastClaim === undefined) {
+      out.push({ organizationId, kind: 'lead.summary', key: `lead.summary|${organizationId}|${window.start}`, at: notices[0].at, notBefore: new Date(Math.max(window.end, now + settleMs)).toISOString(), data: { ...data, round: 1 } });
+    } else if (before <= cap) {
+      // The crossing batch retried after its summary was claimed: the same round-1 message (sent once).
+      out.push({ organizationId, kind: 'lead.summary', key: `lead.summary|${organizationId}|${window.start}`, at: notices[0].at, data: { ...data, round: 1 } });
+    }
+    return out;
   }
+  const round = claims.length + 1;
+  out.push({ organizationId, kind: 'lead.summary', key: `lead.summary|${organizationId}|${window.start}|${round}`, at: notices[0].at, notBefore: new Date(now + settleMs).toISOString(), data: { ...data, round } });
   return out;
 }
 

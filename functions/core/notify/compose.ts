@@ -35,8 +35,8 @@ export interface LeadSummaryData {
   /** The window: from `since` to `until` (ISO); no lead notice is sent one by one before `until`. */
   since: string; until: string;
   cap: number;
-  /** Leads of the window counted after its summary was sent (a lagging stream batch): a summary of their own. */
-  followUp?: boolean;
+  /** 1: the window's summary; 2, 3, …: a follow-up of the window's leads counted after the round before was sent (a lagging stream batch). */
+  round?: number;
 }
 
 /** An endpoint's circuit opened (paused) or the endpoint was disabled. */

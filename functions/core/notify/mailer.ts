@@ -159,17 +159,19 @@ async function rejected(deps: Deps, message: QueuedMessage, mail: OutgoingMail, 
 }
 
 /**
- * A window's leads summary as sent: the window's count claimed now, once (notify/notice-cap-store.ts),
- * so it reports every lead counted until it goes, and a retry or another recipient reads the same
- * number. A follow-up summary (leads counted after that claim) carries its own count; a window whose
- * counter expired keeps the count the producer saw.
+ * A window's leads summary as sent: the window's count claimed now for its round, once
+ * (notify/notice-cap-store.ts), so it reports every lead counted until it goes (less what the round
+ * before reported), and a retry or another recipient reads the same number. A window whose counter
+ * expired keeps the count the producer saw.
  */
 async function withClaimedCount(deps: Deps, message: NoticeMessage): Promise<NoticeMessage> {
   const data = message.data as Partial<LeadSummaryData>;
   const start = Date.parse(String(data.since ?? ''));
-  if (message.kind !== 'lead.summary' || data.followUp || Number.isNaN(start) || typeof data.cap !== 'number') return message;
-  const summarized = await noticeCapPort.of(deps).claimSummary(message.organizationId, start);
-  return summarized === undefined ? message : { ...message, data: { ...message.data, folded: Math.max(0, summarized - data.cap) } };
+  if (message.kind !== 'lead.summary' || Number.isNaN(start) || typeof data.cap !== 'number') return message;
+  const round = typeof data.round === 'number' && data.round >= 1 ? data.round : 1;
+  const claimed = await noticeCapPort.of(deps).claimSummary(message.organizationId, start, round);
+  if (!claimed) return message;
+  return { ...message, data: { ...message.data, folded: Math.max(0, claimed.upTo - Math.max(claimed.from ?? 0, data.cap)) } };
 }
 
 async function noticeMails(deps: Deps, queued: NoticeMessage, options: MailerOptions): Promise<OutgoingMail[]> {

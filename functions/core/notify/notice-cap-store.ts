@@ -5,9 +5,9 @@
  * batch's leads of an organization and window with one conditional write (not one per lead), and
  * the item remembers what it told every batch (`b_<batch>`: how many the window had counted before
  * it), so a batch retried in any order, beside any other lane, gets its first answer and is never
- * counted twice. The mailer claims the window's count once, when it sends the window's summary
- * (`summarized`): a batch counted after that claim learns it, and its leads go into a follow-up
- * summary of their own (events/lead-notices.ts), so no lead is ever dropped.
+ * counted twice. The mailer claims the window's count once per summary round, when it sends it
+ * (`round_<k>`): a batch counted after the last claim learns it, and its leads go into the next
+ * round's follow-up summary (events/lead-notices.ts), so no lead is ever dropped.
  * The only module that reads or writes these items; tests use the twin
  * (test/support/stores/memory-notice-cap-store.ts) through `noticeCapPort.with`.
  */
@@ -20,8 +20,11 @@ import { depsPort } from '../platform/deps-port.js';
 export interface LeadCount {
   /** Lead notices the window had counted before this batch's (the same answer every time the batch asks). */
   before: number;
-  /** The window's count the summary claimed when it was sent, if it was: leads counted after it are not in it. */
-  summarized?: number;
+  /**
+   * The window's summaries claimed so far, in order: the count each reported up to (round 1 is the
+   * window's summary, round k + 1 a follow-up of the leads counted after round k's claim).
+   */
+  claims: number[];
 }
 
 export interface NoticeCapStore {
@@ -33,20 +36,28 @@ export interface NoticeCapStore {
    */
   countLeadNotices(organizationId: string, windowStart: number, batch: string, count: number, expiresAt: number): Promise<LeadCount>;
   /**
-   * The window's count as its summary reports it: the first call fixes it (the leads counted so
-   * far), every later call answers the same. Undefined when the window's counter is gone (expired).
+   * The window's count as its summary of `round` reports it (1: the window's summary; 2, 3, …: the
+   * follow-ups): the first call fixes it (the leads counted so far), every later call answers the
+   * same. With it, what the round before reported (the cap for round 1). Undefined when the
+   * window's counter is gone (expired).
    */
-  claimSummary(organizationId: string, windowStart: number): Promise<number | undefined>;
+  claimSummary(organizationId: string, windowStart: number, round: number): Promise<{ upTo: number; from?: number } | undefined>;
 }
 
 const capKey = (organizationId: string, windowStart: number) => ({ pk: `NOTICES#${organizationId}#${windowStart}` });
 /** A batch's attribute: top-level (a nested map would need to exist before its first entry). */
 const batchAttribute = (batch: string) => `b_${batch}`;
 
-const countOf = (item: Record<string, unknown> | undefined, batch: string): LeadCount => ({
-  before: Number(item?.[batchAttribute(batch)] ?? 0),
-  ...(item?.summarized !== undefined ? { summarized: Number(item.summarized) } : {}),
-});
+const roundAttribute = (round: number) => `round_${round}`;
+
+/** The claims an item holds, rounds 1, 2, … up to the first unclaimed one. */
+const claimsOf = (item: Record<string, unknown> | undefined): number[] => {
+  const claims: number[] = [];
+  for (let round = 1; item?.[roundAttribute(round)] !== undefined; round++) claims.push(Number(item[roundAttribute(round)]));
+  return claims;
+};
+
+const countOf = (item: Record<string, unknown> | undefined, batch: string): LeadCount => ({ before: Number(item?.[batchAttribute(batch)] ?? 0), claims: claimsOf(item) });
 
 export function dynamoNoticeCapStore(deps: Deps): NoticeCapStore {
   return {
@@ -71,16 +82,18 @@ export function dynamoNoticeCapStore(deps: Deps): NoticeCapStore {
       }
     },
 
-    async claimSummary(organizationId, windowStart) {
+    async claimSummary(organizationId, windowStart, round) {
       try {
         const out = await deps.doc.send(new UpdateCommand({
           TableName: deps.tables.rateWindows,
           Key: capKey(organizationId, windowStart),
-          UpdateExpression: 'SET summarized = if_not_exists(summarized, leads)',
+          UpdateExpression: 'SET #r = if_not_exists(#r, leads)',
           ConditionExpression: 'attribute_exists(leads)',
-          ReturnValues: 'UPDATED_NEW',
+          ExpressionAttributeNames: { '#r': roundAttribute(round) },
+          ReturnValues: 'ALL_NEW',
         }));
-        return Number(out.Attributes?.summarized);
+        const claims = claimsOf(out.Attributes);
+        return { upTo: Number(out.Attributes?.[roundAttribute(round)]), ...(round > 1 && claims[round - 2] !== undefined ? { from: claims[round - 2] } : {}) };
       } catch (error) {
         if (isConditionFailure(error)) return undefined;
         throw error;

@@ -154,7 +154,7 @@ describe('the mailer under a failing mail server', () => {
     const start = Date.parse('2030-01-15T12:00:00.000Z');
     await cap.countLeadNotices('org_1', start, 'b1', 3);
     await cap.countLeadNotices('org_1', start, 'b2', 4); // folded after the summary was produced
-    const summary: NoticeMessage = { organizationId: 'org_1', kind: 'lead.summary', key: `lead.summary|org_1|${start}`, at: '2030-01-15T12:00:00.000Z', data: { folded: 1, cap: 2, since: '2030-01-15T12:00:00.000Z', until: '2030-01-15T12:10:00.000Z' } };
+    const summary: NoticeMessage = { organizationId: 'org_1', kind: 'lead.summary', key: `lead.summary|org_1|${start}`, at: '2030-01-15T12:00:00.000Z', data: { round: 1, folded: 1, cap: 2, since: '2030-01-15T12:00:00.000Z', until: '2030-01-15T12:10:00.000Z' } };
     const sent: OutgoingMail[] = [];
     let down = true;
     const transport: MailTransport = { send: async (mail) => { if (down && mail.to === addresses[2]) throw Object.assign(new Error('450'), { code: 'EENVELOPE', responseCode: 450 }); sent.push(mail); } };
