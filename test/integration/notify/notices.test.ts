@@ -39,7 +39,7 @@ let deps: Deps;
 /** The cap of this stack: small, so an import's summary comes soon. */
 const CAP = 5;
 /** Its window: short, as the summary waits for the window's end (events/lead-notices.ts). */
-const WINDOW_SECONDS = 15;
+const WINDOW_SECONDS = 30;
 
 const mailTo = (address: string) => mail.to(address);
 
