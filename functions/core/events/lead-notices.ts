@@ -108,19 +108,21 @@ export function capped(notices: NoticeMessage[], count: LeadCount, window: { sta
  */
 export async function produceLeadNotices(deps: Deps, derived: DerivedChange[]): Promise<void> {
   const now = deps.now();
+  const found = derived.flatMap(({ change, events }) => {
+    const notice = leadNoticeOf(change, events, now);
+    return notice ? [{ change, notice }] : [];
+  });
+  if (found.length === 0) return;
   const { leadNoticeCap: cap, leadNoticeWindowSeconds } = deps.config;
   const windowMs = leadNoticeWindowSeconds * 1000;
   const groups = new Map<string, { organizationId: string; start: number; notices: NoticeMessage[] }>();
-  for (const { change, events } of derived) {
-    const notice = leadNoticeOf(change, events, now);
-    if (!notice) continue;
+  for (const { change, notice } of found) {
     const start = Math.floor(leadTime(change, now) / windowMs) * windowMs;
     const id = `${notice.organizationId}#${start}`;
     const group = groups.get(id) ?? { organizationId: notice.organizationId, start, notices: [] };
     if (!group.notices.some((n) => n.key === notice.key)) group.notices.push(notice); // a record the stream carries twice in one batch
     groups.set(id, group);
   }
-  if (groups.size === 0) return;
   const counter = noticeCapPort.of(deps);
   const kept = await Promise.all([...groups.values()].map(async ({ organizationId, start, notices }) => {
     const window = { start, end: start + windowMs };
