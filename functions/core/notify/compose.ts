@@ -205,7 +205,7 @@ function endpointLabel(e: Record<string, unknown>): string {
 function digestDraft(d: Record<string, unknown>, links: NoticeLinks): Draft {
   const day = str(d.day) ? oneLine(str(d.day)!, 10) : '';
   const bySource = d.leadsBySource && typeof d.leadsBySource === 'object' ? Object.entries(d.leadsBySource as Record<string, unknown>) : [];
-  const leads = bySource.map(([source, n]) => [source, String(num(n) ?? 0)]);
+  const leads = bySource.map(([source, n]) => [sourceLabel(source) ?? source, String(num(n) ?? 0)]);
   const total = bySource.reduce((a, [, n]) => a + (num(n) ?? 0), 0);
   const endpoints = (Array.isArray(d.endpoints) ? d.endpoints : []).filter((e): e is Record<string, unknown> => !!e && typeof e === 'object')
     .map((e) => [endpointLabel(e), String(num(e.delivered) ?? 0), String(num(e.failed) ?? 0)]);

@@ -17,6 +17,7 @@ import { timePart } from '../platform/ids.js';
 import { keys } from '../platform/model.js';
 import { clientsStore } from '../intake/clients-store.js';
 import { currentEndpoints } from '../delivery/endpoints.js';
+import { leadSourceOf } from '../delivery/statistics.js';
 import { endpointOrigin, type DigestData } from '../notify/compose.js';
 import type { NoticeMessage } from '../notify/notice.js';
 import { produceNotices } from '../notify/produce.js';
@@ -37,14 +38,14 @@ export function digestDay(now: number, hourUtc: number): string | undefined {
   return new Date(now - DAY_MS).toISOString().slice(0, 10);
 }
 
-/** Leads by source: the lead endpoint (`api`) or a no-script form post (`form`, answered 303). */
+/** Leads by source, by the leads statistics' names (delivery/statistics.ts leadSourceOf): lead endpoint, page key, no-script form. */
 async function leadsBySource(deps: Deps, organizationId: string, start: number): Promise<Record<string, number>> {
   const sk = (id: string) => keys.client(organizationId, id).sk;
   // Client ids are time-ordered (intake/lead-client.ts): the day's clients are one key range.
   const rows = await clientsStore(deps).clientsBetween(organizationId, [sk(`cli_${timePart(start)}`), sk(`cli_${timePart(start + DAY_MS - 1)}~`)], 'leadRequest');
   const out: Record<string, number> = {};
   for (const row of rows) {
-    const source = Number(row.request_status) === 303 ? 'form' : 'api';
+    const source = leadSourceOf(row);
     out[source] = (out[source] ?? 0) + 1;
   }
   return out;

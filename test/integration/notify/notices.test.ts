@@ -144,7 +144,7 @@ describe('the daily digest', () => {
     const [digest, ...more] = mailTo(team.email);
     expect(more).toEqual([]);
     expect(digest.subject).toBe(`Daily digest ${today}: 2 leads`);
-    expect(digest.text).toContain('api, Leads: 2');
+    expect(digest.text).toContain('lead endpoint, Leads: 2');
   });
 });
 

@@ -58,7 +58,8 @@ describe('the digest of a day', () => {
     const { deps, lead, delivery } = await given();
     await lead(inDay(1));
     await lead(inDay(9));
-    await lead(inDay(10), { request_status: 303 });
+    await lead(inDay(10), { request_status: 303, request_channel: 'form' });
+    await lead(inDay(11), { request_channel: 'page' });
     await lead(inDay(-2)); // the day before: not counted
     await lead(inDay(10), { source: 'crm', request_id: undefined }); // the CRM's own client: not a lead
     delivery(1, inDay(1), 'delivered');
@@ -68,7 +69,7 @@ describe('the digest of a day', () => {
     delivery(5, inDay(5), 'delivered', 'ep_gone');
     delivery(6, inDay(30), 'failed'); // the next day
     expect(await digestOf(deps, ORG, DAY)).toEqual({
-      day: DAY, leadsBySource: { api: 2, form: 1 }, deadLetters: 1,
+      day: DAY, leadsBySource: { lead_endpoint: 2, no_script_form: 1, page_key: 1 }, deadLetters: 1,
       endpoints: expect.arrayContaining([
         { endpointId: 'ep_1', url: 'https://hooks.example', delivered: 2, failed: 1, pending: 1 },
         { endpointId: 'ep_gone', delivered: 1, failed: 0, pending: 0 },
