@@ -56,9 +56,9 @@ const batchId = (notices: NoticeMessage[]) => createHash('sha256').update(notice
 
 /**
  * A window's summary waits for the window's end, and at least this long (or the window's length, if
- * shorter), before it goes: the leads
- * of batches still on their way are counted by then, and the summary claims them all at once
- * (notify/notice-cap-store.ts claimSummary). A queue delay: at most 900 s (SQS).
+ * shorter), before it goes: the leads of batches still on their way are counted by then, and the
+ * summary claims them all at once (notify/notice-cap-store.ts claimSummary). A queue delay: at most
+ * 900 s (SQS).
  */
 export const SUMMARY_SETTLE_SECONDS = 30;
 

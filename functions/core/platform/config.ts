@@ -122,7 +122,8 @@ export const configSchema = z.object({
   captchaVerifyUrls: z._default(z.partialRecord(z.enum(['turnstile', 'hcaptcha', 'recaptcha']), z.url()), {}),
   /**
    * Lead notices an organization is mailed one by one in a window of leadNoticeWindowSeconds; the
-   * leads past it fold into one summary for the window (docs/notifications.md "The notices").
+   * leads past it fold into the window's summary, sent at the window's end with the exact count
+   * (docs/notifications.md "Bulk-safe: the cap").
    */
   leadNoticeCap: z._default(positiveInt(), 20),
   leadNoticeWindowSeconds: z._default(positiveInt().check(atMost(86_400, 'leadNoticeWindowSeconds', 'the window\'s counter is kept a day')), 600),
