@@ -13,6 +13,10 @@ import { withEndpointStore } from '../../../functions/core/delivery/endpoint-sto
 import { noticeQueuePort, redriveUnqueuedNotices } from '../../../functions/core/notify/produce.js';
 import { unqueuedNoticesPort } from '../../../functions/core/notify/unqueued-notices-store.js';
 import { MemoryUnqueuedNotices } from '../../support/stores/memory-unqueued-notices.js';
+import { MemoryDeliveryQueue, MemoryDeliveryStore } from '../../integration/delivery-core/support/memory-delivery.js';
+import { withDeliveryPorts } from '../../../functions/core/delivery/delivery-port.js';
+import { retryLostRaces } from '../../../functions/core/platform/optimistic.js';
+import type { WebhookEndpoint } from '../../../functions/core/platform/model.js';
 import { noticeCapPort } from '../../../functions/core/notify/notice-cap-store.js';
 import { MemoryEndpointStore } from '../../support/memory-endpoint-store.js';
 import { MemoryNoticeQueue } from '../../support/memory-notice-queue.js';
@@ -42,13 +46,14 @@ function given(config: Record<string, unknown> = {}) {
   const stores = memoryStores({ now: '2030-01-15T12:00:00.000Z', config: { leadNoticeCap: 20, leadNoticeWindowSeconds: 600, ...config } });
   const queue = new MemoryNoticeQueue();
   const cap = new MemoryNoticeCapStore();
-  let deps = withEndpointStore(stores.deps, new MemoryEndpointStore());
+  const endpoints = new MemoryEndpointStore();
+  let deps = withEndpointStore(stores.deps, endpoints);
   deps = noticeQueuePort.with(deps, queue);
   deps = noticeCapPort.with(deps, cap);
   const unqueued = new MemoryUnqueuedNotices();
   deps = unqueuedNoticesPort.with(deps, unqueued);
   const run = (records: DynamoDBRecord[]) => fanOutStreamBatch(deps, records);
-  return { ...stores, deps, queue, cap, unqueued, run };
+  return { ...stores, deps, queue, cap, unqueued, endpoints, run };
 }
 
 beforeEach(() => { n = 0; });
@@ -75,11 +80,16 @@ describe('a new lead', () => {
   });
 
   it('does not fail the batch (nor hold back or repeat its deliveries) when the notices queue cannot take it: the notice is kept and the sweeper hands it over once', async () => {
-    const { queue, unqueued, deps, run } = given();
+    const { queue, unqueued, deps: base, clock, endpoints } = given();
     jest.spyOn(logger, 'warn').mockImplementation(() => undefined);
+    // An endpoint that hears of new leads: the batch's webhook delivery goes out whatever the notices queue does.
+    await retryLostRaces('given', () => endpoints.createEndpoint({ id: 'ep_1', organizationId: ORG, url: 'https://hooks.example/a', events: ['*'], secrets: [], enabled: true, createdAt: '2030-01-01T00:00:00.000Z' } as unknown as WebhookEndpoint, 10));
+    const deliveryQueue = new MemoryDeliveryQueue(clock.now);
+    const deps = withDeliveryPorts(base, { store: new MemoryDeliveryStore(clock.now), queue: deliveryQueue });
     const records = [inserted(leadItem())];
     queue.failing = true;
-    expect(await run(records)).toEqual({ batchItemFailures: [] });
+    expect(await fanOutStreamBatch(deps, records)).toEqual({ batchItemFailures: [] });
+    expect(deliveryQueue.queues.deliveryQueue).toHaveLength(1);
     expect(queue.messages).toEqual([]);
     expect(queue.calls).toBe(3); // tried a few times first
     expect([...unqueued.items.values()].flat().map((n) => n.kind)).toEqual(['lead.created']);
