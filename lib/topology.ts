@@ -157,6 +157,18 @@ export const queues = {
     envVar: queueEnvVars.mailFeedbackQueue, visibilityTimeoutSeconds: 60, retentionDays: 14,
     deadLetter: { queue: 'mailFeedbackDlq', maxReceiveCount: 5 },
   },
+  /** Dead-letter queue of the digest queue: organizations whose digest of a day could not be made in 3 tries. */
+  digestDlq: { envVar: queueEnvVars.digestDlq, visibilityTimeoutSeconds: 30, retentionDays: 14 },
+  /**
+   * One message per organization and day (functions/core/settings/digest-queue.ts, its one
+   * producer: the daily-digest schedule), consumed by the same function: a large account's digests
+   * are many short invocations, not one that outlives Lambda's limits. 6 x its time-out. Kept a day:
+   * a digest later than that is not worth sending.
+   */
+  digestQueue: {
+    envVar: queueEnvVars.digestQueue, visibilityTimeoutSeconds: 6 * 60, retentionDays: 1,
+    deadLetter: { queue: 'digestDlq', maxReceiveCount: 3 },
+  },
 } satisfies Record<QueueName, QueueSpec>;
 
 /**
@@ -343,17 +355,19 @@ export const functions = {
   },
   deliverySweeper: {
     entry: 'delivery-sweeper',
-    description: 'Every minute: re-queues the deliveries parked in the due index whose retry falls due',
+    description: 'Every minute: re-queues the deliveries parked in the due index whose retry falls due, and the notices the notices queue refused',
     timeoutSeconds: 60,
     memoryMb: 256,
     tables: { deliveries: 'readWrite' },
-    queues: { deliveryQueue: 'send' },
+    // Notices kept while the notices queue refused them (functions/core/notify/unqueued-notices-store.ts) are handed over again.
+    queues: { deliveryQueue: 'send', noticesQueue: 'send' },
     events: [{ kind: 'schedule', rateMinutes: 1 }],
   },
   dailyDigest: {
     entry: 'daily-digest',
-    description: 'Every hour, acting once a day: the day before\'s digest notice of each organization with a digest recipient',
-    timeoutSeconds: 300,
+    description: 'Every hour, acting once a day: queues the day before\'s digest of each organization with a digest recipient, then makes each from its own message',
+    // One organization's digest per message (at most DIGEST_READ_BUDGET deliveries read); the schedule's run only lists and queues.
+    timeoutSeconds: 60,
     memoryMb: 256,
     tables: {
       // What the settings page's lists read, no more (functions/core/settings/daily-digest.ts): the
@@ -365,8 +379,8 @@ export const functions = {
       // The organizations with a digest recipient: the recipients store's digest index items, nothing else of that table.
       organizations: { actions: ['dynamodb:Query'], leadingKeys: [DIGEST_INDEX_PK] },
     },
-    queues: { noticesQueue: 'send' },
-    events: [{ kind: 'schedule', rateMinutes: 60 }],
+    queues: { noticesQueue: 'send', digestQueue: 'sendAndConsume' },
+    events: [{ kind: 'schedule', rateMinutes: 60 }, { kind: 'queue', queue: 'digestQueue', batchSize: 1, maxConcurrency: 2 }],
   },
   settingsApi: {
     entry: 'settings-api',
@@ -400,13 +414,18 @@ export const functions = {
     memoryMb: 256,
     tables: {
       // The recipients (a Query of the organization's RECIPIENT# items) and the organization's name,
-      // projected (recipient-store.ts): never a whole item (a wallet, a key's hash), never a write.
+      // projected (recipient-store.ts): never a whole item (a wallet, a key's hash). Its one write is
+      // mail-feedback's: an address the mail server refused for good suppressed (notify/mailer.ts),
+      // an UpdateItem naming the suppression's attributes alone.
       organizations: [
         { actions: ['dynamodb:GetItem'], attributes: [...RECIPIENT_FIELDS, ...ORGANIZATION_NAME_FIELDS] },
         { actions: ['dynamodb:Query'], attributes: RECIPIENT_FIELDS },
+        { actions: ['dynamodb:UpdateItem'], attributes: SUPPRESSION_FIELDS },
       ],
       // The sent marks alone (notify/notice-mark-store.ts: `notice#…` items with a TTL), not the lead endpoint's idempotency records beside them.
       idempotency: { actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'], leadingKeys: ['notice#*'] },
+      // A leads summary claims its window's count when it is sent (notify/notice-cap-store.ts): the lead notices' counters alone, not the rate limits beside them.
+      rateWindows: { actions: ['dynamodb:UpdateItem'], leadingKeys: ['NOTICES#*'] },
     },
     queues: { noticesQueue: 'consumeWithBackoff' },
     // Few at once: a mail server or SES's sending rate is the bound, not Lambda.

@@ -53,7 +53,13 @@ function formToken(event: APIGatewayProxyEvent): string | undefined {
 
 const invalid = (purpose: LinkPurpose) => page(400, texts[purpose].title, '<p>This link is not valid (it may be incomplete, or older than 7 days for a confirmation). Ask the organization\'s admin to add the address again.</p>');
 
+/** Any method but GET (shows) and POST (acts): a HEAD, PUT or DELETE must neither act nor show a page. */
+const notAllowed = (): APIGatewayProxyResult => ({
+  statusCode: 405, headers: { ...headers, 'Content-Type': 'text/plain; charset=utf-8', Allow: 'GET, POST' }, body: 'Method not allowed: GET shows this page, POST acts.\n',
+});
+
 export async function serveNoticePage(deps: Deps, event: APIGatewayProxyEvent, purpose: LinkPurpose, secret: () => Promise<string>): Promise<APIGatewayProxyResult> {
+  if (event.httpMethod !== 'GET' && event.httpMethod !== 'POST') return notAllowed();
   const text = texts[purpose];
   const token = (event.httpMethod === 'POST' ? formToken(event) : undefined) ?? event.queryStringParameters?.token ?? '';
   if (event.httpMethod === 'GET') {

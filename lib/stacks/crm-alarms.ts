@@ -54,7 +54,7 @@ const runbookSections: Record<string, string> = {
   Api5xxShare: 'alarm-api', ApiLatency: 'alarm-api', RateLimitFailOpen: 'alarm-api', CaptchaUnavailable: 'alarm-api',
   LeadRefundFailed: 'alarm-lead-billing', LeadUsageCountFailed: 'alarm-lead-billing',
   BackupJobsFailed: 'alarm-backups', BackupCopyJobsFailed: 'alarm-backups',
-  NoticeDeadLetters: 'alarm-notices', MailFeedbackDeadLetters: 'alarm-notices', NoticesNotQueued: 'alarm-notices',
+  NoticeDeadLetters: 'alarm-notices', MailFeedbackDeadLetters: 'alarm-notices', NoticesNotQueued: 'alarm-notices', DigestDeadLetters: 'alarm-notices',
   StatisticsIteratorAge: 'alarm-statistics', StatisticsUnwritten: 'alarm-statistics',
 };
 
@@ -212,9 +212,11 @@ export class CrmAlarms extends Construct {
     // Notices the mailer could not send in all its tries (the mail server or SES refusing for hours): people were not told.
     this.add('ticket', 'NoticeDeadLetters', 'The notices dead-letter queue holds notices the mailer could not send after every try: see the mailer\'s log (its SMTP server or SES: sandbox, sending quota, identity) (docs/notifications.md).',
       queues.noticesDlq.metricApproximateNumberOfMessagesVisible({ period: fiveMinutes, statistic: 'Maximum' }), { threshold: 1 });
-    // An endpoint paused or disabled whose notice the notices queue refused (the delivery went on): nobody was told.
-    this.add('ticket', 'NoticesNotQueued', 'An endpoint paused or disabled could not be told by e-mail: the notices queue refused its notice (see the delivery function\'s log, "an endpoint notice could not be queued"; the settings page shows the endpoint\'s state).',
+    // Notices the notices queue refused (the deliveries went on): kept and re-driven by the sweeper.
+    this.add('ticket', 'NoticesNotQueued', 'The notices queue refused notices: they are kept and the delivery sweeper re-drives them every minute (docs/notifications.md); a log line "could not be queued nor kept" names one that was lost (the settings page shows the endpoint\'s state).',
       serviceMetric('NoticesNotQueued', fiveMinutes), { threshold: 1 });
+    this.add('ticket', 'DigestDeadLetters', 'Daily digests could not be made for some organizations after 3 tries (the digest dead-letter queue): see the daily-digest function\'s log, "digest not made" (docs/notifications.md "The daily digest").',
+      queues.digestDlq.metricApproximateNumberOfMessagesVisible({ period: fiveMinutes, statistic: 'Maximum' }), { threshold: 1 });
     this.add('ticket', 'MailFeedbackDeadLetters', 'SES bounce or complaint events could not be recorded: their addresses are not suppressed yet. See the mail-feedback function\'s log.',
       queues.mailFeedbackDlq.metricApproximateNumberOfMessagesVisible({ period: fiveMinutes, statistic: 'Maximum' }), { threshold: 1 });
     // Every stream consumer of the topology: how far behind its stream it is (records older than 24 h are lost).

@@ -177,8 +177,12 @@ describe('least privilege, simulated on the prod roles', () => {
         expect([field, await decide('mailer', 'dynamodb:GetItem', tableArn('organizations'), { 'dynamodb:Attributes': ['pk', 'sk', field] })]).toEqual([field, 'ImplicitlyDenied']);
         expect([field, await decide('mailer', 'dynamodb:Query', tableArn('organizations'), { 'dynamodb:Attributes': [...recipient, field], 'dynamodb:Select': 'SPECIFIC_ATTRIBUTES' })]).toEqual([field, 'ImplicitlyDenied']);
       }
-      expect(await decideAll('mailer', [['dynamodb:UpdateItem', tableArn('organizations')], ['dynamodb:PutItem', tableArn('organizations')]]))
-        .toEqual(every([`dynamodb:UpdateItem ${tableArn('organizations')}`, `dynamodb:PutItem ${tableArn('organizations')}`], 'ImplicitlyDenied'));
+      // Its one write: an address refused for good suppressed, naming the suppression's attributes alone.
+      expect(await decide('mailer', 'dynamodb:UpdateItem', tableArn('organizations'), { 'dynamodb:Attributes': [...SUPPRESSION_FIELDS] })).toBe('Allowed');
+      expect(await decide('mailer', 'dynamodb:UpdateItem', tableArn('organizations'), { 'dynamodb:Attributes': ['pk', 'sk', 'status', 'walletMicros'] })).not.toBe('Allowed');
+      expect(await decide('mailer', 'dynamodb:UpdateItem', tableArn('organizations'))).not.toBe('Allowed');
+      expect(await decideAll('mailer', [['dynamodb:PutItem', tableArn('organizations')], ['dynamodb:DeleteItem', tableArn('organizations')]]))
+        .toEqual(every([`dynamodb:PutItem ${tableArn('organizations')}`, `dynamodb:DeleteItem ${tableArn('organizations')}`], 'ImplicitlyDenied'));
     });
 
     it("the mailer's sent marks are its only idempotency items: not the lead endpoint's records", async () => {

@@ -209,7 +209,7 @@ describe('the CDK stack', () => {
       VisibilityTimeout: queues.deliverySlowQueue.visibilityTimeoutSeconds,
       RedrivePolicy: { deadLetterTargetArn: { 'Fn::GetAtt': [queueRef('deliveryDlq'), 'Arn'] }, maxReceiveCount: 10 },
     });
-    template.resourceCountIs('AWS::Lambda::EventSourceMapping', 8); // + the bulk queue's (below), the deliveries stream's (statistics), the notices queue's and the mail feedback queue's
+    template.resourceCountIs('AWS::Lambda::EventSourceMapping', 9); // + the bulk queue's (below), the deliveries stream's (statistics), the notices queue's, the mail feedback queue's and the digest queue's
     // The statistics read the deliveries table's stream a minute at a time, with no on-failure queue (best effort: docs/settings.md "Statistics").
     template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
       FunctionName: { Ref: Match.stringLikeRegexp('deliveryStatistics') }, BatchSize: 1000, MaximumBatchingWindowInSeconds: 60, DestinationConfig: Match.absent(),
@@ -265,12 +265,12 @@ describe('the CDK stack', () => {
     }]);
   });
 
-  it('lets the sweeper re-queue parked deliveries and clear their due entries, nothing more: no other table, no consuming, no dead-letter or slow-lane queue', () => {
+  it('lets the sweeper re-queue parked deliveries and clear their due entries, and re-drive the notices the notices queue refused, nothing more: no other table, no consuming, no dead-letter or slow-lane queue', () => {
     const deliveries = actionsOn('deliverySweeper', tableRef('deliveries'));
     expect(deliveries).toEqual(expect.arrayContaining(['dynamodb:Query', 'dynamodb:BatchGetItem', 'dynamodb:UpdateItem']));
     for (const table of ['clients', 'workOrders', 'organizations', 'rateWindows', 'requestLog', 'idempotency'] as const) expect(actionsOn('deliverySweeper', tableRef(table))).toEqual([]);
     const sqs = statementsOf('deliverySweeper').filter((st) => st.actions.some((a) => a.startsWith('sqs:')));
-    expect(sqs.map((st) => st.resources)).toEqual([JSON.stringify({ 'Fn::GetAtt': [queueRef('deliveryQueue'), 'Arn'] })]);
+    expect(sqs.map((st) => st.resources).sort()).toEqual([JSON.stringify({ 'Fn::GetAtt': [queueRef('deliveryQueue'), 'Arn'] }), JSON.stringify({ 'Fn::GetAtt': [queueRef('noticesQueue'), 'Arn'] })].sort());
     expect(sqs.flatMap((st) => st.actions).every((a) => ['sqs:SendMessage', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl'].includes(a))).toBe(true);
     expect(allActions('deliverySweeper').filter((a) => /^(sqs:(Receive|Delete|ChangeMessage)|secretsmanager:|kms:Decrypt$)/.test(a))).toEqual([]);
   });
@@ -356,7 +356,7 @@ describe('the CDK stack', () => {
     // its matchKey. Written out here, not taken from the code's lists: widening a grant edits this test.
     expect(statementsOn('settingsApi', tableRef('clients'))).toEqual(expect.arrayContaining([
       { actions: ['dynamodb:GetItem'], condition: { 'ForAllValues:StringEquals': { 'dynamodb:Attributes': ['pk', 'sk', 'id', 'status', 'source', 'first_name', 'last_name', 'created_at', 'possible_duplicate_of', 'submission_count', 'submissions', 'request_id'] }, StringEqualsIfExists: { 'dynamodb:Select': 'SPECIFIC_ATTRIBUTES' } } },
-      { actions: ['dynamodb:Query'], condition: { 'ForAllValues:StringEquals': { 'dynamodb:Attributes': ['pk', 'sk', 'id', 'source', 'created_at', 'request_id', 'key_id', 'request_status'] }, StringEquals: { 'dynamodb:Select': 'SPECIFIC_ATTRIBUTES' } } },
+      { actions: ['dynamodb:Query'], condition: { 'ForAllValues:StringEquals': { 'dynamodb:Attributes': ['pk', 'sk', 'id', 'source', 'created_at', 'request_id', 'key_id', 'request_status', 'request_channel'] }, StringEquals: { 'dynamodb:Select': 'SPECIFIC_ATTRIBUTES' } } },
     ]));
     expect(statementsOn('settingsApi', tableRef('clients'))).toHaveLength(2);
     for (const table of ['workOrders', 'idempotency'] as const) expect(actionsOn('settingsApi', tableRef(table))).toEqual([]);

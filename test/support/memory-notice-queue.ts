@@ -8,10 +8,12 @@ export class MemoryNoticeQueue implements NoticeQueue {
   calls = 0;
   /** The next enqueue fails (a queue outage). */
   failNext = false;
+  /** Every enqueue fails while set (a longer outage). */
+  failing = false;
 
   async enqueue(messages: NoticeMessage[]): Promise<void> {
     this.calls += 1;
-    if (this.failNext) {
+    if (this.failNext || this.failing) {
       this.failNext = false;
       throw new Error('notices queue unavailable');
     }

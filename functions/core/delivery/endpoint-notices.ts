@@ -3,8 +3,8 @@
  * its circuit opens (circuit-store.ts: only the write that finds the circuit closed opens it, so
  * one notice per pause, keyed by the endpoint and the time it opened; a failed probe re-opening
  * it is the same pause) and `endpoint.disabled` when it is disabled (endpoints.ts: only the write
- * that finds it enabled). Handed to the notices queue, never to a mail server; a notice that
- * cannot be handed over is logged and counted, never a failed delivery.
+ * that finds it enabled). Handed to the notices queue, never to a mail server; a notice the queue
+ * refuses is kept for the sweeper to re-drive (notify/produce.ts handOverNotices), never a failed delivery.
  */
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { Deps } from '../platform/deps.js';
@@ -12,7 +12,7 @@ import type { WebhookEndpoint } from '../platform/model.js';
 import { logger, metrics } from '../platform/observability.js';
 import { endpointOrigin, type EndpointNoticeData } from '../notify/compose.js';
 import type { MessageKind } from '../notify/notice.js';
-import { produceNotices } from '../notify/produce.js';
+import { handOverNotices } from '../notify/produce.js';
 import { deliveryStore } from './delivery-port.js';
 import { attemptError, secretsOf } from './attempt-log.js';
 import { redactor } from './redaction.js';
@@ -23,10 +23,10 @@ const ERROR_MAX = 300;
 async function produce(deps: Deps, endpoint: WebhookEndpoint, kind: Extract<MessageKind, `endpoint.${string}`>, data: EndpointNoticeData): Promise<void> {
   const { organizationId, id } = endpoint;
   try {
-    await produceNotices(deps, [{ organizationId, kind, key: `${kind}|${organizationId}|${id}|${data.since}`, at: new Date(deps.now()).toISOString(), data: { ...data } }]);
+    await handOverNotices(deps, [{ organizationId, kind, key: `${kind}|${organizationId}|${id}|${data.since}`, at: new Date(deps.now()).toISOString(), data: { ...data } }]);
   } catch (error) {
     metrics.addMetric('NoticesNotQueued', MetricUnit.Count, 1);
-    logger.error('an endpoint notice could not be queued', { organizationId, endpointId: id, kind, error: error as Error });
+    logger.error('an endpoint notice could not be queued nor kept', { organizationId, endpointId: id, kind, error: error as Error });
   }
 }
 

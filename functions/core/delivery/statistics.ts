@@ -23,6 +23,14 @@ export interface DeliveryCounters { delivered: number; failed: number; retrying:
 /** Where a lead came in (docs/leads.md): the lead endpoint with a secret key, a page's script with a publishable key, a no-script form. */
 export const LEAD_SOURCES = ['lead_endpoint', 'page_key', 'no_script_form'] as const;
 export type LeadSource = (typeof LEAD_SOURCES)[number];
+/**
+ * Where a created client's lead came in, from the request channel it records (intake/lead-client.ts
+ * rowOf): the one reading of it, for the leads statistics and the lead notice alike. A client
+ * written before channels were recorded came to the lead endpoint.
+ */
+export function leadSourceOf(item: { request_channel?: unknown }): LeadSource {
+  return item.request_channel === 'page' ? 'page_key' : item.request_channel === 'form' ? 'no_script_form' : 'lead_endpoint';
+}
 
 /** 24 h: the current hour and the 23 before it; 7 d: today (UTC, so far) and the 6 days before it. */
 export const STATS_WINDOWS = { '24h': { hours: 24, bucketHours: 1 }, '7d': { hours: 168, bucketHours: 24 } } as const;

@@ -14,8 +14,9 @@ import type { Deps } from '../platform/deps.js';
 import type { EventPayload } from '../platform/model.js';
 import type { LeadNoticeData, LeadSummaryData } from '../notify/compose.js';
 import type { NoticeMessage } from '../notify/notice.js';
-import { noticeCapPort } from '../notify/notice-cap-store.js';
-import { produceNotices } from '../notify/produce.js';
+import { leadSourceOf } from '../delivery/statistics.js';
+import { noticeCapPort, type LeadCount } from '../notify/notice-cap-store.js';
+import { handOverNotices } from '../notify/produce.js';
 import { submissionOf, submissionRequestId } from './lead-events.js';
 import type { Item, StreamChange } from './stream-changes.js';
 
@@ -38,8 +39,8 @@ export function leadNoticeOf(change: StreamChange, events: EventPayload[], now: 
     const data: LeadNoticeData = {
       clientId, ...contact,
       ...Object.fromEntries((['address', 'service', 'notes'] as const).filter((f) => text(after[f])).map((f) => [f, after[f]])),
-      // A no-script form post is answered 303 (intake/lead-client.ts rowOf); everything else came to the lead endpoint.
-      source: after.request_status === 303 ? 'form' : 'api',
+      // The leads statistics' channel names (delivery/statistics.ts leadSourceOf): one reading of where a lead came in.
+      source: leadSourceOf(after),
       ...(text(after.possible_duplicate_of) ? { possibleDuplicateOf: after.possible_duplicate_of as string } : {}),
     };
     return { organizationId, kind: 'lead.created', key: `lead.created|${organizationId}|${clientId}`, at, data: { ...data } };
@@ -50,46 +51,84 @@ export function leadNoticeOf(change: StreamChange, events: EventPayload[], now: 
   return { organizationId, kind: 'lead.returning', key: `lead.returning|${organizationId}|${clientId}|${submission}${requestId ? `|${requestId}` : ''}`, at, data: { ...data } };
 }
 
-/** A stable id of one organization's leads in a batch: the same batch retried counts once. */
+/** A stable id of one organization's leads of one window in a batch: the same batch retried counts once. */
 const batchId = (notices: NoticeMessage[]) => createHash('sha256').update(notices.map((n) => n.key).join('\n')).digest('base64url').slice(0, 22);
 
 /**
- * One organization's lead notices of a batch, given how many its window had counted before: those
- * within the cap as they are; the one that crosses it becomes the window's summary (its key is the
- * window's, so only one is ever sent); the rest are folded.
+ * A window's summary waits for the window's end, and at least this long (or the window's length, if
+ * shorter), before it goes: the leads of batches still on their way are counted by then, and the
+ * summary claims them all at once (notify/notice-cap-store.ts claimSummary). A queue delay: at most
+ * 900 s (SQS).
  */
-export function capped(notices: NoticeMessage[], before: number, window: { start: number; end: number }, cap: number): NoticeMessage[] {
+export const SUMMARY_SETTLE_SECONDS = 30;
+
+/** When a lead came in: its client's last write (a creation or a merge), so a retried batch counts in the window it first counted in. */
+function leadTime(change: StreamChange, now: number): number {
+  const at = Date.parse(String(change.newImage?.updated_at ?? ''));
+  return Number.isNaN(at) ? now : at;
+}
+
+/**
+ * One organization's lead notices of a batch in one window, given what the window's counter told
+ * the batch: those within the cap as they are; the batch that crosses the cap makes the window's
+ * summary (round 1: its key is the window's, so only one is ever sent; it goes at the window's end
+ * and reports every lead counted until the mailer claims the count); the rest are folded into it.
+ * A batch counted after the last claim (a lane lagging past the window's end) is in none yet: it
+ * makes the next round's follow-up summary, whose key every such batch shares (one e-mail per
+ * round, a round at most every settle time). No lead is dropped, none is in two summaries.
+ */
+export function capped(notices: NoticeMessage[], count: LeadCount, window: { start: number; end: number }, cap: number, now: number): NoticeMessage[] {
+  const { before, claims } = count;
   const out = notices.filter((_, i) => before + i < cap);
   const folded = notices.length - out.length;
-  if (folded > 0 && before <= cap) {
-    const { organizationId } = notices[0];
-    const data: LeadSummaryData = { folded, since: new Date(window.start).toISOString(), until: new Date(window.end).toISOString(), cap };
-    out.push({ organizationId, kind: 'lead.summary', key: `lead.summary|${organizationId}|${window.start}`, at: notices[0].at, data: { ...data } });
+  if (folded === 0) return out;
+  const { organizationId } = notices[0];
+  const settleMs = Math.min(SUMMARY_SETTLE_SECONDS * 1000, window.end - window.start);
+  const data: LeadSummaryData = { folded, since: new Date(window.start).toISOString(), until: new Date(window.end).toISOString(), cap };
+  const lastClaim = claims.at(-1);
+  if (lastClaim === undefined || lastClaim > before) {
+    // Round 1 (the window's summary) is made by the batch that crosses the cap; a batch counted before a claim is in it.
+    if (before <= cap && lastClaim === undefined) {
+      out.push({ organizationId, kind: 'lead.summary', key: `lead.summary|${organizationId}|${window.start}`, at: notices[0].at, notBefore: new Date(Math.max(window.end, now + settleMs)).toISOString(), data: { ...data, round: 1 } });
+    } else if (before <= cap) {
+      // The crossing batch retried after its summary was claimed: the same round-1 message (sent once).
+      out.push({ organizationId, kind: 'lead.summary', key: `lead.summary|${organizationId}|${window.start}`, at: notices[0].at, data: { ...data, round: 1 } });
+    }
+    return out;
   }
+  const round = claims.length + 1;
+  out.push({ organizationId, kind: 'lead.summary', key: `lead.summary|${organizationId}|${window.start}|${round}`, at: notices[0].at, notBefore: new Date(now + settleMs).toISOString(), data: { ...data, round } });
   return out;
 }
 
-/** The batch's lead notices, capped per organization, handed to the notices queue in one call. */
+/**
+ * The batch's lead notices, capped per organization and window, handed to the notices queue in one
+ * call; a queue that refuses them does not fail the batch (notify/produce.ts handOverNotices keeps
+ * them for the sweeper), so a mail problem never holds back nor repeats the batch's deliveries.
+ */
 export async function produceLeadNotices(deps: Deps, derived: DerivedChange[]): Promise<void> {
   const now = deps.now();
-  const byOrganization = new Map<string, NoticeMessage[]>();
-  for (const { change, events } of derived) {
+  const found = derived.flatMap(({ change, events }) => {
     const notice = leadNoticeOf(change, events, now);
-    if (!notice) continue;
-    const list = byOrganization.get(notice.organizationId) ?? [];
-    if (!list.some((n) => n.key === notice.key)) list.push(notice); // a record the stream carries twice in one batch
-    byOrganization.set(notice.organizationId, list);
-  }
-  if (byOrganization.size === 0) return;
+    return notice ? [{ change, notice }] : [];
+  });
+  if (found.length === 0) return;
   const { leadNoticeCap: cap, leadNoticeWindowSeconds } = deps.config;
   const windowMs = leadNoticeWindowSeconds * 1000;
-  const start = Math.floor(now / windowMs) * windowMs;
-  const window = { start, end: start + windowMs };
-  const expiresAt = Math.ceil((window.end + 86_400_000) / 1000);
+  const groups = new Map<string, { organizationId: string; start: number; notices: NoticeMessage[] }>();
+  for (const { change, notice } of found) {
+    const start = Math.floor(leadTime(change, now) / windowMs) * windowMs;
+    const id = `${notice.organizationId}#${start}`;
+    const group = groups.get(id) ?? { organizationId: notice.organizationId, start, notices: [] };
+    if (!group.notices.some((n) => n.key === notice.key)) group.notices.push(notice); // a record the stream carries twice in one batch
+    groups.set(id, group);
+  }
   const counter = noticeCapPort.of(deps);
-  const kept = await Promise.all([...byOrganization].map(async ([organizationId, notices]) => {
-    const before = await counter.countLeadNotices(organizationId, start, batchId(notices), notices.length, expiresAt);
-    return capped(notices, before, window, cap);
+  const kept = await Promise.all([...groups.values()].map(async ({ organizationId, start, notices }) => {
+    const window = { start, end: start + windowMs };
+    const expiresAt = Math.ceil((window.end + 86_400_000) / 1000);
+    const count = await counter.countLeadNotices(organizationId, start, batchId(notices), notices.length, expiresAt);
+    return capped(notices, count, window, cap, now);
   }));
-  await produceNotices(deps, kept.flat());
+  await handOverNotices(deps, kept.flat());
 }

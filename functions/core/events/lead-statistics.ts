@@ -9,12 +9,10 @@
  * too), and an item `crm tables import` restores was counted when it first came in.
  */
 import type { NewLead } from '../delivery/record-statistics.js';
-import type { LeadSource } from '../delivery/statistics.js';
+import { leadSourceOf } from '../delivery/statistics.js';
 import { orgIdOf } from '../platform/model.js';
 import { restoredAtAttribute } from './derive.js';
 import type { StreamChange } from './stream-changes.js';
-
-const sources: Record<string, LeadSource> = { page: 'page_key', form: 'no_script_form' };
 
 export function newLeadsOf(changes: StreamChange[]): NewLead[] {
   return changes.flatMap(({ kind, keys, newImage: item }) => {
@@ -22,6 +20,6 @@ export function newLeadsOf(changes: StreamChange[]): NewLead[] {
     if (typeof item.request_id !== 'string' || item[restoredAtAttribute] !== undefined) return [];
     const pk = keys.pk ?? item.pk;
     if (typeof pk !== 'string' || !pk.startsWith('ORG#') || pk.length <= 4 || item.organization_id !== orgIdOf(pk)) return [];
-    return [{ organizationId: orgIdOf(pk), source: sources[String(item.request_channel)] ?? 'lead_endpoint' }];
+    return [{ organizationId: orgIdOf(pk), source: leadSourceOf(item) }];
   });
 }

@@ -17,7 +17,10 @@ import type { MessageKind, NoticeMessage } from './notice.js';
 export interface LeadNoticeData {
   clientId: string;
   name?: string; email?: string; phone?: string; address?: string; service?: string; notes?: string;
-  /** Where it came from: `api` (the lead endpoint) or `form` (a no-script form post). */
+  /**
+   * Where it came from, by the leads statistics' names (delivery/statistics.ts leadSourceOf):
+   * `lead_endpoint`, `page_key`, `no_script_form`. Notices queued before them say `api` or `form`.
+   */
   source?: string;
   /** The `flag` duplicate policy's mark: the earlier client this one may repeat. */
   possibleDuplicateOf?: string;
@@ -27,11 +30,13 @@ export interface LeadNoticeData {
 
 /** Leads past the organization's cap in one window, folded into one notice (events/lead-notices.ts). */
 export interface LeadSummaryData {
-  /** Leads folded when the summary was made (at least: more may follow until `until`). */
+  /** Leads folded into the summary: as the mailer claims the window's count when it sends it (notify/mailer.ts), exact. */
   folded: number;
   /** The window: from `since` to `until` (ISO); no lead notice is sent one by one before `until`. */
   since: string; until: string;
   cap: number;
+  /** 1: the window's summary; 2, 3, …: a follow-up of the window's leads counted after the round before was sent (a lagging stream batch). */
+  round?: number;
 }
 
 /** An endpoint's circuit opened (paused) or the endpoint was disabled. */
@@ -117,6 +122,12 @@ type Part =
 
 interface Draft { subject: string; heading: string; parts: Part[] }
 
+/** A lead source as people read it: the settings page's names (`api` and `form`: notices queued before them). */
+const SOURCE_LABELS: Record<string, string> = {
+  lead_endpoint: 'lead endpoint', page_key: 'page key', no_script_form: 'no-script form', api: 'lead endpoint', form: 'no-script form',
+};
+const sourceLabel = (source: string | undefined) => (source === undefined ? undefined : SOURCE_LABELS[source] ?? source);
+
 function leadDraft(kind: 'lead.created' | 'lead.returning', d: Record<string, unknown>): Draft {
   const name = str(d.name) ? oneLine(str(d.name)!, 200) : undefined;
   const who = name ?? str(d.email) ?? str(d.phone) ?? 'someone';
@@ -137,7 +148,7 @@ function leadDraft(kind: 'lead.created' | 'lead.returning', d: Record<string, un
     parts: [
       { kind: 'fields', rows: [
         ['Name', name], ['E-mail', str(d.email)], ['Phone', str(d.phone)], ['Address', str(d.address)], ['Service', str(d.service)],
-        ['Source', str(d.source) === 'form' ? 'web form (no script)' : str(d.source) === 'api' ? 'lead endpoint' : str(d.source)],
+        ['Source', sourceLabel(str(d.source))],
         ['Notes', str(d.notes), 'multi'], ['Possible duplicate of', str(d.possibleDuplicateOf)], ['Client', str(d.clientId)],
       ] },
     ],
@@ -150,7 +161,7 @@ function summaryDraft(d: Record<string, unknown>, links: NoticeLinks): Draft {
   const since = when(d.since);
   const until = when(d.until);
   return {
-    subject: `${folded}+ more new leads${since ? ` since ${since}` : ''}`,
+    subject: `${folded} more new lead${folded === 1 ? '' : 's'}${since ? ` since ${since}` : ''}`,
     heading: 'Many new leads',
     parts: [
       { kind: 'para', text: `${cap !== undefined ? `More than ${cap} leads` : 'Many leads'} arrived${since ? ` since ${since}` : ''} (an import or a busy form?). `
@@ -194,7 +205,7 @@ function endpointLabel(e: Record<string, unknown>): string {
 function digestDraft(d: Record<string, unknown>, links: NoticeLinks): Draft {
   const day = str(d.day) ? oneLine(str(d.day)!, 10) : '';
   const bySource = d.leadsBySource && typeof d.leadsBySource === 'object' ? Object.entries(d.leadsBySource as Record<string, unknown>) : [];
-  const leads = bySource.map(([source, n]) => [source, String(num(n) ?? 0)]);
+  const leads = bySource.map(([source, n]) => [sourceLabel(source) ?? source, String(num(n) ?? 0)]);
   const total = bySource.reduce((a, [, n]) => a + (num(n) ?? 0), 0);
   const endpoints = (Array.isArray(d.endpoints) ? d.endpoints : []).filter((e): e is Record<string, unknown> => !!e && typeof e === 'object')
     .map((e) => [endpointLabel(e), String(num(e.delivered) ?? 0), String(num(e.failed) ?? 0)]);

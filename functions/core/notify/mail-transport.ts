@@ -6,7 +6,8 @@
  * message: headers are encoded (non-ASCII, long lines), a value cannot add a header.
  */
 import nodemailer, { type Transporter } from 'nodemailer';
-import type { Config } from '../platform/config.js';
+import { plainSmtpProblem, type Config } from '../platform/config.js';
+import { logger } from '../platform/observability.js';
 
 export interface OutgoingMail {
   organizationId: string;
@@ -50,9 +51,20 @@ function transporter(config: Config): Promise<Transporter> {
   return made;
 }
 
+export class SmtpNotTls extends Error {
+  override name = 'SmtpNotTls';
+  readonly code = 'SmtpNotTls';
+}
+
 export function mailTransport(config: Config, options: TransportOptions = {}): MailTransport {
   return {
     async send(mail) {
+      // Refused before any connection: nothing leaves in clear text; the notice waits in the queue (and its dead-letter queue) until the URL is fixed.
+      const problem = plainSmtpProblem(config.noticeSmtpUrl, config.local);
+      if (problem) {
+        logger.error(`mailer: ${problem}`);
+        throw new SmtpNotTls(problem);
+      }
       const via = await transporter(config);
       await via.sendMail({
         from: config.noticeSender,

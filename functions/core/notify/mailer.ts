@@ -14,15 +14,16 @@ import { createHash } from 'node:crypto';
 import type { Deps } from '../platform/deps.js';
 import { BACKOFFS, retry } from '../platform/retry.js';
 import { logger } from '../platform/observability.js';
-import { composeNotice } from './compose.js';
+import { composeNotice, type LeadSummaryData } from './compose.js';
+import { noticeCapPort } from './notice-cap-store.js';
 import { composeConfirmation } from './confirmation-mail.js';
 import type { MailTransport, OutgoingMail } from './mail-transport.js';
 import { linkUrl, signLink } from './notice-links.js';
-import { noticeMarkStore } from './notice-mark-store.js';
+import { noticeMarkStore, type MarkId } from './notice-mark-store.js';
 import type { NoticeMessage } from './notice.js';
 import type { QueuedMessage, ConfirmationMessage } from './notices-queue.js';
 import { recipientStore } from './recipient-store.js';
-import { picks } from './recipients.js';
+import { CONFIRMATION_WRITE_GRACE_MS, picks, suppressRecipient } from './recipients.js';
 
 export interface MailerOptions {
   transport: MailTransport;
@@ -38,23 +39,28 @@ export class NoticeNotSent extends Error {
   override name = 'NoticeNotSent';
 }
 
-export interface Outcome { sent: number; skipped: number }
+export interface Outcome {
+  sent: number; skipped: number;
+  /** Addresses the server refused for good (5xx): suppressed (`rejected`), not tried again. */
+  rejected: number;
+}
 
 /** Sends `message` to whoever should get it; throws NoticeNotSent when some address must be tried again. */
 export async function sendQueuedMessage(deps: Deps, message: QueuedMessage, options: MailerOptions): Promise<Outcome> {
   const mails = message.kind === 'recipient.confirm' ? await confirmationMails(deps, message, options) : await noticeMails(deps, message, options);
-  const outcome: Outcome = { sent: 0, skipped: 0 };
+  const outcome: Outcome = { sent: 0, skipped: 0, rejected: 0 };
   const failures: string[] = [];
   for (const mail of mails) {
     const result = await sendOnce(deps, message, mail, options);
     if (result === 'sent') outcome.sent += 1;
     else if (result === 'already') outcome.skipped += 1;
+    else if (result === 'rejected') outcome.rejected += 1;
     else {
       failures.push(result.failed);
       if (result.transportDown) break;
     }
   }
-  if (failures.length) throw new NoticeNotSent(`${mails.length - outcome.sent - outcome.skipped} of ${mails.length} not sent (${message.kind}, ${message.key}): ${failures[0]}`);
+  if (failures.length) throw new NoticeNotSent(`${mails.length - outcome.sent - outcome.skipped - outcome.rejected} of ${mails.length} not sent (${message.kind}, ${message.key}): ${failures[0]}`);
   return outcome;
 }
 
@@ -79,6 +85,17 @@ const concernsTheAddress = (error: unknown) => {
   return ADDRESS_ERRORS.has(e?.code ?? '') || ADDRESS_ERRORS.has(e?.name ?? '') || (typeof e?.responseCode === 'number' && e.responseCode >= 500 && e.code === 'EENVELOPE');
 };
 
+/**
+ * The server refused this address for good: an SMTP 5xx to its RCPT TO (nodemailer's EENVELOPE with
+ * the reply's code; a 4xx there is a greylist or a full mailbox, tried again). Trying again would
+ * be refused the same way, forever. SES does not refuse an address when it is sent: a recipient's
+ * permanent failure comes back as a permanent bounce event (notify/mail-feedback.ts).
+ */
+export const permanentlyRejected = (error: unknown): boolean => {
+  const e = error as { code?: string; responseCode?: number } | undefined;
+  return e?.code === 'EENVELOPE' && typeof e.responseCode === 'number' && e.responseCode >= 500 && e.responseCode < 600;
+};
+
 export class OutOfTime extends Error {
   override name = 'OutOfTime';
   readonly code = 'OutOfTime';
@@ -100,7 +117,7 @@ async function beforeDeadline(deps: Deps, deadline: number | undefined, send: ()
 /** A claimed mark's lease: longer than one send can take (connect, greeting, data, each bounded by noticeSendTimeoutMs). */
 const leaseMs = (deps: Deps) => 4 * deps.config.noticeSendTimeoutMs + 10_000;
 
-async function sendOnce(deps: Deps, message: QueuedMessage, mail: OutgoingMail, options: MailerOptions): Promise<'sent' | 'already' | { failed: string; transportDown: boolean }> {
+async function sendOnce(deps: Deps, message: QueuedMessage, mail: OutgoingMail, options: MailerOptions): Promise<'sent' | 'already' | 'rejected' | { failed: string; transportDown: boolean }> {
   if (options.deadline !== undefined && deps.now() >= options.deadline) return { failed: 'OutOfTime', transportDown: true };
   const marks = noticeMarkStore(deps);
   const mark = { organizationId: message.organizationId, key: `${message.kind}#${message.key}`, email: mail.to };
@@ -111,6 +128,7 @@ async function sendOnce(deps: Deps, message: QueuedMessage, mail: OutgoingMail, 
   try {
     await beforeDeadline(deps, options.deadline, () => options.transport.send(mail));
   } catch (error) {
+    if (permanentlyRejected(error)) return rejected(deps, message, mail, mark, error);
     await marks.release(mark).catch(() => undefined);
     const transportDown = !concernsTheAddress(error);
     logger.warn('mailer: send failed', { kind: message.kind, organizationId: message.organizationId, to: addressHash(mail.to), error: errorCode(error), transportDown });
@@ -121,9 +139,45 @@ async function sendOnce(deps: Deps, message: QueuedMessage, mail: OutgoingMail, 
   return 'sent';
 }
 
-async function noticeMails(deps: Deps, message: NoticeMessage, options: MailerOptions): Promise<OutgoingMail[]> {
-  const recipients = (await recipientStore(deps).listRecipients(message.organizationId)).filter((r) => r.status === 'confirmed' && picks(r.notices, message.kind));
+/**
+ * A permanent refusal: the address is suppressed (`rejected`, shown on the settings page with when),
+ * so no later notice tries it, and this notice's mark is closed as done, so a retry of the message
+ * (for its other addresses) does not try it either. Its other addresses go on. A suppression that
+ * cannot be written fails this address like any failure: the message is tried again.
+ */
+async function rejected(deps: Deps, message: QueuedMessage, mail: OutgoingMail, mark: MarkId, error: unknown): Promise<'rejected' | { failed: string; transportDown: boolean }> {
+  try {
+    await retry(() => suppressRecipient(deps, message.organizationId, mail.to, 'rejected'), { backoff: BACKOFFS.markSent, attempts: 3, shouldRetry: () => true });
+    await retry(() => noticeMarkStore(deps).markSent(mark, deps.now()), { backoff: BACKOFFS.markSent, attempts: 4, shouldRetry: () => true });
+  } catch (writeError) {
+    await noticeMarkStore(deps).release(mark).catch(() => undefined);
+    logger.warn('mailer: address refused for good, not recorded: tried again', { organizationId: message.organizationId, to: addressHash(mail.to), error: errorCode(writeError) });
+    return { failed: errorCode(error), transportDown: false };
+  }
+  logger.warn('mailer: address refused for good: suppressed (rejected)', { kind: message.kind, organizationId: message.organizationId, to: addressHash(mail.to), error: errorCode(error) });
+  return 'rejected';
+}
+
+/**
+ * A window's leads summary as sent: the window's count claimed now for its round, once
+ * (notify/notice-cap-store.ts), so it reports every lead counted until it goes (less what the round
+ * before reported), and a retry or another recipient reads the same number. A window whose counter
+ * expired keeps the count the producer saw.
+ */
+async function withClaimedCount(deps: Deps, message: NoticeMessage): Promise<NoticeMessage> {
+  const data = message.data as Partial<LeadSummaryData>;
+  const start = Date.parse(String(data.since ?? ''));
+  if (message.kind !== 'lead.summary' || Number.isNaN(start) || typeof data.cap !== 'number') return message;
+  const round = typeof data.round === 'number' && data.round >= 1 ? data.round : 1;
+  const claimed = await noticeCapPort.of(deps).claimSummary(message.organizationId, start, round);
+  if (!claimed) return message;
+  return { ...message, data: { ...message.data, folded: Math.max(0, claimed.upTo - Math.max(claimed.from ?? 0, data.cap)) } };
+}
+
+async function noticeMails(deps: Deps, queued: NoticeMessage, options: MailerOptions): Promise<OutgoingMail[]> {
+  const recipients = (await recipientStore(deps).listRecipients(queued.organizationId)).filter((r) => r.status === 'confirmed' && picks(r.notices, queued.kind));
   if (recipients.length === 0) return [];
+  const message = await withClaimedCount(deps, queued);
   const secret = await options.linkSecret();
   return recipients.map((r) => {
     const unsubscribe = linkUrl(options.baseUrl, 'unsubscribe', signLink(secret, { organizationId: message.organizationId, email: r.email, purpose: 'unsubscribe' }));
@@ -136,7 +190,11 @@ async function noticeMails(deps: Deps, message: NoticeMessage, options: MailerOp
 async function confirmationMails(deps: Deps, message: ConfirmationMessage, options: MailerOptions): Promise<OutgoingMail[]> {
   const { email, addedAt } = message.data;
   const recipient = await recipientStore(deps).getRecipient(message.organizationId, email);
-  // Confirmed meanwhile, removed, added again (its own message follows), suppressed: nothing to send.
+  // Queued just before its addition is written (recipients.ts setRecipients): not there yet, this try waits.
+  if ((!recipient || recipient.addedAt < addedAt) && deps.now() - addedAt < CONFIRMATION_WRITE_GRACE_MS) {
+    throw new NoticeNotSent(`${message.kind} ${message.key}: its addition is not written yet`);
+  }
+  // Confirmed meanwhile, removed, added again (its own message follows), suppressed, never written: nothing to send.
   if (!recipient || recipient.status !== 'pending' || recipient.addedAt !== addedAt) return [];
   const organizationName = await recipientStore(deps).organizationName(message.organizationId);
   const secret = await options.linkSecret();

@@ -31,6 +31,8 @@ export interface NoticeMessage {
   key: string;
   /** ISO time the producer saw the fact (shown in the notice). */
   at: string;
+  /** Not sent before this ISO time (a queue delay, at most 900 s): a leads summary waits for its window's end. */
+  notBefore?: string;
   /** The facts the notice shows, by kind (untrusted where they come from a lead: compose escapes). */
   data: Record<string, unknown>;
 }

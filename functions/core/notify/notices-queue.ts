@@ -30,6 +30,13 @@ export function enqueueNotice(deps: Deps, message: NoticeMessage): Promise<void>
   return send(deps, message);
 }
 
+/** A notice's `notBefore` as a queue delay: whole seconds, at most SQS's 900. */
+function delayOf(deps: Deps, message: NoticeMessage): { DelaySeconds?: number } {
+  const at = message.notBefore ? Date.parse(message.notBefore) : NaN;
+  if (Number.isNaN(at) || at <= deps.now()) return {};
+  return { DelaySeconds: Math.min(900, Math.ceil((at - deps.now()) / 1000)) };
+}
+
 /**
  * Queues several notices in SendMessageBatch calls of up to 10 (a stream batch's lead notices are
  * one call per 10, not one per notice); throws if any was refused, naming how many.
@@ -37,7 +44,10 @@ export function enqueueNotice(deps: Deps, message: NoticeMessage): Promise<void>
 export async function enqueueNotices(deps: Deps, messages: NoticeMessage[]): Promise<void> {
   const bodies = messages.map(sqsMessageBody);
   await Promise.all(inSqsBatches(bodies, (b) => Buffer.byteLength(b)).map(async (batch) => {
-    const out = await deps.sqs.send(new SendMessageBatchCommand({ QueueUrl: deps.queues.noticesQueue, Entries: batch.map((body, n) => ({ Id: String(n), MessageBody: body })) }));
+    const out = await deps.sqs.send(new SendMessageBatchCommand({
+      QueueUrl: deps.queues.noticesQueue,
+      Entries: batch.map((body, n) => ({ Id: String(n), MessageBody: body, ...delayOf(deps, JSON.parse(body) as NoticeMessage) })),
+    }));
     if (out.Failed?.length) throw new Error(`could not queue ${out.Failed.length} notices: ${out.Failed.map((f) => f.Code).join(', ')}`);
   }));
 }

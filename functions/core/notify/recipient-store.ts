@@ -15,10 +15,12 @@ import { NOTICE_KINDS, type NoticeKind } from './notice.js';
 import { DIGEST_INDEX_PK } from '../platform/bindings.js';
 import { ORGANIZATION_NAME_FIELDS, RECIPIENT_FIELDS } from './recipient-fields.js';
 
-/** pending: added, its confirmation e-mail sent, nothing else until its link is followed; confirmed: gets the notices it picked; suppressed: gets nothing (unsubscribed, bounced, complained). */
+/** pending: added, its confirmation e-mail sent, nothing else until its link is followed; confirmed: gets the notices it picked; suppressed: gets nothing (unsubscribed, bounced, complained, rejected). */
 export const RECIPIENT_STATUSES = ['pending', 'confirmed', 'suppressed'] as const;
 export type RecipientStatus = (typeof RECIPIENT_STATUSES)[number];
-export type SuppressedReason = 'unsubscribed' | 'bounced' | 'complained';
+/** Why an address gets nothing: it unsubscribed, SES reported a permanent bounce or a complaint, or the mail server refused it for good (a 5xx to its RCPT TO, notify/mailer.ts). */
+export const SUPPRESSED_REASONS = ['unsubscribed', 'bounced', 'complained', 'rejected'] as const;
+export type SuppressedReason = (typeof SUPPRESSED_REASONS)[number];
 
 export interface Recipient {
   /** Normalized (notify/recipients.ts normalizeAddress). */

@@ -25,6 +25,12 @@ export const MAX_CONFIRMATIONS_PER_DAY = 30;
  * pending again for its earlier addition (whose link still confirms), and is sent nothing new.
  */
 export const CONFIRMATION_EVERY_DAYS = 7;
+/**
+ * A confirmation is queued just before its addition is written (setRecipients): a mailer that finds
+ * no pending address of that addition yet tries again for this long after it, then sends nothing
+ * (the write failed).
+ */
+export const CONFIRMATION_WRITE_GRACE_MS = 60_000;
 
 export interface RecipientInput { email: string; notices: readonly string[] }
 
@@ -102,6 +108,16 @@ export async function setRecipients(deps: Deps, organizationId: string, list: re
     throw new DomainError(429, 'too-many-confirmations', 'Too many new addresses',
       `At most ${MAX_CONFIRMATIONS_PER_DAY} confirmation e-mails a day per organization: add these addresses tomorrow (UTC). Nothing was changed.`, { headers: { 'Retry-After': '3600' } });
   }
+  // Queued before the write: a queue that refuses fails the PUT with nothing written (but the day's
+  // count), and the admin saves again. Should the write then fail (a 409), the queued confirmation
+  // finds no pending address of its addition and sends nothing (notify/mailer.ts); the mailer waits
+  // for a write still under way (CONFIRMATION_WRITE_GRACE_MS).
+  try {
+    for (const r of mailed) await enqueueConfirmation(deps, { organizationId, email: r.email, addedAt });
+  } catch {
+    throw new DomainError(503, 'confirmation-not-queued', 'Confirmation e-mails unavailable',
+      'The confirmation e-mails could not be queued: nothing was changed. Save again in a minute.', { headers: { 'Retry-After': '60' } });
+  }
   try {
     // A suppressed recipient removed is remembered (items written before SUPPRESSED# records existed too).
     const suppressed = remove.flatMap((email) => {
@@ -114,7 +130,6 @@ export async function setRecipients(deps: Deps, organizationId: string, list: re
     if ((error as Error).name === 'TransactionCanceledException') throw conflict('The recipients changed meanwhile: read them again, then save.');
     throw error;
   }
-  for (const r of mailed) await enqueueConfirmation(deps, { organizationId, email: r.email, addedAt });
   return { recipients: await store.listRecipients(organizationId), added: add.map((r) => r.email), removed: remove, changed: update.map((u) => u.email) };
 }
 

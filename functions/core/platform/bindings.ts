@@ -15,7 +15,7 @@ export const tableEnvVars = envVarsOf(['organizations', 'endpoints', 'rateWindow
 export type TableName = keyof typeof tableEnvVars;
 
 /** The env var naming each queue's URL in a function bound to it (`DELIVERY_QUEUE_URL`, …). */
-export const queueEnvVars = envVarsOf(['deliveryDlq', 'deliveryQueue', 'deliverySlowQueue', 'bulkDlq', 'bulkQueue', 'fanoutFailures', 'noticesDlq', 'noticesQueue', 'mailFeedbackDlq', 'mailFeedbackQueue'] as const, 'URL');
+export const queueEnvVars = envVarsOf(['deliveryDlq', 'deliveryQueue', 'deliverySlowQueue', 'bulkDlq', 'bulkQueue', 'fanoutFailures', 'noticesDlq', 'noticesQueue', 'mailFeedbackDlq', 'mailFeedbackQueue', 'digestDlq', 'digestQueue'] as const, 'URL');
 export type QueueName = keyof typeof queueEnvVars;
 
 /** The env var naming each secret (its name in Secrets Manager) in a function bound to it. */

@@ -122,7 +122,8 @@ export const configSchema = z.object({
   captchaVerifyUrls: z._default(z.partialRecord(z.enum(['turnstile', 'hcaptcha', 'recaptcha']), z.url()), {}),
   /**
    * Lead notices an organization is mailed one by one in a window of leadNoticeWindowSeconds; the
-   * leads past it fold into one summary for the window (docs/notifications.md "The notices").
+   * leads past it fold into the window's summary, sent at the window's end with the exact count
+   * (docs/notifications.md "Bulk-safe: the cap").
    */
   leadNoticeCap: z._default(positiveInt(), 20),
   leadNoticeWindowSeconds: z._default(positiveInt().check(atMost(86_400, 'leadNoticeWindowSeconds', 'the window\'s counter is kept a day')), 600),
@@ -183,9 +184,29 @@ export function asDeployed(settings: Config, where: string, warn: (message: stri
     for (const [provider] of plain) warn(`settings: captchaVerifyUrls.${provider} is not https: ignored (${where}); the provider's own URL applies`);
     out = { ...out, captchaVerifyUrls: Object.fromEntries(Object.entries(out.captchaVerifyUrls).filter(([, url]) => url?.startsWith('https://'))) };
   }
+  // Refused where it is used (notify/mail-transport.ts): said here too, so `crm` and the first read name it.
+  const smtp = plainSmtpProblem(out.noticeSmtpUrl, out.local);
+  if (smtp) warn(`settings: ${smtp} (${where})`);
   return out;
 }
 
+
+/**
+ * Why a deployed stage may not send over `url`, if it may not: a plain `smtp://` URL sends the
+ * notices (leads' contact details, unsubscribe links) and any credentials in clear text. TLS is
+ * `smtps://` (TLS from the start) or `smtp://…?requireTLS=true` (STARTTLS or nothing). A plain
+ * `smtp://` is for the local stack (`local: true`): its capture server and CRM_SMTP_URL.
+ */
+export function plainSmtpProblem(url: string | undefined, local: boolean): string | undefined {
+  if (!url || local || url.startsWith('smtps://')) return undefined;
+  let requireTLS: string | null = null;
+  try {
+    requireTLS = new URL(url).searchParams.get('requireTLS');
+  } catch { /* not a URL: refused below */ }
+  if (requireTLS === 'true') return undefined;
+  return 'noticeSmtpUrl is a plain smtp:// URL, which a deployed stage refuses (notices would travel in clear text): '
+    + 'use smtps://host:465, or smtp://host:587?requireTLS=true; plain smtp:// is for the local stack only';
+}
 
 /** Env var holding the settings document as deployed (JSON), served when SSM fails on a cold start. */
 export const settingsSnapshotEnvVar = 'CRM_SETTINGS_SNAPSHOT';

@@ -33,6 +33,8 @@ export const BACKOFFS = {
   replayEmptyPage: { baseMs: 1000, capMs: 8000, jitter: 'none' },
   /** A notice's sent mark after the e-mail left (notify/mailer.ts): lost, the address would get it again. */
   markSent: { baseMs: 50, capMs: 1000 },
+  /** A batch's notices the notices queue refused (notify/produce.ts handOverNotices): kept for the sweeper after a few tries. */
+  noticeHandOver: { baseMs: 100, capMs: 1000 },
 } as const satisfies Record<string, Backoff>;
 
 /** The wait before retry number `attempt` (1 = the first retry), in ms. */

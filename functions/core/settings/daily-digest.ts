@@ -7,19 +7,23 @@
  * projects no contact details) and the `byCreated` index's day of deliveries, at most
  * DIGEST_READ_BUDGET of them (past it the counts say "at least").
  *
- * The schedule runs hourly and acts in the hour `digestHourUtc` only; the notice's key is the
- * organization and the day, so a second run in that hour sends nothing twice.
+ * The schedule runs hourly and acts in the hour `digestHourUtc` only, queueing one job per
+ * organization (settings/digest-queue.ts); each digest is made from its own message, so however
+ * many organizations there are, no invocation does more than one's reads. The notice's key is the
+ * organization and the day, so a second run in that hour (or a job received twice) sends nothing twice.
  */
 import type { Deps } from '../platform/deps.js';
 import { timePart } from '../platform/ids.js';
 import { keys } from '../platform/model.js';
 import { clientsStore } from '../intake/clients-store.js';
 import { currentEndpoints } from '../delivery/endpoints.js';
+import { leadSourceOf } from '../delivery/statistics.js';
 import { endpointOrigin, type DigestData } from '../notify/compose.js';
 import type { NoticeMessage } from '../notify/notice.js';
 import { produceNotices } from '../notify/produce.js';
 import { recipientStore } from '../notify/recipient-store.js';
 import { pageDeliverySummaries } from './delivery-summaries.js';
+import { digestQueuePort, type DigestJob } from './digest-queue.js';
 
 /** Deliveries one organization's digest looks at, at most. */
 export const DIGEST_READ_BUDGET = 5_000;
@@ -34,14 +38,14 @@ export function digestDay(now: number, hourUtc: number): string | undefined {
   return new Date(now - DAY_MS).toISOString().slice(0, 10);
 }
 
-/** Leads by source: the lead endpoint (`api`) or a no-script form post (`form`, answered 303). */
+/** Leads by source, by the leads statistics' names (delivery/statistics.ts leadSourceOf): lead endpoint, page key, no-script form. */
 async function leadsBySource(deps: Deps, organizationId: string, start: number): Promise<Record<string, number>> {
   const sk = (id: string) => keys.client(organizationId, id).sk;
   // Client ids are time-ordered (intake/lead-client.ts): the day's clients are one key range.
   const rows = await clientsStore(deps).clientsBetween(organizationId, [sk(`cli_${timePart(start)}`), sk(`cli_${timePart(start + DAY_MS - 1)}~`)], 'leadRequest');
   const out: Record<string, number> = {};
   for (const row of rows) {
-    const source = Number(row.request_status) === 303 ? 'form' : 'api';
+    const source = leadSourceOf(row);
     out[source] = (out[source] ?? 0) + 1;
   }
   return out;
@@ -92,10 +96,21 @@ export async function produceDigests(deps: Deps, organizationIds: string[], day:
   return produced;
 }
 
-/** A scheduled run: in the digest hour, the day before's digests of the organizations in the recipients' digest index; otherwise nothing (no read). */
-export async function runDailyDigest(deps: Deps): Promise<{ day?: string; produced: number }> {
+/**
+ * A scheduled run: in the digest hour, one digest job per organization in the recipients' digest
+ * index, queued for the day before (the digests themselves are made one per message, each within
+ * its own invocation: digestJob); otherwise nothing (no read).
+ */
+export async function runDailyDigest(deps: Deps): Promise<{ day?: string; queued: number }> {
   const day = digestDay(deps.now(), deps.config.digestHourUtc);
-  if (!day) return { produced: 0 };
+  if (!day) return { queued: 0 };
   // Organizations whose digest recipient is not confirmed yet get one too, which the mailer sends to nobody: one Query instead of one per organization.
-  return { day, produced: await produceDigests(deps, await recipientStore(deps).digestOrganizations(), day) };
+  const organizationIds = await recipientStore(deps).digestOrganizations();
+  await digestQueuePort.of(deps).enqueue(organizationIds.map((organizationId) => ({ organizationId, day })));
+  return { day, queued: organizationIds.length };
+}
+
+/** One queued job: that organization's digest of that day, handed to the notices queue (its key makes a job received twice one e-mail). */
+export async function digestJob(deps: Deps, job: DigestJob): Promise<void> {
+  await produceDigests(deps, [job.organizationId], job.day);
 }

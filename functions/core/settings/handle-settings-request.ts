@@ -192,7 +192,11 @@ const operations: Record<string, Operation> = {
   'GET /api/settings/clients/{id}/trail': async (c) => ({ status: 200, body: await leadTrail(c.deps, c.organization.id, c.params.id) }),
 };
 
-const recipientView = (r: Recipient) => ({ email: r.email, notices: r.notices, status: r.status });
+/** A recipient as the API shows it: a suppressed one says why and since when, when it was recorded (items from before reasons were kept say neither). */
+const recipientView = (r: Recipient) => ({
+  email: r.email, notices: r.notices, status: r.status,
+  ...(r.status === 'suppressed' && (r.suppressedReason || r.suppressedAt) ? { suppressed: { ...(r.suppressedReason ? { reason: r.suppressedReason } : {}), ...(r.suppressedAt ? { at: r.suppressedAt } : {}) } } : {}),
+});
 
 /** An endpoint body's `headers` and `rate_limit_per_second`, as the domain takes them (it checks what needs the endpoint: delivery/endpoint-fields.ts). */
 const endpointOptionsOf = (body: BodyOf<'PATCH /api/settings/webhooks/{id}'>): EndpointOptions => ({

@@ -8,6 +8,7 @@
  * each route is documented.
  */
 // Served by the local stack and the docs script only: no Lambda handler imports it, so z.toJSONSchema stays out of every bundle.
+import { SUPPRESSED_REASONS } from '../notify/recipient-store.js';
 import * as z from '../platform/zod-mini.js';
 import { leadEndpointDocument } from '../intake/openapi.js';
 import { requestSchemas, type RequestSchemas } from './request-schemas.js';
@@ -129,7 +130,14 @@ const recipients = obj({
     items: obj({
       email: str,
       notices: { type: 'array', items: { enum: ['lead.created', 'endpoint.paused', 'endpoint.disabled', 'daily_digest'] } },
-      status: { enum: ['pending', 'confirmed', 'suppressed'], description: 'pending: waiting for its confirmation; suppressed: unsubscribed, bounced or complained (gets nothing)' },
+      status: { enum: ['pending', 'confirmed', 'suppressed'], description: 'pending: waiting for its confirmation; suppressed: unsubscribed, bounced, complained or rejected (gets nothing)' },
+      suppressed: {
+        ...obj({
+          reason: { enum: [...SUPPRESSED_REASONS], description: 'unsubscribed: its link was followed; bounced, complained: SES reported a permanent bounce or a complaint; rejected: the mail server refused the address for good (5xx)' },
+          at: time,
+        }, []),
+        description: 'A suppressed recipient: why, and since when',
+      },
     }, ['email', 'notices', 'status']),
   },
 });

@@ -1,6 +1,7 @@
 // Notifications (docs/settings.md "Notifications"): who is sent notices by e-mail and which ones,
 // each address with its status. A new address is sent a confirmation e-mail and gets nothing else
-// until it is confirmed; a suppressed one (unsubscribed, bounced, complained) gets nothing.
+// until it is confirmed; a suppressed one (unsubscribed, bounced, complained, rejected) gets
+// nothing, and says why and since when.
 // Changes are made here, then saved at once (PUT /api/settings/notifications, the whole list).
 
 import { $, badge, empty, fill, flash, h, loading, problemAlert } from './dom.js';
@@ -18,6 +19,19 @@ const statusText = {
   confirmed: ['confirmed', 'ok'],
   suppressed: ['suppressed: gets nothing', 'bad'],
 };
+
+const reasonText = {
+  unsubscribed: 'unsubscribed',
+  bounced: 'its mail bounced',
+  complained: 'marked as spam',
+  rejected: 'the mail server refused it',
+};
+/** Why and since when a suppressed address gets nothing (recipients suppressed before reasons were kept have neither). */
+function suppressedText(suppressed) {
+  const why = suppressed?.reason ? reasonText[suppressed.reason] ?? suppressed.reason : undefined;
+  const at = suppressed?.at ? `${suppressed.at.slice(0, 16).replace('T', ' ')} UTC` : undefined;
+  return `suppressed${why ? `: ${why}` : ''}${at ? ` (${at})` : ''}; gets nothing`;
+}
 
 /** The list as edited (saved with Save). */
 let recipients = [];
@@ -41,7 +55,7 @@ function render() {
     return;
   }
   const rows = recipients.map((r, i) => {
-    const [text, tone] = statusText[r.status] ?? [r.status ?? 'new: saved on Save', 'neutral'];
+    const [text, tone] = r.status === 'suppressed' ? [suppressedText(r.suppressed), 'bad'] : statusText[r.status] ?? [r.status ?? 'new: saved on Save', 'neutral'];
     return h('tr', {},
       h('th', { scope: 'row' }, h('span', { class: 'cell-title', text: r.email })),
       h('td', { 'data-label': 'Status' }, badge(text, tone)),

@@ -13,7 +13,7 @@ import { Receiver } from '../support/receiver.js';
 import { createOrganization } from '../../../functions/core/tenancy/organizations.js';
 import { createApiKey } from '../../../functions/core/tenancy/api-keys.js';
 import { addEndpoint } from '../../../functions/core/delivery/endpoints.js';
-import { listRecipients } from '../../../functions/core/notify/recipients.js';
+import { listRecipients, suppressRecipient } from '../../../functions/core/notify/recipients.js';
 import { expiredSettingsLink, settingsLink, settingsLinkExpiringIn } from '../support/settings-links.js';
 import {
   addEndpointInPage, browser, button, endpointCard, failedDelivery, fetchFromPage, leadEndpointStatus, listedDeliveries, openSettings,
@@ -144,6 +144,14 @@ describe('the settings page, opened from a settings link', () => {
     expect((await listRecipients(deps, orgA)).map((r) => ({ email: r.email, status: r.status, notices: r.notices })))
       .toEqual([{ email: 'ops@rosas.example', status: 'pending', notices: ['lead.created', 'endpoint.paused', 'endpoint.disabled'] }]);
     await screenshot(page, 'notifications', false, '#notifications');
+  });
+
+  it('Notifications: a suppressed address says why and since when', async () => {
+    const { deps } = await testStack();
+    await suppressRecipient(deps, orgA, 'ops@rosas.example', 'bounced');
+    const at = (await listRecipients(deps, orgA))[0].suppressedAt!;
+    await page.reload();
+    await page.locator('#notifications-body', { hasText: `suppressed: its mail bounced (${at.slice(0, 16).replace('T', ' ')} UTC)` }).waitFor();
   });
 
   it("organization A's link never reaches organization B: B's data is not shown, and B's ids answer 404", async () => {

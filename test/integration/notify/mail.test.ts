@@ -202,5 +202,9 @@ describe('notice recipients, double opt-in and unsubscribe, over real SMTP', () 
     const event = { 'detail-type': 'Email Bounced', source: 'aws.ses', detail: { eventType: 'Bounce', bounce: { bounceType: 'Permanent', bouncedRecipients: [{ emailAddress: ops }] }, mail: { tags: { organization: [organizationId] } } } };
     await deps.sqs.send(new SendMessageCommand({ QueueUrl: deps.queues.mailFeedbackQueue, MessageBody: JSON.stringify(event) }));
     await eventually(async () => (await statuses())[ops] === 'suppressed', { what: 'ops suppressed' });
+    // The settings API says why and since when (the page shows it).
+    const { recipients } = await (await settingsApi('GET')).json() as { recipients: { email: string; suppressed?: { reason: string; at: string } }[] };
+    expect(recipients.find((r) => r.email === ops)?.suppressed).toEqual({ reason: 'bounced', at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/) });
+    expect(recipients.find((r) => r.email === boss)?.suppressed).toEqual({ reason: 'unsubscribed', at: expect.any(String) });
   });
 });

@@ -1,7 +1,8 @@
 /**
  * A test SMTP server (smtp-server, each message parsed with mailparser) on loopback, for the tests
  * that receive the stack's e-mail through CRM_SMTP_URL: what each message said, its headers as sent,
- * and when it arrived; `down()` refuses connections on the same port until `up()`.
+ * and when it arrived; `down()` refuses connections on the same port until `up()`; an address in
+ * `refusing` is answered 550 to its RCPT TO.
  */
 import { createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
@@ -14,6 +15,10 @@ export interface Received { to: string[]; subject: string; text: string; html: s
 /** A test SMTP server on a fixed loopback port: `down()` answers connections by closing them, `up()` serves SMTP again. */
 export class TestMailServer {
   readonly received: Received[] = [];
+  /** Recipients whose RCPT TO is answered `550 No such user` (a permanent refusal of that address). */
+  readonly refusing = new Set<string>();
+  /** RCPT TOs answered 550. */
+  rejected = 0;
   refused = 0;
   port = 0;
   private smtp?: SMTPServer;
@@ -25,6 +30,11 @@ export class TestMailServer {
     this.dead = undefined;
     this.smtp = new SMTPServer({
       authOptional: true, disabledCommands: ['STARTTLS', 'AUTH'], logger: false,
+      onRcptTo: (address, _session, callback) => {
+        if (!this.refusing.has(address.address.toLowerCase())) return callback();
+        this.rejected += 1;
+        return callback(Object.assign(new Error('5.1.1 No such user'), { responseCode: 550 }));
+      },
       onData: (stream, session, callback) => {
         const chunks: Buffer[] = [];
         stream.on('data', (c: Buffer) => chunks.push(c));

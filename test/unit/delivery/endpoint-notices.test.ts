@@ -18,6 +18,8 @@ import { noticeQueuePort } from '../../../functions/core/notify/produce.js';
 import { failureOf } from '../../../functions/core/delivery/endpoint-notices.js';
 import { composeNotice } from '../../../functions/core/notify/compose.js';
 import { MemoryEndpointStore } from '../../support/memory-endpoint-store.js';
+import { unqueuedNoticesPort } from '../../../functions/core/notify/unqueued-notices-store.js';
+import { MemoryUnqueuedNotices } from '../../support/stores/memory-unqueued-notices.js';
 import { MemoryNoticeQueue } from '../../support/memory-notice-queue.js';
 import { MemoryDeliveryQueue, MemoryDeliveryStore } from '../../integration/delivery-core/support/memory-delivery.js';
 import { withDeliveryPorts } from '../../../functions/core/delivery/delivery-port.js';
@@ -89,13 +91,16 @@ describe('an endpoint that fails until its circuit opens', () => {
     expect(queue.messages.map((m) => m.key)).toEqual([`endpoint.paused|org_notices|ep_notices|${at(T0)}`, `endpoint.paused|org_notices|ep_notices|${at(T0 + 60_000)}`]);
   });
 
-  it('still counts the failure and opens the circuit when the notices queue cannot take the notice', async () => {
+  it('still counts the failure and opens the circuit when the notices queue cannot take the notice, which is kept for the sweeper', async () => {
     const { queue, container, stored } = await given();
-    queue.failNext = true;
-    const deps = container();
+    jest.spyOn(logger, 'warn').mockImplementation(() => undefined);
+    queue.failing = true;
+    const unqueued = new MemoryUnqueuedNotices();
+    const deps = unqueuedNoticesPort.with(container(), unqueued);
     for (let i = 0; i < 3; i++) await recordAttempt(deps, await stored(), failed);
     expect((await stored()).circuit?.until).toBe(at(T0 + 30_000));
     expect(queue.messages).toEqual([]);
+    expect([...unqueued.items.values()].flat().map((n) => n.kind)).toEqual(['endpoint.paused']);
   });
 });
 

@@ -10,6 +10,8 @@ import path from 'node:path';
 const WRITER = 'functions/core/delivery/delivery-record.ts';
 /** The statistics' counters, under their own partition `STATS#<org>`: never a delivery record (docs/data-model.md). */
 const COUNTERS = 'functions/core/delivery/stats-store.ts';
+/** Notices the notices queue refused, under their own partition `UNQUEUED_NOTICES`: never a delivery record (docs/data-model.md). */
+const UNQUEUED_NOTICES = 'functions/core/notify/unqueued-notices-store.ts';
 const NAMES_TABLE = /\btables\.deliveries\b/;
 const WRITES = /\bnew (Put|Update|Delete|BatchWrite|TransactWrite)(Item)?Command\b|\b(PutItem|UpdateItem|DeleteItem|BatchWriteItem|TransactWriteItems)Command\b/;
 
@@ -24,9 +26,9 @@ function sources(dir: string): string[] {
 }
 
 describe('the deliveries table’s one writer', () => {
-  it('is delivery-record.ts: no other source names the table and builds a write (the statistics\' counters aside)', () => {
+  it('is delivery-record.ts: no other source names the table and builds a write (the statistics\' counters and the unqueued notices, each in a partition of its own, aside)', () => {
     const writers = ['functions', 'lib', 'bin'].flatMap(sources).filter((file) => writesDeliveries(readFileSync(file, 'utf8')));
-    expect(writers.sort()).toEqual([WRITER, COUNTERS].sort());
+    expect(writers.sort()).toEqual([WRITER, COUNTERS, UNQUEUED_NOTICES].sort());
   });
 
   it('catches a planted writer, and lets a reader or a writer of another table be', () => {

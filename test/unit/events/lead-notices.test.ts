@@ -10,13 +10,21 @@ import { fanOutStreamBatch } from '../../../functions/event-fanout/stream-batch.
 import { keys } from '../../../functions/core/platform/model.js';
 import { logger } from '../../../functions/core/platform/observability.js';
 import { withEndpointStore } from '../../../functions/core/delivery/endpoint-store.js';
-import { noticeQueuePort } from '../../../functions/core/notify/produce.js';
+import { noticeQueuePort, redriveUnqueuedNotices } from '../../../functions/core/notify/produce.js';
+import { unqueuedNoticesPort } from '../../../functions/core/notify/unqueued-notices-store.js';
+import { MemoryUnqueuedNotices } from '../../support/stores/memory-unqueued-notices.js';
+import { MemoryDeliveryQueue, MemoryDeliveryStore } from '../../integration/delivery-core/support/memory-delivery.js';
+import { withDeliveryPorts } from '../../../functions/core/delivery/delivery-port.js';
+import { retryLostRaces } from '../../../functions/core/platform/optimistic.js';
+import type { WebhookEndpoint } from '../../../functions/core/platform/model.js';
 import { noticeCapPort } from '../../../functions/core/notify/notice-cap-store.js';
 import { MemoryEndpointStore } from '../../support/memory-endpoint-store.js';
 import { MemoryNoticeQueue } from '../../support/memory-notice-queue.js';
 import { MemoryNoticeCapStore } from '../../support/stores/memory-notice-cap-store.js';
 import { memoryStores } from '../../support/stores/memory-deps.js';
 import { streamRecord } from './given-stream.js';
+import { newLeadsOf } from '../../../functions/core/events/lead-statistics.js';
+import type { StreamChange } from '../../../functions/core/events/stream-changes.js';
 
 const loggedError = jest.spyOn(logger, 'error').mockImplementation(() => undefined);
 
@@ -38,11 +46,14 @@ function given(config: Record<string, unknown> = {}) {
   const stores = memoryStores({ now: '2030-01-15T12:00:00.000Z', config: { leadNoticeCap: 20, leadNoticeWindowSeconds: 600, ...config } });
   const queue = new MemoryNoticeQueue();
   const cap = new MemoryNoticeCapStore();
-  let deps = withEndpointStore(stores.deps, new MemoryEndpointStore());
+  const endpoints = new MemoryEndpointStore();
+  let deps = withEndpointStore(stores.deps, endpoints);
   deps = noticeQueuePort.with(deps, queue);
   deps = noticeCapPort.with(deps, cap);
+  const unqueued = new MemoryUnqueuedNotices();
+  deps = unqueuedNoticesPort.with(deps, unqueued);
   const run = (records: DynamoDBRecord[]) => fanOutStreamBatch(deps, records);
-  return { ...stores, queue, cap, run };
+  return { ...stores, deps, queue, cap, unqueued, endpoints, run };
 }
 
 beforeEach(() => { n = 0; });
@@ -54,7 +65,7 @@ describe('a new lead', () => {
     expect(await run([inserted(item)])).toEqual({ batchItemFailures: [] });
     expect(queue.messages).toEqual([{
       organizationId: ORG, kind: 'lead.created', key: `lead.created|${ORG}|${item.id}`, at: '2030-01-15T12:00:00.000Z',
-      data: { clientId: item.id, name: `Ada ${item.last_name}`, email: item.email, phone: '+14155550100', service: 'Leaky faucet', notes: 'Call after 5', address: '1 Main St', source: 'api' },
+      data: { clientId: item.id, name: `Ada ${item.last_name}`, email: item.email, phone: '+14155550100', service: 'Leaky faucet', notes: 'Call after 5', address: '1 Main St', source: 'lead_endpoint' },
     }]);
     expect(queue.calls).toBe(1);
   });
@@ -68,25 +79,56 @@ describe('a new lead', () => {
     expect([...cap.items.values()].map((i) => i.leads)).toEqual([2]);
   });
 
-  it('fails the batch when the notices queue cannot take it, and the retry hands it over', async () => {
-    const { queue, run } = given();
+  it('does not fail the batch (nor hold back or repeat its deliveries) when the notices queue cannot take it: the notice is kept and the sweeper hands it over once', async () => {
+    const { queue, unqueued, deps: base, clock, endpoints } = given();
+    jest.spyOn(logger, 'warn').mockImplementation(() => undefined);
+    // An endpoint that hears of new leads: the batch's webhook delivery goes out whatever the notices queue does.
+    await retryLostRaces('given', () => endpoints.createEndpoint({ id: 'ep_1', organizationId: ORG, url: 'https://hooks.example/a', events: ['*'], secrets: [], enabled: true, createdAt: '2030-01-01T00:00:00.000Z' } as unknown as WebhookEndpoint, 10));
+    const deliveryQueue = new MemoryDeliveryQueue(clock.now);
+    const deps = withDeliveryPorts(base, { store: new MemoryDeliveryStore(clock.now), queue: deliveryQueue });
     const records = [inserted(leadItem())];
-    queue.failNext = true;
+    queue.failing = true;
+    expect(await fanOutStreamBatch(deps, records)).toEqual({ batchItemFailures: [] });
+    expect(deliveryQueue.queues.deliveryQueue).toHaveLength(1);
+    expect(queue.messages).toEqual([]);
+    expect(queue.calls).toBe(3); // tried a few times first
+    expect([...unqueued.items.values()].flat().map((n) => n.kind)).toEqual(['lead.created']);
+    // Still down at the next sweep: kept.
+    expect(await redriveUnqueuedNotices(deps).catch(() => 'failed')).toBe('failed');
+    expect(unqueued.items.size).toBe(1);
+    queue.failing = false;
+    expect(await redriveUnqueuedNotices(deps)).toBe(1);
+    expect(await redriveUnqueuedNotices(deps)).toBe(0);
+    expect(queue.messages.map((m) => m.kind)).toEqual(['lead.created']);
+    expect(unqueued.items.size).toBe(0);
+  });
+
+  it('fails the batch only when the notices can be neither queued nor kept, and the retry hands them over', async () => {
+    const { queue, unqueued, run } = given();
+    jest.spyOn(logger, 'warn').mockImplementation(() => undefined);
+    const records = [inserted(leadItem())];
+    queue.failing = true;
+    unqueued.failNext = true;
     loggedError.mockClear();
-    const failed = await run(records);
-    expect(failed.batchItemFailures).toHaveLength(1);
-    // The organization has no endpoints: the failure is still a line naming it, the batch and the error.
+    expect((await run(records)).batchItemFailures).toHaveLength(1);
+    // The organization has no endpoints: the failure is still a line naming it and the batch.
     expect(loggedError).toHaveBeenCalledWith('recording or queuing deliveries or notices failed', expect.objectContaining({
-      organizationId: ORG, endpointIds: '', sequenceNumber: records[0].dynamodb!.SequenceNumber, error: expect.objectContaining({ message: 'notices queue unavailable' }),
+      organizationId: ORG, endpointIds: '', sequenceNumber: records[0].dynamodb!.SequenceNumber,
     }));
+    queue.failing = false;
     expect(await run(records)).toEqual({ batchItemFailures: [] });
     expect(queue.unique).toHaveLength(1);
   });
 
-  it('from a no-script form says so; a flagged duplicate names the client it may repeat', async () => {
+  it('names its source as the leads statistics do (lead endpoint, page key, no-script form); a flagged duplicate names the client it may repeat', async () => {
     const { queue, run } = given();
-    await run([inserted(leadItem({ request_status: 303, possible_duplicate_of: 'cli_earlier' }))]);
-    expect(queue.messages[0].data).toMatchObject({ source: 'form', possibleDuplicateOf: 'cli_earlier' });
+    // A no-script form's row is a 303 and a page's script answered 201: the channel says which, not the status.
+    const items = [leadItem({ request_channel: 'form', request_status: 303, possible_duplicate_of: 'cli_earlier' }), leadItem({ request_channel: 'page' }), leadItem({ request_channel: 'form' }), leadItem()];
+    await run(items.map(inserted));
+    const statistics = newLeadsOf(items.map((item) => ({ kind: 'insert', keys: { pk: item.pk, sk: item.sk }, newImage: item }) as unknown as StreamChange));
+    expect(queue.messages.map((m) => m.data.source)).toEqual(['no_script_form', 'page_key', 'no_script_form', 'lead_endpoint']);
+    expect(queue.messages.map((m) => m.data.source)).toEqual(statistics.map((l) => l.source));
+    expect(queue.messages[0].data).toMatchObject({ possibleDuplicateOf: 'cli_earlier' });
   });
 
   it('filed under another organization produces nothing', async () => {
@@ -138,7 +180,7 @@ describe('an import past the cap', () => {
     expect(sent.filter((m) => m.kind === 'lead.created')).toHaveLength(20);
     expect(sent.filter((m) => m.kind === 'lead.summary')).toEqual([expect.objectContaining({
       key: `lead.summary|${ORG}|${Date.parse('2030-01-15T12:00:00.000Z')}`,
-      data: { folded: 80, cap: 20, since: '2030-01-15T12:00:00.000Z', until: '2030-01-15T12:10:00.000Z' },
+      data: { folded: 80, cap: 20, since: '2030-01-15T12:00:00.000Z', until: '2030-01-15T12:10:00.000Z', round: 1 },
     })]);
     expect(sent.length).toBeLessThanOrEqual(21);
     expect(cap.writes).toBe(10);
@@ -163,5 +205,61 @@ describe('an import past the cap', () => {
     await run([inserted(leadItem())]);
     expect(queue.unique.map((m) => m.kind)).toEqual(['lead.created', 'lead.created', 'lead.summary']);
     expect(queue.messages).toHaveLength(3); // the fourth lead: nothing more, the summary's window holds it
+  });
+});
+
+describe('the cap under parallel lanes and retried batches', () => {
+  const WINDOW_START = Date.parse('2030-01-15T12:00:00.000Z');
+  const leads = (n: number) => Array.from({ length: n }, () => inserted(leadItem()));
+  /** What the mailer's summary of `round` reports (it claims the count as it sends it). */
+  const reported = async (cap: MemoryNoticeCapStore, round: number, capValue: number) => {
+    const claimed = (await cap.claimSummary(ORG, WINDOW_START, round))!;
+    return claimed.upTo - Math.max(claimed.from ?? 0, capValue);
+  };
+
+  it('counts exactly: a batch retried after another lane\'s batch gets its first answer, so nothing is counted twice and no lead is folded away', async () => {
+    const { queue, cap, run } = given({ leadNoticeCap: 5 });
+    const a = leads(3);
+    const b = leads(3);
+    await run(a);
+    await run(b);
+    await run(a); // retried (its deliveries failed, say) after the other lane's batch
+    await run(b);
+    const sent = queue.unique;
+    expect(sent.filter((m) => m.kind === 'lead.created')).toHaveLength(5);
+    expect(sent.filter((m) => m.kind === 'lead.summary')).toHaveLength(1);
+    expect([...cap.items.values()].map((i) => i.leads)).toEqual([6]);
+    expect(await reported(cap, 1, 5)).toBe(1);
+  });
+
+  it('the window\'s summary waits for the window\'s end and then reports every lead folded until it goes', async () => {
+    const { queue, cap, run } = given({ leadNoticeCap: 2 });
+    await run(leads(3));
+    await run(leads(4));
+    const summaries = queue.unique.filter((m) => m.kind === 'lead.summary');
+    expect(summaries).toEqual([expect.objectContaining({ key: `lead.summary|${ORG}|${WINDOW_START}`, notBefore: '2030-01-15T12:10:00.000Z' })]);
+    // 2 mailed one by one; the summary claims 7 counted: 5 folded into it.
+    expect(await reported(cap, 1, 2)).toBe(5);
+  });
+
+  it('leads counted after the summary went (lagging lanes) make one follow-up per round: none dropped, none twice, no mail per batch', async () => {
+    const { queue, cap, clock, run } = given({ leadNoticeCap: 2 });
+    await run(leads(3));
+    clock.advance(600_000);
+    expect(await reported(cap, 1, 2)).toBe(1); // the mailer sent the window's summary
+    const late = [leads(2), leads(3), leads(1)];
+    for (const batch of late) await run(batch);
+    await run(late[0]); // retried
+    const followUps = queue.unique.filter((m) => m.kind === 'lead.summary' && m.data.round === 2);
+    expect(followUps).toHaveLength(1);
+    expect(followUps[0]).toMatchObject({ key: `lead.summary|${ORG}|${WINDOW_START}|2`, notBefore: '2030-01-15T12:10:30.000Z' });
+    expect(await reported(cap, 2, 2)).toBe(6);
+    // After that round went, the next lagging batch opens round 3.
+    await run(leads(2));
+    expect(queue.unique.filter((m) => m.kind === 'lead.summary').map((m) => m.data.round)).toEqual([1, 2, 3]);
+    expect(await reported(cap, 3, 2)).toBe(2);
+    // Every lead accounted for once: 2 one by one, then 1 + 6 + 2 in the summaries.
+    expect(queue.unique.filter((m) => m.kind === 'lead.created')).toHaveLength(2);
+    expect([...cap.items.values()].map((i) => i.leads)).toEqual([2 + 1 + 6 + 2]);
   });
 });

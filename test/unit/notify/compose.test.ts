@@ -32,6 +32,8 @@ describe('a lead named to inject a header and a script', () => {
     expect(notice.text).toContain('E-mail: eve@example.com');
     expect(notice.text).toContain('Service: Leak Fix');
     expect(notice.text).toContain('Source: lead endpoint');
+    expect(composeNotice(message('lead.created', { clientId: 'cli_2', source: 'page_key' }), to, links).text).toContain('Source: page key');
+    expect(composeNotice(message('lead.created', { clientId: 'cli_3', source: 'no_script_form' }), to, links).text).toContain('Source: no-script form');
     expect(notice.text).toContain('  line two <b>bold</b>');
     expect(notice.text).toContain(links.unsubscribe);
     expect(notice.text).not.toMatch(/\r/);
@@ -61,12 +63,12 @@ it('writes a link only when it is http(s), escaped', () => {
 
 describe.each([
   ['lead.returning', { clientId: 'cli_1', name: 'Ada', submission: 2 }, /Returning lead: Ada/, ['Submission: 2']],
-  ['lead.summary', { folded: 980, since: '2026-11-29T01:00:00.000Z', until: '2026-11-29T01:10:00.000Z', cap: 20 }, /980\+ more new leads/, ['More than 20 leads', links.settings]],
+  ['lead.summary', { folded: 980, since: '2026-11-29T01:00:00.000Z', until: '2026-11-29T01:10:00.000Z', cap: 20 }, /980 more new leads/, ['More than 20 leads', links.settings]],
   ['endpoint.paused', { endpointId: 'ep_1', url: 'https://hooks.example/a', since: '2026-11-29T01:00:00.000Z', until: '2026-11-29T01:00:30.000Z', lastError: 'HTTP 500 <html>', waiting: 3 }, /paused: https:\/\/hooks.example$/,
     ['Paused since: 2026-11-29 01:00 UTC', 'Last error:', 'HTTP 500 <html>', 'Deliveries waiting: 3', links.settings]],
   ['endpoint.disabled', { endpointId: 'ep_1', url: 'https://hooks.example/a', description: 'Zapier', reason: 'failing without a success since …' }, /disabled: Zapier/, ['Reason: failing', links.settings]],
-  ['daily_digest', { day: '2026-11-28', leadsBySource: { api: 3, form: 1 }, endpoints: [{ endpointId: 'ep_1', url: 'https://hooks.example/a', delivered: 12, failed: 2 }], deadLetters: 2 }, /Daily digest 2026-11-28: 4 leads, 2 failed/,
-    ['api, Leads: 3', 'https://hooks.example (ep_1), Delivered: 12, Failed: 2', '2 failed deliveries wait in the dead-letter queue']],
+  ['daily_digest', { day: '2026-11-28', leadsBySource: { lead_endpoint: 3, no_script_form: 1 }, endpoints: [{ endpointId: 'ep_1', url: 'https://hooks.example/a', delivered: 12, failed: 2 }], deadLetters: 2 }, /Daily digest 2026-11-28: 4 leads, 2 failed/,
+    ['lead endpoint, Leads: 3', 'no-script form, Leads: 1', 'https://hooks.example (ep_1), Delivered: 12, Failed: 2', '2 failed deliveries wait in the dead-letter queue']],
 ] as [MessageKind, Record<string, unknown>, RegExp, string[]][])('a %s notice', (kind, data, subject, texts) => {
   const notice = composeNotice(message(kind, data), to, links);
   it('has its subject, and its facts in the text part', () => {

@@ -9,6 +9,8 @@ import { normalizeAddress, picks, setRecipients, confirmRecipient, listRecipient
 import { suppressionsOf } from '../../../functions/core/notify/mail-feedback.js';
 import { memoryStores } from '../../support/stores/memory-deps.js';
 import type { Deps } from '../../../functions/core/platform/deps.js';
+import type { APIGatewayProxyEvent } from 'aws-lambda';
+import { serveNoticePage } from '../../../functions/settings-api/notice-pages.js';
 
 const secret = 'test-secret';
 const now = Date.parse('2030-01-15T12:00:00.000Z');
@@ -130,6 +132,25 @@ describe('confirmation e-mails', () => {
   });
 });
 
+describe('a confirmation the notices queue cannot take', () => {
+  it('fails the change with nothing written (a 503); saved again, the address is added and its confirmation queued', async () => {
+    const memory = memoryStores();
+    const queued: { MessageBody?: string }[] = [];
+    let down = true;
+    const deps = { ...memory.deps, sqs: { send: async (command: { input: { MessageBody?: string } }) => {
+      if (down) throw Object.assign(new Error('queue unavailable'), { name: 'ServiceUnavailable' });
+      queued.push(command.input);
+    } } } as unknown as Deps;
+    const list = [{ email: 'ops@shop.example', notices: ['lead.created'] }];
+    await expect(setRecipients(deps, 'org_a', list)).rejects.toMatchObject({ status: 503, extra: { headers: { 'Retry-After': '60' } } });
+    expect(await listRecipients(deps, 'org_a')).toEqual([]);
+    down = false;
+    const { recipients } = await setRecipients(deps, 'org_a', list);
+    expect(recipients).toEqual([expect.objectContaining({ email: 'ops@shop.example', status: 'pending' })]);
+    expect(queued.map((q) => JSON.parse(q.MessageBody!).data)).toEqual([{ email: 'ops@shop.example', addedAt: recipients[0].addedAt }]);
+  });
+});
+
 describe('SES feedback', () => {
   const event = (detail: object) => JSON.stringify({ source: 'aws.ses', 'detail-type': 'x', detail: { ...detail, mail: { tags: { organization: ['org_a'] } } } });
   it('suppresses the addresses of a permanent bounce or a complaint, for the organization tagged; not a transient bounce', () => {
@@ -142,5 +163,27 @@ describe('SES feedback', () => {
     // An SNS notification carries the same event in `Message`.
     expect(suppressionsOf(JSON.stringify({ Type: 'Notification', Message: JSON.stringify({ notificationType: 'Complaint', complaint: { complainedRecipients: [{ emailAddress: 'a@shop.example' }] }, mail: { tags: { organization: ['org_b'] } } }) })))
       .toEqual([{ organizationId: 'org_b', email: 'a@shop.example', reason: 'complained' }]);
+  });
+});
+
+describe('the public notice pages', () => {
+  const pageEvent = (httpMethod: string, token: string) => ({
+    httpMethod, resource: '/notices/unsubscribe', queryStringParameters: { token }, body: httpMethod === 'GET' ? null : `token=${encodeURIComponent(token)}`, isBase64Encoded: false,
+  }) as unknown as APIGatewayProxyEvent;
+
+  it('show on GET, act on POST alone: any other method is a 405 with Allow, and changes nothing', async () => {
+    const memory = memoryStores();
+    const deps = { ...memory.deps, sqs: { send: async () => undefined } } as unknown as Deps;
+    await setRecipients(deps, 'org_a', [{ email: 'ops@shop.example', notices: ['lead.created'] }]);
+    const token = signLink(secret, { organizationId: 'org_a', email: 'ops@shop.example', purpose: 'unsubscribe' });
+    for (const method of ['PUT', 'DELETE', 'PATCH', 'HEAD', 'OPTIONS']) {
+      const answer = await serveNoticePage(deps, pageEvent(method, token), 'unsubscribe', async () => secret);
+      expect([method, answer.statusCode, answer.headers?.Allow]).toEqual([method, 405, 'GET, POST']);
+    }
+    expect((await listRecipients(deps, 'org_a'))[0].status).toBe('pending');
+    expect((await serveNoticePage(deps, pageEvent('GET', token), 'unsubscribe', async () => secret)).statusCode).toBe(200);
+    expect((await listRecipients(deps, 'org_a'))[0].status).toBe('pending');
+    expect((await serveNoticePage(deps, pageEvent('POST', token), 'unsubscribe', async () => secret)).statusCode).toBe(200);
+    expect((await listRecipients(deps, 'org_a'))[0].status).toBe('suppressed');
   });
 });

@@ -4,7 +4,7 @@
  * off before the invocation's time is up and every record keeps its backoff, a sent mark survives a
  * blip, and no log line names an address.
  */
-import { describe, it, expect, beforeEach, afterEach, jest } from '@jest/globals';
+import { describe, it, expect, beforeAll, afterAll, beforeEach, afterEach, jest } from '@jest/globals';
 import type { SQSRecord } from 'aws-lambda';
 import type { ChangeMessageVisibilityCommand } from '@aws-sdk/client-sqs';
 import { sendQueuedMessage, NoticeNotSent, addressHash } from '../../../functions/core/notify/mailer.js';
@@ -16,6 +16,12 @@ import type { NoticeMessage } from '../../../functions/core/notify/notice.js';
 import { logger } from '../../../functions/core/platform/observability.js';
 import type { Deps } from '../../../functions/core/platform/deps.js';
 import { memoryStores } from '../../support/stores/memory-deps.js';
+import { noticeCapPort } from '../../../functions/core/notify/notice-cap-store.js';
+import { MemoryNoticeCapStore } from '../../support/stores/memory-notice-cap-store.js';
+import { mailTransport } from '../../../functions/core/notify/mail-transport.js';
+import { CONFIRMATION_WRITE_GRACE_MS, listRecipients, setRecipients } from '../../../functions/core/notify/recipients.js';
+import { parseConfig } from '../../../functions/core/platform/config.js';
+import { TestMailServer } from '../../integration/support/mail-server.js';
 
 const addresses = ['a@shop.example', 'b@shop.example', 'c@shop.example'];
 const notice = (key: string): NoticeMessage => ({ organizationId: 'org_1', kind: 'lead.created', key, at: '2030-01-15T12:00:00.000Z', data: { clientId: 'cli_1', name: 'Ann' } });
@@ -76,12 +82,12 @@ describe('the mailer under a failing mail server', () => {
     expect(tried).toHaveLength(1);
   });
 
-  it('goes on past a failure of one address (the server refused that recipient)', async () => {
+  it('goes on past a failure of one address (the server put that recipient off for now)', async () => {
     const { deps } = setup();
     const sent: string[] = [];
     const transport: MailTransport = {
       send: async (mail) => {
-        if (mail.to === addresses[0]) throw Object.assign(new Error(`550 ${mail.to} unknown`), { code: 'EENVELOPE', responseCode: 550 });
+        if (mail.to === addresses[0]) throw Object.assign(new Error(`450 ${mail.to} greylisted`), { code: 'EENVELOPE', responseCode: 450 });
         sent.push(mail.to);
       },
     };
@@ -122,6 +128,43 @@ describe('the mailer under a failing mail server', () => {
     expect(sent.sort()).toEqual(addresses);
   });
 
+  it('waits for a confirmation\'s addition still being written, and sends nothing for one never written', async () => {
+    const stores = memoryStores();
+    const sent: OutgoingMail[] = [];
+    const transport: MailTransport = { send: async (mail) => { sent.push(mail); } };
+    const deps = noticeMarkPort.with(stores.deps, memoryMarks().store);
+    const addedAt = stores.clock.now();
+    const confirmation = (email: string) => ({ organizationId: 'org_1', kind: 'recipient.confirm' as const, key: `confirm#${addedAt}`, at: new Date(addedAt).toISOString(), data: { email, addedAt } });
+    // Queued before its write (recipients.ts setRecipients): the mailer got it first.
+    await expect(sendQueuedMessage(deps, confirmation('new@shop.example'), options(transport))).rejects.toThrow(NoticeNotSent);
+    const pending = recipientItem('org_1', { email: 'new@shop.example', notices: ['lead.created'], status: 'pending', addedAt });
+    stores.organizations.items.set(`${pending.pk}\u0000${pending.sk}`, pending);
+    await sendQueuedMessage(deps, confirmation('new@shop.example'), options(transport));
+    expect(sent.map((m) => m.to)).toEqual(['new@shop.example']);
+    // A write that failed (a 409): after the grace, nothing to send and nothing to retry.
+    stores.clock.advance(CONFIRMATION_WRITE_GRACE_MS);
+    expect(await sendQueuedMessage(deps, confirmation('never@shop.example'), options(transport))).toEqual({ sent: 0, skipped: 0, rejected: 0 });
+    expect(sent).toHaveLength(1);
+  });
+
+  it('sends a window\'s leads summary with the count it claims when it goes, the same for every recipient and every retry', async () => {
+    const { deps: base } = setup();
+    const cap = new MemoryNoticeCapStore();
+    const deps = noticeCapPort.with(base, cap);
+    const start = Date.parse('2030-01-15T12:00:00.000Z');
+    await cap.countLeadNotices('org_1', start, 'b1', 3);
+    await cap.countLeadNotices('org_1', start, 'b2', 4); // folded after the summary was produced
+    const summary: NoticeMessage = { organizationId: 'org_1', kind: 'lead.summary', key: `lead.summary|org_1|${start}`, at: '2030-01-15T12:00:00.000Z', data: { round: 1, folded: 1, cap: 2, since: '2030-01-15T12:00:00.000Z', until: '2030-01-15T12:10:00.000Z' } };
+    const sent: OutgoingMail[] = [];
+    let down = true;
+    const transport: MailTransport = { send: async (mail) => { if (down && mail.to === addresses[2]) throw Object.assign(new Error('450'), { code: 'EENVELOPE', responseCode: 450 }); sent.push(mail); } };
+    await expect(sendQueuedMessage(deps, summary, options(transport))).rejects.toThrow(NoticeNotSent);
+    await cap.countLeadNotices('org_1', start, 'b3', 1); // counted after the claim: a follow-up's, not this summary's
+    down = false;
+    await sendQueuedMessage(deps, summary, options(transport));
+    expect(sent.map((m) => [m.to, m.subject.replace(/ since.*/, '')])).toEqual(addresses.map((a) => [a, '5 more new leads']));
+  });
+
   it('sends a confirmation with an "I did not ask for this" link and List-Unsubscribe headers', async () => {
     const pending = recipientItem('org_1', { email: 'new@shop.example', notices: ['lead.created'], status: 'pending', addedAt: 5 });
     const stores = memoryStores();
@@ -135,5 +178,31 @@ describe('the mailer under a failing mail server', () => {
     expect(sent[0].headers?.['List-Unsubscribe-Post']).toBe('List-Unsubscribe=One-Click');
     expect(sent[0].text).toContain('I did not ask for this');
     expect(sent[0].html).toContain('I did not ask for this');
+  });
+});
+
+describe('an address the mail server refuses for good (SMTP 550 to its RCPT TO)', () => {
+  const server = new TestMailServer();
+  beforeAll(() => server.up());
+  afterAll(() => server.stop());
+  beforeEach(() => { jest.spyOn(logger, 'warn').mockImplementation(() => undefined); });
+  afterEach(() => { jest.restoreAllMocks(); });
+
+  it('is suppressed as rejected (with when) and not tried again, while the others get the notice once', async () => {
+    const { deps } = setup();
+    server.refusing.add(addresses[1]);
+    const transport = mailTransport(parseConfig({ local: true, noticeSmtpUrl: `smtp://127.0.0.1:${server.port}`, noticeSendTimeoutMs: 2000 }));
+    expect(await sendQueuedMessage(deps, notice('r1'), options(transport))).toEqual({ sent: 2, skipped: 0, rejected: 1 });
+    expect([addresses[0], addresses[2]].map((a) => server.to(a).length)).toEqual([1, 1]);
+    expect(server.rejected).toBe(1);
+    const recipients = await listRecipients(deps, 'org_1');
+    expect(recipients.find((r) => r.email === addresses[1])).toMatchObject({ status: 'suppressed', suppressedReason: 'rejected', suppressedAt: new Date(deps.now()).toISOString() });
+    // The same message again (a retry, a redelivered dead letter) and the next notice: the refused address is not tried.
+    expect(await sendQueuedMessage(deps, notice('r1'), options(transport))).toEqual({ sent: 0, skipped: 2, rejected: 0 });
+    expect(await sendQueuedMessage(deps, notice('r2'), options(transport))).toEqual({ sent: 2, skipped: 0, rejected: 0 });
+    expect(server.rejected).toBe(1);
+    // It stays suppressed: removed, then added again, it is refused.
+    await setRecipients(deps, 'org_1', []);
+    await expect(setRecipients(deps, 'org_1', [{ email: addresses[1], notices: ['lead.created'] }])).rejects.toMatchObject({ status: 422 });
   });
 });

@@ -4,13 +4,17 @@
  * failed ones as waiting in the dead-letter queue; produced in the digest hour only, keyed by
  * organization and day.
  */
-import { describe, it, expect } from '@jest/globals';
+import { describe, it, expect, jest } from '@jest/globals';
+import { logger } from '../../../functions/core/platform/observability.js';
 import { keys } from '../../../functions/core/platform/model.js';
 import { newTimeOrderedId } from '../../../functions/core/platform/ids.js';
 import { withEndpointStore } from '../../../functions/core/delivery/endpoint-store.js';
 import { withDeliveryPorts } from '../../../functions/core/delivery/delivery-port.js';
 import { noticeQueuePort } from '../../../functions/core/notify/produce.js';
+import type { SQSRecord } from 'aws-lambda';
 import { digestDay, digestOf, produceDigests, runDailyDigest } from '../../../functions/core/settings/daily-digest.js';
+import { digestQueuePort, type DigestJob } from '../../../functions/core/settings/digest-queue.js';
+import { digestBatch } from '../../../functions/daily-digest/sqs-batch.js';
 import { recipientStore } from '../../../functions/core/notify/recipient-store.js';
 import { retryLostRaces } from '../../../functions/core/platform/optimistic.js';
 import type { ClientItem } from '../../../functions/core/intake/clients-store.js';
@@ -54,7 +58,8 @@ describe('the digest of a day', () => {
     const { deps, lead, delivery } = await given();
     await lead(inDay(1));
     await lead(inDay(9));
-    await lead(inDay(10), { request_status: 303 });
+    await lead(inDay(10), { request_status: 303, request_channel: 'form' });
+    await lead(inDay(11), { request_channel: 'page' });
     await lead(inDay(-2)); // the day before: not counted
     await lead(inDay(10), { source: 'crm', request_id: undefined }); // the CRM's own client: not a lead
     delivery(1, inDay(1), 'delivered');
@@ -64,7 +69,7 @@ describe('the digest of a day', () => {
     delivery(5, inDay(5), 'delivered', 'ep_gone');
     delivery(6, inDay(30), 'failed'); // the next day
     expect(await digestOf(deps, ORG, DAY)).toEqual({
-      day: DAY, leadsBySource: { api: 2, form: 1 }, deadLetters: 1,
+      day: DAY, leadsBySource: { lead_endpoint: 2, no_script_form: 1, page_key: 1 }, deadLetters: 1,
       endpoints: expect.arrayContaining([
         { endpointId: 'ep_1', url: 'https://hooks.example', delivered: 2, failed: 1, pending: 1 },
         { endpointId: 'ep_gone', delivered: 1, failed: 0, pending: 0 },
@@ -81,14 +86,44 @@ describe('the digest of a day', () => {
   });
 });
 
-it('a scheduled run in the digest hour digests each organization of the recipients\' digest index; in another hour it does nothing', async () => {
-  const { deps, queue, clock } = await given();
+/** The digest queue in memory: what the schedule's run queued, each body as SQS would carry it. */
+function memoryDigestQueue() {
+  const bodies: string[] = [];
+  return { bodies, queue: { enqueue: async (jobs: DigestJob[]) => void bodies.push(...jobs.map((j) => JSON.stringify(j))) } };
+}
+const asRecords = (bodies: string[]) => bodies.map((body, n) => ({ messageId: `m${n}`, body }) as SQSRecord);
+
+it('a scheduled run in the digest hour queues one job per organization of the recipients\' digest index, making no digest itself; in another hour it does nothing', async () => {
+  const { deps: base, queue, clock } = await given();
+  const jobs = memoryDigestQueue();
+  const deps = digestQueuePort.with(base, jobs.queue);
   const store = recipientStore(deps);
   await store.changeRecipients(ORG, { add: [{ email: 'boss@shop.example', notices: ['daily_digest'], status: 'confirmed', addedAt: 1 }], update: [], remove: [] });
   await store.changeRecipients('org_leads_only', { add: [{ email: 'ops@shop.example', notices: ['lead.created'], status: 'confirmed', addedAt: 1 }], update: [], remove: [] });
-  expect(await runDailyDigest(deps)).toEqual({ day: DAY, produced: 1 });
+  expect(await runDailyDigest(deps)).toEqual({ day: DAY, queued: 1 });
+  expect(jobs.bodies.map((b) => JSON.parse(b))).toEqual([{ organizationId: ORG, day: DAY }]);
+  expect(queue.messages).toEqual([]);
+  expect(await digestBatch(deps, asRecords(jobs.bodies))).toEqual({ batchItemFailures: [] });
   expect(queue.messages.map((m) => m.key)).toEqual([`daily_digest|${ORG}|${DAY}`]);
   clock.set('2030-01-15T08:10:00.000Z');
-  expect(await runDailyDigest(deps)).toEqual({ produced: 0 });
-  expect(queue.messages).toHaveLength(1);
+  expect(await runDailyDigest(deps)).toEqual({ queued: 0 });
+  expect(jobs.bodies).toHaveLength(1);
+});
+
+it('a large account: the schedule\'s run reads no organization\'s data, and each organization\'s digest is its own message (a bad one fails alone)', async () => {
+  const { deps: base, queue, lead } = await given();
+  const jobs = memoryDigestQueue();
+  const deps = digestQueuePort.with(base, jobs.queue);
+  const store = recipientStore(deps);
+  const organizations = Array.from({ length: 250 }, (_, i) => `org_${String(i).padStart(3, '0')}`);
+  for (const org of organizations) await store.changeRecipients(org, { add: [{ email: 'boss@shop.example', notices: ['daily_digest'], status: 'confirmed', addedAt: 1 }], update: [], remove: [] });
+  await lead(inDay(3));
+  expect(await runDailyDigest(deps)).toEqual({ day: DAY, queued: 250 });
+  expect(queue.messages).toEqual([]);
+  expect(new Set(jobs.bodies).size).toBe(250);
+  // Each message an invocation of its own (batchSize 1 in lib/topology.ts): one organization's reads.
+  jest.spyOn(logger, 'error').mockImplementation(() => undefined);
+  const outcomes = await Promise.all(asRecords([...jobs.bodies, 'not a job']).map((r) => digestBatch(deps, [r])));
+  expect(outcomes.flatMap((o) => o.batchItemFailures)).toEqual([{ itemIdentifier: 'm250' }]);
+  expect(new Set(queue.messages.map((m) => m.organizationId)).size).toBe(250);
 });

@@ -1,0 +1,43 @@
+/**
+ * The transport's TLS rule (docs/notifications.md "Transport"): a deployed stage refuses a plain
+ * `smtp://` server, naming the field, before any byte leaves; the local stack (`local: true`) sends
+ * to it. Against the test SMTP server on loopback.
+ */
+import { describe, it, expect, beforeAll, afterAll, jest } from '@jest/globals';
+import { mailTransport } from '../../../functions/core/notify/mail-transport.js';
+import { asDeployed, parseConfig } from '../../../functions/core/platform/config.js';
+import { logger } from '../../../functions/core/platform/observability.js';
+import { TestMailServer } from '../../integration/support/mail-server.js';
+
+const server = new TestMailServer();
+beforeAll(() => server.up());
+afterAll(() => server.stop());
+jest.spyOn(logger, 'error').mockImplementation(() => undefined);
+
+const mail = (to: string) => ({ organizationId: 'org_1', to, subject: 'New lead: Ann', text: 'Ann', html: '<p>Ann</p>' });
+
+describe('a plain smtp:// server', () => {
+  it('is refused on a deployed stage, naming noticeSmtpUrl, and nothing reaches the server', async () => {
+    const config = parseConfig({ local: false, noticeSmtpUrl: `smtp://127.0.0.1:${server.port}`, noticeSendTimeoutMs: 2000 });
+    await expect(mailTransport(config).send(mail('deployed@shop.example'))).rejects.toMatchObject({ name: 'SmtpNotTls', message: expect.stringContaining('noticeSmtpUrl') });
+    expect(server.to('deployed@shop.example')).toEqual([]);
+    const warnings: string[] = [];
+    asDeployed(config, 'test', (m) => warnings.push(m));
+    expect(warnings).toEqual([expect.stringContaining('noticeSmtpUrl is a plain smtp:// URL')]);
+  });
+
+  it('is used by the local stack', async () => {
+    const config = parseConfig({ local: true, noticeSmtpUrl: `smtp://127.0.0.1:${server.port}`, noticeSendTimeoutMs: 2000 });
+    await mailTransport(config).send(mail('local@shop.example'));
+    expect(server.to('local@shop.example')).toHaveLength(1);
+  });
+
+  it('with requireTLS, or smtps://, is TLS: a deployed stage may use it (this server offers no STARTTLS, so the send fails rather than go in clear text)', async () => {
+    const config = parseConfig({ local: false, noticeSmtpUrl: `smtp://127.0.0.1:${server.port}?requireTLS=true`, noticeSendTimeoutMs: 2000 });
+    const warnings: string[] = [];
+    asDeployed(config, 'test', (m) => warnings.push(m));
+    expect(warnings).toEqual([]);
+    await expect(mailTransport(config).send(mail('tls@shop.example'))).rejects.not.toMatchObject({ name: 'SmtpNotTls' });
+    expect(server.to('tls@shop.example')).toEqual([]);
+  });
+});
