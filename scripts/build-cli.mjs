@@ -1,7 +1,8 @@
 /**
- * Bundles the `crm` CLI (bin/crm.ts and the project code it imports; packages stay imports) into
- * node_modules/.cache/crm-cli/crm.mjs, so `npx crm` starts without compiling TypeScript on every run
- * (docs/operations.md "The CLI"). Run by `npm ci` (the `prepare` script) and again by bin/crm.mjs
+ * Bundles the `crm` CLI (bin/crm.ts, the project code and the packages it imports) into
+ * node_modules/.cache/crm-cli/crm.mjs, so `npx crm` starts without compiling TypeScript, or
+ * resolving and reading a few hundred package files, on every run (docs/operations.md "The CLI",
+ * docs/decisions.md "The CLI's start"). Run by `npm ci` (the `prepare` script) and again by bin/crm.mjs
  * whenever a source file is newer than the bundle. In node_modules, not in the tree: a bundle in a
  * folder a commit can carry would run code that is not in the sources (node_modules is what
  * `npm ci` makes, trusted as the packages are). Without esbuild (`npm ci --omit=dev`) it builds
@@ -43,7 +44,9 @@ export async function buildCli() {
   const builtAt = Date.now();
   const out = await build({
     absWorkingDir: root, entryPoints: ['bin/crm.ts'], bundle: true, platform: 'node', format: 'esm', target: 'node20',
-    packages: 'external', metafile: true, write: false, logLevel: 'error', outfile: bundleFile,
+    // As the Lambda bundles (lib/stacks/crm-function.ts): ESM, with a require for CommonJS packages.
+    mainFields: ['module', 'main'], banner: { js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);" },
+    metafile: true, write: false, logLevel: 'error', outfile: bundleFile,
   });
   mkdirSync(path.dirname(bundleFile), { recursive: true });
   const tmp = `${bundleFile}.${process.pid}.tmp`;

@@ -250,9 +250,9 @@ async function recordOutcome(
     return { kind: 'delivered', attempt, result };
   }
   if (result.status === 410) {
-    const settled = await settle(deps, message, { to: 'failed', attempt: record_, reason: 'the receiver answered 410 Gone; the endpoint was disabled' }, { kind: 'failed', attempt, result, reason: 'gone' });
+    // Disabled first, so whoever reads the failed record ("the endpoint was disabled") finds it so.
     await recordEndpointHealth(deps, endpoint, 'gone', failureOf(result, endpoint));
-    return settled;
+    return settle(deps, message, { to: 'failed', attempt: record_, reason: 'the receiver answered 410 Gone; the endpoint was disabled' }, { kind: 'failed', attempt, result, reason: 'gone' });
   }
   await recordEndpointHealth(deps, endpoint, 'failed', failureOf(result, endpoint));
   if (attempt >= deliveryAttempts(deps.config)) {

@@ -38,6 +38,29 @@ const endpoint = (limit: number) => ({ id: 'ep_1', organizationId: 'org_1', rate
  * the lanes (the worst case for writes; otherwise one container, which learns from its refusals).
  */
 async function drain(backlog: number, limit: number, blind: boolean) {
+  // The jitter (the test's and takeRateSlot's) from a seeded generator: the tail is a random
+  // variable (1 run in ~50 drained past B/N + 900 s), and a check must give one answer per code.
+  const random = jest.spyOn(Math, 'random').mockImplementation(mulberry32(backlog * 31 + limit));
+  try {
+    return await drainSeeded(backlog, limit, blind);
+  } finally {
+    random.mockRestore();
+  }
+}
+
+/** A small seeded PRNG (mulberry32): uniform in [0, 1). */
+function mulberry32(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+async function drainSeeded(backlog: number, limit: number, blind: boolean) {
   const clock = { now: Date.parse('2026-11-26T12:00:00.000Z') };
   const { store, container } = fakeStore(clock);
   const start = clock.now;
