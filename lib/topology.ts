@@ -296,10 +296,10 @@ export const functions = {
     memoryMb: 512,
     // Routing fields only: the fan-out never reads a signing secret. It writes the hand-off marker's
     // fields alone (docs/decisions.md "Fair under volume"): UpdateItem, no Put or Delete. rateWindows:
-    // the lead notices' cap counter, one UpdateItem per organization per batch (functions/core/notify/notice-cap-store.ts).
+    // the lead notices' cap counter, an UpdateItem of it and of the batch's answer, a GetItem of that answer (functions/core/notify/notice-cap-store.ts).
     tables: {
       endpoints: [{ actions: ['dynamodb:Query'], attributes: endpointRoutingFields }, { actions: ['dynamodb:UpdateItem'], attributes: handOffMarkerFields }],
-      deliveries: 'readWrite', rateWindows: { actions: ['dynamodb:UpdateItem'] },
+      deliveries: 'readWrite', rateWindows: { actions: ['dynamodb:UpdateItem', 'dynamodb:GetItem'] },
     },
     // An organization's large share goes to the bulk queue instead of being recorded in the lane;
     // the batch's lead notices to the notices queue (functions/core/events/lead-notices.ts).

@@ -55,6 +55,7 @@ const runbookSections: Record<string, string> = {
   LeadRefundFailed: 'alarm-lead-billing', LeadUsageCountFailed: 'alarm-lead-billing',
   BackupJobsFailed: 'alarm-backups', BackupCopyJobsFailed: 'alarm-backups',
   NoticeDeadLetters: 'alarm-notices', MailFeedbackDeadLetters: 'alarm-notices', NoticesNotQueued: 'alarm-notices', DigestDeadLetters: 'alarm-notices',
+  UnqueuedNoticesWaiting: 'alarm-notices', NoticesSetAside: 'alarm-notices',
   StatisticsIteratorAge: 'alarm-statistics', StatisticsUnwritten: 'alarm-statistics',
 };
 
@@ -215,6 +216,11 @@ export class CrmAlarms extends Construct {
     // Notices the notices queue refused (the deliveries went on): kept and re-driven by the sweeper.
     this.add('ticket', 'NoticesNotQueued', 'The notices queue refused notices: they are kept and the delivery sweeper re-drives them every minute (docs/notifications.md); a log line "could not be queued nor kept" names one that was lost (the settings page shows the endpoint\'s state).',
       serviceMetric('NoticesNotQueued', fiveMinutes), { threshold: 1 });
+    // The kept notices' backlog (the sweeper's every run) and the ones it set aside (docs/operations.md "Alarm: notices").
+    this.add('ticket', 'UnqueuedNoticesWaiting', 'Notices kept while the notices queue refused them have waited over 15 minutes: the delivery sweeper cannot hand them over (docs/notifications.md "Once, never twice").',
+      serviceMetric('UnqueuedNoticesOldestAgeSeconds', fiveMinutes).with({ statistic: 'Maximum' }), { threshold: 15 * 60, above: true });
+    this.add('ticket', 'NoticesSetAside', 'The delivery sweeper set aside kept notices the notices queue refused 10 times while it took others: they are not mailed until an operator hands them over.',
+      serviceMetric('NoticesSetAside', fiveMinutes), { threshold: 1 });
     this.add('ticket', 'DigestDeadLetters', 'Daily digests could not be made for some organizations after 3 tries (the digest dead-letter queue): see the daily-digest function\'s log, "digest not made" (docs/notifications.md "The daily digest").',
       queues.digestDlq.metricApproximateNumberOfMessagesVisible({ period: fiveMinutes, statistic: 'Maximum' }), { threshold: 1 });
     this.add('ticket', 'MailFeedbackDeadLetters', 'SES bounce or complaint events could not be recorded: their addresses are not suppressed yet. See the mail-feedback function\'s log.',

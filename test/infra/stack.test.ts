@@ -1054,8 +1054,8 @@ describe('least privilege (a later grant that widens access fails here)', () => 
     // Of the organizations table (keys, wallets) the digest reads the recipients' digest index partition alone.
     expect(actionsOn('dailyDigest', tableRef('organizations'))).toEqual(['dynamodb:Query']);
     expect(conditionsOn('dailyDigest', tableRef('organizations'))).toEqual([{ 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [DIGEST_INDEX_PK] }, Null: { 'dynamodb:LeadingKeys': 'false' } }]);
-    // The fan-out counts lead notices against the cap: one UpdateItem, nothing else of the rate-limit table.
-    expect(actionsOn('eventFanout', tableRef('rateWindows'))).toEqual(['dynamodb:UpdateItem']);
+    // The fan-out counts lead notices against the cap: UpdateItem and GetItem, nothing else of the rate-limit table.
+    expect(actionsOn('eventFanout', tableRef('rateWindows')).sort()).toEqual(['dynamodb:GetItem', 'dynamodb:UpdateItem']);
     expect(actionsOn('eventFanout', tableRef('endpoints'))).not.toContain('dynamodb:PutItem');
     // Only delivery (to sign) and the settings API (to rotate) may read whole endpoint items: the
     // fan-out's one statement is a Query projecting the routing fields, `secrets` not among them.

@@ -5,12 +5,14 @@
  * (which writes no new client) never repeats one, and a merge never sends a second `lead.created`.
  *
  * Bulk-safe: past the organization's cap (leadNoticeCap in leadNoticeWindowSeconds) leads fold
- * into one `lead.summary` for the window. The cap costs one conditional counter write per
- * organization per stream batch (notify/notice-cap-store.ts), and the whole batch's notices are
+ * into one `lead.summary` for the window. The cap costs one counter update (and its batch's answer)
+ * per organization per stream batch (notify/notice-cap-store.ts), and the whole batch's notices are
  * one hand-over to the notices queue (notify/produce.ts), whatever the batch holds.
  */
 import { createHash } from 'node:crypto';
+import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { Deps } from '../platform/deps.js';
+import { logger, metrics } from '../platform/observability.js';
 import type { EventPayload } from '../platform/model.js';
 import type { LeadNoticeData, LeadSummaryData } from '../notify/compose.js';
 import type { NoticeMessage } from '../notify/notice.js';
@@ -57,10 +59,23 @@ const batchId = (notices: NoticeMessage[]) => createHash('sha256').update(notice
 /**
  * A window's summary waits for the window's end, and at least this long (or the window's length, if
  * shorter), before it goes: the leads of batches still on their way are counted by then, and the
- * summary claims them all at once (notify/notice-cap-store.ts claimSummary). A queue delay: at most
- * 900 s (SQS).
+ * summary claims them all at once (notify/notice-cap-store.ts claimSummary). A queue delay, at most
+ * SQS's 900 s: the window plus this is bounded by it (platform/config.ts leadNoticeWindowSeconds).
  */
 export const SUMMARY_SETTLE_SECONDS = 30;
+
+/** A queue delay's bound (SQS DelaySeconds): a notice's notBefore is never further than this. */
+export const MAX_NOTICE_DELAY_SECONDS = 900;
+
+/**
+ * How long a follow-up round waits (round ≥ 2): a window, then twice that, …, at most the queue's
+ * longest delay, so a lane lagging past the window's end makes a follow-up at most every window at
+ * first, then at most one every 15 minutes, however many batches lag.
+ */
+export function followUpWaitMs(round: number, windowMs: number): number {
+  const grown = windowMs * 2 ** Math.min(round - 2, 10);
+  return Math.min(MAX_NOTICE_DELAY_SECONDS * 1000, Math.max(SUMMARY_SETTLE_SECONDS * 1000, grown));
+}
 
 /** When a lead came in: its client's last write (a creation or a merge), so a retried batch counts in the window it first counted in. */
 function leadTime(change: StreamChange, now: number): number {
@@ -75,7 +90,8 @@ function leadTime(change: StreamChange, now: number): number {
  * and reports every lead counted until the mailer claims the count); the rest are folded into it.
  * A batch counted after the last claim (a lane lagging past the window's end) is in none yet: it
  * makes the next round's follow-up summary, whose key every such batch shares (one e-mail per
- * round, a round at most every settle time). No lead is dropped, none is in two summaries.
+ * round, rounds spaced a window and more apart: followUpWaitMs). No lead is dropped, none is in two
+ * summaries.
  */
 export function capped(notices: NoticeMessage[], count: LeadCount, window: { start: number; end: number }, cap: number, now: number): NoticeMessage[] {
   const { before, claims } = count;
@@ -97,7 +113,8 @@ export function capped(notices: NoticeMessage[], count: LeadCount, window: { sta
     return out;
   }
   const round = claims.length + 1;
-  out.push({ organizationId, kind: 'lead.summary', key: `lead.summary|${organizationId}|${window.start}|${round}`, at: notices[0].at, notBefore: new Date(now + settleMs).toISOString(), data: { ...data, round } });
+  const notBefore = Math.max(window.end, now + followUpWaitMs(round, window.end - window.start));
+  out.push({ organizationId, kind: 'lead.summary', key: `lead.summary|${organizationId}|${window.start}|${round}`, at: notices[0].at, notBefore: new Date(notBefore).toISOString(), data: { ...data, round } });
   return out;
 }
 
@@ -127,7 +144,13 @@ export async function produceLeadNotices(deps: Deps, derived: DerivedChange[]): 
   const kept = await Promise.all([...groups.values()].map(async ({ organizationId, start, notices }) => {
     const window = { start, end: start + windowMs };
     const expiresAt = Math.ceil((window.end + 86_400_000) / 1000);
-    const count = await counter.countLeadNotices(organizationId, start, batchId(notices), notices.length, expiresAt);
+    const count = await counter.countLeadNotices(organizationId, start, batchId(notices), notices.length, expiresAt, cap).catch((error: unknown) => {
+      // A counter that fails never fails the batch (every organization of the lane would wait on
+      // it): its leads count as past the cap, folded into the window's summary.
+      logger.error('lead notices: the cap counter failed, the batch\'s leads fold into the summary', { organizationId, windowStart: start, leads: notices.length, error: (error as Error).name });
+      metrics.addMetric('NoticeCapFailed', MetricUnit.Count, 1);
+      return { before: cap, claims: [] } satisfies LeadCount;
+    });
     return capped(notices, count, window, cap, now);
   }));
   await handOverNotices(deps, kept.flat());

@@ -1,17 +1,21 @@
 /**
  * The lead notices' cap counter (docs/notifications.md "Bulk-safe: the cap"): one item per
  * organization per window in the rateWindows table (`NOTICES#<organizationId>#<window start>`,
- * kept a day by TTL), counting the lead notices of the window exactly. The fan-out counts a stream
- * batch's leads of an organization and window with one conditional write (not one per lead), and
- * the item remembers what it told every batch (`b_<batch>`: how many the window had counted before
- * it), so a batch retried in any order, beside any other lane, gets its first answer and is never
- * counted twice. The mailer claims the window's count once per summary round, when it sends it
- * (`round_<k>`): a batch counted after the last claim learns it, and its leads go into the next
- * round's follow-up summary (events/lead-notices.ts), so no lead is ever dropped.
+ * kept a day by TTL), counting the lead notices of the window. The fan-out counts a stream batch's
+ * leads of an organization and window with one read and two small writes (not one per lead), and
+ * each batch's answer (how many the window had counted before it) is an item of its own
+ * (`NOTICES#<organizationId>#<window start>#<batch>`, the same TTL), so a batch retried in any
+ * order, beside any other lane, gets its first answer and is not counted twice, and the counter stays
+ * a few attributes however busy the window (one write unit an update). Items the previous version
+ * wrote (an answer per batch as `b_<batch>` on the counter) are still read. The mailer claims the
+ * window's count once per summary round, when it sends it (`round_<k>` on the counter): a batch
+ * counted after the last claim learns it, and its leads go into the next round's follow-up summary
+ * (events/lead-notices.ts), so no lead is dropped. Not exact under a stream's bisection: a bisected
+ * batch's halves are new batches, so leads counted before the split count again (they fold sooner).
  * The only module that reads or writes these items; tests use the twin
  * (test/support/stores/memory-notice-cap-store.ts) through `noticeCapPort.with`.
  */
-import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { Deps } from '../platform/deps.js';
 import { isConditionFailure } from '../platform/dynamo-store.js';
@@ -32,9 +36,10 @@ export interface NoticeCapStore {
    * Counts `count` lead notices of a stream batch (`batch`: an id of the batch's leads of this
    * organization and window) in the window starting at `windowStart` (epoch ms). The same batch
    * counted again (a stream retry, however many batches of other lanes came between) is not
-   * counted twice: it gets the `before` it got the first time.
+   * counted twice: it gets the `before` it got the first time. `claims` are read only when the
+   * batch has leads past `cap` (the only leads they matter to); otherwise empty.
    */
-  countLeadNotices(organizationId: string, windowStart: number, batch: string, count: number, expiresAt: number): Promise<LeadCount>;
+  countLeadNotices(organizationId: string, windowStart: number, batch: string, count: number, expiresAt: number, cap: number): Promise<LeadCount>;
   /**
    * The window's count as its summary of `round` reports it (1: the window's summary; 2, 3, …: the
    * follow-ups): the first call fixes it (the leads counted so far), every later call answers the
@@ -45,8 +50,10 @@ export interface NoticeCapStore {
 }
 
 const capKey = (organizationId: string, windowStart: number) => ({ pk: `NOTICES#${organizationId}#${windowStart}` });
-/** A batch's attribute: top-level (a nested map would need to exist before its first entry). */
-const batchAttribute = (batch: string) => `b_${batch}`;
+/** A batch's answer: its own small item beside the counter (the counter stays a few attributes however many batches count). */
+const batchKey = (organizationId: string, windowStart: number, batch: string) => ({ pk: `NOTICES#${organizationId}#${windowStart}#${batch}` });
+/** A batch's answer as the previous version kept it, on the counter itself (still read: a retry of such a batch is not counted twice). */
+const legacyBatchAttribute = (batch: string) => `b_${batch}`;
 
 const roundAttribute = (round: number) => `round_${round}`;
 
@@ -57,35 +64,61 @@ const claimsOf = (item: Record<string, unknown> | undefined): number[] => {
   return claims;
 };
 
-const countOf = (item: Record<string, unknown> | undefined, batch: string): LeadCount => ({ before: Number(item?.[batchAttribute(batch)] ?? 0), claims: claimsOf(item) });
-
 export function dynamoNoticeCapStore(deps: Deps): NoticeCapStore {
+  const TableName = deps.tables.rateWindows;
+  const claimsNow = async (organizationId: string, windowStart: number) =>
+    claimsOf((await deps.doc.send(new GetCommand({ TableName, Key: capKey(organizationId, windowStart), ConsistentRead: true }))).Item);
   return {
-    async countLeadNotices(organizationId, windowStart, batch, count, expiresAt) {
+    async countLeadNotices(organizationId, windowStart, batch, count, expiresAt, cap) {
+      // A retry of a batch already counted: its first answer.
+      const answered = async (): Promise<number | undefined> => {
+        const { Item } = await deps.doc.send(new GetCommand({ TableName, Key: batchKey(organizationId, windowStart, batch), ConsistentRead: true }));
+        return Item ? Number(Item.before) : undefined;
+      };
+      const first = await answered();
+      if (first !== undefined) return { before: first, claims: await claimsNow(organizationId, windowStart) };
+      let before: number;
       try {
-        // Every operand reads the item as it was: `#b` gets the count before this batch's ADD.
+        // The condition reads a batch the previous version counted (its answer on the counter itself).
         const out = await deps.doc.send(new UpdateCommand({
-          TableName: deps.tables.rateWindows,
+          TableName,
           Key: capKey(organizationId, windowStart),
-          UpdateExpression: 'ADD leads :n SET #b = if_not_exists(leads, :zero), expiresAt = :e',
+          UpdateExpression: 'ADD leads :n SET expiresAt = :e',
           ConditionExpression: 'attribute_not_exists(#b)',
-          ExpressionAttributeNames: { '#b': batchAttribute(batch) },
-          ExpressionAttributeValues: { ':n': count, ':zero': 0, ':e': expiresAt },
-          ReturnValues: 'ALL_NEW',
+          ExpressionAttributeNames: { '#b': legacyBatchAttribute(batch) },
+          ExpressionAttributeValues: { ':n': count, ':e': expiresAt },
+          ReturnValues: 'UPDATED_NEW',
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }));
-        return countOf(out.Attributes, batch);
+        before = Number(out.Attributes?.leads) - count;
       } catch (error) {
-        // The same batch again: what it was told the first time (its notices carry the same keys).
-        if (isConditionFailure(error)) return countOf(error.Item ? unmarshall(error.Item) : undefined, batch);
-        throw error;
+        if (!isConditionFailure(error)) throw error;
+        const item = error.Item ? unmarshall(error.Item) : undefined;
+        return { before: Number(item?.[legacyBatchAttribute(batch)] ?? 0), claims: claimsOf(item) };
       }
+      try {
+        await deps.doc.send(new UpdateCommand({
+          TableName,
+          Key: batchKey(organizationId, windowStart, batch),
+          UpdateExpression: 'SET #before = :b, expiresAt = :e',
+          ConditionExpression: 'attribute_not_exists(pk)',
+          ExpressionAttributeNames: { '#before': 'before' },
+          ExpressionAttributeValues: { ':b': before, ':e': expiresAt },
+        }));
+      } catch (error) {
+        // Two tries of the same batch at once: the first answer stands (this one's leads were counted twice: they fold sooner, none is lost).
+        if (!isConditionFailure(error)) throw error;
+        before = (await answered()) ?? before;
+      }
+      // Claims matter only to leads past the cap; a claim made after the ADD above already holds this batch's leads.
+      const claims = before + count > cap ? await claimsNow(organizationId, windowStart) : [];
+      return { before, claims };
     },
 
     async claimSummary(organizationId, windowStart, round) {
       try {
         const out = await deps.doc.send(new UpdateCommand({
-          TableName: deps.tables.rateWindows,
+          TableName,
           Key: capKey(organizationId, windowStart),
           UpdateExpression: 'SET #r = if_not_exists(#r, leads)',
           ConditionExpression: 'attribute_exists(leads)',

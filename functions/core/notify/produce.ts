@@ -12,7 +12,7 @@ import { logger, metrics } from '../platform/observability.js';
 import { BACKOFFS, retry } from '../platform/retry.js';
 import type { NoticeMessage } from './notice.js';
 import { enqueueNotices } from './notices-queue.js';
-import { unqueuedNoticesPort } from './unqueued-notices-store.js';
+import { UNQUEUED_PARTITIONS, unqueuedNoticesPort, type UnqueuedNotices } from './unqueued-notices-store.js';
 
 export interface NoticeQueue {
   enqueue(messages: NoticeMessage[]): Promise<void>;
@@ -42,15 +42,78 @@ export async function handOverNotices(deps: Deps, messages: NoticeMessage[]): Pr
   }
 }
 
-/** Hands over what the notices queue refused earlier (the delivery sweeper, every minute); answers how many notices went. */
-export async function redriveUnqueuedNotices(deps: Deps, limit = 100): Promise<number> {
+/** Failed hand-overs after which kept notices the queue refuses while it takes others are set aside (docs/operations.md "Unqueued notices"). */
+export const MAX_REDRIVE_TRIES = 10;
+/** How long one re-drive may go on (the sweeper runs every minute, its time-out 60 s). */
+export const REDRIVE_BUDGET_MS = 20_000;
+const PAGE = 25;
+
+/**
+ * Hands over what the notices queue refused earlier (the delivery sweeper, every minute), every
+ * partition page by page until done or `deadline` (epoch ms; REDRIVE_BUDGET_MS from now by default).
+ * Each kept item is tried on its own: one the queue refuses is counted (`tries`) and left for the
+ * next minute, never holding back the others. One refused MAX_REDRIVE_TRIES times while the queue
+ * took others in the same run is set aside for an operator (logged as an error, `NoticesSetAside`);
+ * while the queue refuses everything (an outage) nothing is set aside. Emits the backlog
+ * (`UnqueuedNoticesWaiting`, `UnqueuedNoticesOldestAgeSeconds`) for the alarm to watch. Answers how
+ * many notices went.
+ */
+export async function redriveUnqueuedNotices(deps: Deps, options: { deadline?: number } = {}): Promise<number> {
   const store = unqueuedNoticesPort.of(deps);
+  const deadline = options.deadline ?? deps.now() + REDRIVE_BUDGET_MS;
   let handed = 0;
-  for (const kept of await store.waiting(limit)) {
-    await produceNotices(deps, kept.notices);
-    await store.forget(kept.id);
-    handed += kept.notices.length;
+  let handedItems = 0;
+  const left: UnqueuedNotices[] = [];
+  const refused: { kept: UnqueuedNotices; reason: string }[] = [];
+  let complete = true;
+  for (const partition of UNQUEUED_PARTITIONS) {
+    let after: string | undefined;
+    do {
+      if (deps.now() >= deadline) {
+        complete = false;
+        break;
+      }
+      const page = await store.waiting(partition, PAGE, after);
+      after = page.next;
+      await Promise.all(page.items.map(async (kept) => {
+        try {
+          await produceNotices(deps, kept.notices);
+          await store.forget(kept.id);
+          handed += kept.notices.length;
+          handedItems += 1;
+        } catch (error) {
+          const reason = (error as Error).name;
+          const tries = await store.failed(kept.id).catch(() => kept.tries + 1);
+          const now = { ...kept, tries };
+          left.push(now);
+          refused.push({ kept: now, reason });
+        }
+      }));
+    } while (after !== undefined);
+    if (!complete) break;
   }
+  // A piece the queue refuses while it takes others is the piece's fault, not an outage's.
+  for (const { kept, reason } of refused.filter((r) => r.kept.tries >= MAX_REDRIVE_TRIES)) {
+    const organizationId = kept.notices[0]?.organizationId;
+    if (handedItems === 0) {
+      logger.error('unqueued notices: still refused after many tries (the queue refuses all: kept)', { id: kept.id, organizationId, tries: kept.tries, reason });
+      continue;
+    }
+    try {
+      await store.setAside(kept, reason, deps.now());
+      left.splice(left.indexOf(kept), 1);
+      logger.error('unqueued notices: refused too often while others went, set aside for an operator', { id: kept.id, organizationId, count: kept.notices.length, tries: kept.tries, reason });
+      metrics.addMetric('NoticesSetAside', MetricUnit.Count, kept.notices.length);
+    } catch (error) {
+      logger.warn('unqueued notices: could not be set aside, tried again next minute', { id: kept.id, error: (error as Error).name });
+    }
+  }
+  if (refused.length) logger.warn('unqueued notices: some not re-driven, kept for the next minute', { items: refused.length });
   if (handed) logger.info('unqueued notices re-driven', { count: handed });
+  // The backlog as this run saw it (a lower bound when the deadline came first).
+  const oldest = Math.min(...left.map((k) => k.keptAt));
+  metrics.addMetric('UnqueuedNoticesWaiting', MetricUnit.Count, left.length);
+  metrics.addMetric('UnqueuedNoticesOldestAgeSeconds', MetricUnit.Seconds, left.length ? Math.max(0, Math.round((deps.now() - oldest) / 1000)) : 0);
+  if (!complete) logger.warn('unqueued notices: the re-drive\'s time ran out, the rest next minute', { handed });
   return handed;
 }

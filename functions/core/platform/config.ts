@@ -126,7 +126,9 @@ export const configSchema = z.object({
    * (docs/notifications.md "Bulk-safe: the cap").
    */
   leadNoticeCap: z._default(positiveInt(), 20),
-  leadNoticeWindowSeconds: z._default(positiveInt().check(atMost(86_400, 'leadNoticeWindowSeconds', 'the window\'s counter is kept a day')), 600),
+  // At most 870: the window's summary waits for its end plus 30 s as one queue delay, and SQS delays
+  // at most 900 s (events/lead-notices.ts SUMMARY_SETTLE_SECONDS); a longer window's summary would go early.
+  leadNoticeWindowSeconds: z._default(positiveInt().check(atMost(870, 'leadNoticeWindowSeconds', 'the window\'s summary is sent at its end plus 30 s, one queue delay of at most 900 s')), 600),
   /** The UTC hour the daily digest of the day before is produced (its schedule runs hourly). */
   digestHourUtc: z._default(int().check(z.minimum(0), z.maximum(23)), 7),
   /** How long a siteverify call may take before the lead is refused (fail closed, 503). */

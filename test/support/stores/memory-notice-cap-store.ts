@@ -2,18 +2,28 @@
 import type { LeadCount, NoticeCapStore } from '../../../functions/core/notify/notice-cap-store.js';
 
 export class MemoryNoticeCapStore implements NoticeCapStore {
+  /** The window counters (`leads`, the claims) and each batch's answer (`batches`), as the table keeps them apart. */
   readonly items = new Map<string, { leads: number; batches: Map<string, number>; claims: number[] }>();
-  /** Writes made (one per organization and window per stream batch is the budget). */
+  /** Counter writes made (one per organization and window per stream batch is the budget). */
   writes = 0;
+  /** The next count fails (the table refuses: throttled, or an item too large). */
+  failNext = false;
 
-  async countLeadNotices(organizationId: string, windowStart: number, batch: string, count: number): Promise<LeadCount> {
-    this.writes += 1;
+  // expiresAt and cap optional: tests that only need a count (the mailer's) give neither; no cap tells every claim.
+  async countLeadNotices(organizationId: string, windowStart: number, batch: string, count: number, _expiresAt?: number, cap = 0): Promise<LeadCount> {
+    if (this.failNext) {
+      this.failNext = false;
+      throw new Error('rateWindows unavailable');
+    }
     const key = `${organizationId}#${windowStart}`;
     const item = this.items.get(key) ?? { leads: 0, batches: new Map<string, number>(), claims: [] };
     this.items.set(key, item);
     if (!item.batches.has(batch)) {
+      this.writes += 1;
       item.batches.set(batch, item.leads);
       item.leads += count;
+      const before = item.batches.get(batch)!;
+      return { before, claims: before + count > cap ? [...item.claims] : [] };
     }
     return { before: item.batches.get(batch)!, claims: [...item.claims] };
   }

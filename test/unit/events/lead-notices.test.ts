@@ -22,6 +22,7 @@ import { MemoryEndpointStore } from '../../support/memory-endpoint-store.js';
 import { MemoryNoticeQueue } from '../../support/memory-notice-queue.js';
 import { MemoryNoticeCapStore } from '../../support/stores/memory-notice-cap-store.js';
 import { memoryStores } from '../../support/stores/memory-deps.js';
+import { parseConfig } from '../../../functions/core/platform/config.js';
 import { streamRecord } from './given-stream.js';
 import { newLeadsOf } from '../../../functions/core/events/lead-statistics.js';
 import type { StreamChange } from '../../../functions/core/events/stream-changes.js';
@@ -94,7 +95,7 @@ describe('a new lead', () => {
     expect(queue.calls).toBe(3); // tried a few times first
     expect([...unqueued.items.values()].flat().map((n) => n.kind)).toEqual(['lead.created']);
     // Still down at the next sweep: kept.
-    expect(await redriveUnqueuedNotices(deps).catch(() => 'failed')).toBe('failed');
+    expect(await redriveUnqueuedNotices(deps)).toBe(0);
     expect(unqueued.items.size).toBe(1);
     queue.failing = false;
     expect(await redriveUnqueuedNotices(deps)).toBe(1);
@@ -252,7 +253,8 @@ describe('the cap under parallel lanes and retried batches', () => {
     await run(late[0]); // retried
     const followUps = queue.unique.filter((m) => m.kind === 'lead.summary' && m.data.round === 2);
     expect(followUps).toHaveLength(1);
-    expect(followUps[0]).toMatchObject({ key: `lead.summary|${ORG}|${WINDOW_START}|2`, notBefore: '2030-01-15T12:10:30.000Z' });
+    // A window after the first lagging batch (rounds spaced, not one per settle time).
+    expect(followUps[0]).toMatchObject({ key: `lead.summary|${ORG}|${WINDOW_START}|2`, notBefore: '2030-01-15T12:20:00.000Z' });
     expect(await reported(cap, 2, 2)).toBe(6);
     // After that round went, the next lagging batch opens round 3.
     await run(leads(2));
@@ -263,3 +265,56 @@ describe('the cap under parallel lanes and retried batches', () => {
     expect([...cap.items.values()].map((i) => i.leads)).toEqual([2 + 1 + 6 + 2]);
   });
 });
+
+describe('the cap\'s bounds', () => {
+  const WINDOW_START = Date.parse('2030-01-15T12:00:00.000Z');
+  const leads = (n: number) => Array.from({ length: n }, () => inserted(leadItem()));
+
+  it('a counter that fails does not fail the batch: its leads fold into the window\'s summary, logged', async () => {
+    const { queue, cap, run } = given({ leadNoticeCap: 2 });
+    cap.failNext = true;
+    loggedError.mockClear();
+    expect(await run(leads(3))).toEqual({ batchItemFailures: [] });
+    expect(queue.unique.map((m) => m.kind)).toEqual(['lead.summary']);
+    expect(queue.unique[0]).toMatchObject({ key: `lead.summary|${ORG}|${WINDOW_START}`, data: { folded: 3, round: 1 } });
+    expect(loggedError).toHaveBeenCalledWith(expect.stringContaining('cap counter failed'), expect.objectContaining({ organizationId: ORG, leads: 3 }));
+  });
+
+  it('a window is at most 870 s, so its summary\'s wait (window end + 30 s) is one queue delay of at most 900 s', async () => {
+    expect(() => parseConfig({ leadNoticeWindowSeconds: 871 })).toThrow(/leadNoticeWindowSeconds must be at most 870/);
+    const { queue, clock, run } = given({ leadNoticeCap: 1, leadNoticeWindowSeconds: 870 });
+    await run(leads(2));
+    const summary = queue.unique.find((m) => m.kind === 'lead.summary')!;
+    expect((Date.parse(summary.notBefore!) - clock.now()) / 1000).toBeLessThanOrEqual(900);
+  });
+
+  it('a lane lagging an hour past the window\'s end (a batch every 30 s) makes a few spaced follow-ups, not one per batch', async () => {
+    const { queue, cap, clock, run } = given({ leadNoticeCap: 2 });
+    const claimed = new Set<string>();
+    /** The mailer: sends (claims) each summary once its notBefore has come. */
+    const mail = async () => {
+      for (const m of queue.unique.filter((q) => q.kind === 'lead.summary' && !claimed.has(q.key) && Date.parse(q.notBefore ?? '') <= clock.now())) {
+        claimed.add(m.key);
+        await cap.claimSummary(ORG, WINDOW_START, m.data.round as number);
+      }
+    };
+    await run(leads(3));
+    for (let t = 0; t < 140; t++) { // 70 minutes of 30-s steps: the window, then an hour of lagging batches of its leads
+      clock.advance(30_000);
+      await mail();
+      await run(leads(1));
+    }
+    clock.advance(900_000);
+    await mail();
+    const rounds = queue.unique.filter((m) => m.kind === 'lead.summary');
+    expect(rounds.length).toBeGreaterThan(1);
+    expect(rounds.length).toBeLessThanOrEqual(7);
+    // None dropped: the rounds' claims report every lead past the cap.
+    const item = [...cap.items.values()][0];
+    expect(item.claims.at(-1)).toBe(3 + 140);
+    // Each follow-up waits longer than the one before, at most the queue's 900 s.
+    const waits = rounds.slice(1).map((m) => Date.parse(m.notBefore!) - Date.parse(m.at));
+    expect(Math.max(...waits)).toBeLessThanOrEqual(900_000);
+  });
+});
+
