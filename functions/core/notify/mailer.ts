@@ -13,7 +13,8 @@
 import { createHash } from 'node:crypto';
 import type { Deps } from '../platform/deps.js';
 import { BACKOFFS, retry } from '../platform/retry.js';
-import { logger } from '../platform/observability.js';
+import { MetricUnit } from '@aws-lambda-powertools/metrics';
+import { logger, metrics } from '../platform/observability.js';
 import { composeNotice, type LeadSummaryData } from './compose.js';
 import { noticeCapPort } from './notice-cap-store.js';
 import { composeConfirmation } from './confirmation-mail.js';
@@ -33,6 +34,8 @@ export interface MailerOptions {
   baseUrl: string;
   /** Epoch ms (deps.now) after which no send starts and a send still going counts as failed: the batch's deadline. */
   deadline?: number;
+  /** Counts refused addresses before any is suppressed: the container's own unless given (tests). */
+  breaker?: RejectionBreaker;
 }
 
 export class NoticeNotSent extends Error {
@@ -79,22 +82,65 @@ export const errorCode = (error: unknown): string => {
  * address may still go. Anything else (a refused or timed-out connection, a throttle, a 4xx of the
  * server) is the transport's, and stops the message.
  */
-const ADDRESS_ERRORS = new Set(['EENVELOPE', 'MessageRejected', 'BadRequestException']);
+const ADDRESS_ERRORS = new Set(['MessageRejected', 'BadRequestException']);
 const concernsTheAddress = (error: unknown) => {
-  const e = error as { code?: string; name?: string; responseCode?: number } | undefined;
-  return ADDRESS_ERRORS.has(e?.code ?? '') || ADDRESS_ERRORS.has(e?.name ?? '') || (typeof e?.responseCode === 'number' && e.responseCode >= 500 && e.code === 'EENVELOPE');
+  const e = error as { code?: string; name?: string; command?: string; response?: unknown; responseCode?: number } | undefined;
+  // An SMTP envelope error concerns the address only at its RCPT TO, put off (4xx) or refused as an
+  // address; a policy refusal there (5.7.x), a 530, a refused MAIL FROM or DATA is the sender's or the server's.
+  if (e?.code === 'EENVELOPE') {
+    return e.command === 'RCPT TO' && ((typeof e.responseCode === 'number' && e.responseCode < 500) || addressRefusal(typeof e.response === 'string' ? e.response : ''));
+  }
+  return ADDRESS_ERRORS.has(e?.code ?? '') || ADDRESS_ERRORS.has(e?.name ?? '');
 };
 
 /**
- * The server refused this address for good: an SMTP 5xx to its RCPT TO (nodemailer's EENVELOPE with
- * the reply's code; a 4xx there is a greylist or a full mailbox, tried again). Trying again would
- * be refused the same way, forever. SES does not refuse an address when it is sent: a recipient's
- * permanent failure comes back as a permanent bounce event (notify/mail-feedback.ts).
+ * The server refused this address for good (docs/notifications.md "Refused addresses"): its own
+ * RCPT TO answered 5xx (nodemailer's EENVELOPE, `command` 'RCPT TO', the address among `rejected`)
+ * with an address status: an enhanced code 5.1.x (no such user, bad domain), or a plain 550/553
+ * with no enhanced code. Any other refusal is the transport's and is tried again: a refused MAIL
+ * FROM or DATA, a policy refusal (5.7.x: relaying denied, sender not authorized), a 530 (auth
+ * required), a 4xx (greylisting, a full mailbox). Suppressing on those would drop good addresses
+ * for every organization. SES does not refuse an address when it is sent: a recipient's permanent
+ * failure comes back as a permanent bounce event (notify/mail-feedback.ts).
  */
-export const permanentlyRejected = (error: unknown): boolean => {
-  const e = error as { code?: string; responseCode?: number } | undefined;
-  return e?.code === 'EENVELOPE' && typeof e.responseCode === 'number' && e.responseCode >= 500 && e.responseCode < 600;
+export const permanentlyRejected = (error: unknown, address: string): boolean => {
+  const e = error as { code?: string; command?: string; rejected?: unknown; rejectedErrors?: unknown; response?: unknown; responseCode?: number } | undefined;
+  if (e?.code !== 'EENVELOPE' || e.command !== 'RCPT TO') return false;
+  const wanted = address.toLowerCase();
+  if (!Array.isArray(e.rejected) || !e.rejected.some((r) => typeof r === 'string' && r.toLowerCase() === wanted)) return false;
+  // This address's own reply when nodemailer kept it, else the message's.
+  const own = Array.isArray(e.rejectedErrors)
+    ? (e.rejectedErrors as { recipient?: unknown; response?: unknown }[]).find((r) => typeof r?.recipient === 'string' && r.recipient.toLowerCase() === wanted)
+    : undefined;
+  return addressRefusal(typeof own?.response === 'string' ? own.response : typeof e.response === 'string' ? e.response : '');
 };
+
+/** A reply that refuses the address itself: 5xx with an enhanced 5.1.x, or a plain 550/553 without an enhanced code. */
+export function addressRefusal(reply: string): boolean {
+  const m = /^(\d{3})(?:[ -](\d)\.(\d{1,3})\.\d{1,3}\b)?/.exec(reply.trim());
+  if (!m || m[1][0] !== '5') return false;
+  if (m[2] !== undefined) return m[2] === '5' && m[3] === '1';
+  return m[1] === '550' || m[1] === '553';
+}
+
+/**
+ * A breaker on suppression (docs/notifications.md "Refused addresses"): more than `limit` distinct
+ * addresses refused within `windowMs` is not a run of dead mailboxes but a server refusing
+ * everything (a misconfigured relay, a blocklisted sender): the refusals are then tried again like
+ * a transport failure, nothing is suppressed, an error is logged and the MailRejectionsHeld metric
+ * (alarmed) counts them. Per mailer instance (at most the mailer's concurrency of them).
+ */
+export class RejectionBreaker {
+  private readonly seen = new Map<string, number>();
+  constructor(readonly limit = 5, readonly windowMs = 10 * 60_000) {}
+  /** Counts `address` refused at `now`; false once more than `limit` distinct addresses were refused in the window. */
+  allows(address: string, now: number): boolean {
+    for (const [a, at] of this.seen) if (at <= now - this.windowMs) this.seen.delete(a);
+    this.seen.set(address, now);
+    return this.seen.size <= this.limit;
+  }
+}
+const containerBreaker = new RejectionBreaker();
 
 export class OutOfTime extends Error {
   override name = 'OutOfTime';
@@ -128,7 +174,13 @@ async function sendOnce(deps: Deps, message: QueuedMessage, mail: OutgoingMail, 
   try {
     await beforeDeadline(deps, options.deadline, () => options.transport.send(mail));
   } catch (error) {
-    if (permanentlyRejected(error)) return rejected(deps, message, mail, mark, error);
+    if (permanentlyRejected(error, mail.to)) {
+      if ((options.breaker ?? containerBreaker).allows(mail.to, deps.now())) return rejected(deps, message, mail, mark, error);
+      metrics.addMetric('MailRejectionsHeld', MetricUnit.Count, 1);
+      logger.error('mailer: too many addresses refused at once: none suppressed, tried again (the mail server or its sender setup is likely at fault)', { organizationId: message.organizationId, to: addressHash(mail.to), error: errorCode(error) });
+      await marks.release(mark).catch(() => undefined);
+      return { failed: errorCode(error), transportDown: true };
+    }
     await marks.release(mark).catch(() => undefined);
     const transportDown = !concernsTheAddress(error);
     logger.warn('mailer: send failed', { kind: message.kind, organizationId: message.organizationId, to: addressHash(mail.to), error: errorCode(error), transportDown });

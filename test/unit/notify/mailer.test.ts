@@ -7,13 +7,13 @@
 import { describe, it, expect, beforeAll, afterAll, beforeEach, afterEach, jest } from '@jest/globals';
 import type { SQSRecord } from 'aws-lambda';
 import type { ChangeMessageVisibilityCommand } from '@aws-sdk/client-sqs';
-import { sendQueuedMessage, NoticeNotSent, addressHash } from '../../../functions/core/notify/mailer.js';
+import { sendQueuedMessage, NoticeNotSent, addressHash, RejectionBreaker } from '../../../functions/core/notify/mailer.js';
 import { sendNoticeBatch } from '../../../functions/mailer/sqs-batch.js';
 import type { MailTransport, OutgoingMail } from '../../../functions/core/notify/mail-transport.js';
 import { noticeMarkPort, markId, type NoticeMarkStore } from '../../../functions/core/notify/notice-mark-store.js';
 import { recipientItem } from '../../../functions/core/notify/recipient-store.js';
 import type { NoticeMessage } from '../../../functions/core/notify/notice.js';
-import { logger } from '../../../functions/core/platform/observability.js';
+import { logger, metrics } from '../../../functions/core/platform/observability.js';
 import type { Deps } from '../../../functions/core/platform/deps.js';
 import { memoryStores } from '../../support/stores/memory-deps.js';
 import { noticeCapPort } from '../../../functions/core/notify/notice-cap-store.js';
@@ -87,7 +87,7 @@ describe('the mailer under a failing mail server', () => {
     const sent: string[] = [];
     const transport: MailTransport = {
       send: async (mail) => {
-        if (mail.to === addresses[0]) throw Object.assign(new Error(`450 ${mail.to} greylisted`), { code: 'EENVELOPE', responseCode: 450 });
+        if (mail.to === addresses[0]) throw Object.assign(new Error(`450 ${mail.to} greylisted`), { code: 'EENVELOPE', command: 'RCPT TO', responseCode: 450, response: `450 4.2.0 ${mail.to} greylisted`, rejected: [mail.to] });
         sent.push(mail.to);
       },
     };
@@ -157,7 +157,7 @@ describe('the mailer under a failing mail server', () => {
     const summary: NoticeMessage = { organizationId: 'org_1', kind: 'lead.summary', key: `lead.summary|org_1|${start}`, at: '2030-01-15T12:00:00.000Z', data: { round: 1, folded: 1, cap: 2, since: '2030-01-15T12:00:00.000Z', until: '2030-01-15T12:10:00.000Z' } };
     const sent: OutgoingMail[] = [];
     let down = true;
-    const transport: MailTransport = { send: async (mail) => { if (down && mail.to === addresses[2]) throw Object.assign(new Error('450'), { code: 'EENVELOPE', responseCode: 450 }); sent.push(mail); } };
+    const transport: MailTransport = { send: async (mail) => { if (down && mail.to === addresses[2]) throw Object.assign(new Error('450'), { code: 'EENVELOPE', command: 'RCPT TO', responseCode: 450, response: `450 4.2.0 ${mail.to} greylisted`, rejected: [mail.to] }); sent.push(mail); } };
     await expect(sendQueuedMessage(deps, summary, options(transport))).rejects.toThrow(NoticeNotSent);
     await cap.countLeadNotices('org_1', start, 'b3', 1); // counted after the claim: a follow-up's, not this summary's
     down = false;
@@ -185,7 +185,7 @@ describe('an address the mail server refuses for good (SMTP 550 to its RCPT TO)'
   const server = new TestMailServer();
   beforeAll(() => server.up());
   afterAll(() => server.stop());
-  beforeEach(() => { jest.spyOn(logger, 'warn').mockImplementation(() => undefined); });
+  beforeEach(() => { server.refusing.clear(); jest.spyOn(logger, 'warn').mockImplementation(() => undefined); });
   afterEach(() => { jest.restoreAllMocks(); });
 
   it('is suppressed as rejected (with when) and not tried again, while the others get the notice once', async () => {
@@ -201,8 +201,59 @@ describe('an address the mail server refuses for good (SMTP 550 to its RCPT TO)'
     expect(await sendQueuedMessage(deps, notice('r1'), options(transport))).toEqual({ sent: 0, skipped: 2, rejected: 0 });
     expect(await sendQueuedMessage(deps, notice('r2'), options(transport))).toEqual({ sent: 2, skipped: 0, rejected: 0 });
     expect(server.rejected).toBe(1);
-    // It stays suppressed: removed, then added again, it is refused.
+    // It stays suppressed while listed; removed, an admin may add it again: pending, with a fresh confirmation.
     await setRecipients(deps, 'org_1', []);
-    await expect(setRecipients(deps, 'org_1', [{ email: addresses[1], notices: ['lead.created'] }])).rejects.toMatchObject({ status: 422 });
+    const again = await setRecipients(deps, 'org_1', [{ email: addresses[1], notices: ['lead.created'] }]);
+    expect(again.added).toEqual([addresses[1]]);
+    expect(again.recipients[0]).toMatchObject({ email: addresses[1], status: 'pending', addedAt: deps.now() });
+  });
+
+  const transportOf = () => mailTransport(parseConfig({ local: true, noticeSmtpUrl: `smtp://127.0.0.1:${server.port}`, noticeSendTimeoutMs: 2000 }));
+  const statuses = async (deps: Deps) => (await listRecipients(deps, 'org_1')).map((r) => r.status);
+
+  it.each([
+    ['a refused MAIL FROM (550 5.7.1 sender not authorized)', () => { server.mailFromAnswer = { code: 550, text: '5.7.1 Sender not authorized' }; }],
+    ['a policy refusal of the RCPT TO (550 5.7.1 relaying denied)', () => { for (const a of addresses) server.answers.set(a, { code: 550, text: '5.7.1 Relaying denied' }); }],
+    ['a 530 to the RCPT TO (5.7.0 authentication required)', () => { for (const a of addresses) server.answers.set(a, { code: 530, text: '5.7.0 Authentication required' }); }],
+  ])('%s suppresses nobody: the transport is at fault, the message is tried again, its other addresses not tried now', async (_name, refuse) => {
+    const { deps } = setup();
+    const received = server.received.length;
+    refuse();
+    try {
+      await expect(sendQueuedMessage(deps, notice('p1'), options(transportOf()))).rejects.toThrow(NoticeNotSent);
+    } finally {
+      server.mailFromAnswer = undefined;
+      server.answers.clear();
+    }
+    expect(await statuses(deps)).toEqual(['confirmed', 'confirmed', 'confirmed']);
+    expect(server.received.length).toBe(received);
+    // The server fixed: every address gets it.
+    expect(await sendQueuedMessage(deps, notice('p1'), options(transportOf()))).toEqual({ sent: 3, skipped: 0, rejected: 0 });
+  });
+
+  it('an address refused as an address (550 5.1.10, a plain 553) is suppressed', async () => {
+    const { deps } = setup();
+    server.answers.set(addresses[0], { code: 550, text: '5.1.10 Recipient address rejected: null MX' });
+    server.answers.set(addresses[2], { code: 553, text: 'mailbox name not allowed' });
+    try {
+      expect(await sendQueuedMessage(deps, notice('a1'), options(transportOf()))).toEqual({ sent: 1, skipped: 0, rejected: 2 });
+    } finally { server.answers.clear(); }
+    expect(await statuses(deps)).toEqual(['suppressed', 'confirmed', 'suppressed']);
+  });
+
+  it('a breaker: more addresses refused at once than its limit suppresses no more of them, logs an error and counts them', async () => {
+    const { deps } = setup();
+    const errors = jest.spyOn(logger, 'error').mockImplementation(() => undefined);
+    const held = jest.spyOn(metrics, 'addMetric').mockImplementation(() => metrics);
+    for (const a of addresses) server.refusing.add(a);
+    const breaker = new RejectionBreaker(2, 10 * 60_000);
+    try {
+      await expect(sendQueuedMessage(deps, notice('b1'), { ...options(transportOf()), breaker })).rejects.toThrow(NoticeNotSent);
+    } finally { server.refusing.clear(); }
+    expect((await statuses(deps)).filter((x) => x === 'suppressed')).toHaveLength(2);
+    expect(errors).toHaveBeenCalledWith(expect.stringContaining('too many addresses refused'), expect.anything());
+    expect(held).toHaveBeenCalledWith('MailRejectionsHeld', expect.anything(), 1);
+    // Ten minutes on, the window is new: a refusal suppresses again.
+    expect(breaker.allows('d@shop.example', deps.now() + 10 * 60_000 + 1)).toBe(true);
   });
 });
