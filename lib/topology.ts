@@ -236,8 +236,13 @@ export type EventSourceSpec =
       filter?: FilterPattern;
     }
   | { kind: 'queue'; queue: QueueName; batchSize: number; maxConcurrency: number }
-  /** Invoked on a fixed rate: an EventBridge rule on AWS, a timer in the local stack (same handler). */
-  | { kind: 'schedule'; rateMinutes: number };
+  /**
+   * Invoked on a fixed rate: an EventBridge rule on AWS, a timer in the local stack (same handler).
+   * `oneAtATime`: reserved concurrency 1 on AWS (the stage's sweeperReservedConcurrency), so a run
+   * still going makes the next one wait; only for a function with no other event source (a queue's
+   * mapping would be throttled by it).
+   */
+  | { kind: 'schedule'; rateMinutes: number; oneAtATime?: true };
 
 /**
  * Delivery batches (of 10) attempted at once, all organizations together: sized in
@@ -361,7 +366,7 @@ export const functions = {
     tables: { deliveries: 'readWrite' },
     // Notices kept while the notices queue refused them (functions/core/notify/unqueued-notices-store.ts) are handed over again.
     queues: { deliveryQueue: 'send', noticesQueue: 'send' },
-    events: [{ kind: 'schedule', rateMinutes: 1 }],
+    events: [{ kind: 'schedule', rateMinutes: 1, oneAtATime: true }],
   },
   dailyDigest: {
     entry: 'daily-digest',

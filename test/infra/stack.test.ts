@@ -1154,6 +1154,27 @@ describe('recovery', () => {
   it('runs the sweeper one at a time (reserved concurrency 1: an overlapping run is refused, and not retried)', () => {
     expect(functionProps('deliverySweeper').ReservedConcurrentExecutions).toBe(1);
   });
+
+  it('on every stage, a queue-fed function reserves nothing or at least its mappings\' maximum concurrency (+1 when it also runs on a schedule): its mappings are never throttled', () => {
+    const checked: string[] = [];
+    for (const [stage, built] of [...Object.keys(stages).map((name) => [name, name === 'prod' ? prod().stack : build({ stage: name }).stack] as const), ['test', stack] as const, ['raised', raised().stack] as const]) {
+      const t = templateOf(built);
+      const mappings = Object.values(t.findResources('AWS::Lambda::EventSourceMapping'));
+      const rules = Object.values(t.findResources('AWS::Events::Rule'));
+      for (const name of Object.keys(functions) as FunctionName[]) {
+        const id = built.getLogicalId(built.functions[name].node.defaultChild as CfnFunction);
+        const fed = mappings.filter((m) => m.Properties.FunctionName?.Ref === id && String(JSON.stringify(m.Properties.EventSourceArn)).includes('Queue'));
+        if (!fed.length) continue;
+        const scheduled = rules.some((r) => JSON.stringify(r.Properties.Targets ?? []).includes(`"${id}"`));
+        const needed = fed.reduce((sum, m) => sum + Number(m.Properties.ScalingConfig?.MaximumConcurrency ?? Infinity), 0) + (scheduled ? 1 : 0);
+        const reserved = t.findResources('AWS::Lambda::Function')[id].Properties.ReservedConcurrentExecutions as number | undefined;
+        expect({ stage, name, reserved: reserved === undefined || reserved >= needed ? 'enough' : `${reserved} < ${needed}` }).toEqual({ stage, name, reserved: 'enough' });
+        checked.push(`${stage} ${name}`);
+      }
+    }
+    // The daily digest is among them: a schedule and the digest queue.
+    expect(checked).toContain('prod dailyDigest');
+  });
 });
 
 describe('observability', () => {
