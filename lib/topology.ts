@@ -425,7 +425,8 @@ export const functions = {
       organizations: [
         { actions: ['dynamodb:GetItem'], attributes: [...RECIPIENT_FIELDS, ...ORGANIZATION_NAME_FIELDS] },
         { actions: ['dynamodb:Query'], attributes: RECIPIENT_FIELDS },
-        { actions: ['dynamodb:UpdateItem'], attributes: SUPPRESSION_FIELDS },
+        // An organization's own items (its recipients, its SUPPRESSED# records), never an API key's lookup item.
+        { actions: ['dynamodb:UpdateItem'], attributes: SUPPRESSION_FIELDS, leadingKeys: ['ORG#*'] },
       ],
       // The sent marks alone (notify/notice-mark-store.ts: `notice#…` items with a TTL), not the lead endpoint's idempotency records beside them.
       idempotency: { actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'], leadingKeys: ['notice#*'] },
@@ -444,7 +445,7 @@ export const functions = {
     timeoutSeconds: 10,
     memoryMb: 256,
     // Sets a recipient's status: UpdateItem naming the suppression's attributes alone (recipient-store.ts SUPPRESSION_FIELDS).
-    tables: { organizations: { actions: ['dynamodb:UpdateItem'], attributes: SUPPRESSION_FIELDS } },
+    tables: { organizations: { actions: ['dynamodb:UpdateItem'], attributes: SUPPRESSION_FIELDS, leadingKeys: ['ORG#*'] } },
     queues: { mailFeedbackQueue: 'consume' },
     events: [{ kind: 'queue', queue: 'mailFeedbackQueue', batchSize: 10, maxConcurrency: 2 }],
   },

@@ -1067,7 +1067,8 @@ describe('least privilege (a later grant that widens access fails here)', () => 
       StringEquals: { 'dynamodb:Select': 'SPECIFIC_ATTRIBUTES' },
     }, {
       'ForAllValues:StringEquals': { 'dynamodb:Attributes': [...handOffMarkerFields] },
-      StringEqualsIfExists: { 'dynamodb:Select': 'SPECIFIC_ATTRIBUTES' },
+      // Nor does it return the item it writes (its signing secrets): no ALL_OLD or ALL_NEW.
+      StringEqualsIfExists: { 'dynamodb:Select': 'SPECIFIC_ATTRIBUTES', 'dynamodb:ReturnValues': ['NONE', 'UPDATED_OLD', 'UPDATED_NEW'] },
     }]);
     expect(actionsOn('eventFanout', tableRef('endpoints')).sort()).toEqual(['dynamodb:Query', 'dynamodb:UpdateItem']);
     expect(tables.endpoints.readableFields).not.toContain('secrets');
