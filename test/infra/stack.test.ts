@@ -736,6 +736,14 @@ describe('the CDK stack', () => {
     expect(alarmNamed('BulkDeadLetters').AlarmDescription).toMatch(/^\[page\]/);
   });
 
+  it('alarms on the e-mail path: a digest job 2 hours old, and the mailer holding back refused addresses (its breaker)', () => {
+    expect(alarmOn('ApproximateAgeOfOldestMessage', queueDimension('digestQueue'))).toEqual([expect.objectContaining({
+      AlarmName: 'Crm-test-DigestOldestMessageAge', Statistic: 'Maximum', Period: 300, Threshold: 7200, ComparisonOperator: 'GreaterThanThreshold',
+    })]);
+    expect(alarmOn('MailRejectionsHeld', [{ Name: 'service', Value: 'crm-integration-api' }])).toEqual([expect.objectContaining({ AlarmName: 'Crm-test-MailRejectionsHeld', Statistic: 'Sum', Threshold: 1 })]);
+    for (const name of ['DigestOldestMessageAge', 'MailRejectionsHeld']) expect(alarmNamed(name).AlarmDescription).toMatch(/Runbook: docs\/operations\.md#alarm-notices$/);
+  });
+
   it('links every alarm\'s description to its own runbook section in docs/operations.md, and each section exists there (prod\'s backup alarms too)', () => {
     // GitHub's anchors: the heading lower-cased, punctuation dropped, spaces as hyphens.
     const anchors = new Set(readFileSync('docs/operations.md', 'utf8').split('\n').filter((l) => /^#{2,4} /.test(l))
