@@ -197,8 +197,10 @@ describe('least privilege, simulated on the prod roles', () => {
       expect(await decide(fn, 'dynamodb:UpdateItem', tableArn('organizations'), { ...suppression, 'dynamodb:LeadingKeys': ['APIKEY#abc'] })).toBe('ImplicitlyDenied');
     });
 
-    it("the mailer's rate-window writes are the lead notices' counters alone (NOTICES#*), not the rate limiter's windows nor a daily cap", async () => {
+    it("the mailer's rate-window writes are the lead notices' counters (NOTICES#*) and its refused-address count alone, not the rate limiter's windows nor a daily cap", async () => {
       expect(await decide('mailer', 'dynamodb:UpdateItem', tableArn('rateWindows'), { 'dynamodb:LeadingKeys': ['NOTICES#org_1#1700000000000'] })).toBe('Allowed');
+      // And the suppression breaker's count of refused addresses (notify/rejection-count-store.ts).
+      expect(await decide('mailer', 'dynamodb:UpdateItem', tableArn('rateWindows'), { 'dynamodb:LeadingKeys': ['MAILREJECT#1700000000000'] })).toBe('Allowed');
       for (const key of ['RLS#key_1#0', 'CAP#key_1#2030-01-15']) {
         expect([key, await decide('mailer', 'dynamodb:UpdateItem', tableArn('rateWindows'), { 'dynamodb:LeadingKeys': [key] })]).toEqual([key, 'ImplicitlyDenied']);
       }

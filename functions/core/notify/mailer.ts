@@ -24,6 +24,7 @@ import { noticeMarkStore, type MarkId } from './notice-mark-store.js';
 import type { NoticeMessage } from './notice.js';
 import type { QueuedMessage, ConfirmationMessage } from './notices-queue.js';
 import { recipientStore } from './recipient-store.js';
+import { rejectionCountPort, REJECTION_WINDOW_MS } from './rejection-count-store.js';
 import { CONFIRMATION_WRITE_GRACE_MS, picks, suppressRecipient } from './recipients.js';
 
 export interface MailerOptions {
@@ -34,8 +35,6 @@ export interface MailerOptions {
   baseUrl: string;
   /** Epoch ms (deps.now) after which no send starts and a send still going counts as failed: the batch's deadline. */
   deadline?: number;
-  /** Counts refused addresses before any is suppressed: the container's own unless given (tests). */
-  breaker?: RejectionBreaker;
 }
 
 export class NoticeNotSent extends Error {
@@ -123,24 +122,28 @@ export function addressRefusal(reply: string): boolean {
   return m[1] === '550' || m[1] === '553';
 }
 
+/** More distinct addresses than this refused within one REJECTION_WINDOW_MS, and the breaker trips. */
+export const REJECTION_LIMIT = 5;
+
 /**
- * A breaker on suppression (docs/notifications.md "Refused addresses"): more than `limit` distinct
- * addresses refused within `windowMs` is not a run of dead mailboxes but a server refusing
- * everything (a misconfigured relay, a blocklisted sender): the refusals are then tried again like
- * a transport failure, nothing is suppressed, an error is logged and the MailRejectionsHeld metric
- * (alarmed) counts them. Per mailer instance (at most the mailer's concurrency of them).
+ * A breaker on suppression (docs/notifications.md "An address refused for good"): more than
+ * REJECTION_LIMIT distinct addresses refused within a 10-minute window (counted across every mailer
+ * instance, notify/rejection-count-store.ts) is not a run of dead mailboxes but a server refusing
+ * everything (a misconfigured relay, a blocklisted sender): then nothing more is suppressed, the
+ * refusals are tried again like a transport failure, an error is logged and MailRejectionsHeld
+ * (alarmed) counts them. A count that cannot be written suppresses nothing either: suppression is
+ * the step an admin must undo by hand.
  */
-export class RejectionBreaker {
-  private readonly seen = new Map<string, number>();
-  constructor(readonly limit = 5, readonly windowMs = 10 * 60_000) {}
-  /** Counts `address` refused at `now`; false once more than `limit` distinct addresses were refused in the window. */
-  allows(address: string, now: number): boolean {
-    for (const [a, at] of this.seen) if (at <= now - this.windowMs) this.seen.delete(a);
-    this.seen.set(address, now);
-    return this.seen.size <= this.limit;
+async function breaker(deps: Deps, address: string): Promise<'closed' | 'tripped' | 'unknown'> {
+  const now = deps.now();
+  try {
+    const refused = await rejectionCountPort.of(deps).countRefused(now - (now % REJECTION_WINDOW_MS), addressHash(address));
+    return refused <= REJECTION_LIMIT ? 'closed' : 'tripped';
+  } catch (error) {
+    logger.warn('mailer: refused addresses not counted: none suppressed, tried again', { to: addressHash(address), error: errorCode(error) });
+    return 'unknown';
   }
 }
-const containerBreaker = new RejectionBreaker();
 
 export class OutOfTime extends Error {
   override name = 'OutOfTime';
@@ -175,10 +178,12 @@ async function sendOnce(deps: Deps, message: QueuedMessage, mail: OutgoingMail, 
     await beforeDeadline(deps, options.deadline, () => options.transport.send(mail));
   } catch (error) {
     if (permanentlyRejected(error, mail.to)) {
-      if ((options.breaker ?? containerBreaker).allows(mail.to, deps.now())) return rejected(deps, message, mail, mark, error);
+      const state = await breaker(deps, mail.to);
+      if (state === 'closed') return rejected(deps, message, mail, mark, error);
+      await marks.release(mark).catch(() => undefined);
+      if (state === 'unknown') return { failed: errorCode(error), transportDown: false };
       metrics.addMetric('MailRejectionsHeld', MetricUnit.Count, 1);
       logger.error('mailer: too many addresses refused at once: none suppressed, tried again (the mail server or its sender setup is likely at fault)', { organizationId: message.organizationId, to: addressHash(mail.to), error: errorCode(error) });
-      await marks.release(mark).catch(() => undefined);
       return { failed: errorCode(error), transportDown: true };
     }
     await marks.release(mark).catch(() => undefined);

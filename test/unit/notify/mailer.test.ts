@@ -7,7 +7,9 @@
 import { describe, it, expect, beforeAll, afterAll, beforeEach, afterEach, jest } from '@jest/globals';
 import type { SQSRecord } from 'aws-lambda';
 import type { ChangeMessageVisibilityCommand } from '@aws-sdk/client-sqs';
-import { sendQueuedMessage, NoticeNotSent, addressHash, RejectionBreaker } from '../../../functions/core/notify/mailer.js';
+import { sendQueuedMessage, NoticeNotSent, addressHash, REJECTION_LIMIT } from '../../../functions/core/notify/mailer.js';
+import { rejectionCountPort, REJECTION_WINDOW_MS } from '../../../functions/core/notify/rejection-count-store.js';
+import { MemoryRejectionCountStore } from '../../support/stores/memory-rejection-count-store.js';
 import { sendNoticeBatch } from '../../../functions/mailer/sqs-batch.js';
 import type { MailTransport, OutgoingMail } from '../../../functions/core/notify/mail-transport.js';
 import { noticeMarkPort, markId, type NoticeMarkStore } from '../../../functions/core/notify/notice-mark-store.js';
@@ -57,8 +59,9 @@ function setup(markSentFailures = 0) {
   const { marks, store } = memoryMarks(markSentFailures);
   const visibility: ChangeMessageVisibilityCommand['input'][] = [];
   const sqs = { send: async (command: ChangeMessageVisibilityCommand) => { visibility.push(command.input); return {}; } };
-  const deps = { ...noticeMarkPort.with(stores.deps, store), sqs } as unknown as Deps;
-  return { deps, marks, visibility };
+  const rejections = new MemoryRejectionCountStore();
+  const deps = { ...rejectionCountPort.with(noticeMarkPort.with(stores.deps, store), rejections), sqs } as unknown as Deps;
+  return { deps, marks, visibility, rejections };
 }
 
 const options = (transport: MailTransport) => ({ transport, linkSecret: async () => 'secret', baseUrl: 'https://crm.example' });
@@ -241,19 +244,32 @@ describe('an address the mail server refuses for good (SMTP 550 to its RCPT TO)'
     expect(await statuses(deps)).toEqual(['suppressed', 'confirmed', 'suppressed']);
   });
 
-  it('a breaker: more addresses refused at once than its limit suppresses no more of them, logs an error and counts them', async () => {
-    const { deps } = setup();
+  it('a breaker: past REJECTION_LIMIT distinct addresses refused in 10 minutes (by any mailer), none more is suppressed: an error, MailRejectionsHeld, tried again', async () => {
+    const { deps, rejections } = setup();
     const errors = jest.spyOn(logger, 'error').mockImplementation(() => undefined);
     const held = jest.spyOn(metrics, 'addMetric').mockImplementation(() => metrics);
+    // Other organizations' addresses refused in this window (other mailer instances): one short of the limit.
+    const window = deps.now() - (deps.now() % REJECTION_WINDOW_MS);
+    rejections.windows.set(window, new Set(Array.from({ length: REJECTION_LIMIT - 1 }, (_, i) => `other${i}`)));
     for (const a of addresses) server.refusing.add(a);
-    const breaker = new RejectionBreaker(2, 10 * 60_000);
     try {
-      await expect(sendQueuedMessage(deps, notice('b1'), { ...options(transportOf()), breaker })).rejects.toThrow(NoticeNotSent);
+      await expect(sendQueuedMessage(deps, notice('b1'), options(transportOf()))).rejects.toThrow(NoticeNotSent);
     } finally { server.refusing.clear(); }
-    expect((await statuses(deps)).filter((x) => x === 'suppressed')).toHaveLength(2);
+    // The limit's last one suppressed; the next one trips the breaker and stops the message (the third is not tried).
+    expect(await statuses(deps)).toEqual(['suppressed', 'confirmed', 'confirmed']);
     expect(errors).toHaveBeenCalledWith(expect.stringContaining('too many addresses refused'), expect.anything());
     expect(held).toHaveBeenCalledWith('MailRejectionsHeld', expect.anything(), 1);
-    // Ten minutes on, the window is new: a refusal suppresses again.
-    expect(breaker.allows('d@shop.example', deps.now() + 10 * 60_000 + 1)).toBe(true);
+    // The server fixed: the held addresses get the notice.
+    expect(await sendQueuedMessage(deps, notice('b1'), options(transportOf()))).toEqual({ sent: 2, skipped: 0, rejected: 0 });
+  });
+
+  it('a refusal whose count cannot be written suppresses nobody: tried again', async () => {
+    const { deps, rejections } = setup();
+    rejections.failures = 10;
+    server.refusing.add(addresses[0]);
+    try {
+      await expect(sendQueuedMessage(deps, notice('c1'), options(transportOf()))).rejects.toThrow(NoticeNotSent);
+    } finally { server.refusing.clear(); }
+    expect(await statuses(deps)).toEqual(['confirmed', 'confirmed', 'confirmed']);
   });
 });
