@@ -96,9 +96,12 @@ export async function setRecipients(deps: Deps, organizationId: string, list: re
   if (refused.length) throw validationFailed(refused, 'Some addresses asked not to be mailed: nothing was changed.');
   const since = now - CONFIRMATION_EVERY_DAYS * 86_400_000;
   const add = fresh.map((r): Recipient => {
+    // A `rejected` address added again gets a fresh confirmation: one sent before its rejection confirms nothing now.
     const record = records.get(r.email);
-    const earlier = record?.suppressed ? undefined : record?.confirmationAddedAt;
-    return { ...r, status: 'pending', addedAt: earlier !== undefined && earlier > since ? earlier : now };
+    const rejectedAt = record?.suppressed ? Date.parse(record.suppressedAt ?? new Date(now).toISOString()) : undefined;
+    const earlier = record?.confirmationAddedAt;
+    const stillValid = earlier !== undefined && earlier > since && (rejectedAt === undefined || earlier > rejectedAt);
+    return { ...r, status: 'pending', addedAt: stillValid ? earlier : now };
   });
   const mailed = add.filter((r) => r.addedAt === now);
   const addedAt = now;

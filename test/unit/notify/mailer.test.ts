@@ -61,7 +61,7 @@ function setup(markSentFailures = 0) {
   const sqs = { send: async (command: ChangeMessageVisibilityCommand) => { visibility.push(command.input); return {}; } };
   const rejections = new MemoryRejectionCountStore();
   const deps = { ...rejectionCountPort.with(noticeMarkPort.with(stores.deps, store), rejections), sqs } as unknown as Deps;
-  return { deps, marks, visibility, rejections };
+  return { deps, marks, visibility, rejections, clock: stores.clock };
 }
 
 const options = (transport: MailTransport) => ({ transport, linkSecret: async () => 'secret', baseUrl: 'https://crm.example' });
@@ -192,7 +192,7 @@ describe('an address the mail server refuses for good (SMTP 550 to its RCPT TO)'
   afterEach(() => { jest.restoreAllMocks(); });
 
   it('is suppressed as rejected (with when) and not tried again, while the others get the notice once', async () => {
-    const { deps } = setup();
+    const { deps, clock } = setup();
     server.refusing.add(addresses[1]);
     const transport = mailTransport(parseConfig({ local: true, noticeSmtpUrl: `smtp://127.0.0.1:${server.port}`, noticeSendTimeoutMs: 2000 }));
     expect(await sendQueuedMessage(deps, notice('r1'), options(transport))).toEqual({ sent: 2, skipped: 0, rejected: 1 });
@@ -205,10 +205,16 @@ describe('an address the mail server refuses for good (SMTP 550 to its RCPT TO)'
     expect(await sendQueuedMessage(deps, notice('r2'), options(transport))).toEqual({ sent: 2, skipped: 0, rejected: 0 });
     expect(server.rejected).toBe(1);
     // It stays suppressed while listed; removed, an admin may add it again: pending, with a fresh confirmation.
+    clock.advance(60_000);
     await setRecipients(deps, 'org_1', []);
     const again = await setRecipients(deps, 'org_1', [{ email: addresses[1], notices: ['lead.created'] }]);
     expect(again.added).toEqual([addresses[1]]);
     expect(again.recipients[0]).toMatchObject({ email: addresses[1], status: 'pending', addedAt: deps.now() });
+    // Removed and added once more within the week: pending for that same addition, no third e-mail.
+    const readdedAt = deps.now();
+    clock.advance(3_600_000);
+    await setRecipients(deps, 'org_1', []);
+    expect((await setRecipients(deps, 'org_1', [{ email: addresses[1], notices: ['lead.created'] }])).recipients[0]).toMatchObject({ status: 'pending', addedAt: readdedAt });
   });
 
   const transportOf = () => mailTransport(parseConfig({ local: true, noticeSmtpUrl: `smtp://127.0.0.1:${server.port}`, noticeSendTimeoutMs: 2000 }));
