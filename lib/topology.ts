@@ -236,8 +236,13 @@ export type EventSourceSpec =
       filter?: FilterPattern;
     }
   | { kind: 'queue'; queue: QueueName; batchSize: number; maxConcurrency: number }
-  /** Invoked on a fixed rate: an EventBridge rule on AWS, a timer in the local stack (same handler). */
-  | { kind: 'schedule'; rateMinutes: number };
+  /**
+   * Invoked on a fixed rate: an EventBridge rule on AWS, a timer in the local stack (same handler).
+   * `oneAtATime`: reserved concurrency 1 on AWS (the stage's sweeperReservedConcurrency), so a run
+   * still going makes the next one wait; only for a function with no other event source (a queue's
+   * mapping would be throttled by it).
+   */
+  | { kind: 'schedule'; rateMinutes: number; oneAtATime?: true };
 
 /**
  * Delivery batches (of 10) attempted at once, all organizations together: sized in
@@ -361,7 +366,7 @@ export const functions = {
     tables: { deliveries: 'readWrite' },
     // Notices kept while the notices queue refused them (functions/core/notify/unqueued-notices-store.ts) are handed over again.
     queues: { deliveryQueue: 'send', noticesQueue: 'send' },
-    events: [{ kind: 'schedule', rateMinutes: 1 }],
+    events: [{ kind: 'schedule', rateMinutes: 1, oneAtATime: true }],
   },
   dailyDigest: {
     entry: 'daily-digest',
@@ -420,12 +425,14 @@ export const functions = {
       organizations: [
         { actions: ['dynamodb:GetItem'], attributes: [...RECIPIENT_FIELDS, ...ORGANIZATION_NAME_FIELDS] },
         { actions: ['dynamodb:Query'], attributes: RECIPIENT_FIELDS },
-        { actions: ['dynamodb:UpdateItem'], attributes: SUPPRESSION_FIELDS },
+        // An organization's own items (its recipients, its SUPPRESSED# records), never an API key's lookup item.
+        { actions: ['dynamodb:UpdateItem'], attributes: SUPPRESSION_FIELDS, leadingKeys: ['ORG#*'] },
       ],
       // The sent marks alone (notify/notice-mark-store.ts: `notice#…` items with a TTL), not the lead endpoint's idempotency records beside them.
       idempotency: { actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'], leadingKeys: ['notice#*'] },
-      // A leads summary claims its window's count when it is sent (notify/notice-cap-store.ts): the lead notices' counters alone, not the rate limits beside them.
-      rateWindows: { actions: ['dynamodb:UpdateItem'], leadingKeys: ['NOTICES#*'] },
+      // A leads summary claims its window's count when it is sent (notify/notice-cap-store.ts): the lead notices' counters alone, not the rate limits beside them;
+      // and the addresses refused in a window, counted for the suppression breaker (notify/rejection-count-store.ts).
+      rateWindows: { actions: ['dynamodb:UpdateItem'], leadingKeys: ['NOTICES#*', 'MAILREJECT#*'] },
     },
     queues: { noticesQueue: 'consumeWithBackoff' },
     // Few at once: a mail server or SES's sending rate is the bound, not Lambda.
@@ -439,7 +446,7 @@ export const functions = {
     timeoutSeconds: 10,
     memoryMb: 256,
     // Sets a recipient's status: UpdateItem naming the suppression's attributes alone (recipient-store.ts SUPPRESSION_FIELDS).
-    tables: { organizations: { actions: ['dynamodb:UpdateItem'], attributes: SUPPRESSION_FIELDS } },
+    tables: { organizations: { actions: ['dynamodb:UpdateItem'], attributes: SUPPRESSION_FIELDS, leadingKeys: ['ORG#*'] } },
     queues: { mailFeedbackQueue: 'consume' },
     events: [{ kind: 'queue', queue: 'mailFeedbackQueue', batchSize: 10, maxConcurrency: 2 }],
   },

@@ -55,7 +55,7 @@ const runbookSections: Record<string, string> = {
   LeadRefundFailed: 'alarm-lead-billing', LeadUsageCountFailed: 'alarm-lead-billing',
   BackupJobsFailed: 'alarm-backups', BackupCopyJobsFailed: 'alarm-backups',
   NoticeDeadLetters: 'alarm-notices', MailFeedbackDeadLetters: 'alarm-notices', NoticesNotQueued: 'alarm-notices', DigestDeadLetters: 'alarm-notices',
-  UnqueuedNoticesWaiting: 'alarm-notices', NoticesSetAside: 'alarm-notices',
+  UnqueuedNoticesWaiting: 'alarm-notices', NoticesSetAside: 'alarm-notices', DigestOldestMessageAge: 'alarm-notices', MailRejectionsHeld: 'alarm-notices',
   StatisticsIteratorAge: 'alarm-statistics', StatisticsUnwritten: 'alarm-statistics',
 };
 
@@ -223,6 +223,11 @@ export class CrmAlarms extends Construct {
       serviceMetric('NoticesSetAside', fiveMinutes), { threshold: 1 });
     this.add('ticket', 'DigestDeadLetters', 'Daily digests could not be made for some organizations after 3 tries (the digest dead-letter queue): see the daily-digest function\'s log, "digest not made" (docs/notifications.md "The daily digest").',
       queues.digestDlq.metricApproximateNumberOfMessagesVisible({ period: fiveMinutes, statistic: 'Maximum' }), { threshold: 1 });
+    // The queue keeps a job a day: a job 2 hours old is a digest late, long before one is lost.
+    this.add('ticket', 'DigestOldestMessageAge', 'The oldest daily-digest job is over 2 hours old: digests are late (the daily digest is throttled, failing or not consuming its queue), and a job is lost after a day.',
+      queues.digestQueue.metricApproximateAgeOfOldestMessage({ period: fiveMinutes, statistic: 'Maximum' }), { threshold: 2 * 3600, above: true });
+    this.add('ticket', 'MailRejectionsHeld', 'The SMTP server refused more addresses within 10 minutes than dead mailboxes explain: the mailer stopped suppressing them and tries again (docs/notifications.md "An address refused for good"). Check the server and the sender\'s setup.',
+      serviceMetric('MailRejectionsHeld', fiveMinutes), { threshold: 1 });
     this.add('ticket', 'MailFeedbackDeadLetters', 'SES bounce or complaint events could not be recorded: their addresses are not suppressed yet. See the mail-feedback function\'s log.',
       queues.mailFeedbackDlq.metricApproximateNumberOfMessagesVisible({ period: fiveMinutes, statistic: 'Maximum' }), { threshold: 1 });
     // Every stream consumer of the topology: how far behind its stream it is (records older than 24 h are lost).

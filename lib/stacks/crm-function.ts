@@ -219,8 +219,15 @@ export function attributeConditions(actions: readonly string[], attributes: read
   if (reads.length && reads.length !== actions.length) {
     throw new Error(`an attribute grant mixes ${reads.join(', ')} with ${actions.filter((a) => !reads.includes(a)).join(', ')}: split it into one grant per kind`);
   }
-  return projecting(attributes, reads.length ? 'StringEquals' : 'StringEqualsIfExists');
+  const conditions: Record<string, Record<string, unknown>> = projecting(attributes, reads.length ? 'StringEquals' : 'StringEqualsIfExists');
+  // A write on attributes returns at most those: ALL_OLD or ALL_NEW would hand back the whole item
+  // (a wallet, a key's hash, a signing secret). Absent, ReturnValues is NONE.
+  if (actions.some((a) => writesReturningItems.includes(a))) {
+    conditions.StringEqualsIfExists = { ...conditions.StringEqualsIfExists, 'dynamodb:ReturnValues': ['NONE', 'UPDATED_OLD', 'UPDATED_NEW'] };
+  }
+  return conditions;
 }
+const writesReturningItems = ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'];
 
 /**
  * IAM conditions limiting a grant to items whose partition key matches `patterns`. `Null: false`

@@ -106,9 +106,11 @@ export class CrmStack extends Stack {
           // No Lambda retries of a failed run either (2 by default): the next period's run redoes its
           // work, and a retry would overlap it (two sweeps sending the same parked deliveries).
           fn.configureAsyncInvoke({ retryAttempts: 0, maxEventAge: Duration.seconds(source.rateMinutes * 60) });
-          // One run at a time: a run still going when the next is due makes the next one wait (and
-          // expire after a period) instead of sweeping the same parked deliveries alongside it.
-          const oneAtATime = config.sweeperReservedConcurrency ?? 1;
+          // One run at a time (the sweeper): a run still going when the next is due makes the next one
+          // wait (and expire after a period) instead of sweeping the same parked deliveries alongside
+          // it. Not a scheduled function that also consumes a queue (the daily digest): its mapping
+          // would be throttled by the reservation.
+          const oneAtATime = source.oneAtATime ? config.sweeperReservedConcurrency ?? 1 : 0;
           if (oneAtATime > 0) (fn.node.defaultChild as lambda.CfnFunction).reservedConcurrentExecutions = oneAtATime;
         } else {
           fn.addEventSource(this.eventSource(source, config));

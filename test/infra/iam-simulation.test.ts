@@ -177,12 +177,34 @@ describe('least privilege, simulated on the prod roles', () => {
         expect([field, await decide('mailer', 'dynamodb:GetItem', tableArn('organizations'), { 'dynamodb:Attributes': ['pk', 'sk', field] })]).toEqual([field, 'ImplicitlyDenied']);
         expect([field, await decide('mailer', 'dynamodb:Query', tableArn('organizations'), { 'dynamodb:Attributes': [...recipient, field], 'dynamodb:Select': 'SPECIFIC_ATTRIBUTES' })]).toEqual([field, 'ImplicitlyDenied']);
       }
-      // Its one write: an address refused for good suppressed, naming the suppression's attributes alone.
-      expect(await decide('mailer', 'dynamodb:UpdateItem', tableArn('organizations'), { 'dynamodb:Attributes': [...SUPPRESSION_FIELDS] })).toBe('Allowed');
-      expect(await decide('mailer', 'dynamodb:UpdateItem', tableArn('organizations'), { 'dynamodb:Attributes': ['pk', 'sk', 'status', 'walletMicros'] })).not.toBe('Allowed');
+      // Its one write: an address refused for good suppressed, naming the suppression's attributes alone, on an organization's items.
+      const suppression = { 'dynamodb:Attributes': [...SUPPRESSION_FIELDS], 'dynamodb:LeadingKeys': ['ORG#org_1'] };
+      expect(await decide('mailer', 'dynamodb:UpdateItem', tableArn('organizations'), suppression)).toBe('Allowed');
+      expect(await decide('mailer', 'dynamodb:UpdateItem', tableArn('organizations'), { 'dynamodb:Attributes': ['pk', 'sk', 'status', 'walletMicros'], 'dynamodb:LeadingKeys': ['ORG#org_1'] })).not.toBe('Allowed');
       expect(await decide('mailer', 'dynamodb:UpdateItem', tableArn('organizations'))).not.toBe('Allowed');
       expect(await decideAll('mailer', [['dynamodb:PutItem', tableArn('organizations')], ['dynamodb:DeleteItem', tableArn('organizations')]]))
         .toEqual(every([`dynamodb:PutItem ${tableArn('organizations')}`, `dynamodb:DeleteItem ${tableArn('organizations')}`], 'ImplicitlyDenied'));
+    });
+
+    it.each(['mailer', 'mailFeedback'] as const)("%s's suppression write returns no whole item (ReturnValues ALL_OLD, ALL_NEW) and reaches an organization's items alone, not an API key's", async (fn) => {
+      const suppression = { 'dynamodb:Attributes': [...SUPPRESSION_FIELDS], 'dynamodb:LeadingKeys': ['ORG#org_1'] };
+      for (const returnValues of ['NONE', 'UPDATED_OLD', 'UPDATED_NEW']) {
+        expect([returnValues, await decide(fn, 'dynamodb:UpdateItem', tableArn('organizations'), { ...suppression, 'dynamodb:ReturnValues': returnValues })]).toEqual([returnValues, 'Allowed']);
+      }
+      for (const returnValues of ['ALL_OLD', 'ALL_NEW']) {
+        expect([returnValues, await decide(fn, 'dynamodb:UpdateItem', tableArn('organizations'), { ...suppression, 'dynamodb:ReturnValues': returnValues })]).toEqual([returnValues, 'ImplicitlyDenied']);
+      }
+      expect(await decide(fn, 'dynamodb:UpdateItem', tableArn('organizations'), { ...suppression, 'dynamodb:LeadingKeys': ['APIKEY#abc'] })).toBe('ImplicitlyDenied');
+    });
+
+    it("the mailer's rate-window writes are the lead notices' counters (NOTICES#*) and its refused-address count alone, not the rate limiter's windows nor a daily cap", async () => {
+      expect(await decide('mailer', 'dynamodb:UpdateItem', tableArn('rateWindows'), { 'dynamodb:LeadingKeys': ['NOTICES#org_1#1700000000000'] })).toBe('Allowed');
+      // And the suppression breaker's count of refused addresses (notify/rejection-count-store.ts).
+      expect(await decide('mailer', 'dynamodb:UpdateItem', tableArn('rateWindows'), { 'dynamodb:LeadingKeys': ['MAILREJECT#1700000000000'] })).toBe('Allowed');
+      for (const key of ['RLS#key_1#0', 'CAP#key_1#2030-01-15']) {
+        expect([key, await decide('mailer', 'dynamodb:UpdateItem', tableArn('rateWindows'), { 'dynamodb:LeadingKeys': [key] })]).toEqual([key, 'ImplicitlyDenied']);
+      }
+      expect(await decide('mailer', 'dynamodb:UpdateItem', tableArn('rateWindows'))).toBe('ImplicitlyDenied');
     });
 
     it("the mailer's sent marks are its only idempotency items: not the lead endpoint's records", async () => {
@@ -191,8 +213,8 @@ describe('least privilege, simulated on the prod roles', () => {
     });
 
     it('mail-feedback updates a recipient\'s suppression and nothing else: not walletMicros', async () => {
-      expect(await decide('mailFeedback', 'dynamodb:UpdateItem', tableArn('organizations'), { 'dynamodb:Attributes': [...SUPPRESSION_FIELDS] })).toBe('Allowed');
-      expect(await decide('mailFeedback', 'dynamodb:UpdateItem', tableArn('organizations'), { 'dynamodb:Attributes': ['pk', 'sk', 'walletMicros'] })).toBe('ImplicitlyDenied');
+      expect(await decide('mailFeedback', 'dynamodb:UpdateItem', tableArn('organizations'), { 'dynamodb:Attributes': [...SUPPRESSION_FIELDS], 'dynamodb:LeadingKeys': ['ORG#org_1'] })).toBe('Allowed');
+      expect(await decide('mailFeedback', 'dynamodb:UpdateItem', tableArn('organizations'), { 'dynamodb:Attributes': ['pk', 'sk', 'walletMicros'], 'dynamodb:LeadingKeys': ['ORG#org_1'] })).toBe('ImplicitlyDenied');
       expect(await decide('mailFeedback', 'dynamodb:UpdateItem', tableArn('organizations'))).toBe('ExplicitlyDenied');
     });
   });

@@ -736,6 +736,14 @@ describe('the CDK stack', () => {
     expect(alarmNamed('BulkDeadLetters').AlarmDescription).toMatch(/^\[page\]/);
   });
 
+  it('alarms on the e-mail path: a digest job 2 hours old, and the mailer holding back refused addresses (its breaker)', () => {
+    expect(alarmOn('ApproximateAgeOfOldestMessage', queueDimension('digestQueue'))).toEqual([expect.objectContaining({
+      AlarmName: 'Crm-test-DigestOldestMessageAge', Statistic: 'Maximum', Period: 300, Threshold: 7200, ComparisonOperator: 'GreaterThanThreshold',
+    })]);
+    expect(alarmOn('MailRejectionsHeld', [{ Name: 'service', Value: 'crm-integration-api' }])).toEqual([expect.objectContaining({ AlarmName: 'Crm-test-MailRejectionsHeld', Statistic: 'Sum', Threshold: 1 })]);
+    for (const name of ['DigestOldestMessageAge', 'MailRejectionsHeld']) expect(alarmNamed(name).AlarmDescription).toMatch(/Runbook: docs\/operations\.md#alarm-notices$/);
+  });
+
   it('links every alarm\'s description to its own runbook section in docs/operations.md, and each section exists there (prod\'s backup alarms too)', () => {
     // GitHub's anchors: the heading lower-cased, punctuation dropped, spaces as hyphens.
     const anchors = new Set(readFileSync('docs/operations.md', 'utf8').split('\n').filter((l) => /^#{2,4} /.test(l))
@@ -1067,7 +1075,8 @@ describe('least privilege (a later grant that widens access fails here)', () => 
       StringEquals: { 'dynamodb:Select': 'SPECIFIC_ATTRIBUTES' },
     }, {
       'ForAllValues:StringEquals': { 'dynamodb:Attributes': [...handOffMarkerFields] },
-      StringEqualsIfExists: { 'dynamodb:Select': 'SPECIFIC_ATTRIBUTES' },
+      // Nor does it return the item it writes (its signing secrets): no ALL_OLD or ALL_NEW.
+      StringEqualsIfExists: { 'dynamodb:Select': 'SPECIFIC_ATTRIBUTES', 'dynamodb:ReturnValues': ['NONE', 'UPDATED_OLD', 'UPDATED_NEW'] },
     }]);
     expect(actionsOn('eventFanout', tableRef('endpoints')).sort()).toEqual(['dynamodb:Query', 'dynamodb:UpdateItem']);
     expect(tables.endpoints.readableFields).not.toContain('secrets');
@@ -1153,6 +1162,27 @@ describe('recovery', () => {
 
   it('runs the sweeper one at a time (reserved concurrency 1: an overlapping run is refused, and not retried)', () => {
     expect(functionProps('deliverySweeper').ReservedConcurrentExecutions).toBe(1);
+  });
+
+  it('on every stage, a queue-fed function reserves nothing or at least its mappings\' maximum concurrency (+1 when it also runs on a schedule): its mappings are never throttled', () => {
+    const checked: string[] = [];
+    for (const [stage, built] of [...Object.keys(stages).map((name) => [name, name === 'prod' ? prod().stack : build({ stage: name }).stack] as const), ['test', stack] as const, ['raised', raised().stack] as const]) {
+      const t = templateOf(built);
+      const mappings = Object.values(t.findResources('AWS::Lambda::EventSourceMapping'));
+      const rules = Object.values(t.findResources('AWS::Events::Rule'));
+      for (const name of Object.keys(functions) as FunctionName[]) {
+        const id = built.getLogicalId(built.functions[name].node.defaultChild as CfnFunction);
+        const fed = mappings.filter((m) => m.Properties.FunctionName?.Ref === id && String(JSON.stringify(m.Properties.EventSourceArn)).includes('Queue'));
+        if (!fed.length) continue;
+        const scheduled = rules.some((r) => JSON.stringify(r.Properties.Targets ?? []).includes(`"${id}"`));
+        const needed = fed.reduce((sum, m) => sum + Number(m.Properties.ScalingConfig?.MaximumConcurrency ?? Infinity), 0) + (scheduled ? 1 : 0);
+        const reserved = t.findResources('AWS::Lambda::Function')[id].Properties.ReservedConcurrentExecutions as number | undefined;
+        expect({ stage, name, reserved: reserved === undefined || reserved >= needed ? 'enough' : `${reserved} < ${needed}` }).toEqual({ stage, name, reserved: 'enough' });
+        checked.push(`${stage} ${name}`);
+      }
+    }
+    // The daily digest is among them: a schedule and the digest queue.
+    expect(checked).toContain('prod dailyDigest');
   });
 });
 

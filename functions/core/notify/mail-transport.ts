@@ -30,13 +30,29 @@ export interface TransportOptions {
 
 const transporters = new Map<string, Promise<Transporter>>();
 
+/**
+ * `smtp://…?secure=true` as `smtps://…`: nodemailer takes `secure` from the scheme and ignores the
+ * query's, so the URL would otherwise go in clear text although platform/config.ts counts it as TLS.
+ */
+export function tlsFromTheStart(url: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return url;
+  }
+  if (parsed.protocol !== 'smtp:' || parsed.searchParams.get('secure') !== 'true') return url;
+  parsed.searchParams.delete('secure');
+  return `smtps:${parsed.href.slice('smtp:'.length)}`;
+}
+
 function transporter(config: Config): Promise<Transporter> {
   const key = config.noticeSmtpUrl ? `smtp ${config.noticeSmtpUrl} ${config.noticeSendTimeoutMs}` : 'ses';
   let made = transporters.get(key);
   if (!made) {
     made = config.noticeSmtpUrl
       ? Promise.resolve(nodemailer.createTransport({
-        url: config.noticeSmtpUrl,
+        url: tlsFromTheStart(config.noticeSmtpUrl),
         connectionTimeout: config.noticeSendTimeoutMs, greetingTimeout: config.noticeSendTimeoutMs, socketTimeout: config.noticeSendTimeoutMs,
       } as Parameters<typeof nodemailer.createTransport>[0]))
       // Loaded on first use: the SMTP path (local, tests) never loads the SES client.

@@ -13,7 +13,8 @@
 import { createHash } from 'node:crypto';
 import type { Deps } from '../platform/deps.js';
 import { BACKOFFS, retry } from '../platform/retry.js';
-import { logger } from '../platform/observability.js';
+import { MetricUnit } from '@aws-lambda-powertools/metrics';
+import { logger, metrics } from '../platform/observability.js';
 import { composeNotice, type LeadSummaryData } from './compose.js';
 import { noticeCapPort } from './notice-cap-store.js';
 import { composeConfirmation } from './confirmation-mail.js';
@@ -23,6 +24,7 @@ import { noticeMarkStore, type MarkId } from './notice-mark-store.js';
 import type { NoticeMessage } from './notice.js';
 import type { QueuedMessage, ConfirmationMessage } from './notices-queue.js';
 import { recipientStore } from './recipient-store.js';
+import { rejectionCountPort, REJECTION_WINDOW_MS } from './rejection-count-store.js';
 import { CONFIRMATION_WRITE_GRACE_MS, picks, suppressRecipient } from './recipients.js';
 
 export interface MailerOptions {
@@ -79,22 +81,69 @@ export const errorCode = (error: unknown): string => {
  * address may still go. Anything else (a refused or timed-out connection, a throttle, a 4xx of the
  * server) is the transport's, and stops the message.
  */
-const ADDRESS_ERRORS = new Set(['EENVELOPE', 'MessageRejected', 'BadRequestException']);
+const ADDRESS_ERRORS = new Set(['MessageRejected', 'BadRequestException']);
 const concernsTheAddress = (error: unknown) => {
-  const e = error as { code?: string; name?: string; responseCode?: number } | undefined;
-  return ADDRESS_ERRORS.has(e?.code ?? '') || ADDRESS_ERRORS.has(e?.name ?? '') || (typeof e?.responseCode === 'number' && e.responseCode >= 500 && e.code === 'EENVELOPE');
+  const e = error as { code?: string; name?: string; command?: string; response?: unknown; responseCode?: number } | undefined;
+  // An SMTP envelope error concerns the address only at its RCPT TO, put off (4xx) or refused as an
+  // address; a policy refusal there (5.7.x), a 530, a refused MAIL FROM or DATA is the sender's or the server's.
+  if (e?.code === 'EENVELOPE') {
+    return e.command === 'RCPT TO' && ((typeof e.responseCode === 'number' && e.responseCode < 500) || addressRefusal(typeof e.response === 'string' ? e.response : ''));
+  }
+  return ADDRESS_ERRORS.has(e?.code ?? '') || ADDRESS_ERRORS.has(e?.name ?? '');
 };
 
 /**
- * The server refused this address for good: an SMTP 5xx to its RCPT TO (nodemailer's EENVELOPE with
- * the reply's code; a 4xx there is a greylist or a full mailbox, tried again). Trying again would
- * be refused the same way, forever. SES does not refuse an address when it is sent: a recipient's
- * permanent failure comes back as a permanent bounce event (notify/mail-feedback.ts).
+ * The server refused this address for good (docs/notifications.md "Refused addresses"): its own
+ * RCPT TO answered 5xx (nodemailer's EENVELOPE, `command` 'RCPT TO', the address among `rejected`)
+ * with an address status: an enhanced code 5.1.x (no such user, bad domain), or a plain 550/553
+ * with no enhanced code. Any other refusal is the transport's and is tried again: a refused MAIL
+ * FROM or DATA, a policy refusal (5.7.x: relaying denied, sender not authorized), a 530 (auth
+ * required), a 4xx (greylisting, a full mailbox). Suppressing on those would drop good addresses
+ * for every organization. SES does not refuse an address when it is sent: a recipient's permanent
+ * failure comes back as a permanent bounce event (notify/mail-feedback.ts).
  */
-export const permanentlyRejected = (error: unknown): boolean => {
-  const e = error as { code?: string; responseCode?: number } | undefined;
-  return e?.code === 'EENVELOPE' && typeof e.responseCode === 'number' && e.responseCode >= 500 && e.responseCode < 600;
+export const permanentlyRejected = (error: unknown, address: string): boolean => {
+  const e = error as { code?: string; command?: string; rejected?: unknown; rejectedErrors?: unknown; response?: unknown; responseCode?: number } | undefined;
+  if (e?.code !== 'EENVELOPE' || e.command !== 'RCPT TO') return false;
+  const wanted = address.toLowerCase();
+  if (!Array.isArray(e.rejected) || !e.rejected.some((r) => typeof r === 'string' && r.toLowerCase() === wanted)) return false;
+  // This address's own reply when nodemailer kept it, else the message's.
+  const own = Array.isArray(e.rejectedErrors)
+    ? (e.rejectedErrors as { recipient?: unknown; response?: unknown }[]).find((r) => typeof r?.recipient === 'string' && r.recipient.toLowerCase() === wanted)
+    : undefined;
+  return addressRefusal(typeof own?.response === 'string' ? own.response : typeof e.response === 'string' ? e.response : '');
 };
+
+/** A reply that refuses the address itself: 5xx with an enhanced 5.1.x, or a plain 550/553 without an enhanced code. */
+export function addressRefusal(reply: string): boolean {
+  const m = /^(\d{3})(?:[ -](\d)\.(\d{1,3})\.\d{1,3}\b)?/.exec(reply.trim());
+  if (!m || m[1][0] !== '5') return false;
+  if (m[2] !== undefined) return m[2] === '5' && m[3] === '1';
+  return m[1] === '550' || m[1] === '553';
+}
+
+/** More distinct addresses than this refused within one REJECTION_WINDOW_MS, and the breaker trips. */
+export const REJECTION_LIMIT = 5;
+
+/**
+ * A breaker on suppression (docs/notifications.md "An address refused for good"): more than
+ * REJECTION_LIMIT distinct addresses refused within a 10-minute window (counted across every mailer
+ * instance, notify/rejection-count-store.ts) is not a run of dead mailboxes but a server refusing
+ * everything (a misconfigured relay, a blocklisted sender): then nothing more is suppressed, the
+ * refusals are tried again like a transport failure, an error is logged and MailRejectionsHeld
+ * (alarmed) counts them. A count that cannot be written suppresses nothing either: suppression is
+ * the step an admin must undo by hand.
+ */
+async function breaker(deps: Deps, address: string): Promise<'closed' | 'tripped' | 'unknown'> {
+  const now = deps.now();
+  try {
+    const refused = await rejectionCountPort.of(deps).countRefused(now - (now % REJECTION_WINDOW_MS), addressHash(address));
+    return refused <= REJECTION_LIMIT ? 'closed' : 'tripped';
+  } catch (error) {
+    logger.warn('mailer: refused addresses not counted: none suppressed, tried again', { to: addressHash(address), error: errorCode(error) });
+    return 'unknown';
+  }
+}
 
 export class OutOfTime extends Error {
   override name = 'OutOfTime';
@@ -128,7 +177,15 @@ async function sendOnce(deps: Deps, message: QueuedMessage, mail: OutgoingMail, 
   try {
     await beforeDeadline(deps, options.deadline, () => options.transport.send(mail));
   } catch (error) {
-    if (permanentlyRejected(error)) return rejected(deps, message, mail, mark, error);
+    if (permanentlyRejected(error, mail.to)) {
+      const state = await breaker(deps, mail.to);
+      if (state === 'closed') return rejected(deps, message, mail, mark, error);
+      await marks.release(mark).catch(() => undefined);
+      if (state === 'unknown') return { failed: errorCode(error), transportDown: false };
+      metrics.addMetric('MailRejectionsHeld', MetricUnit.Count, 1);
+      logger.error('mailer: too many addresses refused at once: none suppressed, tried again (the mail server or its sender setup is likely at fault)', { organizationId: message.organizationId, to: addressHash(mail.to), error: errorCode(error) });
+      return { failed: errorCode(error), transportDown: true };
+    }
     await marks.release(mark).catch(() => undefined);
     const transportDown = !concernsTheAddress(error);
     logger.warn('mailer: send failed', { kind: message.kind, organizationId: message.organizationId, to: addressHash(mail.to), error: errorCode(error), transportDown });

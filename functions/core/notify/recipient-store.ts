@@ -54,8 +54,10 @@ export interface RecipientChanges {
 
 /** What an organization remembers of an address beyond its recipient item. */
 export interface AddressRecord {
-  /** It unsubscribed, bounced or complained: never added again. */
+  /** It unsubscribed, bounced or complained: never added again (rejected: it may be). */
   suppressed?: SuppressedReason;
+  /** When it was suppressed (ISO), when known. */
+  suppressedAt?: string;
   /** The addition its last confirmation e-mail was sent for. */
   confirmationAddedAt?: number;
 }
@@ -156,11 +158,12 @@ export function dynamoRecipientStore(deps: Deps): RecipientStore {
       const out = new Map<string, AddressRecord>();
       await Promise.all(emails.map(async (email) => {
         const [suppressed, confirmation] = await Promise.all([
-          deps.doc.send(new GetCommand({ TableName, Key: suppressedKey(organizationId, email), ConsistentRead: true, ...projectionOf(['suppressedReason']) })),
+          deps.doc.send(new GetCommand({ TableName, Key: suppressedKey(organizationId, email), ConsistentRead: true, ...projectionOf(['suppressedReason', 'suppressedAt']) })),
           deps.doc.send(new GetCommand({ TableName, Key: confirmationKey(organizationId, email), ConsistentRead: true, ...projectionOf(['addedAt']) })),
         ]);
         const record: AddressRecord = {
           ...(suppressed.Item ? { suppressed: (suppressed.Item.suppressedReason as SuppressedReason | undefined) ?? 'unsubscribed' } : {}),
+          ...(typeof suppressed.Item?.suppressedAt === 'string' ? { suppressedAt: suppressed.Item.suppressedAt } : {}),
           ...(confirmation.Item ? { confirmationAddedAt: Number(confirmation.Item.addedAt) } : {}),
         };
         if (record.suppressed || record.confirmationAddedAt !== undefined) out.set(email, record);

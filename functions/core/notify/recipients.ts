@@ -77,7 +77,8 @@ export interface RecipientsChange { recipients: Recipient[]; added: string[]; re
  * Makes `list` the organization's recipients: new addresses are added pending and sent their
  * confirmation (one per address per CONFIRMATION_EVERY_DAYS), known ones keep their status (a
  * suppressed one stays suppressed) with the new picks, the others are removed. An address that
- * unsubscribed, bounced or complained is never added again (422 naming it), removed or not. All or nothing.
+ * unsubscribed, bounced or complained is never added again (422 naming it), removed or not; one the
+ * mail server refused (`rejected`), once removed, may be (pending, a fresh confirmation). All or nothing.
  */
 export async function setRecipients(deps: Deps, organizationId: string, list: readonly RecipientInput[]): Promise<RecipientsChange> {
   const next = checked(list);
@@ -86,15 +87,21 @@ export async function setRecipients(deps: Deps, organizationId: string, list: re
   const now = deps.now();
   const fresh = next.filter((r) => !current.has(r.email));
   const records = fresh.length ? await store.addressRecords(organizationId, fresh.map((r) => r.email)) : new Map<string, AddressRecord>();
+  // A `rejected` address (the mail server refused it) may be added again: a mailbox fixed, or a
+  // server's mistake; it starts over with a fresh confirmation. One that unsubscribed, bounced or complained may not.
   const refused: FieldError[] = next.flatMap((r, i) => {
     const reason = records.get(r.email)?.suppressed;
-    return reason ? [{ field: `recipients[${i}].email`, message: `${r.email} ${reason}: it stays suppressed and cannot be added again` }] : [];
+    return reason && reason !== 'rejected' ? [{ field: `recipients[${i}].email`, message: `${r.email} ${reason}: it stays suppressed and cannot be added again` }] : [];
   });
   if (refused.length) throw validationFailed(refused, 'Some addresses asked not to be mailed: nothing was changed.');
   const since = now - CONFIRMATION_EVERY_DAYS * 86_400_000;
   const add = fresh.map((r): Recipient => {
-    const earlier = records.get(r.email)?.confirmationAddedAt;
-    return { ...r, status: 'pending', addedAt: earlier !== undefined && earlier > since ? earlier : now };
+    // A `rejected` address added again gets a fresh confirmation: one sent before its rejection confirms nothing now.
+    const record = records.get(r.email);
+    const rejectedAt = record?.suppressed ? Date.parse(record.suppressedAt ?? new Date(now).toISOString()) : undefined;
+    const earlier = record?.confirmationAddedAt;
+    const stillValid = earlier !== undefined && earlier > since && (rejectedAt === undefined || earlier > rejectedAt);
+    return { ...r, status: 'pending', addedAt: stillValid ? earlier : now };
   });
   const mailed = add.filter((r) => r.addedAt === now);
   const addedAt = now;

@@ -196,18 +196,28 @@ export function asDeployed(settings: Config, where: string, warn: (message: stri
 /**
  * Why a deployed stage may not send over `url`, if it may not: a plain `smtp://` URL sends the
  * notices (leads' contact details, unsubscribe links) and any credentials in clear text. TLS is
- * `smtps://` (TLS from the start) or `smtp://…?requireTLS=true` (STARTTLS or nothing). A plain
- * `smtp://` is for the local stack (`local: true`): its capture server and CRM_SMTP_URL.
+ * `smtps://` or `smtp://…?secure=true` (TLS from the start: notify/mail-transport.ts makes the
+ * latter `smtps://`, which nodemailer would otherwise ignore) or `smtp://…?requireTLS=true`
+ * (STARTTLS or nothing). A query that turns off the server certificate's check
+ * (`tls.rejectUnauthorized` anything but true) is refused too: TLS to whoever answers is no better.
+ * Plain `smtp://` is for the local stack (`local: true`): its capture server and CRM_SMTP_URL.
  */
 export function plainSmtpProblem(url: string | undefined, local: boolean): string | undefined {
-  if (!url || local || url.startsWith('smtps://')) return undefined;
-  let requireTLS: string | null = null;
+  if (!url || local) return undefined;
+  let parsed: URL | undefined;
   try {
-    requireTLS = new URL(url).searchParams.get('requireTLS');
+    parsed = new URL(url);
   } catch { /* not a URL: refused below */ }
-  if (requireTLS === 'true') return undefined;
+  const query = [...(parsed?.searchParams ?? [])].map(([key, value]) => [key.toLowerCase(), value.toLowerCase()] as const);
+  const unchecked = query.find(([key, value]) => key === 'tls.rejectunauthorized' && value !== 'true');
+  if (unchecked) {
+    return `noticeSmtpUrl sets tls.rejectUnauthorized=${unchecked[1]}, which a deployed stage refuses (it turns off the check of the server's certificate): `
+      + 'remove it (and give the server a certificate a public CA signed)';
+  }
+  const tls = parsed?.protocol === 'smtps:' || query.some(([key, value]) => (key === 'requiretls' || key === 'secure') && value === 'true');
+  if (tls) return undefined;
   return 'noticeSmtpUrl is a plain smtp:// URL, which a deployed stage refuses (notices would travel in clear text): '
-    + 'use smtps://host:465, or smtp://host:587?requireTLS=true; plain smtp:// is for the local stack only';
+    + 'use smtps://host:465 (or smtp://host:465?secure=true), or smtp://host:587?requireTLS=true; plain smtp:// is for the local stack only';
 }
 
 /** Env var holding the settings document as deployed (JSON), served when SSM fails on a cold start. */

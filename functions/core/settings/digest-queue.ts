@@ -1,7 +1,7 @@
 /**
  * The digest queue's one producer (docs/notifications.md "The daily digest"): the schedule's run
  * lists the organizations with a digest recipient and queues one message per organization and day,
- * 10 per SendMessageBatch call; the daily-digest function makes each digest from its own message
+ * 10 per SendMessageBatch call, DIGEST_SENDS_AT_ONCE calls at a time; the daily-digest function makes each digest from its own message
  * (functions/daily-digest/sqs-batch.ts), so a large account is many short invocations. Tests put
  * an in-memory queue in its place (`digestQueuePort.with`).
  */
@@ -17,12 +17,30 @@ export interface DigestQueue {
   enqueue(jobs: DigestJob[]): Promise<void>;
 }
 
+/**
+ * SendMessageBatch calls in flight at once: 10,000 organizations are 1,000 calls, one after another
+ * ~20 s or more of the run's 60; ten at a time a few seconds, well under SQS's rate.
+ */
+export const DIGEST_SENDS_AT_ONCE = 10;
+
 async function sendJobs(deps: Deps, jobs: DigestJob[]): Promise<void> {
-  const bodies = jobs.map((j) => JSON.stringify(j));
-  for (const batch of inSqsBatches(bodies, (b) => Buffer.byteLength(b))) {
-    const out = await deps.sqs.send(new SendMessageBatchCommand({ QueueUrl: deps.queues.digestQueue, Entries: batch.map((body, n) => ({ Id: String(n), MessageBody: body })) }));
-    if (out.Failed?.length) throw new Error(`could not queue ${out.Failed.length} digests: ${out.Failed.map((f) => f.Code).join(', ')}`);
-  }
+  const batches = inSqsBatches(jobs.map((j) => JSON.stringify(j)), (b) => Buffer.byteLength(b));
+  const failed: string[] = [];
+  let next = 0;
+  // Every batch is tried even when one fails: as many jobs as can be queued are.
+  const worker = async () => {
+    while (next < batches.length) {
+      const batch = batches[next++];
+      try {
+        const out = await deps.sqs.send(new SendMessageBatchCommand({ QueueUrl: deps.queues.digestQueue, Entries: batch.map((body, n) => ({ Id: String(n), MessageBody: body })) }));
+        for (const f of out.Failed ?? []) failed.push(f.Code ?? 'Failed');
+      } catch (error) {
+        failed.push(...batch.map(() => (error as Error).name));
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(DIGEST_SENDS_AT_ONCE, batches.length) }, worker));
+  if (failed.length) throw new Error(`could not queue ${failed.length} digests: ${[...new Set(failed)].join(', ')}`);
 }
 
 export const digestQueuePort = depsPort<DigestQueue>('digestQueue', (deps) => ({ enqueue: (jobs) => sendJobs(deps, jobs) }));

@@ -133,7 +133,7 @@ const recipients = obj({
       status: { enum: ['pending', 'confirmed', 'suppressed'], description: 'pending: waiting for its confirmation; suppressed: unsubscribed, bounced, complained or rejected (gets nothing)' },
       suppressed: {
         ...obj({
-          reason: { enum: [...SUPPRESSED_REASONS], description: 'unsubscribed: its link was followed; bounced, complained: SES reported a permanent bounce or a complaint; rejected: the mail server refused the address for good (5xx)' },
+          reason: { enum: [...SUPPRESSED_REASONS], description: 'unsubscribed: its link was followed; bounced, complained: SES reported a permanent bounce or a complaint; rejected: the mail server refused the address as unknown (a 5.1.x to its RCPT TO); unlike the others, removed it may be added again' },
           at: time,
         }, []),
         description: 'A suppressed recipient: why, and since when',

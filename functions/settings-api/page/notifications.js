@@ -24,7 +24,8 @@ const reasonText = {
   unsubscribed: 'unsubscribed',
   bounced: 'its mail bounced',
   complained: 'marked as spam',
-  rejected: 'the mail server refused it',
+  // Unlike the others it may be added again (docs/notifications.md "An address refused for good").
+  rejected: 'the mail server refused it; remove it, save, and add it again to send a new confirmation',
 };
 /** Why and since when a suppressed address gets nothing (recipients suppressed before reasons were kept have neither). */
 function suppressedText(suppressed) {

@@ -88,7 +88,7 @@ describe.each(implementations)('the recipient store on %s', (_name, implementati
     await store.rememberSuppressed(org, 'b@shop.example', 'bounced', at);
     await store.changeRecipients(org, { add: [], update: [], remove: ['a@shop.example'], suppressed: [{ email: 'a@shop.example', reason: 'unsubscribed', at }] });
     expect(await store.addressRecords(org, ['a@shop.example', 'b@shop.example', 'c@shop.example'])).toEqual(new Map([
-      ['a@shop.example', { suppressed: 'unsubscribed', confirmationAddedAt: 1000 }], ['b@shop.example', { suppressed: 'bounced' }],
+      ['a@shop.example', { suppressed: 'unsubscribed', suppressedAt: at, confirmationAddedAt: 1000 }], ['b@shop.example', { suppressed: 'bounced', suppressedAt: at }],
     ]));
     expect(await store.listRecipients(org)).toEqual([]);
     expect(await store.addressRecords(newId('org', 12), ['a@shop.example'])).toEqual(new Map());

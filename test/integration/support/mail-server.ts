@@ -2,7 +2,8 @@
  * A test SMTP server (smtp-server, each message parsed with mailparser) on loopback, for the tests
  * that receive the stack's e-mail through CRM_SMTP_URL: what each message said, its headers as sent,
  * and when it arrived; `down()` refuses connections on the same port until `up()`; an address in
- * `refusing` is answered 550 to its RCPT TO.
+ * `refusing` is answered 550 5.1.1 to its RCPT TO, one in `answers` with that reply, and every MAIL
+ * FROM with `mailFromAnswer` when set.
  */
 import { createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
@@ -17,6 +18,10 @@ export class TestMailServer {
   readonly received: Received[] = [];
   /** Recipients whose RCPT TO is answered `550 No such user` (a permanent refusal of that address). */
   readonly refusing = new Set<string>();
+  /** Recipients whose RCPT TO gets this reply (`550 5.7.1 Relaying denied`: code 550, text '5.7.1 Relaying denied'). */
+  readonly answers = new Map<string, { code: number; text: string }>();
+  /** When set, every MAIL FROM gets this reply (a sender the server does not take). */
+  mailFromAnswer?: { code: number; text: string };
   /** RCPT TOs answered 550. */
   rejected = 0;
   refused = 0;
@@ -29,8 +34,15 @@ export class TestMailServer {
     if (this.dead) await new Promise<void>((r) => { this.dead!.close(() => r()); for (const s of this.sockets) s.destroy(); });
     this.dead = undefined;
     this.smtp = new SMTPServer({
-      authOptional: true, disabledCommands: ['STARTTLS', 'AUTH'], logger: false,
+      // The replies as the test wrote them (its text carries any enhanced code).
+      authOptional: true, disabledCommands: ['STARTTLS', 'AUTH'], logger: false, hideENHANCEDSTATUSCODES: true,
+      onMailFrom: (_address, _session, callback) => {
+        const answer = this.mailFromAnswer;
+        return answer ? callback(Object.assign(new Error(answer.text), { responseCode: answer.code })) : callback();
+      },
       onRcptTo: (address, _session, callback) => {
+        const answer = this.answers.get(address.address.toLowerCase());
+        if (answer) return callback(Object.assign(new Error(answer.text), { responseCode: answer.code }));
         if (!this.refusing.has(address.address.toLowerCase())) return callback();
         this.rejected += 1;
         return callback(Object.assign(new Error('5.1.1 No such user'), { responseCode: 550 }));

@@ -51,6 +51,7 @@ export function memoryRecipientStore(items: Map<string, Item>): RecipientStore {
         const confirmation = items.get(id(confirmationKey(organizationId, email)));
         const record: AddressRecord = {
           ...(suppressed ? { suppressed: (suppressed.suppressedReason as SuppressedReason | undefined) ?? 'unsubscribed' } : {}),
+          ...(typeof suppressed?.suppressedAt === 'string' ? { suppressedAt: suppressed.suppressedAt } : {}),
           ...(confirmation ? { confirmationAddedAt: Number(confirmation.addedAt) } : {}),
         };
         if (record.suppressed || record.confirmationAddedAt !== undefined) out.set(email, record);

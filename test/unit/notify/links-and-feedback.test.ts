@@ -97,6 +97,26 @@ describe('recipients', () => {
     // Another organization may add it: the record is the organization's.
     await expect(setRecipients(deps, 'org_b', [{ email: 'ops@shop.example', notices: [] }])).resolves.toBeDefined();
   });
+
+  it('that the mail server refused (rejected) may be added again once removed: pending, with a fresh confirmation even within the week, then one a week as usual', async () => {
+    const memory = memoryStores();
+    const queued: unknown[] = [];
+    const deps = { ...memory.deps, sqs: { send: async (command: { input: unknown }) => void queued.push(command.input) } } as unknown as Deps;
+    await setRecipients(deps, 'org_a', [{ email: 'ops@shop.example', notices: ['lead.created'] }]);
+    memory.clock.advance(3_600_000);
+    await suppressRecipient(deps, 'org_a', 'ops@shop.example', 'rejected');
+    memory.clock.advance(3_600_000);
+    await setRecipients(deps, 'org_a', []);
+    const readdedAt = memory.clock.now();
+    expect((await setRecipients(deps, 'org_a', [{ email: 'ops@shop.example', notices: ['lead.created'] }])).recipients)
+      .toEqual([expect.objectContaining({ email: 'ops@shop.example', status: 'pending', addedAt: readdedAt })]);
+    expect(queued).toHaveLength(2);
+    // Removed and added again the next day: pending for that addition, no third e-mail.
+    memory.clock.advance(86_400_000);
+    await setRecipients(deps, 'org_a', []);
+    expect((await setRecipients(deps, 'org_a', [{ email: 'ops@shop.example', notices: ['lead.created'] }])).recipients[0]).toMatchObject({ addedAt: readdedAt });
+    expect(queued).toHaveLength(2);
+  });
 });
 
 describe(`at most ${MAX_RECIPIENTS} recipients`, () => {

@@ -4,7 +4,7 @@
  * to it. Against the test SMTP server on loopback.
  */
 import { describe, it, expect, beforeAll, afterAll, jest } from '@jest/globals';
-import { mailTransport } from '../../../functions/core/notify/mail-transport.js';
+import { mailTransport, tlsFromTheStart } from '../../../functions/core/notify/mail-transport.js';
 import { asDeployed, parseConfig } from '../../../functions/core/platform/config.js';
 import { logger } from '../../../functions/core/platform/observability.js';
 import { TestMailServer } from '../../integration/support/mail-server.js';
@@ -39,5 +39,27 @@ describe('a plain smtp:// server', () => {
     expect(warnings).toEqual([]);
     await expect(mailTransport(config).send(mail('tls@shop.example'))).rejects.not.toMatchObject({ name: 'SmtpNotTls' });
     expect(server.to('tls@shop.example')).toEqual([]);
+  });
+
+  it('with ?secure=true is TLS from the start (sent as smtps://, which nodemailer would otherwise not do): a deployed stage may use it, and nothing goes in clear text', async () => {
+    expect(tlsFromTheStart('smtp://u:p@mail.example:465?secure=true&pool=true')).toBe('smtps://u:p@mail.example:465?pool=true');
+    expect(tlsFromTheStart('smtp://mail.example:587?requireTLS=true')).toBe('smtp://mail.example:587?requireTLS=true');
+    const config = parseConfig({ local: false, noticeSmtpUrl: `smtp://127.0.0.1:${server.port}?secure=true`, noticeSendTimeoutMs: 2000 });
+    const warnings: string[] = [];
+    asDeployed(config, 'test', (m) => warnings.push(m));
+    expect(warnings).toEqual([]);
+    await expect(mailTransport(config).send(mail('secure@shop.example'))).rejects.not.toMatchObject({ name: 'SmtpNotTls' });
+    expect(server.to('secure@shop.example')).toEqual([]);
+  });
+});
+
+describe('a URL that turns off the certificate check', () => {
+  it.each(['smtps://127.0.0.1:PORT?tls.rejectUnauthorized=false', 'smtp://127.0.0.1:PORT?requireTLS=true&tls.rejectUnauthorized=0'])('%s is refused on a deployed stage, naming the field, and nothing reaches the server', async (url) => {
+    const config = parseConfig({ local: false, noticeSmtpUrl: url.replace('PORT', String(server.port)), noticeSendTimeoutMs: 2000 });
+    await expect(mailTransport(config).send(mail('unchecked@shop.example'))).rejects.toMatchObject({ name: 'SmtpNotTls', message: expect.stringContaining('noticeSmtpUrl sets tls.rejectUnauthorized') });
+    expect(server.to('unchecked@shop.example')).toEqual([]);
+    const warnings: string[] = [];
+    asDeployed(config, 'test', (m) => warnings.push(m));
+    expect(warnings).toEqual([expect.stringContaining('tls.rejectUnauthorized')]);
   });
 });

@@ -7,13 +7,15 @@
 import { describe, it, expect, beforeAll, afterAll, beforeEach, afterEach, jest } from '@jest/globals';
 import type { SQSRecord } from 'aws-lambda';
 import type { ChangeMessageVisibilityCommand } from '@aws-sdk/client-sqs';
-import { sendQueuedMessage, NoticeNotSent, addressHash } from '../../../functions/core/notify/mailer.js';
+import { sendQueuedMessage, NoticeNotSent, addressHash, REJECTION_LIMIT } from '../../../functions/core/notify/mailer.js';
+import { rejectionCountPort, REJECTION_WINDOW_MS } from '../../../functions/core/notify/rejection-count-store.js';
+import { MemoryRejectionCountStore } from '../../support/stores/memory-rejection-count-store.js';
 import { sendNoticeBatch } from '../../../functions/mailer/sqs-batch.js';
 import type { MailTransport, OutgoingMail } from '../../../functions/core/notify/mail-transport.js';
 import { noticeMarkPort, markId, type NoticeMarkStore } from '../../../functions/core/notify/notice-mark-store.js';
 import { recipientItem } from '../../../functions/core/notify/recipient-store.js';
 import type { NoticeMessage } from '../../../functions/core/notify/notice.js';
-import { logger } from '../../../functions/core/platform/observability.js';
+import { logger, metrics } from '../../../functions/core/platform/observability.js';
 import type { Deps } from '../../../functions/core/platform/deps.js';
 import { memoryStores } from '../../support/stores/memory-deps.js';
 import { noticeCapPort } from '../../../functions/core/notify/notice-cap-store.js';
@@ -57,8 +59,9 @@ function setup(markSentFailures = 0) {
   const { marks, store } = memoryMarks(markSentFailures);
   const visibility: ChangeMessageVisibilityCommand['input'][] = [];
   const sqs = { send: async (command: ChangeMessageVisibilityCommand) => { visibility.push(command.input); return {}; } };
-  const deps = { ...noticeMarkPort.with(stores.deps, store), sqs } as unknown as Deps;
-  return { deps, marks, visibility };
+  const rejections = new MemoryRejectionCountStore();
+  const deps = { ...rejectionCountPort.with(noticeMarkPort.with(stores.deps, store), rejections), sqs } as unknown as Deps;
+  return { deps, marks, visibility, rejections, clock: stores.clock };
 }
 
 const options = (transport: MailTransport) => ({ transport, linkSecret: async () => 'secret', baseUrl: 'https://crm.example' });
@@ -87,7 +90,7 @@ describe('the mailer under a failing mail server', () => {
     const sent: string[] = [];
     const transport: MailTransport = {
       send: async (mail) => {
-        if (mail.to === addresses[0]) throw Object.assign(new Error(`450 ${mail.to} greylisted`), { code: 'EENVELOPE', responseCode: 450 });
+        if (mail.to === addresses[0]) throw Object.assign(new Error(`450 ${mail.to} greylisted`), { code: 'EENVELOPE', command: 'RCPT TO', responseCode: 450, response: `450 4.2.0 ${mail.to} greylisted`, rejected: [mail.to] });
         sent.push(mail.to);
       },
     };
@@ -157,7 +160,7 @@ describe('the mailer under a failing mail server', () => {
     const summary: NoticeMessage = { organizationId: 'org_1', kind: 'lead.summary', key: `lead.summary|org_1|${start}`, at: '2030-01-15T12:00:00.000Z', data: { round: 1, folded: 1, cap: 2, since: '2030-01-15T12:00:00.000Z', until: '2030-01-15T12:10:00.000Z' } };
     const sent: OutgoingMail[] = [];
     let down = true;
-    const transport: MailTransport = { send: async (mail) => { if (down && mail.to === addresses[2]) throw Object.assign(new Error('450'), { code: 'EENVELOPE', responseCode: 450 }); sent.push(mail); } };
+    const transport: MailTransport = { send: async (mail) => { if (down && mail.to === addresses[2]) throw Object.assign(new Error('450'), { code: 'EENVELOPE', command: 'RCPT TO', responseCode: 450, response: `450 4.2.0 ${mail.to} greylisted`, rejected: [mail.to] }); sent.push(mail); } };
     await expect(sendQueuedMessage(deps, summary, options(transport))).rejects.toThrow(NoticeNotSent);
     await cap.countLeadNotices('org_1', start, 'b3', 1); // counted after the claim: a follow-up's, not this summary's
     down = false;
@@ -185,11 +188,11 @@ describe('an address the mail server refuses for good (SMTP 550 to its RCPT TO)'
   const server = new TestMailServer();
   beforeAll(() => server.up());
   afterAll(() => server.stop());
-  beforeEach(() => { jest.spyOn(logger, 'warn').mockImplementation(() => undefined); });
+  beforeEach(() => { server.refusing.clear(); jest.spyOn(logger, 'warn').mockImplementation(() => undefined); });
   afterEach(() => { jest.restoreAllMocks(); });
 
   it('is suppressed as rejected (with when) and not tried again, while the others get the notice once', async () => {
-    const { deps } = setup();
+    const { deps, clock } = setup();
     server.refusing.add(addresses[1]);
     const transport = mailTransport(parseConfig({ local: true, noticeSmtpUrl: `smtp://127.0.0.1:${server.port}`, noticeSendTimeoutMs: 2000 }));
     expect(await sendQueuedMessage(deps, notice('r1'), options(transport))).toEqual({ sent: 2, skipped: 0, rejected: 1 });
@@ -201,8 +204,78 @@ describe('an address the mail server refuses for good (SMTP 550 to its RCPT TO)'
     expect(await sendQueuedMessage(deps, notice('r1'), options(transport))).toEqual({ sent: 0, skipped: 2, rejected: 0 });
     expect(await sendQueuedMessage(deps, notice('r2'), options(transport))).toEqual({ sent: 2, skipped: 0, rejected: 0 });
     expect(server.rejected).toBe(1);
-    // It stays suppressed: removed, then added again, it is refused.
+    // It stays suppressed while listed; removed, an admin may add it again: pending, with a fresh confirmation.
+    clock.advance(60_000);
     await setRecipients(deps, 'org_1', []);
-    await expect(setRecipients(deps, 'org_1', [{ email: addresses[1], notices: ['lead.created'] }])).rejects.toMatchObject({ status: 422 });
+    const again = await setRecipients(deps, 'org_1', [{ email: addresses[1], notices: ['lead.created'] }]);
+    expect(again.added).toEqual([addresses[1]]);
+    expect(again.recipients[0]).toMatchObject({ email: addresses[1], status: 'pending', addedAt: deps.now() });
+    // Removed and added once more within the week: pending for that same addition, no third e-mail.
+    const readdedAt = deps.now();
+    clock.advance(3_600_000);
+    await setRecipients(deps, 'org_1', []);
+    expect((await setRecipients(deps, 'org_1', [{ email: addresses[1], notices: ['lead.created'] }])).recipients[0]).toMatchObject({ status: 'pending', addedAt: readdedAt });
+  });
+
+  const transportOf = () => mailTransport(parseConfig({ local: true, noticeSmtpUrl: `smtp://127.0.0.1:${server.port}`, noticeSendTimeoutMs: 2000 }));
+  const statuses = async (deps: Deps) => (await listRecipients(deps, 'org_1')).map((r) => r.status);
+
+  it.each([
+    ['a refused MAIL FROM (550 5.7.1 sender not authorized)', () => { server.mailFromAnswer = { code: 550, text: '5.7.1 Sender not authorized' }; }],
+    ['a policy refusal of the RCPT TO (550 5.7.1 relaying denied)', () => { for (const a of addresses) server.answers.set(a, { code: 550, text: '5.7.1 Relaying denied' }); }],
+    ['a 530 to the RCPT TO (5.7.0 authentication required)', () => { for (const a of addresses) server.answers.set(a, { code: 530, text: '5.7.0 Authentication required' }); }],
+  ])('%s suppresses nobody: the transport is at fault, the message is tried again, its other addresses not tried now', async (_name, refuse) => {
+    const { deps } = setup();
+    const received = server.received.length;
+    refuse();
+    try {
+      await expect(sendQueuedMessage(deps, notice('p1'), options(transportOf()))).rejects.toThrow(NoticeNotSent);
+    } finally {
+      server.mailFromAnswer = undefined;
+      server.answers.clear();
+    }
+    expect(await statuses(deps)).toEqual(['confirmed', 'confirmed', 'confirmed']);
+    expect(server.received.length).toBe(received);
+    // The server fixed: every address gets it.
+    expect(await sendQueuedMessage(deps, notice('p1'), options(transportOf()))).toEqual({ sent: 3, skipped: 0, rejected: 0 });
+  });
+
+  it('an address refused as an address (550 5.1.10, a plain 553) is suppressed', async () => {
+    const { deps } = setup();
+    server.answers.set(addresses[0], { code: 550, text: '5.1.10 Recipient address rejected: null MX' });
+    server.answers.set(addresses[2], { code: 553, text: 'mailbox name not allowed' });
+    try {
+      expect(await sendQueuedMessage(deps, notice('a1'), options(transportOf()))).toEqual({ sent: 1, skipped: 0, rejected: 2 });
+    } finally { server.answers.clear(); }
+    expect(await statuses(deps)).toEqual(['suppressed', 'confirmed', 'suppressed']);
+  });
+
+  it('a breaker: past REJECTION_LIMIT distinct addresses refused in 10 minutes (by any mailer), none more is suppressed: an error, MailRejectionsHeld, tried again', async () => {
+    const { deps, rejections } = setup();
+    const errors = jest.spyOn(logger, 'error').mockImplementation(() => undefined);
+    const held = jest.spyOn(metrics, 'addMetric').mockImplementation(() => metrics);
+    // Other organizations' addresses refused in this window (other mailer instances): one short of the limit.
+    const window = deps.now() - (deps.now() % REJECTION_WINDOW_MS);
+    rejections.windows.set(window, new Set(Array.from({ length: REJECTION_LIMIT - 1 }, (_, i) => `other${i}`)));
+    for (const a of addresses) server.refusing.add(a);
+    try {
+      await expect(sendQueuedMessage(deps, notice('b1'), options(transportOf()))).rejects.toThrow(NoticeNotSent);
+    } finally { server.refusing.clear(); }
+    // The limit's last one suppressed; the next one trips the breaker and stops the message (the third is not tried).
+    expect(await statuses(deps)).toEqual(['suppressed', 'confirmed', 'confirmed']);
+    expect(errors).toHaveBeenCalledWith(expect.stringContaining('too many addresses refused'), expect.anything());
+    expect(held).toHaveBeenCalledWith('MailRejectionsHeld', expect.anything(), 1);
+    // The server fixed: the held addresses get the notice.
+    expect(await sendQueuedMessage(deps, notice('b1'), options(transportOf()))).toEqual({ sent: 2, skipped: 0, rejected: 0 });
+  });
+
+  it('a refusal whose count cannot be written suppresses nobody: tried again', async () => {
+    const { deps, rejections } = setup();
+    rejections.failures = 10;
+    server.refusing.add(addresses[0]);
+    try {
+      await expect(sendQueuedMessage(deps, notice('c1'), options(transportOf()))).rejects.toThrow(NoticeNotSent);
+    } finally { server.refusing.clear(); }
+    expect(await statuses(deps)).toEqual(['confirmed', 'confirmed', 'confirmed']);
   });
 });

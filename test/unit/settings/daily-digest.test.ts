@@ -14,6 +14,7 @@ import { noticeQueuePort } from '../../../functions/core/notify/produce.js';
 import type { SQSRecord } from 'aws-lambda';
 import { digestDay, digestOf, produceDigests, runDailyDigest } from '../../../functions/core/settings/daily-digest.js';
 import { digestQueuePort, type DigestJob } from '../../../functions/core/settings/digest-queue.js';
+import { composeNotice } from '../../../functions/core/notify/compose.js';
 import { digestBatch } from '../../../functions/daily-digest/sqs-batch.js';
 import { recipientStore } from '../../../functions/core/notify/recipient-store.js';
 import { retryLostRaces } from '../../../functions/core/platform/optimistic.js';
@@ -126,4 +127,15 @@ it('a large account: the schedule\'s run reads no organization\'s data, and each
   const outcomes = await Promise.all(asRecords([...jobs.bodies, 'not a job']).map((r) => digestBatch(deps, [r])));
   expect(outcomes.flatMap((o) => o.batchItemFailures)).toEqual([{ itemIdentifier: 'm250' }]);
   expect(new Set(queue.messages.map((m) => m.organizationId)).size).toBe(250);
+});
+
+it('a job received after its day (redriven days later) sends the digest of its own day, its subject and heading naming that day', async () => {
+  const { deps, queue, lead, clock } = await given();
+  await lead(inDay(3));
+  clock.set('2030-01-18T11:00:00.000Z');
+  expect(await digestBatch(deps, asRecords([JSON.stringify({ organizationId: ORG, day: DAY })]))).toEqual({ batchItemFailures: [] });
+  expect(queue.messages.map((m) => [m.key, (m.data as { day?: string }).day])).toEqual([[`daily_digest|${ORG}|${DAY}`, DAY]]);
+  const mail = composeNotice(queue.messages[0], { email: 'boss@shop.example' }, { unsubscribe: 'https://crm.example/u', settings: 'https://crm.example/settings' });
+  expect(mail.subject).toBe(`Daily digest ${DAY}: 1 lead`);
+  expect(mail.text).toContain(DAY);
 });
