@@ -223,12 +223,17 @@ export async function attemptDelivery(
     await markSlow(deps, endpoint);
     return { kind: 'deferred', attempt, untilMs: deps.now(), reason: `no answer within ${admission.timeoutMs} ms: moved to the slow lane`, lane: 'slow' };
   }
-  await recordAttempt(deps, endpoint, { ok: result.ok, probe: admission.probe, latencyMs: result.latencyMs, lastError: failureOf(result, endpoint) });
+  const pausedNotice = await recordAttempt(deps, endpoint, { ok: result.ok, probe: admission.probe, latencyMs: result.latencyMs, lastError: failureOf(result, endpoint) });
   const whole = batch && record;
   const writeDelivered = batch && whole
     ? (attemptMade: DeliveryAttempt) => batch.writes.add(message, whole, attemptMade)
     : undefined;
-  return recordOutcome(deps, message, endpoint, attempt, result, writeDelivered);
+  try {
+    return await recordOutcome(deps, message, endpoint, attempt, result, writeDelivered);
+  } finally {
+    // After the outcome, so the notice counts this delivery among those waiting; produced even if recording it failed.
+    await pausedNotice?.();
+  }
 }
 
 /** Records an attempt's result and decides what follows (delivered, disabled, exhausted, or when to retry). */
