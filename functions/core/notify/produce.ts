@@ -61,10 +61,20 @@ const reasonOf = (error: unknown) => (error instanceof NoticesRefused ? [...new 
  * a throttle or the queue's own failure counts nothing, however long. An item refused for good
  * MAX_REDRIVE_TRIES times, the last while the queue took others in the same run, is set aside for
  * an operator (logged as an error with the queue's codes, `NoticesSetAside`). Emits the backlog
- * (`UnqueuedNoticesWaiting`, `UnqueuedNoticesOldestAgeSeconds`) for the alarm to watch. Answers how
- * many notices went.
+ * (`UnqueuedNoticesWaiting`, `UnqueuedNoticesOldestAgeSeconds`) for the alarm to watch, or, when the
+ * kept items cannot be read, `NoticesRedriveFailed` (and throws). Answers how many notices went.
  */
 export async function redriveUnqueuedNotices(deps: Deps, options: { deadline?: number } = {}): Promise<number> {
+  try {
+    return await redrive(deps, options);
+  } catch (error) {
+    // No backlog metric this run (the kept items could not be read): its own, for the alarm (NoticesRedriveFailed).
+    metrics.addMetric('NoticesRedriveFailed', MetricUnit.Count, 1);
+    throw error;
+  }
+}
+
+async function redrive(deps: Deps, options: { deadline?: number }): Promise<number> {
   const store = unqueuedNoticesPort.of(deps);
   const deadline = options.deadline ?? deps.now() + REDRIVE_BUDGET_MS;
   let handed = 0;

@@ -149,6 +149,14 @@ describe('the re-drive of unqueued notices', () => {
     expect(queue.sent).toHaveLength(300);
   });
 
+  it('counts a run that cannot read the kept items (NoticesRedriveFailed): no backlog metric would tell', async () => {
+    const { deps, kept } = given();
+    jest.spyOn(kept, 'waiting').mockRejectedValue(Object.assign(new Error('throttled'), { name: 'ProvisionedThroughputExceededException' }));
+    await expect(redriveUnqueuedNotices(deps)).rejects.toThrow('throttled');
+    expect(metric).toHaveBeenCalledWith('NoticesRedriveFailed', MetricUnit.Count, 1);
+    expect(metric).not.toHaveBeenCalledWith('UnqueuedNoticesWaiting', expect.anything(), expect.anything());
+  });
+
   it('emits the backlog: how many items wait and the oldest one\'s age', async () => {
     const { deps, kept, queue, clock } = given();
     await kept.keep([notice('org_a', 1)], clock.now());
