@@ -301,10 +301,10 @@ export const functions = {
     memoryMb: 512,
     // Routing fields only: the fan-out never reads a signing secret. It writes the hand-off marker's
     // fields alone (docs/decisions.md "Fair under volume"): UpdateItem, no Put or Delete. rateWindows:
-    // the lead notices' cap counter, an UpdateItem of it and of the batch's answer, a GetItem of that answer (functions/core/notify/notice-cap-store.ts).
+    // the lead notices' cap counter, an UpdateItem of it and of the batch's answer, a GetItem of that answer (functions/core/notify/notice-cap-store.ts), NOTICES# items alone.
     tables: {
       endpoints: [{ actions: ['dynamodb:Query'], attributes: endpointRoutingFields }, { actions: ['dynamodb:UpdateItem'], attributes: handOffMarkerFields }],
-      deliveries: 'readWrite', rateWindows: { actions: ['dynamodb:UpdateItem', 'dynamodb:GetItem'] },
+      deliveries: 'readWrite', rateWindows: { actions: ['dynamodb:UpdateItem', 'dynamodb:GetItem'], leadingKeys: ['NOTICES#*'] },
     },
     // An organization's large share goes to the bulk queue instead of being recorded in the lane;
     // the batch's lead notices to the notices queue (functions/core/events/lead-notices.ts).

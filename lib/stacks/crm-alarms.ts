@@ -54,6 +54,7 @@ const runbookSections: Record<string, string> = {
   Api5xxShare: 'alarm-api', ApiLatency: 'alarm-api', RateLimitFailOpen: 'alarm-api', CaptchaUnavailable: 'alarm-api',
   LeadRefundFailed: 'alarm-lead-billing', LeadUsageCountFailed: 'alarm-lead-billing',
   BackupJobsFailed: 'alarm-backups', BackupCopyJobsFailed: 'alarm-backups',
+  NoticesRedriveFailed: 'alarm-notices', NoticeCapFailed: 'alarm-notices',
   NoticeDeadLetters: 'alarm-notices', MailFeedbackDeadLetters: 'alarm-notices', NoticesNotQueued: 'alarm-notices', DigestDeadLetters: 'alarm-notices',
   UnqueuedNoticesWaiting: 'alarm-notices', NoticesSetAside: 'alarm-notices', DigestOldestMessageAge: 'alarm-notices', MailRejectionsHeld: 'alarm-notices',
   StatisticsIteratorAge: 'alarm-statistics', StatisticsUnwritten: 'alarm-statistics',
@@ -210,6 +211,12 @@ export class CrmAlarms extends Construct {
       serviceMetric('BulkSharesFailed', fiveMinutes), { threshold: 1 });
     this.add('page', 'BulkOldestMessageAge', 'The oldest bulk message is over 15 minutes old: an import\'s webhooks are late (the bulk fan-out is throttled, failing or not consuming).',
       queues.bulkQueue.metricApproximateAgeOfOldestMessage({ period: fiveMinutes, statistic: 'Maximum' }), { threshold: 15 * 60, above: true });
+    // A re-drive that cannot read the kept items emits no backlog at all: its own count says so (5 of 15 runs).
+    this.add('ticket', 'NoticesRedriveFailed', 'The delivery sweeper\'s re-drive of kept notices keeps failing (it cannot read them from the deliveries table): notices the notices queue refused are not handed over, and UnqueuedNoticesWaiting cannot see them. See the delivery sweeper\'s log, "re-drive failed".',
+      serviceMetric('NoticesRedriveFailed', Duration.minutes(15)), { threshold: 5 });
+    // A batch the lead notices' cap counter could not count: its leads went uncounted (one by one, or a summary of their own).
+    this.add('ticket', 'NoticeCapFailed', 'The lead notices\' cap counter failed (the rateWindows table throttled or unavailable): those batches\' leads were mailed uncounted, one by one or in a summary of their own, and the window may mail more than its cap (docs/notifications.md "Bulk-safe: the cap"). See the fan-out\'s log, "cap counter failed".',
+      serviceMetric('NoticeCapFailed', fiveMinutes), { threshold: 1 });
     // Notices the mailer could not send in all its tries (the mail server or SES refusing for hours): people were not told.
     this.add('ticket', 'NoticeDeadLetters', 'The notices dead-letter queue holds notices the mailer could not send after every try: see the mailer\'s log (its SMTP server or SES: sandbox, sending quota, identity) (docs/notifications.md).',
       queues.noticesDlq.metricApproximateNumberOfMessagesVisible({ period: fiveMinutes, statistic: 'Maximum' }), { threshold: 1 });
@@ -219,7 +226,7 @@ export class CrmAlarms extends Construct {
     // The kept notices' backlog (the sweeper's every run) and the ones it set aside (docs/operations.md "Alarm: notices").
     this.add('ticket', 'UnqueuedNoticesWaiting', 'Notices kept while the notices queue refused them have waited over 15 minutes: the delivery sweeper cannot hand them over (docs/notifications.md "Once, never twice").',
       serviceMetric('UnqueuedNoticesOldestAgeSeconds', fiveMinutes).with({ statistic: 'Maximum' }), { threshold: 15 * 60, above: true });
-    this.add('ticket', 'NoticesSetAside', 'The delivery sweeper set aside kept notices the notices queue refused 10 times while it took others: they are not mailed until an operator hands them over.',
+    this.add('ticket', 'NoticesSetAside', 'The delivery sweeper set aside kept notices the notices queue refused for good 10 times, the last while it took others: they are not mailed until an operator hands them over.',
       serviceMetric('NoticesSetAside', fiveMinutes), { threshold: 1 });
     this.add('ticket', 'DigestDeadLetters', 'Daily digests could not be made for some organizations after 3 tries (the digest dead-letter queue): see the daily-digest function\'s log, "digest not made" (docs/notifications.md "The daily digest").',
       queues.digestDlq.metricApproximateNumberOfMessagesVisible({ period: fiveMinutes, statistic: 'Maximum' }), { threshold: 1 });

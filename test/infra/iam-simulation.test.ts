@@ -207,6 +207,17 @@ describe('least privilege, simulated on the prod roles', () => {
       expect(await decide('mailer', 'dynamodb:UpdateItem', tableArn('rateWindows'))).toBe('ImplicitlyDenied');
     });
 
+    it("the fan-out's rate-window reads and writes are the lead notices' counters and their batches' answers (NOTICES#*) alone, not the rate limiter's windows nor a daily cap", async () => {
+      for (const action of ['dynamodb:UpdateItem', 'dynamodb:GetItem']) {
+        for (const key of ['NOTICES#org_1#1700000000000', 'NOTICES#org_1#1700000000000#batch']) {
+          expect([action, key, await decide('eventFanout', action, tableArn('rateWindows'), { 'dynamodb:LeadingKeys': [key] })]).toEqual([action, key, 'Allowed']);
+        }
+        for (const key of ['RLS#key_1#0', 'CAP#key_1#2030-01-15', 'MAILREJECT#1700000000000']) {
+          expect([action, key, await decide('eventFanout', action, tableArn('rateWindows'), { 'dynamodb:LeadingKeys': [key] })]).toEqual([action, key, 'ImplicitlyDenied']);
+        }
+      }
+    });
+
     it("the mailer's sent marks are its only idempotency items: not the lead endpoint's records", async () => {
       expect(await decide('mailer', 'dynamodb:UpdateItem', tableArn('idempotency'), { 'dynamodb:LeadingKeys': ['notice#abc'] })).toBe('Allowed');
       expect(await decide('mailer', 'dynamodb:GetItem', tableArn('idempotency'), { 'dynamodb:LeadingKeys': ['crm-lead-intake#abc'] })).toBe('ImplicitlyDenied');

@@ -119,6 +119,19 @@ export function capped(notices: NoticeMessage[], count: LeadCount, window: { sta
 }
 
 /**
+ * A batch the cap counter could not count: the window's count never holds its leads, so they are
+ * in no claimed summary. Within the cap they go one by one (a bulk batch is at most the cap's
+ * worth of mail); past it, one summary of its own (keyed by the batch: a retry is the same
+ * message) that the mailer sends with the batch's number, claiming nothing (data.unclaimed).
+ */
+export function uncounted(notices: NoticeMessage[], batch: string, window: { start: number; end: number }, cap: number): NoticeMessage[] {
+  if (notices.length <= cap) return notices;
+  const { organizationId } = notices[0];
+  const data: LeadSummaryData = { folded: notices.length, since: new Date(window.start).toISOString(), until: new Date(window.end).toISOString(), cap, unclaimed: true };
+  return [{ organizationId, kind: 'lead.summary', key: `lead.summary|${organizationId}|${window.start}|nocount|${batch}`, at: notices[0].at, data: { ...data } }];
+}
+
+/**
  * The batch's lead notices, capped per organization and window, handed to the notices queue in one
  * call; a queue that refuses them does not fail the batch (notify/produce.ts handOverNotices keeps
  * them for the sweeper), so a mail problem never holds back nor repeats the batch's deliveries.
@@ -144,14 +157,14 @@ export async function produceLeadNotices(deps: Deps, derived: DerivedChange[]): 
   const kept = await Promise.all([...groups.values()].map(async ({ organizationId, start, notices }) => {
     const window = { start, end: start + windowMs };
     const expiresAt = Math.ceil((window.end + 86_400_000) / 1000);
-    const count = await counter.countLeadNotices(organizationId, start, batchId(notices), notices.length, expiresAt, cap).catch((error: unknown) => {
-      // A counter that fails never fails the batch (every organization of the lane would wait on
-      // it): its leads count as past the cap, folded into the window's summary.
-      logger.error('lead notices: the cap counter failed, the batch\'s leads fold into the summary', { organizationId, windowStart: start, leads: notices.length, error: (error as Error).name });
+    const id = batchId(notices);
+    const count = await counter.countLeadNotices(organizationId, start, id, notices.length, expiresAt, cap).catch((error: unknown) => {
+      // A counter that fails never fails the batch (every organization of the lane would wait on it).
+      logger.error('lead notices: the cap counter failed, the batch\'s leads go uncounted', { organizationId, windowStart: start, leads: notices.length, error: (error as Error).name });
       metrics.addMetric('NoticeCapFailed', MetricUnit.Count, 1);
-      return { before: cap, claims: [] } satisfies LeadCount;
+      return undefined;
     });
-    return capped(notices, count, window, cap, now);
+    return count ? capped(notices, count, window, cap, now) : uncounted(notices, id, window, cap);
   }));
   await handOverNotices(deps, kept.flat());
 }

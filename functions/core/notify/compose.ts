@@ -37,6 +37,8 @@ export interface LeadSummaryData {
   cap: number;
   /** 1: the window's summary; 2, 3, …: a follow-up of the window's leads counted after the round before was sent (a lagging stream batch). */
   round?: number;
+  /** A batch the cap counter could not count (events/lead-notices.ts uncounted): `folded` is its own leads, sent as is, nothing claimed. */
+  unclaimed?: boolean;
 }
 
 /** An endpoint's circuit opened (paused) or the endpoint was disabled. */

@@ -219,12 +219,12 @@ async function rejected(deps: Deps, message: QueuedMessage, mail: OutgoingMail, 
  * A window's leads summary as sent: the window's count claimed now for its round, once
  * (notify/notice-cap-store.ts), so it reports every lead counted until it goes (less what the round
  * before reported), and a retry or another recipient reads the same number. A window whose counter
- * expired keeps the count the producer saw.
+ * expired keeps the count the producer saw; an unclaimed summary (a batch the counter missed) its own.
  */
 async function withClaimedCount(deps: Deps, message: NoticeMessage): Promise<NoticeMessage> {
   const data = message.data as Partial<LeadSummaryData>;
   const start = Date.parse(String(data.since ?? ''));
-  if (message.kind !== 'lead.summary' || Number.isNaN(start) || typeof data.cap !== 'number') return message;
+  if (message.kind !== 'lead.summary' || Number.isNaN(start) || typeof data.cap !== 'number' || data.unclaimed === true) return message;
   const round = typeof data.round === 'number' && data.round >= 1 ? data.round : 1;
   const claimed = await noticeCapPort.of(deps).claimSummary(message.organizationId, start, round);
   if (!claimed) return message;
@@ -235,6 +235,8 @@ async function noticeMails(deps: Deps, queued: NoticeMessage, options: MailerOpt
   const recipients = (await recipientStore(deps).listRecipients(queued.organizationId)).filter((r) => r.status === 'confirmed' && picks(r.notices, queued.kind));
   if (recipients.length === 0) return [];
   const message = await withClaimedCount(deps, queued);
+  // A summary of no lead ("0 more new leads"): nothing to tell.
+  if (message.kind === 'lead.summary' && message.data.folded === 0) return [];
   const secret = await options.linkSecret();
   return recipients.map((r) => {
     const unsubscribe = linkUrl(options.baseUrl, 'unsubscribe', signLink(secret, { organizationId: message.organizationId, email: r.email, purpose: 'unsubscribe' }));

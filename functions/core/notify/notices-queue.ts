@@ -37,19 +37,44 @@ function delayOf(deps: Deps, message: NoticeMessage): { DelaySeconds?: number } 
   return { DelaySeconds: Math.min(900, Math.ceil((at - deps.now()) / 1000)) };
 }
 
+/** Whole-call errors that sending the same messages again never mends (the request itself is at fault). */
+const PERMANENT_ERRORS = new Set(['InvalidMessageContents', 'BatchRequestTooLong', 'BatchEntryIdsNotDistinct', 'TooManyEntriesInBatchRequest', 'InvalidBatchEntryId', 'EmptyBatchRequest']);
+
+/**
+ * Notices the queue refused: `codes` its answers' codes (SendMessageBatch's Failed[], or the call's
+ * error), `permanent` when some notice was refused for what it is (an entry with SenderFault, or
+ * a whole-call error of PERMANENT_ERRORS): sent again, it is refused again. Anything else (a
+ * throttle, an outage, an entry the queue failed on its side) may go on a later try.
+ */
+export class NoticesRefused extends Error {
+  override name = 'NoticesRefused';
+  constructor(readonly codes: string[], readonly permanent: boolean) {
+    super(`could not queue ${codes.length} notices: ${[...new Set(codes)].join(', ')}`);
+  }
+}
+
+/** Whether `error` (from enqueueNotices) refuses the notices for good. */
+export const refusedForGood = (error: unknown): boolean =>
+  error instanceof NoticesRefused ? error.permanent : PERMANENT_ERRORS.has((error as Error | undefined)?.name ?? '');
+
 /**
  * Queues several notices in SendMessageBatch calls of up to 10 (a stream batch's lead notices are
- * one call per 10, not one per notice); throws if any was refused, naming how many.
+ * one call per 10, not one per notice); every call is made, then a call's error is thrown (the
+ * first), or else NoticesRefused naming the refused entries' codes.
  */
 export async function enqueueNotices(deps: Deps, messages: NoticeMessage[]): Promise<void> {
   const bodies = messages.map(sqsMessageBody);
-  await Promise.all(inSqsBatches(bodies, (b) => Buffer.byteLength(b)).map(async (batch) => {
+  const calls = await Promise.allSettled(inSqsBatches(bodies, (b) => Buffer.byteLength(b)).map(async (batch) => {
     const out = await deps.sqs.send(new SendMessageBatchCommand({
       QueueUrl: deps.queues.noticesQueue,
       Entries: batch.map((body, n) => ({ Id: String(n), MessageBody: body, ...delayOf(deps, JSON.parse(body) as NoticeMessage) })),
     }));
-    if (out.Failed?.length) throw new Error(`could not queue ${out.Failed.length} notices: ${out.Failed.map((f) => f.Code).join(', ')}`);
+    return out.Failed ?? [];
   }));
+  const thrown = calls.find((c): c is PromiseRejectedResult => c.status === 'rejected');
+  if (thrown) throw thrown.reason;
+  const failed = calls.flatMap((c) => (c.status === 'fulfilled' ? c.value : []));
+  if (failed.length) throw new NoticesRefused(failed.map((f) => f.Code ?? 'Unknown'), failed.some((f) => f.SenderFault === true));
 }
 
 /** Queues the confirmation e-mail of an address added at `addedAt` (one per addition: its key names it). */

@@ -11,7 +11,7 @@ import { depsPort } from '../platform/deps-port.js';
 import { logger, metrics } from '../platform/observability.js';
 import { BACKOFFS, retry } from '../platform/retry.js';
 import type { NoticeMessage } from './notice.js';
-import { enqueueNotices } from './notices-queue.js';
+import { enqueueNotices, NoticesRefused, refusedForGood } from './notices-queue.js';
 import { UNQUEUED_PARTITIONS, unqueuedNoticesPort, type UnqueuedNotices } from './unqueued-notices-store.js';
 
 export interface NoticeQueue {
@@ -42,31 +42,48 @@ export async function handOverNotices(deps: Deps, messages: NoticeMessage[]): Pr
   }
 }
 
-/** Failed hand-overs after which kept notices the queue refuses while it takes others are set aside (docs/operations.md "Unqueued notices"). */
+/** Refusals for good after which kept notices the queue refuses while it takes others are set aside (docs/operations.md "Unqueued notices"). */
 export const MAX_REDRIVE_TRIES = 10;
 /** How long one re-drive may go on (the sweeper runs every minute, its time-out 60 s). */
 export const REDRIVE_BUDGET_MS = 20_000;
 const PAGE = 25;
 
+/** What a set-aside item says of its refusal: the queue's codes. */
+const reasonOf = (error: unknown) => (error instanceof NoticesRefused ? [...new Set(error.codes)].join(', ') : (error as Error).name);
+
 /**
  * Hands over what the notices queue refused earlier (the delivery sweeper, every minute), every
- * partition page by page until done or `deadline` (epoch ms; REDRIVE_BUDGET_MS from now by default).
- * Each kept item is tried on its own: one the queue refuses is counted (`tries`) and left for the
- * next minute, never holding back the others. One refused MAX_REDRIVE_TRIES times while the queue
- * took others in the same run is set aside for an operator (logged as an error, `NoticesSetAside`);
- * while the queue refuses everything (an outage) nothing is set aside. Emits the backlog
- * (`UnqueuedNoticesWaiting`, `UnqueuedNoticesOldestAgeSeconds`) for the alarm to watch. Answers how
- * many notices went.
+ * partition page by page until done or `deadline` (epoch ms; REDRIVE_BUDGET_MS from now by default),
+ * starting at the next partition each minute (a run cut short by its deadline never starves the
+ * last ones). Each kept item is tried on its own: one the queue refuses is left for the next minute,
+ * never holding back the others. Only a refusal for good (notices-queue.ts refusedForGood: the
+ * queue refused some notice for what it is) counts as a try (`tries`, one small write); an outage,
+ * a throttle or the queue's own failure counts nothing, however long. An item refused for good
+ * MAX_REDRIVE_TRIES times, the last while the queue took others in the same run, is set aside for
+ * an operator (logged as an error with the queue's codes, `NoticesSetAside`). Emits the backlog
+ * (`UnqueuedNoticesWaiting`, `UnqueuedNoticesOldestAgeSeconds`) for the alarm to watch, or, when the
+ * kept items cannot be read, `NoticesRedriveFailed` (and throws). Answers how many notices went.
  */
 export async function redriveUnqueuedNotices(deps: Deps, options: { deadline?: number } = {}): Promise<number> {
+  try {
+    return await redrive(deps, options);
+  } catch (error) {
+    // No backlog metric this run (the kept items could not be read): its own, for the alarm (NoticesRedriveFailed).
+    metrics.addMetric('NoticesRedriveFailed', MetricUnit.Count, 1);
+    throw error;
+  }
+}
+
+async function redrive(deps: Deps, options: { deadline?: number }): Promise<number> {
   const store = unqueuedNoticesPort.of(deps);
   const deadline = options.deadline ?? deps.now() + REDRIVE_BUDGET_MS;
   let handed = 0;
   let handedItems = 0;
   const left: UnqueuedNotices[] = [];
-  const refused: { kept: UnqueuedNotices; reason: string }[] = [];
+  const refused: { kept: UnqueuedNotices; reason: string; forGood: boolean }[] = [];
   let complete = true;
-  for (const partition of UNQUEUED_PARTITIONS) {
+  const first = Math.floor(deps.now() / 60_000) % UNQUEUED_PARTITIONS.length;
+  for (const partition of [...UNQUEUED_PARTITIONS.slice(first), ...UNQUEUED_PARTITIONS.slice(0, first)]) {
     let after: string | undefined;
     do {
       if (deps.now() >= deadline) {
@@ -82,18 +99,18 @@ export async function redriveUnqueuedNotices(deps: Deps, options: { deadline?: n
           handed += kept.notices.length;
           handedItems += 1;
         } catch (error) {
-          const reason = (error as Error).name;
-          const tries = await store.failed(kept.id).catch(() => kept.tries + 1);
+          const forGood = refusedForGood(error);
+          const tries = forGood ? await store.failed(kept.id).catch(() => kept.tries + 1) : kept.tries;
           const now = { ...kept, tries };
           left.push(now);
-          refused.push({ kept: now, reason });
+          refused.push({ kept: now, reason: reasonOf(error), forGood });
         }
       }));
     } while (after !== undefined);
     if (!complete) break;
   }
-  // A piece the queue refuses while it takes others is the piece's fault, not an outage's.
-  for (const { kept, reason } of refused.filter((r) => r.kept.tries >= MAX_REDRIVE_TRIES)) {
+  // A piece the queue refuses for good while it takes others is the piece's fault, not an outage's.
+  for (const { kept, reason } of refused.filter((r) => r.forGood && r.kept.tries >= MAX_REDRIVE_TRIES)) {
     const organizationId = kept.notices[0]?.organizationId;
     if (handedItems === 0) {
       logger.error('unqueued notices: still refused after many tries (the queue refuses all: kept)', { id: kept.id, organizationId, tries: kept.tries, reason });
@@ -102,7 +119,7 @@ export async function redriveUnqueuedNotices(deps: Deps, options: { deadline?: n
     try {
       await store.setAside(kept, reason, deps.now());
       left.splice(left.indexOf(kept), 1);
-      logger.error('unqueued notices: refused too often while others went, set aside for an operator', { id: kept.id, organizationId, count: kept.notices.length, tries: kept.tries, reason });
+      logger.error('unqueued notices: refused for good too often while others went, set aside for an operator', { id: kept.id, organizationId, count: kept.notices.length, tries: kept.tries, reason });
       metrics.addMetric('NoticesSetAside', MetricUnit.Count, kept.notices.length);
     } catch (error) {
       logger.warn('unqueued notices: could not be set aside, tried again next minute', { id: kept.id, error: (error as Error).name });

@@ -7,8 +7,8 @@
  *   the piece's notice keys, so the same notices kept twice are one item;
  * - spread over 8 partitions (`UNQUEUED_NOTICES#0` … `#7`, by that key's hash), so a notices-queue
  *   outage's writers (every lane of the fan-out) do not meet on one partition;
- * - kept 14 days by TTL like a sent mark, each counting the hand-overs that failed (`tries`); one
- *   that fails too often is set aside (`UNQUEUED_NOTICES#ASIDE`, kept 14 days from then) for an
+ * - kept 14 days by TTL like a sent mark, each counting the hand-overs the queue refused for good
+ *   (`tries`; an outage counts none); one refused too often is set aside (`UNQUEUED_NOTICES#ASIDE`, kept 14 days from then) for an
  *   operator (docs/operations.md "Unqueued notices").
  * Nothing outlives its organization by more than those 14 days (the organization's id leads every
  * sort key). Items of the previous version (one partition, `UNQUEUED_NOTICES`, the time first in
@@ -41,7 +41,7 @@ export interface UnqueuedNotices {
   notices: NoticeMessage[];
   /** When they were first kept (epoch ms). */
   keptAt: number;
-  /** Hand-overs that failed so far. */
+  /** Hand-overs refused for good so far. */
   tries: number;
 }
 
@@ -52,7 +52,7 @@ export interface UnqueuedNoticesStore {
   waiting(partition: string, limit: number, after?: string): Promise<{ items: UnqueuedNotices[]; next?: string }>;
   /** Handed over: forgotten. */
   forget(id: string): Promise<void>;
-  /** A hand-over of it failed: counted; answers its tries so far. */
+  /** A hand-over of it was refused for good: counted; answers its tries so far. */
   failed(id: string): Promise<number>;
   /** Failed too often: moved to SET_ASIDE_PK (the reason kept with it), out of the sweeper's way. */
   setAside(kept: UnqueuedNotices, reason: string, now: number): Promise<void>;

@@ -270,14 +270,26 @@ describe('the cap\'s bounds', () => {
   const WINDOW_START = Date.parse('2030-01-15T12:00:00.000Z');
   const leads = (n: number) => Array.from({ length: n }, () => inserted(leadItem()));
 
-  it('a counter that fails does not fail the batch: its leads fold into the window\'s summary, logged', async () => {
-    const { queue, cap, run } = given({ leadNoticeCap: 2 });
+  it('a counter that fails does not fail the batch: a batch within the cap mails one by one, logged', async () => {
+    const { queue, cap, run } = given({ leadNoticeCap: 3 });
     cap.failNext = true;
     loggedError.mockClear();
     expect(await run(leads(3))).toEqual({ batchItemFailures: [] });
-    expect(queue.unique.map((m) => m.kind)).toEqual(['lead.summary']);
-    expect(queue.unique[0]).toMatchObject({ key: `lead.summary|${ORG}|${WINDOW_START}`, data: { folded: 3, round: 1 } });
+    expect(queue.unique.map((m) => m.kind)).toEqual(['lead.created', 'lead.created', 'lead.created']);
     expect(loggedError).toHaveBeenCalledWith(expect.stringContaining('cap counter failed'), expect.objectContaining({ organizationId: ORG, leads: 3 }));
+  });
+
+  it('a counter that fails once the window has counted (throttled) loses no lead: a batch past the cap is a summary of its own, claiming nothing', async () => {
+    const { queue, cap, run } = given({ leadNoticeCap: 2 });
+    await run(leads(1)); // the window's counter exists: 1 counted
+    cap.failNext = true;
+    await run(leads(5));
+    const summaries = queue.unique.filter((m) => m.kind === 'lead.summary');
+    expect(summaries).toHaveLength(1);
+    expect(summaries[0].key).toMatch(new RegExp(`^lead\\.summary\\|${ORG}\\|${WINDOW_START}\\|nocount\\|`));
+    expect(summaries[0].data).toMatchObject({ folded: 5, unclaimed: true, cap: 2 });
+    // The window's counter never counted these 5 (the mailer sends the summary as it is: test/unit/notify/mailer.test.ts).
+    expect([...cap.items.values()].map((i) => [i.leads, i.claims])).toEqual([[1, []]]);
   });
 
   it('a window is at most 870 s, so its summary\'s wait (window end + 30 s) is one queue delay of at most 900 s', async () => {

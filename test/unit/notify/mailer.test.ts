@@ -168,6 +168,23 @@ describe('the mailer under a failing mail server', () => {
     expect(sent.map((m) => [m.to, m.subject.replace(/ since.*/, '')])).toEqual(addresses.map((a) => [a, '5 more new leads']));
   });
 
+  it('sends a summary of a batch the cap counter missed with its own count, claiming nothing; never a summary of no lead', async () => {
+    const { deps: base } = setup();
+    const cap = new MemoryNoticeCapStore();
+    const deps = noticeCapPort.with(base, cap);
+    const start = Date.parse('2030-01-15T12:00:00.000Z');
+    await cap.countLeadNotices('org_1', start, 'b1', 1); // the window's counter exists, under the cap
+    const window = { cap: 2, since: '2030-01-15T12:00:00.000Z', until: '2030-01-15T12:10:00.000Z' };
+    const sent: OutgoingMail[] = [];
+    const transport: MailTransport = { send: async (mail) => { sent.push(mail); } };
+    await sendQueuedMessage(deps, { organizationId: 'org_1', kind: 'lead.summary', key: `lead.summary|org_1|${start}|nocount|b2`, at: window.since, data: { ...window, folded: 5, unclaimed: true } }, options(transport));
+    expect(sent.map((m) => m.subject.replace(/ since.*/, ''))).toEqual(addresses.map(() => '5 more new leads'));
+    expect([...cap.items.values()].map((i) => i.claims)).toEqual([[]]);
+    // A round-1 summary whose claim holds no lead past the cap: no "0 more new leads".
+    expect(await sendQueuedMessage(deps, { organizationId: 'org_1', kind: 'lead.summary', key: `lead.summary|org_1|${start}`, at: window.since, data: { ...window, folded: 1, round: 1 } }, options(transport))).toEqual({ sent: 0, skipped: 0, rejected: 0 });
+    expect(sent).toHaveLength(3);
+  });
+
   it('sends a confirmation with an "I did not ask for this" link and List-Unsubscribe headers', async () => {
     const pending = recipientItem('org_1', { email: 'new@shop.example', notices: ['lead.created'], status: 'pending', addedAt: 5 });
     const stores = memoryStores();

@@ -10,7 +10,9 @@ import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import { logger, metrics } from '../../../functions/core/platform/observability.js';
 import type { NoticeMessage } from '../../../functions/core/notify/notice.js';
 import { MAX_REDRIVE_TRIES, noticeQueuePort, redriveUnqueuedNotices, type NoticeQueue } from '../../../functions/core/notify/produce.js';
-import { unqueuedNoticesPort } from '../../../functions/core/notify/unqueued-notices-store.js';
+import { unqueuedNoticesPort, UNQUEUED_PARTITIONS } from '../../../functions/core/notify/unqueued-notices-store.js';
+import { enqueueNotices, NoticesRefused } from '../../../functions/core/notify/notices-queue.js';
+import type { Deps } from '../../../functions/core/platform/deps.js';
 import { MemoryUnqueuedNotices } from '../../support/stores/memory-unqueued-notices.js';
 import { memoryStores } from '../../support/stores/memory-deps.js';
 
@@ -23,14 +25,25 @@ const notice = (organizationId: string, n: number): NoticeMessage => ({
   organizationId, kind: 'lead.created', key: `lead.created|${organizationId}|cli_${n}`, at: '2030-01-15T12:00:00.000Z', data: { clientId: `cli_${n}` },
 });
 
-/** A queue that refuses the notices `refuses` picks (or all while `down`); each call takes `callMs` of the clock. */
+/**
+ * A queue that refuses the notices `refuses` picks for good (SendMessageBatch's entries with
+ * SenderFault), and everything while `down` or for its next `throttles` calls (the queue's side);
+ * each call takes `callMs` of the clock.
+ */
 class PickyQueue implements NoticeQueue {
   readonly sent: NoticeMessage[] = [];
   down = false;
+  throttles = 0;
   constructor(private readonly refuses: (n: NoticeMessage) => boolean, private readonly advance: (ms: number) => void, private readonly callMs = 0) {}
   async enqueue(messages: NoticeMessage[]): Promise<void> {
     this.advance(this.callMs);
-    if (this.down || messages.some(this.refuses)) throw Object.assign(new Error('refused'), { name: 'InvalidMessageContents' });
+    if (this.down) throw Object.assign(new Error('unavailable'), { name: 'QueueUnavailable' });
+    if (this.throttles > 0) {
+      this.throttles -= 1;
+      throw Object.assign(new Error('throttled'), { name: 'RequestThrottled' });
+    }
+    const refused = messages.filter(this.refuses);
+    if (refused.length) throw new NoticesRefused(refused.map(() => 'InvalidMessageContents'), true);
     this.sent.push(...messages);
   }
 }
@@ -84,6 +97,46 @@ describe('the re-drive of unqueued notices', () => {
     expect(kept.items.size).toBe(0);
   });
 
+  it('sets nothing healthy aside after a long outage: not the items refused before the queue came back mid-run, nor one throttled later, and counts no try meanwhile', async () => {
+    const { deps, kept, queue, clock } = given(() => false, 10);
+    for (let n = 0; n < 60; n++) await kept.keep([notice(`org_${n}`, n)], clock.now());
+    const failed = jest.spyOn(kept, 'failed');
+    queue.down = true;
+    for (let run = 0; run < MAX_REDRIVE_TRIES + 5; run++) {
+      await redriveUnqueuedNotices(deps);
+      clock.advance(60_000);
+    }
+    expect(failed).not.toHaveBeenCalled(); // an outage writes nothing per item
+    // Back mid-run: the first pages were refused, the rest went.
+    queue.down = false;
+    queue.throttles = 30;
+    const first = await redriveUnqueuedNotices(deps);
+    expect(first).toBe(30);
+    clock.advance(60_000);
+    // A throttle afterwards, once.
+    queue.throttles = 1;
+    await redriveUnqueuedNotices(deps);
+    clock.advance(60_000);
+    await redriveUnqueuedNotices(deps);
+    expect(kept.setAsideItems).toEqual([]);
+    expect(kept.items.size).toBe(0);
+    expect(queue.sent).toHaveLength(60);
+  });
+
+  it('starts each minute at the next partition, so a run cut short by its deadline never starves the last ones', async () => {
+    const { deps, kept, queue, clock } = given(() => false, 1_000);
+    for (let n = 0; n < 800; n++) await kept.keep([notice(`org_${n}`, n)], clock.now());
+    const where = new Map([...kept.partitions].flatMap(([pk, items]) => [...items.values()].map((k) => [k.notices[0].organizationId, pk] as const)));
+    const served = new Set<string>();
+    for (let run = 0; run < UNQUEUED_PARTITIONS.length; run++) {
+      clock.advance(60_000 - (clock.now() % 60_000)); // the next minute's run
+      const before = queue.sent.length;
+      await redriveUnqueuedNotices(deps, { deadline: clock.now() + 1_000 }); // one page a run
+      for (const n of queue.sent.slice(before)) served.add(where.get(n.organizationId)!);
+    }
+    expect([...served].sort()).toEqual(UNQUEUED_PARTITIONS.slice(0, -1).slice().sort());
+  });
+
   it('drains page after page in one run, and stops at its deadline leaving the rest for the next minute', async () => {
     const { deps, kept, queue, clock } = given(() => false, 100);
     for (let n = 0; n < 300; n++) await kept.keep([notice(`org_${n}`, n)], clock.now());
@@ -94,6 +147,14 @@ describe('the re-drive of unqueued notices', () => {
     expect(kept.items.size).toBe(300 - first);
     expect(await redriveUnqueuedNotices(deps)).toBe(300 - first);
     expect(queue.sent).toHaveLength(300);
+  });
+
+  it('counts a run that cannot read the kept items (NoticesRedriveFailed): no backlog metric would tell', async () => {
+    const { deps, kept } = given();
+    jest.spyOn(kept, 'waiting').mockRejectedValue(Object.assign(new Error('throttled'), { name: 'ProvisionedThroughputExceededException' }));
+    await expect(redriveUnqueuedNotices(deps)).rejects.toThrow('throttled');
+    expect(metric).toHaveBeenCalledWith('NoticesRedriveFailed', MetricUnit.Count, 1);
+    expect(metric).not.toHaveBeenCalledWith('UnqueuedNoticesWaiting', expect.anything(), expect.anything());
   });
 
   it('emits the backlog: how many items wait and the oldest one\'s age', async () => {
@@ -110,5 +171,33 @@ describe('the re-drive of unqueued notices', () => {
     metric.mockClear();
     await redriveUnqueuedNotices(deps);
     expect(metric).toHaveBeenCalledWith('UnqueuedNoticesWaiting', MetricUnit.Count, 0);
+  });
+});
+
+describe('what the notices queue answers (enqueueNotices)', () => {
+  const sqsAnswering = (answer: () => Promise<unknown>) => ({ sqs: { send: answer }, queues: { noticesQueue: 'q' }, now: () => 0 } as unknown as Deps);
+
+  it('names the refused entries\' codes, and says refused for good when SQS blames the message (SenderFault)', async () => {
+    const forGood = enqueueNotices(sqsAnswering(async () => ({ Failed: [{ Id: '0', Code: 'InvalidMessageContents', SenderFault: true }] })), [notice('org_a', 1)]);
+    await expect(forGood).rejects.toMatchObject({ name: 'NoticesRefused', codes: ['InvalidMessageContents'], permanent: true });
+    const queueSide = enqueueNotices(sqsAnswering(async () => ({ Failed: [{ Id: '0', Code: 'InternalError', SenderFault: false }] })), [notice('org_a', 1)]);
+    await expect(queueSide).rejects.toMatchObject({ name: 'NoticesRefused', codes: ['InternalError'], permanent: false });
+  });
+
+  it('sets aside an item SQS refuses for good with the entry\'s code as its reason', async () => {
+    const stores = memoryStores({ now: '2030-01-15T12:00:00.000Z' });
+    const kept = new MemoryUnqueuedNotices();
+    const deps = { ...unqueuedNoticesPort.with(stores.deps, kept), queues: { noticesQueue: 'q' }, sqs: {
+      send: async (command: { input: { Entries: { Id: string; MessageBody: string }[] } }) => ({
+        Failed: command.input.Entries.filter((e) => e.MessageBody.includes('org_bad')).map((e) => ({ Id: e.Id, Code: 'InvalidMessageContents', SenderFault: true })),
+      }),
+    } } as unknown as Deps;
+    await kept.keep([notice('org_bad', 1)], stores.clock.now());
+    for (let run = 1; run <= MAX_REDRIVE_TRIES; run++) {
+      await kept.keep([notice('org_ok', run)], stores.clock.now());
+      await redriveUnqueuedNotices(deps);
+      stores.clock.advance(60_000);
+    }
+    expect(kept.setAsideItems).toEqual([expect.objectContaining({ reason: 'InvalidMessageContents', notices: [notice('org_bad', 1)] })]);
   });
 });
