@@ -95,7 +95,7 @@ const concernsTheAddress = (error: unknown) => {
 /**
  * The server refused this address for good (docs/notifications.md "Refused addresses"): its own
  * RCPT TO answered 5xx (nodemailer's EENVELOPE, `command` 'RCPT TO', the address among `rejected`)
- * with an address status: an enhanced code 5.1.x (no such user, bad domain), or a plain 550/553
+ * with an address status: an enhanced code 5.1.x of the recipient's (no such user, bad domain), or a plain 550/553
  * with no enhanced code. Any other refusal is the transport's and is tried again: a refused MAIL
  * FROM or DATA, a policy refusal (5.7.x: relaying denied, sender not authorized), a 530 (auth
  * required), a 4xx (greylisting, a full mailbox). Suppressing on those would drop good addresses
@@ -114,11 +114,20 @@ export const permanentlyRejected = (error: unknown, address: string): boolean =>
   return addressRefusal(typeof own?.response === 'string' ? own.response : typeof e.response === 'string' ? e.response : '');
 };
 
-/** A reply that refuses the address itself: 5xx with an enhanced 5.1.x, or a plain 550/553 without an enhanced code. */
+/**
+ * The enhanced codes 5.1.x that concern the recipient's own address (RFC 3463, RFC 7505): 5.1.0
+ * other address status, 5.1.1 bad mailbox, 5.1.2 bad system, 5.1.3 bad mailbox syntax, 5.1.4
+ * ambiguous, 5.1.5 (destination valid), 5.1.6 mailbox moved, 5.1.10 null MX. 5.1.7 and 5.1.8 are the
+ * sender's (bad sender's mailbox syntax, bad sender's system address: Postfix answers a RCPT TO
+ * `550 5.1.8 <noreply@…>: Sender address rejected`), as is any code not listed.
+ */
+const RECIPIENT_ADDRESS_DETAILS = new Set(['0', '1', '2', '3', '4', '5', '6', '10']);
+
+/** A reply that refuses the address itself: 5xx with an enhanced 5.1.x of the recipient's (above), or a plain 550/553 without an enhanced code. */
 export function addressRefusal(reply: string): boolean {
-  const m = /^(\d{3})(?:[ -](\d)\.(\d{1,3})\.\d{1,3}\b)?/.exec(reply.trim());
+  const m = /^(\d{3})(?:[ -](\d)\.(\d{1,3})\.(\d{1,3})\b)?/.exec(reply.trim());
   if (!m || m[1][0] !== '5') return false;
-  if (m[2] !== undefined) return m[2] === '5' && m[3] === '1';
+  if (m[2] !== undefined) return m[2] === '5' && m[3] === '1' && RECIPIENT_ADDRESS_DETAILS.has(String(Number(m[4])));
   return m[1] === '550' || m[1] === '553';
 }
 

@@ -224,6 +224,8 @@ describe('an address the mail server refuses for good (SMTP 550 to its RCPT TO)'
     ['a refused MAIL FROM (550 5.7.1 sender not authorized)', () => { server.mailFromAnswer = { code: 550, text: '5.7.1 Sender not authorized' }; }],
     ['a policy refusal of the RCPT TO (550 5.7.1 relaying denied)', () => { for (const a of addresses) server.answers.set(a, { code: 550, text: '5.7.1 Relaying denied' }); }],
     ['a 530 to the RCPT TO (5.7.0 authentication required)', () => { for (const a of addresses) server.answers.set(a, { code: 530, text: '5.7.0 Authentication required' }); }],
+    ['a sender refusal at the RCPT TO (550 5.1.8 sender address rejected)', () => { for (const a of addresses) server.answers.set(a, { code: 550, text: '5.1.8 <noreply@crm.example>: Sender address rejected: Domain not found' }); }],
+    ['a bad sender mailbox syntax at the RCPT TO (553 5.1.7)', () => { for (const a of addresses) server.answers.set(a, { code: 553, text: '5.1.7 Bad sender address syntax' }); }],
   ])('%s suppresses nobody: the transport is at fault, the message is tried again, its other addresses not tried now', async (_name, refuse) => {
     const { deps } = setup();
     const received = server.received.length;
