@@ -24,7 +24,7 @@ import { noticeMarkStore, type MarkId } from './notice-mark-store.js';
 import type { NoticeMessage } from './notice.js';
 import type { QueuedMessage, ConfirmationMessage } from './notices-queue.js';
 import { recipientStore } from './recipient-store.js';
-import { rejectionCountPort, REJECTION_WINDOW_MS } from './rejection-count-store.js';
+import { rejectionCountPort, REJECTION_WINDOW_MS, type RefusalCounts } from './rejection-count-store.js';
 import { CONFIRMATION_WRITE_GRACE_MS, picks, suppressRecipient } from './recipients.js';
 
 export interface MailerOptions {
@@ -131,23 +131,64 @@ export function addressRefusal(reply: string): boolean {
   return m[1] === '550' || m[1] === '553';
 }
 
-/** More distinct addresses than this refused within one REJECTION_WINDOW_MS, and the breaker trips. */
+/** More distinct addresses than this refused within REJECTION_WINDOW_MS (a sliding estimate), and the breaker trips. */
 export const REJECTION_LIMIT = 5;
+/** At most this much of the breaker's count is any one organization's: one tenant's dead addresses cannot trip it for all. */
+export const REJECTION_SHARE = 2;
+/** A tripped breaker stays tripped this long, extended while refusals go on past the limit. */
+export const REJECTION_LATCH_MS = 60 * 60_000;
+
+/**
+ * What the count says (a sliding estimate: the window so far plus the previous window weighed by
+ * the part of it still within REJECTION_WINDOW_MS): each organization's refused addresses, and the
+ * service's, where an organization counts REJECTION_SHARE at most.
+ */
+export function refusalEstimate(counts: RefusalCounts, windowStart: number, now: number, organizationKey: string): { own: number; all: number } {
+  const byOrganization = new Map<string, number>();
+  const weigh = (entries: string[], weight: number) => {
+    for (const entry of entries) {
+      // The previous version's entries (an address's hash alone) read as an organization each.
+      const organization = entry.includes('.') ? entry.slice(0, entry.indexOf('.')) : entry;
+      byOrganization.set(organization, (byOrganization.get(organization) ?? 0) + weight);
+    }
+  };
+  weigh(counts.current, 1);
+  weigh(counts.previous, Math.max(0, 1 - (now - windowStart) / REJECTION_WINDOW_MS));
+  let all = 0;
+  for (const n of byOrganization.values()) all += Math.min(n, REJECTION_SHARE);
+  return { own: byOrganization.get(organizationKey) ?? 0, all };
+}
 
 /**
  * A breaker on suppression (docs/notifications.md "An address refused for good"): more than
- * REJECTION_LIMIT distinct addresses refused within a 10-minute window (counted across every mailer
- * instance, notify/rejection-count-store.ts) is not a run of dead mailboxes but a server refusing
- * everything (a misconfigured relay, a blocklisted sender): then nothing more is suppressed, the
- * refusals are tried again like a transport failure, an error is logged and MailRejectionsHeld
- * (alarmed) counts them. A count that cannot be written suppresses nothing either: suppression is
- * the step an admin must undo by hand.
+ * REJECTION_LIMIT distinct addresses refused within 10 minutes (counted across every mailer
+ * instance, notify/rejection-count-store.ts; an organization's at most REJECTION_SHARE of it) is not
+ * a run of dead mailboxes but a server refusing everything (a misconfigured relay, a blocklisted
+ * sender): the breaker trips (`tripped`) and stays latched REJECTION_LATCH_MS, extended while the
+ * refusals go on past the limit; so does one organization's own count past REJECTION_LIMIT, for that
+ * organization alone (`held`). Latched, nothing is suppressed: the refusals are tried again like a
+ * transport failure, an error is logged and MailRejectionsHeld (alarmed) counts them. A count that
+ * cannot be read or written suppresses nothing either (`unknown`): suppression is the step an admin
+ * must undo by hand.
  */
-async function breaker(deps: Deps, address: string): Promise<'closed' | 'tripped' | 'unknown'> {
+async function breaker(deps: Deps, organizationId: string, address: string): Promise<'closed' | 'tripped' | 'held' | 'unknown'> {
   const now = deps.now();
+  const windowStart = now - (now % REJECTION_WINDOW_MS);
+  const organizationKey = addressHash(organizationId);
+  const store = rejectionCountPort.of(deps);
   try {
-    const refused = await rejectionCountPort.of(deps).countRefused(now - (now % REJECTION_WINDOW_MS), addressHash(address));
-    return refused <= REJECTION_LIMIT ? 'closed' : 'tripped';
+    const counts = await store.countRefused(windowStart, organizationKey, `${organizationKey}.${addressHash(address)}`);
+    const { own, all } = refusalEstimate(counts, windowStart, now, organizationKey);
+    if (counts.full || all > REJECTION_LIMIT) {
+      await store.trip({}, now + REJECTION_LATCH_MS);
+      return 'tripped';
+    }
+    if ((counts.trippedUntil.all ?? 0) > now) return 'tripped';
+    if (own > REJECTION_LIMIT) {
+      await store.trip({ organizationKey }, now + REJECTION_LATCH_MS);
+      return 'held';
+    }
+    return (counts.trippedUntil.organization ?? 0) > now ? 'held' : 'closed';
   } catch (error) {
     logger.warn('mailer: refused addresses not counted: none suppressed, tried again', { to: addressHash(address), error: errorCode(error) });
     return 'unknown';
@@ -187,11 +228,16 @@ async function sendOnce(deps: Deps, message: QueuedMessage, mail: OutgoingMail, 
     await beforeDeadline(deps, options.deadline, () => options.transport.send(mail));
   } catch (error) {
     if (permanentlyRejected(error, mail.to)) {
-      const state = await breaker(deps, mail.to);
+      const state = await breaker(deps, message.organizationId, mail.to);
       if (state === 'closed') return rejected(deps, message, mail, mark, error);
       await marks.release(mark).catch(() => undefined);
       if (state === 'unknown') return { failed: errorCode(error), transportDown: false };
       metrics.addMetric('MailRejectionsHeld', MetricUnit.Count, 1);
+      if (state === 'held') {
+        // This organization's addresses alone: its other addresses go on, the others' are unaffected.
+        logger.error('mailer: too many of this organization\'s addresses refused at once: none suppressed, tried again (a bad list or a relay refusing it)', { organizationId: message.organizationId, to: addressHash(mail.to), error: errorCode(error) });
+        return { failed: errorCode(error), transportDown: false };
+      }
       logger.error('mailer: too many addresses refused at once: none suppressed, tried again (the mail server or its sender setup is likely at fault)', { organizationId: message.organizationId, to: addressHash(mail.to), error: errorCode(error) });
       return { failed: errorCode(error), transportDown: true };
     }
