@@ -35,6 +35,8 @@ export const rateLimitCeilingPerMinute = 6000;
 const keyLimit = () => z.number().check(z.int(), z.positive(), z.maximum(rateLimitCeilingPerMinute));
 const nonnegative = () => z.number().check(z.nonnegative());
 /** A bound on a setting that times a security control (how long a revoked key or a removed endpoint lives on). */
+/** The longest lead-notice window used (leadNoticeWindowSeconds below). */
+export const LEAD_NOTICE_WINDOW_MAX_SECONDS = 870;
 const atMost = (max: number, field: string, why: string) => z.maximum(max, `${field} must be at most ${max} (${why})`);
 
 /**
@@ -130,7 +132,13 @@ export const configSchema = z.object({
   leadNoticeCap: z._default(positiveInt(), 20),
   // At most 870: the window's summary waits for its end plus 30 s as one queue delay, and SQS delays
   // at most 900 s (events/lead-notices.ts SUMMARY_SETTLE_SECONDS); a longer window's summary would go early.
-  leadNoticeWindowSeconds: z._default(positiveInt().check(atMost(870, 'leadNoticeWindowSeconds', 'the window\'s summary is sent at its end plus 30 s, one queue delay of at most 900 s')), 600),
+  // A longer one (up to a day was allowed before) is used as 870 with a warning, not refused: a stored
+  // document that no longer parsed would leave every function on a stale snapshot (docs/deploy.md).
+  leadNoticeWindowSeconds: z._default(z.pipe(positiveInt().check(atMost(86_400, 'leadNoticeWindowSeconds', 'a day')), z.transform((seconds: number) => {
+    if (seconds <= LEAD_NOTICE_WINDOW_MAX_SECONDS) return seconds;
+    logger.warn(`settings: leadNoticeWindowSeconds ${seconds} used as ${LEAD_NOTICE_WINDOW_MAX_SECONDS} (the window's summary is sent at its end plus 30 s, one queue delay of at most 900 s); set it to ${LEAD_NOTICE_WINDOW_MAX_SECONDS} or less`);
+    return LEAD_NOTICE_WINDOW_MAX_SECONDS;
+  })), 600),
   /** The UTC hour the daily digest of the day before is produced (its schedule runs hourly). */
   digestHourUtc: z._default(int().check(z.minimum(0), z.maximum(23)), 7),
   /** How long a siteverify call may take before the lead is refused (fail closed, 503). */
