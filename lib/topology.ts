@@ -431,8 +431,11 @@ export const functions = {
       // The sent marks alone (notify/notice-mark-store.ts: `notice#…` items with a TTL), not the lead endpoint's idempotency records beside them.
       idempotency: { actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'], leadingKeys: ['notice#*'] },
       // A leads summary claims its window's count when it is sent (notify/notice-cap-store.ts): the lead notices' counters alone, not the rate limits beside them;
-      // and the addresses refused in a window, counted for the suppression breaker (notify/rejection-count-store.ts).
-      rateWindows: { actions: ['dynamodb:UpdateItem'], leadingKeys: ['NOTICES#*', 'MAILREJECT#*'] },
+      // and the addresses refused in a window, counted for the suppression breaker (notify/rejection-count-store.ts), which also reads the window before and its latches.
+      rateWindows: [
+        { actions: ['dynamodb:UpdateItem'], leadingKeys: ['NOTICES#*', 'MAILREJECT#*'] },
+        { actions: ['dynamodb:GetItem'], leadingKeys: ['MAILREJECT#*'] },
+      ],
     },
     queues: { noticesQueue: 'consumeWithBackoff' },
     // Few at once: a mail server or SES's sending rate is the bound, not Lambda.

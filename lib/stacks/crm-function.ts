@@ -220,8 +220,10 @@ export function attributeConditions(actions: readonly string[], attributes: read
     throw new Error(`an attribute grant mixes ${reads.join(', ')} with ${actions.filter((a) => !reads.includes(a)).join(', ')}: split it into one grant per kind`);
   }
   const conditions: Record<string, Record<string, unknown>> = projecting(attributes, reads.length ? 'StringEquals' : 'StringEqualsIfExists');
-  // A write on attributes returns at most those: ALL_OLD or ALL_NEW would hand back the whole item
-  // (a wallet, a key's hash, a signing secret). Absent, ReturnValues is NONE.
+  // A write on attributes may not ask ReturnValues ALL_OLD or ALL_NEW (the whole item: a wallet, a
+  // key's hash, a signing secret). Absent, ReturnValues is NONE. Not covered, by this or any IAM key:
+  // ReturnValuesOnConditionCheckFailure ALL_OLD, which returns the whole item when the write's
+  // condition fails; the code never asks it (docs/decisions.md "Signing secrets: a table of their own": the residual risk).
   if (actions.some((a) => writesReturningItems.includes(a))) {
     conditions.StringEqualsIfExists = { ...conditions.StringEqualsIfExists, 'dynamodb:ReturnValues': ['NONE', 'UPDATED_OLD', 'UPDATED_NEW'] };
   }

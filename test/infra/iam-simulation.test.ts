@@ -201,6 +201,13 @@ describe('least privilege, simulated on the prod roles', () => {
       expect(await decide('mailer', 'dynamodb:UpdateItem', tableArn('rateWindows'), { 'dynamodb:LeadingKeys': ['NOTICES#org_1#1700000000000'] })).toBe('Allowed');
       // And the suppression breaker's count of refused addresses (notify/rejection-count-store.ts).
       expect(await decide('mailer', 'dynamodb:UpdateItem', tableArn('rateWindows'), { 'dynamodb:LeadingKeys': ['MAILREJECT#1700000000000'] })).toBe('Allowed');
+      // It reads the breaker's items (the window before, the latches) and nothing else there.
+      for (const key of ['MAILREJECT#1700000000000', 'MAILREJECT#TRIPPED', 'MAILREJECT#TRIPPED#abc']) {
+        expect([key, await decide('mailer', 'dynamodb:GetItem', tableArn('rateWindows'), { 'dynamodb:LeadingKeys': [key] })]).toEqual([key, 'Allowed']);
+      }
+      for (const key of ['NOTICES#org_1#1700000000000', 'RLS#key_1#0']) {
+        expect([key, await decide('mailer', 'dynamodb:GetItem', tableArn('rateWindows'), { 'dynamodb:LeadingKeys': [key] })]).toEqual([key, 'ImplicitlyDenied']);
+      }
       for (const key of ['RLS#key_1#0', 'CAP#key_1#2030-01-15']) {
         expect([key, await decide('mailer', 'dynamodb:UpdateItem', tableArn('rateWindows'), { 'dynamodb:LeadingKeys': [key] })]).toEqual([key, 'ImplicitlyDenied']);
       }

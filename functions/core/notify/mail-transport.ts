@@ -6,7 +6,7 @@
  * message: headers are encoded (non-ASCII, long lines), a value cannot add a header.
  */
 import nodemailer, { type Transporter } from 'nodemailer';
-import { plainSmtpProblem, type Config } from '../platform/config.js';
+import { plainSmtpProblem, tlsFromTheStart, type Config } from '../platform/config.js';
 import { logger } from '../platform/observability.js';
 
 export interface OutgoingMail {
@@ -30,21 +30,7 @@ export interface TransportOptions {
 
 const transporters = new Map<string, Promise<Transporter>>();
 
-/**
- * `smtp://…?secure=true` as `smtps://…`: nodemailer takes `secure` from the scheme and ignores the
- * query's, so the URL would otherwise go in clear text although platform/config.ts counts it as TLS.
- */
-export function tlsFromTheStart(url: string): string {
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    return url;
-  }
-  if (parsed.protocol !== 'smtp:' || parsed.searchParams.get('secure') !== 'true') return url;
-  parsed.searchParams.delete('secure');
-  return `smtps:${parsed.href.slice('smtp:'.length)}`;
-}
+export { tlsFromTheStart };
 
 function transporter(config: Config): Promise<Transporter> {
   const key = config.noticeSmtpUrl ? `smtp ${config.noticeSmtpUrl} ${config.noticeSendTimeoutMs}` : 'ses';

@@ -24,7 +24,7 @@ import { noticeMarkStore, type MarkId } from './notice-mark-store.js';
 import type { NoticeMessage } from './notice.js';
 import type { QueuedMessage, ConfirmationMessage } from './notices-queue.js';
 import { recipientStore } from './recipient-store.js';
-import { rejectionCountPort, REJECTION_WINDOW_MS } from './rejection-count-store.js';
+import { rejectionCountPort, REJECTION_WINDOW_MS, type RefusalCounts } from './rejection-count-store.js';
 import { CONFIRMATION_WRITE_GRACE_MS, picks, suppressRecipient } from './recipients.js';
 
 export interface MailerOptions {
@@ -95,7 +95,7 @@ const concernsTheAddress = (error: unknown) => {
 /**
  * The server refused this address for good (docs/notifications.md "Refused addresses"): its own
  * RCPT TO answered 5xx (nodemailer's EENVELOPE, `command` 'RCPT TO', the address among `rejected`)
- * with an address status: an enhanced code 5.1.x (no such user, bad domain), or a plain 550/553
+ * with an address status: an enhanced code 5.1.x of the recipient's (no such user, bad domain), or a plain 550/553
  * with no enhanced code. Any other refusal is the transport's and is tried again: a refused MAIL
  * FROM or DATA, a policy refusal (5.7.x: relaying denied, sender not authorized), a 530 (auth
  * required), a 4xx (greylisting, a full mailbox). Suppressing on those would drop good addresses
@@ -114,31 +114,81 @@ export const permanentlyRejected = (error: unknown, address: string): boolean =>
   return addressRefusal(typeof own?.response === 'string' ? own.response : typeof e.response === 'string' ? e.response : '');
 };
 
-/** A reply that refuses the address itself: 5xx with an enhanced 5.1.x, or a plain 550/553 without an enhanced code. */
+/**
+ * The enhanced codes 5.1.x that concern the recipient's own address (RFC 3463, RFC 7505): 5.1.0
+ * other address status, 5.1.1 bad mailbox, 5.1.2 bad system, 5.1.3 bad mailbox syntax, 5.1.4
+ * ambiguous, 5.1.5 (destination valid), 5.1.6 mailbox moved, 5.1.10 null MX. 5.1.7 and 5.1.8 are the
+ * sender's (bad sender's mailbox syntax, bad sender's system address: Postfix answers a RCPT TO
+ * `550 5.1.8 <noreply@…>: Sender address rejected`), as is any code not listed.
+ */
+const RECIPIENT_ADDRESS_DETAILS = new Set(['0', '1', '2', '3', '4', '5', '6', '10']);
+
+/** A reply that refuses the address itself: 5xx with an enhanced 5.1.x of the recipient's (above), or a plain 550/553 without an enhanced code. */
 export function addressRefusal(reply: string): boolean {
-  const m = /^(\d{3})(?:[ -](\d)\.(\d{1,3})\.\d{1,3}\b)?/.exec(reply.trim());
+  const m = /^(\d{3})(?:[ -](\d)\.(\d{1,3})\.(\d{1,3})\b)?/.exec(reply.trim());
   if (!m || m[1][0] !== '5') return false;
-  if (m[2] !== undefined) return m[2] === '5' && m[3] === '1';
+  if (m[2] !== undefined) return m[2] === '5' && m[3] === '1' && RECIPIENT_ADDRESS_DETAILS.has(String(Number(m[4])));
   return m[1] === '550' || m[1] === '553';
 }
 
-/** More distinct addresses than this refused within one REJECTION_WINDOW_MS, and the breaker trips. */
+/** More distinct addresses than this refused within REJECTION_WINDOW_MS (a sliding estimate), and the breaker trips. */
 export const REJECTION_LIMIT = 5;
+/** At most this much of the breaker's count is any one organization's: one tenant's dead addresses cannot trip it for all. */
+export const REJECTION_SHARE = 2;
+/** A tripped breaker stays tripped this long, extended while refusals go on past the limit. */
+export const REJECTION_LATCH_MS = 60 * 60_000;
+
+/**
+ * What the count says (a sliding estimate: the window so far plus the previous window weighed by
+ * the part of it still within REJECTION_WINDOW_MS): each organization's refused addresses, and the
+ * service's, where an organization counts REJECTION_SHARE at most.
+ */
+export function refusalEstimate(counts: RefusalCounts, windowStart: number, now: number, organizationKey: string): { own: number; all: number } {
+  const byOrganization = new Map<string, number>();
+  const weigh = (entries: string[], weight: number) => {
+    for (const entry of entries) {
+      // The previous version's entries (an address's hash alone) read as an organization each.
+      const organization = entry.includes('.') ? entry.slice(0, entry.indexOf('.')) : entry;
+      byOrganization.set(organization, (byOrganization.get(organization) ?? 0) + weight);
+    }
+  };
+  weigh(counts.current, 1);
+  weigh(counts.previous, Math.max(0, 1 - (now - windowStart) / REJECTION_WINDOW_MS));
+  let all = 0;
+  for (const n of byOrganization.values()) all += Math.min(n, REJECTION_SHARE);
+  return { own: byOrganization.get(organizationKey) ?? 0, all };
+}
 
 /**
  * A breaker on suppression (docs/notifications.md "An address refused for good"): more than
- * REJECTION_LIMIT distinct addresses refused within a 10-minute window (counted across every mailer
- * instance, notify/rejection-count-store.ts) is not a run of dead mailboxes but a server refusing
- * everything (a misconfigured relay, a blocklisted sender): then nothing more is suppressed, the
- * refusals are tried again like a transport failure, an error is logged and MailRejectionsHeld
- * (alarmed) counts them. A count that cannot be written suppresses nothing either: suppression is
- * the step an admin must undo by hand.
+ * REJECTION_LIMIT distinct addresses refused within 10 minutes (counted across every mailer
+ * instance, notify/rejection-count-store.ts; an organization's at most REJECTION_SHARE of it) is not
+ * a run of dead mailboxes but a server refusing everything (a misconfigured relay, a blocklisted
+ * sender): the breaker trips (`tripped`) and stays latched REJECTION_LATCH_MS, extended while the
+ * refusals go on past the limit; so does one organization's own count past REJECTION_LIMIT, for that
+ * organization alone (`held`). Latched, nothing is suppressed: the refusals are tried again like a
+ * transport failure, an error is logged and MailRejectionsHeld (alarmed) counts them. A count that
+ * cannot be read or written suppresses nothing either (`unknown`): suppression is the step an admin
+ * must undo by hand.
  */
-async function breaker(deps: Deps, address: string): Promise<'closed' | 'tripped' | 'unknown'> {
+async function breaker(deps: Deps, organizationId: string, address: string): Promise<'closed' | 'tripped' | 'held' | 'unknown'> {
   const now = deps.now();
+  const windowStart = now - (now % REJECTION_WINDOW_MS);
+  const organizationKey = addressHash(organizationId);
+  const store = rejectionCountPort.of(deps);
   try {
-    const refused = await rejectionCountPort.of(deps).countRefused(now - (now % REJECTION_WINDOW_MS), addressHash(address));
-    return refused <= REJECTION_LIMIT ? 'closed' : 'tripped';
+    const counts = await store.countRefused(windowStart, organizationKey, `${organizationKey}.${addressHash(address)}`);
+    const { own, all } = refusalEstimate(counts, windowStart, now, organizationKey);
+    if (counts.full || all > REJECTION_LIMIT) {
+      await store.trip({}, now + REJECTION_LATCH_MS);
+      return 'tripped';
+    }
+    if ((counts.trippedUntil.all ?? 0) > now) return 'tripped';
+    if (own > REJECTION_LIMIT) {
+      await store.trip({ organizationKey }, now + REJECTION_LATCH_MS);
+      return 'held';
+    }
+    return (counts.trippedUntil.organization ?? 0) > now ? 'held' : 'closed';
   } catch (error) {
     logger.warn('mailer: refused addresses not counted: none suppressed, tried again', { to: addressHash(address), error: errorCode(error) });
     return 'unknown';
@@ -178,11 +228,16 @@ async function sendOnce(deps: Deps, message: QueuedMessage, mail: OutgoingMail, 
     await beforeDeadline(deps, options.deadline, () => options.transport.send(mail));
   } catch (error) {
     if (permanentlyRejected(error, mail.to)) {
-      const state = await breaker(deps, mail.to);
+      const state = await breaker(deps, message.organizationId, mail.to);
       if (state === 'closed') return rejected(deps, message, mail, mark, error);
       await marks.release(mark).catch(() => undefined);
       if (state === 'unknown') return { failed: errorCode(error), transportDown: false };
       metrics.addMetric('MailRejectionsHeld', MetricUnit.Count, 1);
+      if (state === 'held') {
+        // This organization's addresses alone: its other addresses go on, the others' are unaffected.
+        logger.error('mailer: too many of this organization\'s addresses refused at once: none suppressed, tried again (a bad list or a relay refusing it)', { organizationId: message.organizationId, to: addressHash(mail.to), error: errorCode(error) });
+        return { failed: errorCode(error), transportDown: false };
+      }
       logger.error('mailer: too many addresses refused at once: none suppressed, tried again (the mail server or its sender setup is likely at fault)', { organizationId: message.organizationId, to: addressHash(mail.to), error: errorCode(error) });
       return { failed: errorCode(error), transportDown: true };
     }

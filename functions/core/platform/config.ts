@@ -18,6 +18,8 @@ import * as z from './zod-mini.js';
 import { settingsParameterEnvVar } from './bindings.js';
 import type { SSMClient } from '@aws-sdk/client-ssm';
 import { logger } from './observability.js';
+// nodemailer's own reading of a connection URL: the TLS rule is decided on what the transport will do.
+import { parseConnectionUrl } from 'nodemailer/lib/shared';
 import { traced } from './tracing.js';
 import { onDeployedLambda } from './runtime.js';
 import { cidrProblem, withoutSensitiveAllowEntries } from './ip-ranges.js';
@@ -33,6 +35,8 @@ export const rateLimitCeilingPerMinute = 6000;
 const keyLimit = () => z.number().check(z.int(), z.positive(), z.maximum(rateLimitCeilingPerMinute));
 const nonnegative = () => z.number().check(z.nonnegative());
 /** A bound on a setting that times a security control (how long a revoked key or a removed endpoint lives on). */
+/** The longest lead-notice window used (leadNoticeWindowSeconds below). */
+export const LEAD_NOTICE_WINDOW_MAX_SECONDS = 870;
 const atMost = (max: number, field: string, why: string) => z.maximum(max, `${field} must be at most ${max} (${why})`);
 
 /**
@@ -128,7 +132,13 @@ export const configSchema = z.object({
   leadNoticeCap: z._default(positiveInt(), 20),
   // At most 870: the window's summary waits for its end plus 30 s as one queue delay, and SQS delays
   // at most 900 s (events/lead-notices.ts SUMMARY_SETTLE_SECONDS); a longer window's summary would go early.
-  leadNoticeWindowSeconds: z._default(positiveInt().check(atMost(870, 'leadNoticeWindowSeconds', 'the window\'s summary is sent at its end plus 30 s, one queue delay of at most 900 s')), 600),
+  // A longer one (up to a day was allowed before) is used as 870 with a warning, not refused: a stored
+  // document that no longer parsed would leave every function on a stale snapshot (docs/deploy.md).
+  leadNoticeWindowSeconds: z._default(z.pipe(positiveInt().check(atMost(86_400, 'leadNoticeWindowSeconds', 'a day')), z.transform((seconds: number) => {
+    if (seconds <= LEAD_NOTICE_WINDOW_MAX_SECONDS) return seconds;
+    logger.warn(`settings: leadNoticeWindowSeconds ${seconds} used as ${LEAD_NOTICE_WINDOW_MAX_SECONDS} (the window's summary is sent at its end plus 30 s, one queue delay of at most 900 s); set it to ${LEAD_NOTICE_WINDOW_MAX_SECONDS} or less`);
+    return LEAD_NOTICE_WINDOW_MAX_SECONDS;
+  })), 600),
   /** The UTC hour the daily digest of the day before is produced (its schedule runs hourly). */
   digestHourUtc: z._default(int().check(z.minimum(0), z.maximum(23)), 7),
   /** How long a siteverify call may take before the lead is refused (fail closed, 503). */
@@ -194,30 +204,49 @@ export function asDeployed(settings: Config, where: string, warn: (message: stri
 
 
 /**
+ * `smtp://…?secure=true` as `smtps://…`: nodemailer takes `secure` from the scheme and ignores the
+ * query's, so the URL would otherwise go in clear text. Exactly `secure=true` (the first value),
+ * nothing else: the TLS rule below is then decided on what nodemailer itself makes of the result.
+ */
+export function tlsFromTheStart(url: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return url;
+  }
+  if (parsed.protocol !== 'smtp:' || parsed.searchParams.get('secure') !== 'true') return url;
+  parsed.searchParams.delete('secure');
+  return `smtps:${parsed.href.slice('smtp:'.length)}`;
+}
+
+/**
  * Why a deployed stage may not send over `url`, if it may not: a plain `smtp://` URL sends the
- * notices (leads' contact details, unsubscribe links) and any credentials in clear text. TLS is
- * `smtps://` or `smtp://…?secure=true` (TLS from the start: notify/mail-transport.ts makes the
- * latter `smtps://`, which nodemailer would otherwise ignore) or `smtp://…?requireTLS=true`
- * (STARTTLS or nothing). A query that turns off the server certificate's check
- * (`tls.rejectUnauthorized` anything but true) is refused too: TLS to whoever answers is no better.
- * Plain `smtp://` is for the local stack (`local: true`): its capture server and CRM_SMTP_URL.
+ * notices (leads' contact details, unsubscribe links) and any credentials in clear text. Decided on
+ * what the transport will use, not on a reading of the query: the URL as notify/mail-transport.ts
+ * hands it over (tlsFromTheStart), parsed by nodemailer's own parseConnectionUrl, must give
+ * `secure: true` (`smtps://`, or `smtp://…?secure=true`: TLS from the start) or `requireTLS: true`
+ * (`smtp://…?requireTLS=true`: STARTTLS or nothing). nodemailer's keys and values are
+ * case-sensitive and the scheme's `secure` wins over the query's, so `?Secure=true`,
+ * `?requiretls=true`, `?secure=TRUE` or `?secure=false&secure=true` are plain text and refused. A
+ * `tls.rejectUnauthorized` other than true is refused too (it turns off the check of the server's
+ * certificate: TLS to whoever answers is no better). Plain `smtp://` is for the local stack
+ * (`local: true`): its capture server and CRM_SMTP_URL.
  */
 export function plainSmtpProblem(url: string | undefined, local: boolean): string | undefined {
   if (!url || local) return undefined;
-  let parsed: URL | undefined;
+  let options: ReturnType<typeof parseConnectionUrl> = {};
   try {
-    parsed = new URL(url);
+    options = parseConnectionUrl(tlsFromTheStart(url));
   } catch { /* not a URL: refused below */ }
-  const query = [...(parsed?.searchParams ?? [])].map(([key, value]) => [key.toLowerCase(), value.toLowerCase()] as const);
-  const unchecked = query.find(([key, value]) => key === 'tls.rejectunauthorized' && value !== 'true');
-  if (unchecked) {
-    return `noticeSmtpUrl sets tls.rejectUnauthorized=${unchecked[1]}, which a deployed stage refuses (it turns off the check of the server's certificate): `
+  const tls = (options.tls ?? {}) as { rejectUnauthorized?: unknown };
+  if ('rejectUnauthorized' in tls && tls.rejectUnauthorized !== true) {
+    return `noticeSmtpUrl sets tls.rejectUnauthorized=${String(tls.rejectUnauthorized)}, which a deployed stage refuses (it turns off the check of the server's certificate): `
       + 'remove it (and give the server a certificate a public CA signed)';
   }
-  const tls = parsed?.protocol === 'smtps:' || query.some(([key, value]) => (key === 'requiretls' || key === 'secure') && value === 'true');
-  if (tls) return undefined;
+  if (options.secure === true || options.requireTLS === true) return undefined;
   return 'noticeSmtpUrl is a plain smtp:// URL, which a deployed stage refuses (notices would travel in clear text): '
-    + 'use smtps://host:465 (or smtp://host:465?secure=true), or smtp://host:587?requireTLS=true; plain smtp:// is for the local stack only';
+    + 'use smtps://host:465 (or smtp://host:465?secure=true), or smtp://host:587?requireTLS=true (exactly so: nodemailer reads them case-sensitively); plain smtp:// is for the local stack only';
 }
 
 /** Env var holding the settings document as deployed (JSON), served when SSM fails on a cold start. */

@@ -35,6 +35,8 @@ export const BACKOFFS = {
   markSent: { baseMs: 50, capMs: 1000 },
   /** A batch's notices the notices queue refused (notify/produce.ts handOverNotices): kept for the sweeper after a few tries. */
   noticeHandOver: { baseMs: 100, capMs: 1000 },
+  /** Daily-digest jobs the digest queue refused (settings/digest-queue.ts): tried again within the run. */
+  digestQueue: { baseMs: 200, capMs: 2000 },
 } as const satisfies Record<string, Backoff>;
 
 /** The wait before retry number `attempt` (1 = the first retry), in ms. */

@@ -1,7 +1,7 @@
 /**
  * The digest queue's one producer (docs/notifications.md "The daily digest"): the schedule's run
  * lists the organizations with a digest recipient and queues one message per organization and day,
- * 10 per SendMessageBatch call, DIGEST_SENDS_AT_ONCE calls at a time; the daily-digest function makes each digest from its own message
+ * 10 per SendMessageBatch call, DIGEST_SENDS_AT_ONCE calls at a time, the refused ones tried again; the daily-digest function makes each digest from its own message
  * (functions/daily-digest/sqs-batch.ts), so a large account is many short invocations. Tests put
  * an in-memory queue in its place (`digestQueuePort.with`).
  */
@@ -9,6 +9,9 @@ import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import { inSqsBatches } from '../platform/batches.js';
 import type { Deps } from '../platform/deps.js';
 import { depsPort } from '../platform/deps-port.js';
+import { MetricUnit } from '@aws-lambda-powertools/metrics';
+import { metrics } from '../platform/observability.js';
+import { BACKOFFS, retry } from '../platform/retry.js';
 
 /** One organization's digest of one UTC day (`YYYY-MM-DD`). */
 export interface DigestJob { organizationId: string; day: string }
@@ -23,27 +26,56 @@ export interface DigestQueue {
  */
 export const DIGEST_SENDS_AT_ONCE = 10;
 
-async function sendJobs(deps: Deps, jobs: DigestJob[]): Promise<void> {
-  const batches = inSqsBatches(jobs.map((j) => JSON.stringify(j)), (b) => Buffer.byteLength(b));
-  const failed: string[] = [];
+/** Rounds of a run's queueing: the jobs a round could not queue are tried again, after a backoff. */
+export const DIGEST_QUEUE_ATTEMPTS = 3;
+
+/** One round: every batch is tried even when one fails, so as many jobs as can be queued are; answers the jobs not queued and why. */
+async function sendJobs(deps: Deps, jobs: DigestJob[]): Promise<{ failed: DigestJob[]; codes: string[] }> {
+  const batches = inSqsBatches(jobs, (j) => Buffer.byteLength(JSON.stringify(j)));
+  const failed: DigestJob[] = [];
+  const codes: string[] = [];
   let next = 0;
-  // Every batch is tried even when one fails: as many jobs as can be queued are.
   const worker = async () => {
     while (next < batches.length) {
       const batch = batches[next++];
       try {
-        const out = await deps.sqs.send(new SendMessageBatchCommand({ QueueUrl: deps.queues.digestQueue, Entries: batch.map((body, n) => ({ Id: String(n), MessageBody: body })) }));
-        for (const f of out.Failed ?? []) failed.push(f.Code ?? 'Failed');
+        const out = await deps.sqs.send(new SendMessageBatchCommand({ QueueUrl: deps.queues.digestQueue, Entries: batch.map((job, n) => ({ Id: String(n), MessageBody: JSON.stringify(job) })) }));
+        for (const f of out.Failed ?? []) {
+          const job = batch[Number(f.Id)];
+          if (job) failed.push(job);
+          codes.push(f.Code ?? 'Failed');
+        }
       } catch (error) {
-        failed.push(...batch.map(() => (error as Error).name));
+        failed.push(...batch);
+        codes.push((error as Error).name);
       }
     }
   };
   await Promise.all(Array.from({ length: Math.min(DIGEST_SENDS_AT_ONCE, batches.length) }, worker));
-  if (failed.length) throw new Error(`could not queue ${failed.length} digests: ${[...new Set(failed)].join(', ')}`);
+  return { failed, codes };
 }
 
-export const digestQueuePort = depsPort<DigestQueue>('digestQueue', (deps) => ({ enqueue: (jobs) => sendJobs(deps, jobs) }));
+/**
+ * The run's jobs queued, those refused tried again (DIGEST_QUEUE_ATTEMPTS rounds in all): the
+ * schedule does not retry a failed run, and the next hour's run is past the digest hour, so a job
+ * not queued here is an organization without its digest that day. Those left are counted
+ * (DigestJobsUnqueued, alarmed: docs/operations.md "Alarm: notices") and fail the run.
+ */
+async function enqueueJobs(deps: Deps, jobs: DigestJob[]): Promise<void> {
+  let pending = jobs;
+  try {
+    await retry(async () => {
+      const { failed, codes } = await sendJobs(deps, pending);
+      pending = failed;
+      if (failed.length) throw new Error(`could not queue ${failed.length} digests: ${[...new Set(codes)].join(', ')}`);
+    }, { backoff: BACKOFFS.digestQueue, attempts: DIGEST_QUEUE_ATTEMPTS, shouldRetry: () => true });
+  } catch (error) {
+    metrics.addMetric('DigestJobsUnqueued', MetricUnit.Count, pending.length);
+    throw error;
+  }
+}
+
+export const digestQueuePort = depsPort<DigestQueue>('digestQueue', (deps) => ({ enqueue: (jobs) => enqueueJobs(deps, jobs) }));
 
 /** A queued job from its body; throws on a body that is not one (its dead-letter queue keeps it). */
 export function parseDigestJob(body: string): DigestJob {

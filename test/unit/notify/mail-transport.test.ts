@@ -53,6 +53,17 @@ describe('a plain smtp:// server', () => {
   });
 });
 
+describe('a URL that reads as TLS to a careless eye but not to nodemailer (case-sensitive keys and values, the scheme\'s secure first)', () => {
+  it.each(['smtp://127.0.0.1:PORT?requiretls=true', 'smtp://127.0.0.1:PORT?secure=TRUE', 'smtp://127.0.0.1:PORT?Secure=true', 'smtp://127.0.0.1:PORT?secure=false&secure=true', 'smtp://127.0.0.1:PORT?requireTLS=TRUE', 'smtp://127.0.0.1:PORT?requireTLS=1'])('%s is refused on a deployed stage and nothing reaches the server', async (url) => {
+    const config = parseConfig({ local: false, noticeSmtpUrl: url.replace('PORT', String(server.port)), noticeSendTimeoutMs: 2000 });
+    await expect(mailTransport(config).send(mail('careless@shop.example'))).rejects.toMatchObject({ name: 'SmtpNotTls', message: expect.stringContaining('noticeSmtpUrl is a plain smtp:// URL') });
+    expect(server.to('careless@shop.example')).toEqual([]);
+    const warnings: string[] = [];
+    asDeployed(config, 'test', (m) => warnings.push(m));
+    expect(warnings).toEqual([expect.stringContaining('noticeSmtpUrl is a plain smtp:// URL')]);
+  });
+});
+
 describe('a URL that turns off the certificate check', () => {
   it.each(['smtps://127.0.0.1:PORT?tls.rejectUnauthorized=false', 'smtp://127.0.0.1:PORT?requireTLS=true&tls.rejectUnauthorized=0'])('%s is refused on a deployed stage, naming the field, and nothing reaches the server', async (url) => {
     const config = parseConfig({ local: false, noticeSmtpUrl: url.replace('PORT', String(server.port)), noticeSendTimeoutMs: 2000 });

@@ -7,7 +7,7 @@
 import { describe, it, expect, beforeAll, afterAll, beforeEach, afterEach, jest } from '@jest/globals';
 import type { SQSRecord } from 'aws-lambda';
 import type { ChangeMessageVisibilityCommand } from '@aws-sdk/client-sqs';
-import { sendQueuedMessage, NoticeNotSent, addressHash, REJECTION_LIMIT } from '../../../functions/core/notify/mailer.js';
+import { sendQueuedMessage, NoticeNotSent, addressHash, REJECTION_LIMIT, REJECTION_LATCH_MS } from '../../../functions/core/notify/mailer.js';
 import { rejectionCountPort, REJECTION_WINDOW_MS } from '../../../functions/core/notify/rejection-count-store.js';
 import { MemoryRejectionCountStore } from '../../support/stores/memory-rejection-count-store.js';
 import { sendNoticeBatch } from '../../../functions/mailer/sqs-batch.js';
@@ -241,6 +241,8 @@ describe('an address the mail server refuses for good (SMTP 550 to its RCPT TO)'
     ['a refused MAIL FROM (550 5.7.1 sender not authorized)', () => { server.mailFromAnswer = { code: 550, text: '5.7.1 Sender not authorized' }; }],
     ['a policy refusal of the RCPT TO (550 5.7.1 relaying denied)', () => { for (const a of addresses) server.answers.set(a, { code: 550, text: '5.7.1 Relaying denied' }); }],
     ['a 530 to the RCPT TO (5.7.0 authentication required)', () => { for (const a of addresses) server.answers.set(a, { code: 530, text: '5.7.0 Authentication required' }); }],
+    ['a sender refusal at the RCPT TO (550 5.1.8 sender address rejected)', () => { for (const a of addresses) server.answers.set(a, { code: 550, text: '5.1.8 <noreply@crm.example>: Sender address rejected: Domain not found' }); }],
+    ['a bad sender mailbox syntax at the RCPT TO (553 5.1.7)', () => { for (const a of addresses) server.answers.set(a, { code: 553, text: '5.1.7 Bad sender address syntax' }); }],
   ])('%s suppresses nobody: the transport is at fault, the message is tried again, its other addresses not tried now', async (_name, refuse) => {
     const { deps } = setup();
     const received = server.received.length;
@@ -284,6 +286,79 @@ describe('an address the mail server refuses for good (SMTP 550 to its RCPT TO)'
     expect(held).toHaveBeenCalledWith('MailRejectionsHeld', expect.anything(), 1);
     // The server fixed: the held addresses get the notice.
     expect(await sendQueuedMessage(deps, notice('b1'), options(transportOf()))).toEqual({ sent: 2, skipped: 0, rejected: 0 });
+  });
+
+  const orgKey = addressHash('org_1');
+  const entriesOf = (organization: string, n: number) => Array.from({ length: n }, (_, i) => `${organization}.x${i}`);
+
+  it('the breaker latches: tripped, nothing is suppressed for an hour, even in a later window, extended while refusals go on past the limit; then it closes', async () => {
+    const { deps, rejections, clock } = setup();
+    jest.spyOn(metrics, 'addMetric').mockImplementation(() => metrics);
+    const window = deps.now() - (deps.now() % REJECTION_WINDOW_MS);
+    // Refused addresses of three other organizations, two each: the service's count at 6, past the limit.
+    rejections.windows.set(window, new Set(['o1', 'o2', 'o3'].flatMap((o) => entriesOf(o, 2))));
+    server.refusing.add(addresses[0]);
+    try {
+      await expect(sendQueuedMessage(deps, notice('l1'), options(transportOf()))).rejects.toThrow(NoticeNotSent);
+      expect(rejections.latches.get('')).toBe(deps.now() + REJECTION_LATCH_MS);
+      // Three windows on, nothing counted since but this one refusal: still latched, held.
+      clock.advance(3 * REJECTION_WINDOW_MS);
+      await expect(sendQueuedMessage(deps, notice('l2'), options(transportOf()))).rejects.toThrow(NoticeNotSent);
+      expect(await statuses(deps)).toEqual(['confirmed', 'confirmed', 'confirmed']);
+      // Not extended by one refusal under the limit.
+      expect(rejections.latches.get('')).toBe(deps.now() - 3 * REJECTION_WINDOW_MS + REJECTION_LATCH_MS);
+      // Refusals past the limit again (other mailers'): extended.
+      const later = deps.now() - (deps.now() % REJECTION_WINDOW_MS);
+      rejections.windows.set(later, new Set(['o4', 'o5', 'o6'].flatMap((o) => entriesOf(o, 2))));
+      await expect(sendQueuedMessage(deps, notice('l2b'), options(transportOf()))).rejects.toThrow(NoticeNotSent);
+      expect(rejections.latches.get('')).toBe(deps.now() + REJECTION_LATCH_MS);
+      // The latch over, a lone refusal is suppressed again.
+      clock.advance(REJECTION_LATCH_MS);
+      expect(await sendQueuedMessage(deps, notice('l3'), options(transportOf()))).toEqual({ sent: 2, skipped: 0, rejected: 1 });
+    } finally { server.refusing.clear(); }
+  });
+
+  it('counts the previous window too: past the limit across a window boundary, the breaker trips', async () => {
+    const { deps, rejections, clock } = setup();
+    jest.spyOn(metrics, 'addMetric').mockImplementation(() => metrics);
+    const window = deps.now() - (deps.now() % REJECTION_WINDOW_MS);
+    clock.advance(window + REJECTION_WINDOW_MS + REJECTION_WINDOW_MS / 10 - deps.now());
+    // The window before: five organizations' refusals (its last minutes' weigh in at 9/10).
+    rejections.windows.set(window, new Set(['o1', 'o2', 'o3', 'o4', 'o5'].flatMap((o) => entriesOf(o, 1))));
+    server.refusing.add(addresses[0]);
+    try {
+      await expect(sendQueuedMessage(deps, notice('s1'), options(transportOf()))).rejects.toThrow(NoticeNotSent);
+    } finally { server.refusing.clear(); }
+    expect(await statuses(deps)).toEqual(['confirmed', 'confirmed', 'confirmed']);
+    expect(rejections.latches.get('')).toBe(deps.now() + REJECTION_LATCH_MS);
+  });
+
+  it('one organization cannot trip it for all: past the limit it holds its own refusals alone (its other addresses still get the notice), another organization\'s refusal is suppressed', async () => {
+    const { deps, rejections } = setup();
+    const errors = jest.spyOn(logger, 'error').mockImplementation(() => undefined);
+    jest.spyOn(metrics, 'addMetric').mockImplementation(() => metrics);
+    const window = deps.now() - (deps.now() % REJECTION_WINDOW_MS);
+    // org_1's own refused addresses: five already, and one of another organization's.
+    rejections.windows.set(window, new Set([...entriesOf(orgKey, 5), 'o2.x0']));
+    server.refusing.add(addresses[0]);
+    const before = server.to(addresses[1]).length;
+    try {
+      await expect(sendQueuedMessage(deps, notice('o1'), options(transportOf()))).rejects.toThrow(NoticeNotSent);
+      expect(await statuses(deps)).toEqual(['confirmed', 'confirmed', 'confirmed']);
+      expect(server.to(addresses[1]).length).toBe(before + 1);
+      expect(errors).toHaveBeenCalledWith(expect.stringContaining('this organization'), expect.anything());
+      expect(rejections.latches.get(orgKey)).toBe(deps.now() + REJECTION_LATCH_MS);
+      expect(rejections.latches.has('')).toBe(false);
+      // Another organization's address refused now: suppressed (the service's count is 2 + 1 + 1).
+      const other = memoryStores();
+      const item = recipientItem('org_2', { email: 'z@other.example', notices: ['lead.created'], status: 'confirmed', addedAt: 1 });
+      other.organizations.items.set(`${item.pk}\u0000${item.sk}`, item);
+      other.clock.set(new Date(deps.now()).toISOString());
+      const otherDeps = rejectionCountPort.with(noticeMarkPort.with(other.deps, memoryMarks().store), rejections);
+      server.refusing.add('z@other.example');
+      const otherNotice = { ...notice('o2'), organizationId: 'org_2' };
+      expect(await sendQueuedMessage(otherDeps, otherNotice, options(transportOf()))).toEqual({ sent: 0, skipped: 0, rejected: 1 });
+    } finally { server.refusing.clear(); }
   });
 
   it('a refusal whose count cannot be written suppresses nobody: tried again', async () => {
