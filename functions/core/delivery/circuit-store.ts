@@ -16,6 +16,7 @@ import { afterAttempt, gate, laneFor, openSeconds, reachesThreshold, type Gate, 
 import { containerMemory } from './container-memory.js';
 import { endpointStore } from './endpoint-store.js';
 import { noticePaused } from './endpoint-notices.js';
+import type { DeliveryRef } from './delivery-state.js';
 
 /**
  * The circuit's gate, with the half-open probe claimed (one container wins it: the claim moves
@@ -113,42 +114,41 @@ export async function markSlow(deps: Deps, endpoint: WebhookEndpoint): Promise<v
 
 /**
  * After an attempt: records what it means for the circuit (no write for a success on a healthy
- * endpoint). `lastError`: what the failed attempt said, for the paused notice. When this attempt
- * opened the circuit, answers the paused notice to produce once the attempt's outcome is recorded:
- * its count of deliveries waiting then includes this one (the first outcome writes the record).
+ * endpoint). `lastError`: what the failed attempt said, for the paused notice. `waiting`: this
+ * attempt's delivery, when it will wait for a retry: the notice, produced with the write that
+ * opens the circuit (the only one that may), counts it whether or not its record is written yet.
  */
-export async function recordAttempt(deps: Deps, endpoint: WebhookEndpoint, outcome: { ok: boolean; probe: boolean; latencyMs: number; lastError?: string }): Promise<(() => Promise<void>) | undefined> {
+export async function recordAttempt(deps: Deps, endpoint: WebhookEndpoint, outcome: { ok: boolean; probe: boolean; latencyMs: number; lastError?: string; waiting?: DeliveryRef }): Promise<void> {
   const now = deps.now();
   const { failedHere } = containerMemory(deps);
   const store = endpointStore(deps);
   const slow = outcome.latencyMs > deps.config.slowLaneAfterMs;
   const transition = afterAttempt(endpoint.circuit, { ok: outcome.ok, probe: outcome.probe, slow, failedHere: failedHere.has(endpoint.id) }, now, deps.config);
-  if (transition.kind === 'none') return undefined;
+  if (transition.kind === 'none') return;
   if (transition.kind === 'close') {
     failedHere.delete(endpoint.id);
     const slowUntil = transition.slowUntil ? new Date(transition.slowUntil).toISOString() : undefined;
     await store.closeCircuit(endpoint, slowUntil);
     if (endpoint.circuit?.until) logger.info('circuit closed', { organizationId: endpoint.organizationId, endpointId: endpoint.id, slowLane: Boolean(slowUntil) });
-    return undefined;
+    return;
   }
   failedHere.add(endpoint.id);
   if (transition.kind === 'reopen') {
     await store.reopenCircuit(endpoint, new Date(transition.until).toISOString(), transition.opens);
     metrics.addMetric('CircuitOpened', MetricUnit.Count, 1);
     logger.warn('circuit re-opened: the probe failed', { organizationId: endpoint.organizationId, endpointId: endpoint.id, until: new Date(transition.until).toISOString(), opens: transition.opens });
-    return undefined;
+    return;
   }
   const failures = (await store.countFailure(endpoint)) ?? 0;
-  if (!reachesThreshold(failures, deps.config)) return undefined;
+  if (!reachesThreshold(failures, deps.config)) return;
   const until = new Date(now + openSeconds(1, deps.config) * 1000).toISOString();
   // Only the write that finds the circuit closed opens it (a late failure does not extend an open one).
   const opened = await store.openCircuit(endpoint, until);
   if (opened) {
     metrics.addMetric('CircuitOpened', MetricUnit.Count, 1);
     logger.warn('circuit opened', { organizationId: endpoint.organizationId, endpointId: endpoint.id, failures, until });
-    return () => noticePaused(deps, endpoint, { since: new Date(now).toISOString(), until, lastError: outcome.lastError });
+    await noticePaused(deps, endpoint, { since: new Date(now).toISOString(), until, lastError: outcome.lastError, ...(outcome.waiting ? { waiting: outcome.waiting } : {}) });
   }
-  return undefined;
 }
 
 /** The lane a queue batch came from: its event source's ARN ends with the queue's name, as its URL does. */

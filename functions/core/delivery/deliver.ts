@@ -223,17 +223,14 @@ export async function attemptDelivery(
     await markSlow(deps, endpoint);
     return { kind: 'deferred', attempt, untilMs: deps.now(), reason: `no answer within ${admission.timeoutMs} ms: moved to the slow lane`, lane: 'slow' };
   }
-  const pausedNotice = await recordAttempt(deps, endpoint, { ok: result.ok, probe: admission.probe, latencyMs: result.latencyMs, lastError: failureOf(result, endpoint) });
+  // A failure short of the last attempt (and not a 410, which disables) waits for a retry: the paused notice counts it.
+  const waits = !result.ok && result.status !== 410 && attempt < deliveryAttempts(deps.config);
+  await recordAttempt(deps, endpoint, { ok: result.ok, probe: admission.probe, latencyMs: result.latencyMs, lastError: failureOf(result, endpoint), ...(waits ? { waiting: message } : {}) });
   const whole = batch && record;
   const writeDelivered = batch && whole
     ? (attemptMade: DeliveryAttempt) => batch.writes.add(message, whole, attemptMade)
     : undefined;
-  try {
-    return await recordOutcome(deps, message, endpoint, attempt, result, writeDelivered);
-  } finally {
-    // After the outcome, so the notice counts this delivery among those waiting; produced even if recording it failed.
-    await pausedNotice?.();
-  }
+  return recordOutcome(deps, message, endpoint, attempt, result, writeDelivered);
 }
 
 /** Records an attempt's result and decides what follows (delivered, disabled, exhausted, or when to retry). */

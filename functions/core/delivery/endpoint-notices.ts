@@ -14,6 +14,7 @@ import { endpointOrigin, type EndpointNoticeData } from '../notify/compose.js';
 import type { MessageKind } from '../notify/notice.js';
 import { handOverNotices } from '../notify/produce.js';
 import { deliveryStore } from './delivery-port.js';
+import type { DeliveryRef } from './delivery-state.js';
 import { attemptError, secretsOf } from './attempt-log.js';
 import { redactor } from './redaction.js';
 
@@ -37,16 +38,19 @@ const described = (endpoint: WebhookEndpoint) => ({
 
 /**
  * Deliveries to the endpoint waiting (pending) among the organization's WAITING_LOOK newest: one
- * Query of the keys-only `byCreated` index and one BatchGetItem of two attributes, once per pause.
+ * Query of the keys-only `byCreated` index and one BatchGetItem of three attributes, once per pause.
+ * `also`: the delivery whose failed attempt paused it, which waits for its retry: counted whether
+ * or not its record is written yet (its first outcome writes it, after this count).
  * Undefined when it cannot be read (the notice goes without it).
  */
 export const WAITING_LOOK = 200;
-async function waitingDeliveries(deps: Deps, endpoint: WebhookEndpoint): Promise<number | undefined> {
+async function waitingDeliveries(deps: Deps, endpoint: WebhookEndpoint, also?: DeliveryRef): Promise<number | undefined> {
   try {
     const store = deliveryStore(deps);
     const { keys } = await store.newestDeliveries(endpoint.organizationId, { limit: WAITING_LOOK });
-    const records = await store.get(keys.map(({ pk, sk }) => ({ pk, sk })), { projection: ['endpointId', 'status'] });
-    return records.filter((r) => r.endpointId === endpoint.id && r.status === 'pending').length;
+    const records = await store.get(keys.map(({ pk, sk }) => ({ pk, sk })), { projection: ['id', 'endpointId', 'status'] });
+    const waiting = records.filter((r) => r.endpointId === endpoint.id && r.status === 'pending');
+    return waiting.length + (also && !waiting.some((r) => r.id === also.deliveryId) ? 1 : 0);
   } catch (error) {
     logger.warn('the deliveries waiting for a paused endpoint could not be counted', { organizationId: endpoint.organizationId, endpointId: endpoint.id, error: (error as Error).message });
     return undefined;
@@ -54,8 +58,8 @@ async function waitingDeliveries(deps: Deps, endpoint: WebhookEndpoint): Promise
 }
 
 /** The endpoint's circuit opened at `since` until `until` (ISO), after an attempt that failed with `lastError`. */
-export async function noticePaused(deps: Deps, endpoint: WebhookEndpoint, pause: { since: string; until: string; lastError?: string }): Promise<void> {
-  const waiting = await waitingDeliveries(deps, endpoint);
+export async function noticePaused(deps: Deps, endpoint: WebhookEndpoint, pause: { since: string; until: string; lastError?: string; waiting?: DeliveryRef }): Promise<void> {
+  const waiting = await waitingDeliveries(deps, endpoint, pause.waiting);
   await produce(deps, endpoint, 'endpoint.paused', {
     ...described(endpoint), since: pause.since, until: pause.until, ...(pause.lastError ? { lastError: pause.lastError.slice(0, ERROR_MAX) } : {}),
     ...(waiting !== undefined ? { waiting } : {}),

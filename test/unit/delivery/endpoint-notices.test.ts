@@ -57,16 +57,14 @@ async function given(settings: Partial<Config> = {}) {
 }
 
 const failed = { ok: false, probe: false, latencyMs: 10, lastError: 'HTTP 500: Internal Server Error' };
-/** An attempt as deliver.ts reports it: the paused notice recordAttempt answers, produced once the outcome is recorded. */
-const attempt = async (...args: Parameters<typeof recordAttempt>) => (await recordAttempt(...args))?.();
 
 describe('an endpoint that fails until its circuit opens', () => {
   it('produces one paused notice: which endpoint, since when, until when, the last error', async () => {
     const { clock, queue, container, stored } = await given();
     const [a, b] = [container(), container()];
-    for (let i = 0; i < 3; i++) await attempt(a, await stored(), failed);
+    for (let i = 0; i < 3; i++) await recordAttempt(a, await stored(), failed);
     // Another container's late failure, with the circuit already open: the same pause.
-    await attempt(b, { ...(await stored()), circuit: { failures: 2, opens: 0 } }, failed);
+    await recordAttempt(b, { ...(await stored()), circuit: { failures: 2, opens: 0 } }, failed);
     expect(queue.messages).toEqual([{
       organizationId: 'org_notices', kind: 'endpoint.paused', key: `endpoint.paused|org_notices|ep_notices|${at(T0)}`, at: at(T0),
       data: { endpointId: 'ep_notices', url: 'https://receiver.example.com', description: 'Zapier', since: at(T0), until: at(T0 + 30_000), lastError: 'HTTP 500: Internal Server Error', waiting: 2 },
@@ -76,20 +74,29 @@ describe('an endpoint that fails until its circuit opens', () => {
     const probe = await admitAttempt(a, await stored(), 'slow');
     expect(probe).toMatchObject({ kind: 'attempt', probe: true });
     if (probe.kind === 'attempt') probe.release();
-    await attempt(a, await stored(), { ...failed, probe: true });
+    await recordAttempt(a, await stored(), { ...failed, probe: true });
     expect(queue.messages).toHaveLength(1);
+  });
+
+  it('counts the delivery whose failure paused it among those waiting, its record written yet or not, once', async () => {
+    for (const [deliveryId, waiting] of [['dlv_unwritten', 3], ['dlv_1', 2]] as const) {
+      const { queue, container, stored } = await given();
+      const deps = container();
+      for (let i = 0; i < 3; i++) await recordAttempt(deps, await stored(), { ...failed, waiting: { organizationId: 'org_notices', deliveryId } });
+      expect(queue.messages.map((m) => (m.data as { waiting?: number }).waiting)).toEqual([waiting]);
+    }
   });
 
   it('produces a new paused notice for a new pause after the circuit closed', async () => {
     const { clock, queue, container, stored } = await given();
     const deps = container();
-    for (let i = 0; i < 3; i++) await attempt(deps, await stored(), failed);
+    for (let i = 0; i < 3; i++) await recordAttempt(deps, await stored(), failed);
     clock.now = T0 + 31_000;
     const probe = await admitAttempt(deps, await stored(), 'slow');
     if (probe.kind === 'attempt') probe.release();
-    await attempt(deps, await stored(), { ok: true, probe: true, latencyMs: 10 });
+    await recordAttempt(deps, await stored(), { ok: true, probe: true, latencyMs: 10 });
     clock.now = T0 + 60_000;
-    for (let i = 0; i < 3; i++) await attempt(deps, await stored(), failed);
+    for (let i = 0; i < 3; i++) await recordAttempt(deps, await stored(), failed);
     expect(queue.messages.map((m) => m.key)).toEqual([`endpoint.paused|org_notices|ep_notices|${at(T0)}`, `endpoint.paused|org_notices|ep_notices|${at(T0 + 60_000)}`]);
   });
 
@@ -99,7 +106,7 @@ describe('an endpoint that fails until its circuit opens', () => {
     queue.failing = true;
     const unqueued = new MemoryUnqueuedNotices();
     const deps = unqueuedNoticesPort.with(container(), unqueued);
-    for (let i = 0; i < 3; i++) await attempt(deps, await stored(), failed);
+    for (let i = 0; i < 3; i++) await recordAttempt(deps, await stored(), failed);
     expect((await stored()).circuit?.until).toBe(at(T0 + 30_000));
     expect(queue.messages).toEqual([]);
     expect([...unqueued.items.values()].flat().map((n) => n.kind)).toEqual(['endpoint.paused']);
