@@ -42,9 +42,9 @@ export interface RejectionCountStore {
   /** Adds `entry` (`<organization hash>.<address hash>`) to the window; answers its entries after, and `full` when it held REJECTION_WINDOW_CAP already (not added). */
   add(windowStart: number, entry: string): Promise<{ current: string[]; full: boolean }>;
   /**
-   * Latches the breaker until `until` (later only) for everyone, or for one organization, recording
-   * `entry` in it (the entries it holds, at most REJECTION_WINDOW_CAP; `renew`: the latch had ended,
-   * its entries are replaced).
+   * Latches the breaker until `until` (later only) for everyone, or for one organization, and records
+   * `entry` in it even when it was latched as late already (at most REJECTION_WINDOW_CAP entries;
+   * `renew`: the latch had ended, its entries are replaced).
    */
   trip(scope: { organizationKey?: string }, until: number, entry: string, renew: boolean): Promise<void>;
 }
@@ -101,8 +101,11 @@ export function dynamoRejectionCountStore(deps: Deps): RejectionCountStore {
           ConditionExpression: `(${later}) AND (attribute_not_exists(refused) OR size(refused) < :cap)`,
           ExpressionAttributeValues: { ...values, ':a': new Set([entry]), ':cap': REJECTION_WINDOW_CAP },
         }));
-      // Its entries full (extended without recording), or latched later already (another mailer): `until` alone, later only.
-      if (!recorded) await conditional(new UpdateCommand({ ...base, UpdateExpression: 'SET #until = :u, expiresAt = :e', ConditionExpression: later, ExpressionAttributeValues: values }));
+      if (recorded) return;
+      // Latched as late already (another mailer, or this one within the same millisecond): the entry recorded all the same,
+      // so its retries extend nothing; its entries full: `until` alone, later only.
+      await conditional(new UpdateCommand({ ...base, UpdateExpression: 'ADD refused :a', ConditionExpression: 'attribute_exists(#until) AND (attribute_not_exists(refused) OR size(refused) < :cap)', ExpressionAttributeValues: { ':a': new Set([entry]), ':cap': REJECTION_WINDOW_CAP } }));
+      await conditional(new UpdateCommand({ ...base, UpdateExpression: 'SET #until = :u, expiresAt = :e', ConditionExpression: later, ExpressionAttributeValues: values }));
     },
   };
 }

@@ -44,18 +44,19 @@ describe.each(stores)('the refused-address count on %s', (_name, make) => {
     expect((await store.add(window, 'o0.h')).full).toBe(false);
   });
 
-  it('latches everyone or one organization, later only, recording the entries that set or extended it (renewed: those alone)', async () => {
+  it('latches everyone or one organization, later only, recording the entries refused while it holds (renewed: the renewing one alone)', async () => {
     const store = await make();
     const window = WINDOW + 5 * REJECTION_WINDOW_MS;
     const org = `org${randomInt(1_000_000)}`;
     await store.trip({ organizationKey: org }, window + 1000, `${org}.a`, true);
     expect((await store.read(window, org)).latches.organization).toEqual({ until: window + 1000, refused: [`${org}.a`] });
     expect((await store.read(window, 'other')).latches.organization).toBeUndefined();
+    // Latched later already: not moved, the entry recorded all the same.
     await store.trip({ organizationKey: org }, window + 500, `${org}.b`, false);
     expect((await store.read(window, org)).latches.organization?.until).toBe(window + 1000);
     await store.trip({ organizationKey: org }, window + 2000, `${org}.c`, false);
     const extended = (await store.read(window, org)).latches.organization;
-    expect({ ...extended, refused: sorted(extended?.refused ?? []) }).toEqual({ until: window + 2000, refused: [`${org}.a`, `${org}.c`] });
+    expect({ ...extended, refused: sorted(extended?.refused ?? []) }).toEqual({ until: window + 2000, refused: [`${org}.a`, `${org}.b`, `${org}.c`] });
     await store.trip({ organizationKey: org }, window + 3000, `${org}.d`, true);
     expect((await store.read(window, org)).latches.organization).toEqual({ until: window + 3000, refused: [`${org}.d`] });
     // Full of entries: extended all the same, the entry not recorded.

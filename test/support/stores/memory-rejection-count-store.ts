@@ -31,10 +31,12 @@ export class MemoryRejectionCountStore implements RejectionCountStore {
 
   async trip(scope: { organizationKey?: string }, until: number, entry: string, renew: boolean): Promise<void> {
     const key = scope.organizationKey ?? '';
-    if ((this.latches.get(key) ?? -Infinity) >= until) return;
-    this.latches.set(key, until);
-    const refused = renew ? new Set<string>() : this.latchEntries.get(key) ?? new Set<string>();
-    if (refused.size < REJECTION_WINDOW_CAP) refused.add(entry);
-    this.latchEntries.set(key, refused);
+    const later = (this.latches.get(key) ?? -Infinity) < until;
+    if (later) this.latches.set(key, until);
+    if (later && renew) this.latchEntries.set(key, new Set([entry]));
+    else if (this.latches.has(key)) {
+      const refused = this.latchEntries.get(key) ?? new Set<string>();
+      if (refused.size < REJECTION_WINDOW_CAP) this.latchEntries.set(key, refused.add(entry));
+    }
   }
 }
