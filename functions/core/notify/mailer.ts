@@ -45,24 +45,27 @@ export interface Outcome {
   sent: number; skipped: number;
   /** Addresses the server refused for good (5xx): suppressed (`rejected`), not tried again. */
   rejected: number;
+  /** Addresses refused for good while the breaker held their suppression: neither suppressed nor tried again for this message. */
+  held: number;
 }
 
 /** Sends `message` to whoever should get it; throws NoticeNotSent when some address must be tried again. */
 export async function sendQueuedMessage(deps: Deps, message: QueuedMessage, options: MailerOptions): Promise<Outcome> {
   const mails = message.kind === 'recipient.confirm' ? await confirmationMails(deps, message, options) : await noticeMails(deps, message, options);
-  const outcome: Outcome = { sent: 0, skipped: 0, rejected: 0 };
+  const outcome: Outcome = { sent: 0, skipped: 0, rejected: 0, held: 0 };
   const failures: string[] = [];
   for (const mail of mails) {
     const result = await sendOnce(deps, message, mail, options);
     if (result === 'sent') outcome.sent += 1;
     else if (result === 'already') outcome.skipped += 1;
     else if (result === 'rejected') outcome.rejected += 1;
+    else if (result === 'held') outcome.held += 1;
     else {
       failures.push(result.failed);
       if (result.transportDown) break;
     }
   }
-  if (failures.length) throw new NoticeNotSent(`${mails.length - outcome.sent - outcome.skipped - outcome.rejected} of ${mails.length} not sent (${message.kind}, ${message.key}): ${failures[0]}`);
+  if (failures.length) throw new NoticeNotSent(`${mails.length - outcome.sent - outcome.skipped - outcome.rejected - outcome.held} of ${mails.length} not sent (${message.kind}, ${message.key}): ${failures[0]}`);
   return outcome;
 }
 
@@ -135,7 +138,7 @@ export function addressRefusal(reply: string): boolean {
 export const REJECTION_LIMIT = 5;
 /** At most this much of the breaker's count is any one organization's: one tenant's dead addresses cannot trip it for all. */
 export const REJECTION_SHARE = 2;
-/** A tripped breaker stays tripped this long, extended while refusals go on past the limit. */
+/** A tripped breaker stays tripped this long, extended while fresh refusals go on past the limit. */
 export const REJECTION_LATCH_MS = 60 * 60_000;
 
 /**
@@ -143,12 +146,11 @@ export const REJECTION_LATCH_MS = 60 * 60_000;
  * the part of it still within REJECTION_WINDOW_MS): each organization's refused addresses, and the
  * service's, where an organization counts REJECTION_SHARE at most.
  */
-export function refusalEstimate(counts: RefusalCounts, windowStart: number, now: number, organizationKey: string): { own: number; all: number } {
+export function refusalEstimate(counts: Pick<RefusalCounts, 'current' | 'previous'>, windowStart: number, now: number, organizationKey: string): { own: number; all: number } {
   const byOrganization = new Map<string, number>();
   const weigh = (entries: string[], weight: number) => {
     for (const entry of entries) {
-      // The previous version's entries (an address's hash alone) read as an organization each.
-      const organization = entry.includes('.') ? entry.slice(0, entry.indexOf('.')) : entry;
+      const organization = organizationOf(entry);
       byOrganization.set(organization, (byOrganization.get(organization) ?? 0) + weight);
     }
   };
@@ -159,36 +161,41 @@ export function refusalEstimate(counts: RefusalCounts, windowStart: number, now:
   return { own: byOrganization.get(organizationKey) ?? 0, all };
 }
 
+/** The organization an entry counts for (the previous version's entries, an address's hash alone, read as an organization each). */
+const organizationOf = (entry: string) => (entry.includes('.') ? entry.slice(0, entry.indexOf('.')) : entry);
+
 /**
  * A breaker on suppression (docs/notifications.md "An address refused for good"): more than
  * REJECTION_LIMIT distinct addresses refused within 10 minutes (counted across every mailer
  * instance, notify/rejection-count-store.ts; an organization's at most REJECTION_SHARE of it) is not
  * a run of dead mailboxes but a server refusing everything (a misconfigured relay, a blocklisted
- * sender): the breaker trips (`tripped`) and stays latched REJECTION_LATCH_MS, extended while the
- * refusals go on past the limit; so does one organization's own count past REJECTION_LIMIT, for that
- * organization alone (`held`). Latched, nothing is suppressed: the refusals are tried again like a
- * transport failure, an error is logged and MailRejectionsHeld (alarmed) counts them. A count that
- * cannot be read or written suppresses nothing either (`unknown`): suppression is the step an admin
- * must undo by hand.
+ * sender): the breaker trips (`tripped`) and stays latched REJECTION_LATCH_MS; so does one
+ * organization's own count past REJECTION_LIMIT, for that organization alone (`held`). A latch is
+ * extended only by a fresh refusal past the limit (an address in neither window nor the latch's own
+ * entries): a held address tried again by every later notice does not keep it latched. An
+ * organization adds at most REJECTION_LIMIT + 1 entries to a window, none while it is held, so one
+ * organization cannot fill the window's set. Latched, nothing is suppressed: an error is logged and
+ * MailRejectionsHeld (alarmed) counts them. A count that cannot be read or written suppresses
+ * nothing either (`unknown`): suppression is the step an admin must undo by hand.
  */
-async function breaker(deps: Deps, organizationId: string, address: string): Promise<'closed' | 'tripped' | 'held' | 'unknown'> {
+async function breaker(deps: Deps, organizationKey: string, address: string): Promise<'closed' | 'tripped' | 'held' | 'unknown'> {
   const now = deps.now();
   const windowStart = now - (now % REJECTION_WINDOW_MS);
-  const organizationKey = addressHash(organizationId);
   const store = rejectionCountPort.of(deps);
+  const entry = `${organizationKey}.${addressHash(address)}`;
   try {
-    const counts = await store.countRefused(windowStart, organizationKey, `${organizationKey}.${addressHash(address)}`);
-    const { own, all } = refusalEstimate(counts, windowStart, now, organizationKey);
-    if (counts.full || all > REJECTION_LIMIT) {
-      await store.trip({}, now + REJECTION_LATCH_MS);
-      return 'tripped';
-    }
-    if ((counts.trippedUntil.all ?? 0) > now) return 'tripped';
-    if (own > REJECTION_LIMIT) {
-      await store.trip({ organizationKey }, now + REJECTION_LATCH_MS);
-      return 'held';
-    }
-    return (counts.trippedUntil.organization ?? 0) > now ? 'held' : 'closed';
+    const counts = await store.read(windowStart, organizationKey);
+    const latched = { all: (counts.latches.all?.until ?? 0) > now, organization: (counts.latches.organization?.until ?? 0) > now };
+    const fresh = ![counts.current, counts.previous, counts.latches.all?.refused ?? [], counts.latches.organization?.refused ?? []].some((list) => list.includes(entry));
+    let current = counts.current;
+    const own = current.filter((e) => organizationOf(e) === organizationKey).length;
+    // A full set adds nothing and trips nothing: the estimate is its contents.
+    if (!latched.organization && !current.includes(entry) && own <= REJECTION_LIMIT) current = (await store.add(windowStart, entry)).current;
+    const estimate = refusalEstimate({ current, previous: counts.previous }, windowStart, now, organizationKey);
+    if (estimate.all > REJECTION_LIMIT && (fresh || !latched.all)) await store.trip({}, now + REJECTION_LATCH_MS, entry, !latched.all);
+    if (estimate.all > REJECTION_LIMIT || latched.all) return 'tripped';
+    if (estimate.own > REJECTION_LIMIT && (fresh || !latched.organization)) await store.trip({ organizationKey }, now + REJECTION_LATCH_MS, entry, !latched.organization);
+    return estimate.own > REJECTION_LIMIT || latched.organization ? 'held' : 'closed';
   } catch (error) {
     logger.warn('mailer: refused addresses not counted: none suppressed, tried again', { to: addressHash(address), error: errorCode(error) });
     return 'unknown';
@@ -216,7 +223,7 @@ async function beforeDeadline(deps: Deps, deadline: number | undefined, send: ()
 /** A claimed mark's lease: longer than one send can take (connect, greeting, data, each bounded by noticeSendTimeoutMs). */
 const leaseMs = (deps: Deps) => 4 * deps.config.noticeSendTimeoutMs + 10_000;
 
-async function sendOnce(deps: Deps, message: QueuedMessage, mail: OutgoingMail, options: MailerOptions): Promise<'sent' | 'already' | 'rejected' | { failed: string; transportDown: boolean }> {
+async function sendOnce(deps: Deps, message: QueuedMessage, mail: OutgoingMail, options: MailerOptions): Promise<'sent' | 'already' | 'rejected' | 'held' | { failed: string; transportDown: boolean }> {
   if (options.deadline !== undefined && deps.now() >= options.deadline) return { failed: 'OutOfTime', transportDown: true };
   const marks = noticeMarkStore(deps);
   const mark = { organizationId: message.organizationId, key: `${message.kind}#${message.key}`, email: mail.to };
@@ -228,18 +235,19 @@ async function sendOnce(deps: Deps, message: QueuedMessage, mail: OutgoingMail, 
     await beforeDeadline(deps, options.deadline, () => options.transport.send(mail));
   } catch (error) {
     if (permanentlyRejected(error, mail.to)) {
-      const state = await breaker(deps, message.organizationId, mail.to);
+      const organizationKey = addressHash(message.organizationId);
+      const state = await breaker(deps, organizationKey, mail.to);
       if (state === 'closed') return rejected(deps, message, mail, mark, error);
       await marks.release(mark).catch(() => undefined);
       if (state === 'unknown') return { failed: errorCode(error), transportDown: false };
+      // A refusal of one address (5.1.x at its RCPT TO), whatever the breaker says: the other
+      // recipients go on, and this message is done with it (a retry would only be refused again and
+      // keep the latch alive); a later notice tries it again. The runbook finds the latch by `organizationKey`.
       metrics.addMetric('MailRejectionsHeld', MetricUnit.Count, 1);
-      if (state === 'held') {
-        // This organization's addresses alone: its other addresses go on, the others' are unaffected.
-        logger.error('mailer: too many of this organization\'s addresses refused at once: none suppressed, tried again (a bad list or a relay refusing it)', { organizationId: message.organizationId, to: addressHash(mail.to), error: errorCode(error) });
-        return { failed: errorCode(error), transportDown: false };
-      }
-      logger.error('mailer: too many addresses refused at once: none suppressed, tried again (the mail server or its sender setup is likely at fault)', { organizationId: message.organizationId, to: addressHash(mail.to), error: errorCode(error) });
-      return { failed: errorCode(error), transportDown: true };
+      const context = { organizationId: message.organizationId, organizationKey, to: addressHash(mail.to), error: errorCode(error) };
+      if (state === 'held') logger.error('mailer: too many of this organization\'s addresses refused at once: none suppressed, not sent (a bad list or a relay refusing it)', context);
+      else logger.error('mailer: too many addresses refused at once: none suppressed, not sent (the mail server or its sender setup is likely at fault)', context);
+      return 'held';
     }
     await marks.release(mark).catch(() => undefined);
     const transportDown = !concernsTheAddress(error);

@@ -50,9 +50,9 @@ function memoryMarks(markSentFailures = 0) {
   return { marks, store };
 }
 
-function setup(markSentFailures = 0) {
+function setup(markSentFailures = 0, emails = addresses) {
   const stores = memoryStores();
-  for (const email of addresses) {
+  for (const email of emails) {
     const item = recipientItem('org_1', { email, notices: ['lead.created'], status: 'confirmed', addedAt: 1 });
     stores.organizations.items.set(`${item.pk}\u0000${item.sk}`, item);
   }
@@ -65,6 +65,18 @@ function setup(markSentFailures = 0) {
 }
 
 const options = (transport: MailTransport) => ({ transport, linkSecret: async () => 'secret', baseUrl: 'https://crm.example' });
+/** A transport whose server refuses `dead` at their RCPT TO (550 5.1.1), as nodemailer reports it; records what it sent. */
+function refusingTransport(dead: Set<string>): MailTransport & { sent: string[] } {
+  const sent: string[] = [];
+  return {
+    sent,
+    send: async (mail) => {
+      if (!dead.has(mail.to)) { sent.push(mail.to); return; }
+      throw Object.assign(new Error('Can\'t send mail - all recipients were rejected'), { code: 'EENVELOPE', command: 'RCPT TO', rejected: [mail.to], response: '550 5.1.1 <x>: Recipient address rejected: User unknown', responseCode: 550 });
+    },
+  };
+}
+
 const refused = (to: string) => Object.assign(new Error(`connect ECONNREFUSED 127.0.0.1:2525 while sending to ${to}`), { code: 'ECONNECTION' });
 
 describe('the mailer under a failing mail server', () => {
@@ -146,7 +158,7 @@ describe('the mailer under a failing mail server', () => {
     expect(sent.map((m) => m.to)).toEqual(['new@shop.example']);
     // A write that failed (a 409): after the grace, nothing to send and nothing to retry.
     stores.clock.advance(CONFIRMATION_WRITE_GRACE_MS);
-    expect(await sendQueuedMessage(deps, confirmation('never@shop.example'), options(transport))).toEqual({ sent: 0, skipped: 0, rejected: 0 });
+    expect(await sendQueuedMessage(deps, confirmation('never@shop.example'), options(transport))).toEqual({ sent: 0, skipped: 0, rejected: 0, held: 0 });
     expect(sent).toHaveLength(1);
   });
 
@@ -181,7 +193,7 @@ describe('the mailer under a failing mail server', () => {
     expect(sent.map((m) => m.subject.replace(/ since.*/, ''))).toEqual(addresses.map(() => '5 more new leads'));
     expect([...cap.items.values()].map((i) => i.claims)).toEqual([[]]);
     // A round-1 summary whose claim holds no lead past the cap: no "0 more new leads".
-    expect(await sendQueuedMessage(deps, { organizationId: 'org_1', kind: 'lead.summary', key: `lead.summary|org_1|${start}`, at: window.since, data: { ...window, folded: 1, round: 1 } }, options(transport))).toEqual({ sent: 0, skipped: 0, rejected: 0 });
+    expect(await sendQueuedMessage(deps, { organizationId: 'org_1', kind: 'lead.summary', key: `lead.summary|org_1|${start}`, at: window.since, data: { ...window, folded: 1, round: 1 } }, options(transport))).toEqual({ sent: 0, skipped: 0, rejected: 0, held: 0 });
     expect(sent).toHaveLength(3);
   });
 
@@ -212,14 +224,14 @@ describe('an address the mail server refuses for good (SMTP 550 to its RCPT TO)'
     const { deps, clock } = setup();
     server.refusing.add(addresses[1]);
     const transport = mailTransport(parseConfig({ local: true, noticeSmtpUrl: `smtp://127.0.0.1:${server.port}`, noticeSendTimeoutMs: 2000 }));
-    expect(await sendQueuedMessage(deps, notice('r1'), options(transport))).toEqual({ sent: 2, skipped: 0, rejected: 1 });
+    expect(await sendQueuedMessage(deps, notice('r1'), options(transport))).toEqual({ sent: 2, skipped: 0, rejected: 1, held: 0 });
     expect([addresses[0], addresses[2]].map((a) => server.to(a).length)).toEqual([1, 1]);
     expect(server.rejected).toBe(1);
     const recipients = await listRecipients(deps, 'org_1');
     expect(recipients.find((r) => r.email === addresses[1])).toMatchObject({ status: 'suppressed', suppressedReason: 'rejected', suppressedAt: new Date(deps.now()).toISOString() });
     // The same message again (a retry, a redelivered dead letter) and the next notice: the refused address is not tried.
-    expect(await sendQueuedMessage(deps, notice('r1'), options(transport))).toEqual({ sent: 0, skipped: 2, rejected: 0 });
-    expect(await sendQueuedMessage(deps, notice('r2'), options(transport))).toEqual({ sent: 2, skipped: 0, rejected: 0 });
+    expect(await sendQueuedMessage(deps, notice('r1'), options(transport))).toEqual({ sent: 0, skipped: 2, rejected: 0, held: 0 });
+    expect(await sendQueuedMessage(deps, notice('r2'), options(transport))).toEqual({ sent: 2, skipped: 0, rejected: 0, held: 0 });
     expect(server.rejected).toBe(1);
     // It stays suppressed while listed; removed, an admin may add it again: pending, with a fresh confirmation.
     clock.advance(60_000);
@@ -256,7 +268,7 @@ describe('an address the mail server refuses for good (SMTP 550 to its RCPT TO)'
     expect(await statuses(deps)).toEqual(['confirmed', 'confirmed', 'confirmed']);
     expect(server.received.length).toBe(received);
     // The server fixed: every address gets it.
-    expect(await sendQueuedMessage(deps, notice('p1'), options(transportOf()))).toEqual({ sent: 3, skipped: 0, rejected: 0 });
+    expect(await sendQueuedMessage(deps, notice('p1'), options(transportOf()))).toEqual({ sent: 3, skipped: 0, rejected: 0, held: 0 });
   });
 
   it('an address refused as an address (550 5.1.10, a plain 553) is suppressed', async () => {
@@ -264,12 +276,12 @@ describe('an address the mail server refuses for good (SMTP 550 to its RCPT TO)'
     server.answers.set(addresses[0], { code: 550, text: '5.1.10 Recipient address rejected: null MX' });
     server.answers.set(addresses[2], { code: 553, text: 'mailbox name not allowed' });
     try {
-      expect(await sendQueuedMessage(deps, notice('a1'), options(transportOf()))).toEqual({ sent: 1, skipped: 0, rejected: 2 });
+      expect(await sendQueuedMessage(deps, notice('a1'), options(transportOf()))).toEqual({ sent: 1, skipped: 0, rejected: 2, held: 0 });
     } finally { server.answers.clear(); }
     expect(await statuses(deps)).toEqual(['suppressed', 'confirmed', 'suppressed']);
   });
 
-  it('a breaker: past REJECTION_LIMIT distinct addresses refused in 10 minutes (by any mailer), none more is suppressed: an error, MailRejectionsHeld, tried again', async () => {
+  it('a breaker: past REJECTION_LIMIT distinct addresses refused in 10 minutes (by any mailer), none more is suppressed: an error, MailRejectionsHeld, not sent; tried again by a later try', async () => {
     const { deps, rejections } = setup();
     const errors = jest.spyOn(logger, 'error').mockImplementation(() => undefined);
     const held = jest.spyOn(metrics, 'addMetric').mockImplementation(() => metrics);
@@ -278,20 +290,20 @@ describe('an address the mail server refuses for good (SMTP 550 to its RCPT TO)'
     rejections.windows.set(window, new Set(Array.from({ length: REJECTION_LIMIT - 1 }, (_, i) => `other${i}`)));
     for (const a of addresses) server.refusing.add(a);
     try {
-      await expect(sendQueuedMessage(deps, notice('b1'), options(transportOf()))).rejects.toThrow(NoticeNotSent);
+      expect(await sendQueuedMessage(deps, notice('b1'), options(transportOf()))).toEqual({ sent: 0, skipped: 0, rejected: 1, held: 2 });
     } finally { server.refusing.clear(); }
-    // The limit's last one suppressed; the next one trips the breaker and stops the message (the third is not tried).
+    // The limit's last one suppressed; the next one trips the breaker, the third is held too.
     expect(await statuses(deps)).toEqual(['suppressed', 'confirmed', 'confirmed']);
     expect(errors).toHaveBeenCalledWith(expect.stringContaining('too many addresses refused'), expect.anything());
     expect(held).toHaveBeenCalledWith('MailRejectionsHeld', expect.anything(), 1);
     // The server fixed: the held addresses get the notice.
-    expect(await sendQueuedMessage(deps, notice('b1'), options(transportOf()))).toEqual({ sent: 2, skipped: 0, rejected: 0 });
+    expect(await sendQueuedMessage(deps, notice('b1'), options(transportOf()))).toEqual({ sent: 2, skipped: 0, rejected: 0, held: 0 });
   });
 
   const orgKey = addressHash('org_1');
   const entriesOf = (organization: string, n: number) => Array.from({ length: n }, (_, i) => `${organization}.x${i}`);
 
-  it('the breaker latches: tripped, nothing is suppressed for an hour, even in a later window, extended while refusals go on past the limit; then it closes', async () => {
+  it('the breaker latches: tripped, nothing is suppressed for an hour, even in a later window, extended while fresh refusals go on past the limit; then it closes', async () => {
     const { deps, rejections, clock } = setup();
     jest.spyOn(metrics, 'addMetric').mockImplementation(() => metrics);
     const window = deps.now() - (deps.now() % REJECTION_WINDOW_MS);
@@ -299,22 +311,27 @@ describe('an address the mail server refuses for good (SMTP 550 to its RCPT TO)'
     rejections.windows.set(window, new Set(['o1', 'o2', 'o3'].flatMap((o) => entriesOf(o, 2))));
     server.refusing.add(addresses[0]);
     try {
-      await expect(sendQueuedMessage(deps, notice('l1'), options(transportOf()))).rejects.toThrow(NoticeNotSent);
+      expect(await sendQueuedMessage(deps, notice('l1'), options(transportOf()))).toEqual({ sent: 2, skipped: 0, rejected: 0, held: 1 });
       expect(rejections.latches.get('')).toBe(deps.now() + REJECTION_LATCH_MS);
       // Three windows on, nothing counted since but this one refusal: still latched, held.
       clock.advance(3 * REJECTION_WINDOW_MS);
-      await expect(sendQueuedMessage(deps, notice('l2'), options(transportOf()))).rejects.toThrow(NoticeNotSent);
+      expect(await sendQueuedMessage(deps, notice('l2'), options(transportOf()))).toEqual({ sent: 2, skipped: 0, rejected: 0, held: 1 });
       expect(await statuses(deps)).toEqual(['confirmed', 'confirmed', 'confirmed']);
       // Not extended by one refusal under the limit.
       expect(rejections.latches.get('')).toBe(deps.now() - 3 * REJECTION_WINDOW_MS + REJECTION_LATCH_MS);
-      // Refusals past the limit again (other mailers'): extended.
+      // Past the limit again (other mailers'), the same address refused once more: not fresh, not extended.
       const later = deps.now() - (deps.now() % REJECTION_WINDOW_MS);
       rejections.windows.set(later, new Set(['o4', 'o5', 'o6'].flatMap((o) => entriesOf(o, 2))));
-      await expect(sendQueuedMessage(deps, notice('l2b'), options(transportOf()))).rejects.toThrow(NoticeNotSent);
+      expect(await sendQueuedMessage(deps, notice('l2b'), options(transportOf()))).toEqual({ sent: 2, skipped: 0, rejected: 0, held: 1 });
+      expect(rejections.latches.get('')).toBe(deps.now() - 3 * REJECTION_WINDOW_MS + REJECTION_LATCH_MS);
+      // A fresh refusal past the limit: extended.
+      server.refusing.add(addresses[1]);
+      expect(await sendQueuedMessage(deps, notice('l2c'), options(transportOf()))).toEqual({ sent: 1, skipped: 0, rejected: 0, held: 2 });
+      server.refusing.delete(addresses[1]);
       expect(rejections.latches.get('')).toBe(deps.now() + REJECTION_LATCH_MS);
       // The latch over, a lone refusal is suppressed again.
       clock.advance(REJECTION_LATCH_MS);
-      expect(await sendQueuedMessage(deps, notice('l3'), options(transportOf()))).toEqual({ sent: 2, skipped: 0, rejected: 1 });
+      expect(await sendQueuedMessage(deps, notice('l3'), options(transportOf()))).toEqual({ sent: 2, skipped: 0, rejected: 1, held: 0 });
     } finally { server.refusing.clear(); }
   });
 
@@ -327,7 +344,7 @@ describe('an address the mail server refuses for good (SMTP 550 to its RCPT TO)'
     rejections.windows.set(window, new Set(['o1', 'o2', 'o3', 'o4', 'o5'].flatMap((o) => entriesOf(o, 1))));
     server.refusing.add(addresses[0]);
     try {
-      await expect(sendQueuedMessage(deps, notice('s1'), options(transportOf()))).rejects.toThrow(NoticeNotSent);
+      expect(await sendQueuedMessage(deps, notice('s1'), options(transportOf()))).toEqual({ sent: 2, skipped: 0, rejected: 0, held: 1 });
     } finally { server.refusing.clear(); }
     expect(await statuses(deps)).toEqual(['confirmed', 'confirmed', 'confirmed']);
     expect(rejections.latches.get('')).toBe(deps.now() + REJECTION_LATCH_MS);
@@ -343,10 +360,11 @@ describe('an address the mail server refuses for good (SMTP 550 to its RCPT TO)'
     server.refusing.add(addresses[0]);
     const before = server.to(addresses[1]).length;
     try {
-      await expect(sendQueuedMessage(deps, notice('o1'), options(transportOf()))).rejects.toThrow(NoticeNotSent);
+      expect(await sendQueuedMessage(deps, notice('o1'), options(transportOf()))).toEqual({ sent: 2, skipped: 0, rejected: 0, held: 1 });
       expect(await statuses(deps)).toEqual(['confirmed', 'confirmed', 'confirmed']);
       expect(server.to(addresses[1]).length).toBe(before + 1);
-      expect(errors).toHaveBeenCalledWith(expect.stringContaining('this organization'), expect.anything());
+      // The log names the organization and its latch's hash key (the runbook's `MAILREJECT#TRIPPED#<hash>`).
+      expect(errors).toHaveBeenCalledWith(expect.stringContaining('this organization'), expect.objectContaining({ organizationId: 'org_1', organizationKey: orgKey }));
       expect(rejections.latches.get(orgKey)).toBe(deps.now() + REJECTION_LATCH_MS);
       expect(rejections.latches.has('')).toBe(false);
       // Another organization's address refused now: suppressed (the service's count is 2 + 1 + 1).
@@ -357,8 +375,70 @@ describe('an address the mail server refuses for good (SMTP 550 to its RCPT TO)'
       const otherDeps = rejectionCountPort.with(noticeMarkPort.with(other.deps, memoryMarks().store), rejections);
       server.refusing.add('z@other.example');
       const otherNotice = { ...notice('o2'), organizationId: 'org_2' };
-      expect(await sendQueuedMessage(otherDeps, otherNotice, options(transportOf()))).toEqual({ sent: 0, skipped: 0, rejected: 1 });
+      expect(await sendQueuedMessage(otherDeps, otherNotice, options(transportOf()))).toEqual({ sent: 0, skipped: 0, rejected: 1, held: 0 });
     } finally { server.refusing.clear(); }
+  });
+
+  it('one organization refusing 32+ addresses never trips the breaker for all: it adds at most REJECTION_LIMIT + 1 to a window, none while held', async () => {
+    const dead = Array.from({ length: 40 }, (_, i) => `dead${i}@shop.example`);
+    const { deps, rejections } = setup(0, [...dead, 'live@shop.example']);
+    jest.spyOn(logger, 'error').mockImplementation(() => undefined);
+    jest.spyOn(metrics, 'addMetric').mockImplementation(() => metrics);
+    const transport = refusingTransport(new Set(dead));
+    expect(await sendQueuedMessage(deps, notice('f1'), options(transport))).toEqual({ sent: 1, skipped: 0, rejected: REJECTION_LIMIT, held: 40 - REJECTION_LIMIT });
+    const window = deps.now() - (deps.now() % REJECTION_WINDOW_MS);
+    expect(rejections.windows.get(window)?.size).toBe(REJECTION_LIMIT + 1);
+    expect(rejections.latches.has('')).toBe(false);
+    expect(rejections.latches.get(orgKey)).toBe(deps.now() + REJECTION_LATCH_MS);
+    // Another organization's lone refusal is still suppressed.
+    const other = memoryStores();
+    const item = recipientItem('org_2', { email: 'z@other.example', notices: ['lead.created'], status: 'confirmed', addedAt: 1 });
+    other.organizations.items.set(`${item.pk}\u0000${item.sk}`, item);
+    other.clock.set(new Date(deps.now()).toISOString());
+    const otherDeps = rejectionCountPort.with(noticeMarkPort.with(other.deps, memoryMarks().store), rejections);
+    expect(await sendQueuedMessage(otherDeps, { ...notice('f2'), organizationId: 'org_2' }, options(refusingTransport(new Set(['z@other.example']))))).toEqual({ sent: 0, skipped: 0, rejected: 1, held: 0 });
+  });
+
+  it('a full window trips nothing: the estimate is its contents', async () => {
+    const { deps, rejections } = setup();
+    const window = deps.now() - (deps.now() % REJECTION_WINDOW_MS);
+    // 32 entries of one (previous version's) organization's, or of a race past the cap: counts REJECTION_SHARE.
+    rejections.windows.set(window, new Set(entriesOf('o1', 32)));
+    expect(await sendQueuedMessage(deps, notice('w1'), options(refusingTransport(new Set([addresses[0]]))))).toEqual({ sent: 2, skipped: 0, rejected: 1, held: 0 });
+    expect(rejections.latches.has('')).toBe(false);
+  });
+
+  it('while latched for all, an organization whose refused address comes first still mails its other recipients, and the message is done', async () => {
+    const { deps, rejections } = setup();
+    jest.spyOn(logger, 'error').mockImplementation(() => undefined);
+    jest.spyOn(metrics, 'addMetric').mockImplementation(() => metrics);
+    rejections.latches.set('', deps.now() + REJECTION_LATCH_MS);
+    const transport = refusingTransport(new Set([addresses[0]]));
+    expect(await sendQueuedMessage(deps, notice('g1'), options(transport))).toEqual({ sent: 2, skipped: 0, rejected: 0, held: 1 });
+    expect(transport.sent).toEqual([addresses[1], addresses[2]]);
+    expect(await statuses(deps)).toEqual(['confirmed', 'confirmed', 'confirmed']);
+  });
+
+  it('a held organization\'s dead addresses do not keep it latched: their retries extend nothing, the message is done, and once the latch ends the breaker counts afresh', async () => {
+    const dead = Array.from({ length: 11 }, (_, i) => `dead${i}@shop.example`);
+    const { deps, rejections, clock } = setup(0, [...dead, 'live@shop.example']);
+    jest.spyOn(logger, 'error').mockImplementation(() => undefined);
+    jest.spyOn(metrics, 'addMetric').mockImplementation(() => metrics);
+    const transport = refusingTransport(new Set(dead));
+    const start = deps.now();
+    // Five suppressed, the sixth holds the organization, the other five held: the message is done all the same.
+    expect(await sendQueuedMessage(deps, notice('h1'), options(transport))).toEqual({ sent: 1, skipped: 0, rejected: REJECTION_LIMIT, held: 6 });
+    expect(rejections.latches.get(orgKey)).toBe(start + REJECTION_LATCH_MS);
+    // The next notices, in the same window and three windows on: the same six refused, the latch not extended.
+    clock.advance(REJECTION_WINDOW_MS / 2);
+    expect(await sendQueuedMessage(deps, notice('h2'), options(transport))).toEqual({ sent: 1, skipped: 0, rejected: 0, held: 6 });
+    clock.advance(3 * REJECTION_WINDOW_MS);
+    expect(await sendQueuedMessage(deps, notice('h3'), options(transport))).toEqual({ sent: 1, skipped: 0, rejected: 0, held: 6 });
+    expect(rejections.latches.get(orgKey)).toBe(start + REJECTION_LATCH_MS);
+    // The latch over: five more suppressed, the last holds it again (a new latch, its own entry alone).
+    clock.set(new Date(start + REJECTION_LATCH_MS).toISOString());
+    expect(await sendQueuedMessage(deps, notice('h4'), options(transport))).toEqual({ sent: 1, skipped: 0, rejected: REJECTION_LIMIT, held: 1 });
+    expect(rejections.latchEntries.get(orgKey)?.size).toBe(1);
   });
 
   it('a refusal whose count cannot be written suppresses nobody: tried again', async () => {
