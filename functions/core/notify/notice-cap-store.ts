@@ -39,7 +39,9 @@ export interface NoticeCapStore {
    * organization and window) in the window starting at `windowStart` (epoch ms). The same batch
    * counted again (a stream retry, however many batches of other lanes came between) is not
    * counted twice: it gets the `before` it got the first time. `claims` are read only when the
-   * batch has leads past `cap` (the only leads they matter to); otherwise empty.
+   * batch has leads past `cap` (the only leads they matter to); otherwise empty. Throws only when
+   * the batch was not counted; counted, a failure after (its answer, the claims) answers without
+   * claims (docs/notifications.md "Counted once per batch").
    */
   countLeadNotices(organizationId: string, windowStart: number, batch: string, count: number, expiresAt: number, cap: number): Promise<LeadCount>;
   /**
