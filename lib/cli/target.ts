@@ -6,9 +6,22 @@ import { existsSync } from 'node:fs';
 import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { createDeps, emulatorCredentials, type Deps } from '../../functions/core/platform/deps.js';
 import { parseConfig, readConfigParameter, asDeployed, type Config } from '../../functions/core/platform/config.js';
+import { plainSmtpProblem } from '../../functions/core/notify/smtp-url.js';
 import { stages } from '../stages.js';
 import { tables, queues, outputKeys, stackName, type TableName, type QueueName, type SecretName } from '../topology.js';
 import { defaultStackFile, depsFromStackFile, readStackFile } from '../local/stack-file.js';
+
+/**
+ * A deployed stage's settings as `crm` applies them: platform/config.ts asDeployed, and a warning
+ * when noticeSmtpUrl is one the mailer refuses (notify/smtp-url.ts; it needs nodemailer, which the
+ * functions' shared config leaves to the mailer's bundle).
+ */
+export function asDeployedStage(settings: Config, where: string, warn: (message: string) => void): Config {
+  const out = asDeployed(settings, where, warn);
+  const smtp = plainSmtpProblem(out.noticeSmtpUrl, out.local);
+  if (smtp) warn(`settings: ${smtp} (${where})`);
+  return out;
+}
 
 export interface TargetOptions { local?: boolean; stage?: string; stackFile?: string }
 
@@ -99,7 +112,7 @@ async function awsTarget(stage: string): Promise<Target> {
   const tableNames = Object.fromEntries(Object.keys(tables).map((t) => [t, pick(outputKeys.table(t as TableName))])) as Record<TableName, string>;
   const queueUrls = Object.fromEntries(Object.keys(queues).map((q) => [q, pick(outputKeys.queue(q as QueueName))])) as Record<QueueName, string>;
   // A deployed stage never runs in local mode nor opens loopback/metadata, whatever its parameter says.
-  const settings = asDeployed(await readSettings({ region }, pick(outputKeys.settingsParameter)), `stage ${stage} on AWS`, (m) => console.error(`warning: ${m}`));
+  const settings = asDeployedStage(await readSettings({ region }, pick(outputKeys.settingsParameter)), `stage ${stage} on AWS`, (m) => console.error(`warning: ${m}`));
   return {
     kind: 'aws',
     apiUrl: outputs[outputKeys.apiUrl],

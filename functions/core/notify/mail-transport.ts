@@ -6,7 +6,8 @@
  * message: headers are encoded (non-ASCII, long lines), a value cannot add a header.
  */
 import nodemailer, { type Transporter } from 'nodemailer';
-import { plainSmtpProblem, tlsFromTheStart, type Config } from '../platform/config.js';
+import type { Config } from '../platform/config.js';
+import { plainSmtpProblem, tlsFromTheStart } from './smtp-url.js';
 import { logger } from '../platform/observability.js';
 
 export interface OutgoingMail {
@@ -29,8 +30,6 @@ export interface TransportOptions {
 }
 
 const transporters = new Map<string, Promise<Transporter>>();
-
-export { tlsFromTheStart };
 
 function transporter(config: Config): Promise<Transporter> {
   const key = config.noticeSmtpUrl ? `smtp ${config.noticeSmtpUrl} ${config.noticeSendTimeoutMs}` : 'ses';

@@ -20,6 +20,8 @@ import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { Deps } from '../platform/deps.js';
 import { isConditionFailure } from '../platform/dynamo-store.js';
 import { depsPort } from '../platform/deps-port.js';
+import { logger } from '../platform/observability.js';
+import { BACKOFFS, retry } from '../platform/retry.js';
 
 export interface LeadCount {
   /** Lead notices the window had counted before this batch's (the same answer every time the batch asks). */
@@ -37,7 +39,9 @@ export interface NoticeCapStore {
    * organization and window) in the window starting at `windowStart` (epoch ms). The same batch
    * counted again (a stream retry, however many batches of other lanes came between) is not
    * counted twice: it gets the `before` it got the first time. `claims` are read only when the
-   * batch has leads past `cap` (the only leads they matter to); otherwise empty.
+   * batch has leads past `cap` (the only leads they matter to); otherwise empty. Throws only when
+   * the batch was not counted; counted, a failure after (its answer, the claims) answers without
+   * claims (docs/notifications.md "Counted once per batch").
    */
   countLeadNotices(organizationId: string, windowStart: number, batch: string, count: number, expiresAt: number, cap: number): Promise<LeadCount>;
   /**
@@ -48,6 +52,9 @@ export interface NoticeCapStore {
    */
   claimSummary(organizationId: string, windowStart: number, round: number): Promise<{ upTo: number; from?: number } | undefined>;
 }
+
+/** Tries of each call after a batch was counted (its answer's write, the claims' read) before the batch is answered without claims. */
+export const NOTICE_CAP_FOLLOW_UP_TRIES = 3;
 
 const capKey = (organizationId: string, windowStart: number) => ({ pk: `NOTICES#${organizationId}#${windowStart}` });
 /** A batch's answer: its own small item beside the counter (the counter stays a few attributes however many batches count). */
@@ -96,23 +103,36 @@ export function dynamoNoticeCapStore(deps: Deps): NoticeCapStore {
         const item = error.Item ? unmarshall(error.Item) : undefined;
         return { before: Number(item?.[legacyBatchAttribute(batch)] ?? 0), claims: claimsOf(item) };
       }
+      // Counted: the batch's leads are in the window's count (and in any summary claimed from now on),
+      // so a failure from here on must not make the batch "uncounted" (mailed apart as well). Its
+      // follow-ups are tried a few times, then the batch keeps the answer it has, with no claims.
+      const followUp = <T>(step: () => Promise<T>) => retry(step, { backoff: BACKOFFS.noticeCapFollowUp, attempts: NOTICE_CAP_FOLLOW_UP_TRIES, shouldRetry: () => true });
       try {
-        await deps.doc.send(new UpdateCommand({
-          TableName,
-          Key: batchKey(organizationId, windowStart, batch),
-          UpdateExpression: 'SET #before = :b, expiresAt = :e',
-          ConditionExpression: 'attribute_not_exists(pk)',
-          ExpressionAttributeNames: { '#before': 'before' },
-          ExpressionAttributeValues: { ':b': before, ':e': expiresAt },
-        }));
+        before = await followUp(async () => {
+          try {
+            await deps.doc.send(new UpdateCommand({
+              TableName,
+              Key: batchKey(organizationId, windowStart, batch),
+              UpdateExpression: 'SET #before = :b, expiresAt = :e',
+              ConditionExpression: 'attribute_not_exists(pk)',
+              ExpressionAttributeNames: { '#before': 'before' },
+              ExpressionAttributeValues: { ':b': before, ':e': expiresAt },
+            }));
+            return before;
+          } catch (error) {
+            // Two tries of the same batch at once: the first answer stands (this one's leads were counted twice: they fold sooner, none is lost).
+            if (!isConditionFailure(error)) throw error;
+            return (await answered()) ?? before;
+          }
+        });
+        // Claims matter only to leads past the cap; a claim made after the ADD above already holds this batch's leads.
+        const claims = before + count > cap ? await followUp(() => claimsNow(organizationId, windowStart)) : [];
+        return { before, claims };
       } catch (error) {
-        // Two tries of the same batch at once: the first answer stands (this one's leads were counted twice: they fold sooner, none is lost).
-        if (!isConditionFailure(error)) throw error;
-        before = (await answered()) ?? before;
+        // A retry of the batch may count it again if its answer was not written (docs/notifications.md "Counted once per batch").
+        logger.error('lead notices: the cap counter counted the batch but its answer or the claims failed, answered without claims', { organizationId, windowStart, leads: count, error: (error as Error).name });
+        return { before, claims: [] };
       }
-      // Claims matter only to leads past the cap; a claim made after the ADD above already holds this batch's leads.
-      const claims = before + count > cap ? await claimsNow(organizationId, windowStart) : [];
-      return { before, claims };
     },
 
     async claimSummary(organizationId, windowStart, round) {

@@ -33,6 +33,8 @@ export const BACKOFFS = {
   replayEmptyPage: { baseMs: 1000, capMs: 8000, jitter: 'none' },
   /** A notice's sent mark after the e-mail left (notify/mailer.ts): lost, the address would get it again. */
   markSent: { baseMs: 50, capMs: 1000 },
+  /** The cap counter's answer and claims after it counted a batch (notify/notice-cap-store.ts): the batch is counted, so these are not given up lightly. */
+  noticeCapFollowUp: { baseMs: 25, capMs: 400 },
   /** A batch's notices the notices queue refused (notify/produce.ts handOverNotices): kept for the sweeper after a few tries. */
   noticeHandOver: { baseMs: 100, capMs: 1000 },
   /** Daily-digest jobs the digest queue refused (settings/digest-queue.ts): tried again within the run. */

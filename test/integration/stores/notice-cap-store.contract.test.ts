@@ -4,12 +4,16 @@
  * window counted before it; the same batch again is not counted twice and gets the same answer;
  * windows and organizations count apart; a batch past the cap learns the claims made so far. On
  * DynamoDB the counter stays small however many batches count (each answer is its own item), and a
- * counter the previous version wrote (answers as `b_<batch>`) still answers its batches.
+ * counter the previous version wrote (answers as `b_<batch>`) still answers its batches. A batch
+ * counted whose follow-up calls fail (its answer's write, the claims' read) is retried, then answered
+ * without claims: never thrown (the caller would mail the counted leads apart as well).
  */
-import { describe, it, expect } from '@jest/globals';
+import { describe, it, expect, jest } from '@jest/globals';
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { newId } from '../../../functions/core/platform/ids.js';
-import { noticeCapPort, type NoticeCapStore } from '../../../functions/core/notify/notice-cap-store.js';
+import { dynamoNoticeCapStore, noticeCapPort, NOTICE_CAP_FOLLOW_UP_TRIES, type NoticeCapStore } from '../../../functions/core/notify/notice-cap-store.js';
+import type { Deps } from '../../../functions/core/platform/deps.js';
+import { logger } from '../../../functions/core/platform/observability.js';
 import { testStack } from '../support/stack.js';
 import { MemoryNoticeCapStore } from '../../support/stores/memory-notice-cap-store.js';
 
@@ -70,5 +74,55 @@ describe('the notice cap counter on DynamoDB Local, item by item', () => {
     expect(await store.countLeadNotices(org, WINDOW, 'old2', 5, expiresAt, CAP)).toEqual({ before: 21, claims: [26] });
     expect(await store.countLeadNotices(org, WINDOW, 'new1', 2, expiresAt, CAP)).toEqual({ before: 26, claims: [26] });
     expect(await store.claimSummary(org, WINDOW, 2)).toEqual({ upTo: 28, from: 26 });
+  });
+});
+
+/** A store whose calls after the next count (the ADD) fail while `failing.left` lasts, on DynamoDB Local or the twin. */
+const failingStores: [string, () => Promise<{ store: NoticeCapStore; failFollowUps(n: number): void }>][] = [
+  ['DynamoDB Local', async () => {
+    const { deps } = await testStack();
+    let left = 0;
+    let counted = false;
+    const doc = {
+      async send(command: { input: { UpdateExpression?: string } }) {
+        if (counted && left > 0) {
+          left -= 1;
+          throw Object.assign(new Error('throttled'), { name: 'ProvisionedThroughputExceededException' });
+        }
+        const out = await deps.doc.send(command as never);
+        if (command.input.UpdateExpression?.startsWith('ADD leads')) counted = true;
+        return out;
+      },
+    } as unknown as Deps['doc'];
+    return { store: dynamoNoticeCapStore({ ...deps, doc }), failFollowUps: (n) => { left = n; counted = false; } };
+  }],
+  ['the in-memory twin', async () => {
+    const store = new MemoryNoticeCapStore();
+    return { store, failFollowUps: (n) => { store.failFollowUps = n; } };
+  }],
+];
+
+describe.each(failingStores)('the notice cap counter on %s, failing after it counted', (_name, make) => {
+  it('retries the answer and the claims; past its tries it answers without claims, never throws', async () => {
+    const loggedError = jest.spyOn(logger, 'error').mockImplementation(() => undefined);
+    const { store, failFollowUps } = await make();
+    const org = newId('org', 12);
+    await store.countLeadNotices(org, WINDOW, 'batch-a', 25, expiresAt, CAP);
+    expect(await store.claimSummary(org, WINDOW, 1)).toEqual({ upTo: 25 });
+    // Fewer failures than tries: the same answer as without them, and the batch is answered once.
+    failFollowUps(NOTICE_CAP_FOLLOW_UP_TRIES - 1);
+    expect(await store.countLeadNotices(org, WINDOW, 'batch-b', 2, expiresAt, CAP)).toEqual({ before: 25, claims: [25] });
+    expect(await store.countLeadNotices(org, WINDOW, 'batch-b', 2, expiresAt, CAP)).toEqual({ before: 25, claims: [25] });
+    expect(loggedError).not.toHaveBeenCalled();
+    // Every follow-up failing past its tries: counted, answered without claims, logged.
+    failFollowUps(100);
+    expect(await store.countLeadNotices(org, WINDOW, 'batch-c', 3, expiresAt, CAP)).toEqual({ before: 27, claims: [] });
+    failFollowUps(0);
+    expect(loggedError).toHaveBeenCalledWith(expect.stringContaining('answered without claims'), expect.objectContaining({ organizationId: org, leads: 3 }));
+    // batch-c's leads are in the window's count: the next claim reports them.
+    expect(await store.claimSummary(org, WINDOW, 2)).toEqual({ upTo: 30, from: 25 });
+    // Its answer was not kept, so a retry counts it again, with another answer (docs/notifications.md: tries that disagree).
+    expect(await store.countLeadNotices(org, WINDOW, 'batch-c', 3, expiresAt, CAP)).toEqual({ before: 30, claims: [25, 30] });
+    loggedError.mockRestore();
   });
 });

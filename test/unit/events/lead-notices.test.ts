@@ -292,6 +292,21 @@ describe('the cap\'s bounds', () => {
     expect([...cap.items.values()].map((i) => [i.leads, i.claims])).toEqual([[1, []]]);
   });
 
+  it('a counter that counted the batch but failed after (its answer, the claims) mails it as counted: in the window\'s summary, not a nocount one as well', async () => {
+    const { queue, cap, run } = given({ leadNoticeCap: 2 });
+    await run(leads(1));
+    cap.failFollowUps = 100;
+    loggedError.mockClear();
+    expect(await run(leads(5))).toEqual({ batchItemFailures: [] });
+    expect(queue.unique.filter((m) => m.kind === 'lead.created')).toHaveLength(2);
+    const summaries = queue.unique.filter((m) => m.kind === 'lead.summary');
+    expect(summaries.map((m) => [m.key, m.data])).toEqual([[`lead.summary|${ORG}|${WINDOW_START}`, expect.objectContaining({ folded: 4, round: 1 })]]);
+    expect(loggedError).toHaveBeenCalledWith(expect.stringContaining('answered without claims'), expect.objectContaining({ organizationId: ORG, leads: 5 }));
+    expect(loggedError).not.toHaveBeenCalledWith(expect.stringContaining('go uncounted'), expect.anything());
+    // The window's count holds all 6: the summary the mailer claims reports them.
+    expect([...cap.items.values()].map((i) => i.leads)).toEqual([6]);
+  });
+
   it('a window is at most 870 s, so its summary\'s wait (window end + 30 s) is one queue delay of at most 900 s', async () => {
     // A longer one stored before this bound still parses: used as 870, with a warning naming it.
     const warned = jest.spyOn(logger, 'warn').mockImplementation(() => undefined);

@@ -1,11 +1,13 @@
 /**
  * The transport's TLS rule (docs/notifications.md "Transport"): a deployed stage refuses a plain
- * `smtp://` server, naming the field, before any byte leaves; the local stack (`local: true`) sends
- * to it. Against the test SMTP server on loopback.
+ * `smtp://` server, naming the field, before any byte leaves, and `crm` warns reading its settings;
+ * the local stack (`local: true`) sends to it. Against the test SMTP server on loopback.
  */
 import { describe, it, expect, beforeAll, afterAll, jest } from '@jest/globals';
-import { mailTransport, tlsFromTheStart } from '../../../functions/core/notify/mail-transport.js';
-import { asDeployed, parseConfig } from '../../../functions/core/platform/config.js';
+import { mailTransport } from '../../../functions/core/notify/mail-transport.js';
+import { tlsFromTheStart } from '../../../functions/core/notify/smtp-url.js';
+import { parseConfig } from '../../../functions/core/platform/config.js';
+import { asDeployedStage } from '../../../lib/cli/target.js';
 import { logger } from '../../../functions/core/platform/observability.js';
 import { TestMailServer } from '../../integration/support/mail-server.js';
 
@@ -22,7 +24,7 @@ describe('a plain smtp:// server', () => {
     await expect(mailTransport(config).send(mail('deployed@shop.example'))).rejects.toMatchObject({ name: 'SmtpNotTls', message: expect.stringContaining('noticeSmtpUrl') });
     expect(server.to('deployed@shop.example')).toEqual([]);
     const warnings: string[] = [];
-    asDeployed(config, 'test', (m) => warnings.push(m));
+    asDeployedStage(config, 'test', (m) => warnings.push(m));
     expect(warnings).toEqual([expect.stringContaining('noticeSmtpUrl is a plain smtp:// URL')]);
   });
 
@@ -35,7 +37,7 @@ describe('a plain smtp:// server', () => {
   it('with requireTLS, or smtps://, is TLS: a deployed stage may use it (this server offers no STARTTLS, so the send fails rather than go in clear text)', async () => {
     const config = parseConfig({ local: false, noticeSmtpUrl: `smtp://127.0.0.1:${server.port}?requireTLS=true`, noticeSendTimeoutMs: 2000 });
     const warnings: string[] = [];
-    asDeployed(config, 'test', (m) => warnings.push(m));
+    asDeployedStage(config, 'test', (m) => warnings.push(m));
     expect(warnings).toEqual([]);
     await expect(mailTransport(config).send(mail('tls@shop.example'))).rejects.not.toMatchObject({ name: 'SmtpNotTls' });
     expect(server.to('tls@shop.example')).toEqual([]);
@@ -46,7 +48,7 @@ describe('a plain smtp:// server', () => {
     expect(tlsFromTheStart('smtp://mail.example:587?requireTLS=true')).toBe('smtp://mail.example:587?requireTLS=true');
     const config = parseConfig({ local: false, noticeSmtpUrl: `smtp://127.0.0.1:${server.port}?secure=true`, noticeSendTimeoutMs: 2000 });
     const warnings: string[] = [];
-    asDeployed(config, 'test', (m) => warnings.push(m));
+    asDeployedStage(config, 'test', (m) => warnings.push(m));
     expect(warnings).toEqual([]);
     await expect(mailTransport(config).send(mail('secure@shop.example'))).rejects.not.toMatchObject({ name: 'SmtpNotTls' });
     expect(server.to('secure@shop.example')).toEqual([]);
@@ -59,7 +61,7 @@ describe('a URL that reads as TLS to a careless eye but not to nodemailer (case-
     await expect(mailTransport(config).send(mail('careless@shop.example'))).rejects.toMatchObject({ name: 'SmtpNotTls', message: expect.stringContaining('noticeSmtpUrl is a plain smtp:// URL') });
     expect(server.to('careless@shop.example')).toEqual([]);
     const warnings: string[] = [];
-    asDeployed(config, 'test', (m) => warnings.push(m));
+    asDeployedStage(config, 'test', (m) => warnings.push(m));
     expect(warnings).toEqual([expect.stringContaining('noticeSmtpUrl is a plain smtp:// URL')]);
   });
 });
@@ -70,7 +72,7 @@ describe('a URL that turns off the certificate check', () => {
     await expect(mailTransport(config).send(mail('unchecked@shop.example'))).rejects.toMatchObject({ name: 'SmtpNotTls', message: expect.stringContaining('noticeSmtpUrl sets tls.rejectUnauthorized') });
     expect(server.to('unchecked@shop.example')).toEqual([]);
     const warnings: string[] = [];
-    asDeployed(config, 'test', (m) => warnings.push(m));
+    asDeployedStage(config, 'test', (m) => warnings.push(m));
     expect(warnings).toEqual([expect.stringContaining('tls.rejectUnauthorized')]);
   });
 });
