@@ -1,11 +1,9 @@
 /**
  * The one retry helper (docs/decisions.md "One retry helper"): every retry loop of the domain
  * computes its waits here, with its constants named in BACKOFFS, so a reader compares them in one
- * place. Full jitter (AWS Architecture Blog, "Exponential Backoff And Jitter"): a wait is uniform
- * in [0, min(cap, base * 2^attempt)), so writers that lost the same race spread out instead of
- * retrying together. Written out (as Svix's core/retry.rs is) rather than taken from a package:
- * the loops here differ in what they retry (a lost condition, unprocessed items, a throttle), which
- * `shouldRetry` says, and the whole helper is shorter than a wrapper around one would be.
+ * place. Full jitter: a wait is uniform in [0, min(cap, base * 2^attempt)), so writers that lost
+ * the same race spread out instead of retrying together. What each loop retries (a lost
+ * condition, unprocessed items, a throttle) its `shouldRetry` says.
  */
 
 export interface Backoff {
