@@ -5,7 +5,7 @@
  * between organizations, and links that are expired, tampered, replaced or about to expire.
  * Webhooks go to a loopback receiver that verifies each request with `standardwebhooks`.
  */
-import { describe, it, expect, beforeAll, afterAll, afterEach } from '@jest/globals';
+import { describe, it, expect, beforeAll } from '@jest/globals';
 import { createPublicKey, verify } from 'node:crypto';
 import type { Page } from 'playwright-core';
 import { eventually, testStack } from '../support/stack.js';
@@ -16,8 +16,8 @@ import { addEndpoint } from '../../../functions/core/delivery/endpoints.js';
 import { listRecipients, suppressRecipient } from '../../../functions/core/notify/recipients.js';
 import { expiredSettingsLink, settingsLink, settingsLinkExpiringIn } from '../support/settings-links.js';
 import {
-  addEndpointInPage, browser, button, endpointCard, failedDelivery, fetchFromPage, leadEndpointStatus, listedDeliveries, openSettings,
-  pageProblems, pageToken, screenshot, seriousViolations, shownOnce, startBrowser, watch,
+  addEndpointInPage, browser, button, checkPagesThenClose, endpointCard, failedDelivery, fetchFromPage, leadEndpointStatus, listedDeliveries, openSettings,
+  pageToken, screenshot, seriousViolations, shownOnce, startBrowser, watch,
 } from '../support/settings-page.js';
 
 const receiver = new Receiver();
@@ -36,14 +36,7 @@ beforeAll(async () => {
   await startBrowser();
 }, 150_000);
 
-afterEach(() => {
-  expect(pageProblems.splice(0)).toEqual([]);
-});
-
-afterAll(async () => {
-  await browser?.close();
-  await receiver.stop();
-});
+checkPagesThenClose(receiver);
 
 describe('the settings page, opened from a settings link', () => {
   let page: Page;

@@ -6,7 +6,7 @@
  * one organization and one page. Its other options, the link's states and the boundary between
  * organizations: settings-page-options.test.ts (a file of its own, so two workers share the page's tests).
  */
-import { describe, it, expect, beforeAll, afterAll, afterEach } from '@jest/globals';
+import { describe, it, expect, beforeAll } from '@jest/globals';
 import path from 'node:path';
 import type { Page } from 'playwright-core';
 import { eventually, testStack } from '../support/stack.js';
@@ -15,8 +15,8 @@ import { createOrganization } from '../../../functions/core/tenancy/organization
 import { deliveryAttempts } from '../../../functions/core/delivery/schedule.js';
 import { cliSettingsLink } from '../support/settings-links.js';
 import {
-  addEndpointInPage, browser, button, context, endpointCard, failedDelivery, fetchFromPage, keyRow, leadEndpointStatus, listedDeliveries,
-  pageProblems, screenshot, seriousViolations, shots, shownOnce, startBrowser, watch,
+  addEndpointInPage, button, checkPagesThenClose, context, endpointCard, failedDelivery, fetchFromPage, keyRow, leadEndpointStatus, listedDeliveries,
+  screenshot, seriousViolations, shots, shownOnce, startBrowser, watch,
 } from '../support/settings-page.js';
 
 // Browser globals used inside page.evaluate callbacks (the project's tsconfig has no DOM library).
@@ -33,14 +33,7 @@ beforeAll(async () => {
   await startBrowser();
 }, 150_000);
 
-afterEach(() => {
-  expect(pageProblems.splice(0)).toEqual([]);
-});
-
-afterAll(async () => {
-  await browser?.close();
-  await receiver.stop();
-});
+checkPagesThenClose(receiver);
 
 describe('the settings page, opened from a settings link', () => {
   let page: Page;

@@ -4,7 +4,7 @@
  * page's controls, screenshots (test-artifacts/settings/, git-ignored; with UPDATE_SCREENSHOTS=1
  * those docs/settings.md shows are written to docs/img/ too) and axe-core (injected from its package).
  */
-import { expect } from '@jest/globals';
+import { afterAll, afterEach, expect } from '@jest/globals';
 import { copyFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -46,6 +46,17 @@ export async function startBrowser(): Promise<void> {
   context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   context.setDefaultTimeout(60_000); // a loaded machine renders slowly; each wait is for a condition
   await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: new URL(info.apiUrl).origin });
+}
+
+/** The hooks both browser files need: no page problem after each test; the browser and the receiver closed at the end. */
+export function checkPagesThenClose(receiver: { stop(): Promise<void> }): void {
+  afterEach(() => {
+    expect(pageProblems.splice(0)).toEqual([]);
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await receiver.stop();
+  });
 }
 
 /** Script errors and Content-Security-Policy violations of every page: each test ends without any (the files check it after each). */
